@@ -1,0 +1,47 @@
+# rlcockpit — two commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+# Nothing is downloaded from a model hub at run time.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export WANDB_MODE := offline
+export WANDB_SILENT := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup system-deps demo test test-quick lint bench clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e '.[all,dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Debian packages the browser tests need (Chromium for the dashboard tests).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (Debian) for the dashboard browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+demo: setup
+	$(VENV)/bin/rlcockpit demo
+
+test: setup system-deps
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-quick: setup
+	$(PY) -m pytest -q -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+
+bench: setup
+	$(PY) bench/logging_overhead.py --json
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

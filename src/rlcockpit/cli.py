@@ -1,0 +1,70 @@
+"""``rlcockpit`` command line: one entry point, thin.
+
+Each concern owns its commands in its own ``<area>/cli.py`` exposing ``register(subparsers)``;
+every sub-parser sets ``func`` (called with the parsed args, returns an exit code). Those modules
+import heavy dependencies only inside the handlers, so ``rlcockpit --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+COMMAND_MODULES = (
+    "rlcockpit.tracking.cli",  # runs, show, export
+    "rlcockpit.metrics.cli",  # explain
+    "rlcockpit.trainer.cli",  # train, demo
+    "rlcockpit.health.cli",  # diagnose
+    "rlcockpit.alerts.cli",  # alert-test, watchdog, preflight
+    "rlcockpit.ui.cli",  # ui
+    "rlcockpit.integrations.cli",  # watch, import
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlcockpit", description="RL post-training for LLMs with a cockpit built in."
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # an area not built yet, or an optional dependency missing
+            if exc.name and exc.name.startswith("rlcockpit"):
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from rlcockpit import __version__
+
+        print(__version__)
+        return 0
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        if os.environ.get("RLCOCKPIT_DEBUG"):
+            raise
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"rlcockpit {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

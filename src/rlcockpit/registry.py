@@ -1,0 +1,81 @@
+"""One registry pattern for everything chosen by name.
+
+Advantage estimators, policy losses, KL estimators, rewards, detectors, sinks and alert
+channels are all looked up by the name a user writes in a config.  Each family owns one
+:class:`Registry`; users add their own entries from their code with the same decorator
+rlcockpit uses internally::
+
+    from rlcockpit.algos import ADV_ESTIMATORS
+
+    @ADV_ESTIMATORS.register("my_estimator")
+    def my_estimator(token_level_rewards, response_mask, **kw): ...
+
+An unknown name fails with an error that lists the registered names and the closest one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A named family of interchangeable components (``kind`` is used in error messages)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, *aliases: str, override: bool = False) -> Callable[[T], T]:
+        """Decorator registering ``obj`` under ``name`` (and optional alias names)."""
+
+        def deco(obj: T) -> T:
+            self.add(name, obj, *aliases, override=override)
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T, *aliases: str, override: bool = False) -> None:
+        for n in (name, *aliases):
+            if not override and (n in self._items or n in self._aliases):
+                raise ValueError(f"{self.kind} {n!r} is already registered")
+        self._items[name] = obj
+        for a in aliases:
+            self._aliases[a] = name
+
+    def canonical(self, name: str) -> str:
+        """The registered name ``name`` refers to (resolving aliases); raises ``KeyError``."""
+        if name in self._items:
+            return name
+        if name in self._aliases:
+            return self._aliases[name]
+        raise KeyError(self._unknown_message(name))
+
+    def get(self, name: str) -> T:
+        """The entry registered as ``name``; an unknown name raises ``KeyError`` with a hint."""
+        return self._items[self.canonical(name)]
+
+    def _unknown_message(self, name: str) -> str:
+        known = sorted(self._items) + sorted(self._aliases)
+        close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(sorted(self._items))}"
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items or name in self._aliases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def items(self) -> list[tuple[str, T]]:
+        return sorted(self._items.items())

@@ -1,0 +1,161 @@
+"""The store interface: everything rlcockpit writes about a run, and reads back.
+
+The embedded default is :class:`~rlcockpit.store.sqlite.SQLiteStore`. Callers (tracking writer,
+``Api``, CLI, dashboard, health) use only this interface, so a team store (PostgreSQL) can be
+added later by implementing it and registering it in :data:`STORES`.
+
+Metric points are appended as columns ``(steps, values, timestamps)`` per key; the store keeps
+them as chunked numpy arrays, which is what makes ingest of millions of points per second and
+downsampled reads of long histories cheap.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlcockpit.registry import Registry
+
+Series = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps int64, values float64, unix timestamps float64
+
+STORES: Registry[type[Store]] = Registry("store")
+
+DEFAULT_DIR_NAME = "rlcockpit"
+STALE_HEARTBEAT_S = 60.0  # a "running" run whose heartbeat is older than this is reported as crashed
+
+
+def resolve_dir(dir: str | os.PathLike[str] | None = None) -> Path:
+    """Store location: the ``dir`` argument, else ``$RLCOCKPIT_DIR``, else ``./rlcockpit``."""
+    if dir is None:
+        dir = os.environ.get("RLCOCKPIT_DIR") or os.path.join(os.getcwd(), DEFAULT_DIR_NAME)
+    return Path(dir).expanduser().resolve()
+
+
+class Store(abc.ABC):
+    """Abstract run store. Methods taking ``run_id`` raise ``KeyError`` for an unknown run."""
+
+    # ---- runs -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_run(self, run: Mapping[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Update run columns (status, summary, config, meta, heartbeat_at, finished_at, exit_code...)."""
+
+    @abc.abstractmethod
+    def list_runs(self, project: str | None = None) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """A run by id, unique id prefix or unique name."""
+
+    @abc.abstractmethod
+    def delete_run(self, run_id: str) -> None: ...
+
+    # ---- metrics ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
+        """Append points per key; steps within one key must be non-decreasing across calls."""
+
+    @abc.abstractmethod
+    def keys(self, run_id: str) -> list[str]: ...
+
+    @abc.abstractmethod
+    def series(
+        self,
+        run_id: str,
+        key: str,
+        *,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        max_points: int | None = None,
+    ) -> Series: ...
+
+    def history(self, run_id: str, keys: Sequence[str] | None = None, *, include_system: bool = False):
+        """A pandas DataFrame indexed by ``step``, one column per key (last value per step)."""
+        import pandas as pd
+
+        if keys is None:
+            keys = [k for k in self.keys(run_id) if include_system or not k.startswith("system/")]
+        cols = {}
+        for key in keys:
+            steps, values, _ = self.series(run_id, key)
+            if len(steps):
+                s = pd.Series(values, index=steps)
+                cols[key] = s[~s.index.duplicated(keep="last")]
+        if not cols:
+            return pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
+        df = pd.DataFrame(cols)
+        df.index.name = "step"
+        return df.sort_index()
+
+    def system(self, run_id: str):
+        """System metrics as a DataFrame indexed by wall time (``timestamp``), with the step alongside."""
+        import pandas as pd
+
+        frames = []
+        for key in self.keys(run_id):
+            if key.startswith("system/"):
+                steps, values, ts = self.series(run_id, key)
+                frames.append(pd.DataFrame({"timestamp": ts, "step": steps, key: values}))
+        if not frames:
+            return pd.DataFrame(columns=["timestamp", "step"]).set_index("timestamp")
+        df = frames[0]
+        for f in frames[1:]:
+            df = df.merge(f, on=["timestamp", "step"], how="outer")
+        return df.sort_values("timestamp").set_index("timestamp")
+
+    # ---- samples, findings, events ------------------------------------------------------------
+    @abc.abstractmethod
+    def append_samples(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None: ...
+
+    @abc.abstractmethod
+    def samples(
+        self,
+        run_id: str,
+        step: int | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        query: str | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    def sample_steps(self, run_id: str) -> list[int]: ...
+
+    @abc.abstractmethod
+    def add_finding(self, run_id: str, finding: Any) -> str: ...
+
+    @abc.abstractmethod
+    def findings(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str: ...
+
+    @abc.abstractmethod
+    def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+
+def open_store(dir: str | os.PathLike[str] | None = None, kind: str = "sqlite") -> Store:
+    """Open (creating if needed) the store at ``dir`` (see :func:`resolve_dir`)."""
+    import rlcockpit.store.sqlite  # noqa: F401 - registers the sqlite store
+
+    return STORES.get(kind)(resolve_dir(dir))
+
+
+def effective_status(run: Mapping[str, Any], now: float) -> str:
+    """``running`` runs whose heartbeat stopped are reported as ``crashed``."""
+    status = run.get("status") or "running"
+    if status == "running":
+        hb = run.get("heartbeat_at") or run.get("updated_at") or 0
+        if now - float(hb) > STALE_HEARTBEAT_S:
+            return "crashed"
+    return status

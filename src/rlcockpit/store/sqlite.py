@@ -1,0 +1,416 @@
+"""Embedded SQLite store (WAL): no server, no account, works offline.
+
+One database file ``<dir>/rlcockpit.db`` holds every run of the store. WAL mode lets readers
+(CLI, dashboard) read while runs write; several processes may write different runs at once
+(writes are short transactions, serialised by SQLite with a busy timeout).
+
+Metric points are stored per key in chunks of up to :data:`CHUNK_POINTS` points; each chunk holds
+three little-endian numpy arrays (steps int64, values float64, timestamps float64) as blobs. The
+newest chunk of a key is rewritten while it fills up, so a flush touches at most one partial
+chunk per key — appends never rewrite history (unlike re-logged tables).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlcockpit.store.base import STORES, Series, Store, effective_status
+from rlcockpit.store.downsample import minmax_downsample
+
+CHUNK_POINTS = 2048
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+  id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, grp TEXT, tags TEXT NOT NULL DEFAULT '[]',
+  status TEXT NOT NULL, config TEXT NOT NULL DEFAULT '{}', summary TEXT NOT NULL DEFAULT '{}',
+  meta TEXT NOT NULL DEFAULT '{}', notes TEXT,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL, heartbeat_at REAL, finished_at REAL,
+  exit_code INTEGER, last_step INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_project ON runs(project, created_at);
+CREATE TABLE IF NOT EXISTS keys (
+  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, name TEXT NOT NULL, UNIQUE(run_id, name)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+  key_id INTEGER NOT NULL, seq INTEGER NOT NULL, n INTEGER NOT NULL,
+  step_lo INTEGER NOT NULL, step_hi INTEGER NOT NULL,
+  steps BLOB NOT NULL, vals BLOB NOT NULL, ts BLOB NOT NULL,
+  PRIMARY KEY (key_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS samples (
+  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
+  prompt TEXT, response TEXT, reward REAL, extra TEXT
+);
+CREATE INDEX IF NOT EXISTS samples_run_step ON samples(run_id, step);
+CREATE TABLE IF NOT EXISTS findings (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL, detector TEXT, severity TEXT, step INTEGER, title TEXT,
+  payload TEXT NOT NULL, created_at REAL
+);
+CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id, step);
+CREATE TABLE IF NOT EXISTS events (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL, step INTEGER, kind TEXT NOT NULL, payload TEXT NOT NULL, ts REAL
+);
+CREATE INDEX IF NOT EXISTS events_run ON events(run_id, kind);
+"""
+
+_JSON_COLS = ("tags", "config", "summary", "meta")
+_RUN_COLS = (
+    "id", "project", "name", "grp", "tags", "status", "config", "summary", "meta", "notes",
+    "created_at", "updated_at", "heartbeat_at", "finished_at", "exit_code", "last_step",
+)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (np.floating, np.integer)):
+        return obj.item()
+    return str(obj)
+
+
+def dumps(obj: Any) -> str:
+    """JSON text; NaN/Inf kept (Python's json reads them back), unknown objects as strings."""
+    return json.dumps(obj, default=_json_default, ensure_ascii=False)
+
+
+class SQLiteStore(Store):
+    def __init__(self, dir: Path) -> None:
+        self.dir = Path(dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "rlcockpit.db"
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        with self._lock:
+            self._conn.executescript(SCHEMA)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        # writer-side caches: key ids and the open (partially filled) tail chunk of each key
+        self._key_ids: dict[tuple[str, str], int] = {}
+        self._tails: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _tx(self, fn, *args):
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(*args)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return out
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _run_row_to_dict(self, row: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(_RUN_COLS, row))
+        for c in _JSON_COLS:
+            d[c] = json.loads(d[c]) if d[c] else ({} if c != "tags" else [])
+        d["group"] = d.pop("grp")
+        d["stored_status"] = d["status"]
+        d["status"] = effective_status(d, time.time())
+        return d
+
+    def resolve_run_id(self, run_id: str) -> str:
+        rows = self._query("SELECT id FROM runs WHERE id = ?", (run_id,))
+        if rows:
+            return rows[0][0]
+        rows = self._query(
+            "SELECT id FROM runs WHERE id LIKE ? OR name = ? ORDER BY created_at DESC",
+            (run_id.replace("%", r"\%") + "%", run_id),
+        )
+        ids = list(dict.fromkeys(r[0] for r in rows))
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise KeyError(f"no run {run_id!r} in store {self.dir}")
+        raise KeyError(f"run {run_id!r} is ambiguous in store {self.dir}: matches {', '.join(ids[:5])}")
+
+    # ---- runs -------------------------------------------------------------------------------
+    def create_run(self, run: Mapping[str, Any]) -> None:
+        now = time.time()
+        row = {
+            "id": run["id"], "project": run.get("project") or "default", "name": run.get("name") or run["id"],
+            "grp": run.get("group"), "tags": dumps(list(run.get("tags") or [])),
+            "status": run.get("status", "running"), "config": dumps(run.get("config") or {}),
+            "summary": dumps(run.get("summary") or {}), "meta": dumps(run.get("meta") or {}),
+            "notes": run.get("notes"), "created_at": run.get("created_at", now), "updated_at": now,
+            "heartbeat_at": now, "finished_at": None, "exit_code": None, "last_step": None,
+        }
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self._tx(lambda: self._conn.execute(f"INSERT INTO runs ({cols}) VALUES ({marks})", tuple(row.values())))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if not fields:
+            return
+        if "group" in fields:
+            fields["grp"] = fields.pop("group")
+        sets, vals = [], []
+        for k, v in fields.items():
+            if k not in _RUN_COLS or k == "id":
+                raise ValueError(f"unknown run field {k!r}")
+            sets.append(f"{k} = ?")
+            vals.append(dumps(v) if k in _JSON_COLS else v)
+        sets.append("updated_at = ?")
+        vals.append(time.time())
+        self._tx(lambda: self._conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*vals, run_id)))
+
+    def list_runs(self, project: str | None = None) -> list[dict[str, Any]]:
+        sql = f"SELECT {', '.join(_RUN_COLS)} FROM runs"
+        params: tuple = ()
+        if project is not None:
+            sql += " WHERE project = ?"
+            params = (project,)
+        sql += " ORDER BY created_at DESC"
+        return [self._run_row_to_dict(r) for r in self._query(sql, params)]
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        rid = self.resolve_run_id(run_id)
+        rows = self._query(f"SELECT {', '.join(_RUN_COLS)} FROM runs WHERE id = ?", (rid,))
+        return self._run_row_to_dict(rows[0])
+
+    def delete_run(self, run_id: str) -> None:
+        rid = self.resolve_run_id(run_id)
+
+        def work() -> None:
+            c = self._conn
+            c.execute("DELETE FROM chunks WHERE key_id IN (SELECT id FROM keys WHERE run_id = ?)", (rid,))
+            for table in ("keys", "samples", "findings", "events"):
+                c.execute(f"DELETE FROM {table} WHERE run_id = ?", (rid,))
+            c.execute("DELETE FROM runs WHERE id = ?", (rid,))
+
+        self._tx(work)
+
+    # ---- metrics ----------------------------------------------------------------------------
+    def _key_id(self, run_id: str, key: str) -> int:
+        kid = self._key_ids.get((run_id, key))
+        if kid is None:
+            c = self._conn
+            c.execute("INSERT OR IGNORE INTO keys(run_id, name) VALUES (?, ?)", (run_id, key))
+            kid = c.execute("SELECT id FROM keys WHERE run_id = ? AND name = ?", (run_id, key)).fetchone()[0]
+            self._key_ids[(run_id, key)] = kid
+        return kid
+
+    def _load_tail(self, kid: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        tail = self._tails.get(kid)
+        if tail is None:
+            row = self._conn.execute(
+                "SELECT seq, steps, vals, ts FROM chunks WHERE key_id = ? ORDER BY seq DESC LIMIT 1", (kid,)
+            ).fetchone()
+            if row is None or len(row[1]) // 8 >= CHUNK_POINTS:
+                seq = -1 if row is None else row[0]
+                empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
+                tail = (seq + 1, empty_i, empty_f, empty_f)
+            else:
+                tail = (row[0], *_decode(row[1], row[2], row[3]))
+        return tail
+
+    def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
+        if not points:
+            return
+
+        def work() -> None:
+            c = self._conn
+            max_step = None
+            for key, (steps, vals, ts) in points.items():
+                if len(steps) == 0:
+                    continue
+                kid = self._key_id(run_id, key)
+                seq, t_steps, t_vals, t_ts = self._load_tail(kid)
+                steps = np.concatenate([t_steps, np.asarray(steps, np.int64)])
+                vals = np.concatenate([t_vals, np.asarray(vals, np.float64)])
+                ts = np.concatenate([t_ts, np.asarray(ts, np.float64)])
+                for lo in range(0, len(steps), CHUNK_POINTS):
+                    s, v, t = steps[lo : lo + CHUNK_POINTS], vals[lo : lo + CHUNK_POINTS], ts[lo : lo + CHUNK_POINTS]
+                    c.execute(
+                        "INSERT OR REPLACE INTO chunks(key_id, seq, n, step_lo, step_hi, steps, vals, ts) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (kid, seq, len(s), int(s[0]), int(s[-1]), s.tobytes(), v.tobytes(), t.tobytes()),
+                    )
+                    if len(s) < CHUNK_POINTS:
+                        self._tails[kid] = (seq, s, v, t)
+                    else:
+                        seq += 1
+                        empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
+                        self._tails[kid] = (seq, empty_i, empty_f, empty_f)
+                if not key.startswith("system/"):
+                    last = int(steps[-1])
+                    max_step = last if max_step is None else max(max_step, last)
+            if max_step is not None:
+                c.execute(
+                    "UPDATE runs SET last_step = MAX(COALESCE(last_step, ?), ?) WHERE id = ?",
+                    (max_step, max_step, run_id),
+                )
+
+        try:
+            self._tx(work)
+        except BaseException:
+            self._tails.clear()  # caches may be ahead of the rolled-back database
+            raise
+
+    def keys(self, run_id: str) -> list[str]:
+        rid = self.resolve_run_id(run_id)
+        return [r[0] for r in self._query("SELECT name FROM keys WHERE run_id = ? ORDER BY name", (rid,))]
+
+    def series(
+        self,
+        run_id: str,
+        key: str,
+        *,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        max_points: int | None = None,
+    ) -> Series:
+        rid = self.resolve_run_id(run_id)
+        sql = "SELECT c.steps, c.vals, c.ts FROM chunks c JOIN keys k ON k.id = c.key_id WHERE k.run_id = ? AND k.name = ?"
+        params: list[Any] = [rid, key]
+        if start_step is not None:
+            sql += " AND c.step_hi >= ?"
+            params.append(int(start_step))
+        if end_step is not None:
+            sql += " AND c.step_lo <= ?"
+            params.append(int(end_step))
+        rows = self._query(sql + " ORDER BY c.seq", params)
+        if not rows:
+            return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64)
+        steps = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64)
+        vals = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float64)
+        ts = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float64)
+        if start_step is not None or end_step is not None:
+            m = np.ones(len(steps), bool)
+            if start_step is not None:
+                m &= steps >= start_step
+            if end_step is not None:
+                m &= steps <= end_step
+            steps, vals, ts = steps[m], vals[m], ts[m]
+        if max_points is not None and len(steps) > max_points:
+            steps, vals, ts = minmax_downsample(steps, vals, ts, max_points)
+        return steps, vals, ts
+
+    # ---- samples ------------------------------------------------------------------------------
+    def append_samples(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        def work() -> None:
+            base = self._conn.execute(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM samples WHERE run_id = ? AND step = ?", (run_id, step)
+            ).fetchone()[0]
+            data = []
+            for i, row in enumerate(rows):
+                extra = {k: v for k, v in row.items() if k not in ("prompt", "response", "reward")}
+                reward = row.get("reward")
+                data.append((
+                    run_id, int(step), base + i, _text(row.get("prompt")), _text(row.get("response")),
+                    None if reward is None else float(reward), dumps(extra) if extra else None,
+                ))
+            self._conn.executemany(
+                "INSERT INTO samples(run_id, step, idx, prompt, response, reward, extra) VALUES (?,?,?,?,?,?,?)", data
+            )
+
+        self._tx(work)
+
+    def samples(
+        self,
+        run_id: str,
+        step: int | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        query: str | None = None,
+    ) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        sql = "SELECT step, idx, prompt, response, reward, extra FROM samples WHERE run_id = ?"
+        params: list[Any] = [rid]
+        if step is not None:
+            sql += " AND step = ?"
+            params.append(int(step))
+        if query:
+            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            sql += " AND (prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\' OR extra LIKE ? ESCAPE '\\')"
+            params += [like, like, like]
+        sql += " ORDER BY step, idx LIMIT ? OFFSET ?"
+        params += [-1 if limit is None else int(limit), int(offset)]
+        out = []
+        for st, idx, prompt, response, reward, extra in self._query(sql, params):
+            d = {"step": st, "idx": idx, "prompt": prompt, "response": response, "reward": reward}
+            if extra:
+                d.update(json.loads(extra))
+            out.append(d)
+        return out
+
+    def sample_steps(self, run_id: str) -> list[int]:
+        rid = self.resolve_run_id(run_id)
+        return [r[0] for r in self._query("SELECT DISTINCT step FROM samples WHERE run_id = ? ORDER BY step", (rid,))]
+
+    # ---- findings and events ------------------------------------------------------------------
+    def add_finding(self, run_id: str, finding: Any) -> str:
+        d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
+        fid = d.get("id") or uuid.uuid4().hex[:12]
+        d["id"] = fid
+        if hasattr(finding, "id"):
+            finding.id = fid
+        self._tx(lambda: self._conn.execute(
+            "INSERT OR REPLACE INTO findings(id, run_id, detector, severity, step, title, payload, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (fid, run_id, d.get("detector"), d.get("severity"), d.get("step"), d.get("title"), dumps(d),
+             d.get("created_at", time.time())),
+        ))
+        return fid
+
+    def findings(self, run_id: str) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        rows = self._query("SELECT payload FROM findings WHERE run_id = ? ORDER BY step, created_at", (rid,))
+        return [json.loads(r[0]) for r in rows]
+
+    def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str:
+        eid = uuid.uuid4().hex[:12]
+        self._tx(lambda: self._conn.execute(
+            "INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (?,?,?,?,?,?)",
+            (eid, run_id, step, kind, dumps(dict(payload)), time.time()),
+        ))
+        return eid
+
+    def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        sql = "SELECT id, step, kind, payload, ts FROM events WHERE run_id = ?"
+        params: list[Any] = [rid]
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        rows = self._query(sql + " ORDER BY ts", params)
+        return [{"id": i, "step": s, "kind": k, "payload": json.loads(p), "ts": t} for i, s, k, p, t in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _decode(steps: bytes, vals: bytes, ts: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (np.frombuffer(steps, np.int64).copy(), np.frombuffer(vals, np.float64).copy(),
+            np.frombuffer(ts, np.float64).copy())
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value if isinstance(value, str) else dumps(value)
+
+
+STORES.add("sqlite", SQLiteStore)

@@ -1,0 +1,153 @@
+"""``rlcockpit runs``, ``rlcockpit show RUN``, ``rlcockpit export RUN --format csv|jsonl|parquet``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list the runs in a store")
+    p.add_argument("--dir", help="store directory (default: $RLCOCKPIT_DIR or ./rlcockpit)")
+    p.add_argument("--project", help="only runs of this project")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", help="show one run: config, summary, findings")
+    p.add_argument("run", help="run id, id prefix or name")
+    p.add_argument("--dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="export a run's metric history")
+    p.add_argument("run")
+    p.add_argument("--dir")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    p.add_argument("--output", "-o", help="output file (default: <run>.<format>; '-' for stdout)")
+    p.add_argument("--keys", nargs="*", help="only these keys")
+    p.add_argument("--system", action="store_true", help="include system/* metrics")
+    p.set_defaults(func=cmd_export)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def _age(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    d = time.time() - ts
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if d >= n:
+            return f"{d / n:.0f}{unit} ago"
+    return f"{d:.0f}s ago"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from rlcockpit.store import open_store
+
+    store = open_store(args.dir)
+    runs = store.list_runs(args.project)
+    if args.json:
+        out = [{k: r.get(k) for k in ("id", "name", "project", "group", "tags", "status", "created_at",
+                                         "finished_at", "last_step")} | {"summary": r.get("summary")} for r in runs]
+        print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        return 0
+    if not runs:
+        print(f"no runs in {store.dir}")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"runs in {store.dir}")
+    for col in ("id", "project", "name", "status", "step", "created", "reward", "findings"):
+        t.add_column(col)
+    for r in runs:
+        s = r.get("summary") or {}
+        reward = s.get("critic/score/mean", s.get("train/reward", s.get("reward")))
+        nf = len(store.findings(r["id"]))
+        t.add_row(r["id"], r["project"], r["name"], r["status"], _fmt(r.get("last_step")), _age(r["created_at"]),
+                  _fmt(reward) if reward is not None else "-", str(nf))
+    Console().print(t)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rlcockpit.store import open_store
+
+    store = open_store(args.dir)
+    run = store.get_run(args.run)
+    findings = store.findings(run["id"])
+    if args.json:
+        out = dict(run)
+        out["keys"] = store.keys(run["id"])
+        out["findings"] = findings
+        out["events"] = store.events(run["id"])
+        out["sample_steps"] = store.sample_steps(run["id"])
+        print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False, default=str))
+        return 0
+    print(f"run {run['id']}  {run['project']}/{run['name']}  status={run['status']}  last step={run.get('last_step')}")
+    if run.get("group") or run.get("tags"):
+        print(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
+    meta = run.get("meta") or {}
+    if meta.get("command"):
+        print("command:", " ".join(meta["command"]))
+    if (meta.get("git") or {}).get("commit"):
+        g = meta["git"]
+        print(f"git: {g['commit'][:12]}{' (dirty)' if g.get('dirty') else ''}")
+    summary = run.get("summary") or {}
+    if summary:
+        print("\nsummary:")
+        for k in sorted(summary):
+            if not k.startswith("system/"):
+                print(f"  {k:<40} {_fmt(summary[k])}")
+    if findings:
+        print(f"\nfindings ({len(findings)}):")
+        for f in findings:
+            print(f"  [{f['severity']}] step {f['step']} {f['detector']}: {f['title']}")
+    config = run.get("config") or {}
+    if config:
+        print("\nconfig:")
+        print("  " + json.dumps(config, indent=2, ensure_ascii=False, default=str).replace("\n", "\n  "))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rlcockpit.store import open_store
+
+    store = open_store(args.dir)
+    run = store.get_run(args.run)
+    df = store.history(run["id"], args.keys or None, include_system=args.system)
+    out = args.output or f"{run['name']}.{args.format}"
+    if args.format == "csv":
+        df.to_csv(sys.stdout if out == "-" else out)
+    elif args.format == "jsonl":
+        text = df.reset_index().to_json(orient="records", lines=True)
+        if out == "-":
+            sys.stdout.write(text)
+        else:
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+    else:
+        if out == "-":
+            raise ValueError("parquet export needs a file: use --output FILE")
+        df.to_parquet(out)
+    if out != "-":
+        print(f"wrote {len(df)} steps x {len(df.columns)} keys to {out}", file=sys.stderr)
+    return 0

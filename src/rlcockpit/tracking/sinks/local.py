@@ -1,0 +1,180 @@
+"""Built-in sinks that need no extra library: the local store, JSONL files and the console."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rlcockpit.store.base import Series, Store
+from rlcockpit.tracking.sinks.base import SINKS, MetricRows, RunInfo, Sink
+
+
+def rows_to_columns(rows: MetricRows) -> dict[str, Series]:
+    """Rows of ``(step, ts, {key: value})`` → per-key ``(steps, values, ts)`` arrays.
+
+    Consecutive rows with the same keys (the usual case: every step logs the same metrics)
+    are converted in one numpy call.
+    """
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    i, n = 0, len(rows)
+    while i < n:
+        keys = tuple(rows[i][2])
+        j = i + 1
+        while j < n and len(rows[j][2]) == len(keys) and tuple(rows[j][2]) == keys:
+            j += 1
+        block = rows[i:j]
+        steps = np.fromiter((r[0] for r in block), np.int64, len(block))
+        ts = np.fromiter((r[1] for r in block), np.float64, len(block))
+        vals = np.array([list(r[2].values()) for r in block], dtype=np.float64).reshape(len(block), len(keys))
+        for c, key in enumerate(keys):
+            parts.setdefault(key, []).append((steps, vals[:, c], ts))
+        i = j
+    out: dict[str, Series] = {}
+    for key, chunks in parts.items():
+        if len(chunks) == 1:
+            out[key] = (chunks[0][0], np.ascontiguousarray(chunks[0][1]), chunks[0][2])
+        else:
+            out[key] = tuple(np.concatenate([c[k] for c in chunks]) for k in range(3))  # type: ignore[assignment]
+    return out
+
+
+@SINKS.register("rlcockpit", "store", "local")
+class StoreSink(Sink):
+    """The embedded store (always on unless disabled): what the CLI, dashboard and health read."""
+
+    name = "rlcockpit"
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store
+        self.run_id = ""
+
+    def open(self, run: RunInfo) -> None:
+        if self.store is None:
+            from rlcockpit.store import open_store
+
+            self.store = open_store(run.dir)
+        self.run_id = run.id
+
+    def log_metrics(self, rows: MetricRows) -> None:
+        self.store.append_points(self.run_id, rows_to_columns(rows))
+
+    def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.store.append_samples(self.run_id, step, rows)
+
+    def log_finding(self, finding: Any) -> None:
+        self.store.add_finding(self.run_id, finding)
+
+    def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
+        self.store.add_event(self.run_id, kind, payload, step)
+
+    def update_summary(self, summary: Mapping[str, Any]) -> None:
+        self.store.update_run(self.run_id, summary=dict(summary))
+
+
+@SINKS.register("jsonl", "file")
+class JsonlSink(Sink):
+    """``<dir>/jsonl/<run id>/metrics.jsonl`` in verl's file-logger shape ``{"step": N, "data": {...}}``,
+    plus ``samples.jsonl`` and ``findings.jsonl``."""
+
+    name = "jsonl"
+
+    def open(self, run: RunInfo) -> None:
+        path = run.options.get("path")
+        self.dir = run.sink_dir("jsonl") if path is None else __import__("pathlib").Path(path)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
+        self._samples: io.TextIOWrapper | None = None
+        self._findings: io.TextIOWrapper | None = None
+
+    def log_metrics(self, rows: MetricRows) -> None:
+        write = self._metrics.write
+        for step, ts, data in rows:
+            write(json.dumps({"step": step, "ts": ts, "data": data}, ensure_ascii=False) + "\n")
+
+    def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self._samples is None:
+            self._samples = open(self.dir / "samples.jsonl", "a", encoding="utf-8")
+        for row in rows:
+            self._samples.write(json.dumps({"step": step, **row}, ensure_ascii=False, default=str) + "\n")
+
+    def log_finding(self, finding: Any) -> None:
+        if self._findings is None:
+            self._findings = open(self.dir / "findings.jsonl", "a", encoding="utf-8")
+        self._findings.write(json.dumps(finding.to_dict(), ensure_ascii=False, default=str) + "\n")
+
+    def flush(self) -> None:
+        for f in (self._metrics, self._samples, self._findings):
+            if f is not None:
+                f.flush()
+
+    def close(self, status: str, exit_code: int | None) -> None:
+        for f in (self._metrics, self._samples, self._findings):
+            if f is not None:
+                f.close()
+
+
+# Keys shown by the console view, first match per slot (canonical verl key or an alias of it).
+CONSOLE_KEYS = (
+    ("reward", ("critic/score/mean", "train/reward", "reward")),
+    ("acc", ("val-core/arith/acc/mean@1",)),
+    ("kl", ("actor/kl_loss", "actor/reward_kl_penalty", "train/kl_div", "kl")),
+    ("entropy", ("actor/entropy", "train/entropy", "entropy")),
+    ("pg_loss", ("actor/pg_loss", "train/loss", "loss")),
+    ("clipfrac", ("actor/pg_clipfrac",)),
+    ("grad", ("actor/grad_norm", "grad_norm")),
+    ("len", ("response_length/mean", "completions/mean_length")),
+    ("s/step", ("timing_s/step", "perf/time_per_step")),
+)
+
+
+@SINKS.register("console")
+class ConsoleSink(Sink):
+    """A compact view of the key metrics: one line every ``interval`` seconds (default 2 s)."""
+
+    name = "console"
+
+    def open(self, run: RunInfo) -> None:
+        self.interval = float(run.options.get("console_interval", 2.0))
+        self.stream = run.options.get("stream") or sys.stderr
+        self._last_print = 0.0
+        self._latest: dict[str, float] = {}
+        self._step = -1
+        self._label = f"[{run.project}/{run.name}]"
+
+    def log_metrics(self, rows: MetricRows) -> None:
+        for step, _, data in rows:
+            self._latest.update(data)
+            self._step = max(self._step, step)
+        now = time.monotonic()
+        if now - self._last_print >= self.interval:
+            self._print()
+            self._last_print = now
+
+    def _print(self) -> None:
+        parts = [f"{self._label} step {self._step}"]
+        for label, keys in CONSOLE_KEYS:
+            for k in keys:
+                if k in self._latest:
+                    parts.append(f"{label} {self._latest[k]:.4g}")
+                    break
+        print(" | ".join(parts), file=self.stream, flush=True)
+
+    def log_finding(self, finding: Any) -> None:
+        try:
+            from rlcockpit.health.console import format_finding_console
+        except ImportError:
+            text = f"[{finding.severity.upper()}] step {finding.step} {finding.detector}: {finding.title}"
+        else:
+            text = format_finding_console(finding)
+        print(text, file=self.stream, flush=True)
+
+    def close(self, status: str, exit_code: int | None) -> None:
+        if self._latest:
+            self._print()
+        print(f"{self._label} {status}", file=self.stream, flush=True)
