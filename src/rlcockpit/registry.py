@@ -47,6 +47,13 @@ class Registry(Generic[T]):
         for a in aliases:
             self._aliases[a] = name
 
+    def unregister(self, name: str) -> T:
+        """Remove ``name`` and its aliases (e.g. a test's temporary entry); returns the entry."""
+        canonical = self.canonical(name)
+        for alias in [a for a, target in self._aliases.items() if target == canonical]:
+            del self._aliases[alias]
+        return self._items.pop(canonical)
+
     def canonical(self, name: str) -> str:
         """The registered name ``name`` refers to (resolving aliases); raises ``KeyError``."""
         if name in self._items:
