@@ -27,6 +27,7 @@ from rlcockpit.registry import Registry
 
 __all__ = [
     "DATA_FILES",
+    "entry_as_dict",
     "GUIDE",
     "Knob",
     "Match",
