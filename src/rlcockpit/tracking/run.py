@@ -100,6 +100,7 @@ class Run:
         logger_options: Mapping[str, Any] | None,
         capture_meta: bool,
         extra_sinks: Sequence[Sink],
+        print_findings: bool = True,
     ) -> None:
         self.dir: Path = resolve_dir(dir)
         self.store: Store = open_store(self.dir)
@@ -148,6 +149,8 @@ class Run:
         self._writer = Writer(self._queue, self.sinks, monitor=monitor, on_finding=self._finding_listeners,
                               heartbeat=self._heartbeat)
         self._writer.last_values.update({k: v for k, v in self.summary.items() if isinstance(v, (int, float))})
+        if print_findings and not any(s.name == "console" for s in self.sinks):
+            self.on_finding(_print_finding)
         self._writer.start()
         self._sampler = None
         if system_interval:
@@ -337,6 +340,14 @@ class Run:
 
 # ---- construction and lifecycle hooks ------------------------------------------------------------
 
+def _print_finding(finding: Any) -> None:
+    """Findings at warning or above are printed live (stderr) even without the console logger."""
+    if getattr(finding, "severity", "info") in ("warning", "critical"):
+        from rlcockpit.tracking.sinks.local import finding_line
+
+        print(finding_line(finding), file=sys.stderr, flush=True)
+
+
 def _safe_meta(capture: bool) -> dict[str, Any]:
     from rlcockpit.tracking.meta import collect_meta
 
@@ -443,6 +454,7 @@ def init(
     logger_options: Mapping[str, Any] | None = None,
     capture_meta: bool = True,
     sinks: Sequence[Sink] = (),
+    print_findings: bool = True,
 ) -> Run:
     """Start (or resume) a run and make it the current one.
 
@@ -457,7 +469,7 @@ def init(
     run = Run(project=project, name=name, group=group, tags=tags, config=config, dir=dir, resume=resume,
               loggers=loggers, id=id, notes=notes, health=health, alerts=alerts,
               system_interval=system_interval, max_queue=max_queue, logger_options=logger_options,
-              capture_meta=capture_meta, extra_sinks=sinks)
+              capture_meta=capture_meta, extra_sinks=sinks, print_findings=print_findings)
     _current = run
     return run
 

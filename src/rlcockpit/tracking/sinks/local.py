@@ -119,6 +119,15 @@ class JsonlSink(Sink):
                 f.close()
 
 
+def finding_line(finding: Any) -> str:
+    """The console text of a finding (the health engine's format when available)."""
+    try:
+        from rlcockpit.health.monitor import format_finding_console
+    except ImportError:
+        return f"[{finding.severity.upper()}] step {finding.step} {finding.detector}: {finding.title}"
+    return format_finding_console(finding)
+
+
 # Keys shown by the console view, first match per slot (canonical verl key or an alias of it).
 CONSOLE_KEYS = (
     ("reward", ("critic/score/mean", "train/reward", "reward")),
@@ -166,13 +175,7 @@ class ConsoleSink(Sink):
         print(" | ".join(parts), file=self.stream, flush=True)
 
     def log_finding(self, finding: Any) -> None:
-        try:
-            from rlcockpit.health.console import format_finding_console
-        except ImportError:
-            text = f"[{finding.severity.upper()}] step {finding.step} {finding.detector}: {finding.title}"
-        else:
-            text = format_finding_console(finding)
-        print(text, file=self.stream, flush=True)
+        print(finding_line(finding), file=self.stream, flush=True)
 
     def close(self, status: str, exit_code: int | None) -> None:
         if self._latest:

@@ -1,0 +1,230 @@
+"""Detector plumbing: per-metric tracks, robust statistics, the ``DETECTORS`` registry and the base class.
+
+Cost model: ``HealthMonitor.observe`` runs on the tracking writer thread for every logged step, with a budget
+of ~50 µs for all detectors together. So a detector's per-step work is a handful of float operations on its
+:class:`Track`; anything that sorts (medians over a trailing window) runs behind a cheap gate (the value is
+already past a fixed threshold or far from an EMA) or every ``every`` steps.
+
+Baselines are the run's own: detectors compare against a robust median/MAD of the values at warm-up end
+(frozen) or of a trailing window. A fixed threshold (a blog-post number such as "KL > 0.1") may only raise a
+*warning*; a *critical* always needs a change relative to the run's own baseline, or a non-finite value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any, ClassVar
+
+from rlcockpit.health.config_view import RunConfigView
+from rlcockpit.health.findings import Finding, severity_rank
+from rlcockpit.registry import Registry
+
+EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
+
+
+class Track:
+    """Recent finite values of one canonical metric (non-finite values are reported, never stored)."""
+
+    __slots__ = ("key", "values", "steps", "n", "last", "last_step")
+
+    def __init__(self, key: str, maxlen: int = 256) -> None:
+        self.key = key
+        self.values: deque[float] = deque(maxlen=maxlen)
+        self.steps: deque[int] = deque(maxlen=maxlen)
+        self.n = 0
+        self.last = math.nan
+        self.last_step = -1
+
+    def push(self, step: int, value: float) -> None:
+        self.values.append(value)
+        self.steps.append(step)
+        self.n += 1
+        self.last = value
+        self.last_step = step
+
+    def mean_last(self, k: int) -> float:
+        """Mean of the last ``k`` values (fewer if fewer exist) — the smoothed current value."""
+        n = len(self.values)
+        if n == 0:
+            return math.nan
+        if k > n:
+            k = n
+        return sum(islice(reversed(self.values), k)) / k
+
+    def tail(self, k: int, skip: int = 0) -> list[float]:
+        """Up to ``k`` values ending ``skip`` values before the newest."""
+        out = list(islice(reversed(self.values), skip, skip + k))
+        out.reverse()
+        return out
+
+    def ago(self, k: int) -> float:
+        """The value ``k`` observations before the newest (NaN if not that many)."""
+        return self.values[-1 - k] if len(self.values) > k else math.nan
+
+    def points(self, k: int = EVIDENCE_POINTS) -> list[list[float]]:
+        steps, vals = list(self.steps)[-k:], list(self.values)[-k:]
+        return [[int(s), float(v)] for s, v in zip(steps, vals)]
+
+
+def median(values: list[float]) -> float:
+    if not values:
+        return math.nan
+    s = sorted(values)
+    n = len(s)
+    mid = n // 2
+    return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
+
+
+def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
+    """(median, scale) with scale = 1.4826·MAD, floored at ``rel_floor``·|median| and ``abs_floor``.
+
+    The floors stop a perfectly flat baseline (a constant metric) from making any later wiggle look like
+    an infinite z-score.
+    """
+    med = median(values)
+    if math.isnan(med):
+        return med, math.nan
+    mad = median([abs(v - med) for v in values]) * 1.4826
+    return med, max(mad, rel_floor * abs(med), abs_floor)
+
+
+class DetectorContext:
+    """What every detector of one monitor shares: tracks, the run config and recent sample excerpts."""
+
+    def __init__(self, view: RunConfigView) -> None:
+        self.view = view
+        self.tracks: dict[str, Track] = {}
+        self.excerpts: list[dict[str, Any]] = []  # worst samples of the latest analysed sample step
+        self.excerpt_step: int | None = None
+        self.sample_rewards: deque[float] = deque(maxlen=512)  # individual rewards of recent samples
+
+    def track(self, key: str) -> Track | None:
+        return self.tracks.get(key)
+
+    def max_response_length(self) -> float | None:
+        return self.view.number("data.max_response_length")
+
+
+class Detector:
+    """Base class. Subclasses set ``name``, ``keys`` (canonical metrics; ``keys[0]`` triggers ``check``),
+    ``defaults`` (documented thresholds) and implement :meth:`check`.
+
+    Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
+    detector may fire) and ``cooldown`` (steps after a finding during which the same or a lower severity is
+    not repeated; an escalation from warning to critical still fires).
+    """
+
+    name: ClassVar[str] = ""
+    keys: ClassVar[tuple[str, ...]] = ()
+    prefixes: ClassVar[tuple[str, ...]] = ()  # metric families tracked for this detector (``timing_s/``)
+    common: ClassVar[dict[str, Any]] = {"enabled": True, "warmup": 10, "cooldown": 30}
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
+        merged = {**self.common, **self.defaults}
+        for key, value in (params or {}).items():
+            if key not in merged:
+                known = ", ".join(sorted(merged))
+                raise ValueError(f"health setting {self.name}.{key} is unknown; known settings: {known}")
+            merged[key] = value
+        self.p = merged
+        self.ctx = ctx
+        self.enabled = bool(merged["enabled"])
+        self.warmup = int(merged["warmup"])
+        self.cooldown = int(merged["cooldown"])
+        self.seen = 0
+        self._last_fire_step: int | None = None
+        self._last_rank = -1
+        self._last_start: int | None = None
+        self._streak = 0
+
+    def observe(self, step: int) -> Finding | None:
+        """Called by the monitor when ``keys[0]`` was logged at ``step``."""
+        self.seen += 1
+        if self.seen <= self.warmup:
+            return None
+        return self.check(step)
+
+    def check(self, step: int) -> Finding | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self, step: int) -> Finding | None:
+        """End of run: detectors that judge whole windows may report here."""
+        return None
+
+    def sustained(self, condition: bool, needed: int) -> bool:
+        """True once ``condition`` held on ``needed`` consecutive checks."""
+        self._streak = self._streak + 1 if condition else 0
+        return self._streak >= needed
+
+    def fire(
+        self,
+        step: int,
+        severity: str,
+        title: str,
+        summary: str = "",
+        *,
+        metric: str | None = None,
+        values: Mapping[str, Any] | None = None,
+        step_start: int | None = None,
+        extra_keys: tuple[str, ...] = (),
+        samples: bool = False,
+    ) -> Finding | None:
+        """Build a finding unless the cooldown suppresses it (cheap when suppressed)."""
+        rank = severity_rank(severity)
+        last = self._last_fire_step
+        if last is not None and rank <= self._last_rank and (
+            step - last < self.cooldown or (step_start is not None and step_start == self._last_start)
+        ):
+            return None  # cooling down, or the same still-running event
+        self._last_fire_step, self._last_rank, self._last_start = step, rank, step_start
+        metrics: dict[str, list[list[float]]] = {}
+        for key in (*self.keys, *extra_keys):
+            track = self.ctx.tracks.get(key)
+            if track is not None and track.n:
+                metrics[key] = track.points()
+        evidence: dict[str, Any] = {"metrics": metrics, "values": dict(values or {})}
+        if samples and self.ctx.excerpts:
+            evidence["samples"] = list(self.ctx.excerpts)
+            evidence["samples_step"] = self.ctx.excerpt_step
+        from rlcockpit.health.advice import advise
+
+        finding = Finding(
+            detector=self.name,
+            severity=severity,
+            step=step,
+            title=title,
+            summary=summary,
+            step_start=step_start if step_start is not None else step,
+            metric=metric or (self.keys[0] if self.keys else None),
+            evidence=evidence,
+        )
+        finding.causes, finding.actions = advise(finding, self.ctx.view)
+        return finding
+
+
+DETECTORS: Registry[type[Detector]] = Registry("detector")
+
+
+def fmt(value: float) -> str:
+    """Compact number for titles: 3 significant digits."""
+    if value != value or value in (math.inf, -math.inf):
+        return str(value)
+    return f"{value:.3g}"
+
+
+def register_detector(name: str, *aliases: str):
+    """Class decorator: registers a :class:`Detector` in ``DETECTORS`` and sets its ``name``.
+
+    Users add their own detectors the same way; they run in every ``HealthMonitor`` created afterwards.
+    """
+
+    def deco(cls: type[Detector]) -> type[Detector]:
+        cls.name = name
+        DETECTORS.add(name, cls, *aliases)
+        return cls
+
+    return deco

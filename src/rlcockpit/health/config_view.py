@@ -1,0 +1,149 @@
+"""Read a run's config whichever shape it has, and write actions in the key paths that run understands.
+
+Diagnosis consults the run's config ("``kl_coef=0.001`` is far below the usual 0.01-0.1"). Configs arrive
+as rlcockpit's nested dict (``actor.optim.lr``), as verl's (``actor_rollout_ref.actor.optim.lr``), flat
+with dotted keys, or seed-article style (``kl_coef``, ``ppo_config.target_kl``, ``kl_controller.type``).
+:class:`RunConfigView` answers questions in rlcockpit key names for all of them, and
+:func:`make_action` renders a suggested change with rlcockpit keys and verl keys side by side.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from rlcockpit.health.findings import Action
+
+# rlcockpit trainer key -> verl key path (None: verl has no equivalent)
+VERL_KEYS: dict[str, str | None] = {
+    "actor.optim.lr": "actor_rollout_ref.actor.optim.lr",
+    "actor.optim.lr_warmup_steps_ratio": "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
+    "actor.optim.warmup_style": "actor_rollout_ref.actor.optim.warmup_style",
+    "algorithm.kl_ctrl.kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "algorithm.kl_ctrl.type": "algorithm.kl_ctrl.type",
+    "algorithm.kl_ctrl.target_kl": "algorithm.kl_ctrl.target_kl",
+    "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
+    "actor.use_kl_loss": "actor_rollout_ref.actor.use_kl_loss",
+    "actor.kl_loss_coef": "actor_rollout_ref.actor.kl_loss_coef",
+    "actor.entropy_coeff": "actor_rollout_ref.actor.entropy_coeff",
+    "actor.clip_ratio": "actor_rollout_ref.actor.clip_ratio",
+    "actor.clip_ratio_high": "actor_rollout_ref.actor.clip_ratio_high",
+    "actor.grad_clip": "actor_rollout_ref.actor.grad_clip",
+    "actor.ppo_epochs": "actor_rollout_ref.actor.ppo_epochs",
+    "actor.target_kl": None,
+    "actor.ppo_micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor.model.enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
+    "actor.model.path": "actor_rollout_ref.model.path",
+    "rollout.temperature": "actor_rollout_ref.rollout.temperature",
+    "rollout.n": "actor_rollout_ref.rollout.n",
+    "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "data.max_response_length": "data.max_response_length",
+    "data.train_batch_size": "data.train_batch_size",
+    "critic.optim.lr": "critic.optim.lr",
+    "trainer.total_training_steps": "trainer.total_training_steps",
+}
+
+# extra spellings people type (seed articles, TRL) for an rlcockpit key; tried after the two main shapes
+ALIASES: dict[str, tuple[str, ...]] = {
+    "algorithm.kl_ctrl.kl_coef": ("kl_coef", "reward_config.kl_coef", "ppo_config.kl_coef", "beta", "init_kl_coef"),
+    "algorithm.kl_ctrl.type": ("kl_controller.type", "kl_ctrl.type"),
+    "algorithm.kl_ctrl.target_kl": ("kl_controller.target_kl", "ppo_config.target_kl", "target_kl"),
+    "actor.optim.lr": ("optim.lr", "lr", "learning_rate"),
+    "actor.optim.lr_warmup_steps_ratio": ("optim.warmup_steps_ratio", "warmup_ratio", "optim.lr_warmup_steps_ratio"),
+    "actor.entropy_coeff": ("entropy_coef", "reward_config.entropy_coef", "entropy_coeff"),
+    "actor.clip_ratio": ("ppo_config.cliprange", "cliprange", "clip_ratio", "epsilon"),
+    "actor.grad_clip": ("max_grad_norm", "grad_clip"),
+    "rollout.temperature": ("temperature",),
+    "rollout.n": ("num_generations", "n_samples_per_prompt"),
+    "data.max_response_length": ("max_response_length", "max_completion_length", "max_new_tokens"),
+    "actor.model.path": ("model.path", "model_name_or_path", "model"),
+}
+
+
+def _get_path(cfg: Mapping[str, Any], path: str) -> Any:
+    """Value at dotted ``path`` in nested ``cfg`` (also accepts flat dotted keys at any level)."""
+    if path in cfg:
+        return cfg[path]
+    head, _, rest = path.partition(".")
+    if rest and isinstance(cfg.get(head), Mapping):
+        return _get_path(cfg[head], rest)
+    return None
+
+
+class RunConfigView:
+    """rlcockpit-named view over any run config shape (``None`` or ``{}`` is fine: every answer is ``None``)."""
+
+    def __init__(self, config: Mapping[str, Any] | None) -> None:
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"run_config must be a mapping, got {type(config).__name__}")
+        self.raw: Mapping[str, Any] = config or {}
+        self.is_verl = _get_path(self.raw, "actor_rollout_ref") is not None or any(
+            str(k).startswith("actor_rollout_ref.") for k in self.raw
+        )
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of rlcockpit key ``key`` in this config, looked up in every shape we know."""
+        candidates = [key]
+        verl = VERL_KEYS.get(key)
+        if verl:
+            candidates.insert(0 if self.is_verl else 1, verl)
+        candidates.extend(ALIASES.get(key, ()))
+        for path in candidates:
+            value = _get_path(self.raw, path)
+            if value is not None:
+                return value
+        return default
+
+    def number(self, key: str) -> float | None:
+        """``get`` as a float (``None`` when missing or not numeric)."""
+        value = self.get(key)
+        if isinstance(value, bool):
+            return float(value)
+        try:
+            return float(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    def flag(self, key: str) -> bool | None:
+        value = self.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        return bool(value)
+
+    def model_size_b(self) -> float | None:
+        """Model size in billions of parameters, parsed from the model path (``Qwen2.5-7B`` -> 7.0)."""
+        path = str(self.get("actor.model.path") or "")
+        match = re.search(r"(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])", path.rsplit("/", 1)[-1])
+        if not match:
+            return None
+        size = float(match.group(1))
+        return size / 1000.0 if match.group(2).lower() == "m" else size
+
+    def key_for(self, key: str) -> str:
+        """The key path to write ``key`` as in this run's own config shape."""
+        if self.is_verl:
+            return VERL_KEYS.get(key) or key
+        return key
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, Any], why: str = "") -> Action:
+    """An :class:`Action` setting ``changes`` (rlcockpit keys -> values).
+
+    ``overrides`` are written in the run's own shape (verl paths for a verl config, as users paste them
+    back into the same launcher); ``verl_overrides`` always carries verl's paths where verl has the key.
+    """
+    is_verl = bool(view and view.is_verl)
+    ours = [f"{(VERL_KEYS.get(k) or k) if is_verl else k}={format_value(v)}" for k, v in changes.items()]
+    verl = [f"{VERL_KEYS[k]}={format_value(v)}" for k, v in changes.items() if VERL_KEYS.get(k)]
+    return Action(title=title, overrides=ours, verl_overrides=verl, why=why)

@@ -1,0 +1,270 @@
+"""Outcome detectors: reward (cliff, stagnation, variance collapse, hacking) and response length.
+
+Reward scales differ between tasks (0/1 accuracy, reward-model logits), so every test here is phrased
+against the run's own level and noise: robust median/MAD of a trailing window or of the warm-up.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rlcockpit.health.base import Detector, fmt, median, register_detector, robust
+from rlcockpit.health.findings import Finding
+
+REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
+LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
+S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distinct_2", "samples/at_limit_rate"
+S_ZERO_STD = "samples/zero_std_group_rate"
+
+
+@register_detector("reward_cliff", "reward_drop")
+class RewardCliff(Detector):
+    """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
+    ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
+    Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
+    Critical: ``z_critical`` units and ``drop_critical`` x the level."""
+
+    keys = (REWARD,)
+    defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
+                "drop_critical": 0.3, "ema": 0.1}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._ema = math.nan
+        self._emad = 0.0
+        self._lo, self._hi = math.inf, -math.inf
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[REWARD]
+        v = track.last
+        if self._ema != self._ema:
+            self._ema = v
+        s = track.mean_last(p["smooth"])
+        gated = s < self._ema - 2.0 * self._emad
+        self._emad += p["ema"] * (abs(v - self._ema) - self._emad)
+        self._ema += p["ema"] * (v - self._ema)
+        self._lo, self._hi = min(self._lo, v), max(self._hi, v)
+        if not gated:
+            return None
+        ref, scale = robust(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+        noise = scale / math.sqrt(p["smooth"])
+        drop = ref - s
+        level = max(abs(ref), self._hi - self._lo, 1e-9)
+        z, rel = drop / noise, drop / level
+        vals = {"reward": s, "reward_before": ref, "drop": drop, "z": z, "relative_drop": rel}
+        onset = step - p["smooth"] + 1
+        if z > p["z_critical"] and rel > p["drop_critical"]:
+            return self.fire(step, "critical", f"Reward fell off a cliff: {fmt(ref)} -> {fmt(s)} ({rel:.0%} drop)",
+                             "A sudden drop, far outside the run's own noise.", values=vals, step_start=onset,
+                             extra_keys=("actor/kl_loss", "actor/entropy"), samples=True)
+        if z > p["z_warn"] and rel > p["drop_warn"]:
+            return self.fire(step, "warning", f"Reward dropped: {fmt(ref)} -> {fmt(s)}", values=vals, step_start=onset)
+        return None
+
+
+@register_detector("reward_stagnation", "reward_plateau")
+class RewardStagnation(Detector):
+    """Reward not improving: median of the last 30 steps within ``min_gain_z`` noise units of the median
+    ``window`` steps earlier, while below ``ceiling`` x the best seen (info; plateaus can be healthy)."""
+
+    keys = (REWARD,)
+    defaults = {"window": 100, "min_gain_z": 1.0, "every": 10}
+    common = {"enabled": True, "warmup": 30, "cooldown": 200}
+
+    def check(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[REWARD]
+        if self.seen % self.p["every"] or track.n < self.p["window"]:
+            return None
+        old_med, old_scale = robust(track.tail(30, skip=self.p["window"] - 30), 0.01, 1e-9)
+        new_med = median(track.tail(30))
+        if new_med - old_med < self.p["min_gain_z"] * old_scale / math.sqrt(30) * 3:
+            return self.fire(step, "info", f"Reward flat for {self.p['window']} steps ({fmt(old_med)} -> {fmt(new_med)})",
+                             values={"before": old_med, "now": new_med}, step_start=step - self.p["window"])
+        return None
+
+
+@register_detector("reward_variance_collapse", "zero_advantage")
+class RewardVarianceCollapse(Detector):
+    """Reward variance collapsed (every sample gets the same reward -> zero advantage -> no learning signal).
+    Critical: smoothed ``critic/score/std`` < ``critical_ratio`` x its warm-up level while the reward is not
+    at its best (saturation is reported as info). Warning: < ``warn_ratio`` x warm-up, or
+    ``samples/zero_std_group_rate`` > ``zero_group_warn``."""
+
+    keys = (REWARD_STD, GROUP_STD, S_ZERO_STD)
+    defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": 0.8, "sustain": 3}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+        self._best = -math.inf
+
+    def check(self, step: int) -> Finding | None:
+        tracks = self.ctx.tracks
+        # TRL's reward_std is the within-group std (critic/score/group_std): the better signal when logged
+        std_t, mean_t = tracks.get(GROUP_STD) or tracks.get(REWARD_STD), tracks.get(REWARD)
+        if std_t is not None and std_t.n > self.warmup and std_t.last_step == step:
+            if self.base is None:
+                self.base = median(std_t.tail(self.warmup, skip=1))
+            s = std_t.mean_last(3)
+            ratio = s / max(self.base, 1e-12)
+            reward = mean_t.mean_last(3) if mean_t is not None and mean_t.n else math.nan
+            if mean_t is not None and mean_t.n:
+                self._best = max(self._best, mean_t.last)
+            vals = {"reward_std": s, "baseline_std": self.base, "ratio": ratio, "reward": reward}
+            if self.sustained(ratio < self.p["warn_ratio"], self.p["sustain"]):
+                saturated = reward == reward and reward >= self._best - 0.05 * max(abs(self._best), 1e-9)
+                if saturated:
+                    return self.fire(step, "info", f"Reward variance near zero at the best reward ({fmt(reward)}): task saturated",
+                                     values=vals)
+                sev = "critical" if ratio < self.p["critical_ratio"] else "warning"
+                return self.fire(step, sev, f"Reward variance collapsed to {fmt(s)} ({ratio:.0%} of warm-up): zero advantages",
+                                 "All samples of a group get the same reward, so GRPO has no learning signal.",
+                                 values=vals, samples=True)
+        zt = tracks.get(S_ZERO_STD)
+        if zt is not None and zt.last_step == step and zt.last > self.p["zero_group_warn"]:
+            return self.fire(step, "warning", f"{zt.last:.0%} of prompt groups have identical rewards (zero advantage)",
+                             metric=S_ZERO_STD, values={"zero_std_group_rate": zt.last}, samples=True)
+        return None
+
+
+@register_detector("reward_hacking")
+class RewardHacking(Detector):
+    """Reward rising while sample quality degrades. The reward must be ``gain_z`` warm-up noise units above
+    its warm-up level; degradation signals, each relative to the run's own warm-up level:
+    repetition (``samples/repeat_ngram_rate`` > max(``repeat_abs``, 2x warm-up)), length at the limit
+    (truncation ratio > warm-up + ``limit_rise``), diversity (``samples/distinct_2`` < ``distinct_ratio``
+    x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up).
+    Critical: >= 2 signals, at least one of them repetition or length (identical-but-correct samples are an
+    entropy collapse, not hacking). Warning: one such signal."""
+
+    keys = (REWARD,)
+    defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
+                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2}
+    common = {"enabled": True, "warmup": 20, "cooldown": 50}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._base: dict[str, tuple[float, float]] = {}
+
+    def _baseline(self, key: str) -> tuple[float, float] | None:
+        if key in self._base:
+            return self._base[key]
+        track = self.ctx.tracks.get(key)
+        if track is None or track.n < 2:
+            return None
+        k = max(2, min(self.warmup, track.n // 2)) if key.startswith("samples/") else self.warmup
+        if track.n <= k and not key.startswith("samples/"):
+            return None
+        self._base[key] = robust(list(track.values)[:k], 0.05, 1e-9)
+        return self._base[key]
+
+    def _signals(self) -> list[tuple[str, str, float]]:
+        p, tracks, out = self.p, self.ctx.tracks, []
+
+        def cur(key: str, k: int = 3) -> float | None:
+            t = tracks.get(key)
+            return t.mean_last(k) if t is not None and t.n else None
+
+        rep, b = cur(S_REPEAT, 1), self._baseline(S_REPEAT)
+        if rep is not None and b and rep > max(p["repeat_abs"], 2 * b[0] + 0.05):
+            out.append(("sample", f"repetition {fmt(b[0])} -> {fmt(rep)}", rep))
+        for key in (CLIP, S_AT_LIMIT):
+            lim, b = cur(key, 1 if key.startswith("samples/") else 3), self._baseline(key)
+            if lim is not None and b and lim > b[0] + p["limit_rise"]:
+                out.append(("sample", f"responses at the length limit {fmt(b[0])} -> {fmt(lim)}", lim))
+                break
+        d2, b = cur(S_DISTINCT2, 1), self._baseline(S_DISTINCT2)
+        if d2 is not None and b and d2 < p["distinct_ratio"] * b[0]:
+            out.append(("metric", f"distinct-2 {fmt(b[0])} -> {fmt(d2)}", d2))  # low diversity alone = entropy collapse
+        ent, b = cur("actor/entropy"), self._baseline("actor/entropy")
+        if ent is not None and b and ent < p["entropy_ratio"] * b[0]:
+            out.append(("metric", f"entropy {fmt(b[0])} -> {fmt(ent)}", ent))
+        kl, b = cur("actor/kl_loss"), self._baseline("actor/kl_loss")
+        if kl is not None and b and kl > p["kl_band"] and kl > p["kl_ratio"] * max(b[0], 1e-3):
+            out.append(("metric", f"KL {fmt(b[0])} -> {fmt(kl)}", kl))
+        return out
+
+    def check(self, step: int) -> Finding | None:
+        if self.seen % self.p["every"]:
+            return None
+        base = self._baseline(REWARD)
+        if base is None:
+            return None
+        track = self.ctx.tracks[REWARD]
+        s = track.mean_last(5)
+        gain_z = (s - base[0]) / (base[1] / math.sqrt(5))
+        if gain_z < self.p["gain_z"] or s < median(track.tail(10, skip=10)) - base[1]:
+            return None  # not rising (a falling reward is the cliff detector's business)
+        signals = self._signals()
+        sample_side = [sig for sig in signals if sig[0] == "sample"]
+        if not sample_side:
+            return None
+        desc = "; ".join(sig[1] for sig in signals)
+        vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}
+        keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT)
+        if len(signals) >= 2:
+            return self.fire(step, "critical", f"Reward hacking: reward up {fmt(base[0])} -> {fmt(s)} while {desc}",
+                             "The policy is exploiting the reward rather than solving the task.",
+                             values=vals, extra_keys=keys, samples=True)
+        return self.fire(step, "warning", f"Possible reward hacking: reward up while {desc}", values=vals,
+                         extra_keys=keys, samples=True)
+
+
+@register_detector("length_explosion", "response_length")
+class LengthExplosion(Detector):
+    """Response length running away. Warning: smoothed length > ``warn_ratio`` x the warm-up level and still
+    rising. Critical: > ``critical_ratio`` x warm-up and (truncation > ``clip_critical`` or length within
+    ``limit_frac`` of ``data.max_response_length``)."""
+
+    keys = (LEN,)
+    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "lag": 10}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+
+    def check(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[LEN]
+        if self.base is None:
+            self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
+        s = track.mean_last(3)
+        ratio = s / self.base
+        if ratio <= self.p["warn_ratio"] or s < track.ago(self.p["lag"]):
+            return None
+        clip = self.ctx.tracks.get(CLIP)
+        clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
+        limit = self.ctx.max_response_length()
+        near_limit = limit is not None and s >= self.p["limit_frac"] * limit
+        vals = {"length": s, "baseline": self.base, "ratio": ratio, "clip_ratio": clip_now, "max_response_length": limit}
+        if ratio > self.p["critical_ratio"] and (clip_now > self.p["clip_critical"] or near_limit):
+            return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), hitting the limit",
+                             values=vals, extra_keys=(CLIP,), samples=True)
+        return self.fire(step, "warning", f"Response length growing: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x)",
+                         values=vals, extra_keys=(CLIP,))
+
+
+@register_detector("truncation", "clip_ratio")
+class Truncation(Detector):
+    """Many responses truncated at ``data.max_response_length``. Warning: smoothed
+    ``response_length/clip_ratio`` > ``warn_abs``. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
+
+    keys = (CLIP,)
+    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+
+    def check(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[CLIP]
+        if self.base is None:
+            self.base = median(track.tail(self.warmup, skip=1))
+        s = track.mean_last(3)
+        if not self.sustained(s > self.p["warn_abs"], self.p["sustain"]):
+            return None
+        vals = {"clip_ratio": s, "baseline": self.base}
+        if s > self.p["critical_abs"] and s > self.base + self.p["critical_rise"]:
+            return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})", values=vals,
+                             extra_keys=(LEN,), samples=True)
+        return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals, extra_keys=(LEN,))

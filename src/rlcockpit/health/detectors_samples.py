@@ -1,0 +1,115 @@
+"""Detectors on ``samples/*`` metrics (computed from logged rollout samples by :mod:`samples`).
+
+Samples are logged every few steps, so these detectors count *sample steps* for their warm-up; the first
+analysed sample steps are the run's baseline for what its outputs normally look like.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rlcockpit.health.base import Detector, fmt, median, register_detector
+from rlcockpit.health.findings import Finding
+
+REPEAT, RUN, DISTINCT2 = "samples/repeat_ngram_rate", "samples/longest_repeat_run", "samples/distinct_2"
+EMPTY, NONPRINT = "samples/empty_rate", "samples/nonprintable_rate"
+
+
+@register_detector("sample_degeneration", "degenerate_samples", "repetition")
+class SampleDegeneration(Detector):
+    """Degenerate outputs: repetition, gibberish, empty answers. Each signal warns past a fixed level and is
+    critical only past that level AND far from the run's first ``warmup`` sample steps:
+    repetition rate > ``repeat_warn`` (critical: also > ``repeat_ratio`` x baseline + 0.1);
+    non-printable share > ``nonprint_warn`` (critical: also > ``nonprint_ratio`` x baseline + 0.01);
+    empty share > ``empty_warn`` (critical: > ``empty_critical`` and baseline + 0.3)."""
+
+    keys = (REPEAT, RUN, DISTINCT2, EMPTY, NONPRINT)
+    defaults = {"repeat_warn": 0.3, "repeat_ratio": 3.0, "nonprint_warn": 0.02, "nonprint_ratio": 5.0,
+                "empty_warn": 0.2, "empty_critical": 0.5}
+    common = {"enabled": True, "warmup": 1, "cooldown": 30}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: dict[str, float] = {}
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen <= self.warmup:
+            return None
+        if not self.base:
+            for key in (REPEAT, EMPTY, NONPRINT, DISTINCT2):
+                t = self.ctx.tracks.get(key)
+                self.base[key] = median(t.tail(self.warmup, skip=1)) if t is not None and t.n > 1 else 0.0
+        return self.check(step)
+
+    def _now(self, key: str) -> float:
+        t = self.ctx.tracks.get(key)
+        return t.last if t is not None and t.last_step >= 0 else 0.0
+
+    def check(self, step: int) -> Finding | None:
+        p, b = self.p, self.base
+        rep, bad, empty = self._now(REPEAT), self._now(NONPRINT), self._now(EMPTY)
+        problems: list[tuple[str, bool]] = []
+        if rep > p["repeat_warn"]:
+            problems.append((f"repetitive ({rep:.0%} repeated 3-grams, was {b[REPEAT]:.0%})",
+                             rep > p["repeat_ratio"] * b[REPEAT] + 0.1))
+        if bad > p["nonprint_warn"]:
+            problems.append((f"gibberish ({bad:.1%} non-printable characters)", bad > p["nonprint_ratio"] * b[NONPRINT] + 0.01))
+        if empty > p["empty_warn"]:
+            problems.append((f"empty ({empty:.0%} of responses)", empty > p["empty_critical"] and empty > b[EMPTY] + 0.3))
+        if not problems:
+            return None
+        critical = any(c for _, c in problems)
+        desc = "; ".join(d for d, _ in problems)
+        vals = {"repeat_ngram_rate": rep, "nonprintable_rate": bad, "empty_rate": empty,
+                "longest_repeat_run": self._now(RUN), "distinct_2": self._now(DISTINCT2), "baseline": dict(b)}
+        if critical:
+            return self.fire(step, "critical", f"Samples degenerated: {desc}",
+                             "The model is producing degenerate text compared with its own earlier outputs.",
+                             metric=REPEAT, values=vals, samples=True)
+        return self.fire(step, "warning", f"Samples look degenerate: {desc}", metric=REPEAT, values=vals, samples=True)
+
+
+def bimodality_coefficient(values: list[float]) -> float:
+    """Sarle's bimodality coefficient (> 0.555 suggests two modes; 1.0 = two spikes)."""
+    n = len(values)
+    if n < 4:
+        return 0.0
+    mean = sum(values) / n
+    m2 = sum((v - mean) ** 2 for v in values) / n
+    if m2 <= 0:
+        return 0.0
+    m3 = sum((v - mean) ** 3 for v in values) / n
+    m4 = sum((v - mean) ** 4 for v in values) / n
+    skew, kurt = m3 / m2**1.5, m4 / m2**2 - 3
+    return (skew**2 + 1) / (kurt + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+
+
+@register_detector("reward_bimodal", "bimodal_reward")
+class RewardBimodal(Detector):
+    """Per-sample rewards splitting into two clusters (some prompts exploited, others not). Only for
+    continuous rewards (> ``min_distinct`` distinct values; 0/1 accuracy is bimodal by design). Warning when
+    the bimodality coefficient of recent rewards exceeds ``bc_warn`` and rose ``bc_rise`` above its value on
+    the first evaluation."""
+
+    keys = ("samples/reward_mean",)
+    defaults = {"bc_warn": 0.7, "bc_rise": 0.15, "min_samples": 64, "min_distinct": 10}
+    common = {"enabled": True, "warmup": 0, "cooldown": 50}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.first: float | None = None
+
+    def check(self, step: int) -> Finding | None:
+        rewards = list(self.ctx.sample_rewards)
+        if len(rewards) < self.p["min_samples"] or len(set(rewards)) <= self.p["min_distinct"]:
+            return None
+        bc = bimodality_coefficient(rewards[-self.p["min_samples"] * 2 :])
+        if self.first is None or math.isnan(self.first):
+            self.first = bc
+            return None
+        if bc > self.p["bc_warn"] and bc - self.first > self.p["bc_rise"]:
+            return self.fire(step, "warning", f"Reward distribution became bimodal (coefficient {fmt(self.first)} -> {fmt(bc)})",
+                             "Some prompts are being exploited while others are not.",
+                             values={"bimodality": bc, "first": self.first}, samples=True)
+        return None

@@ -1,0 +1,196 @@
+"""``HealthMonitor``: runs every detector over a stream of ``(step, metrics)`` and ``(step, samples)``.
+
+The same monitor runs live on the tracking writer thread and offline in ``diagnose_run`` (a replay of the
+stored run), so live findings and post-mortem findings can never disagree. The per-step path is built for
+a budget of ~50 µs: the key -> (canonical key, aggregate, detectors) plan is computed once per distinct set
+of logged keys and cached, and detectors only touch their own tracks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rlcockpit.health import detectors_reward, detectors_samples, detectors_system, detectors_training  # noqa: F401
+from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
+from rlcockpit.health.config_view import RunConfigView
+from rlcockpit.health.detectors_system import GPU_MEM, GPU_UTIL
+from rlcockpit.health.detectors_training import NonFinite
+from rlcockpit.health.findings import Finding
+from rlcockpit.health.samples import analyze_samples
+from rlcockpit.metrics.guide import canonical_name
+
+TRIGGERS_ALL = {"update_size", "reward_variance_collapse", "memory_growth"}  # fire on any of their keys
+
+
+def _gpu_aggregate(key: str) -> str | None:
+    """``system/gpu/<i>/utilization`` -> the mean-over-devices key; ``.../memory_percent`` -> the max key."""
+    if not key.startswith("system/gpu/"):
+        return None
+    parts = key.split("/")
+    if len(parts) == 4 and parts[2].isdigit():
+        if parts[3] == "utilization":
+            return GPU_UTIL
+        if parts[3] == "memory_percent":
+            return GPU_MEM
+    return None
+
+
+class _Plan:
+    __slots__ = ("entries", "detectors")
+
+    def __init__(self, entries: list[tuple[str, str, str | None]], detectors: list[Detector]) -> None:
+        self.entries = entries
+        self.detectors = detectors
+
+
+class HealthMonitor:
+    """Streaming health checks for one run.
+
+    ``settings`` maps a detector name (or alias) to overrides of its thresholds, e.g.
+    ``{"kl_spike": {"critical_ratio": 4.0}, "gpu_utilization": {"enabled": False}}``; every detector documents
+    its defaults in its docstring (``rlcockpit.health.DETECTORS.get(name).__doc__``). ``run_config`` is the
+    run's config (rlcockpit or verl shape): causes and actions consult it.
+    """
+
+    def __init__(self, settings: Mapping[str, Any] | None = None, run_config: Mapping[str, Any] | None = None) -> None:
+        if settings is not None and not isinstance(settings, Mapping):
+            raise TypeError(f"health settings must be a mapping of detector name -> overrides, got {type(settings).__name__}")
+        per_detector: dict[str, Mapping[str, Any]] = {}
+        for name, params in (settings or {}).items():
+            canonical = DETECTORS.canonical(name)  # KeyError naming the closest detector
+            if not isinstance(params, Mapping):
+                raise TypeError(f"health setting {name!r} must be a mapping of threshold overrides, got {params!r}")
+            per_detector[canonical] = params
+        self.view = RunConfigView(run_config)
+        self.ctx = DetectorContext(self.view)
+        self.detectors: list[Detector] = []
+        for name, cls in DETECTORS.items():
+            det = cls(per_detector.get(name), self.ctx)
+            if det.enabled:
+                self.detectors.append(det)
+        self._nonfinite = next((d for d in self.detectors if isinstance(d, NonFinite)), None)
+        self._tracked = {k for d in self.detectors for k in d.keys}
+        self._prefixes = tuple(p for d in self.detectors for p in d.prefixes) + ("samples/",)
+        self._plans: dict[tuple[str, ...], _Plan] = {}
+        self._sample_steps: set[int] = set()
+        self._sample_order: deque[int] = deque()
+        self.findings: list[Finding] = []
+        self.last_step = -1
+
+    # -- planning -------------------------------------------------------------------------------------
+    def _plan(self, sig: tuple[str, ...]) -> _Plan:
+        entries: list[tuple[str, str, str | None]] = []
+        present: set[str] = set()
+        for raw in sig:
+            key = canonical_name(raw)
+            agg = _gpu_aggregate(key)
+            if agg is not None:
+                entries.append((raw, key, agg))
+                present.add(agg)
+            elif key in self._tracked or key.startswith(self._prefixes):
+                entries.append((raw, key, None))
+                present.add(key)
+            elif key in NonFinite.keys:
+                entries.append((raw, key, None))
+        for _raw, key, agg in entries:
+            if (agg or key) not in self.ctx.tracks:
+                self.ctx.tracks[agg or key] = Track(agg or key)
+        dets = []
+        for det in self.detectors:
+            if det is self._nonfinite or not det.keys:
+                continue
+            triggers = det.keys if det.name in TRIGGERS_ALL else det.keys[:1]
+            if any(t in present for t in triggers):
+                dets.append(det)
+        plan = self._plans[sig] = _Plan(entries, dets)
+        return plan
+
+    # -- streaming ------------------------------------------------------------------------------------
+    def observe(self, step: int, metrics: Mapping[str, float]) -> list[Finding]:
+        """Feed one logged step; returns the findings it triggered (usually none)."""
+        if step in self._sample_steps:  # samples/* of this step were computed by observe_samples already
+            metrics = {k: v for k, v in metrics.items() if not k.startswith("samples/")}
+        sig = tuple(metrics)
+        plan = self._plans.get(sig) or self._plan(sig)
+        tracks = self.ctx.tracks
+        bad: dict[str, float] | None = None
+        agg: dict[str, list[float]] | None = None
+        for raw, key, agg_key in plan.entries:
+            v = metrics[raw]
+            if type(v) is not float:
+                try:
+                    v = float(v)
+                except (TypeError, ValueError):
+                    continue
+            if v - v != 0:  # NaN or +-Inf
+                if bad is None:
+                    bad = {}
+                bad[key] = v
+                continue
+            if agg_key is None:
+                track = tracks.get(key)
+                if track is not None:
+                    track.push(step, v)
+            else:
+                if agg is None:
+                    agg = {}
+                agg.setdefault(agg_key, []).append(v)
+        if agg:
+            for key, vals in agg.items():
+                tracks[key].push(step, max(vals) if key == GPU_MEM else sum(vals) / len(vals))
+        self.last_step = max(self.last_step, step)
+        out: list[Finding] = []
+        if bad and self._nonfinite is not None:
+            f = self._nonfinite.report(step, bad)
+            if f is not None:
+                out.append(f)
+        for det in plan.detectors:
+            f = det.observe(step)
+            if f is not None:
+                out.append(f)
+        if out:
+            self.findings.extend(out)
+        return out
+
+    def observe_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], list[Finding]]:
+        """Analyse one step's logged samples: returns the ``samples/*`` metrics (for the tracking layer to log)
+        and the findings they triggered."""
+        metrics, excerpts = analyze_samples(rows, self.ctx.max_response_length())
+        if not metrics:
+            return metrics, []
+        self.ctx.excerpts, self.ctx.excerpt_step = excerpts, step
+        for row in rows[:512]:
+            reward = row.get("reward") if isinstance(row, Mapping) else None
+            if isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward == reward:
+                self.ctx.sample_rewards.append(float(reward))
+        findings = self.observe(step, metrics)
+        self._sample_steps.add(step)
+        self._sample_order.append(step)
+        if len(self._sample_order) > 256:
+            self._sample_steps.discard(self._sample_order.popleft())
+        return metrics, findings
+
+    def close(self) -> list[Finding]:
+        """End of run: lets window-based detectors report; returns the findings produced now."""
+        out = [f for det in self.detectors if (f := det.finish(self.last_step)) is not None]
+        self.findings.extend(out)
+        return out
+
+
+_SEV_MARK = {"critical": "CRITICAL", "warning": "WARNING", "info": "info"}
+
+
+def format_finding_console(finding: Finding, width: int = 160) -> str:
+    """Compact console text: one headline, the top cause, the first fix with its overrides."""
+    span = f"{finding.step_start}-{finding.step}" if finding.step_start != finding.step else f"{finding.step}"
+    lines = [f"[health] {_SEV_MARK.get(finding.severity, finding.severity)} step {span} {finding.detector}: {finding.title}"]
+    if finding.causes:
+        lines.append(f"  cause: {finding.causes[0].title}")
+    for action in finding.actions[:1]:
+        fix = " ".join(action.overrides) if action.overrides else ""
+        lines.append(f"  fix:   {action.title}" + (f": {fix}" if fix else ""))
+    if len(lines[0]) > width:  # the headline may be cut; causes and overrides never are
+        lines[0] = lines[0][: width - 1] + "…"
+    return "\n".join(lines)
