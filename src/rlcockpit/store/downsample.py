@@ -19,14 +19,17 @@ def minmax_downsample(
         return steps, values, ts
     n_buckets = max_points // 2
     size = -(-n // n_buckets)  # ceil
-    pad = n_buckets * size - n
     v = values
-    hi_v = np.where(np.isnan(v), np.inf, v)
-    lo_v = np.where(np.isnan(v), np.inf, v)  # NaN is picked by the max side only
-    if pad:
-        hi_v = np.concatenate([hi_v, np.full(pad, -np.inf)])
-        lo_v = np.concatenate([lo_v, np.full(pad, np.inf)])
-    hi_idx = np.argmax(hi_v.reshape(n_buckets, size), axis=1) + np.arange(n_buckets) * size
-    lo_idx = np.argmin(lo_v.reshape(n_buckets, size), axis=1) + np.arange(n_buckets) * size
-    idx = np.unique(np.concatenate([np.minimum(hi_idx, n - 1), np.minimum(lo_idx, n - 1)]))
+    if np.isnan(v).any():  # NaN is picked by the max side only (it ranks as +inf)
+        v = np.where(np.isnan(v), np.inf, v)
+    full = n // size  # whole buckets, reduced without padding copies; a partial last bucket is done apart
+    body = v[: full * size].reshape(full, size)
+    offsets = np.arange(full, dtype=np.int64) * size
+    parts = [body.argmax(axis=1) + offsets, body.argmin(axis=1) + offsets]
+    if full * size < n:
+        tail = v[full * size :]
+        parts.append(np.array([full * size + int(tail.argmax()), full * size + int(tail.argmin())], np.int64))
+    idx = np.concatenate(parts)
+    idx.sort()
+    idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
     return steps[idx], values[idx], ts[idx]

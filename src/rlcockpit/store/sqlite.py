@@ -102,6 +102,12 @@ class SQLiteStore(Store):
         self._key_ids: dict[tuple[str, str], int] = {}
         self._tails: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
 
+    def tune_for_reads(self, cache_mb: int = 64) -> None:
+        """Give this connection a larger page cache (readers such as the dashboard): a 1M-point series
+        is ~24 MB of chunk pages, and re-reading it from SQLite's cache is ~2x faster than from the OS."""
+        with self._lock:
+            self._conn.execute(f"PRAGMA cache_size=-{int(cache_mb) * 1024}")
+
     # ---- helpers ----------------------------------------------------------------------------
     def _tx(self, fn, *args):
         with self._lock:
