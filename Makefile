@@ -11,7 +11,7 @@ export WANDB_MODE := offline
 export WANDB_SILENT := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system-deps demo test test-quick lint bench clean
+.PHONY: setup system-deps verl-env demo test test-quick lint bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,7 +31,11 @@ system-deps:
 demo: setup
 	$(VENV)/bin/rlcockpit demo
 
-test: setup system-deps
+# verl pins an older transformers: its integration tests run in a second venv (.venv-verl).
+verl-env:
+	bash scripts/setup_verl_env.sh
+
+test: setup system-deps verl-env
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-quick: setup

@@ -78,8 +78,11 @@ class RunConfigView:
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"run_config must be a mapping, got {type(config).__name__}")
         self.raw: Mapping[str, Any] = config or {}
-        self.is_verl = _get_path(self.raw, "actor_rollout_ref") is not None or any(
-            str(k).startswith("actor_rollout_ref.") for k in self.raw
+        # verl runs (watched, imported or logged in-process) are marked framework=verl even without a config
+        self.is_verl = (
+            self.raw.get("framework") == "verl"
+            or _get_path(self.raw, "actor_rollout_ref") is not None
+            or any(str(k).startswith("actor_rollout_ref.") for k in self.raw)
         )
 
     def get(self, key: str, default: Any = None) -> Any:

@@ -1,0 +1,120 @@
+"""``rlcockpit import``: turn a finished run recorded elsewhere into a stored run.
+
+The imported run is an ordinary run created with ``rlcockpit.init(..., health=True)``: every row goes
+through the same writer thread and detectors as a live run, so ``diagnose``, ``explain``, the dashboard
+and comparisons work the same. Keys are stored verbatim as the source logged them (TRL's ``kl``,
+verl's ``actor/kl_loss``); aliases are resolved on read.
+
+A source that is bad or cut off part-way is imported up to the bad part; the result carries the error
+(file and line) and the run's ``meta["import_error"]`` records it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlcockpit.integrations.readers import IMPORTERS, ImportOptions, detect_kind, merge_config_file
+from rlcockpit.integrations.verl_files import SourceError
+
+logger = logging.getLogger("rlcockpit")
+FLUSH_EVERY = 5000  # rows; keeps the run's queue (bounded, drops when full) far from its limit
+
+
+@dataclass
+class ImportResult:
+    run_id: str
+    kind: str
+    name: str
+    project: str
+    steps: int = 0
+    sample_rows: int = 0
+    skipped: int = 0
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def import_run(
+    source: str,
+    *,
+    kind: str | None = None,
+    project: str | None = None,
+    name: str | None = None,
+    dir: str | os.PathLike[str] | None = None,
+    rollout_dir: str | None = None,
+    run_id: str | None = None,
+    tracking_uri: str | None = None,
+    config_file: str | None = None,
+    health: bool | Mapping[str, Any] = True,
+    alerts: Any = None,
+) -> ImportResult:
+    """Import ``source`` (auto-detected unless ``kind``) into the store at ``dir``; see module docs.
+
+    Raises ``FileNotFoundError``/``ValueError``/``KeyError`` when nothing can be read at all (no run is
+    created then); a source that breaks part-way gives a run plus ``result.error``.
+    """
+    from rlcockpit import init
+
+    opts = ImportOptions(rollout_dir=rollout_dir, run_id=run_id, tracking_uri=tracking_uri)
+    kind = IMPORTERS.canonical(kind) if kind else detect_kind(source, opts)
+    imported = IMPORTERS.get(kind).read(source, opts)
+    merge_config_file(imported, config_file)
+    rows = iter(imported.rows)
+    # read the first row before creating the run: a source that is unreadable from line 1 creates nothing
+    try:
+        first = next(rows, None)
+    except SourceError as exc:
+        if exc.line is None or exc.line <= 1:
+            raise ValueError(str(exc)) from None
+        raise
+    run = init(project=project or imported.project or kind, name=name or imported.name, config=imported.config,
+               dir=dir, health=health, alerts=alerts, system_interval=None, capture_meta=False)
+    meta = dict(run.store.get_run(run.id).get("meta") or {})
+    meta.update(imported.meta)
+    meta["source"] = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
+    meta["imported"] = True
+    run.store.update_run(run.id, meta=meta)
+    result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project)
+    samples = iter(imported.samples)
+    pending: tuple[int, list[dict[str, Any]]] | None = None
+
+    def next_samples() -> tuple[int, list[dict[str, Any]]] | None:
+        return next(samples, None)
+
+    try:
+        pending = next_samples()
+        row = first
+        while row is not None:
+            step, metrics = row
+            while pending is not None and pending[0] <= step:  # samples of a step go with its metrics
+                run.log_samples(pending[1], step=pending[0])
+                result.sample_rows += len(pending[1])
+                pending = next_samples()
+            if step < run.step:
+                result.skipped += 1  # a source that went back in steps (a restarted job): keep the first
+            else:
+                run.log(metrics, step=step)
+                result.steps += 1
+                if result.steps % FLUSH_EVERY == 0:
+                    run.flush(60)
+            row = next(rows, None)
+        while pending is not None:
+            run.log_samples(pending[1], step=pending[0])
+            result.sample_rows += len(pending[1])
+            pending = next_samples()
+    except SourceError as exc:
+        result.error = str(exc)
+        logger.warning("rlcockpit import: stopped early: %s", exc)
+    if result.error:
+        run.call_in_writer(lambda: run.store.update_run(
+            run.id, meta={**run.store.get_run(run.id).get("meta", {}), "import_error": result.error}))
+    run.finish(0, reason=f"import stopped early: {result.error}" if result.error else None)
+    result.findings = run.store.findings(run.id)
+    return result

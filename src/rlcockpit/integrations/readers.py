@@ -1,0 +1,349 @@
+"""Readers for ``rlcockpit import``: each turns one kind of finished-run record into an :class:`Imported`.
+
+Each reader is registered in :data:`IMPORTERS` under the ``--kind`` name with a ``detect(source)``
+companion used when no kind is given. Readers yield metric rows in step order and stop at the first
+unreadable part of a file with a :class:`~rlcockpit.integrations.verl_files.SourceError` (file and
+line), after everything before it — the importer stores what was read and reports the error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlcockpit.integrations.verl_files import (
+    SourceError,
+    load_config_file,
+    looks_like_console_log,
+    looks_like_file_logger,
+    parse_console_line,
+    parse_file_logger_line,
+    read_rollout_file,
+    rollout_files,
+    verl_config,
+)
+from rlcockpit.registry import Registry
+
+Rows = Iterator[tuple[int, dict[str, Any]]]
+SampleBatches = Iterator[tuple[int, list[dict[str, Any]]]]
+
+
+@dataclass
+class ImportOptions:
+    rollout_dir: str | None = None
+    run_id: str | None = None  # MLflow run id
+    tracking_uri: str | None = None  # MLflow tracking URI
+
+
+@dataclass
+class Imported:
+    """What a reader found. ``rows``/``samples`` are lazy: reading errors surface while iterating."""
+
+    kind: str
+    rows: Rows
+    name: str | None = None
+    project: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    samples: SampleBatches = field(default_factory=lambda: iter(()))
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Importer:
+    read: Callable[[str, ImportOptions], Imported]
+    detect: Callable[[str], bool]
+
+
+IMPORTERS: Registry[Importer] = Registry("import source")
+
+
+def _register(name: str, detect: Callable[[str], bool], *aliases: str) -> Callable:
+    def deco(fn: Callable[[str, ImportOptions], Imported]) -> Callable[[str, ImportOptions], Imported]:
+        IMPORTERS.add(name, Importer(read=fn, detect=detect), *aliases)
+        return fn
+
+    return deco
+
+
+# ---- verl file logger / console log ---------------------------------------------------------------
+
+def _verl_rows(path: Path, console: bool) -> Rows:
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, 1):
+            text = raw.decode("utf-8", errors="replace")
+            if console:
+                parsed = parse_console_line(text)
+            else:
+                try:
+                    parsed = parse_file_logger_line(text, path, line_no)
+                except SourceError:
+                    if not raw.endswith(b"\n"):
+                        raise SourceError(path, line_no, "the last line is cut off (no newline, not valid JSON): "
+                                          "the job may have been killed mid-write") from None
+                    raise
+            if parsed is not None and parsed[1]:
+                yield parsed
+
+
+def _verl_samples(rollout_dir: str | None) -> SampleBatches:
+    if not rollout_dir:
+        return
+    for step, path in rollout_files(rollout_dir):
+        rows = read_rollout_file(path)  # strict: a bad line names its file and line
+        if rows:
+            yield step, rows
+
+
+def _detect_verl(source: str) -> bool:
+    p = Path(source)
+    return p.is_file() and (looks_like_file_logger(p) or looks_like_console_log(p))
+
+
+@_register("verl", _detect_verl, "verl-file", "verl-console")
+def read_verl(source: str, opts: ImportOptions) -> Imported:
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"verl log {path} does not exist")
+    console = not looks_like_file_logger(path)
+    if console and not looks_like_console_log(path):
+        raise SourceError(path, 1, 'neither a verl file-logger JSONL ({"step": N, "data": {...}} per line) '
+                                   "nor a verl console log (step:N - key:value ...)")
+    if opts.rollout_dir and not Path(opts.rollout_dir).is_dir():
+        raise FileNotFoundError(f"rollout dir {opts.rollout_dir} does not exist")
+    return Imported(kind="verl", rows=_verl_rows(path, console), name=path.stem, project="verl",
+                    config=verl_config(None), samples=_verl_samples(opts.rollout_dir),
+                    meta={"framework": "verl", "format": "console" if console else "file-logger"})
+
+
+# ---- TRL / transformers trainer_state.json --------------------------------------------------------
+
+def _find_trainer_state(source: str) -> Path:
+    p = Path(source)
+    if p.is_file():
+        return p
+    if (p / "trainer_state.json").is_file():
+        return p / "trainer_state.json"
+    ckpts = sorted(p.glob("checkpoint-*/trainer_state.json"), key=lambda q: int(q.parent.name.split("-")[-1])
+                   if q.parent.name.split("-")[-1].isdigit() else -1)
+    if ckpts:
+        return ckpts[-1]
+    raise FileNotFoundError(f"no trainer_state.json at {p}")
+
+
+def _detect_trl(source: str) -> bool:
+    try:
+        return _find_trainer_state(source).name.endswith(".json") and "log_history" in \
+            _find_trainer_state(source).read_text(encoding="utf-8", errors="replace")[:1_000_000]
+    except (FileNotFoundError, OSError):
+        return False
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _trl_entries(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], SourceError | None]:
+    """``(state without log_history, entries, error)``; a broken file yields the entries before the break."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        state = json.loads(text)
+        if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+            raise SourceError(path, 1, "no log_history list: not a transformers/TRL trainer_state.json")
+        entries = state.pop("log_history")
+        return state, entries, None
+    except json.JSONDecodeError as exc:
+        err = SourceError(path, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})")
+    start = text.find('"log_history"')
+    if start < 0:
+        raise err
+    pos = text.find("[", start) + 1
+    dec = json.JSONDecoder()
+    entries: list[dict[str, Any]] = []
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            obj, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            err = SourceError(path, _line_of(text, pos), "log_history entry is cut off or invalid; "
+                                                         f"{len(entries)} entries before it were imported")
+            break
+        if isinstance(obj, dict):
+            entries.append(obj)
+    return {}, entries, err
+
+
+def _trl_rows(entries: list[dict[str, Any]], err: SourceError | None) -> Rows:
+    for e in entries:
+        step = e.get("step")
+        if step is None:
+            continue
+        metrics = {k: v for k, v in e.items() if k != "step" and isinstance(v, (int, float))}
+        if metrics:
+            yield int(step), metrics
+    if err is not None:
+        raise err
+
+
+@_register("trl", _detect_trl, "transformers", "trainer_state")
+def read_trl(source: str, opts: ImportOptions) -> Imported:
+    path = _find_trainer_state(source)
+    state, entries, err = _trl_entries(path)
+    run_dir = path.parent.parent if path.parent.name.startswith("checkpoint-") else path.parent
+    config = {"trainer_state": {k: v for k, v in state.items() if isinstance(v, (int, float, str, bool))}}
+    return Imported(kind="trl", rows=_trl_rows(entries, err), name=run_dir.name, project="trl", config=config,
+                    meta={"framework": "trl"})
+
+
+# ---- TensorBoard ---------------------------------------------------------------------------------
+
+def _detect_tensorboard(source: str) -> bool:
+    p = Path(source)
+    if p.is_file():
+        return "tfevents" in p.name
+    return p.is_dir() and next(p.rglob("events.out.tfevents*"), None) is not None
+
+
+@_register("tensorboard", _detect_tensorboard, "tb")
+def read_tensorboard(source: str, opts: ImportOptions) -> Imported:
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    p = Path(source)
+    if not p.exists():
+        raise FileNotFoundError(f"TensorBoard log {p} does not exist")
+    acc = ea.EventAccumulator(str(p), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
+    acc.Reload()
+    tags = acc.Tags()
+    by_step: dict[int, dict[str, float]] = {}
+    for tag in tags.get("scalars", []):
+        for ev in acc.Scalars(tag):
+            by_step.setdefault(int(ev.step), {})[tag] = float(ev.value)
+    for tag in tags.get("tensors", []):  # TF2-style scalar summaries are stored as 0-d tensors
+        try:
+            from tensorboard.util import tensor_util
+
+            for ev in acc.Tensors(tag):
+                arr = tensor_util.make_ndarray(ev.tensor_proto)
+                if arr.size == 1 and arr.dtype.kind in "biuf":
+                    by_step.setdefault(int(ev.step), {})[tag] = float(arr.reshape(-1)[0])
+        except Exception:  # noqa: BLE001 - a non-scalar tensor tag (text, histograms) is not a metric
+            continue
+    if not by_step:
+        raise SourceError(p, None, "no scalar summaries found in the TensorBoard event files")
+    rows = iter(sorted(by_step.items()))
+    name = p.name if p.is_dir() else p.parent.name
+    return Imported(kind="tensorboard", rows=rows, name=name, project="tensorboard",
+                    meta={"event_files": len(list(p.rglob("events.out.tfevents*"))) if p.is_dir() else 1})
+
+
+# ---- W&B offline run -----------------------------------------------------------------------------
+
+def _detect_wandb(source: str) -> bool:
+    from rlcockpit.integrations.wandb_log import find_wandb_file
+
+    try:
+        return find_wandb_file(source).suffix == ".wandb"
+    except FileNotFoundError:
+        return False
+
+
+@_register("wandb", _detect_wandb, "w&b")
+def read_wandb(source: str, opts: ImportOptions) -> Imported:
+    from rlcockpit.integrations.wandb_log import read_offline_run
+
+    data = read_offline_run(source)
+
+    def rows() -> Rows:
+        last = -1
+        for step, row in data["rows"]:
+            if step >= last:
+                last = step
+                yield step, row
+        if data["error"] is not None:
+            raise data["error"]
+
+    return Imported(kind="wandb", rows=rows(), name=data["name"], project=data["project"], config=data["config"],
+                    meta={"wandb_run_id": data["run_id"], "wandb_file": data["file"]})
+
+
+# ---- MLflow --------------------------------------------------------------------------------------
+
+def _detect_mlflow(source: str) -> bool:
+    return source.startswith(("sqlite:", "mlflow:", "databricks")) or source.endswith(".db") or \
+        Path(source).name == "mlruns"
+
+
+def _param_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def _unflatten(params: dict[str, str]) -> dict[str, Any]:
+    """MLflow params are flat strings (verl flattens its config with ``/``); rebuild the nested config."""
+    out: dict[str, Any] = {}
+    for key, raw in sorted(params.items()):
+        parts = key.split("/") if "/" in key else [key]
+        node = out
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if not isinstance(nxt, dict):
+                nxt = node[part] = {}
+            node = nxt
+        node[parts[-1]] = _param_value(raw)
+    return out
+
+
+@_register("mlflow", _detect_mlflow)
+def read_mlflow(source: str, opts: ImportOptions) -> Imported:
+    from mlflow.tracking import MlflowClient
+
+    uri = opts.tracking_uri or (source if opts.run_id else None) or os.environ.get("MLFLOW_TRACKING_URI")
+    run_id = opts.run_id or (source if opts.tracking_uri else None)
+    if not run_id:
+        raise ValueError("mlflow import needs a run id: rlcockpit import URI --run-id ID "
+                         "(or RUN_ID --tracking-uri URI)")
+    if uri and Path(uri).name == "mlruns" and "://" not in uri:
+        uri = Path(uri).resolve().as_uri()
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        run = client.get_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - MlflowException for unknown ids, connection errors...
+        raise KeyError(f"mlflow run {run_id!r} not found at {uri}: {exc}") from None
+    by_step: dict[int, dict[str, float]] = {}
+    for key in run.data.metrics:
+        for m in client.get_metric_history(run_id, key):
+            by_step.setdefault(int(m.step), {})[key] = float(m.value)
+    config = _unflatten(dict(run.data.params))
+    name = run.data.tags.get("mlflow.runName") or run.info.run_name or run_id
+    exp = client.get_experiment(run.info.experiment_id)
+    return Imported(kind="mlflow", rows=iter(sorted(by_step.items())), name=name,
+                    project=exp.name if exp else "mlflow", config=config,
+                    meta={"mlflow_run_id": run_id, "tracking_uri": str(uri)})
+
+
+DETECT_ORDER = ("wandb", "tensorboard", "trl", "verl", "mlflow")
+
+
+def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
+    """The importer for ``source`` when ``--kind`` is not given; a clear error when nothing fits."""
+    if opts is not None and opts.run_id:
+        return "mlflow"
+    for name in DETECT_ORDER:
+        if IMPORTERS.get(name).detect(source):
+            return name
+    if not Path(source).exists():
+        raise FileNotFoundError(f"{source} does not exist")
+    raise ValueError(f"cannot tell what {source} is; pass --kind ({', '.join(IMPORTERS.names())})")
+
+
+def merge_config_file(imported: Imported, config_file: str | None) -> None:
+    if config_file:
+        imported.config = {**imported.config, **load_config_file(config_file)}

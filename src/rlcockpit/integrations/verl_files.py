@@ -1,0 +1,213 @@
+"""Readers for what a verl job leaves on disk: the file logger, the console log, rollout dumps, config.
+
+Formats (verl 0.4 – 0.9):
+
+* file logger (``trainer.logger=['file']``, path from ``VERL_FILE_LOGGER_PATH``): one JSON object per
+  line, ``{"step": N, "data": {"actor/pg_loss": ..., ...}}``, written with orjson, which writes NaN and
+  ±Inf as ``null`` — so ``null`` values are read back as NaN (a NaN loss is evidence, not a gap).
+* console (``LocalLogger``): ``step:N - key:value - key:value`` (values via ``pprint.pformat``, so numpy
+  scalars may read ``np.float64(0.5)``); lines may carry a prefix such as Ray's ``(TaskRunner pid=1)``.
+* rollout dumps (``trainer.rollout_data_dir``): ``<dir>/<step>.jsonl``, one row per sample with
+  ``input``, ``output``, ``gts``, ``score``, ``step`` and the reward function's extra fields.
+* config: the Hydra config yaml verl saves (``.hydra/config.yaml``) or any yaml/json dump of it.
+
+Metric keys are kept exactly as verl wrote them; the health engine and UI resolve aliases on read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
+_CONSOLE = re.compile(r"(?:^|\s|\))step:(-?\d+)((?: - [^\s:][^:]*:\S+)*)\s*$")
+_NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
+
+
+class SourceError(ValueError):
+    """A source file that cannot be read past some point; the message names the file and line."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path, self.line, self.reason = str(path), line, message
+
+
+def _nulls_to_nan(data: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if v is None:
+            out[k] = math.nan
+        elif isinstance(v, Mapping):
+            out[k] = _nulls_to_nan(v)
+        else:
+            out[k] = v
+    return out
+
+
+def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line: int = 0
+                           ) -> tuple[int, dict[str, Any]] | None:
+    """``(step, metrics)`` for one file-logger line; ``None`` for a blank line; :class:`SourceError` if bad."""
+    if not text.strip():
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(path, line, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict) or "step" not in obj or not isinstance(obj.get("data"), dict):
+        raise SourceError(path, line, 'expected verl\'s file-logger shape {"step": N, "data": {...}}')
+    try:
+        step = int(obj["step"])
+    except (TypeError, ValueError):
+        raise SourceError(path, line, f"step {obj['step']!r} is not an integer") from None
+    return step, _nulls_to_nan(obj["data"])
+
+
+def _console_value(text: str) -> float | None:
+    m = _NUMPY_WRAP.match(text)
+    if m:
+        text = m.group(1)
+    low = text.lower()
+    if low in ("true", "false"):
+        return 1.0 if low == "true" else 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
+    """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output."""
+    m = _CONSOLE.search(text.rstrip())
+    if not m:
+        return None
+    metrics: dict[str, float] = {}
+    for part in m.group(2).split(" - ")[1:]:
+        key, _, value = part.rpartition(":")
+        v = _console_value(value.strip())
+        if key and v is not None:
+            metrics[key.strip()] = v
+    return int(m.group(1)), metrics
+
+
+def looks_like_file_logger(path: str | Path) -> bool:
+    """Whether the first non-blank line of ``path`` is a file-logger record."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for raw in f:
+                if raw.strip():
+                    try:
+                        return parse_file_logger_line(raw) is not None
+                    except SourceError:
+                        return False
+    except OSError:
+        return False
+    return False
+
+
+def looks_like_console_log(path: str | Path, max_lines: int = 2000) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for i, raw in enumerate(f):
+                if i >= max_lines:
+                    break
+                if parse_console_line(raw):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def rollout_row(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored sample row from one rollout-dump entry: prompt/response/reward plus verl's other fields."""
+    row: dict[str, Any] = {"prompt": entry.get("input"), "response": entry.get("output")}
+    score = entry.get("score")
+    try:
+        row["reward"] = None if score is None else float(score)
+    except (TypeError, ValueError):
+        row["reward"] = None
+    for k, v in entry.items():
+        if k not in ("input", "output", "score", "step"):
+            row[k] = v
+    return row
+
+
+def rollout_files(rollout_dir: str | Path) -> list[tuple[int, Path]]:
+    """``(step, path)`` of the rollout dumps in ``rollout_dir``, by step (missing dir: ``[]``)."""
+    d = Path(rollout_dir)
+    if not d.is_dir():
+        return []
+    out = []
+    for p in d.iterdir():
+        m = ROLLOUT_FILE.match(p.name)
+        if m:
+            out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+def read_rollout_file(path: str | Path, *, strict: bool = True) -> list[dict[str, Any]]:
+    """The sample rows of one ``<step>.jsonl`` dump; a bad line raises :class:`SourceError` when ``strict``
+    (rows before it are on the exception as ``.rows``), else it is skipped."""
+    rows: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+                if not isinstance(entry, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                if strict:
+                    err = SourceError(path, i, f"bad rollout dump line: {exc}")
+                    err.rows = rows  # type: ignore[attr-defined]
+                    raise err from None
+                continue
+            rows.append(rollout_row(entry))
+    return rows
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A verl config from yaml/json (Hydra's saved ``config.yaml`` included), interpolations resolved
+    when OmegaConf is installed."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config file {p} does not exist")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - yaml and json raise different types
+        raise ValueError(f"{p}: cannot parse config: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: a config must be a mapping at the top level, got {type(data).__name__}")
+    try:
+        from omegaconf import OmegaConf
+
+        resolved = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
+        if isinstance(resolved, dict):
+            data = resolved
+    except Exception:  # noqa: BLE001 - no OmegaConf, or an interpolation we cannot resolve: keep it raw
+        pass
+    return data
+
+
+def verl_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run config to store for a verl run: verl's own dict plus ``framework: verl``.
+
+    Why the marker: a watched file log may come without its config, and the health engine still needs
+    to know to write recommended overrides with verl's key paths (``actor_rollout_ref.actor.optim.lr``).
+    """
+    cfg = dict(config or {})
+    cfg.setdefault("framework", "verl")
+    return cfg
