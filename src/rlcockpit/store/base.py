@@ -27,6 +27,18 @@ STORES: Registry[type[Store]] = Registry("store")
 
 DEFAULT_DIR_NAME = "rlcockpit"
 STALE_HEARTBEAT_S = 60.0  # a "running" run whose heartbeat is older than this is reported as crashed
+STALE_ENV = "RLCOCKPIT_STALE_S"  # overrides STALE_HEARTBEAT_S (read on every call: tests and watchdogs set it)
+
+
+def stale_after_s() -> float:
+    """Seconds without a heartbeat after which a ``running`` run is reported as ``crashed``."""
+    raw = os.environ.get(STALE_ENV)
+    if not raw:
+        return STALE_HEARTBEAT_S
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"${STALE_ENV} must be a number of seconds, got {raw!r}") from None
 
 
 def resolve_dir(dir: str | os.PathLike[str] | None = None) -> Path:
@@ -156,6 +168,6 @@ def effective_status(run: Mapping[str, Any], now: float) -> str:
     status = run.get("status") or "running"
     if status == "running":
         hb = run.get("heartbeat_at") or run.get("updated_at") or 0
-        if now - float(hb) > STALE_HEARTBEAT_S:
+        if now - float(hb) > stale_after_s():
             return "crashed"
     return status

@@ -40,13 +40,26 @@ def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(last))
 
 
-def redact(obj: Any, _key: str = "") -> Any:
+# Under an ``alerts`` section every URL-ish value is a credential: generic webhooks and self-hosted
+# bots carry their token in the path (``/hook/<token>``), which no pattern can recognise.
+_ALERT_URL_KEYS = frozenset({"url", "webhook", "webhook_url", "endpoint", "hook", "uri"})
+
+
+def redact(obj: Any, _key: str = "", _in_alerts: bool = False) -> Any:
     """A copy of ``obj`` (dicts, lists, scalars) with secrets masked."""
     if isinstance(obj, Mapping):
-        return {k: (MASK if is_secret_key(str(k)) and v not in (None, "", MASK) and not isinstance(v, Mapping)
-                    else redact(v, str(k))) for k, v in obj.items()}
+        out = {}
+        for k, v in obj.items():
+            key = str(k)
+            inside = _in_alerts or key.lower() == "alerts"
+            secret = is_secret_key(key) or (_in_alerts and key.lower() in _ALERT_URL_KEYS)
+            if secret and v not in (None, "", MASK) and not isinstance(v, Mapping):
+                out[k] = MASK
+            else:
+                out[k] = redact(v, key, inside)
+        return out
     if isinstance(obj, (list, tuple)):
-        return [redact(v, _key) for v in obj]
+        return [redact(v, _key, _in_alerts) for v in obj]
     if isinstance(obj, str):
         return redact_text(obj)
     return obj

@@ -30,7 +30,7 @@ from rlcockpit.store import open_store, resolve_dir
 from rlcockpit.store.base import Store
 from rlcockpit.tracking.redact import redact
 from rlcockpit.tracking.sinks import SINKS, MissingExtra, RunInfo, Sink, StoreSink
-from rlcockpit.tracking.writer import CALL, EVENT, FINDING, METRICS, SAMPLES, SUMMARY, SYSTEM, Writer
+from rlcockpit.tracking.writer import CALL, EVENT, FINDING, METRICS, SAMPLES, SUMMARY, Writer
 
 logger = logging.getLogger("rlcockpit")
 

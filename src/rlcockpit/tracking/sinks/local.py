@@ -85,7 +85,7 @@ class JsonlSink(Sink):
     name = "jsonl"
 
     def open(self, run: RunInfo) -> None:
-        path = run.options.get("path")
+        path = run.options.get("jsonl", {}).get("path", run.options.get("path"))
         self.dir = run.sink_dir("jsonl") if path is None else __import__("pathlib").Path(path)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
@@ -149,8 +149,9 @@ class ConsoleSink(Sink):
     name = "console"
 
     def open(self, run: RunInfo) -> None:
-        self.interval = float(run.options.get("console_interval", 2.0))
-        self.stream = run.options.get("stream") or sys.stderr
+        opts = run.options.get("console", {})
+        self.interval = float(opts.get("interval", run.options.get("console_interval", 2.0)))
+        self.stream = opts.get("stream") or run.options.get("stream") or sys.stderr
         self._last_print = 0.0
         self._latest: dict[str, float] = {}
         self._step = -1
