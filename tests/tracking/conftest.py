@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tracking_support import PYTHON, REPO, child_env, spawn  # noqa: F401 - re-exported for fixtures
 
 import rlcockpit
 from rlcockpit.tracking import run as run_module
-
-REPO = Path(__file__).resolve().parents[2]
-PYTHON = sys.executable
 
 
 @pytest.fixture
@@ -41,17 +36,3 @@ def start(store_dir: Path):
     for run in runs:
         run.finish()
     run_module._live_runs.clear()
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    env["HF_HUB_OFFLINE"] = "1"
-    env.update(extra)
-    return env
-
-
-def spawn(code: str, **env: str) -> subprocess.Popen:
-    """A real child Python process running ``code`` (stdout piped, line-buffered text)."""
-    return subprocess.Popen([PYTHON, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_env(**env))

@@ -82,9 +82,10 @@ def test_staleness_threshold_from_environment(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_unknown_and_ambiguous_runs(store) -> None:
-    store.create_run({"id": "r2", "project": "p", "name": "n"})
+    store.create_run({"id": "r2", "project": "p", "name": "n", "created_at": 2e9})
+    assert store.get_run("n")["id"] == "r2"  # a repeated name means the newest run
     with pytest.raises(KeyError, match="ambiguous"):
-        store.get_run("n")
+        store.get_run("r")  # an id prefix must be unique
     with pytest.raises(KeyError, match="no run"):
         store.series("zzz", "a")
     with pytest.raises(ValueError, match="unknown run field"):

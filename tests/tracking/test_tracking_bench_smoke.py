@@ -6,7 +6,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import PYTHON, REPO, child_env
+from tracking_support import PYTHON, REPO, child_env
 
 
 @pytest.mark.slow

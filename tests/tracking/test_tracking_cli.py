@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import PYTHON, child_env
+from tracking_support import PYTHON, child_env
 
 from rlcockpit.cli import main
 

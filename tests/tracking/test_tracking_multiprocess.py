@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import spawn
+from tracking_support import spawn
 
 import rlcockpit
 

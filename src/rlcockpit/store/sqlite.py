@@ -134,14 +134,19 @@ class SQLiteStore(Store):
         return d
 
     def resolve_run_id(self, run_id: str) -> str:
+        """An exact id; else the newest run with that name (re-running a preset reuses its name);
+        else a unique id prefix."""
         rows = self._query("SELECT id FROM runs WHERE id = ?", (run_id,))
         if rows:
             return rows[0][0]
+        rows = self._query("SELECT id FROM runs WHERE name = ? ORDER BY created_at DESC LIMIT 1", (run_id,))
+        if rows:
+            return rows[0][0]
         rows = self._query(
-            "SELECT id FROM runs WHERE id LIKE ? OR name = ? ORDER BY created_at DESC",
-            (run_id.replace("%", r"\%") + "%", run_id),
+            "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC",
+            (run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
         )
-        ids = list(dict.fromkeys(r[0] for r in rows))
+        ids = [r[0] for r in rows]
         if len(ids) == 1:
             return ids[0]
         if not ids:
