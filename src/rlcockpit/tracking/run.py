@@ -158,8 +158,12 @@ class Run:
 
             self._sampler = SystemSampler(self, interval=system_interval)
             self._sampler.start()
-        if alerts is not None or (isinstance(config, Mapping) and config.get("alerts")):
-            _attach_alerts(self, alerts if alerts is not None else config.get("alerts"))
+        if alerts is None and isinstance(config, Mapping) and config.get("alerts"):
+            alerts = config["alerts"]
+        if alerts is None and _alerts_in_env():
+            alerts = True  # channels named by RLCOCKPIT_*_WEBHOOK / RLCOCKPIT_SMTP_* variables
+        if alerts is not None and alerts is not False:
+            _attach_alerts(self, alerts)
         _install_exit_hooks(self)
 
     # ---- setup helpers -------------------------------------------------------------------------
@@ -220,6 +224,11 @@ class Run:
         self._queue.append(entry)
 
     # ---- public API ----------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """True once :meth:`finish` has started (the writer no longer accepts entries)."""
+        return self._finished
+
     @property
     def step(self) -> int:
         """The last logged step (``-1`` before the first ``log``)."""
@@ -370,6 +379,16 @@ def _make_monitor(health: bool | Mapping[str, Any], config: dict[str, Any]) -> A
     except Exception as exc:  # noqa: BLE001
         logger.warning("rlcockpit: health monitor disabled: %s", exc)
         return None
+
+
+def _alerts_in_env() -> bool:
+    if not any(k.startswith("RLCOCKPIT_") for k in os.environ):
+        return False
+    try:
+        from rlcockpit.alerts.config import env_configured
+    except ImportError:
+        return False
+    return env_configured()
 
 
 def _attach_alerts(run: Run, alerts: Any) -> None:
