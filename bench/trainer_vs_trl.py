@@ -1,0 +1,148 @@
+"""rlcockpit's GRPO vs TRL's GRPOTrainer on the same tiny model, task, batch and precision.
+
+Both start from the same warmed-up tiny Qwen2 (rlcockpit's demo model, saved as an ordinary HF
+directory), train on 2-digit addition with 16 prompts x 8 samples per step, the same completion
+length, learning rate and fp32/bf16 setting, for the same number of steps; both trained models are
+then scored with the same greedy held-out evaluation.  Reports median seconds/step and accuracy.
+
+    python bench/trainer_vs_trl.py --json [--steps 30] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def _cfg(args: argparse.Namespace, workdir: str, extra: list[str] | None = None) -> Any:
+    from rlcockpit.trainer.config import load_config
+
+    return load_config(preset="arith-grpo", overrides=[
+        f"trainer.total_training_steps={args.steps}", f"trainer.test_freq={args.steps}",
+        f"trainer.rlcockpit_dir={workdir}/store", f"trainer.default_local_dir={workdir}/ckpt",
+        f"actor.model.dtype={args.dtype}", f"trainer.num_threads={args.threads}", "health.enable=false",
+        "trainer.logger=[rlcockpit]", *(extra or [])])
+
+
+def run_rlcockpit(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
+    import rlcockpit
+    from rlcockpit.trainer.loop import train
+
+    result = train(_cfg(args, workdir))
+    hist = rlcockpit.Api(f"{workdir}/store").run(result.run_id).history()
+    times = hist["timing_s/step"].dropna().tolist()[1:]  # drop the first (warm-up) step
+    return {"sec_per_step_median": statistics.median(times), "val_acc_start": result.val[0][1],
+            "val_acc_end": result.val[-1][1], "steps": result.steps}
+
+
+def evaluate(path: str, args: argparse.Namespace, workdir: str) -> float:
+    """The same greedy held-out evaluation rlcockpit logs as val-core/arith/acc/mean@1."""
+    from rlcockpit.trainer.collect import validate
+    from rlcockpit.trainer.data import load_datasets
+    from rlcockpit.trainer.models import autocast_factory, load_actor_and_ref, load_tokenizer
+    from rlcockpit.trainer.rewards import RewardManager
+    from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
+
+    cfg = _cfg(args, workdir)
+    tok = load_tokenizer(path)
+    import torch
+
+    model, _ = load_actor_and_ref(cfg, path, torch.device("cpu"))
+    _, val, _ = load_datasets(cfg.data, tok)
+    engine = ROLLOUT_ENGINES.get("hf")(model, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                                       device="cpu", autocast=autocast_factory(cfg.actor.model.dtype, torch.device("cpu")))
+    metrics, _ = validate(cfg, engine, tok, RewardManager(cfg.reward), val)
+    return metrics["val-core/arith/acc/mean@1"]
+
+
+def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlcockpit.trainer.data import arith_rows
+    from rlcockpit.trainer.models import load_tokenizer
+
+    cfg = _cfg(args, workdir)
+    train_rows, _ = arith_rows(cfg.data.builtin)
+    ds = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"]}
+                            for r in train_rows[: cfg.data.train_batch_size * (args.steps + 2)]])
+
+    def exact_match(completions: list, ground_truth: list, **kw: Any) -> list[float]:
+        return [1.0 if c[0]["content"].strip() == g else 0.0 for c, g in zip(completions, ground_truth)]
+
+    times: list[float] = []
+
+    class StepTimer(TrainerCallback):
+        def on_step_begin(self, *a: Any, **k: Any) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, *a: Any, **k: Any) -> None:
+            times.append(time.perf_counter() - self.t0)
+
+    n, bsz = cfg.rollout.n, cfg.data.train_batch_size
+    targs = GRPOConfig(
+        output_dir=f"{workdir}/trl", per_device_train_batch_size=bsz * n, num_generations=n, gradient_accumulation_steps=1,
+        max_completion_length=cfg.data.max_response_length, learning_rate=cfg.actor.optim.lr, weight_decay=0.0,
+        max_steps=args.steps, beta=0.0, loss_type="grpo", temperature=1.0, use_cpu=True, bf16=(args.dtype == "bf16"),
+        logging_steps=1, report_to=[], save_strategy="no", seed=cfg.trainer.seed, lr_scheduler_type="constant",
+        max_grad_norm=cfg.actor.grad_clip, epsilon=cfg.actor.clip_ratio, dataloader_num_workers=0)
+    tok = load_tokenizer(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    trainer = GRPOTrainer(model=model, reward_funcs=[exact_match], args=targs, train_dataset=ds,
+                          processing_class=tok, callbacks=[StepTimer()])
+    trainer.train()
+    out = f"{workdir}/trl-final"
+    trainer.save_model(out)
+    tok.save_pretrained(out)
+    return {"sec_per_step_median": statistics.median(times[1:] or times), "val_acc_end": evaluate(out, args, workdir),
+            "steps": len(times)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table for BENCHMARKS.md")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from rlcockpit.trainer.loop import resolve_model_path
+
+    with tempfile.TemporaryDirectory(prefix="rlcockpit-bench-") as workdir:
+        model_path = resolve_model_path(_cfg(args, workdir))
+        ours = run_rlcockpit(args, workdir)
+        trl = run_trl(args, workdir, model_path)
+    speedup = trl["sec_per_step_median"] / ours["sec_per_step_median"]
+    result = {"task": "2-digit addition, tiny Qwen2 4.2M, 16 prompts x 8 samples, max 8 new tokens",
+              "dtype": args.dtype, "threads": args.threads, "steps": args.steps,
+              "val_acc_start": ours["val_acc_start"], "rlcockpit": ours, "trl": trl,
+              "speedup_steps_per_sec": speedup}
+    if args.json or not args.markdown:
+        print(json.dumps(result, indent=2))
+    if args.markdown:
+        print(f"| trainer | s/step (median) | steps/s | val acc @{args.steps} steps (start {ours['val_acc_start']:.2f}) |")
+        print("|---|---|---|---|")
+        for name, r in (("rlcockpit GRPO", ours), ("TRL GRPOTrainer", trl)):
+            print(f"| {name} | {r['sec_per_step_median']:.3f} | {1 / r['sec_per_step_median']:.2f} | {r['val_acc_end']:.3f} |")
+        print(f"\nrlcockpit / TRL steps per second: **{speedup:.2f}x** ({args.dtype}, {args.threads} threads)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Collecting experience: sample n responses per prompt, score them, apply DAPO's filters; validation.
+
+Scores are per sequence (rule rewards, reward models); the loop turns them into token-level rewards.
+With ``algorithm.filter_groups.enable`` (DAPO dynamic sampling), groups whose n responses all got the
+same score carry no learning signal under group baselines, so they are dropped and more prompts are
+sampled until the batch is full or ``max_num_gen_batches`` rounds have been spent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
+from rlcockpit.trainer.config import Config
+from rlcockpit.trainer.data import PromptLoader, PromptRow
+from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
+
+
+@dataclass
+class Experience:
+    rows: list[PromptRow]  # one per response (prompts repeated n times)
+    uids: np.ndarray  # group id per response
+    out: RolloutOutput
+    texts: list[str]
+    scores: torch.Tensor  # (bs,) final sequence scores (incl. overlong penalty)
+    baselines: torch.Tensor | None = None  # (bs,) ReMax greedy-rollout scores
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
+    r = cfg.rollout
+    return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=r.temperature,
+                          top_p=r.top_p, top_k=r.top_k, greedy=greedy)
+
+
+def decode(tokenizer: Any, out: RolloutOutput) -> list[str]:
+    ids = (out.responses * out.response_mask).tolist()
+    lengths = out.response_mask.sum(-1).tolist()
+    return tokenizer.batch_decode([row[:n] for row, n in zip(ids, lengths)], skip_special_tokens=True)
+
+
+def _pad_cat(outs: list[RolloutOutput], pad_id: int) -> RolloutOutput:
+    """Concatenate rollouts of different widths (prompts are left-padded, responses right-padded)."""
+    P = max(o.prompts.size(1) for o in outs)
+    T = max(o.responses.size(1) for o in outs)
+
+    def left(x: torch.Tensor, w: int, v: int) -> torch.Tensor:
+        return torch.nn.functional.pad(x, (w - x.size(1), 0), value=v)
+
+    def right(x: torch.Tensor, w: int, v: int) -> torch.Tensor:
+        return torch.nn.functional.pad(x, (0, w - x.size(1)), value=v)
+
+    return RolloutOutput(torch.cat([left(o.prompts, P, pad_id) for o in outs]),
+                         torch.cat([left(o.prompt_mask, P, 0) for o in outs]),
+                         torch.cat([right(o.responses, T, pad_id) for o in outs]),
+                         torch.cat([right(o.response_mask, T, 0) for o in outs]))
+
+
+def _select(exp: Experience, keep: torch.Tensor) -> Experience:
+    idx = keep.nonzero().squeeze(-1)
+    o = exp.out
+    return Experience(
+        rows=[exp.rows[i] for i in idx.tolist()], uids=exp.uids[idx.numpy()],
+        out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx]),
+        texts=[exp.texts[i] for i in idx.tolist()], scores=exp.scores[idx],
+        baselines=None if exp.baselines is None else exp.baselines[idx])
+
+
+def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
+                  prompts: list[PromptRow], uid_offset: int, timing: dict[str, float]) -> Experience:
+    n = cfg.rollout.n
+    rows = [r for r in prompts for _ in range(n)]
+    uids = np.repeat(np.arange(uid_offset, uid_offset + len(prompts)), n)
+    t0 = time.perf_counter()
+    out = engine.generate([r.input_ids for r in rows], sampling_params(cfg))
+    texts = decode(tokenizer, out)
+    baselines = None
+    if cfg.algorithm.adv_estimator == "remax":  # greedy rollout of each prompt = the baseline
+        greedy = engine.generate([r.input_ids for r in prompts], sampling_params(cfg, greedy=True))
+        base_scores, _ = reward(prompts, decode(tokenizer, greedy))
+        baselines = torch.tensor(base_scores, dtype=torch.float32).repeat_interleave(n)
+    timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scores = torch.tensor(reward(rows, texts)[0], dtype=torch.float32)
+    ob = cfg.reward.overlong_buffer
+    if ob.enable:
+        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(), cfg.data.max_response_length,
+                                           ob.len, ob.penalty_factor)
+    timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
+    return Experience(rows, uids, out, texts, scores, baselines)
+
+
+def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, loader: PromptLoader,
+            step: int, timing: dict[str, float]) -> Experience | None:
+    """One step's experience (None when dynamic sampling found no informative group at all)."""
+    bsz = cfg.data.train_batch_size
+    fg = cfg.algorithm.filter_groups
+    exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(bsz), step * 1_000_000, timing)
+    if not fg.enable:
+        return exp
+    kept: list[Experience] = []
+    n_kept_groups, rounds, total_groups = 0, 0, 0
+    while True:
+        rounds += 1
+        total_groups += len(set(exp.uids.tolist()))
+        keep = dynamic_sampling_mask(exp.scores, exp.uids)
+        if keep.any():
+            part = _select(exp, keep)
+            kept.append(part)
+            n_kept_groups += len(set(part.uids.tolist()))
+        if n_kept_groups >= bsz or (fg.max_num_gen_batches > 0 and rounds >= fg.max_num_gen_batches):
+            break
+        exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(bsz), step * 1_000_000 + rounds * bsz, timing)
+    metrics = {"train/num_gen_batches": float(rounds), "train/kept_group_ratio": n_kept_groups / max(1, total_groups)}
+    if not kept:
+        print(f"[rlcockpit] step {step}: dynamic sampling kept no group after {rounds} rounds; skipping the update")
+        return None
+    # trim to the batch size in whole groups, as verl does
+    merged_rows, merged_uids, outs, texts, scores, bases = [], [], [], [], [], []
+    for part in kept:
+        merged_rows += part.rows
+        merged_uids.append(part.uids)
+        outs.append(part.out)
+        texts += part.texts
+        scores.append(part.scores)
+        if part.baselines is not None:
+            bases.append(part.baselines)
+    uids = np.concatenate(merged_uids)
+    out = _pad_cat(outs, tokenizer.pad_token_id)
+    merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None)
+    groups = list(dict.fromkeys(uids.tolist()))[:bsz]
+    merged = _select(merged, torch.from_numpy(np.isin(uids, groups)))
+    merged.metrics = metrics
+    return merged
+
+
+@torch.no_grad()
+def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
+             rows: list[PromptRow]) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Greedy (or ``rollout.val_temperature``) accuracy per data source: ``val-core/<src>/acc/mean@1``."""
+    if not rows:
+        return {}, []
+    params = sampling_params(cfg, greedy=cfg.rollout.val_temperature <= 0)
+    params.temperature = cfg.rollout.val_temperature or 1.0
+    params.top_k, params.top_p = -1, 1.0
+    accs: dict[str, list[float]] = defaultdict(list)
+    scores_by: dict[str, list[float]] = defaultdict(list)
+    samples: list[dict[str, Any]] = []
+    for i in range(0, len(rows), cfg.data.val_batch_size):
+        chunk = rows[i: i + cfg.data.val_batch_size]
+        texts = decode(tokenizer, engine.generate([r.input_ids for r in chunk], params))
+        scores, extras = reward(chunk, texts)
+        for row, text, s, ex in zip(chunk, texts, scores, extras):
+            acc = float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s)
+            accs[row.data_source].append(acc)
+            scores_by[row.data_source].append(float(s))
+            if len(samples) < 8:
+                samples.append({"prompt": row.text, "response": text, "reward": float(s),
+                                "ground_truth": str(row.ground_truth)})
+    metrics: dict[str, float] = {}
+    for src in accs:
+        metrics[f"val-core/{src}/acc/mean@1"] = float(np.mean(accs[src]))
+        metrics[f"val-core/{src}/reward/mean@1"] = float(np.mean(scores_by[src]))
+    return metrics, samples

@@ -1,0 +1,66 @@
+"""Per-step data metrics under verl's keys (``critic/score/mean``, ``response_length/clip_ratio``...).
+
+Keeping verl's names means dashboards, detectors and users' muscle memory carry over unchanged.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from typing import Any
+
+import torch
+
+from rlcockpit.algos import masked_mean, masked_var
+
+
+def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+    if values.numel() == 0:
+        return {}
+    v = values.float()
+    return {f"{prefix}/mean": float(v.mean()), f"{prefix}/max": float(v.max()), f"{prefix}/min": float(v.min())}
+
+
+def data_metrics(batch: dict[str, torch.Tensor], max_response_length: int, max_prompt_length: int) -> dict[str, float]:
+    mask = batch["response_mask"].bool()
+    valid = lambda x: x[mask]  # noqa: E731
+    resp_len = batch["response_mask"].sum(-1).float()
+    prompt_len = batch["prompt_mask"].sum(-1).float()
+    m: dict[str, float] = {}
+    m.update(_stats("critic/score", batch["token_level_scores"].sum(-1)))
+    m.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)))
+    m.update(_stats("critic/advantages", valid(batch["advantages"])))
+    m.update(_stats("critic/returns", valid(batch["returns"])))
+    if "values" in batch:
+        m.update(_stats("critic/values", valid(batch["values"])))
+        fmask = batch["response_mask"].float()
+        var_ret = masked_var(batch["returns"], fmask)
+        m["critic/vf_explained_var"] = float(1.0 - masked_var(batch["returns"] - batch["values"], fmask) / (var_ret + 1e-5))
+    m.update(_stats("response_length", resp_len))
+    m["response_length/clip_ratio"] = float((resp_len >= max_response_length).float().mean())
+    m.update(_stats("prompt_length", prompt_len))
+    m["prompt_length/clip_ratio"] = float((prompt_len >= max_prompt_length).float().mean())
+    if "ref_log_prob" in batch and "old_log_probs" in batch:
+        m["actor/ref_kl"] = float(masked_mean(batch["old_log_probs"] - batch["ref_log_prob"], batch["response_mask"].float()))
+    return m
+
+
+def perf_metrics(num_tokens: int, step_time: float, device: torch.device) -> dict[str, float]:
+    m = {"perf/total_num_tokens": float(num_tokens), "perf/time_per_step": step_time,
+         "perf/throughput": num_tokens / max(step_time, 1e-9)}
+    if device.type == "cuda":
+        m["perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
+        m["perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    m["perf/cpu_memory_used_gb"] = rss / (2**30 if sys.platform == "darwin" else 2**20)
+    return m
+
+
+def sample_rows(exp: Any, k: int) -> list[dict[str, Any]]:
+    """Rollout samples for ``run.log_samples``: the first ``k`` responses of the batch."""
+    out = []
+    for i in range(min(k, len(exp.texts))):
+        out.append({"prompt": exp.rows[i].text, "response": exp.texts[i], "reward": float(exp.scores[i]),
+                    "ground_truth": str(exp.rows[i].ground_truth), "data_source": exp.rows[i].data_source,
+                    "response_length": int(exp.out.response_mask[i].sum())})
+    return out
