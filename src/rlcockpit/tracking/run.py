@@ -309,10 +309,10 @@ class Run:
         if self._sampler is not None:
             self._sampler.stop()
         w = self._writer
-        w.wake.set()
-        w.flush_now(timeout)
-        w.close_monitor()
-        w.drain()
+        # everything, the monitor's last findings included, is written by the writer thread, in order
+        self._queue.append((CALL, w.close_monitor))
+        if not w.is_alive():  # the writer died: write what is queued from here
+            w.drain()
         if not w.stop(timeout):
             logger.warning("rlcockpit: writer did not finish within %.0fs; some data may be missing", timeout)
         summary = w.summary()
