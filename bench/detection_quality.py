@@ -53,18 +53,24 @@ PRESET_CLASSES = {"arith-grpo": "healthy", "arith-collapse": "collapse", "arith-
                   "arith-entropy-collapse": "entropy_collapse"}
 
 
-def run_ours(trace: Trace, timings: list[float] | None = None) -> list[tuple[int, str, str]]:
-    """(step, detector, severity) of every finding rlcockpit raises on ``trace``."""
+def run_ours(trace: Trace, timings: list[float] | None = None,
+             cpu_timings: list[float] | None = None) -> list[tuple[int, str, str]]:
+    """(step, detector, severity) of every finding rlcockpit raises on ``trace``. ``timings`` gets the wall time
+    of each ``observe`` (µs), ``cpu_timings`` its thread CPU time: on a shared machine the wall time includes
+    preemption by other processes, the CPU time is what the detectors themselves cost."""
     monitor = HealthMonitor(run_config=trace.config)
     out = []
     for step, metrics in trace.metrics:
         if step in trace.samples:
             _m, found = monitor.observe_samples(step, trace.samples[step])
             out += [(f.step, f.detector, f.severity) for f in found]
-        t0 = time.perf_counter_ns()
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         found = monitor.observe(step, metrics)
+        t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
         if timings is not None:
-            timings.append((time.perf_counter_ns() - t0) / 1000.0)
+            timings.append((t1 - t0) / 1000.0)
+        if cpu_timings is not None:
+            cpu_timings.append((c1 - c0) / 1000.0)
         out += [(f.step, f.detector, f.severity) for f in found]
     out += [(f.step, f.detector, f.severity) for f in monitor.close()]
     return out
@@ -128,8 +134,46 @@ def aggregate(results: list[tuple[str, dict[str, Any]]], covered: set[str] | Non
     return out
 
 
+def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out |= _leaves(v, f"{prefix}{k}.")
+        return out
+    return {prefix[:-1]: tree}
+
+
+# keys a user commonly overrides on top of a preset (run length, seed, paths, model): not part of its identity
+PRESET_FREE_KEYS = ("trainer.", "actor.model.path", "health.")
+
+
+def preset_of(config: dict[str, Any]) -> str | None:
+    """The trainer preset a stored run was launched from, recognised by its config: every setting the preset
+    makes (apart from run length, seed, paths and the model) has the preset's value in the run's config.
+    The most specific matching preset wins. Works whatever the run was named."""
+    from rlcockpit.trainer.config import load_preset
+
+    run = _leaves(config)
+    best, best_n = None, 0
+    for name in PRESET_CLASSES:
+        try:
+            wanted = {k: v for k, v in _leaves(load_preset(name)).items() if not k.startswith(PRESET_FREE_KEYS)}
+        except (FileNotFoundError, KeyError, ValueError):
+            continue
+        if wanted and all(k in run and _same(run[k], v) for k, v in wanted.items()) and len(wanted) > best_n:
+            best, best_n = name, len(wanted)
+    return best
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    return a == b
+
+
 def stored_runs(runs_dir: str) -> list[tuple[str, str, list[tuple[int, str, str]]]]:
-    """(label, run name, findings) for stored runs whose preset names a class."""
+    """(label, run name, findings) for stored runs of the trainer presets: the preset is named in the run's
+    name/tags/config or recognised from the config itself (:func:`preset_of`)."""
     from rlcockpit.health.diagnosis import replay_run
     from rlcockpit.store import open_store
 
@@ -141,6 +185,9 @@ def stored_runs(runs_dir: str) -> list[tuple[str, str, list[tuple[int, str, str]
                  *map(str, run.get("tags") or [])]
         label = next((PRESET_CLASSES[n] for n in names if n in PRESET_CLASSES), None)
         if label is None:
+            preset = preset_of(cfg)
+            label = PRESET_CLASSES[preset] if preset else None
+        if label is None:
             label = next((c for p, c in sorted(PRESET_CLASSES.items(), key=lambda kv: -len(kv[0]))
                           if any(p in n for n in names)), None)
         if label is None:
@@ -150,31 +197,34 @@ def stored_runs(runs_dir: str) -> list[tuple[str, str, list[tuple[int, str, str]
     return out
 
 
-def evaluate(seeds: int, steps: int, runs_dir: str | None, with_rlwatch: bool = True) -> dict[str, Any]:
-    ours, theirs, timings = [], [], []
+def evaluate(seeds: int, steps: int, runs_dir: str | list[str] | None, with_rlwatch: bool = True) -> dict[str, Any]:
+    ours, theirs, timings, cpu = [], [], [], []
     for kind in HEALTHY + FAILURES:
         for seed in range(seeds):
             trace = make_trace(kind, seed, steps=steps)
-            ours.append((trace.label, score(trace.label, trace.onset, run_ours(trace, timings), OURS.get(trace.label, set()))))
+            ours.append((trace.label, score(trace.label, trace.onset, run_ours(trace, timings, cpu), OURS.get(trace.label, set()))))
             if with_rlwatch:
                 theirs.append((trace.label, score(trace.label, trace.onset, run_rlwatch(trace), RLWATCH.get(trace.label, set()))))
     runs = []
-    if runs_dir:
-        for label, name, findings in stored_runs(runs_dir):
+    for one_dir in [runs_dir] if isinstance(runs_dir, str) else runs_dir or []:
+        for label, name, findings in stored_runs(one_dir):
             res = score(label, None, findings, OURS.get(label, set()))
             ours.append((label, res))
-            runs.append({"run": name, "label": label, **res})
-    arr = np.array(timings)
+            runs.append({"run": name, "store": one_dir, "label": label, **res})
+    arr, carr = np.array(timings), np.array(cpu)
     report: dict[str, Any] = {
         "rlcockpit": aggregate(ours),
         "overhead_us_per_step": {"p50": round(float(np.percentile(arr, 50)), 2), "p99": round(float(np.percentile(arr, 99)), 2),
-                                 "mean": round(float(arr.mean()), 2), "steps": int(arr.size)},
+                                 "mean": round(float(arr.mean()), 2), "steps": int(arr.size),
+                                 "cpu_p50": round(float(np.percentile(carr, 50)), 2),
+                                 "cpu_p99": round(float(np.percentile(carr, 99)), 2)},
         "traces_per_class": seeds, "steps_per_trace": steps,
     }
     if with_rlwatch:
         report["rlwatch"] = aggregate(theirs, covered=set(RLWATCH))
     if runs:
         report["stored_runs"] = runs
+        report["stored_runs_by_class"] = aggregate([(r["label"], r) for r in runs])
     return report
 
 
@@ -194,7 +244,8 @@ def markdown(report: dict[str, Any]) -> str:
                      f"{cell(t, 'recall')} | {cell(t, 'false_alarms')} | {cell(t, 'median_delay_steps')} |")
     o = report["overhead_us_per_step"]
     lines.append("")
-    lines.append(f"Detector overhead per step (all detectors, {o['steps']} steps): p50 {o['p50']} µs, p99 {o['p99']} µs.")
+    lines.append(f"Detector overhead per step (all detectors, {o['steps']} steps): wall p50 {o['p50']} µs, p99 {o['p99']} µs; "
+                 f"thread CPU p50 {o['cpu_p50']} µs, p99 {o['cpu_p99']} µs.")
     lines.append(f"{report['traces_per_class']} synthetic traces per class, {report['steps_per_trace']} steps each; "
                  "false alarms = critical findings before the onset (healthy: any critical). Recall counts an alarm "
                  "only if the responsible detector was quiet in the 20 steps before the onset (`recall_any_alarm` in "
@@ -208,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--seeds", type=int, default=5, help="traces per class (default 5)")
     parser.add_argument("--steps", type=int, default=200, help="steps per trace (default 200)")
-    parser.add_argument("--runs-dir", default=None, help="rlcockpit store with runs of the trainer presets")
+    parser.add_argument("--runs-dir", action="append", default=None,
+                        help="rlcockpit store with runs of the trainer presets (repeatable)")
     parser.add_argument("--no-rlwatch", action="store_true", help="skip the rlwatch comparison")
     args = parser.parse_args(argv)
     report = evaluate(args.seeds, args.steps, args.runs_dir, with_rlwatch=not args.no_rlwatch)

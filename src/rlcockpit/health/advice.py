@@ -14,7 +14,7 @@ VERL_KEYS.setdefault("algorithm.filter_groups.enable", "algorithm.filter_groups.
 VERL_KEYS.setdefault("data.dataloader_num_workers", "data.dataloader_num_workers")
 
 # usual peak actor lr for RL post-training by model size (billions of parameters -> upper end of the norm)
-LR_NORMS = ((0.2, 1e-4), (1.0, 1e-5), (4.0, 5e-6), (15.0, 2e-6), (1e9, 1e-6))
+LR_NORMS = ((0.05, 5e-4), (0.2, 1e-4), (1.0, 1e-5), (4.0, 5e-6), (15.0, 2e-6), (1e9, 1e-6))
 
 
 def kl_setup(view: RunConfigView) -> tuple[str, float | None]:
@@ -48,12 +48,11 @@ def config_causes(view: RunConfigView) -> dict[str, Cause]:
         out["warmup"] = Cause(f"lr warm-up covers {ratio:.0%} of the steps (rule of thumb: at least 10%)", 0.5,
                               f"actor.optim.lr_warmup_steps_ratio={format_value(ratio)}")
     lr, size = view.number("actor.optim.lr"), view.model_size_b()
-    if lr is not None:
-        norm = next(n for limit, n in LR_NORMS if (size or 1.0) <= limit)
+    if lr is not None and size is not None:  # without a known model size there is no norm to compare against
+        norm = next(n for limit, n in LR_NORMS if size <= limit)
         if lr > 3 * norm:
-            where = f"a {size:g}B model" if size else "RL post-training"
-            out["lr"] = Cause(f"lr={format_value(lr)} is {lr / norm:.0f}x the usual maximum for {where} ({norm:g})", 0.8,
-                              "large steps move the policy too far per update")
+            out["lr"] = Cause(f"lr={format_value(lr)} is {lr / norm:.0f}x the usual maximum for a {size:.2g}B model "
+                              f"({norm:g})", 0.8, "large steps move the policy too far per update")
     ent = view.number("actor.entropy_coeff")
     if ent is not None and ent <= 0:
         out["entropy_coeff"] = Cause("entropy_coeff=0: nothing rewards exploration", 0.5)
@@ -157,9 +156,17 @@ def advise(finding: Finding, view: RunConfigView) -> tuple[list[Cause], list[Act
         actions += [_lr_action(view), _kl_action(view)]
     elif d in ("grad_spike", "nonfinite", "loss_spike", "value_divergence", "loss_oscillation"):
         pick("lr", "warmup", "grad_clip")
+        vals = finding.evidence.get("values", {}) if finding.evidence else {}
+        ratio, lr = vals.get("ratio"), view.number("actor.optim.lr")
+        if d == "grad_spike" and isinstance(ratio, (int, float)) and lr is not None and "lr" not in cfg:
+            # no size-based norm applies (or the lr is within it): phrase the cause relative to this run
+            causes.append(Cause(f"at lr={format_value(lr)} this run's gradient norm reached {ratio:.0f}x its own recent "
+                                "median: the step is large for this run's loss surface", 0.55))
         causes.append(Cause("an outlier batch or too large a step made the optimiser diverge", 0.5))
         actions.append(_lr_action(view))
-        actions.append(make_action(view, "Clip gradients", {"actor.grad_clip": 1.0}))
+        gclip = view.number("actor.grad_clip")
+        if gclip is None or gclip <= 0 or gclip > 1.0:
+            actions.append(make_action(view, "Clip gradients", {"actor.grad_clip": 1.0}))
     elif d == "explained_variance":
         causes.append(Cause("the critic cannot predict returns (critic lr too low/high, reward scale changed)", 0.5))
         clr = view.number("critic.optim.lr")

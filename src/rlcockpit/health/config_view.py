@@ -117,8 +117,15 @@ class RunConfigView:
         return bool(value)
 
     def model_size_b(self) -> float | None:
-        """Model size in billions of parameters, parsed from the model path (``Qwen2.5-7B`` -> 7.0)."""
+        """Model size in billions of parameters: parsed from the model path (``Qwen2.5-7B`` -> 7.0), or for
+        rlcockpit's built-in ``tiny`` model estimated from its ``actor.model.tiny`` shape (~0.004B). ``None``
+        when unknown: advice must then not compare the run against size-based norms."""
         path = str(self.get("actor.model.path") or "")
+        if path == "tiny":
+            hidden = self.number("actor.model.tiny.hidden_size") or 256.0
+            layers = self.number("actor.model.tiny.num_layers") or 4.0
+            inter = self.number("actor.model.tiny.intermediate_size") or 4 * hidden
+            return layers * (4 * hidden * hidden + 3 * hidden * inter) / 1e9  # attention + MLP weights
         match = re.search(r"(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])", path.rsplit("/", 1)[-1])
         if not match:
             return None

@@ -22,17 +22,47 @@ class RewardCliff(Detector):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
     ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
     Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
-    Critical: ``z_critical`` units and ``drop_critical`` x the level."""
+    Critical: ``z_critical`` units and ``drop_critical`` x the level.
+
+    During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
+    before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it (a
+    collapse in the first few steps, as a far too high lr produces, would otherwise become the baseline)."""
 
     keys = (REWARD,)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
-                "drop_critical": 0.3, "ema": 0.1}
+                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ema = math.nan
         self._emad = 0.0
         self._lo, self._hi = math.inf, -math.inf
+        self._start = math.nan
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen <= self.warmup:
+            return self._check_early(step)
+        return self.check(step)
+
+    def _check_early(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[REWARD]
+        if self._start != self._start:
+            self._start = track.last
+            return None
+        k = self.p["smooth"]
+        if self._start <= 0 or self.seen <= k:
+            return None
+        recent = track.tail(k)
+        if max(recent) >= self.p["early_drop"] * self._start:
+            return None
+        s = sum(recent) / k
+        vals = {"reward": s, "reward_before": self._start, "drop": self._start - s,
+                "relative_drop": 1 - s / self._start}
+        return self.fire(step, "critical", f"Reward fell off a cliff right after the start: {fmt(self._start)} -> {fmt(s)} "
+                         f"({1 - s / self._start:.0%} drop)", "The first updates destroyed what the initial policy "
+                         "could do.", values=vals, step_start=step - k + 1,
+                         extra_keys=("actor/kl_loss", "actor/entropy"), samples=True)
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -74,7 +104,7 @@ class RewardStagnation(Detector):
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[REWARD]
-        if self.seen % self.p["every"] or track.n < self.p["window"]:
+        if not self.due(self.p["every"]) or track.n < self.p["window"]:
             return None
         old_med, old_scale = robust(track.tail(30, skip=self.p["window"] - 30), 0.01, 1e-9)
         new_med = median(track.tail(30))
@@ -186,7 +216,7 @@ class RewardHacking(Detector):
         return out
 
     def check(self, step: int) -> Finding | None:
-        if self.seen % self.p["every"]:
+        if not self.due(self.p["every"]):
             return None
         base = self._baseline(REWARD)
         if base is None:

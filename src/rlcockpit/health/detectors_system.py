@@ -55,7 +55,7 @@ class _Memory(Detector):
         vals = {"percent": s, "baseline": self.base}
         if s > p["critical_percent"] and s - self.base > p["critical_rise"]:
             return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {self.base:.0f}%): OOM imminent", values=vals)
-        if self.seen % p["every"] == 0:
+        if self.due(p["every"]):
             trend = creep(track, p["window"])
             if trend and trend[2] - trend[0] > p["creep_points"]:
                 slope = (trend[2] - trend[0]) / (2 * (p["window"] // 3))
@@ -93,7 +93,7 @@ class MemoryGrowth(Detector):
     defaults = {"window": 30, "growth_ratio": 0.15, "device_memory_gb": None, "every": 5}
 
     def check(self, step: int) -> Finding | None:
-        if self.seen % self.p["every"]:
+        if not self.due(self.p["every"]):
             return None
         for key in self.keys:
             track = self.ctx.tracks.get(key)
@@ -140,32 +140,49 @@ class GPUUtilization(Detector):
 
 @register_detector("throughput_drop", "throughput")
 class ThroughputDrop(Detector):
-    """``perf/throughput`` (median of 3) below ``warn_ratio`` (warning) / ``critical_ratio`` (critical) x the
-    median of a trailing ``window`` ending ``gap`` steps earlier."""
+    """``perf/throughput`` (median of 3) below ``warn_ratio`` x the median of a trailing ``window`` ending
+    ``gap`` steps earlier: a warning (a temporary dip, e.g. another process stealing CPU cores, is worth a look,
+    no more). Critical only when the drop is both large and lasting: below ``critical_ratio`` x the level
+    before the dip for ``sustain`` consecutive steps. The reference is frozen while the dip lasts, so a long
+    drop is measured against the speed before it, not against itself."""
 
     keys = (THROUGHPUT,)
-    defaults = {"warn_ratio": 0.6, "critical_ratio": 0.35, "window": 30, "gap": 3}
+    defaults = {"warn_ratio": 0.6, "critical_ratio": 0.35, "window": 30, "gap": 3, "sustain": 20}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref = math.nan
         self._ref_step = -10**9
+        self._low = 0  # consecutive steps below warn_ratio (the reference stays frozen meanwhile)
+        self._onset: int | None = None
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[THROUGHPUT]
-        if step - self._ref_step >= 5 or self._ref != self._ref:  # refresh the reference every 5 steps
+        if self._low == 0 and (step - self._ref_step >= 5 or self._ref != self._ref):  # refresh every 5 steps
             self._ref, self._ref_step = median(track.tail(self.p["window"], skip=self.p["gap"])), step
         if track.last >= self.p["warn_ratio"] * self._ref:
+            self._low = self._streak = 0
             return None
         s = median(track.tail(3))
         ratio = s / max(self._ref, 1e-12)
         if ratio >= self.p["warn_ratio"]:
+            self._low = self._streak = 0
             return None
+        if self._low == 0:
+            self._onset = step
+        self._low += 1
+        lasting = self.sustained(ratio < self.p["critical_ratio"], self.p["sustain"])
         label, shares = attribute_bottleneck(self.ctx.tracks)
-        vals = {"throughput": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares}
-        sev = "critical" if ratio < self.p["critical_ratio"] else "warning"
-        return self.fire(step, sev, f"Throughput dropped to {ratio:.0%} of its recent level ({fmt(self._ref)} -> {fmt(s)})"
-                         + (f"; {label}" if label else ""), values=vals, extra_keys=(STEP_TIME, GPU_UTIL))
+        vals = {"throughput": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
+                "steps_low": self._low}
+        where = f"; {label}" if label else ""
+        if lasting:
+            return self.fire(step, "critical", f"Throughput down to {ratio:.0%} of its earlier level for {self._low} steps "
+                             f"({fmt(self._ref)} -> {fmt(s)}){where}", values=vals, step_start=self._onset,
+                             extra_keys=(STEP_TIME, GPU_UTIL))
+        return self.fire(step, "warning", f"Throughput dropped to {ratio:.0%} of its recent level ({fmt(self._ref)} -> "
+                         f"{fmt(s)}){where}", "A dip that recovers (e.g. another process on the same cores) is harmless.",
+                         values=vals, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
 
 
 PHASES = {
@@ -203,7 +220,7 @@ class Bottleneck(Detector):
 
     keys = (STEP_TIME,)
     prefixes = ("timing_s/",)
-    defaults = {"bound": 0.6, "every": 10}
+    defaults = {"bound": 0.6, "every": 20}
     common = {"enabled": True, "warmup": 10, "cooldown": 0}
 
     def __init__(self, params, ctx) -> None:
@@ -211,7 +228,7 @@ class Bottleneck(Detector):
         self._label = ""
 
     def check(self, step: int) -> Finding | None:
-        if self.seen % self.p["every"]:
+        if not self.due(self.p["every"]):
             return None
         label, shares = attribute_bottleneck(self.ctx.tracks, self.p["bound"])
         if not label or label == self._label:

@@ -56,26 +56,118 @@ class NonFinite(Detector):
         return None
 
 
+def zero_centred(values: list[float], base: float, scale: float, band: float = 3.0) -> bool:
+    """True for a loss that hovers around zero (a policy-gradient loss: GRPO/RLOO advantages are zero-mean per
+    group, so ``pg_loss`` is ~0 +- noise and changes sign). Ratios to earlier values mean nothing for such a
+    loss; only deviations measured in the run's own noise scale do."""
+    if not values or abs(base) <= band * scale:
+        return True
+    return min(values) <= 0.0 <= max(values)  # a loss that changes sign is not bounded away from zero
+
+
+def noise_scale(values: list[float]) -> tuple[float, float]:
+    """(median, scale) of a trailing window; scale = the RMS deviation from the median. A GRPO pg_loss is
+    spike-and-slab shaped (~1e-9 on steps where every group got one reward, 1e-3..1e-2 on the others), so a MAD
+    is ~0 and would make every ordinary non-zero step look like a spike; the RMS keeps the scale at the size of
+    the run's ordinary excursions (on real arith-grpo runs the smoothed loss stays within 6 of them). One sort
+    and one pass: this runs every ``every`` steps on the writer thread."""
+    med = median(values)
+    if med != med:
+        return med, math.nan
+    return med, max(math.sqrt(sum((v - med) ** 2 for v in values) / len(values)), 1e-8)
+
+
+def corroboration(tracks: dict[str, Track], window: int, grad_ratio: float, kl_ratio: float,
+                  kl_floor: float) -> dict[str, float]:
+    """Run-relative evidence that an update really went wrong: the gradient norm or the KL to the reference
+    jumped against their own trailing medians. A policy-gradient loss spike without either is noise."""
+    out: dict[str, float] = {}
+    grad = tracks.get(GRAD)
+    if grad is not None and len(grad.values) > 5:
+        ref = median(grad.tail(window, skip=3))
+        if grad.mean_last(2) > grad_ratio * max(ref, 1e-12):
+            out["grad_norm_ratio"] = grad.mean_last(2) / max(ref, 1e-12)
+    kl = tracks.get(KL)
+    if kl is not None and len(kl.values) > 5:
+        ref = median(kl.tail(window, skip=3))
+        if kl.mean_last(2) > kl_ratio * max(ref, kl_floor):
+            out["kl_ratio"] = kl.mean_last(2) / max(ref, kl_floor)
+    return out
+
+
 @register_detector("loss_spike", "loss_rise")
 class LossSpike(_Frozen):
-    """Sharp loss rise. Warning: smoothed loss > ``rise_ratio`` x its value ``lag`` steps earlier and the rise
-    exceeds ``z_warn`` baseline scales. Critical: smoothed loss ``z_critical`` scales above the warm-up median."""
+    """Sharp loss excursion, judged in one of two modes chosen at warm-up end.
+
+    Zero-centred loss (a policy-gradient ``actor/pg_loss`` hovering around 0): the smoothed loss deviates from
+    the median of a trailing ``window`` by more than ``z_warn`` robust noise scales of that window (warning).
+    Critical needs ``z_critical`` scales AND corroboration: the gradient norm > ``grad_ratio`` x or the KL to
+    the reference > ``kl_ratio`` x their own trailing medians. The reference is refreshed every ``every``
+    steps and frozen during an excursion.
+
+    Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
+    ``lag`` steps earlier and the rise exceeds ``z_warn`` warm-up scales; critical when ``z_critical``
+    warm-up scales above the warm-up median for ``sustain`` steps."""
 
     keys = (LOSS,)
-    defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 6.0, "z_critical": 12.0, "smooth": 3}
+    defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
+                "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.centred: bool | None = None
+        self._ref = math.nan
+        self._ref_scale = math.nan
+        self._ref_age = 0
+        self._onset: int | None = None
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[LOSS]
+        if self.centred is None:
+            self.centred = zero_centred(track.tail(self.warmup, skip=1), self.base, self.scale)
+        return self._check_centred(step, track) if self.centred else self._check_positive(step, track)
+
+    def _check_centred(self, step: int, track: Track) -> Finding | None:
+        p = self.p
+        s = track.mean_last(p["smooth"])
+        if self._streak == 0:
+            self._ref_age -= 1
+            if self._ref_age <= 0 or self._ref != self._ref:  # refresh the noise scale every few quiet steps
+                self._ref, self._ref_scale = noise_scale(track.tail(p["window"], skip=p["smooth"]))
+                self._ref_age = p["every"]
+        z = abs(s - self._ref) / self._ref_scale
+        if z <= p["z_warn"]:
+            self._streak = 0
+            return None
+        if self._streak == 0:
+            self._onset = step
+        self._streak += 1
+        vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
+        if z > p["z_critical"]:
+            evidence = corroboration(self.ctx.tracks, p["window"], p["grad_ratio"], p["kl_ratio"], p["kl_floor"])
+            if evidence:
+                vals |= evidence
+                why = " and ".join(f"{k.split('_ratio')[0].replace('_', ' ')} {v:.1f}x its recent level"
+                                   for k, v in evidence.items())
+                return self.fire(step, "critical", f"Loss excursion {fmt(s)} ({z:.0f}x its noise) with {why}",
+                                 "The policy-gradient loss left its noise band while the update itself blew up.",
+                                 values=vals, step_start=self._onset, extra_keys=(GRAD, KL))
+        return self.fire(step, "warning", f"Loss {fmt(s)} is {z:.0f}x its recent noise ({fmt(self._ref_scale)}) "
+                         f"from its median {fmt(self._ref)}", "A policy-gradient loss alone is noisy; look at grad "
+                         "norm and KL before acting.", values=vals, step_start=self._onset, extra_keys=(GRAD,))
+
+    def _check_positive(self, step: int, track: Track) -> Finding | None:
         p = self.p
         s = track.mean_last(p["smooth"])
         ref = sum(track.tail(3, skip=p["lag"])) / 3 if track.n > p["lag"] + 3 else self.base
         rise = s - ref
         if rise <= p["z_warn"] * self.scale:
+            self._streak = 0
             return None
         z = (s - self.base) / self.scale
         vals = {"loss": s, "loss_lag": ref, "baseline": self.base, "z": z}
-        if z > p["z_critical"]:
+        if self.sustained(z > p["z_critical"], p["sustain"]):
             return self.fire(step, "critical", f"Loss diverging: {fmt(s)} vs baseline {fmt(self.base)} ({z:.0f} sigma)",
                              "The loss left its own warm-up range by far.", values=vals, extra_keys=(GRAD,))
         if ref == ref and s > p["rise_ratio"] * abs(ref):
@@ -86,20 +178,31 @@ class LossSpike(_Frozen):
 
 @register_detector("loss_oscillation")
 class LossOscillation(_Frozen):
-    """Loss oscillating: the step-to-step variability over ``window`` steps is ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) times the variability at warm-up end. Evaluated every ``every`` steps."""
+    """Loss oscillating (only for a loss bounded away from zero; a zero-centred policy-gradient loss changes
+    sign by design and its outliers are ``loss_spike``'s job): the step-to-step variability over ``window``
+    steps is ``warn_ratio`` (warning) or ``critical_ratio`` (critical, on ``sustain`` consecutive checks) times
+    the variability at warm-up end. Evaluated every ``every`` steps."""
 
     keys = (LOSS,)
-    defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5}
+    defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.centred: bool | None = None
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
-        if self.seen <= self.warmup:
+        if self.seen <= self.warmup or self.centred:
             return None
-        if self.base is None:
-            self.base = self._jitter(self.ctx.tracks[LOSS].tail(self.warmup, skip=1))
-        return self.check(step) if self.seen % self.p["every"] == 0 else None
+        if self.centred is None:
+            warm = self.ctx.tracks[LOSS].tail(self.warmup, skip=1)
+            base, scale = robust(warm)
+            self.centred = zero_centred(warm, base, scale)
+            if self.centred:
+                return None
+            self.base = self._jitter(warm)
+        return self.check(step) if self.due(self.p["every"]) else None
 
     @staticmethod
     def _jitter(vals: list[float]) -> float:
@@ -112,9 +215,9 @@ class LossOscillation(_Frozen):
         jitter = self._jitter(self.ctx.tracks[LOSS].tail(self.p["window"]))
         ratio = jitter / max(self.base, 1e-12)
         vals = {"jitter": jitter, "baseline_jitter": self.base, "ratio": ratio}
-        if self.p["critical_ratio"] and ratio > self.p["critical_ratio"]:
+        if self.sustained(bool(self.p["critical_ratio"]) and ratio > self.p["critical_ratio"], self.p["sustain"]):
             return self.fire(step, "critical", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
-                             values=vals, step_start=step - self.p["every"])
+                             values=vals, step_start=step - self.p["every"] * self.p["sustain"])
         if ratio > self.p["warn_ratio"]:
             return self.fire(step, "warning", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
                              values=vals, step_start=step - self.p["every"])
@@ -131,7 +234,7 @@ class LossPlateau(_Frozen):
     common = {"enabled": True, "warmup": 20, "cooldown": 200}
 
     def check(self, step: int) -> Finding | None:
-        if self.seen % self.p["every"] or self.base <= 3 * self.scale:
+        if not self.due(self.p["every"]) or self.base <= 3 * self.scale:
             return None
         track = self.ctx.tracks[LOSS]
         if track.n < self.p["window"]:
@@ -187,17 +290,44 @@ class KLRising(Detector):
 class KLSpike(Detector):
     """Sudden KL jump. Warning (seed rule): KL > ``warn_abs`` right after < ``prev_abs``. Critical: KL >
     ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
-    it, for ``sustain`` consecutive steps."""
+    it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
+    before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
+    ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
 
     keys = (KL,)
     defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "critical_ratio": 3.0, "window": 20, "min_abs": 0.01,
-                "z": 6.0, "sustain": 2}
+                "z": 6.0, "sustain": 2, "early_abs": 1.0, "early_ratio": 10.0}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref = math.nan
         self._ref_scale = math.nan
         self._onset: int | None = None
+        self._start = math.nan
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen <= self.warmup:
+            return self._check_early(step)
+        return self.check(step)
+
+    def _check_early(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[KL]
+        if self._start != self._start:
+            self._start = track.last
+            return None
+        recent = track.tail(p["sustain"])
+        if len(recent) < p["sustain"] or self.seen <= p["sustain"]:
+            return None
+        bar = max(p["early_abs"], p["early_ratio"] * abs(self._start))
+        if min(recent) <= bar:
+            return None
+        v = track.last
+        return self.fire(step, "critical", f"KL to reference jumped to {fmt(v)} within {self.seen} steps of the start "
+                         f"({fmt(self._start)})", "The first updates moved the policy far from the reference.",
+                         values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
+                         step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -231,7 +361,7 @@ class KLStuck(Detector):
     common = {"enabled": True, "warmup": 30, "cooldown": 200}
 
     def check(self, step: int) -> Finding | None:
-        if self.seen % self.p["every"]:
+        if not self.due(self.p["every"]):
             return None
         recent = self.ctx.tracks[KL].tail(self.p["window"])
         if recent and max(abs(v) for v in recent) < self.p["eps"]:
@@ -287,8 +417,21 @@ class EntropyCollapse(_Frozen):
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "smooth": 3, "sustain": 2}
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._first = math.nan
+
+    def observe(self, step: int) -> Finding | None:
+        if self.seen == 0:
+            self._first = self.ctx.tracks[ENTROPY].last
+        return super().observe(step)
+
     def check(self, step: int) -> Finding | None:
         p = self.p
+        if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
+            # the policy before any update is the natural reference: an entropy that collapsed during the
+            # warm-up steps must not become the baseline
+            self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
         s = track.mean_last(p["smooth"])
         if s >= p["fall_guard"] * self.base:
@@ -335,7 +478,7 @@ class GradSpike(_Frozen):
     ``critical_ratio`` x that median, or smoothed > ``critical_ratio`` x the warm-up level (steady growth)."""
 
     keys = (GRAD,)
-    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1}
+    defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
