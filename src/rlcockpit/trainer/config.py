@@ -188,6 +188,7 @@ class TrainerConfig:
     default_local_dir: str = "checkpoints/${trainer.project_name}/${trainer.experiment_name}"
     resume_mode: str = "disable"  # disable | auto | <path to a global_step_N directory>
     preflight: str = "warn"  # strict | warn | off
+    preflight_skip: list[str] = field(default_factory=list)  # checks to leave out (batch, data, memory...)
     device: str = "auto"  # auto | cpu | cuda
     seed: int = 42
     num_threads: int = 0  # torch threads on CPU; 0 = all cores
@@ -208,6 +209,8 @@ class Config:
     reward: RewardConfig = field(default_factory=RewardConfig)
     health: HealthConfig = field(default_factory=HealthConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    # free-form alert rules/channels in rlcockpit.alerts.config.load_alerts_config's format; passed to init()
+    alerts: dict[str, Any] | None = None
 
 
 class ConfigError(ValueError):
@@ -315,6 +318,8 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
             except ValueError:
                 pass
     elif tp is str:
+        if isinstance(value, bool) and "off" in VALID_CHOICES.get(key, ()):  # YAML 1.1 reads `off` as False
+            return "off" if not value else _fail(key, value, tp)
         if isinstance(value, str):
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -330,7 +335,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and key not in ("reward.kwargs",):
+        if isinstance(v, dict) and key not in ("reward.kwargs", "alerts"):
             out.update(_flatten(v, key + "."))
         else:
             out[key] = v
@@ -354,6 +359,10 @@ def set_key(cfg: Config, key: str, value: Any, *, notes: list[str] | None = None
         prefix = key.split(".")[0]
         if prefix == "reward" and key.startswith("reward.kwargs."):
             cfg.reward.kwargs[key.split(".", 2)[2]] = value
+            return
+        if prefix == "alerts" and key.count(".") >= 1:  # alerts.<section>=... into the free-form dict
+            cfg.alerts = dict(cfg.alerts or {})
+            cfg.alerts[key.split(".", 1)[1]] = value
             return
         raise ConfigError(f"unknown config key {key!r}.{_closest(key, sorted(schema))}")
     value = _coerce(key, value, schema[key])

@@ -187,8 +187,14 @@ def apply_live(st: State, key: str, value: Any) -> None:
             for g in opt.param_groups:
                 g["lr"] = float(value)
             sched.base_lrs = [float(value)] * len(opt.param_groups)
-    elif key == "algorithm.kl_ctrl.kl_coef":
-        st.kl_ctrl.value = float(value)
+    elif key.startswith("algorithm.kl_ctrl."):
+        # rebuild the controller (type/target/horizon live in it, not only in the config); a change of
+        # anything but kl_coef keeps the coefficient the controller had adapted to
+        kc = st.cfg.algorithm.kl_ctrl
+        current = float(st.kl_ctrl.value)
+        st.kl_ctrl = get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon)
+        if key != "algorithm.kl_ctrl.kl_coef":
+            st.kl_ctrl.value = current
     if needs_reference(st.cfg) and st.ref is None and not hasattr(st.actor, "peft_config"):
         from transformers import AutoModelForCausalLM
 
@@ -266,8 +272,10 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
 
 def train(cfg: Config, *, log: Any = print, state: State | None = None) -> TrainResult:
     import rlcockpit
+    from rlcockpit.preflight import preflight_gate
 
     t_start = time.time()
+    preflight_gate(cfg, log=log, skip=tuple(cfg.trainer.preflight_skip))  # strict raises before any work
     st = state or build(cfg, log)
     tr = cfg.trainer
     steps = total_steps(cfg, st.loader)
@@ -282,7 +290,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         log(f"[rlcockpit] resuming run {run_id} from {resume_from} (step {st.step})")
     run = rlcockpit.init(project=tr.project_name, name=tr.experiment_name, tags=list(tr.tags) or None,
                          config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=run_id, loggers=list(tr.logger),
-                         health=cfg.health.enable)
+                         health=cfg.health.enable, alerts=cfg.alerts or None)
     guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
     run.on_finding(guard.on_finding)
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=tr.default_local_dir)
