@@ -88,17 +88,10 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in argv:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT} is stale: run python docs/{Path(__file__).name}", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT}")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from docgen import generator_main
+
+    return generator_main(render, OUTPUT, __file__, argv)
 
 
 if __name__ == "__main__":
