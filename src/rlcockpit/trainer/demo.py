@@ -26,7 +26,9 @@ def run_demo(steps: int | None = None, store_dir: str | None = None, preset: str
     t0 = time.time()
     result = train(cfg)
     wall = time.time() - t0
-    store = store_dir or "(default store: $RLCOCKPIT_DIR or ./rlcockpit)"
+    from rlcockpit.store import resolve_dir
+
+    store = resolve_dir(store_dir or cfg.trainer.rlcockpit_dir or None)
     lines = ["", "=" * 72, f"rlcockpit demo finished in {wall:.0f}s (run {result.run_id}, {result.status})"]
     if result.val:
         lines.append(f"  held-out accuracy (greedy): {result.val[0][1]:.2f} before RL -> {result.val[-1][1]:.2f} "
