@@ -117,3 +117,33 @@ def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_cfg, tmp_path):
         assert torch.equal(v, before[k]), k  # no NaN update reached the weights
     hist = rlcockpit.Api(str(tmp_path / "store")).run(result.run_id).history()
     assert hist["actor/nonfinite_skipped"].dropna().tolist() == [1.0, 1.0]
+
+
+def test_rollbacks_escalate_through_actions_and_ignore_stale_findings(tiny_cfg):
+    """A repeated failure applies the next recommended action; findings about the abandoned trajectory
+    (begun before the last rollback) are ignored instead of triggering another rollback."""
+    cfg = tiny_cfg("health.on_critical=rollback")
+    events, restored_to, live = [], [], []
+
+    class R:
+        def log_event(self, kind, payload, step=None):
+            events.append(payload)
+
+    def rollback(before):
+        restored_to.append(before)
+        return before - 1
+
+    guard = Guardrails(cfg, R(), rollback=rollback, apply_live=lambda k, v: live.append((k, v)))
+    actions = [Action(title="raise KL", overrides=["algorithm.kl_ctrl.kl_coef=0.02"]),
+               Action(title="lower lr", overrides=["actor.optim.lr=1e-6"])]
+    guard.handle(Finding(detector="kl_spike", severity="critical", step=5, step_start=4, title="KL", actions=actions),
+                 step=6)
+    assert events[-1]["overrides"] == ["algorithm.kl_ctrl.kl_coef=0.02"] and restored_to == [4]
+    stale = guard.handle(Finding(detector="reward_cliff", severity="critical", step=7, step_start=5, title="cliff"),
+                         step=7)
+    assert stale is None and len(events) == 1 and restored_to == [4]
+    guard.handle(Finding(detector="kl_spike", severity="critical", step=12, step_start=10, title="KL", actions=actions),
+                 step=12)
+    assert events[-1]["overrides"] == ["actor.optim.lr=1e-6"] and cfg.actor.optim.lr == pytest.approx(1e-6)
+    assert cfg.algorithm.kl_ctrl.kl_coef == pytest.approx(0.02) and guard.rollbacks == 2
+    assert [k for k, _ in live] == ["algorithm.kl_ctrl.kl_coef", "actor.optim.lr"]
