@@ -58,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `rlcockpit ... | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (FileNotFoundError, KeyError, ValueError) as exc:
         if os.environ.get("RLCOCKPIT_DEBUG"):
             raise

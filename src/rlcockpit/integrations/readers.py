@@ -253,6 +253,11 @@ def _detect_wandb(source: str) -> bool:
         return False
 
 
+def _is_wandb_media(value: Any) -> bool:
+    """Tables, images and other media are logged as ``{"_type": ...}`` dicts or strings: not metrics."""
+    return isinstance(value, str) or (isinstance(value, dict) and "_type" in value)
+
+
 @_register("wandb", _detect_wandb, "w&b")
 def read_wandb(source: str, opts: ImportOptions) -> Imported:
     from rlcockpit.integrations.wandb_log import read_offline_run
@@ -264,7 +269,7 @@ def read_wandb(source: str, opts: ImportOptions) -> Imported:
         for step, row in data["rows"]:
             if step >= last:
                 last = step
-                yield step, row
+                yield step, {k: v for k, v in row.items() if not _is_wandb_media(v)}
         if data["error"] is not None:
             raise data["error"]
 

@@ -260,7 +260,7 @@ class Run:
 
     def log_event(self, kind: str, payload: Mapping[str, Any] | None = None, step: int | None = None) -> None:
         """Record an event (``guardrail`` interventions, ``alert`` deliveries...) on the run."""
-        self._put((EVENT, kind, redact(dict(payload or {})), self._last_step if step is None else step))
+        self._put((EVENT, kind, redact(dict(payload or {})), max(self._last_step, 0) if step is None else step))
 
     def log_finding(self, finding: Any) -> None:
         """Store a finding produced outside the built-in monitor (it also reaches listeners and alerts)."""
