@@ -178,7 +178,9 @@ def test_bottleneck_attribution_and_gpu_util():
                                     "system/gpu/1/utilization": 32.0 if data_bound else 87.0})
     util = [f for f in found if f.detector == "gpu_utilization"]
     assert util and "data-bound" in util[0].title
-    assert any("dataloader" in " ".join(a.overrides) for a in util[0].actions)
+    # rlcockpit's trainer has no dataloader workers: that knob is verl's alone
+    assert any("data.dataloader_num_workers=8" in a.verl_overrides for a in util[0].actions)
+    assert not any("dataloader" in " ".join(a.overrides) for a in util[0].actions)
 
 
 def test_findings_carry_causes_and_config_overrides_for_both_config_shapes():

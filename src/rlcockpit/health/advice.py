@@ -7,11 +7,8 @@ the exact overrides (rlcockpit keys, and verl paths for verl-shaped configs).
 
 from __future__ import annotations
 
-from rlcockpit.health.config_view import VERL_KEYS, RunConfigView, format_value, make_action
+from rlcockpit.health.config_view import RunConfigView, format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
-
-VERL_KEYS.setdefault("algorithm.filter_groups.enable", "algorithm.filter_groups.enable")
-VERL_KEYS.setdefault("data.dataloader_num_workers", "data.dataloader_num_workers")
 
 # usual peak actor lr for RL post-training by model size (billions of parameters -> upper end of the norm)
 LR_NORMS = ((0.05, 5e-4), (0.2, 1e-4), (1.0, 1e-5), (4.0, 5e-6), (15.0, 2e-6), (1e9, 1e-6))
@@ -31,7 +28,12 @@ def kl_setup(view: RunConfigView) -> tuple[str, float | None]:
 
 
 def config_causes(view: RunConfigView) -> dict[str, Cause]:
-    """Config settings that commonly cause failures, keyed by a short id."""
+    """Config settings that commonly cause failures, keyed by a short id (memoised with the view's answers:
+    every finding of a run asks this)."""
+    return dict(view.memo("config_causes", lambda: _config_causes(view)))
+
+
+def _config_causes(view: RunConfigView) -> dict[str, Cause]:
     out: dict[str, Cause] = {}
     mode, coef = kl_setup(view)
     if mode == "none":
@@ -121,6 +123,7 @@ def _memory_action(view: RunConfigView) -> Action:
 
 def advise(finding: Finding, view: RunConfigView) -> tuple[list[Cause], list[Action]]:
     """Ranked causes and actions for ``finding`` (generic knowledge plus the run's config)."""
+    view.revalidate()
     cfg = config_causes(view)
     d = finding.detector
     causes: list[Cause] = []
@@ -189,16 +192,20 @@ def advise(finding: Finding, view: RunConfigView) -> tuple[list[Cause], list[Act
         actions.append(_memory_action(view))
     elif d == "host_memory":
         causes.append(Cause("host memory leak (growing buffers, dataloader workers, cached samples)", 0.5))
-        actions.append(make_action(view, "Reduce dataloader workers and check for growing buffers",
-                                   {"data.dataloader_num_workers": 2}))
+        # rlcockpit's trainer loads data in-process (no worker knob): the override is verl's only
+        actions.append(make_action(view, "Check for growing buffers (cached samples, logged tensors); in verl, "
+                                   "fewer dataloader workers", {"data.dataloader_num_workers": 2}))
     elif d in ("gpu_utilization", "throughput_drop", "bottleneck"):
         label = str(finding.evidence.get("values", {}).get("bottleneck") or "")
         if "data" in label:
             causes.append(Cause("data loading / host work stalls the GPU (data-bound)", 0.7))
-            actions.append(make_action(view, "More dataloader workers", {"data.dataloader_num_workers": 8}))
+            actions.append(make_action(view, "More dataloader workers (verl; rlcockpit's trainer has no worker "
+                                       "knob: look at reward functions and host-side work)",
+                                       {"data.dataloader_num_workers": 8}))
         elif "generation" in label:
             causes.append(Cause("rollout generation dominates the step (generation-bound)", 0.7))
-            actions.append(make_action(view, "Give the rollout engine more memory for KV cache",
+            actions.append(make_action(view, "Give the rollout engine more memory for KV cache (verl's vLLM/SGLang "
+                                       "rollout; rlcockpit's HF rollout has no such knob)",
                                        {"rollout.gpu_memory_utilization": 0.7}))
         elif "update" in label:
             causes.append(Cause("the policy update dominates the step (update-bound)", 0.6))

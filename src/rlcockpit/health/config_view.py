@@ -10,12 +10,15 @@ with dotted keys, or seed-article style (``kl_coef``, ``ppo_config.target_kl``, 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from rlcockpit.health.findings import Action
 
-# rlcockpit trainer key -> verl key path (None: verl has no equivalent)
+# advice key -> verl key path (None: verl has no equivalent). Advice names its changes in rlcockpit's key
+# names; a knob only verl has (vLLM's gpu_memory_utilization) is named by the path rlcockpit would give it and
+# lands in the verl overrides only (see :func:`trainer_keys`).
 VERL_KEYS: dict[str, str | None] = {
     "actor.optim.lr": "actor_rollout_ref.actor.optim.lr",
     "actor.optim.lr_warmup_steps_ratio": "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
@@ -37,8 +40,10 @@ VERL_KEYS: dict[str, str | None] = {
     "actor.model.path": "actor_rollout_ref.model.path",
     "rollout.temperature": "actor_rollout_ref.rollout.temperature",
     "rollout.n": "actor_rollout_ref.rollout.n",
-    "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",  # verl only
     "data.max_response_length": "data.max_response_length",
+    "data.dataloader_num_workers": "data.dataloader_num_workers",  # verl only
+    "algorithm.filter_groups.enable": "algorithm.filter_groups.enable",
     "data.train_batch_size": "data.train_batch_size",
     "critic.optim.lr": "critic.optim.lr",
     "trainer.total_training_steps": "trainer.total_training_steps",
@@ -84,9 +89,38 @@ class RunConfigView:
             or _get_path(self.raw, "actor_rollout_ref") is not None
             or any(str(k).startswith("actor_rollout_ref.") for k in self.raw)
         )
+        # answers are memoised (advice asks ~20 questions per finding, on the tracking writer thread);
+        # :meth:`revalidate` drops them when a top-level section of the config was added or replaced
+        self._memo: dict[str, Any] = {}
+        self._sections: tuple[Any, ...] = tuple(self.raw.values())
+
+    def revalidate(self) -> None:
+        """Forget memoised answers if the config changed since they were computed (``run.config.update`` adds
+        or replaces top-level entries; an in-place edit deep inside a section is not noticed)."""
+        sections = self._sections
+        if len(sections) != len(self.raw) or any(a is not b for a, b in zip(sections, self.raw.values())):
+            self._memo.clear()
+            self._sections = tuple(self.raw.values())
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value of rlcockpit key ``key`` in this config, looked up in every shape we know."""
+        try:
+            value = self._memo[key]
+        except KeyError:
+            value = self._memo[key] = self._lookup(key)
+        return default if value is None else value
+
+    def memo(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, remembered until the config changes (see :meth:`revalidate`): for answers derived from
+        several keys, such as the config causes advice ranks."""
+        key = "\0" + name  # cannot collide with a config key
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
+    def _lookup(self, key: str) -> Any:
         candidates = [key]
         verl = VERL_KEYS.get(key)
         if verl:
@@ -96,7 +130,7 @@ class RunConfigView:
             value = _get_path(self.raw, path)
             if value is not None:
                 return value
-        return default
+        return None
 
     def number(self, key: str) -> float | None:
         """``get`` as a float (``None`` when missing or not numeric)."""
@@ -120,6 +154,9 @@ class RunConfigView:
         """Model size in billions of parameters: parsed from the model path (``Qwen2.5-7B`` -> 7.0), or for
         rlcockpit's built-in ``tiny`` model estimated from its ``actor.model.tiny`` shape (~0.004B). ``None``
         when unknown: advice must then not compare the run against size-based norms."""
+        return self.memo("model_size_b", self._model_size_b)
+
+    def _model_size_b(self) -> float | None:
         path = str(self.get("actor.model.path") or "")
         if path == "tiny":
             hidden = self.number("actor.model.tiny.hidden_size") or 256.0
@@ -147,13 +184,27 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, Any], why: str = "") -> Action:
-    """An :class:`Action` setting ``changes`` (rlcockpit keys -> values).
+@lru_cache(maxsize=1)
+def trainer_keys() -> frozenset[str]:
+    """Every key rlcockpit's trainer config accepts (``rlcockpit train ... key=value``)."""
+    from rlcockpit.trainer.config import all_keys
 
-    ``overrides`` are written in the run's own shape (verl paths for a verl config, as users paste them
-    back into the same launcher); ``verl_overrides`` always carries verl's paths where verl has the key.
+    return frozenset(all_keys())
+
+
+def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, Any], why: str = "") -> Action:
+    """An :class:`Action` setting ``changes`` (advice keys -> values).
+
+    ``overrides`` are written in the run's own shape, as users paste them back into the same launcher: verl
+    paths for a verl config (keys verl lacks left out), else rlcockpit trainer keys (keys the trainer lacks
+    left out; the trainer's guardrails apply these). ``verl_overrides`` always carries verl's paths where verl
+    has the key. An action whose knob exists only in verl thus has empty ``overrides`` for an rlcockpit run.
     """
     is_verl = bool(view and view.is_verl)
-    ours = [f"{(VERL_KEYS.get(k) or k) if is_verl else k}={format_value(v)}" for k, v in changes.items()]
+    ours_keys = trainer_keys()
     verl = [f"{VERL_KEYS[k]}={format_value(v)}" for k, v in changes.items() if VERL_KEYS.get(k)]
+    if is_verl:
+        ours = list(verl)
+    else:
+        ours = [f"{k}={format_value(v)}" for k, v in changes.items() if k in ours_keys]
     return Action(title=title, overrides=ours, verl_overrides=verl, why=why)

@@ -138,11 +138,11 @@ class RewardVarianceCollapse(Detector):
                 self.base = median(std_t.tail(self.warmup, skip=1))
             s = std_t.mean_last(3)
             ratio = s / max(self.base, 1e-12)
-            reward = mean_t.mean_last(3) if mean_t is not None and mean_t.n else math.nan
-            if mean_t is not None and mean_t.n:
-                self._best = max(self._best, mean_t.last)
-            vals = {"reward_std": s, "baseline_std": self.base, "ratio": ratio, "reward": reward}
+            if mean_t is not None and mean_t.n and mean_t.last > self._best:
+                self._best = mean_t.last
             if self.sustained(ratio < self.p["warn_ratio"], self.p["sustain"]):
+                reward = mean_t.mean_last(3) if mean_t is not None and mean_t.n else math.nan
+                vals = {"reward_std": s, "baseline_std": self.base, "ratio": ratio, "reward": reward}
                 saturated = reward == reward and reward >= self._best - 0.05 * max(abs(self._best), 1e-9)
                 if saturated:
                     return self.fire(step, "info", f"Reward variance near zero at the best reward ({fmt(reward)}): task saturated",
@@ -190,6 +190,10 @@ class RewardHacking(Detector):
         return self._base[key]
 
     def _signals(self) -> list[tuple[str, str, float]]:
+        """The degradation signals present now. Runs every ``every`` steps while the reward is up, so the
+        metric-side signals (entropy, KL, distinct-2) are only evaluated once a sample-side one (repetition,
+        length at the limit) is present: without one there is no finding. Every baseline is still frozen on
+        the first evaluation, whichever signals are looked at."""
         p, tracks, out = self.p, self.ctx.tracks, []
 
         def cur(key: str, k: int = 3) -> float | None:
@@ -204,15 +208,18 @@ class RewardHacking(Detector):
             if lim is not None and b and lim > b[0] + p["limit_rise"]:
                 out.append(("sample", f"responses at the length limit {fmt(b[0])} -> {fmt(lim)}", lim))
                 break
-        d2, b = cur(S_DISTINCT2, 1), self._baseline(S_DISTINCT2)
-        if d2 is not None and b and d2 < p["distinct_ratio"] * b[0]:
-            out.append(("metric", f"distinct-2 {fmt(b[0])} -> {fmt(d2)}", d2))  # low diversity alone = entropy collapse
-        ent, b = cur("actor/entropy"), self._baseline("actor/entropy")
-        if ent is not None and b and ent < p["entropy_ratio"] * b[0]:
-            out.append(("metric", f"entropy {fmt(b[0])} -> {fmt(ent)}", ent))
-        kl, b = cur("actor/kl_loss"), self._baseline("actor/kl_loss")
-        if kl is not None and b and kl > p["kl_band"] and kl > p["kl_ratio"] * max(b[0], 1e-3):
-            out.append(("metric", f"KL {fmt(b[0])} -> {fmt(kl)}", kl))
+        b_d2, b_ent, b_kl = self._baseline(S_DISTINCT2), self._baseline("actor/entropy"), self._baseline("actor/kl_loss")
+        if not out:
+            return out
+        d2 = cur(S_DISTINCT2, 1)
+        if d2 is not None and b_d2 and d2 < p["distinct_ratio"] * b_d2[0]:
+            out.append(("metric", f"distinct-2 {fmt(b_d2[0])} -> {fmt(d2)}", d2))  # low diversity alone = entropy collapse
+        ent = cur("actor/entropy")
+        if ent is not None and b_ent and ent < p["entropy_ratio"] * b_ent[0]:
+            out.append(("metric", f"entropy {fmt(b_ent[0])} -> {fmt(ent)}", ent))
+        kl = cur("actor/kl_loss")
+        if kl is not None and b_kl and kl > p["kl_band"] and kl > p["kl_ratio"] * max(b_kl[0], 1e-3):
+            out.append(("metric", f"KL {fmt(b_kl[0])} -> {fmt(kl)}", kl))
         return out
 
     def check(self, step: int) -> Finding | None:

@@ -13,19 +13,28 @@ from rlcockpit.health.findings import Finding
 
 REPEAT, RUN, DISTINCT2 = "samples/repeat_ngram_rate", "samples/longest_repeat_run", "samples/distinct_2"
 EMPTY, NONPRINT = "samples/empty_rate", "samples/nonprintable_rate"
+CHAR_RUN, CROSS_DUP = "samples/char_run_rate", "samples/cross_prompt_duplicate_rate"
 
 
 @register_detector("sample_degeneration", "degenerate_samples", "repetition")
 class SampleDegeneration(Detector):
-    """Degenerate outputs: repetition, gibberish, empty answers. Each signal warns past a fixed level and is
-    critical only past that level AND far from the run's first ``warmup`` sample steps:
+    """Degenerate outputs: repetition, gibberish, empty answers, and short answers gone degenerate. Each signal
+    warns past a fixed level and is critical only past that level AND far from the run's first ``warmup``
+    sample steps:
     repetition rate > ``repeat_warn`` (critical: also > ``repeat_ratio`` x baseline + 0.1);
     non-printable share > ``nonprint_warn`` (critical: also > ``nonprint_ratio`` x baseline + 0.01);
-    empty share > ``empty_warn`` (critical: > ``empty_critical`` and baseline + 0.3)."""
+    empty share > ``empty_warn`` (critical: > ``empty_critical`` and baseline + 0.3);
+    share of responses that are mostly one repeated character ("aaaaaaaa", "0000", "1111<eos>": too short
+    for repeated 3-grams) > ``char_run_warn`` (critical: also > baseline + ``short_rise``);
+    share of the step's prompts answered with the same response > ``cross_dup_warn`` and > baseline +
+    ``short_rise`` (critical: > ``cross_dup_critical``, i.e. one answer to (nearly) every prompt). Identical
+    answers *within* one prompt's group are not counted: that is how a short-answer task (2-digit arithmetic)
+    converges; and a task with few possible answers (yes/no) is judged against its own early steps."""
 
-    keys = (REPEAT, RUN, DISTINCT2, EMPTY, NONPRINT)
+    keys = (REPEAT, RUN, DISTINCT2, EMPTY, NONPRINT, CHAR_RUN, CROSS_DUP)
     defaults = {"repeat_warn": 0.3, "repeat_ratio": 3.0, "nonprint_warn": 0.02, "nonprint_ratio": 5.0,
-                "empty_warn": 0.2, "empty_critical": 0.5}
+                "empty_warn": 0.2, "empty_critical": 0.5, "char_run_warn": 0.5, "cross_dup_warn": 0.8,
+                "cross_dup_critical": 0.95, "short_rise": 0.4}
     common = {"enabled": True, "warmup": 1, "cooldown": 30}
 
     def __init__(self, params, ctx) -> None:
@@ -37,18 +46,22 @@ class SampleDegeneration(Detector):
         if self.seen <= self.warmup:
             return None
         if not self.base:
-            for key in (REPEAT, EMPTY, NONPRINT, DISTINCT2):
+            for key in (REPEAT, EMPTY, NONPRINT, DISTINCT2, CHAR_RUN, CROSS_DUP):
                 t = self.ctx.tracks.get(key)
                 self.base[key] = median(t.tail(self.warmup, skip=1)) if t is not None and t.n > 1 else 0.0
         return self.check(step)
 
-    def _now(self, key: str) -> float:
+    def _now(self, key: str, step: int | None = None) -> float:
+        """The latest value of ``key`` (0 if never logged; with ``step``: 0 unless logged at that step)."""
         t = self.ctx.tracks.get(key)
-        return t.last if t is not None and t.last_step >= 0 else 0.0
+        if t is None or t.last_step < 0 or (step is not None and t.last_step != step):
+            return 0.0
+        return t.last
 
     def check(self, step: int) -> Finding | None:
         p, b = self.p, self.base
         rep, bad, empty = self._now(REPEAT), self._now(NONPRINT), self._now(EMPTY)
+        runs, dup = self._now(CHAR_RUN, step), self._now(CROSS_DUP, step)
         problems: list[tuple[str, bool]] = []
         if rep > p["repeat_warn"]:
             problems.append((f"repetitive ({rep:.0%} repeated 3-grams, was {b[REPEAT]:.0%})",
@@ -57,12 +70,19 @@ class SampleDegeneration(Detector):
             problems.append((f"gibberish ({bad:.1%} non-printable characters)", bad > p["nonprint_ratio"] * b[NONPRINT] + 0.01))
         if empty > p["empty_warn"]:
             problems.append((f"empty ({empty:.0%} of responses)", empty > p["empty_critical"] and empty > b[EMPTY] + 0.3))
+        if runs > p["char_run_warn"]:
+            problems.append((f"one repeated character ({runs:.0%} of responses, was {b[CHAR_RUN]:.0%})",
+                             runs > b[CHAR_RUN] + p["short_rise"]))
+        if dup > p["cross_dup_warn"] and dup > b[CROSS_DUP] + p["short_rise"]:
+            problems.append((f"the same answer to different prompts ({dup:.0%} of prompts, was {b[CROSS_DUP]:.0%})",
+                             dup > p["cross_dup_critical"]))
         if not problems:
             return None
         critical = any(c for _, c in problems)
         desc = "; ".join(d for d, _ in problems)
         vals = {"repeat_ngram_rate": rep, "nonprintable_rate": bad, "empty_rate": empty,
-                "longest_repeat_run": self._now(RUN), "distinct_2": self._now(DISTINCT2), "baseline": dict(b)}
+                "longest_repeat_run": self._now(RUN), "distinct_2": self._now(DISTINCT2), "char_run_rate": runs,
+                "cross_prompt_duplicate_rate": dup, "baseline": dict(b)}
         if critical:
             return self.fire(step, "critical", f"Samples degenerated: {desc}",
                              "The model is producing degenerate text compared with its own earlier outputs.",

@@ -18,12 +18,15 @@ ALLOC, THROUGHPUT, STEP_TIME = "perf/max_memory_allocated_gb", "perf/throughput"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
 
 
-def creep(track: Track, window: int) -> tuple[float, float, float] | None:
-    """Medians of three consecutive thirds of the last ``window`` values when they rise monotonically."""
+def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, float, float] | None:
+    """Medians of three consecutive thirds of the last ``window`` values when they rise monotonically (by more
+    than ``min_rise`` in all: the medians lie within the window's range, so a narrower range skips the sorts)."""
     if track.n < window:
         return None
     third = window // 3
     vals = track.tail(window)
+    if max(vals) - min(vals) <= min_rise:
+        return None
     a, b, c = median(vals[:third]), median(vals[third : 2 * third]), median(vals[2 * third :])
     if not (a < b < c):
         return None
@@ -52,19 +55,20 @@ class _Memory(Detector):
         if self.base is None:
             self.base = median(track.tail(self.warmup, skip=1))
         s = track.mean_last(3)
-        vals = {"percent": s, "baseline": self.base}
         if s > p["critical_percent"] and s - self.base > p["critical_rise"]:
-            return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {self.base:.0f}%): OOM imminent", values=vals)
+            return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {self.base:.0f}%): OOM imminent",
+                             values={"percent": s, "baseline": self.base})
         if self.due(p["every"]):
-            trend = creep(track, p["window"])
+            trend = creep(track, p["window"], p["creep_points"])
             if trend and trend[2] - trend[0] > p["creep_points"]:
                 slope = (trend[2] - trend[0]) / (2 * (p["window"] // 3))
                 eta = (100.0 - s) / slope if slope > 0 else math.inf
-                vals |= {"slope_per_step": slope, "steps_to_full": eta}
+                vals = {"percent": s, "baseline": self.base, "slope_per_step": slope, "steps_to_full": eta}
                 return self.fire(step, "warning", f"{self.label} creeping up: {trend[0]:.0f}% -> {trend[2]:.0f}% (full in ~{eta:.0f} steps)",
                                  values=vals, step_start=step - p["window"])
         if s > p["warn_percent"]:
-            return self.fire(step, "warning", f"{self.label} at {s:.0f}% (above the 80% safety margin)", values=vals)
+            return self.fire(step, "warning", f"{self.label} at {s:.0f}% (above the 80% safety margin)",
+                             values={"percent": s, "baseline": self.base})
         return None
 
 

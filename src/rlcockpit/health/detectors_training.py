@@ -7,6 +7,7 @@ Every threshold below is a default; override per detector with
 from __future__ import annotations
 
 import math
+from itertools import islice
 
 from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
 from rlcockpit.health.findings import Finding
@@ -25,14 +26,9 @@ class _Frozen(Detector):
         self.base: float | None = None
         self.scale = math.nan
 
-    def observe(self, step: int) -> Finding | None:
-        self.seen += 1
-        if self.seen <= self.warmup:
-            return None
-        if self.base is None:
-            track = self.ctx.tracks[self.keys[0]]
-            self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
-        return self.check(step)
+    def on_warm(self) -> None:
+        track = self.ctx.tracks[self.keys[0]]
+        self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
 
 
 @register_detector("nonfinite", "loss_nonfinite", "grad_nonfinite", "loss_nan")
@@ -266,10 +262,10 @@ class KLRising(Detector):
         s = track.mean_last(p["smooth"])
         if s <= p["band_high"]:
             return None
-        hist = list(track.values)
+        hist = track.values
         end = len(hist) - p["lag"]
         lo = self.warmup if track.n == len(hist) else 0  # KL starts at 0 by definition: skip the initial ramp
-        ref = median(hist[max(end - 20, lo) : max(end, lo + 5)])
+        ref = median(list(islice(hist, max(end - 20, lo), max(end, lo + 5))))
         ratio = s / max(ref, 1e-9)
         vals = {"kl": s, "kl_before": ref, "ratio": ratio, "band_high": p["band_high"]}
         if ratio > p["critical_ratio"] and s > 2 * p["band_high"]:

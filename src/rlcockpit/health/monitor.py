@@ -2,17 +2,19 @@
 
 The same monitor runs live on the tracking writer thread and offline in ``diagnose_run`` (a replay of the
 stored run), so live findings and post-mortem findings can never disagree. The per-step path is built for
-a budget of ~50 µs: the key -> (canonical key, aggregate, detectors) plan is computed once per distinct set
-of logged keys and cached, and detectors only touch their own tracks.
+a budget of ~50 µs: alias resolution runs once per key name, the key -> (track, aggregate, detectors) plan
+once per distinct set of logged keys, and detectors only touch their own tracks.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from rlcockpit.health import detectors_reward, detectors_samples, detectors_system, detectors_training  # noqa: F401
+from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.detectors_system import GPU_MEM, GPU_UTIL
@@ -37,12 +39,26 @@ def _gpu_aggregate(key: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
+def _canonical(raw: str) -> tuple[str, str | None]:
+    """(canonical key, GPU aggregate key or None) of a logged key; shared by every monitor of the process
+    (a sweep, ``diagnose`` over many runs), so a new monitor does not resolve the same aliases again."""
+    key = canonical_name(raw)
+    return key, _gpu_aggregate(key)
+
+
 class _Plan:
+    """What one set of logged keys means for the monitor: ``entries`` = (raw key, canonical key, its track,
+    aggregate or None) per relevant key, ``detectors`` = the detectors whose trigger metric is in the set."""
+
     __slots__ = ("entries", "detectors")
 
-    def __init__(self, entries: list[tuple[str, str, str | None]], detectors: list[Detector]) -> None:
+    def __init__(self, entries: list[tuple[str, str, Track, str | None]], detectors: list[Detector]) -> None:
         self.entries = entries
         self.detectors = detectors
+
+
+PLAN_CACHE_SIZE = 64  # distinct key sets remembered; a run whose key set never repeats just re-plans
 
 
 class HealthMonitor:
@@ -70,33 +86,45 @@ class HealthMonitor:
             det = cls(per_detector.get(name), self.ctx)
             if det.enabled:
                 self.detectors.append(det)
+        # advice consults the run config; asking its questions now keeps the first finding of a run cheap
+        config_causes(self.view)
         self._nonfinite = next((d for d in self.detectors if isinstance(d, NonFinite)), None)
         self._tracked = {k for d in self.detectors for k in d.keys}
         self._prefixes = tuple(p for d in self.detectors for p in d.prefixes) + ("samples/",)
+        self._keys: dict[str, tuple[str, str | None, bool]] = {}
         self._plans: dict[tuple[str, ...], _Plan] = {}
+        self._plans_no_samples: dict[tuple[str, ...], _Plan] = {}  # the same, for steps whose samples/* were analysed
         self._sample_steps: set[int] = set()
         self._sample_order: deque[int] = deque()
         self.findings: list[Finding] = []
         self.last_step = -1
 
     # -- planning -------------------------------------------------------------------------------------
-    def _plan(self, sig: tuple[str, ...]) -> _Plan:
-        entries: list[tuple[str, str, str | None]] = []
+    def _resolve(self, raw: str) -> tuple[str, str | None, bool]:
+        """(canonical key, GPU aggregate key or None, relevant?) of a logged key; alias resolution runs once
+        per key name for the monitor's lifetime, so a new combination of known keys costs dict lookups only."""
+        info = self._keys.get(raw)
+        if info is None:
+            key, agg = _canonical(raw)
+            relevant = agg is not None or key in self._tracked or key.startswith(self._prefixes) or key in NonFinite.keys
+            info = self._keys[raw] = (key, agg, relevant)
+        return info
+
+    def _plan(self, sig: tuple[str, ...], skip_samples: bool) -> _Plan:
+        entries: list[tuple[str, str, Track, str | None]] = []
         present: set[str] = set()
+        tracks = self.ctx.tracks
         for raw in sig:
-            key = canonical_name(raw)
-            agg = _gpu_aggregate(key)
-            if agg is not None:
-                entries.append((raw, key, agg))
-                present.add(agg)
-            elif key in self._tracked or key.startswith(self._prefixes):
-                entries.append((raw, key, None))
-                present.add(key)
-            elif key in NonFinite.keys:
-                entries.append((raw, key, None))
-        for _raw, key, agg in entries:
-            if (agg or key) not in self.ctx.tracks:
-                self.ctx.tracks[agg or key] = Track(agg or key)
+            key, agg, relevant = self._resolve(raw)
+            if not relevant or (skip_samples and raw.startswith("samples/")):
+                continue
+            name = agg or key
+            track = tracks.get(name)
+            if track is None:
+                track = tracks[name] = Track(name)
+            entries.append((raw, key, track, agg))
+            if agg is not None or key in self._tracked or key.startswith(self._prefixes):
+                present.add(name)
         dets = []
         for det in self.detectors:
             if det is self._nonfinite or not det.keys:
@@ -104,20 +132,23 @@ class HealthMonitor:
             triggers = det.keys if det.name in TRIGGERS_ALL else det.keys[:1]
             if any(t in present for t in triggers):
                 dets.append(det)
-        plan = self._plans[sig] = _Plan(entries, dets)
+        plans = self._plans_no_samples if skip_samples else self._plans
+        if len(plans) >= PLAN_CACHE_SIZE:
+            plans.clear()
+        plan = plans[sig] = _Plan(entries, dets)
         return plan
 
     # -- streaming ------------------------------------------------------------------------------------
     def observe(self, step: int, metrics: Mapping[str, float]) -> list[Finding]:
         """Feed one logged step; returns the findings it triggered (usually none)."""
-        if step in self._sample_steps:  # samples/* of this step were computed by observe_samples already
-            metrics = {k: v for k, v in metrics.items() if not k.startswith("samples/")}
         sig = tuple(metrics)
-        plan = self._plans.get(sig) or self._plan(sig)
-        tracks = self.ctx.tracks
+        if step in self._sample_steps:  # samples/* of this step were computed by observe_samples already
+            plan = self._plans_no_samples.get(sig) or self._plan(sig, True)
+        else:
+            plan = self._plans.get(sig) or self._plan(sig, False)
         bad: dict[str, float] | None = None
         agg: dict[str, list[float]] | None = None
-        for raw, key, agg_key in plan.entries:
+        for raw, key, track, agg_key in plan.entries:
             v = metrics[raw]
             if type(v) is not float:
                 try:
@@ -129,25 +160,38 @@ class HealthMonitor:
                     bad = {}
                 bad[key] = v
                 continue
-            if agg_key is None:
-                track = tracks.get(key)
-                if track is not None:
-                    track.push(step, v)
+            if agg_key is None:  # Track.push, inlined: this loop runs for every logged key of every step
+                track.values.append(v)
+                track.steps.append(step)
+                track.n += 1
+                track.last = v
+                track.last_step = step
             else:
                 if agg is None:
                     agg = {}
                 agg.setdefault(agg_key, []).append(v)
         if agg:
+            tracks = self.ctx.tracks
             for key, vals in agg.items():
                 tracks[key].push(step, max(vals) if key == GPU_MEM else sum(vals) / len(vals))
-        self.last_step = max(self.last_step, step)
+        if step > self.last_step:
+            self.last_step = step
         out: list[Finding] = []
         if bad and self._nonfinite is not None:
             f = self._nonfinite.report(step, bad)
             if f is not None:
                 out.append(f)
         for det in plan.detectors:
-            f = det.observe(step)
+            if det.plain_observe:  # Detector.observe, inlined
+                seen = det.seen = det.seen + 1
+                warmup = det.warmup
+                if seen <= warmup:
+                    continue
+                if seen == warmup + 1:
+                    det.on_warm()
+                f = det.check(step)
+            else:
+                f = det.observe(step)
             if f is not None:
                 out.append(f)
         if out:

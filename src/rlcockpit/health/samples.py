@@ -20,6 +20,11 @@ EXCERPT_CHARS = 160
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
 _RUN = re.compile(r"(\S.{0,7}?)\1{2,}", re.S)  # a 1-8 char pattern (not blank) repeated >= 3 times in a row
+_CHAR_RUN = re.compile(r"(\S)\1{3,}")  # one character repeated >= 4 times in a row
+# special tokens a decoded response may end with (<eos>, </s>, <|im_end|>, [PAD]): not part of what was said
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?[A-Za-z_][\w.-]{0,20}>|\[/?[A-Z_]{2,20}\]")
+CHAR_RUN_SHARE = 0.5  # a response that is mostly one repeated character ("aaaaaaaa", "0000", "1111<eos>")
+MIN_PROMPTS_FOR_DUPLICATES = 4
 _RESPONSE_KEYS = ("response", "completion", "output", "text")
 _LENGTH_KEYS = ("response_length", "num_tokens", "length", "completion_length")
 
@@ -49,6 +54,17 @@ def repeat_ngram_rate(toks: Sequence[str], n: int = 3) -> float:
         return 0.0
     grams = {tuple(toks[i : i + n]) for i in range(total)}
     return 1.0 - len(grams) / total
+
+
+def char_run_share(text: str) -> float:
+    """Share of a response's non-blank characters (special tokens removed) taken by its longest run of one
+    repeated character (>= 4 long): "aaaaaaaa" -> 1.0, "1111<eos>" -> 1.0, "052" -> 0.0, "10000" -> 0.8.
+    Catches short degenerate answers that have no 3-grams to repeat."""
+    core = "".join(_SPECIAL_TOKEN.sub("", text).split())
+    if not core:
+        return 0.0
+    best = max((len(m.group(0)) for m in _CHAR_RUN.finditer(core)), default=0)
+    return best / len(core)
 
 
 def _is_nonprintable(ch: str) -> bool:
@@ -93,6 +109,9 @@ def analyze_samples(
     ``reward``, a length in tokens (``response_length``) and ``finish_reason``/``truncated``. Metrics:
     ``repeat_ngram_rate`` (mean share of repeated unit 3-grams), ``longest_repeat_run`` (max over rows),
     ``distinct_1``/``distinct_2`` (distinct unit 1-/2-grams over all rows), ``empty_rate``, ``length_mean``,
+    ``char_run_rate`` (share of non-empty responses that are mostly one repeated character, see
+    :func:`char_run_share`), ``cross_prompt_duplicate_rate`` (share of the step's prompts whose responses
+    include its most common response; with >= 4 distinct prompts logged),
     ``at_limit_rate`` (when a limit or truncation flags are known), ``nonprintable_rate`` (share of
     control/unassigned/replacement characters), ``zero_std_group_rate`` (share of prompt groups whose
     rewards are all equal, when rows carry prompts and rewards) and ``reward_mean``.
@@ -114,6 +133,8 @@ def analyze_samples(
     n_uni = n_bi = 0
     groups: dict[str, list[float]] = {}
     rewards: list[float] = []
+    char_runs = nonempty = 0
+    prompts_of: dict[str, set[str]] = {}  # stripped response -> the prompts it was given for
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise TypeError(f"sample row {i} must be a dict, got {type(row).__name__}")
@@ -124,7 +145,14 @@ def analyze_samples(
         bad = sum(1 for ch in text if _is_nonprintable(ch))
         rep_sum += rep
         longest = max(longest, run)
-        empty += not text.strip()
+        stripped = text.strip()
+        empty += not stripped
+        crs = char_run_share(stripped) if stripped else 0.0
+        if stripped:
+            nonempty += 1
+            char_runs += crs >= CHAR_RUN_SHARE
+            if row.get("prompt") is not None:
+                prompts_of.setdefault(stripped, set()).add(str(row["prompt"]))
         bad_chars += bad
         total_chars += len(text)
         length = _length(row, toks)
@@ -137,7 +165,7 @@ def analyze_samples(
         n_uni += len(toks)
         bi.update(zip(toks, toks[1:]))
         n_bi += max(0, len(toks) - 1)
-        per_row.append((rep + min(run, 50) / 50 + bad / max(len(text), 1), i, rep, text))
+        per_row.append((rep + min(run, 50) / 50 + bad / max(len(text), 1) + crs, i, rep, text))
         reward = row.get("reward")
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):
             rewards.append(float(reward))
@@ -153,8 +181,15 @@ def analyze_samples(
         "samples/length_mean": sum(lengths) / n,
         "samples/nonprintable_rate": bad_chars / total_chars if total_chars else 0.0,
     }
+    if nonempty:
+        metrics["samples/char_run_rate"] = char_runs / nonempty
     if known_limit:
         metrics["samples/at_limit_rate"] = at_limit / known_limit
+    prompts = set().union(*prompts_of.values()) if prompts_of else set()
+    if len(prompts) >= MIN_PROMPTS_FOR_DUPLICATES:
+        # the same answer to *different* prompts; identical answers within one prompt's group are how a
+        # short-answer task converges ("052" x 8), not degeneration
+        metrics["samples/cross_prompt_duplicate_rate"] = max(len(p) for p in prompts_of.values()) / len(prompts)
     multi = [g for g in groups.values() if len(g) > 1]
     if len(multi) >= 3:  # fewer groups say nothing about the batch
         metrics["samples/zero_std_group_rate"] = sum(1 for g in multi if max(g) == min(g)) / len(multi)
