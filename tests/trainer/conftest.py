@@ -11,6 +11,7 @@ TINY_OVERRIDES = [
     "actor.model.tiny.intermediate_size=64",
     "actor.model.tiny.sft_steps=10",
     "actor.model.tiny.sft_batch_size=16",
+    "actor.model.tiny.sft_slip_steps=2",
     "data.builtin.train_size=200",
     "data.builtin.val_size=16",
     "data.train_batch_size=4",

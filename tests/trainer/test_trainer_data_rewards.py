@@ -96,3 +96,18 @@ def test_custom_reward_that_raises_scores_zero_and_counts(tmp_path):
         mgr.check()
     with pytest.raises(ValueError, match="has no function 'nope'.*score"):
         RewardManager(RewardConfig(custom_fn=f"{f}:nope"))
+
+
+def test_forget_carries_drops_every_carry_and_keeps_the_width() -> None:
+    from rlcockpit.trainer.tiny import forget_carries, sloppy_pairs
+
+    assert forget_carries("052", 7, 45) == "042"  # 7+5=12 -> 2, carry dropped: 0+4 -> 4
+    assert forget_carries("122", 57, 65) == "012"  # both carries dropped
+    assert forget_carries("099", 45, 54) == "099"  # no carry: the answer is already right
+    pairs = [("p", f"{a + b:03d}", a, b) for a in range(10, 100, 7) for b in range(10, 100, 5)]
+    assert sloppy_pairs(pairs, 0.0, seed=1) == [(p, ans) for p, ans, _, _ in pairs]
+    all_sloppy = sloppy_pairs(pairs, 1.0, seed=1)
+    assert all(ans == forget_carries(f"{a + b:03d}", a, b) for (_, ans), (_, _, a, b) in zip(all_sloppy, pairs))
+    some = sloppy_pairs(pairs, 0.5, seed=1)
+    changed = sum(s != ans for (_, s), (_, ans, _, _) in zip(some, pairs))
+    assert 0 < changed < len(pairs)

@@ -65,9 +65,14 @@ class TinyModelConfig:
     num_layers: int = 4
     num_heads: int = 4
     intermediate_size: int = 1024
-    sft_steps: int = 380  # supervised warm-up on the task before RL
-    sft_lr: float = 2e-3
+    sft_steps: int = 200  # supervised warm-up on the task before RL (correct answers)
+    sft_lr: float = 1e-3
     sft_batch_size: int = 256
+    # then a short "sloppy" fine-tune where carries are often forgotten ("07+45=" -> "042"): the model
+    # still knows the right answer but no longer prefers it, the situation RL with a verifiable reward fixes
+    sft_slip_steps: int = 50
+    sft_slip_rate: float = 0.7  # share of the sloppy phase's answers written without their carries
+    sft_slip_lr: float = 5e-4
     cache: bool = True  # reuse a warmed-up model built with the same settings (under ~/.cache/rlcockpit)
 
 

@@ -62,10 +62,11 @@ def arith_rows(cfg: BuiltinDataConfig) -> tuple[list[dict[str, Any]], list[dict[
     return train, [row(a, b) for a, b in sorted(val_pairs)]
 
 
-def builtin_sft_pairs(cfg: BuiltinDataConfig, tokenizer: Any) -> list[tuple[str, str]]:
-    """(prompt text with chat template, answer) pairs for the tiny model's warm-up."""
+def builtin_sft_pairs(cfg: BuiltinDataConfig, tokenizer: Any) -> list[tuple[str, str, int, int]]:
+    """(prompt text with chat template, answer, a, b) for the tiny model's warm-up."""
     train, _ = arith_rows(cfg)
-    return [(render_prompt(r["prompt"], tokenizer), r["reward_model"]["ground_truth"]) for r in train]
+    return [(render_prompt(r["prompt"], tokenizer), r["reward_model"]["ground_truth"], r["extra_info"]["a"],
+             r["extra_info"]["b"]) for r in train]
 
 
 # --------------------------------------------------------------------------- files

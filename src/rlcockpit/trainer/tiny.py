@@ -3,8 +3,20 @@
 Why: the demo must run on a fresh 2-core machine with nothing downloaded.  The model is a real
 ``Qwen2ForCausalLM`` and the tokenizer a real ``PreTrainedTokenizerFast`` with a chat template, so
 the rest of the trainer treats it exactly like any Hugging Face model from a local path.  A short
-supervised warm-up on the task gives RL a policy that is right sometimes (RL needs some reward
-signal to start from); the result is saved as an ordinary HF model directory and cached.
+supervised warm-up on the task gives RL a policy to start from; the result is saved as an ordinary HF
+model directory and cached.
+
+The warm-up has two phases, because that is what makes RL's effect visible in a few CPU minutes:
+
+1. ``sft_steps`` on correct sums: the model learns addition with carries (greedy accuracy ~0.95);
+2. ``sft_slip_steps`` of "sloppy" fine-tuning where a share ``sft_slip_rate`` of the answers forget
+   their carries (``07+45=`` -> ``042``), as in data scraped from careless sources.  The model still
+   puts real probability on the right answer but now prefers the wrong one (greedy ~0.3).
+
+GRPO with the exact-match reward then learns, from its own samples, to prefer the answer it already
+knows how to produce, which takes it back above 0.8 in well under 100 steps.  Teaching carries from
+scratch with a sequence-level 0/1 reward is far slower: a policy warmed up on correct sums only to
+~0.45 barely moves in 100 steps at any learning rate we tried.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ import os
 import random
 import string
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +95,7 @@ def _cache_root() -> Path:
 
 
 def tiny_fingerprint(tiny: TinyModelConfig, data: BuiltinDataConfig, seed: int, dtype: str) -> str:
-    blob = json.dumps([tiny.__dict__, data.__dict__, seed, dtype, "v2-fixed-width"], sort_keys=True, default=str)
+    blob = json.dumps([tiny.__dict__, data.__dict__, seed, dtype, "v3-sloppy-phase"], sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -130,6 +143,19 @@ def sft_warmup(model: Any, tokenizer: Any, pairs: list[tuple[str, str]], cfg: Ti
     return loss_val
 
 
+def forget_carries(answer: str, a: int, b: int) -> str:
+    """``answer`` as a careless adder writes it: each digit is the digit sum mod 10, carries dropped."""
+    width = len(answer)
+    digits = [((a // 10 ** i) % 10 + (b // 10 ** i) % 10) % 10 for i in range(width)]
+    return "".join(str(d) for d in reversed(digits))
+
+
+def sloppy_pairs(pairs: list[tuple[str, str, int, int]], rate: float, seed: int) -> list[tuple[str, str]]:
+    """(prompt, answer) pairs where a share ``rate`` of the answers forget their carries."""
+    rng = random.Random(seed)
+    return [(p, forget_carries(ans, a, b) if rng.random() < rate else ans) for p, ans, a, b in pairs]
+
+
 def prepare_tiny(tiny: TinyModelConfig, data: BuiltinDataConfig, *, seed: int, dtype: str,
                  out_dir: str | Path | None = None, log: Any = print) -> Path:
     """Build + warm up the tiny model (or reuse a cached one); returns an HF model directory."""
@@ -148,7 +174,15 @@ def prepare_tiny(tiny: TinyModelConfig, data: BuiltinDataConfig, *, seed: int, d
     log(f"[rlcockpit] built tiny Qwen2 ({n_params / 1e6:.1f}M parameters, hidden {tiny.hidden_size}, "
         f"{tiny.num_layers} layers); warm-up SFT for {tiny.sft_steps} steps")
     pairs = builtin_sft_pairs(data, tokenizer)
-    loss = sft_warmup(model, tokenizer, pairs, tiny, seed=seed, autocast_bf16=(dtype == "bf16"), log=log)
+    bf16 = dtype == "bf16"
+    loss = sft_warmup(model, tokenizer, [(p, ans) for p, ans, _, _ in pairs], tiny, seed=seed,
+                      autocast_bf16=bf16, log=log)
+    if tiny.sft_slip_steps > 0:
+        log(f"[rlcockpit] sloppy warm-up phase: {tiny.sft_slip_steps} steps, {tiny.sft_slip_rate:.0%} of answers "
+            "forget their carries (the model keeps the right answer in reach but stops preferring it)")
+        sloppy = replace(tiny, sft_steps=tiny.sft_slip_steps, sft_lr=tiny.sft_slip_lr)
+        loss = sft_warmup(model, tokenizer, sloppy_pairs(pairs, tiny.sft_slip_rate, seed + 1), sloppy,
+                          seed=seed + 1, autocast_bf16=bf16, log=log)
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
