@@ -135,7 +135,7 @@ def advise(finding: Finding, view: RunConfigView) -> tuple[list[Cause], list[Act
     if d in ("kl_spike", "kl_rising", "reward_cliff", "sample_degeneration"):
         pick("kl", "lr", "warmup", "clip", "epochs")
         causes.append(Cause("policy update too large: the policy drifted far from the reference and collapsed", 0.55))
-        actions += [_kl_action(view), _lr_action(view), _clip_action(view)]
+        actions += [_kl_action(view), _lr_action(view, 10), _clip_action(view)]
     elif d == "update_size":
         pick("clip", "epochs", "lr")
         causes.append(Cause("each PPO update moves the policy too far", 0.6))

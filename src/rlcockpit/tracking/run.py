@@ -145,6 +145,7 @@ class Run:
         info = RunInfo(id=self.id, name=self.name, project=project, group=self.group, tags=self.tags,
                        config=self.config, dir=self.dir, resumed=self.resumed, options=dict(logger_options or {}))
         self.sinks = self._open_sinks(loggers, info, extra_sinks)
+        self._health = health
         monitor = _make_monitor(health, self.config)
         self._writer = Writer(self._queue, self.sinks, monitor=monitor, on_finding=self._finding_listeners,
                               heartbeat=self._heartbeat)
@@ -281,6 +282,25 @@ class Run:
     def call_in_writer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the writer thread, ordered after everything logged so far."""
         self._put((CALL, fn))
+
+    def reset_health(self, config: Mapping[str, Any] | None = None) -> None:
+        """Start the health monitor afresh, ordered after everything logged so far, and (with ``config``)
+        record the run's changed config.
+
+        After a guardrail rollback the old monitor's baselines, warm-up and cooldowns describe the abandoned
+        trajectory (a collapsed reward as "normal", a cliff in cooldown): the new monitor judges the restored
+        policy on its own, and its advice consults the updated config (e.g. the lowered learning rate)."""
+        if config is not None:
+            self.config = {**self.config, **redact(_config_to_dict(config))}
+        new_config = dict(self.config)
+
+        def swap() -> None:
+            if config is not None:
+                self.store.update_run(self.id, config=new_config)
+            if self._writer.monitor is not None:
+                self._writer.monitor = _make_monitor(self._health, new_config)
+
+        self._put((CALL, swap))
 
     def alert(self, title: str, text: str = "", level: str = "warning") -> None:
         """Send a manual alert through the configured channels (and record it as an event)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,13 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(root: str | Path, step: int, *, models: dict[str, Any], optimizers: dict[str, Any],
-                    schedulers: dict[str, Any], trainer_state: dict[str, Any], keep: int | None = None) -> Path:
-    """Write ``root/global_step_{step}``; ``trainer_state`` carries run id, loader position, KL coef..."""
+                    schedulers: dict[str, Any], trainer_state: dict[str, Any], keep: int | None = None,
+                    protect: Collection[int] = ()) -> Path:
+    """Write ``root/global_step_{step}``; ``trainer_state`` carries run id, loader position, KL coef...
+
+    ``keep`` rotates out all but the newest ``keep`` checkpoints, except the steps in ``protect``: the
+    guardrails' last known-healthy checkpoint must survive rotation, or a rollback would land on a
+    checkpoint saved after the trouble began."""
     root = Path(root)
     path = root / f"global_step_{step}"
     tmp = root / f".tmp_global_step_{step}"
@@ -73,9 +79,30 @@ def save_checkpoint(root: str | Path, step: int, *, models: dict[str, Any], opti
     tmp.rename(path)  # a crash mid-save never leaves a half-written global_step_N
     (root / LATEST).write_text(str(step))
     if keep:
+        keep_steps = set(protect)
         for old in list_checkpoints(root)[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
+            if checkpoint_step(old) not in keep_steps:
+                shutil.rmtree(old, ignore_errors=True)
     return path
+
+
+def checkpoint_step(path: str | Path) -> int:
+    """``.../global_step_12`` -> 12."""
+    return int(Path(path).name.rsplit("_", 1)[1])
+
+
+def remove_after(root: str | Path, step: int) -> list[int]:
+    """Delete the checkpoints saved after ``step`` (an abandoned trajectory after a rollback), so that
+    ``resume_mode=auto`` can never continue from one of them; returns the removed steps."""
+    removed = []
+    for path in list_checkpoints(root):
+        if checkpoint_step(path) > step:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(checkpoint_step(path))
+    remaining = list_checkpoints(root)
+    if removed and remaining:
+        (Path(root) / LATEST).write_text(str(checkpoint_step(remaining[-1])))
+    return removed
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:
@@ -83,7 +110,7 @@ def list_checkpoints(root: str | Path) -> list[Path]:
     if not root.is_dir():
         return []
     found = [p for p in root.glob("global_step_*") if p.is_dir() and (p / "trainer_state.pt").is_file()]
-    return sorted(found, key=lambda p: int(p.name.rsplit("_", 1)[1]))
+    return sorted(found, key=checkpoint_step)
 
 
 def find_latest(root: str | Path) -> Path | None:
@@ -93,7 +120,7 @@ def find_latest(root: str | Path) -> Path | None:
 
 def find_before(root: str | Path, step: int) -> Path | None:
     """The newest checkpoint strictly before ``step`` (the last healthy one for a rollback)."""
-    ckpts = [p for p in list_checkpoints(root) if int(p.name.rsplit("_", 1)[1]) < step]
+    ckpts = [p for p in list_checkpoints(root) if checkpoint_step(p) < step]
     return ckpts[-1] if ckpts else None
 
 

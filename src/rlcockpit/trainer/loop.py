@@ -11,6 +11,7 @@ import math
 import random
 import time
 import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,12 +161,20 @@ def _ckpt_parts(st: State) -> dict[str, dict[str, Any]]:
             "schedulers": {"actor": st.actor_sched, "critic": st.critic_sched}}
 
 
-def save(st: State, run_id: str) -> Path:
-    return ckpt.save_checkpoint(st.cfg.trainer.default_local_dir, st.step, **_ckpt_parts(st),
+def save(st: State, run_id: str, guard: Guardrails | None = None) -> Path:
+    """Checkpoint ``st``; with ``guard``, its last known-healthy checkpoint survives rotation and its
+    interventions (rollbacks, applied overrides) travel with the checkpoint, next to the live config."""
+    path = ckpt.save_checkpoint(st.cfg.trainer.default_local_dir, st.step, **_ckpt_parts(st),
                                 keep=st.cfg.trainer.max_actor_ckpt_to_keep,
+                                protect=guard.protected() if guard is not None else (),
                                 trainer_state={"run_id": run_id, "loader": st.loader.state_dict(),
                                                "kl_coef": float(st.kl_ctrl.value), "model_path": st.model_path,
-                                               "reward_counts": [st.reward.calls, st.reward.failures]})
+                                               "reward_counts": [st.reward.calls, st.reward.failures],
+                                               "config": to_dict(st.cfg),
+                                               "guardrail": guard.state_dict() if guard is not None else None})
+    if guard is not None:
+        guard.note_checkpoint(st.step, healthy=st.step == 0)  # step 0: the model before any update
+    return path
 
 
 def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
@@ -181,12 +190,16 @@ def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
 
 def apply_live(st: State, key: str, value: Any) -> None:
     """Push a config change made by a guardrail into the objects that cached it."""
-    if key in ("actor.optim.lr", "critic.optim.lr"):
+    if key in ("actor.optim.lr_warmup_steps_ratio", "critic.optim.lr_warmup_steps_ratio"):
+        opt, sched = (st.actor_opt, st.actor_sched) if key.startswith("actor") else (st.critic_opt, st.critic_sched)
+        if sched is not None:
+            rewarm(opt, sched, int(float(value) * total_steps(st.cfg, st.loader)))
+    elif key in ("actor.optim.lr", "critic.optim.lr"):
         opt, sched = (st.actor_opt, st.actor_sched) if key.startswith("actor") else (st.critic_opt, st.critic_sched)
         if opt is not None:
-            for g in opt.param_groups:
-                g["lr"] = float(value)
             sched.base_lrs = [float(value)] * len(opt.param_groups)
+            for g, base, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+                g["lr"] = base * fn(sched.last_epoch)
     elif key.startswith("algorithm.kl_ctrl."):
         # rebuild the controller (type/target/horizon live in it, not only in the config); a change of
         # anything but kl_coef keeps the coefficient the controller had adapted to
@@ -199,6 +212,23 @@ def apply_live(st: State, key: str, value: Any) -> None:
         from transformers import AutoModelForCausalLM
 
         st.ref = AutoModelForCausalLM.from_pretrained(st.model_path, local_files_only=True).to(st.device).eval()
+
+
+_ORIGINAL_LAMBDAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # not in the scheduler: it pickles its dict
+
+
+def rewarm(opt: torch.optim.Optimizer, sched: Any, warmup: int) -> None:
+    """Warm the learning rate up again over ``warmup`` steps from now (after a guardrail rollback the
+    restored policy meets the new settings with a cold start, not at full step size). Idempotent: a
+    second call replaces the first re-warm-up instead of stacking on it."""
+    base = _ORIGINAL_LAMBDAS.setdefault(sched, list(sched.lr_lambdas))
+    start = sched.last_epoch
+    if warmup > 0:
+        sched.lr_lambdas = [lambda s, fn=fn: fn(s) * min(1.0, (s - start + 1) / warmup) for fn in base]
+    else:
+        sched.lr_lambdas = list(base)
+    for g, lr0, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+        g["lr"] = lr0 * fn(sched.last_epoch)
 
 
 # --------------------------------------------------------------------------- one step
@@ -285,21 +315,25 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         resume_from = ckpt.find_latest(tr.default_local_dir)
     elif tr.resume_mode not in ("disable", "auto"):
         resume_from = Path(tr.resume_mode)
+    resumed: dict[str, Any] = {}
     if resume_from is not None:
-        run_id = restore(st, resume_from)["run_id"]
+        resumed = restore(st, resume_from)
+        run_id = resumed["run_id"]
         log(f"[rlcockpit] resuming run {run_id} from {resume_from} (step {st.step})")
     run = rlcockpit.init(project=tr.project_name, name=tr.experiment_name, tags=list(tr.tags) or None,
                          config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=run_id, loggers=list(tr.logger),
                          health=cfg.health.enable, alerts=cfg.alerts or None)
     guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
     run.on_finding(guard.on_finding)
+    if resumed.get("guardrail"):
+        guard.load_state_dict(resumed["guardrail"])
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=tr.default_local_dir)
     exit_code = 0
     try:
         if st.step == 0:
             run.log(dict(st.data_stats), step=0)
             if cfg.health.on_critical == "rollback":
-                save(st, run.id)  # a healthy point to come back to
+                save(st, run.id, guard)  # a healthy point to come back to
         if st.step == 0 and tr.test_freq > 0:
             _validate(st, run, result, log)
         consecutive_nonfinite = 0
@@ -326,14 +360,20 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
             if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
                 _validate(st, run, result, log)
             if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-                save(st, run.id)
+                save(st, run.id, guard)
+            run.call_in_writer(lambda s=st.step: guard.mark_observed(s))  # after this step's metrics and samples
+            if cfg.health.on_critical != "warn":
+                run.flush(timeout=10.0)  # act on this step's findings now: same decisions on every rerun
             guard.poll(st.step)
         if guard.stop_requested:
-            result.status, result.reason = "stopped", "guardrail: critical finding (health.on_critical=stop)"
+            last = guard.handled[-1] if guard.handled else {}
+            result.status = "stopped"
+            result.reason = (f"guardrail: critical finding {last.get('title')!r} (health.on_critical="
+                             f"{cfg.health.on_critical}" + (f"; {last['reason']}" if last.get("reason") else "") + ")")
         if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
             _validate(st, run, result, log)
         if tr.save_freq > 0 and not (Path(tr.default_local_dir) / f"global_step_{st.step}").is_dir():
-            save(st, run.id)  # the final state, as verl does
+            save(st, run.id, guard)  # the final state, as verl does
     except TrainingStopped as exc:
         result.status, result.reason, exit_code = "stopped", str(exc), 1
         log(f"[rlcockpit] stopping: {exc}")
@@ -355,10 +395,14 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
 
 
 def _rollback(st: State, before_step: int) -> int | None:
+    """Restore the weights and optimizer of the newest checkpoint before ``before_step``; the checkpoints
+    of the abandoned trajectory after it are deleted (a later ``resume_mode=auto`` must not pick one)."""
     path = ckpt.find_before(st.cfg.trainer.default_local_dir, before_step)
     if path is None:
         return None
-    return int(restore(st, path, full=False)["step"])
+    restored = int(restore(st, path, full=False)["step"])
+    ckpt.remove_after(st.cfg.trainer.default_local_dir, restored)
+    return restored
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any) -> None:
