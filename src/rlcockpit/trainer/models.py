@@ -108,19 +108,49 @@ def reference_context(actor: Any, ref: Any | None) -> tuple[Any, contextlib.Abst
 
 
 def forward_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
-                     *, temperature: float = 1.0, with_entropy: str = "none") -> tuple[torch.Tensor, torch.Tensor | None]:
+                     *, temperature: float = 1.0, with_entropy: str = "none",
+                     share_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Per-token log-probs (and entropy: ``none|nograd|grad``) of the last ``response_len`` tokens, (bs, T).
 
     Only the logits that predict response tokens are computed (``logits_to_keep``): with a large
     vocabulary that is most of the memory of the forward pass.
+
+    With ``share_prefix`` (the default) the work GRPO-style batches repeat is done once: identical
+    rows (a group's samples often agree) are scored once, and a prompt shared by several responses
+    is run once, its KV cache (kept in the autograd graph) copied to its responses, which then run
+    only their own tokens.  The result and its gradients are the same as the plain full-sequence
+    forward's (up to float rounding): every row's log-probs are still a function of that row's tokens
+    alone.  A model training with dropout takes the plain path (dropout would be drawn once per unique
+    row instead of once per row); with gradient checkpointing only identical rows are shared.
     """
+    if not share_prefix or _dropout_active(model):
+        logits = _response_logits(model, input_ids, attention_mask, response_len)
+        return _score(logits, input_ids[:, -response_len:], temperature, with_entropy)
+    uniq_ids, uniq_mask, row_of = _dedupe_rows(input_ids, attention_mask)
+    logits = None
+    # gradient checkpointing turns the KV cache off while training
+    if input_ids.size(1) > response_len and not (model.training and _checkpointing(model)):
+        logits = _shared_prefix_logits(model, uniq_ids, uniq_mask, response_len)
+    if logits is None:
+        logits = _response_logits(model, uniq_ids, uniq_mask, response_len)
+    logp, ent = _score(logits, uniq_ids[:, -response_len:], temperature, with_entropy)
+    if row_of is None:
+        return logp, ent
+    return logp[row_of], None if ent is None else ent[row_of]
+
+
+def _response_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int) -> torch.Tensor:
+    """The plain path: one forward over whole rows, logits predicting the response tokens, (bs, T, V)."""
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                   use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
+    return model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                 use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
+
+
+def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float,
+           with_entropy: str) -> tuple[torch.Tensor, torch.Tensor | None]:
     logits = logits.float()
     if temperature and temperature != 1.0:
         logits = logits / temperature  # score the distribution the rollout sampled from, as verl
-    labels = input_ids[:, -response_len:]
     logp = logprobs_from_logits(logits, labels)
     ent = None
     if with_entropy == "grad":
@@ -131,8 +161,77 @@ def forward_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
     return logp, ent
 
 
+def _dedupe_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(unique ids, their masks, row -> unique index or None when every row is distinct)."""
+    key = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
+    uniq, row_of = torch.unique(key, dim=0, return_inverse=True)
+    if uniq.size(0) == key.size(0):
+        return input_ids, attention_mask, None
+    width = input_ids.size(1)
+    return uniq[:, :width], uniq[:, width:].to(attention_mask.dtype), row_of
+
+
+def _shared_prefix_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                          response_len: int) -> torch.Tensor | None:
+    """Response logits computed with each distinct prompt run once; None when that saves < 10% of tokens."""
+    from rlcockpit.trainer.rollout import _cache_kwarg
+
+    prompt_len = input_ids.size(1) - response_len
+    prompts, prompt_of = torch.unique(torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(
+        input_ids.dtype)], dim=1), dim=0, return_inverse=True)
+    rows = input_ids.size(0)
+    shared_tokens = prompts.size(0) * prompt_len + rows * (response_len - 1)
+    if prompts.size(0) == rows or shared_tokens > 0.9 * rows * (prompt_len + response_len):
+        return None  # too little shared to pay for a second forward call
+    from transformers import DynamicCache
+
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    p_ids, p_mask = prompts[:, :prompt_len], prompts[:, prompt_len:].to(attention_mask.dtype)
+    p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache()
+    ck = {_cache_kwarg(model): cache}
+    # the logits at the last prompt position predict the first response token
+    first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True, logits_to_keep=1,
+                  **ck).logits[:, -1:][prompt_of]
+    if response_len == 1:
+        return first
+    cache.batch_select_indices(prompt_of)  # differentiable gather: gradients flow back into the prompt pass
+    # feed response tokens 0..T-2: their logits predict tokens 1..T-1 (the last token predicts nothing)
+    end = prompt_len + response_len - 1
+    rest = model(input_ids=input_ids[:, prompt_len:end], attention_mask=attention_mask[:, :end],
+                 position_ids=positions[:, prompt_len:end], use_cache=True, **ck).logits
+    return torch.cat([first, rest], dim=1)
+
+
+def _checkpointing(model: Any) -> bool:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    name = "is_activation_checkpointing" if hasattr(type(base), "is_activation_checkpointing") else "is_gradient_checkpointing"
+    return bool(getattr(base, name, False))
+
+
+def _dropout_active(model: Any) -> bool:
+    """Scoring a repeated row once is exact only when the forward pass is deterministic."""
+    if not model.training:
+        return False
+    cfg = getattr(model, "config", None)
+    for key in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "attn_pdrop", "embd_pdrop",
+                "hidden_dropout_prob", "attention_probs_dropout_prob"):
+        value = getattr(cfg, key, 0)
+        if isinstance(value, (int, float)) and value > 0:
+            return True
+    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
+
+
 def forward_values(critic: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int) -> torch.Tensor:
-    """Value of each response token's state, (bs, T): the value head at the position before it."""
+    """Value of each response token's state, (bs, T): the value head at the position before it.
+
+    Identical rows are scored once (unless dropout is active), as in :func:`forward_logprobs`.
+    """
+    row_of = None
+    if not _dropout_active(critic):
+        input_ids, attention_mask, row_of = _dedupe_rows(input_ids, attention_mask)
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     out = critic(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=False)
-    return out.logits[:, -response_len - 1: -1, 0].float()
+    values = out.logits[:, -response_len - 1: -1, 0].float()
+    return values if row_of is None else values[row_of]

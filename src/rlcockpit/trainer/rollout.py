@@ -1,15 +1,16 @@
 """Rollout: a batched, KV-cached sampling loop behind a small engine interface.
 
 Why our own loop instead of ``model.generate``: for tiny models ``generate``'s per-step Python
-overhead (logits processors, stopping criteria, cache bookkeeping) dominates.  This loop does one
-prefill, then one cached forward per new token for the whole batch, and stops as soon as every row
-has emitted EOS.  Engines are chosen by name (``rollout.name``) from ``ROLLOUT_ENGINES`` so a vLLM
+overhead (logits processors, stopping criteria, cache bookkeeping) dominates.  This loop prefills
+each distinct prompt once (GRPO repeats every prompt n times), then runs one cached forward per new
+token for the rows whose histories still differ, and stops as soon as every row has emitted EOS.  Engines are chosen by name (``rollout.name``) from ``ROLLOUT_ENGINES`` so a vLLM
 engine can be added for GPUs without touching the training loop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,49 +102,84 @@ class HFRolloutEngine:
     def sync_weights(self, model: Any) -> None:
         self.model = model
 
-    @torch.no_grad()
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                out = self._generate(prompts, params)
+        finally:
+            self.model.train(was_training)
+        # inference tensors cannot be saved for backward (the update embeds these ids): plain copies
+        return RolloutOutput(*(t.clone() for t in (out.prompts, out.prompt_mask, out.responses, out.response_mask)))
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
+        """Sampling that never computes the same thing twice.
+
+        Rows are grouped into *nodes*: rows whose tokens so far are identical (the n samples of one
+        prompt start as one node) share one forward pass and one KV-cache row, since their next-token
+        distributions are the same.  Each row still draws its own token from that distribution, so
+        sampling is exactly what one forward per row would give; when rows draw different tokens the
+        node splits (its cache row is copied), and finished rows drop out of the computation.
+        """
         from transformers import DynamicCache
 
         model = self.model
-        was_training = model.training
-        model.eval()
         ids, mask = left_pad(prompts, self.pad_token_id, self.device)
         bs = ids.size(0)
         eos = self.eos_ids.to(self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        first_row: dict[tuple[int, ...], int] = {}  # distinct prompt -> its first row
+        for row, p in enumerate(prompts):
+            first_row.setdefault(tuple(p), row)
+        node_of_prompt = {p: node for node, p in enumerate(first_row)}
+        node_of_row = torch.tensor([node_of_prompt[tuple(p)] for p in prompts], device=self.device)
+        node_rows = torch.tensor(list(first_row.values()), device=self.device)
+        node_mask = mask[node_rows]
+        node_pos = (node_mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache()
+        ck = {_cache_kwarg(model): cache}
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
-        attn = mask
+        pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
         with self.autocast():
-            ck = {_cache_kwarg(model): cache}
-            logits = model(input_ids=ids, attention_mask=attn, position_ids=positions, use_cache=True,
+            logits = model(input_ids=ids[node_rows], attention_mask=node_mask, position_ids=node_pos, use_cache=True,
                            logits_to_keep=1, **ck).logits[:, -1]
-            next_pos = positions[:, -1:] + 1
+            next_pos = node_pos[:, -1:] + 1
             for t in range(params.max_new_tokens):
-                tok = sample_next_token(logits, params)
-                tok = torch.where(finished, torch.full_like(tok, self.pad_token_id), tok)
+                vocab = logits.size(-1)
+                tok = sample_next_token(logits[node_of_row], params)
+                tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
-                finished = finished | torch.isin(tok, eos)
-                if bool(finished.all()) or t + 1 == params.max_new_tokens:
+                finished = finished | (tok[:, None] == eos).any(-1)
+                if t + 1 == params.max_new_tokens or bool(finished.all()):
                     break
-                attn = torch.cat([attn, torch.ones((bs, 1), dtype=attn.dtype, device=self.device)], dim=1)
-                logits = model(input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos,
+                # the next nodes: distinct (node, token) pairs of the rows still running
+                live = (~finished).nonzero().squeeze(-1)
+                keys, inverse = torch.unique(node_of_row[live] * vocab + tok[live], return_inverse=True)
+                parent, new_tok = keys // vocab, keys % vocab
+                cache.batch_select_indices(parent)
+                node_mask = torch.cat([node_mask[parent], torch.ones_like(node_mask[parent, :1])], dim=1)
+                next_pos = next_pos[parent]
+                node_of_row = torch.zeros_like(node_of_row)
+                node_of_row[live] = inverse
+                logits = model(input_ids=new_tok[:, None], attention_mask=node_mask, position_ids=next_pos,
                                use_cache=True, **ck).logits[:, -1]
                 next_pos = next_pos + 1
-        if was_training:
-            model.train()
         responses = torch.stack(out_tokens, dim=1)
         return RolloutOutput(ids, mask, responses, response_mask_from_eos(responses, eos))
 
 
 def _cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x renamed ``past_key_values`` to ``cache``; support both."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return _cache_kwarg_of(type(base))
+
+
+@functools.cache
+def _cache_kwarg_of(model_cls: type) -> str:
     import inspect
 
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    return "cache" if "cache" in inspect.signature(model_cls.forward).parameters else "past_key_values"
 
 
 def response_mask_from_eos(responses: torch.Tensor, eos_ids: torch.Tensor) -> torch.Tensor:
