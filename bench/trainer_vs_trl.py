@@ -31,7 +31,9 @@ def _cfg(args: argparse.Namespace, workdir: str, extra: list[str] | None = None)
         f"trainer.total_training_steps={args.steps}", f"trainer.test_freq={args.steps}",
         f"trainer.rlcockpit_dir={workdir}/store", f"trainer.default_local_dir={workdir}/ckpt",
         f"actor.model.dtype={args.dtype}", f"trainer.num_threads={args.threads}", "health.enable=false",
-        "trainer.logger=[rlcockpit]", *(extra or [])])
+        "trainer.logger=[rlcockpit]",
+        "actor.optim.warmup_style=constant",  # TRL below runs lr_scheduler_type="constant": same schedule on both sides
+        *getattr(args, "run_overrides", []), *(extra or [])])
 
 
 def run_rlcockpit(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
@@ -117,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=1, help="repeat both trainers with this many seeds (accuracy = mean)")
+    ap.add_argument("--seed", type=int, default=42, help="first seed")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table for BENCHMARKS.md")
     args = ap.parse_args(argv)
@@ -128,24 +132,37 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="rlcockpit-bench-") as workdir:
         model_path = resolve_model_path(_cfg(args, workdir))
-        ours = run_rlcockpit(args, workdir)
-        trl = run_trl(args, workdir, model_path)
+        per_seed = []
+        for i in range(args.seeds):
+            # same warmed-up model for every seed; the seed changes sampling, data order and TRL's RNG
+            args.run_overrides = [f"actor.model.path={model_path}", f"trainer.seed={args.seed + i}"]
+            per_seed.append((run_rlcockpit(args, f"{workdir}/s{i}"), run_trl(args, f"{workdir}/s{i}", model_path)))
+
+    def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+        accs = [r["val_acc_end"] for r in runs]
+        return {"sec_per_step_median": statistics.median(r["sec_per_step_median"] for r in runs),
+                "sec_per_step_min": min(r["sec_per_step_min"] for r in runs),
+                "val_acc_end": statistics.fmean(accs), "val_acc_end_per_seed": accs,
+                "val_acc_start": runs[0].get("val_acc_start"), "steps": runs[0]["steps"]}
+
+    ours, trl = summary([o for o, _ in per_seed]), summary([t for _, t in per_seed])
     speedup = trl["sec_per_step_median"] / ours["sec_per_step_median"]
     # the fastest step of each is the least disturbed by other processes on a shared machine
     speedup_fastest = trl["sec_per_step_min"] / ours["sec_per_step_min"]
     result = {"task": "2-digit addition, tiny Qwen2 4.2M, 16 prompts x 8 samples, max 8 new tokens",
-              "dtype": args.dtype, "threads": args.threads, "steps": args.steps,
+              "dtype": args.dtype, "threads": args.threads, "steps": args.steps, "seeds": args.seeds,
               "val_acc_start": ours["val_acc_start"], "rlcockpit": ours, "trl": trl,
               "speedup_steps_per_sec": speedup, "speedup_fastest_step": speedup_fastest}
     if args.json or not args.markdown:
         print(json.dumps(result, indent=2))
     if args.markdown:
-        print(f"| trainer | s/step (median) | s/step (fastest) | steps/s | val acc @{args.steps} steps "
-              f"(start {ours['val_acc_start']:.2f}) |")
-        print("|---|---|---|---|---|")
+        print(f"| trainer | s/step (median) | s/step (fastest) | steps/s | val acc @{args.steps} steps, mean of "
+              f"{args.seeds} seed(s) (start {ours['val_acc_start']:.2f}) | per seed |")
+        print("|---|---|---|---|---|---|")
         for name, r in (("rlcockpit GRPO", ours), ("TRL GRPOTrainer", trl)):
             print(f"| {name} | {r['sec_per_step_median']:.3f} | {r['sec_per_step_min']:.3f} | "
-                  f"{1 / r['sec_per_step_median']:.2f} | {r['val_acc_end']:.3f} |")
+                  f"{1 / r['sec_per_step_median']:.2f} | {r['val_acc_end']:.3f} | "
+                  f"{', '.join(f'{a:.3f}' for a in r['val_acc_end_per_seed'])} |")
         print(f"\nrlcockpit / TRL steps per second: **{speedup:.2f}x** median, {speedup_fastest:.2f}x fastest step "
               f"({args.dtype}, {args.threads} threads)")
     return 0
