@@ -106,13 +106,14 @@ FALLBACK_HELP = {
     "trainer.num_log_samples": "samples stored per logged step",
     "trainer.max_consecutive_nonfinite": "stop after this many steps in a row with non-finite losses",
     "trainer.tags": "run tags",
+    "actor.share_prefix": "score each distinct prompt and row once (same math, fewer FLOPs); false = plain forward",
 }
 
 # Where rlcockpit.metrics.to_verl_key does not give the verl setting: keys verl's ppo_trainer.yaml
 # (verl 0.9) does not have, and the few whose verl path is not a mechanical rename.
 NOT_IN_VERL_PREFIXES = ("actor.model.dtype", "actor.model.tiny.", "data.builtin.", "trainer.seed",
                         "trainer.log_samples_freq", "trainer.num_log_samples", "trainer.max_consecutive_nonfinite",
-                        "trainer.tags")
+                        "trainer.tags", "actor.share_prefix", "actor.target_kl")
 VERL_KEY_FIXES = {"actor.policy_loss": "actor_rollout_ref.actor.policy_loss.loss_mode"}
 
 

@@ -236,9 +236,12 @@ def test_update_actor_takes_the_same_step_with_and_without_sharing(monkeypatch):
     for share in (True, False):
         m = copy.deepcopy(model)
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        cfg.actor.share_prefix = share  # the `actor.share_prefix` switch
+        calls: list[bool] = []
         monkeypatch.setattr(update, "forward_logprobs",
-                            lambda *a, _s=share, **k: forward_logprobs(*a, share_prefix=_s, **k))
+                            lambda *a, _c=calls, **k: _c.append(k["share_prefix"]) or forward_logprobs(*a, **k))
         metrics = update.update_actor(cfg, m, opt, batch, contextlib.nullcontext)
+        assert calls and set(calls) == {share}
         results[share] = (metrics, dict(m.named_parameters()))
     (m_shared, p_shared), (m_plain, p_plain) = results[True], results[False]
     assert m_shared.keys() == m_plain.keys()

@@ -104,6 +104,8 @@ class ActorConfig:
     ppo_micro_batch_size: int | None = None  # in samples; None = the whole mini-batch
     grad_clip: float = 1.0
     target_kl: float | None = None  # stop the PPO epochs early when the measured KL passes it
+    # score each distinct prompt/row once (same math, fewer FLOPs); off for models that can't take a KV cache
+    share_prefix: bool = True
     optim: OptimConfig = field(default_factory=OptimConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
 

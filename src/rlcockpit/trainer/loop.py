@@ -257,13 +257,15 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
             with timed(timing, "old_log_prob"), st.autocast():
                 st.actor.eval()
                 batch["old_log_probs"] = forward_logprobs(st.actor, batch["input_ids"], batch["attention_mask"], T,
-                                                          temperature=cfg.rollout.temperature)[0]
+                                                          temperature=cfg.rollout.temperature,
+                                                          share_prefix=cfg.actor.share_prefix)[0]
         if needs_reference(cfg):
             with timed(timing, "ref"):
                 model, ctx = reference_context(st.actor, st.ref)
                 with ctx, st.autocast():
                     batch["ref_log_prob"] = forward_logprobs(model, batch["input_ids"], batch["attention_mask"], T,
-                                                             temperature=cfg.rollout.temperature)[0]
+                                                             temperature=cfg.rollout.temperature,
+                                                             share_prefix=cfg.actor.share_prefix)[0]
         if st.critic is not None:
             with timed(timing, "values"), st.autocast():
                 st.critic.eval()

@@ -54,7 +54,8 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 with autocast():
                     logp, ent = forward_logprobs(actor, mb["input_ids"], mb["attention_mask"], T,
                                                  temperature=cfg.rollout.temperature,
-                                                 with_entropy="grad" if a.entropy_coeff != 0 else "nograd")
+                                                 with_entropy="grad" if a.entropy_coeff != 0 else "nograd",
+                                                 share_prefix=a.share_prefix)
                 old = mb["old_log_probs"] if "old_log_probs" in mb else logp.detach()
                 pg = compute_policy_loss(old, logp, mb["advantages"], mask, clip_ratio=a.clip_ratio,
                                          clip_ratio_low=a.clip_ratio_low, clip_ratio_high=a.clip_ratio_high,
