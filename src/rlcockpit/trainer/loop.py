@@ -327,6 +327,8 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
                          health=cfg.health.enable, alerts=cfg.alerts or None)
     guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
     run.on_finding(guard.on_finding)
+    # only rollback needs to know which checkpoints are healthy (and to keep them out of rotation)
+    ckpt_guard = guard if cfg.health.on_critical == "rollback" else None
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=tr.default_local_dir)
@@ -335,7 +337,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         if st.step == 0:
             run.log(dict(st.data_stats), step=0)
             if cfg.health.on_critical == "rollback":
-                save(st, run.id, guard)  # a healthy point to come back to
+                save(st, run.id, ckpt_guard)  # a healthy point to come back to
         if st.step == 0 and tr.test_freq > 0:
             _validate(st, run, result, log)
         consecutive_nonfinite = 0
@@ -362,8 +364,9 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
             if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
                 _validate(st, run, result, log)
             if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-                save(st, run.id, guard)
-            run.call_in_writer(lambda s=st.step: guard.mark_observed(s))  # after this step's metrics and samples
+                save(st, run.id, ckpt_guard)
+            if ckpt_guard is not None:  # after this step's metrics and samples
+                run.call_in_writer(lambda s=st.step: ckpt_guard.mark_observed(s))
             if cfg.health.on_critical != "warn":
                 run.flush(timeout=10.0)  # act on this step's findings now: same decisions on every rerun
             guard.poll(st.step)
@@ -375,7 +378,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
             _validate(st, run, result, log)
         if tr.save_freq > 0 and not (Path(tr.default_local_dir) / f"global_step_{st.step}").is_dir():
-            save(st, run.id, guard)  # the final state, as verl does
+            save(st, run.id, ckpt_guard)  # the final state, as verl does
     except TrainingStopped as exc:
         result.status, result.reason, exit_code = "stopped", str(exc), 1
         log(f"[rlcockpit] stopping: {exc}")
