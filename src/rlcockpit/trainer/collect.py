@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
+from rlcockpit.trainer.algo_args import wants_rollout_log_probs
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
 from rlcockpit.trainer.rewards import RewardManager
@@ -32,12 +33,14 @@ class Experience:
     scores: torch.Tensor  # (bs,) final sequence scores (incl. overlong penalty)
     baselines: torch.Tensor | None = None  # (bs,) ReMax greedy-rollout scores
     metrics: dict[str, float] = field(default_factory=dict)
+    extras: list[Any] = field(default_factory=list)  # per response: the reward function's dict (or None)
 
 
 def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=r.temperature,
-                          top_p=r.top_p, top_k=r.top_k, greedy=greedy)
+                          top_p=r.top_p, top_k=r.top_k, greedy=greedy,
+                          logprobs=not greedy and wants_rollout_log_probs(cfg))
 
 
 def decode(tokenizer: Any, out: RolloutOutput) -> list[str]:
@@ -57,10 +60,13 @@ def _pad_cat(outs: list[RolloutOutput], pad_id: int) -> RolloutOutput:
     def right(x: torch.Tensor, w: int, v: int) -> torch.Tensor:
         return torch.nn.functional.pad(x, (0, w - x.size(1)), value=v)
 
+    logps = None
+    if all(o.rollout_log_probs is not None for o in outs):
+        logps = torch.cat([right(o.rollout_log_probs, T, 0.0) for o in outs])
     return RolloutOutput(torch.cat([left(o.prompts, P, pad_id) for o in outs]),
                          torch.cat([left(o.prompt_mask, P, 0) for o in outs]),
                          torch.cat([right(o.responses, T, pad_id) for o in outs]),
-                         torch.cat([right(o.response_mask, T, 0) for o in outs]))
+                         torch.cat([right(o.response_mask, T, 0) for o in outs]), logps)
 
 
 def _select(exp: Experience, keep: torch.Tensor) -> Experience:
@@ -68,9 +74,11 @@ def _select(exp: Experience, keep: torch.Tensor) -> Experience:
     o = exp.out
     return Experience(
         rows=[exp.rows[i] for i in idx.tolist()], uids=exp.uids[idx.numpy()],
-        out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx]),
+        out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx],
+                          None if o.rollout_log_probs is None else o.rollout_log_probs[idx]),
         texts=[exp.texts[i] for i in idx.tolist()], scores=exp.scores[idx],
-        baselines=None if exp.baselines is None else exp.baselines[idx])
+        baselines=None if exp.baselines is None else exp.baselines[idx],
+        extras=[exp.extras[i] for i in idx.tolist()] if exp.extras else [])
 
 
 def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
@@ -88,13 +96,14 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
         baselines = torch.tensor(base_scores, dtype=torch.float32).repeat_interleave(n)
     timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
-    scores = torch.tensor(reward(rows, texts)[0], dtype=torch.float32)
+    raw_scores, extras = reward(rows, texts)
+    scores = torch.tensor(raw_scores, dtype=torch.float32)
     ob = cfg.reward.overlong_buffer
     if ob.enable:
         scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(), cfg.data.max_response_length,
                                            ob.len, ob.penalty_factor)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
-    return Experience(rows, uids, out, texts, scores, baselines)
+    return Experience(rows, uids, out, texts, scores, baselines, extras=list(extras))
 
 
 def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, loader: PromptLoader,
@@ -123,9 +132,10 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
         print(f"[rlcockpit] step {step}: dynamic sampling kept no group after {rounds} rounds; skipping the update")
         return None
     # trim to the batch size in whole groups, as verl does
-    merged_rows, merged_uids, outs, texts, scores, bases = [], [], [], [], [], []
+    merged_rows, merged_uids, outs, texts, scores, bases, extras = [], [], [], [], [], [], []
     for part in kept:
         merged_rows += part.rows
+        extras += part.extras
         merged_uids.append(part.uids)
         outs.append(part.out)
         texts += part.texts
@@ -134,7 +144,8 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
             bases.append(part.baselines)
     uids = np.concatenate(merged_uids)
     out = _pad_cat(outs, tokenizer.pad_token_id)
-    merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None)
+    merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None,
+                        extras=extras)
     groups = list(dict.fromkeys(uids.tolist()))[:bsz]
     merged = _select(merged, torch.from_numpy(np.isin(uids, groups)))
     merged.metrics = metrics
@@ -149,7 +160,7 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
         return {}, []
     params = sampling_params(cfg, greedy=cfg.rollout.val_temperature <= 0)
     params.temperature = cfg.rollout.val_temperature or 1.0
-    params.top_k, params.top_p = -1, 1.0
+    params.top_k, params.top_p, params.logprobs = -1, 1.0, False
     accs: dict[str, list[float]] = defaultdict(list)
     scores_by: dict[str, list[float]] = defaultdict(list)
     samples: list[dict[str, Any]] = []

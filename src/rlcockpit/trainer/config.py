@@ -37,6 +37,19 @@ class FilterGroupsConfig:
 
 
 @dataclass
+class RolloutCorrectionConfig:
+    """verl's ``algorithm.rollout_correction``: IS weights / rejection for the rollout-vs-training gap."""
+
+    rollout_is: str | None = None  # null | token | sequence
+    rollout_is_threshold: float | str = 2.0  # truncate at it, or "lower_upper" (IcePop)
+    rollout_is_batch_normalize: bool = False
+    rollout_rs: str | None = None  # comma-separated rejection criteria (token_k1, seq_mean_k3, ...)
+    rollout_rs_threshold: float | str | None = None
+    bypass_mode: bool = False  # old_log_prob = the rollout's; loss_mode becomes bypass_mode
+    loss_type: str = "ppo_clip"  # bypass mode: ppo_clip | reinforce
+
+
+@dataclass
 class AlgorithmConfig:
     adv_estimator: str = "grpo"
     gamma: float = 1.0
@@ -46,6 +59,10 @@ class AlgorithmConfig:
     kl_penalty: str = "kl"
     kl_ctrl: KLCtrlConfig = field(default_factory=KLCtrlConfig)
     filter_groups: FilterGroupsConfig = field(default_factory=FilterGroupsConfig)
+    rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
+    handle_zero_tail: bool = True  # optimal_token_baseline estimators
+    gdpo_reward_keys: list[str] | None = None  # gdpo: the reward components (keys of compute_score's dict)
+    gdpo_reward_weights: list[float] | None = None
 
 
 @dataclass
@@ -88,12 +105,29 @@ class ModelConfig:
 
 
 @dataclass
+class PolicyLossConfig:
+    """verl's ``actor.policy_loss`` section (``actor.policy_loss=<name>`` sets ``loss_mode``)."""
+
+    loss_mode: str = "vanilla"
+    clip_cov_ratio: float = 0.0002
+    clip_cov_lb: float = 1.0
+    clip_cov_ub: float = 5.0
+    kl_cov_ratio: float = 0.0002
+    ppo_kl_coef: float = 0.1
+    dro_beta: float | None = None
+
+
+@dataclass
 class ActorConfig:
     clip_ratio: float = 0.2
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
     clip_ratio_c: float = 3.0
-    policy_loss: str = "vanilla"
+    policy_loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
+    tau_pos: float = 1.0  # sapo
+    tau_neg: float = 1.05
+    loss_scale_factor: int | None = None  # seq-mean-token-sum-norm divisor; None = data.max_response_length
+    calculate_sum_pi_squared: bool = False  # forced on by the optimal_token_baseline estimators
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
@@ -130,6 +164,7 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = -1  # -1 = off (verl)
     val_temperature: float = 0.0  # 0 = greedy validation
+    calculate_log_probs: bool = False  # the engine reports its log-probs (rollout_corr/* metrics); on with rollout correction
 
 
 @dataclass
@@ -240,7 +275,6 @@ ALIASES: dict[str, str] = {
 VALID_CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.kl_ctrl.type": ("fixed", "adaptive"),
     "actor.model.dtype": ("fp32", "bf16"),
-    "actor.loss_agg_mode": ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"),
     "data.truncation": ("drop", "left", "right", "error"),
     "health.on_critical": ("warn", "stop", "rollback"),
     "trainer.preflight": ("strict", "warn", "off"),
@@ -362,6 +396,8 @@ def set_key(cfg: Config, key: str, value: Any, *, notes: list[str] | None = None
             notes.append(msg)
         print(f"[rlcockpit] {msg}")
         key = target
+    if key == "actor.policy_loss" and not isinstance(value, dict):  # a name, as verl < 0.5 and older rlcockpit
+        key = "actor.policy_loss.loss_mode"
     if key not in schema:
         prefix = key.split(".")[0]
         if prefix == "reward" and key.startswith("reward.kwargs."):
@@ -484,6 +520,9 @@ def finalize(cfg: Config) -> Config:
         raise ConfigError("actor.ppo_epochs must be >= 1")
     if cfg.algorithm.adv_estimator in ("grpo", "rloo") and n < 2:
         raise ConfigError(f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} needs rollout.n >= 2 (groups)")
+    from rlcockpit.trainer.algo_args import validate_algorithm
+
+    validate_algorithm(cfg, ConfigError)  # names against the algos registries, rollout correction settings
     return cfg
 
 
