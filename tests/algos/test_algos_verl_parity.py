@@ -183,3 +183,24 @@ def test_bypass_mode_reinforce_applies_the_weights_and_reports_rollout_metrics()
     with pytest.raises(ValueError, match="loss_type"):
         compute_policy_loss(rollout, lp, adv, mask, loss_name="bypass_mode", loss_type="ppo")
     assert math.isfinite(float(out["pg_loss"].detach()))
+
+
+def test_rollout_corr_metrics_have_guide_entries_with_verls_health_bounds():
+    from rlcockpit.metrics.guide import lookup
+
+    rollout = torch.log(torch.rand(4, 6) * 0.8 + 0.1)
+    _, _, metrics = compute_rollout_correction_and_rejection_mask(rollout + 0.05, rollout, torch.ones(4, 6),
+                                                                  rollout_is="token", rollout_rs="token_k3",
+                                                                  rollout_rs_threshold=0.5)
+    for key in ("kl", "k3_kl", "chi2_token", "chi2_seq", "ppl_ratio", "log_ppl_diff", "training_ppl", "rollout_ppl",
+                "rollout_is_mean", "rollout_is_std", "rollout_is_eff_sample_size", "rollout_is_ratio_fraction_high",
+                "rollout_rs_masked_fraction", "rollout_rs_seq_masked_fraction"):
+        assert f"rollout_corr/{key}" in metrics, key
+        info = lookup(f"rollout_corr/{key}")
+        assert info is not None and info.key == f"rollout_corr/{key}" and info.zh.get("title"), key
+    # verl: unhealthy when the IS mean leaves [0.5, 2], ESS < 0.3, IS std > 1, |kl| > 0.1, chi2_token > 1
+    assert lookup("rollout_corr/rollout_is_mean").healthy == (0.5, 2.0)
+    assert lookup("rollout_corr/rollout_is_eff_sample_size").healthy == (0.3, None)
+    assert lookup("rollout_corr/rollout_is_std").healthy == (None, 1.0)
+    assert lookup("rollout_corr/kl").healthy == (-0.1, 0.1)
+    assert lookup("rollout_corr/chi2_token").healthy == (None, 1.0)
