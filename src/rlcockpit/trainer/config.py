@@ -40,18 +40,18 @@ class FilterGroupsConfig:
 class RolloutCorrectionConfig:
     """verl's ``algorithm.rollout_correction``: IS weights / rejection for the rollout-vs-training gap."""
 
-    rollout_is: str | None = None  # null | token | sequence
+    rollout_is: str | None = None  # IS weights pi_train / pi_rollout: null (metrics only) | token | sequence
     rollout_is_threshold: float | str = 2.0  # truncate at it, or "lower_upper" (IcePop)
-    rollout_is_batch_normalize: bool = False
+    rollout_is_batch_normalize: bool = False  # rescale the IS weights to mean 1 per batch
     rollout_rs: str | None = None  # comma-separated rejection criteria (token_k1, seq_mean_k3, ...)
-    rollout_rs_threshold: float | str | None = None
+    rollout_rs_threshold: float | str | None = None  # one per rollout_rs criterion (k1: "lower_upper" ratio bounds; k2/k3: upper)
     bypass_mode: bool = False  # old_log_prob = the rollout's; loss_mode becomes bypass_mode
     loss_type: str = "ppo_clip"  # bypass mode: ppo_clip | reinforce
 
 
 @dataclass
 class AlgorithmConfig:
-    adv_estimator: str = "grpo"
+    adv_estimator: str = "grpo"  # how advantages are computed (extra inputs: gae a critic, remax a greedy rollout, *optimal_token_baseline old_log_probs + sum_pi_squared, gdpo gdpo_reward_keys; the trainer produces them)
     gamma: float = 1.0
     lam: float = 1.0
     norm_adv_by_std_in_grpo: bool = True
@@ -60,9 +60,9 @@ class AlgorithmConfig:
     kl_ctrl: KLCtrlConfig = field(default_factory=KLCtrlConfig)
     filter_groups: FilterGroupsConfig = field(default_factory=FilterGroupsConfig)
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
-    handle_zero_tail: bool = True  # optimal_token_baseline estimators
+    handle_zero_tail: bool = True  # optimal token baselines: no baseline past the second-longest response of a group
     gdpo_reward_keys: list[str] | None = None  # gdpo: the reward components (keys of compute_score's dict)
-    gdpo_reward_weights: list[float] | None = None
+    gdpo_reward_weights: list[float] | None = None  # gdpo: one weight per reward key; null = 1 each
 
 
 @dataclass
@@ -124,10 +124,10 @@ class ActorConfig:
     clip_ratio_high: float | None = None
     clip_ratio_c: float = 3.0
     policy_loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
-    tau_pos: float = 1.0  # sapo
-    tau_neg: float = 1.05
-    loss_scale_factor: int | None = None  # seq-mean-token-sum-norm divisor; None = data.max_response_length
-    calculate_sum_pi_squared: bool = False  # forced on by the optimal_token_baseline estimators
+    tau_pos: float = 1.0  # sapo: gate temperature for tokens with positive advantage
+    tau_neg: float = 1.05  # sapo: gate temperature for tokens with negative advantage
+    loss_scale_factor: int | None = None  # seq-mean-token-sum-norm (Dr.GRPO) divisor; null = data.max_response_length
+    calculate_sum_pi_squared: bool = False  # compute sum_v pi(v)^2 in the old-policy pass (on for the optimal token baselines)
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
