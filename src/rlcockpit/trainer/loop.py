@@ -324,9 +324,9 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         log(f"[rlcockpit] resuming run {run_id} from {resume_from} (step {st.step})")
     run = rlcockpit.init(project=tr.project_name, name=tr.experiment_name, tags=list(tr.tags) or None,
                          config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=run_id, loggers=list(tr.logger),
-                         health=cfg.health.enable, alerts=cfg.alerts or None)
-    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
-    run.on_finding(guard.on_finding)
+                         health=cfg.health.enable, alerts=cfg.alerts or None, guardrails=True)
+    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v),
+                       log=log, link=run.guardrails)
     # only rollback needs to know which checkpoints are healthy (and to keep them out of rotation)
     ckpt_guard = guard if cfg.health.on_critical == "rollback" else None
     if resumed.get("guardrail"):
@@ -365,11 +365,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
                 _validate(st, run, result, log)
             if tr.save_freq > 0 and st.step % tr.save_freq == 0:
                 save(st, run.id, ckpt_guard)
-            if ckpt_guard is not None:  # after this step's metrics and samples
-                run.call_in_writer(lambda s=st.step: ckpt_guard.mark_observed(s))
-            if cfg.health.on_critical != "warn":
-                run.flush(timeout=10.0)  # act on this step's findings now: same decisions on every rerun
-            guard.poll(st.step)
+            guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
         if guard.stop_requested:
             last = guard.handled[-1] if guard.handled else {}
             result.status = "stopped"
