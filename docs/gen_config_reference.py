@@ -39,13 +39,7 @@ FALLBACK_HELP = {
     "actor.clip_ratio_low": "lower clip epsilon; null = clip_ratio",
     "actor.clip_ratio_high": "upper clip epsilon (DAPO clip-higher: 0.28); null = clip_ratio",
     "actor.clip_ratio_c": "dual-clip bound for negative advantages",
-    "actor.policy_loss.loss_mode": "policy loss (actor.policy_loss=<name> is shorthand for it)",
-    "actor.policy_loss.clip_cov_ratio": "clip_cov: share of tokens whose gradient Clip-Cov detaches",
-    "actor.policy_loss.clip_cov_lb": "clip_cov: lower bound of the covariance window",
-    "actor.policy_loss.clip_cov_ub": "clip_cov: upper bound of the covariance window",
-    "actor.policy_loss.kl_cov_ratio": "kl_cov: share of top-covariance tokens that get the KL penalty",
-    "actor.policy_loss.ppo_kl_coef": "kl_cov: weight of that |log ratio| penalty",
-    "actor.policy_loss.dro_beta": "dro: weight of the quadratic log-ratio penalty (required, > 0)",
+    "actor.policy_loss": "policy loss",
     "actor.entropy_coeff": "entropy bonus weight (negative: an entropy penalty)",
     "actor.use_kl_loss": "add kl_loss_coef x KL(policy, reference) to the actor loss (GRPO style)",
     "actor.kl_loss_coef": "weight of the KL loss",
@@ -120,7 +114,7 @@ FALLBACK_HELP = {
 NOT_IN_VERL_PREFIXES = ("actor.model.dtype", "actor.model.tiny.", "data.builtin.", "trainer.seed",
                         "trainer.log_samples_freq", "trainer.num_log_samples", "trainer.max_consecutive_nonfinite",
                         "trainer.tags", "actor.share_prefix", "actor.target_kl")
-VERL_KEY_FIXES: dict[str, str] = {}
+VERL_KEY_FIXES = {"actor.policy_loss": "actor_rollout_ref.actor.policy_loss.loss_mode"}
 
 
 def verl_key(key: str) -> str | None:
@@ -135,7 +129,7 @@ def verl_key(key: str) -> str | None:
 
 def registry_choices() -> dict[str, list[str]]:
     """Allowed values of keys chosen by name from a registry (aliases shown after the names)."""
-    from rlcockpit.algos import ADV_ESTIMATORS, KL_CONTROLLERS, KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES
+    from rlcockpit.algos import ADV_ESTIMATORS, KL_CONTROLLERS, KL_ESTIMATORS, POLICY_LOSSES
     from rlcockpit.trainer.rewards import REWARDS
     from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
 
@@ -146,9 +140,7 @@ def registry_choices() -> dict[str, list[str]]:
         "algorithm.adv_estimator": names(ADV_ESTIMATORS),
         "algorithm.kl_penalty": names(KL_ESTIMATORS),
         "actor.kl_loss_type": names(KL_ESTIMATORS),
-        "actor.policy_loss.loss_mode": names(POLICY_LOSSES),
-        "actor.loss_agg_mode": names(LOSS_AGG_MODES),
-        "critic.loss_agg_mode": names(LOSS_AGG_MODES),
+        "actor.policy_loss": names(POLICY_LOSSES),
         "rollout.name": names(ROLLOUT_ENGINES),
         "reward.name": names(REWARDS),
         "reward.val_name": names(REWARDS),

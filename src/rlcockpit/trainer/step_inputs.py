@@ -34,6 +34,7 @@ from rlcockpit.trainer.algo_args import (
     rollout_correction_on,
 )
 from rlcockpit.trainer.models import forward_policy, forward_values, needs_reference, reference_context
+from rlcockpit.trainer.state import clamp_kl
 
 Batch = dict[str, torch.Tensor]
 
@@ -102,6 +103,7 @@ def rewards_and_advantages(st: Any, batch: Batch, exp: Any, rollout_log_probs: t
                                          batch.pop("ref_full_log_probs") if full else batch["ref_log_prob"], mask,
                                          st.kl_ctrl, a.kl_penalty)
         st.kl_ctrl.update(kl_m["actor/reward_kl_penalty"], n_steps=mask.shape[0])
+        clamp_kl(st.kl_ctrl, cfg)
         metrics.update(kl_m)
     batch["token_level_rewards"] = rewards
     if rollout_log_probs is not None and not a.rollout_correction.bypass_mode:

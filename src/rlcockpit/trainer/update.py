@@ -30,7 +30,7 @@ from rlcockpit.algos import (
     masked_mean,
 )
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
-from rlcockpit.trainer.config import Config
+from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 
 Batch = dict[str, torch.Tensor]
@@ -115,7 +115,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     a = cfg.actor
     bs = batch["responses"].size(0)
     mini = max(1, min(bs, a.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, a.ppo_micro_batch_size or mini)
+    micro = min(mini, micro_batch_size(cfg) or mini)
     global_ok = _takes_global_info(policy_loss_name(cfg))
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
@@ -146,7 +146,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 sums[k].append(sum(v) if k in _SUMMED else sum(v) / len(v))
             sums["actor/grad_norm"].append(float(grad_norm))
             kls = per_mini.get("actor/ppo_kl", [])
-            if a.target_kl is not None and kls and abs(sum(kls) / len(kls)) > a.target_kl:
+            if a.target_kl is not None and a.early_stopping and kls and abs(sum(kls) / len(kls)) > a.target_kl:
                 stopped_early = True
                 break
         if stopped_early:
@@ -164,7 +164,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
     c = cfg.critic
     bs, T = batch["responses"].shape
     mini = max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, cfg.actor.ppo_micro_batch_size or mini)
+    micro = min(mini, micro_batch_size(cfg) or mini)
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
     critic.train()
