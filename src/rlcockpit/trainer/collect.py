@@ -40,7 +40,7 @@ def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=r.temperature,
                           top_p=r.top_p, top_k=r.top_k, greedy=greedy or not r.do_sample,
-                          logprobs=not (greedy or not r.do_sample) and wants_rollout_log_probs(cfg))
+                          logprobs=not greedy and wants_rollout_log_probs(cfg))  # not for remax's baseline
 
 
 def val_sampling_params(cfg: Config) -> SamplingParams:

@@ -146,7 +146,7 @@ class HFRolloutEngine:
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
         out_logps: list[torch.Tensor] = []
-        temp = params.temperature if not params.greedy and params.temperature > 0 else 1.0
+        temp = params.temperature if params.temperature > 0 else 1.0  # the training pass scores at this temperature
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
         with self.autocast():
             logits = model(input_ids=ids[node_rows], attention_mask=node_mask, position_ids=node_pos, use_cache=True,
