@@ -146,6 +146,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def findings(self, run_id: str) -> list[dict[str, Any]]: ...
 
+    def finding_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Open (not resolved) findings per run and severity: ``{run_id: {"critical": n, "warning": n,
+        "info": n}}`` for the runs listed (read side of the runs list; stores may answer in one query)."""
+        out: dict[str, dict[str, int]] = {}
+        for rid in run_ids:
+            counts = {"critical": 0, "warning": 0, "info": 0}
+            for f in self.findings(rid):
+                if f.get("resolved") or f.get("status") == "resolved":
+                    continue
+                counts[f.get("severity") if f.get("severity") in counts else "info"] += 1
+            out[rid] = counts
+        return out
+
     @abc.abstractmethod
     def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str: ...
 

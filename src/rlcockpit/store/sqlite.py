@@ -388,6 +388,24 @@ class SQLiteStore(Store):
         rows = self._query("SELECT payload FROM findings WHERE run_id = ? ORDER BY step, created_at", (rid,))
         return [json.loads(r[0]) for r in rows]
 
+    def finding_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """One grouped query instead of one ``findings()`` per run (the runs list of 1,000 runs)."""
+        wanted = set(run_ids)
+        out = {rid: {"critical": 0, "warning": 0, "info": 0} for rid in wanted}
+        sql = ("SELECT run_id, severity, count(*) FROM findings "
+               "WHERE NOT coalesce(json_extract(payload, '$.resolved'), 0) "
+               "AND coalesce(json_extract(payload, '$.status'), '') != 'resolved'")
+        params: tuple = ()
+        if len(wanted) <= 100:  # a few runs: use the (run_id, step) index; many: one pass over the table
+            sql += f" AND run_id IN ({', '.join('?' for _ in wanted)})"
+            params = tuple(wanted)
+        rows = self._query(sql + " GROUP BY run_id, severity", params)
+        for rid, sev, n in rows:
+            if rid in out:
+                counts = out[rid]
+                counts[sev if sev in counts else "info"] += n
+        return out
+
     def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str:
         eid = uuid.uuid4().hex[:12]
         self._tx(lambda: self._conn.execute(
