@@ -103,7 +103,7 @@ def _closed_within(sock: socket.socket, seconds: float) -> float | None:
         try:
             if sock.recv(65536) == b"":
                 return time.monotonic() - t0
-        except socket.timeout:
+        except TimeoutError:
             continue
         except ConnectionResetError:
             return time.monotonic() - t0

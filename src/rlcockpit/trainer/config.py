@@ -191,6 +191,7 @@ class TrainerConfig:
     save_freq: int = -1
     max_actor_ckpt_to_keep: int | None = None  # None = keep every checkpoint
     test_freq: int = 25
+    log_val_generations: int = 8  # verl's key: validation samples stored per validation (probe set; verl: 0)
     logger: list[str] = field(default_factory=lambda: ["console", "rlcockpit"])
     default_local_dir: str = "checkpoints/${trainer.project_name}/${trainer.experiment_name}"
     resume_mode: str = "disable"  # disable | auto | <path to a global_step_N directory>

@@ -38,6 +38,7 @@ from rlcockpit.trainer.models import (
     reference_context,
     resolve_device,
 )
+from rlcockpit.trainer.probes import log_probes
 from rlcockpit.trainer.rewards import RewardManager
 from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
 from rlcockpit.trainer.update import update_actor, update_critic
@@ -417,6 +418,7 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any) -> None:
         return
     metrics["timing_s/testing"] = time.perf_counter() - t0
     run.log(metrics, step=st.step)
+    log_probes(run, st.step, samples, st.cfg.trainer.log_val_generations)
     accs = [v for k, v in metrics.items() if k.endswith("/acc/mean@1")]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))

@@ -47,6 +47,7 @@ def run_row(run: dict[str, Any], counts: dict[str, int], columns: list[str]) -> 
         "updated_at": run.get("updated_at"), "heartbeat_at": run.get("heartbeat_at"),
         "finished_at": run.get("finished_at"), "last_step": run.get("last_step"),
         "exit_code": run.get("exit_code"), "metrics": metrics, "findings": counts,
+        "data_lost": run.get("data_lost") or 0,
     }
     if columns:
         view = RunView(run, metrics)

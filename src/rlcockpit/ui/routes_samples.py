@@ -62,7 +62,9 @@ def get_samples(
         rows = ctx.store.samples(rid, at, limit=MAX_SCAN + 1, query=text)
         truncated = len(rows) > MAX_SCAN
         rows = rows[:MAX_SCAN]
-        if kind:
+        if kind == sampleview.PROBE_KIND:
+            rows = [x for x in rows if sampleview.is_probe(x)]
+        elif kind:
             rows = [x for x in rows if x.get("kind") == kind]
         try:
             rows = sampleview.filter_rows(rows, filter)
@@ -109,7 +111,7 @@ def sample_groups(
             return JSON({"run": r["id"], "steps": [], "step": None, "groups": [], "components": []})
         step = steps[-1]
     rows = analysis.annotate_samples(ctx.store.samples(r["id"], step, limit=MAX_SCAN))
-    rows = [x for x in rows if x.get("kind") != sampleview.PROBE_KIND]
+    rows = [x for x in rows if not sampleview.is_probe(x)]
     return JSON({"run": r["id"], "steps": steps, "step": step, **sampleview.grpo_groups(rows)})
 
 

@@ -14,9 +14,14 @@ from rlcockpit.ui.runfilter import RowView, compile_filter
 
 GROUP_ID_COLUMNS = ("uid", "group", "group_id", "prompt_id", "prompt_uid", "index")
 ADVANTAGE_COLUMNS = ("advantage", "advantages", "adv", "score/advantage")
-NOT_COMPONENTS = {"step", "idx", "reward", "response_length", "prompt_length", "probe_id", *GROUP_ID_COLUMNS,
+NOT_COMPONENTS = {"step", "idx", "reward", "response_length", "prompt_length", "probe_id", "kind", "split", *GROUP_ID_COLUMNS,
                   *ADVANTAGE_COLUMNS}
 PROBE_KIND = "probe"
+
+
+def is_probe(row: Mapping[str, Any]) -> bool:
+    """A validation probe row: ``kind="probe"`` (rlcockpit's trainer) or verl's ``split="val"``."""
+    return row.get("kind") == PROBE_KIND or row.get("split") == "val"
 
 
 def _num(v: Any) -> float | None:
@@ -107,13 +112,13 @@ def prompt_index(rows: Iterable[Mapping[str, Any]], probes_only: bool) -> list[d
     """Distinct prompts with the steps they were logged at (probe prompts first, then by step count)."""
     seen: dict[str, dict[str, Any]] = {}
     for r in rows:
-        is_probe = r.get("kind") == PROBE_KIND
-        if probes_only and not is_probe:
+        probe = is_probe(r)
+        if probes_only and not probe:
             continue
         p = str(r.get("prompt"))
         entry = seen.setdefault(p, {"prompt": p, "steps": set(), "probe": False, "probe_id": r.get("probe_id")})
         entry["steps"].add(int(r["step"]))
-        entry["probe"] = entry["probe"] or is_probe
+        entry["probe"] = entry["probe"] or probe
     out = [{**e, "steps": sorted(e["steps"]), "n_steps": len(e["steps"])} for e in seen.values()]
     out.sort(key=lambda e: (not e["probe"], -e["n_steps"], str(e["probe_id"]), e["prompt"]))
     return out

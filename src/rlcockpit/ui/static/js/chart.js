@@ -205,12 +205,15 @@ export class Chart {
         drawAxes: [(u) => this.drawHealthy(u)],
         draw: [(u) => this.drawMarkers(u)],
         ready: [(u) => { if (this.group.range) u.setScale("x", this.group.range); }],
+        setScale: [(u, key) => { if (key === "x") { this.box.dataset.xmin = u.scales.x.min; this.box.dataset.xmax = u.scales.x.max; } }],
       },
     };
     this.u = new U(cfg, data, this.box);
     this.u.over.addEventListener("mouseenter", () => { this.hovered = true; });
     this.u.over.addEventListener("mouseleave", () => { this.hovered = false; hideTip(); });
     this.box.dataset.points = String(data[0].length);
+    this.box.dataset.ylog = this.opts.log ? "1" : "0";
+    this.box.dataset.series = String(series.length - 1);
   }
 
   /** Re-join after new data: keep the chart (and a zoomed range) instead of rebuilding it. */

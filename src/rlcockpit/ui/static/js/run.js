@@ -11,15 +11,16 @@ import { renderSamples } from "./samples.js";
 
 const TABS = ["charts", "samples", "phases", "mismatch", "diagnosis", "config"];
 
+/** The tracker's data_lost events (what, why, which steps) as a banner nobody can miss. */
 function dataLostBanner(detail) {
   const lost = detail.data_lost || [];
   if (!lost.length) return null;
   const parts = lost.map((e) => {
     const p = e.payload || {};
-    const ranges = p.ranges || p.step_ranges || p.steps || (p.start !== undefined ? [[p.start, p.end]] : []);
-    const txt = Array.isArray(ranges) && ranges.length ? ranges.map((r) => (Array.isArray(r) ? `${r[0]}–${r[1]}` : String(r))).join(", ") : "";
-    const what = [txt && t("lost.steps", { ranges: txt }), p.reason || p.error || p.cause, p.entries !== undefined ? t("lost.entries", { n: p.entries }) : null,
-      p.points !== undefined ? t("lost.points", { n: p.points }) : null].filter(Boolean).join(" · ");
+    const ranges = Array.isArray(p.ranges) ? p.ranges.map((r) => (Array.isArray(r) ? (r[0] === r[1] ? `${r[0]}` : `${r[0]}–${r[1]}`) : String(r))).join(", ") : "";
+    const what = [p.what ? t("lost.what", { what: p.what }) : null, ranges ? t("lost.steps", { ranges }) : null,
+      p.entries !== undefined ? t("lost.entries", { n: p.entries }) : null, p.points !== undefined ? t("lost.points", { n: p.points }) : null,
+      p.reason ? t("lost.reason", { reason: p.reason }) : null, p.sink ? t("lost.sink", { sink: p.sink }) : null, p.message || null].filter(Boolean).join(" · ");
     return el("li", { text: what || JSON.stringify(p).slice(0, 200) });
   });
   return el("div", { class: "banner lost", id: "data-lost", role: "alert" }, el("strong", { text: t("lost.title") }),
