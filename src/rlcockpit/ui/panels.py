@@ -38,8 +38,8 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 STEP_KEYS = ("timing_s/step", "perf/time_per_step")
 THROUGHPUT_KEYS = ("perf/throughput",)
 
-VERL_DOC = "verl docs/algo/rollout_corr.md"
-GUIDE_DOC = "rlcockpit metric guide (verl documents no bound)"
+VERL_DOC = "verl"  # verl's docs/algo/rollout_corr.md (the UI names the source in the user's language)
+GUIDE_DOC = "guide"  # rlcockpit's metric guide: verl documents no bound for this key
 # key -> (low, high, source, note); None = unbounded on that side. "abs" keys compare |value|.
 MISMATCH_THRESHOLDS: dict[str, dict[str, Any]] = {
     "rollout_corr/rollout_is_mean": {"low": 0.5, "high": 2.0, "ideal": 1.0, "source": VERL_DOC},

@@ -60,7 +60,7 @@ def grpo_groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     A group is the rows sharing a group-id column (``uid``... see :data:`GROUP_ID_COLUMNS`) or,
     without one, the same prompt text. ``zero_variance`` marks groups whose rewards are all equal: GRPO
     gives them zero advantage, so they teach nothing. Advantages are the logged column when there is
-    one, else computed as GRPO does, ``(r - mean) / (std + 1e-6)`` (``advantage_source`` says which).
+    one, else computed as GRPO does, ``(r - mean) / (std + 1e-6)`` (``advantage_source``: the column, or ``None``).
     """
     id_col = next((c for c in GROUP_ID_COLUMNS if any(c in r for r in rows)), None)
     adv_col = next((c for c in ADVANTAGE_COLUMNS if any(_num(r.get(c)) is not None for r in rows)), None)
@@ -88,7 +88,7 @@ def grpo_groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                           for m, rw, a in zip(members, rewards, advs)],
         })
     n_zero = sum(g["zero_variance"] for g in out)
-    return {"groups": out, "group_by": id_col or "prompt", "advantage_source": adv_col or "computed (GRPO)",
+    return {"groups": out, "group_by": id_col or "prompt", "advantage_source": adv_col,  # None: computed here as GRPO does
             "components": components, "zero_variance": n_zero,
             "zero_variance_fraction": n_zero / len(out) if out else 0.0}
 

@@ -14,6 +14,13 @@ const BATCH = 50;
 const SEV_COLOR = { critical: "#f85149", warning: "#d29922", info: "#58a6ff" };
 const GUARDRAIL_COLOR = "#bc8cff";
 const LIST = (s) => (s ? String(s).split(",").filter(Boolean) : []);
+// verl's usual sections first (as rlcockpit.ui.analysis.PANEL_GROUPS), then other prefixes A–Z, "other" last
+const PANEL_GROUPS = ["actor", "critic", "response_length", "perf", "timing_s", "val-core", "samples", "system"];
+function sectionOrder(a, b) {
+  const rank = (p) => (PANEL_GROUPS.includes(p) ? [0, PANEL_GROUPS.indexOf(p), ""] : p === "other" ? [2, 0, ""] : [1, 0, p]);
+  const ra = rank(a), rb = rank(b);
+  return ra[0] - rb[0] || ra[1] - rb[1] || (ra[2] < rb[2] ? -1 : ra[2] > rb[2] ? 1 : 0);
+}
 
 /** Metric keys a guardrail's text names: in full, else by their last path segment as a whole word. */
 function mentioned(keys, text) {
@@ -117,11 +124,9 @@ export async function renderCharts(body, detail) {
       s.set("collapsed", [...set].join(","));
       if (!grid.hidden) for (const c of charts.values()) if (c.prefix === prefix) c.chart.build();
     });
-    // keep sections in the server's order (verl's usual prefixes first), new ones at the end
-    const order = detail.groups.map((g) => g.group);
-    const after = [...sections.keys()].filter((p) => order.indexOf(p) > order.indexOf(prefix) && order.indexOf(prefix) >= 0);
-    const next = after.length ? sections.get(after.sort((a, b) => order.indexOf(a) - order.indexOf(b))[0]).section : null;
-    wrap.insertBefore(section, next);
+    // the server's order (analysis.group_keys), also for sections that appear live
+    const later = [...sections.keys()].filter((p) => sectionOrder(p, prefix) > 0).sort(sectionOrder);
+    wrap.insertBefore(section, later.length ? sections.get(later[0]).section : null);
     const entry = { section, grid, count };
     sections.set(prefix, entry);
     return entry;

@@ -83,7 +83,7 @@ export async function renderMismatch(body, detail) {
     el("td", { class: "mono", text: m.key }), el("td", { class: "num", text: fmtNum(m.latest) }), el("td", { class: "mono", text: bound(m.threshold) }),
     el("td", {}, el("span", { class: "pill " + (m.status === "out" ? "failed" : m.status === "ok" ? "finished" : "running"), text: t("mismatch.status." + m.status) })),
     el("td", { class: "num", text: m.threshold ? String(m.steps_out_of_bounds) : "–" }),
-    el("td", { class: "muted", text: m.threshold ? m.threshold.source : "" })));
+    el("td", { class: "muted", text: m.threshold ? t("mismatch.source." + m.threshold.source) : "" })));
   const table = el("table", { class: "grid", id: "mismatch-table" }, el("thead", {}, el("tr", {},
     ["mismatch.metric", "mismatch.latest", "mismatch.bound", "mismatch.verdict", "mismatch.stepsOut", "mismatch.source"].map((k) => el("th", { text: t(k) })))),
   el("tbody", {}, rows));
