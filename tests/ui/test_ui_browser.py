@@ -212,3 +212,27 @@ def test_data_lost_banner(page, browser_env) -> None:
     assert "40–44" in text and "store_unavailable" in text and "250" in text
     page.screenshot(path=str(SHOTS / "run-rich.png"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def test_wheel_zoom_and_shift_drag_pan(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    box = page.locator(card("actor/kl_loss") + " .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    for _ in range(3):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(50)
+    page.keyboard.up("Control")
+    lo, hi = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[1] - r[0] < 100 ? r : null; })()")
+    assert hi - lo == pytest.approx(119 * 0.8 ** 3, rel=0.05) and lo < 59.5 < hi  # zoomed around the pointer
+    page.keyboard.down("Shift")
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    lo2, hi2 = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                    f"const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[0] > {lo} + 1 ? r : null; }})()")
+    assert hi2 - lo2 == pytest.approx(hi - lo, rel=1e-6)  # panned: same width, moved right
+    assert lo2 - lo == pytest.approx(0.2 * (hi - lo), rel=0.15)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,10 @@ class Store(abc.ABC):
         """Update run columns (status, summary, config, meta, heartbeat_at, finished_at, exit_code...)."""
 
     @abc.abstractmethod
-    def list_runs(self, project: str | None = None) -> list[dict[str, Any]]: ...
+    def list_runs(self, project: str | None = None, *, fields: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """Runs, newest first. ``fields``: the JSON columns (``tags``, ``config``, ``summary``, ``meta``) the
+        caller needs; a store may skip decoding the others (they come back empty) — the runs list of 1,000
+        verl-sized configs spends most of its time in ``json.loads`` otherwise. ``None``: all of them."""
 
     @abc.abstractmethod
     def get_run(self, run_id: str) -> dict[str, Any]:
@@ -86,7 +89,11 @@ class Store(abc.ABC):
         start_step: int | None = None,
         end_step: int | None = None,
         max_points: int | None = None,
-    ) -> Series: ...
+        with_ts: bool = True,
+    ) -> Series:
+        """``(steps, values, timestamps)`` of one key, optionally a step range, downsampled to
+        ``max_points`` keeping extremes. ``with_ts=False``: the caller does not need timestamps (a chart
+        over steps); the store may skip reading them and return NaN timestamps of the same length."""
 
     def history(self, run_id: str, keys: Sequence[str] | None = None, *, include_system: bool = False):
         """A pandas DataFrame indexed by ``step``, one column per key (last value per step)."""

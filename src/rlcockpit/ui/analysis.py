@@ -99,13 +99,15 @@ def _b64(arr: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(arr, dtype="<f8").tobytes()).decode("ascii")
 
 
-def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary: bool = False) -> dict[str, Any]:
+def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary: bool = False,
+                   with_ts: bool = True) -> dict[str, Any]:
     """One series for the browser; non-finite values are listed under ``nonfinite`` as
     ``[step, "nan"|"inf"|"-inf"]`` (a NaN loss is evidence the chart must show, not drop).
 
     ``binary=False``: JSON lists, non-finite values as ``null``. ``binary=True`` (what the dashboard
     asks for): ``steps_b64``/``values_b64``/``ts_b64`` are base64 little-endian float64 arrays, which
     cost a fraction of the JSON float formatting (the dominant cost of a 50-chart run page).
+    ``with_ts=False``: timestamps are left out (empty), for charts over steps.
     """
     finite = np.isfinite(values)
     nonfinite: list[list[Any]] = []
@@ -114,13 +116,14 @@ def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary
             v = float(values[i])
             nonfinite.append([int(steps[i]), "nan" if v != v else ("inf" if v > 0 else "-inf")])
     if binary:
-        return {"n": int(len(steps)), "steps_b64": _b64(steps), "values_b64": _b64(values), "ts_b64": _b64(ts),
-                "nonfinite": nonfinite}
+        return {"n": int(len(steps)), "steps_b64": _b64(steps), "values_b64": _b64(values),
+                "ts_b64": _b64(ts) if with_ts else "", "nonfinite": nonfinite}
     vals: list[Any] = values.tolist()
     if nonfinite:
         for i in np.flatnonzero(~finite).tolist():
             vals[i] = None
-    return {"steps": steps.tolist(), "values": vals, "ts": np.round(ts, 3).tolist(), "nonfinite": nonfinite}
+    return {"steps": steps.tolist(), "values": vals, "ts": np.round(ts, 3).tolist() if with_ts else [],
+            "nonfinite": nonfinite}
 
 
 # ---- samples: repeated spans -------------------------------------------------------------------

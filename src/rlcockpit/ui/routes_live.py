@@ -101,7 +101,7 @@ async def runs_live(ctx: Ctx, request: Request,
     state: dict[str, Any] = {"marker": None}
 
     def poll() -> list[tuple[str, dict[str, Any]]]:
-        runs = [r for r in ctx.store.list_runs(project or None) if allowed is None or r["project"] in allowed]
+        runs = [r for r in ctx.store.list_runs(project or None, fields=()) if allowed is None or r["project"] in allowed]
         marker = tuple((r["id"], r["status"], r.get("last_step"), r.get("updated_at")) for r in runs)
         first = state["marker"] is None
         changed = marker != state["marker"]

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from rlcockpit import __version__
 from rlcockpit.ui import analysis
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, cockpit, run_or_404, split_list
-from rlcockpit.ui.runfilter import MISSING, FilterError, RunView, compile_filter
+from rlcockpit.ui.runfilter import MISSING, RUN_FIELDS, FilterError, RunView, compile_filter
 
 router = APIRouter(prefix="/api", tags=["runs"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]
@@ -55,6 +55,11 @@ def run_row(run: dict[str, Any], counts: dict[str, int], columns: list[str]) -> 
     return row
 
 
+def _summary_only(name: str) -> bool:
+    """A filter/column name that never needs the config (run fields, metric columns, summary keys)."""
+    return name in RUN_FIELDS or name in analysis.KEY_METRICS or name.startswith("summary.")
+
+
 def _cell(v: Any) -> Any:
     """Table cells stay small: long lists/dicts become their JSON text cut to 200 characters."""
     if isinstance(v, (dict, list)):
@@ -74,7 +79,7 @@ def health(ctx: Ctx) -> JSON:
 def projects(ctx: Ctx, request: Request) -> JSON:
     allowed = visible_projects(request)
     counts: dict[str, int] = {}
-    for r in ctx.store.list_runs():
+    for r in ctx.store.list_runs(fields=()):
         if allowed is None or r["project"] in allowed:
             counts[r["project"]] = counts.get(r["project"], 0) + 1
     return JSON({"projects": [{"name": k, "runs": v} for k, v in sorted(counts.items())]})
@@ -101,7 +106,12 @@ def list_runs(
     except FilterError as exc:
         raise ApiError(400, str(exc)) from None
     allowed = visible_projects(request)
-    runs = [r for r in ctx.store.list_runs(project or None) if allowed is None or r["project"] in allowed]
+    wanted = {"tags", "summary"}
+    if any(not _summary_only(n) for n in (*names, *cols)):
+        wanted.add("config")
+    if any(n.startswith("meta.") for n in (*names, *cols)):
+        wanted.add("meta")
+    runs = [r for r in ctx.store.list_runs(project or None, fields=wanted) if allowed is None or r["project"] in allowed]
     counts = ctx.store.finding_counts([r["id"] for r in runs])
     text = (q or "").strip().lower()
     rows, seen_names = [], set()
@@ -128,7 +138,7 @@ def run_fields(ctx: Ctx, request: Request,
     allowed = visible_projects(request)
     config: dict[str, int] = {}
     summary: dict[str, int] = {}
-    for r in ctx.store.list_runs(project or None):
+    for r in ctx.store.list_runs(project or None, fields=("config", "summary")):
         if allowed is not None and r["project"] not in allowed:
             continue
         for k in analysis.flatten(r.get("config") or {}):

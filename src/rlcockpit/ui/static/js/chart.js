@@ -4,7 +4,8 @@
 // per-chart log scale, run overlays joined on x, group bands (mean with min–max), finding markers with
 // tooltips, a healthy band from the metric guide, NaN/Inf markers, and a SyncGroup that shares the
 // crosshair (uPlot's cursor sync) and the zoomed x-range across every chart of a page.
-// Drag on a chart zooms the whole page; double-click resets it.
+// Drag on a chart zooms the whole page, Ctrl/⌘ + wheel zooms around the pointer, Shift + drag pans;
+// double-click resets.
 
 import { cssVar, el, fmtDuration, fmtNum, fmtTime, hideTip, showTip } from "./core.js";
 import { t } from "./i18n.js";
@@ -96,12 +97,14 @@ export class Chart {
   append(id, s, spec) {
     let cur = this.specs.find((x) => x.id === id);
     if (!cur) { this.specs.push({ ...spec, id, steps: [], values: [], ts: [], nonfinite: [] }); cur = this.specs[this.specs.length - 1]; }
+    const hasTs = cur.ts.length === cur.steps.length && s.ts.length === s.steps.length; // loaded over steps: no ts
+    if (!hasTs) cur.ts = [];
     const lastStep = cur.steps.length ? cur.steps[cur.steps.length - 1] : -Infinity;
-    const lastTs = cur.ts.length ? cur.ts[cur.ts.length - 1] : -Infinity;
+    const lastTs = hasTs && cur.ts.length ? cur.ts[cur.ts.length - 1] : -Infinity;
     let added = 0;
     for (let i = 0; i < s.steps.length; i++) {
-      if (s.steps[i] < lastStep || (s.steps[i] === lastStep && s.ts[i] <= lastTs)) continue;
-      cur.steps.push(s.steps[i]); cur.values.push(s.values[i]); cur.ts.push(s.ts[i]); added++;
+      if (s.steps[i] < lastStep || (s.steps[i] === lastStep && (!hasTs || s.ts[i] <= lastTs))) continue;
+      cur.steps.push(s.steps[i]); cur.values.push(s.values[i]); if (hasTs) cur.ts.push(s.ts[i]); added++;
     }
     cur.nonfinite = [...(cur.nonfinite || []), ...(s.nonfinite || [])];
     if (added) this.update();
@@ -197,7 +200,10 @@ export class Chart {
         sync: { key: this.group.key, setSeries: false },
         drag: { x: true, y: false, setScale: false },
         points: { size: 5 },
-        bind: { dblclick: () => () => { this.group.reset(); return null; } },
+        bind: {
+          dblclick: () => () => { this.group.reset(); return null; },
+          mousedown: (u, targ, handler) => (e) => { if (e.shiftKey) { this.startPan(e); return null; } return handler(e); },
+        },
       },
       hooks: {
         setSelect: [(u) => this.onSelect(u)],
@@ -211,6 +217,7 @@ export class Chart {
     this.u = new U(cfg, data, this.box);
     this.u.over.addEventListener("mouseenter", () => { this.hovered = true; });
     this.u.over.addEventListener("mouseleave", () => { this.hovered = false; hideTip(); });
+    this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
     this.box.dataset.points = String(data[0].length);
     this.box.dataset.ylog = this.opts.log ? "1" : "0";
     this.box.dataset.series = String(series.length - 1);
@@ -241,6 +248,28 @@ export class Chart {
       const show = !this.hidden.has(id);
       for (const i of new Set([idx.raw, idx.main, idx.lo, idx.hi].filter((v) => v !== undefined))) this.u.setSeries(i, { show });
     }
+  }
+
+  /** Ctrl/⌘ + wheel zooms the page's x-range around the pointer. */
+  onWheel(e) {
+    if (!(e.ctrlKey || e.metaKey) || !this.u) return;
+    e.preventDefault();
+    const { min, max } = this.u.scales.x;
+    const x = this.u.posToVal(e.offsetX, "x"), f = e.deltaY > 0 ? 1.25 : 0.8;
+    this.group.zoom(x - (x - min) * f, x + (max - x) * f);
+  }
+
+  /** Shift + drag pans the page's x-range (one update per animation frame). */
+  startPan(e) {
+    const u = this.u, x0 = e.clientX, { min, max } = u.scales.x, width = u.over.clientWidth || 1;
+    let pending = null;
+    const move = (ev) => {
+      const shift = -((ev.clientX - x0) / width) * (max - min);
+      if (pending === null) pending = requestAnimationFrame(() => { pending = null; this.group.zoom(min + shift, max + shift); });
+    };
+    const up = () => { document.removeEventListener("mousemove", move); document.removeEventListener("mouseup", up); };
+    document.addEventListener("mousemove", move);
+    document.addEventListener("mouseup", up);
   }
 
   onSelect(u) {

@@ -177,7 +177,9 @@ export async function renderCharts(body, detail) {
     const out = {};
     const batches = [];
     for (let i = 0; i < wanted.length; i += BATCH) batches.push(wanted.slice(i, i + BATCH));
-    const results = await Promise.all(batches.map((b) => api(runPath(rid) + "/series", { keys: b.join(","), max_points: maxPoints, format: "b64" }).catch(() => null)));
+    const ts = xMode() === "time" || xMode() === "relative"; // over steps the store skips reading timestamps
+    const results = await Promise.all(batches.map((b) => api(runPath(rid) + "/series", { keys: b.join(","), max_points: maxPoints,
+      format: "b64", ts: ts ? "true" : "false" }).catch(() => null)));
     for (const res of results) if (res) for (const [k, ser] of Object.entries(res.series)) out[k] = decodeSeries(ser);
     return out;
   }

@@ -17,7 +17,7 @@ export async function renderCompare(root, params) {
   setCrumbs([[t("nav.runs"), "#/"], [t("nav.compare"), null]]);
   if (ids.length < 1) { root.appendChild(el("div", { class: "empty", text: t("compare.select") })); return () => {}; }
   const meta = await api("/api/compare", { runs: ids.join(",") });
-  const s = settings("compare", { keys: "", smooth: "none", sw: 0.6, x: "step", by: "", hide: "" });
+  const s = settings("compare", { keys: "", smooth: "none", sw: 0.6, x: "step", by: "", hide: "", points: 1000 });
   const v = s.values;
   const colors = new Map(meta.runs.map((r, i) => [r.id, PALETTE[i % PALETTE.length]]));
   const group = new SyncGroup();
@@ -73,7 +73,7 @@ export async function renderCompare(root, params) {
     for (const c of charts.values()) { c.chart.destroy(); c.card.remove(); }
     charts.clear();
     if (!keys.length) return;
-    const data = await api("/api/compare", { runs: ids.join(","), keys: keys.join(","), max_points: 1000, format: "b64", group_by: v.by || undefined });
+    const data = await api("/api/compare", { runs: ids.join(","), keys: keys.join(","), max_points: v.points, format: "b64", group_by: v.by || undefined });
     for (const key of keys) {
       const c = chartCard(key, { group, ...chartOpts(), height: 200 });
       grid.appendChild(c.card);
