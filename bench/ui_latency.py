@@ -362,6 +362,50 @@ def measure_frames(dir: Path, info: dict[str, Any]) -> dict[str, Any] | None:
                        "points_on_chart": int(points or 0)}}
 
 
+def _cli_server(src: Path, dir: Path) -> tuple[Any, str]:
+    """``rlcockpit ui --port 0`` from the source tree ``src`` as a subprocess: (process, base URL)."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    proc = subprocess.Popen([sys.executable, "-m", "rlcockpit.cli", "ui", "--dir", str(dir), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if line.strip().startswith("http://"):
+            return proc, line.strip().rstrip("/")
+    proc.kill()
+    raise RuntimeError(f"no URL from the server in {src}")
+
+
+def measure_against(baseline: Path, dir: Path, info: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """The same requests against this tree's server and a baseline tree's (e.g. ``git worktree add /tmp/base
+    main``: ``--baseline /tmp/base/src``), both as ``rlcockpit ui`` subprocesses, interleaved, so a shared
+    machine's load hits both alike. Cold = a server process that just started (after one /api/health)."""
+    page = run_page_urls(info)
+    big = f"/api/runs/{info['big_id']}/series?keys={quote(BIG_KEY, safe='')}&max_points=2000&format=b64"
+    res: dict[str, dict[str, list[float]]] = {}
+    for _ in range(max(3, repeat // 2)):
+        for label, src in (("new", ROOT / "src"), ("baseline", baseline)):
+            for name, urls in (("run_page", page), ("series_1m", [big])):
+                proc, base = _cli_server(src, dir)
+                try:
+                    timed_get(base + "/api/health")
+                    cold = page_time(base, urls)[0]
+                    warm = [page_time(base, urls)[0] for _ in range(3)]
+                finally:
+                    proc.terminate()
+                    proc.wait(10)
+                    proc.stdout.close()
+                res.setdefault(f"{name}_cold", {}).setdefault(label, []).append(cold)
+                res.setdefault(f"{name}_warm", {}).setdefault(label, []).extend(warm)
+    out = {}
+    for name, d in res.items():
+        new, old = statistics.median(d["new"]), statistics.median(d["baseline"])
+        out[name] = {"new_ms": round(new, 1), "baseline_ms": round(old, 1), "ratio": round(new / old, 2)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=100)
@@ -373,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="small store (20 runs x 2k steps, 200k-point series)")
     p.add_argument("--no-browser", action="store_true", help="skip the Chromium frame-time measurement")
     p.add_argument("--dir", help="store directory to (re)use; default: a temporary one, deleted afterwards")
+    p.add_argument("--baseline", help="src/ folder of another checkout (e.g. main): compare its server, side by side")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args(argv)
@@ -398,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         frames = None if args.no_browser else measure_frames(store_dir, info)
         if frames:
             results.update(frames)
+        against = measure_against(Path(args.baseline), store_dir, info, args.repeat) if args.baseline else None
         for name, r in results.items():
             if name in BUDGETS_MS:
                 r["budget_ms"] = BUDGETS_MS[name]
@@ -405,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()
         report = {"scale": {**scale, "db_bytes": sum(f.stat().st_size for f in store_dir.glob("rlcockpit.db*"))},
                   "generate_s": round(gen_s, 1), "repeat": args.repeat, "cpu_count": os.cpu_count(),
-                  "load_avg": [round(x, 1) for x in load], "results": results,
+                  "load_avg": [round(x, 1) for x in load], "results": results, "against_baseline": against,
                   "all_pass": all(r.get("pass", True) for r in results.values())}
     finally:
         if tmp:
@@ -434,6 +480,10 @@ def print_markdown(report: dict[str, Any]) -> None:
     sse = report["results"].get("live_sse_delivery", {}).get("e2e_ms")
     if sse:
         print(f"\nlive: write -> `points` event over SSE (0.1 s tick): median {sse['median']} ms, p95 {sse['p95']} ms")
+    if report.get("against_baseline"):
+        print("\n| side by side (subprocess servers, interleaved) | this tree ms | baseline ms | ratio |\n|---|---:|---:|---:|")
+        for name, r in report["against_baseline"].items():
+            print(f"| {name} | {r['new_ms']} | {r['baseline_ms']} | {r['ratio']} |")
     fr = report["results"].get("frames")
     if fr:
         f = fr["frame_ms"]

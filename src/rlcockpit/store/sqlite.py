@@ -312,7 +312,7 @@ class SQLiteStore(Store):
             return np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64)
         steps = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64)
         vals = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float64)
-        ts = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float64) if with_ts else np.full(len(steps), np.nan)
+        ts = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float64) if with_ts else np.broadcast_to(np.nan, steps.shape)
         if start_step is not None or end_step is not None:
             m = np.ones(len(steps), bool)
             if start_step is not None:
