@@ -391,19 +391,33 @@ def measure_against(baseline: Path, dir: Path, info: dict[str, Any], repeat: int
                 proc, base = _cli_server(src, dir)
                 try:
                     timed_get(base + "/api/health")
+                    c0 = _proc_cpu_ms(proc.pid)
                     cold = page_time(base, urls)[0]
+                    c1 = _proc_cpu_ms(proc.pid)
                     warm = [page_time(base, urls)[0] for _ in range(3)]
+                    c2 = _proc_cpu_ms(proc.pid)
                 finally:
                     proc.terminate()
                     proc.wait(10)
                     proc.stdout.close()
                 res.setdefault(f"{name}_cold", {}).setdefault(label, []).append(cold)
                 res.setdefault(f"{name}_warm", {}).setdefault(label, []).extend(warm)
+                res.setdefault(f"{name}_cold", {}).setdefault(label + "_cpu", []).append(c1 - c0)
+                res.setdefault(f"{name}_warm", {}).setdefault(label + "_cpu", []).append((c2 - c1) / 3)
     out = {}
     for name, d in res.items():
         new, old = statistics.median(d["new"]), statistics.median(d["baseline"])
-        out[name] = {"new_ms": round(new, 1), "baseline_ms": round(old, 1), "ratio": round(new / old, 2)}
+        cpu_new, cpu_old = statistics.mean(d["new_cpu"]), statistics.mean(d["baseline_cpu"])
+        out[name] = {"new_ms": round(new, 1), "baseline_ms": round(old, 1), "ratio": round(new / old, 2),
+                     "new_cpu_ms": round(cpu_new, 1), "baseline_cpu_ms": round(cpu_old, 1),
+                     "cpu_ratio": round(cpu_new / cpu_old, 2) if cpu_old else None}
     return out
+
+
+def _proc_cpu_ms(pid: int) -> float:
+    """User + system CPU of a process so far (``/proc/<pid>/stat``, clock ticks: averaged over repeats)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -418,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-browser", action="store_true", help="skip the Chromium frame-time measurement")
     p.add_argument("--dir", help="store directory to (re)use; default: a temporary one, deleted afterwards")
     p.add_argument("--baseline", help="src/ folder of another checkout (e.g. main): compare its server, side by side")
+    p.add_argument("--only-baseline", action="store_true", help="with --baseline: only the side-by-side comparison")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args(argv)
@@ -438,9 +453,11 @@ def main(argv: list[str] | None = None) -> int:
             info = {**generate(store_dir, **scale), "scale": scale}
             marker.write_text(json.dumps(info))
         gen_s = time.time() - t0
-        results = measure_http(store_dir, info, args.repeat)
-        results.update(measure_live(store_dir, args.repeat))
-        frames = None if args.no_browser else measure_frames(store_dir, info)
+        quick = bool(args.baseline and args.only_baseline)
+        results = {} if quick else measure_http(store_dir, info, args.repeat)
+        if not quick:
+            results.update(measure_live(store_dir, args.repeat))
+        frames = None if args.no_browser or quick else measure_frames(store_dir, info)
         if frames:
             results.update(frames)
         against = measure_against(Path(args.baseline), store_dir, info, args.repeat) if args.baseline else None
@@ -481,9 +498,11 @@ def print_markdown(report: dict[str, Any]) -> None:
     if sse:
         print(f"\nlive: write -> `points` event over SSE (0.1 s tick): median {sse['median']} ms, p95 {sse['p95']} ms")
     if report.get("against_baseline"):
-        print("\n| side by side (subprocess servers, interleaved) | this tree ms | baseline ms | ratio |\n|---|---:|---:|---:|")
+        print("\n| side by side (subprocess servers, interleaved) | this tree ms | baseline ms | ratio | this tree CPU ms "
+              "| baseline CPU ms | CPU ratio |\n|---|---:|---:|---:|---:|---:|---:|")
         for name, r in report["against_baseline"].items():
-            print(f"| {name} | {r['new_ms']} | {r['baseline_ms']} | {r['ratio']} |")
+            print(f"| {name} | {r['new_ms']} | {r['baseline_ms']} | {r['ratio']} | {r['new_cpu_ms']} | {r['baseline_cpu_ms']} "
+                  f"| {r['cpu_ratio']} |")
     fr = report["results"].get("frames")
     if fr:
         f = fr["frame_ms"]

@@ -71,15 +71,23 @@ def test_non_loopback_bind_requires_token(store_env) -> None:
 
 def test_token_is_enforced_on_every_route(store_env) -> None:
     with running_server(store_env["dir"], token="s3cret-token") as srv:
-        for path in ("/", "/static/js/app.js", "/api/runs", "/api/openapi.json"):
+        for path in ("/", "/static/js/app.js", "/static/vendor/uplot/uPlot.iife.min.js", "/static/i18n/zh.json",
+                     "/api/runs", "/api/openapi.json", "/api/live/runs", "/api/runs/x/live", "/favicon.ico", "/nope"):
             status, headers, _ = http(srv, path)
             assert status == 401, path
+            assert "default-src 'self'" in headers["Content-Security-Policy"]  # refusals carry the headers too
         assert http(srv, "/api/runs?token=wrong")[0] == 401
         assert http(srv, "/api/runs", headers={"Authorization": "Bearer s3cret-token"})[0] == 200
         status, headers, _ = http(srv, "/?token=s3cret-token")
         assert status == 200 and "rlcockpit_token=s3cret-token" in headers["Set-Cookie"]
         assert "HttpOnly" in headers["Set-Cookie"]
         assert http(srv, "/api/runs", headers={"Cookie": "rlcockpit_token=s3cret-token"})[0] == 200
+
+
+def test_no_interactive_docs_pages(server) -> None:
+    """FastAPI's Swagger/ReDoc pages load scripts from a CDN and inline code: they are not served."""
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert http(server, path)[0] == 404, path
 
 
 def test_loopback_rejects_foreign_host_header(server) -> None:
