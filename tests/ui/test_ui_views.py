@@ -157,6 +157,16 @@ def test_compare_groups_by_group_and_config(server, store_env) -> None:
     assert {g["name"] for g in d["groups"]} == {"actor.optim.lr=1e-06", "actor.optim.lr=5e-06"}
 
 
+def test_data_loss_is_on_the_run_and_in_the_runs_list(rich) -> None:
+    with running_server(rich["dir"]) as srv:
+        rid = rich["ids"]["rich"]
+        lost = get_json(srv, f"/api/runs/{rid}")["data_lost"]
+        assert len(lost) == 1 and lost[0]["step"] == 40
+        assert lost[0]["payload"]["ranges"] == [[40, 44]] and lost[0]["payload"]["reason"] == "store_unavailable"
+        row = next(r for r in get_json(srv, "/api/runs?project=arith")["runs"] if r["id"] == rid)
+        assert row["data_lost"] == 5
+
+
 def test_compare_says_why_a_run_has_no_reward_kl_path(rich) -> None:
     with running_server(rich["dir"]) as srv:
         d = get_json(srv, f"/api/compare?runs={rich['ids']['rich']},{rich['ids']['sparse']}")

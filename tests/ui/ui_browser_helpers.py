@@ -19,6 +19,8 @@ from ui_helpers import base_url, build_store, running_server
 
 import rlcockpit
 from rlcockpit.health import Finding
+from rlcockpit.store import open_store
+from rlcockpit.store.batch import DataLoss
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -72,9 +74,10 @@ def build_rich_run(dir: Path) -> dict[str, str]:
                              for k in range(3)], step=step)
     run.log_finding(Finding(detector="kl_spike", severity="critical", step=58, metric="actor/kl_loss",
                             title="KL rising late: " + "the policy drifts away from the reference model " * 3))
-    run.log_event("data_lost", {"what": "metrics", "reason": "store_unavailable", "sink": "store", "ranges": [[40, 44]],
-                                "entries": 5, "points": 250, "message": "disk full for 2.1 s"}, step=40)
     run.finish()
+    # what the tracker records after a full disk (rlcockpit.store.batch.DataLoss -> a data_lost event + run counter)
+    open_store(dir).add_data_loss(run.id, DataLoss(what="metrics", reason="store_unavailable", ranges=[[40, 44]],
+                                                   entries=5, points=250, message="disk full for 2.1 s"))
     sparse = rlcockpit.init(project="arith", name="grpo-sparse", group="rich", dir=dir, system_interval=None, health=False,
                             capture_meta=False, config={"actor": {"optim": {"lr": 3e-6}}, "rollout": {"n": 4}})
     for step in range(0, 60, 10):  # logs every 10 steps, no KL at all
