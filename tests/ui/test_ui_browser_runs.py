@@ -17,6 +17,9 @@ def _names(page):
 def test_runs_table_columns_sort_filter_tags_groups_in_url(page, browser_env) -> None:
     fresh(page, browser_env, "/", "#runs-table tbody tr[data-run]")
     assert len(_names(page)) == 5 and page.locator(".pill.failed").count() >= 1
+    rich = browser_env["ids"]["rich"]
+    assert page.locator(f"#runs-table tr[data-run='{rich}'] .lost-flag").count() == 1  # it recorded lost data
+    assert page.locator("#runs-table .lost-flag").count() == 1
     # a config column chosen from the picker
     page.click("#columns-btn")
     page.fill("#column-search", "optim.lr")
@@ -118,3 +121,14 @@ def test_model_output_stays_inert(page, browser_env) -> None:
     assert page.evaluate("window.__pwned") is None and "pwned" not in page.title()
     assert page.locator("#samples-table a, #samples-table img, #samples-table script").count() == 0
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def test_compare_x_axis_by_another_metric(page, browser_env) -> None:
+    ids = browser_env["ids"]
+    fresh(page, browser_env, f"/compare?runs={ids['grpo-baseline']},{ids['grpo-high-lr']}&keys=actor/entropy", "#compare-charts .chart-card")
+    page.wait_for_selector("#compare-charts[data-loaded]")
+    page.select_option("#x-axis", "metric:actor/kl_loss")
+    lo, hi = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[1] < 5 && r[1] > 1 ? r : null; })()")
+    # x = each run's own KL at the same step: 0 ... the high-lr run's spike (0.002 * 77 * 5 + 0.5)
+    assert lo == pytest.approx(0, abs=1e-9) and hi == pytest.approx(0.002 * 77 * 5 + 0.5, abs=0.01)

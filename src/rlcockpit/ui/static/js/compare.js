@@ -47,7 +47,8 @@ export async function renderCompare(root, params) {
   const kind = el("select", { id: "smoothing-kind" }, SMOOTHERS.map((k) => el("option", { value: k, text: t("smooth." + k) })));
   kind.value = v.smooth;
   const weight = el("input", { type: "range", id: "smoothing", min: 0, max: 0.99, step: 0.01, value: v.sw });
-  const xSel = el("select", { id: "x-axis" }, ["step", "time", "relative"].map((m) => el("option", { value: m, text: t("chart.x." + m) })));
+  const xSel = el("select", { id: "x-axis" }, ["step", "time", "relative"].map((m) => el("option", { value: m, text: t("chart.x." + m) })),
+    el("optgroup", { label: t("charts.x.metric") }, meta.keys.map((k) => el("option", { value: "metric:" + k, text: k }))));
   xSel.value = v.x;
   const differing = (meta.config_diff || []).filter((r) => r.differs).map((r) => r.key);
   const bySel = el("select", { id: "group-by" }, el("option", { value: "", text: t("compare.noGroups") }), el("option", { value: "group", text: t("compare.byGroup") }),
@@ -67,7 +68,16 @@ export async function renderCompare(root, params) {
       el("div", { class: "toolbar" }, el("div", { class: "section-title", text: t("compare.diff") }), el("label", {}, onlyDiff, t("compare.onlyDiff"))), diffWrap)));
   drawLegend();
 
-  const chartOpts = () => ({ xMode: v.x, smoothing: { kind: v.smooth, weight: Number(v.sw) } });
+  let xMetric = null; // run id -> {steps, values} of the x metric, when the x axis is another metric
+  const xMode = () => (v.x.startsWith("metric:") && !v.by ? "metric" : v.x.startsWith("metric:") ? "step" : v.x);
+  const chartOpts = () => ({ xMode: xMode(), xMetric, xLabel: xMode() === "metric" ? v.x.slice(7) : null,
+    smoothing: { kind: v.smooth, weight: Number(v.sw) } });
+  async function loadXMetric() {
+    xMetric = null;
+    if (!v.x.startsWith("metric:")) return;
+    const data = await api("/api/compare", { runs: ids.join(","), keys: v.x.slice(7), max_points: 20000, format: "b64" });
+    xMetric = Object.fromEntries(data.runs.map((r) => [r.id, decodeSeries(r.series[v.x.slice(7)])]));
+  }
   async function loadCharts() {
     s.set("keys", keys.join(","));
     for (const c of charts.values()) { c.chart.destroy(); c.card.remove(); }
@@ -104,8 +114,9 @@ export async function renderCompare(root, params) {
   const restyle = () => { for (const c of charts.values()) c.chart.setOptions(chartOpts()); };
   kind.addEventListener("change", () => { s.set("smooth", kind.value); restyle(); });
   weight.addEventListener("change", () => { s.set("sw", Number(weight.value)); restyle(); });
-  xSel.addEventListener("change", () => { s.set("x", xSel.value); group.reset(); restyle(); });
+  xSel.addEventListener("change", async () => { s.set("x", xSel.value); group.reset(); await loadXMetric(); restyle(); });
   bySel.addEventListener("change", () => { s.set("by", bySel.value); loadCharts(); });
+  await loadXMetric();
   await loadCharts();
 
   const withPath = meta.runs.filter((r) => r.path);
