@@ -258,3 +258,29 @@ def test_live_stream_over_http_and_token(tmp_path) -> None:
     assert "points" in names and names[-1] == "end"
     pts = next(d for n, d in events if n == "points")
     assert set(pts["series"]) == {"actor/x", "actor/y"}
+
+
+def test_create_app_takes_a_team_auth_that_limits_projects(tmp_path) -> None:
+    """What a team server plugs in: its own Auth returning a Principal with the user's projects."""
+    from fastapi.testclient import TestClient
+
+    from rlcockpit.store import open_store
+    from rlcockpit.ui.app import create_app
+    from rlcockpit.ui.security import Principal
+
+    class HeaderAuth:
+        def authenticate(self, conn):
+            user = conn.headers.get("x-user")
+            return {"ann": Principal("ann", projects=("arith",)), "bob": Principal("bob", projects=("other",))}.get(user)
+
+    store = open_store(tmp_path)
+    store.create_run({"id": "arith1", "project": "arith", "name": "a"})
+    store.create_run({"id": "other1", "project": "other", "name": "o"})
+    client = TestClient(create_app(store, auth=HeaderAuth()), base_url="http://team.example")  # no Host check with auth
+    assert client.get("/api/runs").status_code == 401
+    ann = client.get("/api/runs", headers={"x-user": "ann"}).json()["runs"]
+    assert ann and {r["project"] for r in ann} == {"arith"}
+    assert client.get("/api/runs/other1", headers={"x-user": "ann"}).status_code == 404
+    assert client.get("/api/runs/other1", headers={"x-user": "bob"}).status_code == 200
+    assert [p["name"] for p in client.get("/api/projects", headers={"x-user": "bob"}).json()["projects"]] == ["other"]
+    assert client.get("/", headers={"x-user": "bob"}).status_code == 200  # pages and static files too
