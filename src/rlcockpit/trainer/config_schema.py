@@ -341,7 +341,7 @@ class TrainerConfig:
     val_before_train: bool = opt(True, "validate before the first step")
     val_only: bool = opt(False, "validate once and stop")
     test_freq: int = opt(25, "validate every N steps (and after the last); <= 0 = never")
-    log_val_generations: int = opt(0, "validation responses stored as samples per validation")
+    log_val_generations: int = opt(8, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view; verl's default is 0")
     save_freq: int = opt(-1, "checkpoint every N steps (and at the end); -1 = never")
     save_policy_model: bool = opt(False, "save the actor at the end even when save_freq=-1", only_here=True)
     max_actor_ckpt_to_keep: int | None = opt(None, "keep only the newest N checkpoints; null = all")

@@ -24,6 +24,7 @@ from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
+from rlcockpit.trainer.probes import log_probes
 from rlcockpit.trainer.progress import Progress
 from rlcockpit.trainer.rewards import RewardFailureError
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
@@ -280,8 +281,7 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
         return
     metrics["timing_s/testing"] = time.perf_counter() - t0
     run.log(metrics, step=st.step)
-    if st.cfg.trainer.log_val_generations > 0:
-        run.log_samples([{**s, "split": "val"} for s in samples[: st.cfg.trainer.log_val_generations]], step=st.step)
+    log_probes(run, st.step, samples, st.cfg.trainer.log_val_generations)
     accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
