@@ -117,7 +117,7 @@ class Fault:
         if step != self.step:
             return
         self.active = True
-        if self.kind in ("lr_jump", "entropy_penalty"):
+        if self.kind in ("lr_jump", "entropy_penalty", "reward_switch"):
             for opt, sched in ((st.actor_opt, st.actor_sched), (st.critic_opt, st.critic_sched)):
                 factor = p.get("critic_factor" if opt is st.critic_opt else "factor", 1.0)
                 if opt is None or factor == 1.0:
@@ -131,7 +131,18 @@ class Fault:
                 for part in path:
                     obj = getattr(obj, part)
                 setattr(obj, last, value)
-        elif self.kind == "reward_switch":
+        elif self.kind == "overflow":
+            share = p["rows"]
+
+            def hook(module: Any, args: Any, out: Any) -> Any:
+                # an fp16-style overflow in the training forward: some rows' logits become inf, the loss NaN
+                if module.training and hasattr(out, "logits"):
+                    n = max(1, int(out.logits.shape[0] * share))
+                    out.logits[:n] = out.logits[:n] * float("inf")
+                return out
+
+            st.actor.register_forward_hook(hook)
+        if self.kind == "reward_switch":
             st.reward.fn, st.reward.kwargs = p["fn"], {}
         elif self.kind == "eos_off":
             import torch
@@ -238,26 +249,27 @@ def _mean(xs: list[float]) -> float:
 
 
 def visible_step(trace: dict[str, Any], cls: str, onset: int) -> int | None:
-    """The first step at or after ``onset`` where the fault's symptom is plain in the metrics (None: never)."""
-    check: Callable[[list[float], float], bool]
-    key, check = SYMPTOMS[cls]
-    series = _series(trace, key)
-    before = [v for s, v in series if onset - 15 <= s < onset]
-    if not before:
-        return None
-    base = _mean(before)
-    for s, v in series:
-        if s >= onset and check([v], base):
-            return s
-    return None
+    """The first step at or after ``onset`` where the fault's symptom is plain in the metrics (None: never):
+    any of the class's (key, test) pairs, each against that key's mean over the 15 steps before the onset."""
+    seen = []
+    for key, check in SYMPTOMS[cls]:
+        series = _series(trace, key)
+        base = _mean([v for s, v in series if onset - 15 <= s < onset])
+        if math.isnan(base):
+            continue
+        seen += [next((s for s, v in series if s >= onset and check(v, base)), None)]
+    seen = [s for s in seen if s is not None]
+    return min(seen) if seen else None
 
 
-SYMPTOMS: dict[str, tuple[str, Callable[[list[float], float], bool]]] = {
-    "collapse": ("critic/score/mean", lambda v, b: v[0] < 0.5 * b),
-    "reward_hacking": ("response_length/mean", lambda v, b: v[0] > 1.5 * b),
-    "entropy_collapse": ("actor/entropy", lambda v, b: v[0] < 0.5 * b),
-    "loss_divergence": ("actor/grad_norm", lambda v, b: not math.isfinite(v[0]) or v[0] > 10 * b),
-    "grad_spike": ("actor/grad_norm", lambda v, b: not math.isfinite(v[0]) or v[0] > 5 * b),
-    "throughput_drop": ("perf/throughput", lambda v, b: v[0] < 0.6 * b),
-    "length_explosion": ("response_length/mean", lambda v, b: v[0] > 1.5 * b),
+SYMPTOMS: dict[str, list[tuple[str, Callable[[float, float], bool]]]] = {
+    "collapse": [("critic/score/mean", lambda v, b: v < 0.5 * b)],
+    "reward_hacking": [("response_length/mean", lambda v, b: v > 1.5 * b)],
+    "entropy_collapse": [("actor/entropy", lambda v, b: v < 0.5 * b)],
+    "loss_divergence": [("actor/pg_loss", lambda v, b: not math.isfinite(v)),
+                        ("actor/nonfinite_skipped", lambda v, b: v > 0),
+                        ("critic/vf_loss", lambda v, b: not math.isfinite(v) or v > 10 * b)],
+    "grad_spike": [("actor/grad_norm", lambda v, b: not math.isfinite(v) or v > 5 * b)],
+    "throughput_drop": [("perf/throughput", lambda v, b: v < 0.6 * b)],
+    "length_explosion": [("response_length/mean", lambda v, b: v > 1.5 * b)],
 }

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from real_trainer import CACHE, bpe_model_dir, digit_overlap
+from trainer_specs import spec_hash
 
 SOURCE = "trl_grpo"
 
@@ -36,23 +37,8 @@ def _rewards(sw: _Switch, rng: random.Random) -> list[Any]:
     kind = sw.fault.get("kind")
 
     def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-        """The task's real score; when the fault is a hacked reward it is logged with weight 0 as a monitor."""
+        """The task's score: share of answer digits in place."""
         return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
-
-    def reward_model(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-        """The reward trained on: the task score until the fault; then it also pays for length past the
-        answer (a reward model that likes long text)."""
-        acc = accuracy(completions, ground_truth)
-        if not sw.on:
-            return acc
-        return [0.3 * a + min(1.5, 0.3 * max(0, len(c.strip()) - len(g))) for a, c, g in zip(acc, completions, ground_truth)]
-
-    def buggy_reward(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-        """The task score until the fault; then it rewards one fixed prefix whatever the question (a reward
-        bug): the policy turns deterministic."""
-        if not sw.on:
-            return accuracy(completions, ground_truth)
-        return [1.0 if c.strip().startswith("11") else 0.0 for c in completions]
 
     def scaled(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
         base = accuracy(completions, ground_truth)
@@ -64,10 +50,7 @@ def _rewards(sw: _Switch, rng: random.Random) -> list[Any]:
             time.sleep(sw.fault["params"]["seconds"])
         return accuracy(completions, ground_truth)
 
-    if kind == "reward_switch":
-        return [accuracy, reward_model]
-    if kind == "entropy_target":
-        return [accuracy, buggy_reward]
+    scaled.__name__ = slow.__name__ = "accuracy"  # TRL names the metric after the function: rewards/accuracy/mean
     if kind == "reward_scale":
         return [scaled]
     if kind == "reward_sleep":
@@ -95,7 +78,6 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in train[:512]],
                             "ground_truth": [r["reward_model"]["ground_truth"] for r in train[:512]]})
     funcs = _rewards(sw, rng)
-    weights = [0.0, 1.0] if sw.fault.get("kind") in ("reward_switch", "entropy_target") else None
 
     class Inject(TrainerCallback):
         def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -120,7 +102,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
                           num_generations=spec.get("num_generations", 4), max_completion_length=spec.get("max_len", 8),
                           logging_steps=1, learning_rate=spec.get("lr", 1e-4), beta=spec.get("beta", 0.04),
                           report_to=[], use_cpu=True, bf16=False, save_strategy="no", log_completions=False,
-                          seed=spec["seed"], run_name=spec["id"], reward_weights=weights,
+                          seed=spec["seed"], run_name=spec["id"],
                           scale_rewards=spec.get("scale_rewards", "group"), temperature=spec.get("temperature", 1.0),
                           lr_scheduler_type=spec.get("lr_scheduler_type", "linear"), warmup_steps=spec.get("warmup_steps", 0))
         cb = CockpitCallback(project="corpus", dir=f"{tmp}/store", health=False, max_samples=8)
@@ -153,7 +135,7 @@ SYMPTOMS = {  # key, test against the 15 steps before the onset
     "collapse": ("reward", lambda v, b: v < 0.6 * b),
     "reward_hacking": ("reward", lambda v, b: v > b + 0.3),
     "entropy_collapse": ("entropy", lambda v, b: v < 0.5 * b),
-    "loss_divergence": ("grad_norm", lambda v, b: v != v or v > 10 * b),
+    "loss_divergence": ("loss", lambda v, b: v != v or abs(v) > max(1.0, 50 * abs(b))),
     "grad_spike": ("grad_norm", lambda v, b: v != v or v > 5 * b),
     "length_explosion": ("completions/mean_length", lambda v, b: v > 1.5 * b),
     "throughput_drop": ("step_time", lambda v, b: v > 1.6 * b),
@@ -161,8 +143,9 @@ SYMPTOMS = {  # key, test against the 15 steps before the onset
 
 
 def specs() -> list[dict[str, Any]]:
-    rng = random.Random(2024)
     out: list[dict[str, Any]] = []
+    rng = random.Random("2024-healthy")  # one seeded stream per class (reassigned below): editing one class
+    # leaves the other classes' seeds and onsets alone
 
     def add(cls: str, name: str, **kw: Any) -> None:
         out.append({"id": f"{SOURCE}-{cls}-{name}", "class": cls, "steps": 40, "seed": rng.randint(1, 999), **kw})
@@ -170,26 +153,31 @@ def specs() -> list[dict[str, Any]]:
     def k() -> int:
         return rng.randint(14, 26)
 
+    # healthy
     for i, (model, lr, beta) in enumerate((("gpt2", 1e-4, 0.04), ("llama", 1e-4, 0.04), ("gpt2", 3e-5, 0.0),
                                             ("llama", 2e-4, 0.0), ("gpt2", 1e-4, 0.1), ("llama", 5e-5, 0.04))):
         add("healthy", f"{model}-{i}", model=model, lr=lr, beta=beta, warmup_steps=5 if i % 2 else 0)
     add("healthy", "gpt2-8gen", model="gpt2", num_generations=8, batch=16, lr=1e-4)
     add("healthy", "llama-hot", model="llama", temperature=1.3, lr=1e-4)
+    rng = random.Random("2024-collapse")
     for i, model in enumerate(("gpt2", "llama", "gpt2")):
         add("collapse", f"{model}-{i}", model=model, fault={"kind": "lr_jump", "step": k(), "params": {"lr_factor": 300}})
-    for i, model in enumerate(("gpt2", "llama", "llama")):
-        add("reward_hacking", f"{model}-{i}", model=model, max_len=14, fault={"kind": "reward_switch", "step": k()})
-    for i, model in enumerate(("gpt2", "llama", "gpt2")):
-        add("entropy_collapse", f"{model}-{i}", model=model, lr=3e-4, fault={"kind": "entropy_target", "step": k()})
+    # reward hacking and entropy collapse are not made with TRL here: a length-paying reward or a reward for one
+    # fixed prefix switched on mid-run was not learned by these small models within the 10-step symptom check
+    # (measured: reward and length flat), so the onset would be a judgement call.
+    rng = random.Random("2024-loss_divergence")
     for i, model in enumerate(("gpt2", "llama", "llama")):
         add("loss_divergence", f"{model}-{i}", model=model,
             fault={"kind": "lr_jump", "step": k(), "params": {"lr_factor": 3000, "max_grad_norm": 1e9}})
+    rng = random.Random("2024-grad_spike")
     for i, model in enumerate(("gpt2", "llama", "gpt2")):
         kk = k()
         add("grad_spike", f"{model}-{i}", model=model, scale_rewards="none",
             fault={"kind": "reward_scale", "step": kk, "params": {"steps": [kk, kk + rng.randint(3, 8)], "factor": 300.0}})
+    rng = random.Random("2024-length_explosion")
     for i, (model, ml) in enumerate((("gpt2", 12), ("llama", 16), ("llama", 10))):
         add("length_explosion", f"eos-lost-{model}-{i}", model=model, max_len=ml, fault={"kind": "eos_off", "step": k()})
+    rng = random.Random("2024-throughput_drop")
     for i, (model, sec) in enumerate((("gpt2", 0.4), ("llama", 0.6), ("gpt2", 0.25))):
         add("throughput_drop", f"slow-reward-{model}-{i}", model=model,
             fault={"kind": "reward_sleep", "step": k(), "params": {"seconds": sec}})
@@ -222,7 +210,7 @@ def run_trl_corpus(only: set[str] | None = None, log: Any = print) -> list[dict[
     for spec in specs():
         if only and spec["id"] not in only:
             continue
-        path = CACHE / SOURCE / f"{spec['id']}.json.gz"
+        path = CACHE / SOURCE / f"{spec['id']}-{spec_hash(spec)}.json.gz"
         if path.exists():
             with gzip.open(path, "rt") as fh:
                 trace = json.load(fh)
