@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "detection_corpus" / "gen"))
-from schema import CLASSES, SPLITS, load_corpus  # noqa: E402
+from corpus_schema import CLASSES, SPLITS, load_corpus  # noqa: E402
 
 from rlcockpit.health import HealthMonitor  # noqa: E402
 
@@ -269,7 +269,17 @@ def markdown(report: dict[str, Any]) -> str:
     def f(v: Any) -> str:
         return "—" if v is None else (f"{v:.2f}" if isinstance(v, float) and not float(v).is_integer() else str(int(v) if isinstance(v, float) else v))
 
-    lines = []
+    lines = ["| source | " + " | ".join(report["splits"]) + " | classes |", "|---|" + "---|" * (len(report["splits"]) + 1)]
+    sources = sorted({src for e in report["splits"].values() for src in e["corpus"]})
+    for src in sources:
+        counts = [sum(e["corpus"].get(src, {}).values()) for e in report["splits"].values()]
+        classes: dict[str, int] = defaultdict(int)
+        for e in report["splits"].values():
+            for cls, n in e["corpus"].get(src, {}).items():
+                classes[cls] += n
+        lines.append(f"| {src} | " + " | ".join(map(str, counts)) + " | " + ", ".join(f"{c} {n}" for c, n in classes.items()) + " |")
+    lines.append("| **all** | " + " | ".join(str(e["traces"]) for e in report["splits"].values()) + " | |")
+    lines.append("")
     for split, e in report["splits"].items():
         lines += [f"**{split}** ({e['traces']} traces)", "",
                   "| class | traces | rlcockpit recall | early alerts | median delay | rlwatch recall | rlwatch early | rlwatch median delay |",

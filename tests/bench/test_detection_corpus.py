@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "detection_corpus" / "gen"))
 
-import schema  # noqa: E402
+import corpus_schema as schema  # noqa: E402
 
 import detection_quality as dq  # noqa: E402
 

@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import schema  # noqa: E402
+import corpus_schema as schema  # noqa: E402
 import synth_verl  # noqa: E402
 import synth_wandb  # noqa: E402
 

@@ -187,7 +187,12 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         if model != "tiny":
             over += [f"actor.model.path={bpe_model_dir(model, spec.get('model_seed', 0))}", "reward.name=corpus_digit_overlap"]
         cfg = load_config(preset=spec.get("preset", "arith-grpo"), overrides=over + list(spec.get("overrides", [])))
-        st = loop.build(cfg, log=lambda *_a: None)
+        orig_load = loop.load_datasets
+        loop.load_datasets = _memo_datasets(orig_load)
+        try:
+            st = loop.build(cfg, log=lambda *_a: None)
+        finally:
+            loop.load_datasets = orig_load
         # trainer.seed stays 0 (it keys the cached warmed-up tiny model); the run's own seed drives sampling
         loop.seed_everything(spec.get("seed", 0))
         fault = Fault(spec["fault"]["kind"], spec["fault"]["step"], **spec["fault"].get("params", {})) \
@@ -214,6 +219,23 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
                      "overrides": list(spec.get("overrides", [])), "seed": spec.get("seed", 0),
                      "fault": _describe(spec.get("fault"))}
     return trace
+
+
+_DATASETS: dict[str, Any] = {}
+
+
+def _memo_datasets(load: Callable[..., Any]) -> Callable[..., Any]:
+    """Tokenizing the built-in task's rows takes longer than a short run: do it once per tokenizer and data config
+    (same rows, fresh lists for every run)."""
+    def memo(data_cfg: Any, tokenizer: Any) -> Any:
+        key = (f"{getattr(tokenizer, 'name_or_path', '')}|{data_cfg.builtin!r}|{data_cfg.max_prompt_length}|"
+               f"{data_cfg.truncation}|{data_cfg.train_files}|{data_cfg.val_files}")
+        if key not in _DATASETS:
+            _DATASETS[key] = load(data_cfg, tokenizer)
+        train, val, stats = _DATASETS[key]
+        return list(train), list(val), dict(stats)
+
+    return memo
 
 
 def _describe(fault: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -27,7 +27,9 @@ from typing import Any
 
 CLASSES = ("healthy", "collapse", "reward_hacking", "entropy_collapse", "loss_divergence", "grad_spike",
            "oom_creep", "low_gpu_util", "rollout_mismatch", "throughput_drop", "length_explosion")
-SOURCES = ("rlcockpit_trainer", "trl_grpo", "verl_synth", "wandb_synth")
+# in the order the sources joined the corpus: the split walks groups in this order, so a source added at the end
+# never moves a trace of an earlier source from one split to the other
+SOURCES = ("verl_synth", "wandb_synth", "rlcockpit_trainer", "trl_grpo")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed")
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
@@ -48,12 +50,13 @@ def assign_splits(traces: Iterable[dict[str, Any]]) -> None:
     """Set ``trace["split"]``, ~50/50 stratified by (source, class): inside a group the ids are ordered by shape
     (the id without its number, so each shape with two or more traces lands in both splits) and then by
     :func:`split_hash`, and alternate tuning, held-out, ...; groups of odd size take turns giving the extra trace
-    to tuning or to held-out, so the totals stay balanced too."""
+    to tuning or to held-out (groups walked source by source in :data:`SOURCES` order, then by class), so the
+    totals stay balanced too and a new source never moves the traces of the sources before it."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for t in traces:
         groups[(t["source"], t["class"])].append(t)
     odd = 0
-    for key in sorted(groups):
+    for key in sorted(groups, key=lambda g: (SOURCES.index(g[0]), g[1])):
         ranked = sorted(groups[key], key=lambda t: (t["id"].rsplit("-", 1)[0], split_hash(t["id"])))
         offset = 0
         if len(ranked) % 2:
