@@ -20,6 +20,7 @@ import argparse
 import bisect
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -305,8 +306,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append(f"Detector cost per step ({oh['steps']} steps): wall p50 {oh['p50']} µs, p99 {oh['p99']} µs; "
                  f"thread CPU p50 {oh['cpu_p50']} µs, p99 {oh['cpu_p99']} µs.")
     mg = report["metric_guide"]
+    shapes = sorted({re.sub(r"gpu\.\d+\.", "gpu.N.", k) for k in mg["unresolved_names"]})  # one line per GPU key
     lines.append(f"Metric names: {mg['resolved']}/{mg['names']} resolve through the metric guide"
-                 + (f"; unresolved: {', '.join('`' + k + '`' for k in mg['unresolved_names'])}." if mg["unresolved"] else "."))
+                 + (f"; unresolved: {', '.join('`' + k + '`' for k in shapes)}." if mg["unresolved"] else "."))
     return "\n".join(lines)
 
 

@@ -171,6 +171,7 @@ class Fault:
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one spec to completion and return its trace (metrics and samples read back from the store)."""
     import rlcockpit.trainer.loop as loop
+    import rlcockpit.trainer.state as tstate
     from rlcockpit.store import open_store
     from rlcockpit.trainer import load_config
     from rlcockpit.trainer.rewards import REWARDS
@@ -187,14 +188,14 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         if model != "tiny":
             over += [f"actor.model.path={bpe_model_dir(model, spec.get('model_seed', 0))}", "reward.name=corpus_digit_overlap"]
         cfg = load_config(preset=spec.get("preset", "arith-grpo"), overrides=over + list(spec.get("overrides", [])))
-        orig_load = loop.load_datasets
-        loop.load_datasets = _memo_datasets(orig_load)
+        orig_load = tstate.load_datasets
+        tstate.load_datasets = _memo_datasets(orig_load)
         try:
-            st = loop.build(cfg, log=lambda *_a: None)
+            st = tstate.build(cfg, log=lambda *_a: None)
         finally:
-            loop.load_datasets = orig_load
+            tstate.load_datasets = orig_load
         # trainer.seed stays 0 (it keys the cached warmed-up tiny model); the run's own seed drives sampling
-        loop.seed_everything(spec.get("seed", 0))
+        tstate.seed_everything(spec.get("seed", 0))
         fault = Fault(spec["fault"]["kind"], spec["fault"]["step"], **spec["fault"].get("params", {})) \
             if spec.get("fault") else None
         orig_collect = loop.collect
