@@ -103,6 +103,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False, default=str))
         return 0
     print(f"run {run['id']}  {run['project']}/{run['name']}  status={run['status']}  last step={run.get('last_step')}")
+    ended = run.get("summary") or {}
+    if ended.get("stop_reason") and ended.get("stop_kind") != "finished":  # why the trainer stopped it
+        print(f"stopped ({ended.get('stop_kind')}): {ended['stop_reason']}")
     if run.get("group") or run.get("tags"):
         print(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
     meta = run.get("meta") or {}
