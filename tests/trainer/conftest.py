@@ -56,7 +56,6 @@ def hf_assets(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A trained BPE tokenizer, tiny Qwen2 / Llama / GPT-2 model folders, GSM8K-schema train/val parquet files,
     and (built on first use, see ``warm_qwen2``) a Qwen2 warmed up to answer in GSM8K's ``#### N`` format."""
     import torch
-
     from hf_fixtures import gsm8k_rows, make_model_dir, train_bpe_tokenizer, write_parquet
 
     torch.set_num_threads(1)  # the tiny models run fastest single-threaded on a shared machine

@@ -76,7 +76,14 @@ def train_bpe_tokenizer(out: Path, vocab_size: int = 400) -> Any:
 def make_model_dir(arch: str, out: Path, tokenizer: Any, *, hidden: int = 64, layers: int = 2, seed: int = 0) -> Path:
     """A tiny randomly initialised causal LM of ``arch`` (qwen2 | llama | gpt2) with ``tokenizer``, saved to ``out``."""
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     torch.manual_seed(seed)
     common = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
