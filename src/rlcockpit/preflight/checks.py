@@ -289,8 +289,8 @@ def _check_alerts(alerts: Any) -> CheckResult:
 
 def check_backup(cfg: Any, run: Any = None, backup_dir: str | os.PathLike[str] | None = None) -> list[CheckResult]:
     """Resolved config, command line, git commit + diff and package versions are captured (and saved)."""
+    from rlcockpit.redact import redact
     from rlcockpit.tracking.meta import collect_meta
-    from rlcockpit.tracking.redact import redact
 
     meta = (run.store.get_run(run.id).get("meta") if run is not None else None) or collect_meta(capture_git=True)
     config = redact(dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg))

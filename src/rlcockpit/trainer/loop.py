@@ -190,7 +190,7 @@ def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = Tru
     return rlcockpit.init(project=tr.project_name, name=tr.experiment_name, group=tr.group, tags=list(tr.tags) or None,
                           config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
                           loggers=loggers_for(cfg), health=cfg.health.enable and health, alerts=cfg.alerts or None,
-                          logger_options=options)
+                          logger_options=options, guardrails=health)
 
 
 def record_stop(run: Any, kind: str, reason: str, step: int) -> None:
@@ -231,8 +231,8 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         tr.default_local_dir = str(st.ckpt_dir)
     run = open_run(cfg, st.run_id, resumed.get("run_id"))
     run.log_event("config", {"no_effect": no_effect, "aliases": dict(cfg.aliases)}, step=st.step)
-    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
-    run.on_finding(guard.on_finding)
+    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v),
+                       log=log, link=run.guardrails)
     ckpt_guard = guard if cfg.health.on_critical == "rollback" else None  # only rollback tracks healthy checkpoints
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
@@ -303,11 +303,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
             save(st, run.id, ckpt_guard)
-        if ckpt_guard is not None:  # after this step's metrics and samples
-            run.call_in_writer(lambda s=st.step: ckpt_guard.mark_observed(s))
-        if cfg.health.on_critical != "warn":
-            run.flush(timeout=10.0)  # act on this step's findings now: same decisions on every rerun
-        guard.poll(st.step)
+        guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
     if guard.stop_requested:
         last = guard.handled[-1] if guard.handled else {}
         result.status = "stopped"
