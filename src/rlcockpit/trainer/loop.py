@@ -274,7 +274,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
             save(st, run.id, ckpt_guard)  # a healthy point to come back to
-    if st.step == 0 and (tr.val_before_train or tr.val_only) and (tr.test_freq > 0 or tr.val_only):
+    if st.step == 0 and (tr.val_before_train or tr.val_only):  # as verl: whatever test_freq says
         _validate(st, run, result, log, progress)
     if tr.val_only:
         return
