@@ -52,3 +52,17 @@ def test_finished_run_says_so_and_bad_config_leaves_no_run(tiny_cfg, tmp_path):
     with pytest.raises(ConfigError, match="adv_estimator"):
         load_config(overrides=["algorithm.adv_estimator=grpoo", f"trainer.rlcockpit_dir={tmp_path / 'other'}"], log=None)
     assert not (tmp_path / "other").exists()  # refused before anything was created
+
+
+def test_article_flags_on_the_train_command_line(tiny_overrides, tiny_cache, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RLCOCKPIT_CACHE", tiny_cache)
+    store = tmp_path / "store"
+    code = main(["train", *tiny_overrides, f"trainer.rlcockpit_dir={store}", f"trainer.default_local_dir={tmp_path / 'ck'}",
+                 "--save_policy_model", "True", "--exp_name", "ppo-qwen2-7b-debug", "--project=verl-rlhf-experiments",
+                 "--group", "qwen2-series", "--kl_coef", "0.01", "--use_wandb", "False"])
+    assert code == 0
+    (run,) = rlcockpit.Api(str(store)).runs()
+    assert (run.project, run.name, run.group) == ("verl-rlhf-experiments", "ppo-qwen2-7b-debug", "qwen2-series")
+    assert run.config["algorithm"]["kl_ctrl"]["kl_coef"] == pytest.approx(0.01) and "wandb" not in run.config["trainer"]["logger"]
+    assert (tmp_path / "ck" / "global_step_2" / "actor" / "config.json").is_file()  # saved although save_freq=-1
+    assert "exp_name -> trainer.experiment_name" in capsys.readouterr().out
