@@ -101,7 +101,7 @@ class SinkWorker(threading.Thread):
         return self._idle.wait(timeout)
 
     def stop(self, status: str, exit_code: int | None, timeout: float) -> bool:
-        """Deliver what is queued, close the sink; ``False`` if it did not end within ``timeout``."""
+        """Deliver and flush what is queued, end the thread; ``False`` if it did not end within ``timeout``."""
         self._stopping = (status, exit_code)
         self._wake.set()
         self.join(timeout)
@@ -118,6 +118,11 @@ class SinkWorker(threading.Thread):
                            timeout)
             return False
         return True
+
+    def close_sink(self, status: str, exit_code: int | None) -> None:
+        """Close the sink (from the thread finishing the run); skipped for a sink that is still hung."""
+        if not self.is_alive():
+            self._call("close", status, exit_code)
 
     # ---- thread ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -142,8 +147,7 @@ class SinkWorker(threading.Thread):
                 if not self.queue:
                     self._idle.set()
             if stopping is not None and not self.queue:
-                self._call("close", *stopping)
-                return
+                return  # closing is the finishing thread's job (some trackers close only on the main thread)
 
     def _deliver(self, batch: SinkBatch) -> None:
         sink = self.sink

@@ -410,6 +410,8 @@ class Run:
         w.join(timeout + 5)
         if w.is_alive():
             logger.warning("rlcockpit: writer did not finish within %.0fs; the rest is not stored", timeout)
+        for worker in self._parts.workers:  # on this thread, as trackers expect (signal handlers, atexit)
+            worker.close_sink(status, exit_code)
         self.summary._refresh(w.summary())
         for cb in list(self._end_listeners):
             try:
