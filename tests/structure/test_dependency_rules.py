@@ -6,8 +6,9 @@ at module level or inside functions):
 * ``tracking/`` imports only tracking, the store, the metric guide and the ground floor (never health,
   alerts, trainer, ui...): it knows observers and hooks through its registries;
 * ``health/`` imports no trainer, tracking, alerts or ui code;
-* nowhere is an import of our own modules wrapped in ``try/except ImportError`` or done through
-  ``importlib.import_module``: a broken sibling fails loudly.
+* nowhere is an import of our own modules (or an ``importlib.import_module`` call) wrapped in a
+  ``try/except`` that catches ImportError: a broken sibling fails loudly (one deliberate exception: the
+  verl plugin; and two known ones in the dashboard code being replaced, see ``KNOWN_VIOLATIONS``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ ALLOWED = {
     "store": {"rlcockpit.store", *GROUND},
     "tracking": {"rlcockpit.tracking", "rlcockpit.store", "rlcockpit.metrics", *GROUND},
 }
+# Guarded imports that are the point: verl imports this plugin while `import verl` runs, and a tracking
+# add-on must never stop a training job from starting (it reports the failure on stderr instead).
+GUARDED_ON_PURPOSE = {"rlcockpit.integrations.verl_plugin"}
+# Known violations in code another branch is replacing (the dashboard's FastAPI rewrite, issue 15): listed
+# so the rest is enforced now; test_known_violations_are_still_there fails once they are gone, so this
+# list cannot outlive them.
+KNOWN_VIOLATIONS = {"rlcockpit.ui.api", "rlcockpit.ui.analysis"}
 FORBIDDEN = {
     "health": {"rlcockpit.trainer", "rlcockpit.tracking", "rlcockpit.alerts", "rlcockpit.ui", "rlcockpit.server",
                "rlcockpit.integrations", "rlcockpit.preflight"},
@@ -94,20 +102,35 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return t is None or bool({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"} & set(names))
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
-def test_no_guarded_or_guessed_imports_of_our_own_modules(path: Path) -> None:
+def _guarded(path: Path) -> list[tuple[int, str]]:
     module = _module_name(path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    names_our_modules = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("rlcockpit.")
+                            for n in ast.walk(tree))
     bad = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
             body = ast.Module(body=node.body, type_ignores=[])
             bad += [(line, name) for line, name in _imports(body, module)]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module":
-            arg = node.args[0] if node.args else None
-            if not (isinstance(arg, ast.Name) and module == "rlcockpit.preflight.checks"):  # third-party names
-                bad.append((node.lineno, "importlib.import_module(...)"))
-    assert not bad, f"{module}: imports of rlcockpit modules must not be guarded or guessed: {bad}"
+            if names_our_modules:  # import_module of a name: ours when the file spells out our module paths
+                bad += [(n.lineno, "importlib.import_module(...)") for n in ast.walk(body) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr == "import_module"]
+    return bad
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_guarded_imports_of_our_own_modules(path: Path) -> None:
+    module = _module_name(path)
+    if module in GUARDED_ON_PURPOSE | KNOWN_VIOLATIONS:
+        return
+    bad = _guarded(path)
+    assert not bad, f"{module}: imports of rlcockpit modules must not be guarded (a broken module must fail loudly): {bad}"
+
+
+def test_known_violations_are_still_there() -> None:
+    for module in sorted(KNOWN_VIOLATIONS):
+        path = SRC.parent / (module.replace(".", "/") + ".py")
+        assert path.exists() and _guarded(path), f"{module} is fixed or gone: remove it from KNOWN_VIOLATIONS"
 
 
 def test_the_rules_catch_a_violation(tmp_path: Path) -> None:
