@@ -21,7 +21,7 @@ from rlcockpit.tracking.values import fast_values, flatten, key_problem
 
 logger = logging.getLogger("rlcockpit")
 
-Row = tuple[int, float, dict[str, float]]  # (step, unix time, {key: value}) — what loggers and observers get
+Row = tuple[int, float, dict[str, Any]]  # (step, unix time, {key: number}) — what loggers and observers get
 SIG_CACHE_SIZE = 4096
 
 
@@ -47,9 +47,12 @@ class RowCleaner:
             self._sig_ok[sig] = ok
         return ok
 
-    def convert(self, entries: Sequence[Any]) -> tuple[list[Row], dict[str, Series]]:
-        """``entries`` (anything with ``step, ts, data``) → (rows, columns). Rows that end up empty are dropped."""
+    def convert(self, entries: Sequence[Any], want_rows: bool = True) -> tuple[list[Row], dict[str, Series],
+                                                                               dict[str, Any]]:
+        """``entries`` (anything with ``step, ts, data``) → (rows, columns, last value per key). Rows that end
+        up empty are dropped; ``want_rows=False`` skips building rows (nobody but the store reads them)."""
         rows: list[Row] = []
+        last: dict[str, Any] = {}
         parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         i, n = 0, len(entries)
         while i < n:
@@ -60,25 +63,24 @@ class RowCleaner:
                 j += 1
             block = entries[i:j]
             i = j
-            vals, plain = None, False
+            vals = None
             if sig and self._keys_ok(sig):
-                vals, plain = fast_values(list(chain.from_iterable(e.data.values() for e in block)))
+                vals = fast_values(list(chain.from_iterable(map(dict.values, [e.data for e in block]))))
             if vals is None:
-                self._careful(block, rows, parts)
+                self._careful(block, rows, parts, last)
                 continue
             vals = vals.reshape(len(block), len(sig))
-            if plain:  # the caller's dict copies are already what loggers can take
+            if want_rows:  # the caller's dict copies, numbers as logged (loggers take numpy scalars too)
                 rows.extend((e.step, e.ts, e.data) for e in block)
-            else:  # numpy scalars: loggers get Python floats
-                rows.extend((e.step, e.ts, dict(zip(sig, v))) for e, v in zip(block, vals.tolist()))
-            steps = np.fromiter((e.step for e in block), np.int64, len(block))
-            ts = np.fromiter((e.ts for e in block), np.float64, len(block))
+            last.update(block[-1].data)
+            steps = np.fromiter([e.step for e in block], np.int64, len(block))
+            ts = np.fromiter([e.ts for e in block], np.float64, len(block))
             cols = np.ascontiguousarray(vals.T)
             for c, key in enumerate(sig):
                 parts.setdefault(key, []).append((steps, cols[c], ts))
-        return rows, _join(parts)
+        return rows, _join(parts), last
 
-    def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list]) -> None:
+    def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list], last: dict[str, Any]) -> None:
         for e in block:
             try:
                 clean = flatten(e.data, self.reject)
@@ -88,6 +90,7 @@ class RowCleaner:
             if not clean:
                 continue
             rows.append((e.step, e.ts, clean))
+            last.update(clean)
             step = np.array([e.step], np.int64)
             ts = np.array([e.ts], np.float64)
             for key, v in clean.items():

@@ -70,6 +70,7 @@ class SinkWorker(threading.Thread):
         self._idle.set()
         self._stopping: tuple[str, int | None] | None = None
         self._lock = threading.Lock()
+        self._inflight: SinkBatch | None = None  # the batch the sink is working on
 
     # ---- writer side -------------------------------------------------------------------------
     def submit(self, batch: SinkBatch) -> None:
@@ -107,13 +108,14 @@ class SinkWorker(threading.Thread):
         self.join(timeout)
         if self.is_alive():
             with self._lock:
-                left = list(self.queue)
+                left = ([self._inflight] if self._inflight is not None else []) + list(self.queue)
                 self.queue.clear()
             for batch in left:
                 if batch.barrier is not None:
                     batch.barrier.passed(f"sink:{self.sink.name}")
                 for part in batch.parts:
-                    self.on_loss(part_loss(part, "unwritten_at_exit", self.sink.name, "logger did not finish"))
+                    self.on_loss(part_loss(part, "unwritten_at_exit", self.sink.name,
+                                           "the logger did not finish (the part it was writing may be partial)"))
             logger.warning("rlcockpit: logger %r did not finish within %.0fs; it is left behind", self.sink.name,
                            timeout)
             return False
@@ -135,8 +137,10 @@ class SinkWorker(threading.Thread):
                     batch = self.queue.popleft() if self.queue else None
                 if batch is None:
                     break
+                self._inflight = batch
                 self._deliver(batch)
                 with self._lock:
+                    self._inflight = None
                     self.queued_bytes -= batch.nbytes
             now = time.monotonic()
             stopping = self._stopping

@@ -27,6 +27,8 @@ from rlcockpit.redact import redact
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
 from rlcockpit.tracking.convert import RowCleaner
 from rlcockpit.tracking.entries import (
+    ENTRY_BYTES,
+    KEY_BYTES,
     Barrier,
     ConfigChange,
     Derived,
@@ -39,7 +41,6 @@ from rlcockpit.tracking.entries import (
     Samples,
     Stop,
     SummarySet,
-    metrics_cost,
 )
 from rlcockpit.tracking.fanout import SinkWorker
 from rlcockpit.tracking.observers import ObserverThread
@@ -142,19 +143,27 @@ class Writer(threading.Thread):
         batch, parts = drain.batch, drain.parts
         released = 0
         group: list[Any] = []  # consecutive Metrics (or consecutive Derived) entries
+        gtype: type | None = None
         for e in entries:
             t = type(e)
-            if t is Metrics or t is Derived:
-                if group and type(group[0]) is not t:
+            if t is Metrics:
+                if gtype is not Metrics and group:
                     self._metrics(group, drain)
                     group = []
-                if t is Metrics:
-                    released += metrics_cost(len(e.data))
+                gtype = t
+                released += ENTRY_BYTES + KEY_BYTES * len(e.data)  # entries.metrics_cost, inlined
+                group.append(e)
+                continue
+            if t is Derived:
+                if gtype is not Derived and group:
+                    self._metrics(group, drain)
+                    group = []
+                gtype = t
                 group.append(e)
                 continue
             if group:
                 self._metrics(group, drain)
-                group = []
+                group, gtype = [], None
             if t is Samples:
                 released += e.nbytes
                 self._samples(e, drain)
@@ -186,22 +195,23 @@ class Writer(threading.Thread):
         self.budget.released += released
 
     def _metrics(self, group: list[Any], drain: Drain) -> None:
-        rows, columns = self.cleaner.convert(group)
-        if not rows:
+        observe = self.observer is not None and type(group[0]) is Metrics  # derived rows came from the observer
+        rows, columns, last = self.cleaner.convert(group, want_rows=bool(self.workers) or observe)
+        if not columns:
             return
-        self.processed += len(rows)
+        count = len(group)
+        self.processed += count
         points = drain.batch.points
         for key, col in columns.items():
             have = points.get(key)
             points[key] = col if have is None else (np.concatenate([have[0], col[0]]),
                                                     np.concatenate([have[1], col[1]]), np.concatenate([have[2], col[2]]))
-        drain.batch.entries += len(rows)
-        drain.parts.append(RowsPart(rows))
-        last = self.last_values
-        for _, _, data in rows:
-            last.update(data)
+        drain.batch.entries += count
+        if rows and self.workers:
+            drain.parts.append(RowsPart(rows))
+        self.last_values.update(last)
         self._summary_dirty = True
-        if self.observer is not None and type(group[0]) is Metrics:  # derived rows came from the observer
+        if observe and rows:
             self.observer.submit_rows(rows)
 
     def _samples(self, e: Samples, drain: Drain) -> None:
