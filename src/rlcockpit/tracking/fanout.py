@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.tracking.entries import human_bytes
 from rlcockpit.tracking.sinks.base import (
     MAX_CONSECUTIVE_FAILURES,
     EventPart,
@@ -92,9 +93,9 @@ class SinkWorker(threading.Thread):
                 return
         if full and "queue" not in self.reported:
             self.reported.add("queue")
-            logger.warning("rlcockpit: logger %r is not keeping up (queue of %.1f MiB full); what it misses is "
+            logger.warning("rlcockpit: logger %r is not keeping up (queue of %s full); what it misses is "
                            "recorded as lost for it, the store and the other loggers go on", self.sink.name,
-                           self.max_bytes / 2**20)
+                           human_bytes(self.max_bytes))
         for part in batch.parts:
             self.on_loss(part_loss(part, reason, self.sink.name))
 

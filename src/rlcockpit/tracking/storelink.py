@@ -22,6 +22,7 @@ from typing import Any
 
 from rlcockpit.store.base import Store, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
+from rlcockpit.tracking.entries import human_bytes
 
 logger = logging.getLogger("rlcockpit")
 
@@ -150,8 +151,8 @@ class StoreWriter:
         if self._outage is None:
             self._outage = str(exc)
             logger.warning("rlcockpit: run %s: the store cannot be written (%s); logging goes on, the data is kept "
-                           "in memory (up to %.1f MiB) and written when the store is writable again", self.run_id,
-                           exc, self.max_bytes / 2**20)
+                           "in memory (up to %s) and written when the store is writable again", self.run_id,
+                           exc, human_bytes(self.max_bytes))
 
     def _recovered(self) -> None:
         self.pending = None

@@ -131,7 +131,7 @@ class Writer(threading.Thread):
         except Exception:  # noqa: BLE001 - never die; what this drain held is recorded as lost
             self.errors += 1
             logger.error("rlcockpit writer error:\n%s", traceback.format_exc())
-            steps = [[e.step, e.step] for e in entries if isinstance(e, (Metrics, Samples))]
+            steps = [[e[0], e[0]] for e in entries if type(e) is Metrics or type(e) is Samples]
             self.store_writer.record(DataLoss("metrics", "internal_error", merge_ranges(steps), entries=len(entries),
                                               message=traceback.format_exc(limit=1).strip().splitlines()[-1]))
             drain.barriers = [e for e in entries if isinstance(e, Barrier)]
@@ -151,7 +151,7 @@ class Writer(threading.Thread):
                     self._metrics(group, drain)
                     group = []
                 gtype = t
-                released += ENTRY_BYTES + KEY_BYTES * len(e.data)  # entries.metrics_cost, inlined
+                released += ENTRY_BYTES + KEY_BYTES * len(e[2])  # entries.metrics_cost, inlined
                 group.append(e)
                 continue
             if t is Derived:
@@ -192,7 +192,7 @@ class Writer(threading.Thread):
         while self.sink_losses:
             self.store_writer.record(self.sink_losses.popleft())
         batch.nbytes += released
-        self.budget.released += released
+        self.budget.release(released)
 
     def _metrics(self, group: list[Any], drain: Drain) -> None:
         observe = self.observer is not None and type(group[0]) is Metrics  # derived rows came from the observer
