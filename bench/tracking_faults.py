@@ -5,8 +5,9 @@
 
 ``kill``: a child process logs 50-key steps at ``--rates`` (default 100 and 30000 steps/s; the achieved
 rate is reported) into its own store and publishes its current step in a shared memory word; the parent
-SIGKILLs it at a random moment after a warm-up and counts the steps logged but not stored (the stored
-ones are checked to be a correct prefix). ``--kills`` repetitions per rate.
+SIGKILLs it at a random moment after a warm-up and counts the steps logged but neither stored nor recorded
+as lost (stored steps plus recorded ``data_lost`` ranges are checked to form a prefix, never overlapping).
+``--kills`` repetitions per rate.
 
 ``disk_full`` (needs root: a real 8 MiB tmpfs; skipped otherwise): a run logs 20-key steps at 200
 steps/s, the disk is filled for ``--full-s`` seconds, then freed; reported: steps held in memory and
@@ -74,11 +75,15 @@ def kill_once(rate: float, delay: float) -> dict[str, Any]:
             elapsed = time.perf_counter() - t_start
         proc.wait(10)
         run = rlcockpit.Api(Path(tmp) / "store").runs("bench")[0]
-        steps = run.series("actor/metric_0")[0]
-        assert list(steps) == list(range(len(steps))), "stored steps are not a prefix"
-        lost = logged - len(steps)
+        steps = set(run.series("actor/metric_0")[0].tolist())
+        recorded = {s for e in run.events("data_lost") for lo, hi in e["payload"]["ranges"]
+                    for s in range(lo, hi + 1)}
+        assert not steps & recorded, "a step is both stored and recorded as lost"
+        end = max(steps | recorded | {-1}) + 1
+        assert steps | recorded == set(range(end)), "stored + recorded-lost steps are not a prefix"
+        lost = logged - end  # what the kill took: logged, neither stored nor recorded
         achieved = logged / elapsed
-        return {"logged": logged, "stored": int(len(steps)), "lost_steps": int(lost),
+        return {"logged": logged, "stored": len(steps), "recorded_lost": len(recorded), "lost_steps": int(lost),
                 "lost_s": round(lost / achieved, 3) if achieved else None, "achieved_rate": round(achieved)}
 
 
@@ -91,6 +96,7 @@ def kill_bench(rates: list[float], kills: int, seed: int) -> dict[str, Any]:
         out[str(int(rate))] = {
             "kills": kills, "achieved_rate_median": round(statistics.median(t["achieved_rate"] for t in trials)),
             "lost_steps_median": statistics.median(lost), "lost_steps_max": max(lost),
+            "recorded_lost_median": statistics.median(t["recorded_lost"] for t in trials),
             "lost_s_median": statistics.median(t["lost_s"] for t in trials),
             "lost_s_max": max(t["lost_s"] for t in trials), "trials": trials,
         }
@@ -158,11 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                "_machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                             "load_avg": os.getloadavg()}}
     if args.markdown:
-        print("| target steps/s | achieved (median) | steps lost per kill (median / max) | seconds lost (median / max) |")
-        print("|---:|---:|---:|---:|")
+        print("| target steps/s | achieved (median) | steps lost per kill (median / max) | seconds lost (median / max) "
+              "| recorded data_lost before the kill (median) |")
+        print("|---:|---:|---:|---:|---:|")
         for rate, r in results["kill"].items():
             print(f"| {int(float(rate)):,} | {r['achieved_rate_median']:,} | {r['lost_steps_median']} / "
-                  f"{r['lost_steps_max']} | {r['lost_s_median']} / {r['lost_s_max']} |")
+                  f"{r['lost_steps_max']} | {r['lost_s_median']} / {r['lost_s_max']} | {r['recorded_lost_median']} |")
         d = results["disk_full"]
         print("\n" + (f"disk full: skipped ({d['skipped']})" if "skipped" in d else
                       f"disk full for {d['full_s']} s at 200 steps/s: {d['steps_while_full']} steps logged while full, "

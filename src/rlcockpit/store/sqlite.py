@@ -340,8 +340,14 @@ class SQLiteStore(Store):
         return self._tx(self._loss_tx, run_id, loss)
 
     def _loss_tx(self, run_id: str, loss: DataLoss) -> str:
-        eid = self._event_tx(run_id, "data_lost", loss.payload(), loss.first_step())
-        self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (max(loss.entries, 1), run_id))
+        eid = loss.id or uuid.uuid4().hex[:12]
+        self._conn.execute(
+            "INSERT OR REPLACE INTO events(id, run_id, step, kind, payload, ts) VALUES (?,?,?,?,?,?)",
+            (eid, run_id, loss.first_step(), "data_lost", dumps(loss.payload()), loss.first_ts or time.time()),
+        )
+        added = loss.entries - loss.counted if loss.id else max(loss.entries, 1)
+        if added:
+            self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (added, run_id))
         return eid
 
     def keys(self, run_id: str) -> list[str]:

@@ -50,7 +50,7 @@ from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
 
 logger = logging.getLogger("rlcockpit")
 
-MAX_DRAIN = 50_000  # entries per store transaction
+MAX_DRAIN = 10_000  # entries per store transaction: bounds what a SIGKILL can take from inside a drain
 
 
 class Drain:
