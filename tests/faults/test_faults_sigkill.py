@@ -16,7 +16,7 @@ from faults_support import spawn_python
 
 import rlcockpit
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # real child processes, several kills each
 
 KEYS = 20
 CHILD = """

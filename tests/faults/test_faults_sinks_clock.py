@@ -118,6 +118,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_wall_clock_jump_changes_no_data_and_no_status(tmp_path: Path, monkeypatch) -> None:
     import subprocess
 

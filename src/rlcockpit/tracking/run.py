@@ -14,7 +14,6 @@ prefix with recorded gaps, never silent holes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -27,7 +26,7 @@ from typing import Any
 
 from rlcockpit.redact import redact
 from rlcockpit.store import open_store, resolve_dir
-from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
+from rlcockpit.store.base import Store, StoreError, boot_id
 from rlcockpit.store.batch import DataLoss, merge_ranges
 from rlcockpit.tracking import hooks
 from rlcockpit.tracking.entries import (
@@ -40,12 +39,12 @@ from rlcockpit.tracking.entries import (
     QueueBudget,
     Samples,
     Stop,
-    SummarySet,
     human_bytes,
     samples_cost,
 )
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
+from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, _safe_meta  # noqa: F401 - re-exported
 from rlcockpit.tracking.sinks import Sink
 from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
 
@@ -53,43 +52,6 @@ logger = logging.getLogger("rlcockpit")
 
 _current: Run | None = None
 _time = time.time
-
-
-class Summary(dict):
-    """``run.summary``: last value of every key, plus what you set (``run.summary["best"] = 0.9``)."""
-
-    def __init__(self, run: Run) -> None:
-        super().__init__()
-        self._run = run
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        super().__setitem__(key, value)
-        self._run._put_internal(SummarySet({key: value}))
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        d = dict(*args, **kwargs)
-        super().update(d)
-        self._run._put_internal(SummarySet(d))
-
-    def _refresh(self, values: Mapping[str, Any]) -> None:
-        for k, v in values.items():
-            dict.__setitem__(self, k, v)
-
-
-def _config_to_dict(config: Any) -> dict[str, Any]:
-    if config is None:
-        return {}
-    if type(config).__module__.startswith("omegaconf"):
-        from omegaconf import OmegaConf
-
-        return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return dataclasses.asdict(config)
-    if isinstance(config, Mapping):
-        return dict(config)
-    if hasattr(config, "to_dict"):
-        return config.to_dict()
-    return dict(vars(config))
 
 
 class Run:
@@ -436,25 +398,6 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<rlcockpit.Run {self.project}/{self.name} id={self.id} dir={self.dir}>"
-
-
-def _init_error(exc: StoreError, dir: Path) -> StoreError:
-    """The same store error, saying that ``init`` could not start and what to do."""
-    text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
-    if isinstance(exc, StoreUnavailable):
-        if exc.reason == "full":
-            text += " — free some space, or pass another dir="
-        return exc.with_message(text)
-    return StoreError(exc.errno, text)
-
-
-def _safe_meta(capture: bool) -> dict[str, Any]:
-    from rlcockpit.tracking.meta import collect_meta
-
-    try:
-        return collect_meta(capture_git=capture)
-    except Exception as exc:  # noqa: BLE001
-        return {"error": f"metadata capture failed: {exc}"}
 
 
 _live_runs = hooks.live_runs  # the runs the exit hooks will finish (tests clear it)
