@@ -3,7 +3,7 @@
 The store is where a run's truth lives, so unlike the other loggers it is never disabled. When a write
 fails because the store cannot be written *now* (:class:`~rlcockpit.store.StoreUnavailable`: disk full,
 database locked by another process, I/O error), the batch is kept and retried with exponential backoff
-(0.1 s doubling to 5 s); batches that arrive meanwhile are merged into it, so the retry stays one
+(0.1 s doubling to 2 s); batches that arrive meanwhile are merged into it, so the retry stays one
 transaction and nothing is written twice. The backlog is bounded by ``max_bytes``: beyond it, new data
 batches are dropped — never the held ones, so what is stored stays a prefix — and each dropped step range
 becomes a ``data_lost`` record written with the next batch that gets through. Run fields (heartbeat,
@@ -29,7 +29,7 @@ from rlcockpit.tracking.entries import human_bytes
 logger = logging.getLogger("rlcockpit")
 
 BACKOFF_START_S = 0.1
-BACKOFF_MAX_S = 5.0
+BACKOFF_MAX_S = 2.0
 LOSS_FLUSH_S = 2.0  # a loss record that has not grown this long is closed; the next loss opens a new one
 
 
