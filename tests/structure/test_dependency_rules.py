@@ -8,7 +8,7 @@ at module level or inside functions):
 * ``health/`` imports no trainer, tracking, alerts or ui code;
 * nowhere is an import of our own modules (or an ``importlib.import_module`` call) wrapped in a
   ``try/except`` that catches ImportError: a broken sibling fails loudly (one deliberate exception: the
-  verl plugin; and two known ones in the dashboard code being replaced, see ``KNOWN_VIOLATIONS``).
+  verl plugin, which verl imports while ``import verl`` runs).
 """
 
 from __future__ import annotations
@@ -27,10 +27,6 @@ ALLOWED = {
 # Guarded imports that are the point: verl imports this plugin while `import verl` runs, and a tracking
 # add-on must never stop a training job from starting (it reports the failure on stderr instead).
 GUARDED_ON_PURPOSE = {"rlcockpit.integrations.verl_plugin"}
-# Known violations in code another branch is replacing (the dashboard's FastAPI rewrite, issue 15): listed
-# so the rest is enforced now; test_known_violations_are_still_there fails once they are gone, so this
-# list cannot outlive them.
-KNOWN_VIOLATIONS = {"rlcockpit.ui.api", "rlcockpit.ui.analysis"}
 FORBIDDEN = {
     "health": {"rlcockpit.trainer", "rlcockpit.tracking", "rlcockpit.alerts", "rlcockpit.ui", "rlcockpit.server",
                "rlcockpit.integrations", "rlcockpit.preflight"},
@@ -121,16 +117,10 @@ def _guarded(path: Path) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
 def test_no_guarded_imports_of_our_own_modules(path: Path) -> None:
     module = _module_name(path)
-    if module in GUARDED_ON_PURPOSE | KNOWN_VIOLATIONS:
+    if module in GUARDED_ON_PURPOSE:
         return
     bad = _guarded(path)
     assert not bad, f"{module}: imports of rlcockpit modules must not be guarded (a broken module must fail loudly): {bad}"
-
-
-def test_known_violations_are_still_there() -> None:
-    for module in sorted(KNOWN_VIOLATIONS):
-        path = SRC.parent / (module.replace(".", "/") + ".py")
-        assert path.exists() and _guarded(path), f"{module} is fixed or gone: remove it from KNOWN_VIOLATIONS"
 
 
 def test_the_rules_catch_a_violation(tmp_path: Path) -> None:

@@ -57,9 +57,11 @@ class Event(NamedTuple):
 
 
 class FindingIn(NamedTuple):
-    """A finding: from an observer, or from ``run.log_finding``."""
+    """A finding: from an observer (its listeners were called already), or from ``run.log_finding``
+    (``notify``: the run's finding listeners are still to be called — off the training thread)."""
 
     finding: Any
+    notify: bool = False
 
 
 class SummarySet(NamedTuple):

@@ -295,13 +295,9 @@ class Run:
         self._put_internal(Event(kind, redact(dict(payload or {})), step))
 
     def log_finding(self, finding: Any) -> None:
-        """Store a finding produced outside the built-in monitor (it also reaches listeners and alerts)."""
-        self._put_internal(FindingIn(finding))
-        for cb in list(self._finding_listeners):
-            try:
-                cb(finding)
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("rlcockpit: finding listener failed: %s", exc)
+        """Store a finding produced outside the built-in monitor; it also reaches the finding listeners
+        (alerts, guardrails), called from the run's threads, never from this one."""
+        self._put_internal(FindingIn(finding, notify=True))
 
     def update_meta(self, values: Mapping[str, Any]) -> None:
         """Set top-level ``meta`` keys of the stored run, written after everything logged before."""

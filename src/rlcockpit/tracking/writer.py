@@ -77,12 +77,14 @@ class Writer(threading.Thread):
         flush_s: float = 1.0,
         heartbeat_s: float = 5.0,
         end_meta: Callable[[], Mapping[str, Any]] | None = None,
+        listeners: list[Callable[[Any], None]] | None = None,
     ) -> None:
         super().__init__(name="rlcockpit-writer", daemon=True)
         self.queue, self.budget, self.store_writer = queue, budget, store_writer
         self.workers, self.observer = workers, observer
         self.poll_s, self.flush_s, self.heartbeat_s = poll_s, flush_s, heartbeat_s
         self.end_meta = end_meta or dict
+        self.listeners = listeners if listeners is not None else []  # the run's on_finding callbacks
         self.wake = threading.Event()
         self.ended = threading.Event()
         self.cleaner = RowCleaner()
@@ -173,6 +175,8 @@ class Writer(threading.Thread):
             elif t is FindingIn:
                 batch.findings.append(e.finding)
                 parts.append(FindingPart(e.finding))
+                if e.notify:
+                    self._notify(e.finding)
             elif t is SummarySet:
                 self._summary_set(e.values)
             elif t is MetaSet:
@@ -234,6 +238,18 @@ class Writer(threading.Thread):
         drain.parts.append(SamplesPart(step, clean))
         if self.observer is not None:
             self.observer.submit_samples(step, clean)
+
+    def _notify(self, finding: Any) -> None:
+        """Call the finding listeners for a finding logged with ``run.log_finding`` (on the observer thread
+        when there is one: a slow listener must not hold up the store)."""
+        if self.observer is not None:
+            self.observer.submit(FindingIn(finding, notify=True))
+            return
+        for cb in list(self.listeners):
+            try:
+                cb(finding)
+            except Exception:  # noqa: BLE001 - a listener never takes the run down
+                logger.warning("rlcockpit: finding listener failed:\n%s", traceback.format_exc())
 
     def _summary_set(self, values: Mapping[Any, Any]) -> None:
         for k, v in redact(dict(values)).items():
