@@ -130,6 +130,11 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = -1  # -1 = off (verl)
     val_temperature: float = 0.0  # 0 = greedy validation
+    # engine settings read by rollout.name=vllm (verl's keys and defaults; the built-in engine ignores them)
+    gpu_memory_utilization: float = 0.5  # on CPU vLLM reads it as a share of RAM (caps the KV cache)
+    tensor_model_parallel_size: int = 1
+    enforce_eager: bool = True
+    free_cache_engine: bool = True  # release the KV cache while the update runs
 
 
 @dataclass
@@ -204,6 +209,7 @@ class TrainerConfig:
     max_consecutive_nonfinite: int = 3
     rlcockpit_dir: str | None = None  # tracking store (else $RLCOCKPIT_DIR, else ./rlcockpit)
     tags: list[str] = field(default_factory=list)
+    profile_steps: list[int] = field(default_factory=list)  # torch.profiler on these steps (trainer/profiling.py)
 
 
 @dataclass

@@ -22,6 +22,7 @@ import torch
 
 from rlcockpit.algos import apply_kl_penalty, compute_advantage, get_kl_controller, scores_to_token_level
 from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer import rollout_vllm  # noqa: F401 - registers rollout.name=vllm
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, to_dict
 from rlcockpit.trainer.data import PromptLoader, load_datasets
@@ -40,6 +41,7 @@ from rlcockpit.trainer.models import (
 )
 from rlcockpit.trainer.rewards import RewardManager
 from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
+from rlcockpit.trainer.rollout_check import rollout_probs_metrics
 from rlcockpit.trainer.update import update_actor, update_critic
 
 
@@ -140,7 +142,8 @@ def build(cfg: Config, log: Any = print) -> State:
     critic_opt = make_optimizer(critic.parameters(), cfg.critic.optim) if critic is not None else None
     autocast = autocast_factory(cfg.actor.model.dtype, device)
     engine = ROLLOUT_ENGINES.get(cfg.rollout.name)(actor, pad_token_id=tokenizer.pad_token_id,
-                                                  eos_token_id=tokenizer.eos_token_id, device=device, autocast=autocast)
+                                                  eos_token_id=tokenizer.eos_token_id, device=device, autocast=autocast,
+                                                  config=cfg)
     kc = cfg.algorithm.kl_ctrl
     return State(
         cfg=cfg, device=device, tokenizer=tokenizer, model_path=path, actor=actor, ref=ref, critic=critic,
@@ -252,6 +255,7 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     T, bs = o.responses.size(1), o.responses.size(0)
     mask = o.response_mask.float()
     single_pass = cfg.actor.ppo_epochs == 1 and bs <= cfg.actor.ppo_mini_batch_size * cfg.rollout.n
+    single_pass = single_pass and o.rollout_log_probs is None  # else: old log-probs to compare with the engine's
     with torch.no_grad():
         if not single_pass or cfg.algorithm.use_kl_in_reward:
             with timed(timing, "old_log_prob"), st.autocast():
@@ -271,6 +275,8 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
                 st.critic.eval()
                 batch["values"] = forward_values(st.critic, batch["input_ids"], batch["attention_mask"], T)
     metrics: dict[str, float] = dict(exp.metrics)
+    if o.rollout_log_probs is not None:
+        metrics.update(rollout_probs_metrics(o.rollout_log_probs, batch["old_log_probs"], o.response_mask))
     with timed(timing, "adv"):
         batch["token_level_scores"] = scores_to_token_level(exp.scores.to(mask.device), mask)
         rewards = batch["token_level_scores"]
@@ -294,6 +300,9 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
         metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast))
         st.actor_sched.step()
+    with timed(timing, "update_weights"):  # into the rollout engine (a no-op for the built-in one)
+        st.engine.sync_weights(st.actor)
+    metrics.update(st.engine.pop_metrics() if hasattr(st.engine, "pop_metrics") else {})
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     metrics.update(data_metrics(batch, cfg.data.max_response_length, cfg.data.max_prompt_length))
     metrics["perf/total_num_tokens_int"] = float(batch["attention_mask"].sum())

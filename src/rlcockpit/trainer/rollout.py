@@ -35,6 +35,9 @@ class RolloutOutput:
     prompt_mask: torch.Tensor  # (bs, P) 1 on real prompt tokens
     responses: torch.Tensor  # (bs, T) right-padded response ids
     response_mask: torch.Tensor  # (bs, T) 1 on generated tokens up to and including EOS
+    # (bs, T) the engine's log-prob of each sampled token, when it reports them (vLLM); compared with the
+    # trainer's in training/rollout_probs_diff_*
+    rollout_log_probs: torch.Tensor | None = None
 
     @property
     def input_ids(self) -> torch.Tensor:
@@ -92,8 +95,8 @@ class HFRolloutEngine:
     """Samples from the training model itself (no weight sync needed)."""
 
     def __init__(self, model: Any, *, pad_token_id: int, eos_token_id: int | list[int], device: Any,
-                 autocast: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
-        self.model = model
+                 autocast: Callable[[], contextlib.AbstractContextManager] | None = None, config: Any = None) -> None:
+        self.model = model  # config: the trainer Config, which engines with settings of their own read
         self.pad_token_id = pad_token_id
         self.eos_ids = torch.tensor(eos_token_id if isinstance(eos_token_id, list) else [eos_token_id])
         self.device = device
