@@ -39,6 +39,7 @@ from rlcockpit.trainer.models import (
     reference_context,
     resolve_device,
 )
+from rlcockpit.trainer.profiling import StepProfiler, phase
 from rlcockpit.trainer.rewards import RewardManager
 from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
 from rlcockpit.trainer.rollout_check import rollout_probs_metrics
@@ -239,7 +240,8 @@ def rewarm(opt: torch.optim.Optimizer, sched: Any, warmup: int) -> None:
 @contextmanager
 def timed(timing: dict[str, float], name: str):
     t0 = time.perf_counter()
-    yield
+    with phase(f"timing_s/{name}"):  # a named range in profiler traces (trainer.profile_steps)
+        yield
     timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
 
@@ -341,6 +343,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=tr.default_local_dir)
+    profiler = StepProfiler.for_run(cfg, run, st.device, log=log)
     exit_code = 0
     try:
         if st.step == 0:
@@ -354,7 +357,8 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
             st.step += 1
             timing: dict[str, float] = {}
             t0 = time.perf_counter()
-            metrics, exp = train_step(st, timing)
+            with profiler.step(st.step):
+                metrics, exp = train_step(st, timing)
             timing["step"] = time.perf_counter() - t0
             metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
             metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
