@@ -62,12 +62,22 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     proc = psutil.Process()
     baseline = proc.memory_info().rss
     peak = [baseline]
+    phase = ["build"]
+    phase_peak: dict[str, int] = {}
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
+            rss = proc.memory_info().rss
+            peak[0] = max(peak[0], rss)
+            phase_peak[phase[0]] = max(phase_peak.get(phase[0], 0), rss)
             time.sleep(0.002)
+
+    def enter(name: str) -> None:
+        rss = proc.memory_info().rss
+        phase_peak[phase[0]] = max(phase_peak.get(phase[0], 0), rss)
+        phase[0] = name
+        phase_peak[name] = max(phase_peak.get(name, 0), rss)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -93,12 +103,32 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
             p.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6)
+    # phase tags inside update_actor: forward (until the loss exists), backward, optimizer step
+    import rlcockpit.trainer.update as upd
+
+    plain_fwd, plain_step = upd.forward_logprobs, opt.step
+
+    def tagged_fwd(*a: Any, **k: Any) -> Any:
+        enter("update_fwd")
+        out = plain_fwd(*a, **k)
+        enter("update_bwd")
+        return out
+
+    def tagged_step(*a: Any, **k: Any) -> Any:
+        enter("optimizer_step")
+        out = plain_step(*a, **k)
+        enter("update_other")
+        return out
+
+    upd.forward_logprobs, opt.step = tagged_fwd, tagged_step
     engine = HFRolloutEngine(model, pad_token_id=tok.pad_token_id, eos_token_id=[-1], device="cpu")
     g = torch.Generator().manual_seed(0)
     for _ in range(2):
         prompts = [torch.randint(7, min(vocab, 100), (spec["prompt"],), generator=g).tolist()
                    for _ in range(spec["batch"] * spec["n"])]
+        enter("rollout")
         out = engine.generate(prompts, SamplingParams(max_new_tokens=spec["response"], temperature=1.0))
+        enter("after_rollout")
         ids, mask = out.input_ids, out.attention_mask
         batch = {"input_ids": ids, "attention_mask": mask, "responses": out.responses,
                  "response_mask": out.response_mask, "advantages": torch.randn(out.responses.shape)}
@@ -110,12 +140,14 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
                     forward_logprobs(ref, ids[i:i + spec["micro"]], mask[i:i + spec["micro"]],
                                      out.responses.size(1))[0] for i in range(0, ids.size(0), spec["micro"])])
         update_actor(cfg, model, opt, batch, __import__("contextlib").nullcontext)
+        enter("after_update")
     stop.set()
     sampler.join()
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"baseline_rss": baseline, "peak_rss": max(peak[0], maxrss), "vocab": vocab,
             "n_params": sum(p.numel() for p in model.parameters()),
-            "response_tokens": int(out.responses.size(1))}
+            "response_tokens": int(out.responses.size(1)),
+            "phase_peak_mib": {k: round((v - baseline) / 2**20, 1) for k, v in phase_peak.items()}}
 
 
 def _estimate(spec: dict[str, Any], vocab: int) -> Any:
@@ -157,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"scenario": spec["name"], "n_params": measured["n_params"],
                      "measured_mib": round(delta / 2**20, 1), "estimated_mib": round(est.peak_bytes / 2**20, 1),
                      "error_pct": round(100 * (est.peak_bytes - delta) / delta, 1),
-                     "seconds": round(time.time() - t0, 1), "spec": spec})
+                     "seconds": round(time.time() - t0, 1), "phase_peak_mib": measured["phase_peak_mib"],
+                     "estimate_mib": {k: round(v / 2**20, 1) for k, v in {**est.components, **est.phases}.items()},
+                     "spec": spec})
     if args.json:
         errs = [abs(r["error_pct"]) for r in rows]
         print(json.dumps({"scenarios": rows, "mean_abs_error_pct": round(sum(errs) / len(errs), 1),
