@@ -32,6 +32,8 @@ SCENARIOS: list[dict[str, Any]] = [
      "batch": 8, "n": 4, "micro": 32, "prompt": 48, "response": 48, "dtype": "fp32", "lora": 8},
     {"name": "32k vocab, long", "hidden": 384, "layers": 6, "heads": 6, "intermediate": 1536, "vocab": 32000,
      "batch": 4, "n": 4, "micro": 8, "prompt": 96, "response": 96, "dtype": "fp32"},
+    {"name": "152k vocab (Qwen2.5), GQA", "hidden": 256, "layers": 4, "heads": 4, "kv_heads": 2, "intermediate": 1024,
+     "vocab": 151936, "batch": 4, "n": 4, "micro": 4, "prompt": 64, "response": 64, "dtype": "fp32"},
 ]
 
 
@@ -47,9 +49,12 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from rlcockpit.trainer.config import load_config
+    from rlcockpit.trainer.host_memory import trim_heap
     from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
     from rlcockpit.trainer.tiny import build_char_tokenizer
     from rlcockpit.trainer.update import update_actor
+
+    trim = os.environ.get("RLCOCKPIT_BENCH_TRIM", "1") == "1"  # as the trainer does between phases on CPU
 
     tok = build_char_tokenizer()
     vocab = spec["vocab"] or len(tok)
@@ -83,7 +88,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     sampler.start()
     config = Qwen2Config(vocab_size=vocab, hidden_size=spec["hidden"], intermediate_size=spec["intermediate"],
                          num_hidden_layers=spec["layers"], num_attention_heads=spec["heads"],
-                         num_key_value_heads=spec["heads"], max_position_embeddings=1024,
+                         num_key_value_heads=spec.get("kv_heads", spec["heads"]), max_position_embeddings=1024,
                          tie_word_embeddings=True, pad_token_id=tok.pad_token_id)
     model = Qwen2ForCausalLM(config)
     if spec.get("ckpt"):
@@ -128,6 +133,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
                    for _ in range(spec["batch"] * spec["n"])]
         enter("rollout")
         out = engine.generate(prompts, SamplingParams(max_new_tokens=spec["response"], temperature=1.0))
+        if trim:
+            trim_heap()
         enter("after_rollout")
         ids, mask = out.input_ids, out.attention_mask
         batch = {"input_ids": ids, "attention_mask": mask, "responses": out.responses,
@@ -140,6 +147,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
                     forward_logprobs(ref, ids[i:i + spec["micro"]], mask[i:i + spec["micro"]],
                                      out.responses.size(1))[0] for i in range(0, ids.size(0), spec["micro"])])
         update_actor(cfg, model, opt, batch, __import__("contextlib").nullcontext)
+        if trim:
+            trim_heap()
         enter("after_update")
     stop.set()
     sampler.join()
@@ -153,7 +162,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 def _estimate(spec: dict[str, Any], vocab: int) -> Any:
     from rlcockpit.preflight.memory import ModelShape, TrainShape, estimate_memory
 
-    shape = ModelShape(hidden=spec["hidden"], layers=spec["layers"], heads=spec["heads"], kv_heads=spec["heads"],
+    shape = ModelShape(hidden=spec["hidden"], layers=spec["layers"], heads=spec["heads"],
+                       kv_heads=spec.get("kv_heads", spec["heads"]),
                        intermediate=spec["intermediate"], vocab=vocab, tie_embeddings=True, attention_bias=True)
     train = TrainShape(train_batch_size=spec["batch"], rollout_n=spec["n"], micro_batch_size=spec["micro"],
                        prompt_length=spec["prompt"], response_length=spec["response"], compute_dtype=spec["dtype"],

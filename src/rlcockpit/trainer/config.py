@@ -132,8 +132,8 @@ class RolloutConfig:
     val_temperature: float = 0.0  # 0 = greedy validation
     # engine settings read by rollout.name=vllm (verl's keys and defaults; the built-in engine ignores them)
     gpu_memory_utilization: float = 0.5  # on CPU vLLM reads it as a share of RAM (caps the KV cache)
-    tensor_model_parallel_size: int = 1
-    enforce_eager: bool = True
+    tensor_model_parallel_size: int = 1  # vLLM shards; > 1 needs torchrun (one shard per rank)
+    enforce_eager: bool = True  # vLLM without CUDA graphs / torch.compile
     free_cache_engine: bool = True  # release the KV cache while the update runs
 
 
@@ -209,7 +209,7 @@ class TrainerConfig:
     max_consecutive_nonfinite: int = 3
     rlcockpit_dir: str | None = None  # tracking store (else $RLCOCKPIT_DIR, else ./rlcockpit)
     tags: list[str] = field(default_factory=list)
-    profile_steps: list[int] = field(default_factory=list)  # torch.profiler on these steps (trainer/profiling.py)
+    profile_steps: list[int] = field(default_factory=list)  # steps run under torch.profiler; traces stored with the run (docs/trainer.md)
 
 
 @dataclass
