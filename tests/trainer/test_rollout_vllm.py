@@ -25,13 +25,15 @@ REPO = Path(__file__).resolve().parents[2]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
 JOB = Path(__file__).with_name("vllm_engine_job.py")
 # head size 32 (64 wide, 2 heads): vLLM's CPU attention has no kernel for the usual 16-wide test model
-VLLM_TINY = ["actor.model.tiny.hidden_size=64", "actor.model.tiny.num_layers=1", "actor.model.tiny.num_heads=2",
-             "actor.model.tiny.intermediate_size=128", "actor.model.tiny.sft_steps=30",
-             "actor.model.tiny.sft_batch_size=16", "actor.model.tiny.sft_slip_steps=2",
-             "data.builtin.train_size=200", "data.builtin.val_size=16", "data.train_batch_size=4",
-             "data.max_prompt_length=32", "data.max_response_length=6", "actor.ppo_mini_batch_size=4",
-             "rollout.n=4", "rollout.name=vllm", "actor.optim.lr=1e-3", "trainer.num_threads=2",
-             "trainer.logger=[rlcockpit]", "health.enable=false", "rollout.gpu_memory_utilization=0.05"]
+VLLM_TINY = ["actor_rollout_ref.model.tiny.hidden_size=64", "actor_rollout_ref.model.tiny.num_layers=1",
+             "actor_rollout_ref.model.tiny.num_heads=2", "actor_rollout_ref.model.tiny.intermediate_size=128",
+             "actor_rollout_ref.model.tiny.sft_steps=30", "actor_rollout_ref.model.tiny.sft_batch_size=16",
+             "actor_rollout_ref.model.tiny.sft_slip_steps=2", "data.builtin.train_size=200", "data.builtin.val_size=16",
+             "data.train_batch_size=4", "data.max_prompt_length=32", "data.max_response_length=6",
+             "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.rollout.n=4",
+             "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.actor.optim.lr=1e-3", "trainer.num_threads=2",
+             "trainer.logger=[rlcockpit]", "health.enable=false",
+             "actor_rollout_ref.rollout.gpu_memory_utilization=0.05"]
 
 
 @pytest.fixture
@@ -95,20 +97,25 @@ def test_rlcockpit_train_with_vllm_rollout_logs_verl_mismatch_metrics(vllm_pytho
         assert key in hist.columns, key
     diffs = hist["training/rollout_probs_diff_mean"].dropna()
     assert len(diffs) == 3 and (diffs < 1e-4).all(), diffs.tolist()  # every step, weights synced every step
-    assert run.config["rollout"]["name"] == "vllm"
+    assert run.config["actor_rollout_ref"]["rollout"]["name"] == "vllm"
     samples = run.samples(step=1)
     assert samples and all(isinstance(s["response"], str) for s in samples)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed in this venv")
-def test_without_vllm_the_factory_falls_back_to_the_builtin_engine_and_says_so():
-    from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, HFRolloutEngine
+def test_without_vllm_the_trainer_falls_back_to_the_builtin_engine_and_says_so(tiny_cfg):
+    from rlcockpit.trainer.rollout import HFRolloutEngine
+    from rlcockpit.trainer.state import make_engine
 
     lines: list[str] = []
-    engine = ROLLOUT_ENGINES.get("vllm")(torch.nn.Linear(2, 2), pad_token_id=0, eos_token_id=1, device="cpu",
-                                         log=lines.append)
+    cfg = tiny_cfg("actor_rollout_ref.rollout.name=vllm")
+    engine = make_engine(cfg, torch.nn.Linear(2, 2), _Tok(), torch.device("cpu"), None, log=lines.append)
     assert isinstance(engine, HFRolloutEngine)
-    assert len(lines) == 1 and "vllm not installed, using the built-in engine" in lines[0] and ".venv-vllm" in lines[0]
+    assert len(lines) == 1 and "using the built-in hf engine" in lines[0] and ".venv-vllm" in lines[0], lines
+
+
+class _Tok:
+    pad_token_id, eos_token_id = 0, 1
 
 
 def test_rollout_probs_metrics_follow_verl():
@@ -128,11 +135,12 @@ def test_rollout_probs_metrics_follow_verl():
 
 
 def test_vllm_settings_read_verl_keys(tiny_cfg):
-    cfg = tiny_cfg("rollout.gpu_memory_utilization=0.3", "rollout.tensor_model_parallel_size=2",
-                   "rollout.enforce_eager=false", "rollout.free_cache_engine=false", "actor.model.dtype=bf16")
+    cfg = tiny_cfg("actor_rollout_ref.rollout.gpu_memory_utilization=0.3",
+                   "actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.rollout.enforce_eager=false",
+                   "actor_rollout_ref.rollout.free_cache_engine=false", "actor_rollout_ref.model.dtype=bf16")
     s = VLLMSettings.from_config(cfg)
     assert (s.gpu_memory_utilization, s.tensor_model_parallel_size, s.enforce_eager, s.free_cache_engine) == \
         (0.3, 2, False, False)
     assert s.max_model_len == cfg.data.max_prompt_length + cfg.data.max_response_length
-    assert s.max_num_seqs == max(cfg.data.train_batch_size * cfg.rollout.n, cfg.data.val_batch_size)
+    assert s.max_num_seqs == max(cfg.data.train_batch_size * cfg.rollout.n, cfg.data.val_batch_size or 0)
     assert s.dtype == "bf16" and s.seed == cfg.trainer.seed

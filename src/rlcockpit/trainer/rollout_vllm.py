@@ -36,13 +36,7 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.rollout import (
-    ROLLOUT_ENGINES,
-    HFRolloutEngine,
-    RolloutOutput,
-    SamplingParams,
-    left_pad,
-)
+from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, RolloutOutput, SamplingParams, left_pad
 
 VLLM_HINT = "create it with `make vllm-env` (scripts/setup_vllm_env.sh) and run `.venv-vllm/bin/rlcockpit train ...`"
 # head sizes vLLM's CPU attention backend has kernels for (vllm/v1/attention/backends/cpu_attn.py)
@@ -84,7 +78,8 @@ class VLLMSettings:
         if cfg is None:
             return cls()
         r = getattr(getattr(cfg, "actor_rollout_ref", None), "rollout", None) or getattr(cfg, "rollout", None)
-        d, actor = getattr(cfg, "data", None), getattr(cfg, "actor", None)
+        d = getattr(cfg, "data", None)
+        model = getattr(getattr(cfg, "actor_rollout_ref", None), "model", None) or getattr(cfg, "model", None)
         s = cls()
         for key in ("gpu_memory_utilization", "tensor_model_parallel_size", "enforce_eager", "free_cache_engine"):
             if getattr(r, key, None) is not None:
@@ -93,20 +88,18 @@ class VLLMSettings:
             s.max_model_len = int(d.max_prompt_length) + int(d.max_response_length)
             rows = int(d.train_batch_size) * int(getattr(r, "n", 1) or 1)
             s.max_num_seqs = max(rows, int(getattr(d, "val_batch_size", 0) or 0), 1)
-        dtype = getattr(getattr(actor, "model", None), "dtype", None)
-        s.dtype = dtype or s.dtype
+        s.dtype = getattr(model, "dtype", None) or s.dtype
         s.seed = int(getattr(getattr(cfg, "trainer", None), "seed", 0) or 0)
         return s
 
 
 @ROLLOUT_ENGINES.register("vllm")
 def make_vllm_engine(model: Any, *, pad_token_id: int, eos_token_id: int | list[int], device: Any,
-                     autocast: Any = None, config: Any = None, log: Any = print) -> Any:
-    """The vLLM engine, or the built-in one (with one line saying why) where vLLM is not installed."""
+                     autocast: Any = None, config: Any = None) -> VLLMRolloutEngine:
+    """The vLLM engine; ImportError (naming the venv to use) where vLLM is not installed, on which the
+    trainer's ``make_engine`` says so in one line and uses the built-in engine."""
     if not vllm_available():
-        log(f"[rlcockpit] vllm not installed, using the built-in engine (rollout.name=vllm needs .venv-vllm: {VLLM_HINT})")
-        return HFRolloutEngine(model, pad_token_id=pad_token_id, eos_token_id=eos_token_id, device=device,
-                               autocast=autocast)
+        raise ImportError(f"vllm not installed in this environment; {VLLM_HINT}")
     return VLLMRolloutEngine(model, pad_token_id=pad_token_id, eos_token_id=eos_token_id, device=device,
                              settings=VLLMSettings.from_config(config))
 
