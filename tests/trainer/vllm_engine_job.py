@@ -17,7 +17,7 @@ import torch
 def main(argv: list[str]) -> int:
     from rlcockpit.trainer.config import load_config
     from rlcockpit.trainer.data import load_datasets
-    from rlcockpit.trainer.loop import resolve_model_path
+    from rlcockpit.trainer.state import resolve_model_path
     from rlcockpit.trainer.models import forward_logprobs, load_tokenizer
     from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
     from rlcockpit.trainer.rollout_check import rollout_probs_metrics
