@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         spec = {**spec, "device": args.device}
         proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
-                              text=True, env=env, timeout=600)
+                              text=True, env=env, timeout=2400)
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
         if proc.returncode != 0 or not line:
             print(f"scenario {spec['name']!r} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
