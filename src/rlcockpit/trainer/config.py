@@ -217,6 +217,9 @@ def finalize(cfg: Config) -> Config:
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")
+    from rlcockpit.trainer.algo_args import validate_algorithm
+
+    validate_algorithm(cfg, ConfigError)  # rollout correction settings, dro_beta, gdpo keys
     return cfg
 
 
@@ -246,6 +249,7 @@ def to_dict(cfg: Config) -> dict[str, Any]:
         getattr(cfg, f.name)) else getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if not f.metadata.get("internal")}
     for key, value in cfg.extras.items():
         _deep_set(out, key, copy.deepcopy(value))
+    out["framework"] = "rlcockpit"  # who wrote it (integrations write "verl" / "trl"); health reads keys accordingly
     return out
 
 
