@@ -26,10 +26,6 @@ from typing import Any
 GiB = 1024**3
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 SAFETY_MARGIN = 0.20
-# CPU runs: the trainer fixes glibc's mmap threshold here (rlcockpit/trainer/host_memory.py); smaller
-# allocations come from the heap, where a growing KV cache leaves holes (see cpu_heap_retention)
-CPU_MMAP_THRESHOLD = 4 * 2**20
-HEAP_HOLES_KEPT = 0.42  # share of the KV cache's outgrown heap buffers not reused later (measured, see below)
 
 
 @dataclass
@@ -160,26 +156,6 @@ def logit_bytes_per_element(e: int, t: TrainShape) -> int:
     return copies + (8 if t.entropy_grad else 0)
 
 
-def cpu_heap_retention(m: ModelShape, t: TrainShape, e: int) -> int:
-    """Heap bytes a CPU rollout leaves behind: the KV cache's outgrown buffers below the mmap threshold.
-
-    The rollout's cache grows by one token per decode step: each layer's K and V are re-allocated a
-    little larger every step.  While a buffer is under the mmap threshold it comes from glibc's heap, and
-    the slightly smaller buffer it replaces leaves a hole the next, larger one does not fit; the holes
-    stay resident for the rest of the process.  Measured (bench/memory_estimate.py, phase peaks): about
-    ``HEAP_HOLES_KEPT`` of the outgrown buffers' bytes stay (the rest coalesce and are reused).
-    """
-    rows = t.train_batch_size * t.rollout_n
-    per_token = rows * m.kv_dim * e  # one layer's K (or V) for one more position
-    outgrown = 0
-    for step in range(t.response_length):
-        size = per_token * (t.prompt_length + step)
-        if size >= CPU_MMAP_THRESHOLD:
-            break
-        outgrown += 2 * m.layers * size
-    return int(HEAP_HOLES_KEPT * outgrown)
-
-
 def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
     """Peak bytes of one RL step; a pure function of (model shape, run shape)."""
     wb = DTYPE_BYTES[t.weight_dtype]
@@ -229,9 +205,6 @@ def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
         phases["critic_update"] = critic_phase
     overhead = int(0.75 * GiB) if t.device == "cuda" else 0
     comp["framework_overhead"] = overhead
-    if t.device == "cpu":  # resident from the first rollout on, under every later phase
-        comp["cpu_heap_retention"] = cpu_heap_retention(m, t, e)
-        overhead += comp["cpu_heap_retention"]
     peak = max(phases.values()) + overhead
     return MemoryEstimate(components=comp, phases=phases, peak_bytes=int(peak), trainable_params=trainable,
                           n_params=n, notes=notes)
