@@ -5,7 +5,8 @@ first such free it *raises* its mmap threshold to that size (up to 32 MiB), so l
 come from the heap - and a rollout's KV cache, which grows by one token per step (a new, slightly larger
 tensor each time), and the update's activations leave the heap full of holes that are never returned.
 Measured with ``bench/memory_estimate.py`` (33.6M-parameter Qwen2, batch 8 x 4, 48+48 tokens): peak RSS
-1740 MiB with glibc's default, 1204 MiB with a fixed 128 KiB threshold, for the same live tensors.
+1740 MiB with glibc's default, 1204 MiB with a fixed 128 KiB threshold, 1652 MiB with 4 MiB (the
+default here), for the same live tensors.
 
 A fixed threshold turns the adaptation off, so RSS follows the tensors the process holds (what preflight's
 memory estimate predicts) instead of the heap's history. 128 KiB costs ~30% CPU time on the demo's step
