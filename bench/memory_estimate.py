@@ -120,7 +120,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     # phase tags inside update_actor: forward (until the loss exists), backward, optimizer step
     import rlcockpit.trainer.update as upd
 
-    plain_fwd, plain_step = upd.forward_logprobs, opt.step
+    plain_fwd, plain_step = upd.forward_policy, opt.step
 
     def tagged_fwd(*a: Any, **k: Any) -> Any:
         enter("update_fwd")
@@ -134,7 +134,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         enter("update_other")
         return out
 
-    upd.forward_logprobs, opt.step = tagged_fwd, tagged_step
+    upd.forward_policy, opt.step = tagged_fwd, tagged_step
     if ref is not None:
         ref = ref.to(dev)
     engine = HFRolloutEngine(model, pad_token_id=tok.pad_token_id, eos_token_id=[-1], device=dev)
