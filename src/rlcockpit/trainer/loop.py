@@ -25,8 +25,10 @@ from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
 from rlcockpit.trainer.probes import log_probes
+from rlcockpit.trainer.profiling import StepProfiler, phase
 from rlcockpit.trainer.progress import Progress
 from rlcockpit.trainer.rewards import RewardFailureError
+from rlcockpit.trainer.rollout_check import rollout_probs_metrics
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
     State,
     apply_live,
@@ -67,7 +69,8 @@ class TrainResult:
 @contextmanager
 def timed(timing: dict[str, float], name: str):
     t0 = time.perf_counter()
-    yield
+    with phase(f"timing_s/{name}"):  # a named range in profiler traces (trainer.profile_steps)
+        yield
     timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
 
@@ -82,6 +85,9 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
     policy_passes(st, batch, o.rollout_log_probs, timed, timing)
     metrics: dict[str, float] = dict(exp.metrics)
+    if o.rollout_log_probs is not None and not cfg.algorithm.rollout_correction.bypass_mode:
+        # verl's rollout-vs-trainer agreement (bypass mode uses the engine's log-probs as the old ones)
+        metrics.update(rollout_probs_metrics(o.rollout_log_probs, batch["old_log_probs"], o.response_mask))
     with timed(timing, "adv"):
         rewards_and_advantages(st, batch, exp, o.rollout_log_probs, metrics)
     if st.critic is not None:
@@ -93,6 +99,9 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
             metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref))
             st.actor_sched.step()
+    with timed(timing, "update_weights"):  # into the rollout engine (a no-op for the built-in one)
+        st.engine.sync_weights(st.actor)
+    metrics.update(st.engine.pop_metrics() if hasattr(st.engine, "pop_metrics") else {})
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     # lengths and per-token statistics over the generated tokens, rollout-correction rejections included
     metrics.update(data_metrics({**batch, "response_mask": o.response_mask}, cfg.data.max_response_length,
@@ -237,6 +246,7 @@ def _finish(run: Any, st: State, result: TrainResult, t_start: float) -> None:
 def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | None, result: TrainResult,
                progress: Progress, steps: int, log: Any) -> None:
     cfg, tr = st.cfg, st.cfg.trainer
+    profiler = StepProfiler.for_run(cfg, run, st.device, log=log)  # trainer.profile_steps
     if st.step == 0:
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
@@ -250,7 +260,8 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         st.step += 1
         timing: dict[str, float] = {}
         t0 = time.perf_counter()
-        metrics, exp = train_step(st, timing)
+        with profiler.step(st.step):
+            metrics, exp = train_step(st, timing)
         timing["step"] = time.perf_counter() - t0
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
