@@ -8,6 +8,12 @@ already past a fixed threshold or far from an EMA) or every ``every`` steps.
 Baselines are the run's own: detectors compare against a robust median/MAD of the values at warm-up end
 (frozen) or of a trailing window. A fixed threshold (a blog-post number such as "KL > 0.1") may only raise a
 *warning*; a *critical* always needs a change relative to the run's own baseline, or a non-finite value.
+
+A detector carries everything about itself: its thresholds (``defaults``), the metrics that trigger it
+(``triggers``), its advice (:meth:`Detector.advise`: causes ranked from the finding's evidence, config changes),
+and its place in root-cause stories (``story``, ``role``, :meth:`Detector.chain_text`). A detector a user
+registers is therefore as complete as a built-in one: it runs live, in ``diagnose``, and appears in the
+root-cause chain with its own story and advice.
 """
 
 from __future__ import annotations
@@ -20,19 +26,22 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.findings import Finding, severity_rank
+from rlcockpit.health.findings import Action, Cause, Finding, severity_rank
+from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
 
 
 class Track:
-    """Recent finite values of one canonical metric (non-finite values are reported, never stored)."""
+    """Recent finite values of one canonical metric (non-finite values are reported, never stored). ``raw`` is
+    the name the run logged it under (``kl`` for TRL's KL): evidence cites what the user logged."""
 
-    __slots__ = ("key", "values", "steps", "n", "last", "last_step")
+    __slots__ = ("key", "raw", "values", "steps", "n", "last", "last_step")
 
-    def __init__(self, key: str, maxlen: int = 256) -> None:
+    def __init__(self, key: str, maxlen: int = 256, raw: str | None = None) -> None:
         self.key = key
+        self.raw = raw or key
         self.values: deque[float] = deque(maxlen=maxlen)
         self.steps: deque[int] = deque(maxlen=maxlen)
         self.n = 0
@@ -128,8 +137,10 @@ class DetectorContext:
 
 
 class Detector:
-    """Base class. Subclasses set ``name``, ``keys`` (canonical metrics; ``keys[0]`` triggers ``check``),
-    ``defaults`` (documented thresholds) and implement :meth:`check`.
+    """Base class. Subclasses set ``name``, ``keys`` (canonical metrics it reads), ``defaults`` (documented
+    thresholds) and implement :meth:`check`; optionally ``triggers`` (the keys whose logging runs ``check``;
+    default ``keys[0]``), ``story``/``role`` (see :mod:`rlcockpit.health.stories`), ``cause`` (the generic
+    probable cause) and :meth:`advise` / :meth:`chain_text`.
 
     Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
     detector may fire) and ``cooldown`` (steps after a finding during which the same or a lower severity is
@@ -138,9 +149,13 @@ class Detector:
 
     name: ClassVar[str] = ""
     keys: ClassVar[tuple[str, ...]] = ()
+    triggers: ClassVar[tuple[str, ...] | None] = None  # None: keys[0] alone
     prefixes: ClassVar[tuple[str, ...]] = ()  # metric families tracked for this detector (``timing_s/``)
     common: ClassVar[dict[str, Any]] = {"enabled": True, "warmup": 10, "cooldown": 30}
     defaults: ClassVar[dict[str, Any]] = {}
+    story: ClassVar[str | Story] = "other"  # the root-cause story this detector's findings belong to
+    role: ClassVar[str] = "mechanism"  # "outcome" (what the user sees) or "mechanism" (what led there)
+    cause: ClassVar[str] = ""  # generic probable cause, ranked below evidence- and config-based ones
 
     def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
         merged = {**self.common, **self.defaults}
@@ -163,6 +178,31 @@ class Detector:
         # they do not all sort their windows on the same step (that made every 5th/10th step the slow one)
         self._phase = zlib.crc32(self.name.encode()) & 0xFFFF
         self.plain_observe = type(self).observe is Detector.observe  # the monitor may inline observe()
+
+    @classmethod
+    def trigger_keys(cls) -> tuple[str, ...]:
+        """The canonical keys whose logging at a step runs this detector's check."""
+        return cls.triggers if cls.triggers is not None else cls.keys[:1]
+
+    @classmethod
+    def story_of(cls) -> Story:
+        return resolve_story(cls.story)
+
+    @classmethod
+    def chain_text(cls, finding: Finding) -> str:
+        """This finding as one link of a root-cause chain."""
+        return f"{finding.title} (step {finding.step_start})"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        """Ranked probable causes and config changes for ``finding``. The default: the config causes of this
+        detector's story, then the generic ``cause``; no actions. Built-in detectors rank causes from the
+        finding's evidence (what else moved in this run at the same time) and suggest overrides."""
+        from rlcockpit.health.advice import ranked, story_causes
+
+        causes = story_causes(self.ctx.view, self.story_of().config)
+        if self.cause:
+            causes.append(Cause(self.cause, 0.4))
+        return ranked(causes), []
 
     def due(self, every: int) -> bool:
         """True on one of every ``every`` observations (phase-shifted per detector)."""
@@ -218,13 +258,11 @@ class Detector:
         for key in (*self.keys, *extra_keys):
             track = self.ctx.tracks.get(key)
             if track is not None and track.n:
-                metrics[key] = track.points()
+                metrics[track.raw] = track.points()  # under the name the run logged
         evidence: dict[str, Any] = {"metrics": metrics, "values": dict(values or {})}
         if samples and self.ctx.excerpts:
             evidence["samples"] = list(self.ctx.excerpts)
             evidence["samples_step"] = self.ctx.excerpt_step
-        from rlcockpit.health.advice import advise
-
         finding = Finding(
             detector=self.name,
             severity=severity,
@@ -235,8 +273,24 @@ class Detector:
             metric=metric or (self.keys[0] if self.keys else None),
             evidence=evidence,
         )
-        finding.causes, finding.actions = advise(finding, self.ctx.view)
+        self.ctx.view.revalidate()
+        finding.causes, finding.actions = self.advise(finding)
         return finding
+
+
+class FrozenBaseline(Detector):
+    """A detector whose baseline is the robust median/scale of the trigger metric at warm-up end."""
+
+    base_rel_floor = 0.05
+
+    def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+        self.scale = math.nan
+
+    def on_warm(self) -> None:
+        track = self.ctx.tracks[self.keys[0]]
+        self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
 
 
 DETECTORS: Registry[type[Detector]] = Registry("detector")

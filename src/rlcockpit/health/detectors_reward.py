@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.base import Detector, fmt, median, register_detector, robust
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.advice import (ENTROPY, GRAD, KL, entropy_action, kl_action, length_action, moved, ranked,
+                                     story_causes)
+from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
+from rlcockpit.health.findings import Action, Cause, Finding
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
 S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distinct_2", "samples/at_limit_rate"
 S_ZERO_STD = "samples/zero_std_group_rate"
+LEN_MAX = "response_length/max"
+VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/")
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -31,6 +37,15 @@ class RewardCliff(Detector):
     keys = (REWARD,)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25}
+    story, role = "collapse", "outcome"
+    cause = "policy update too large: the policy drifted far from the reference and collapsed"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = collapse_causes(self, finding)
+        if not any(moved(self.ctx, k, up=1.5, down=0.67) for k in (KL, GRAD, ENTROPY)):
+            causes.append(Cause("the reward itself changed (reward function, reward server or data), not the policy: "
+                                "KL, entropy and gradient norm did not move", 0.65))
+        return ranked(causes), collapse_actions(self)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -101,6 +116,7 @@ class RewardStagnation(Detector):
     keys = (REWARD,)
     defaults = {"window": 100, "min_gain_z": 1.0, "every": 10}
     common = {"enabled": True, "warmup": 30, "cooldown": 200}
+    cause = "the task is too hard or too easy for the model, or the learning rate is too low"
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[REWARD]
@@ -123,6 +139,19 @@ class RewardVarianceCollapse(Detector):
 
     keys = (REWARD_STD, GROUP_STD, S_ZERO_STD)
     defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": 0.8, "sustain": 3}
+    triggers = keys  # whichever spread the run logs
+    story = "entropy"
+    cause = "every sample of a group gets the same reward (tasks too easy/hard for the model)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = story_causes(view, ("rollout_n", "temperature", "entropy_coeff")) + [Cause(self.cause, 0.6)]
+        e = moved(self.ctx, ENTROPY, down=0.5)
+        if e is not None:
+            causes.append(Cause("the policy stopped exploring: entropy fell with the reward spread", 0.65, e.text))
+        n = view.number("rollout.n") or 4
+        return ranked(causes), [make_action(view, "More and more diverse samples per prompt; drop zero-variance groups",
+                                            {"rollout.n": int(n) * 2, "algorithm.filter_groups.enable": True})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -172,6 +201,22 @@ class RewardHacking(Detector):
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
                 "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
+    prefixes = VAL_PREFIXES
+    story, role = "hacking", "outcome"
+    cause = "the reward function can be satisfied without solving the task (length, keywords, format)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = story_causes(view, ("kl", "entropy_coeff"))
+        signals = " ".join(finding.evidence.get("values", {}).get("signals", []))
+        if "validation" in signals:
+            causes.append(Cause("the (learned) reward model is being exploited: its score rises while held-out "
+                                "accuracy falls", 0.85, signals))
+        if "repetition" in signals or "length" in signals:
+            causes.append(Cause("the reward favours length or repeated phrases", 0.75, signals))
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [make_action(view, "Penalise the exploit in the reward (repetition/length penalty, "
+                                            "stricter checks, a validation-gated reward model)", {}), kl_action(view)]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -256,6 +301,18 @@ class LengthExplosion(Detector):
 
     keys = (LEN,)
     defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "lag": 10}
+    story, role = "length", "outcome"
+    cause = "responses run to the length limit (looping, or the reward favours length)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = [Cause(self.cause, 0.55)]
+        rep = moved(self.ctx, S_REPEAT, up=2.0)
+        if rep is not None:
+            causes.append(Cause("the model loops: repetition rose with the length", 0.75, rep.text))
+        r = moved(self.ctx, REWARD, up=1.1)
+        if r is not None:
+            causes.append(Cause("the reward favours longer answers: it rose with the length", 0.65, r.text))
+        return ranked(causes), [length_action(self.ctx.view), kl_action(self.ctx.view)]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -288,6 +345,19 @@ class Truncation(Detector):
 
     keys = (CLIP,)
     defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2}
+    story = "length"
+    cause = "responses run to the length limit (looping, or the reward favours length)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = [Cause(self.cause, 0.55)]
+        rep = moved(self.ctx, S_REPEAT, up=2.0)
+        if rep is not None:
+            causes.append(Cause("the model loops until the limit: repetition rose too", 0.75, rep.text))
+        actions = [length_action(view)]
+        if view.is_trl:
+            actions.append(make_action(view, "Leave truncated completions out of the loss", {"actor.mask_truncated_completions": True}))
+        return ranked(causes), actions
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)

@@ -1,145 +1,99 @@
-"""Resource and pipeline detectors: memory, GPU utilisation, throughput, bottlenecks, lr schedule, rollout
-log-prob mismatch.
+"""Pipeline detectors: GPU utilisation, throughput, bottlenecks, lr schedule, rollout log-prob mismatch.
 
-Per-GPU metrics (``system/gpu/<i>/utilization``, ``system/gpu/<i>/memory_percent``) are aggregated by the
-monitor into ``system/gpu/utilization`` (mean over devices) and ``system/gpu/memory_percent`` (max).
+Per-GPU metrics (``system/gpu/<i>/utilization``) are aggregated by the monitor into ``system/gpu/utilization``
+(mean over devices).
 """
 
 from __future__ import annotations
 
 import math
 
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.advice import moved, ranked
+from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.findings import Action, Cause, Finding
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
-HOST_MEM, RSS = "system/memory_percent", "system/proc_rss_gb"
-ALLOC, THROUGHPUT, STEP_TIME = "perf/max_memory_allocated_gb", "perf/throughput", "timing_s/step"
+THROUGHPUT, STEP_TIME = "perf/throughput", "timing_s/step"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
 
 
-def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, float, float] | None:
-    """Medians of three consecutive thirds of the last ``window`` values when they rise monotonically (by more
-    than ``min_rise`` in all: the medians lie within the window's range, so a narrower range skips the sorts)."""
-    if track.n < window:
-        return None
-    third = window // 3
-    vals = track.tail(window)
-    if max(vals) - min(vals) <= min_rise:
-        return None
-    a, b, c = median(vals[:third]), median(vals[third : 2 * third]), median(vals[2 * third :])
-    if not (a < b < c):
-        return None
-    rise = c - a
-    if b - a < 0.25 * rise or c - b < 0.25 * rise:
-        return None  # one jump, not a creep
-    return a, b, c
-
-
-class _Memory(Detector):
-    """Shared logic: a percent-of-capacity metric above ``warn_percent`` (warning), creeping by more than
-    ``creep_points`` over ``window`` steps (warning, with an ETA to 100%), critical when above
-    ``critical_percent`` AND ``critical_rise`` points above its warm-up level (the run's own baseline)."""
-
-    defaults = {"warn_percent": 80.0, "critical_percent": 90.0, "critical_rise": 10.0, "window": 12,
-                "creep_points": 3.0, "every": 3}
-    label = "memory"
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self.base: float | None = None
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        track = self.ctx.tracks[self.keys[0]]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        s = track.mean_last(3)
-        if s > p["critical_percent"] and s - self.base > p["critical_rise"]:
-            return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {self.base:.0f}%): OOM imminent",
-                             values={"percent": s, "baseline": self.base})
-        if self.due(p["every"]):
-            trend = creep(track, p["window"], p["creep_points"])
-            if trend and trend[2] - trend[0] > p["creep_points"]:
-                slope = (trend[2] - trend[0]) / (2 * (p["window"] // 3))
-                eta = (100.0 - s) / slope if slope > 0 else math.inf
-                vals = {"percent": s, "baseline": self.base, "slope_per_step": slope, "steps_to_full": eta}
-                return self.fire(step, "warning", f"{self.label} creeping up: {trend[0]:.0f}% -> {trend[2]:.0f}% (full in ~{eta:.0f} steps)",
-                                 values=vals, step_start=step - p["window"])
-        if s > p["warn_percent"]:
-            return self.fire(step, "warning", f"{self.label} at {s:.0f}% (above the 80% safety margin)",
-                             values={"percent": s, "baseline": self.base})
-        return None
-
-
-@register_detector("gpu_memory", "oom_risk")
-class GPUMemory(_Memory):
-    __doc__ = "Device memory (max over GPUs of ``system/gpu/<i>/memory_percent``). " + _Memory.__doc__
-    keys = (GPU_MEM,)
-    label = "GPU memory"
-
-
-@register_detector("host_memory", "host_memory_creep")
-class HostMemory(_Memory):
-    __doc__ = "Host memory (``system/memory_percent``). " + _Memory.__doc__
-    keys = (HOST_MEM,)
-    label = "Host memory"
-    defaults = {**_Memory.defaults, "window": 30}
-
-
-@register_detector("memory_growth", "rss_creep")
-class MemoryGrowth(Detector):
-    """Absolute memory series (``perf/max_memory_allocated_gb``, ``system/proc_rss_gb``) growing monotonically
-    by > ``growth_ratio`` over ``window`` steps (warning; a leak). With ``device_memory_gb`` set, allocated
-    memory above 80% of it is a warning too."""
-
-    keys = (ALLOC, RSS)
-    defaults = {"window": 30, "growth_ratio": 0.15, "device_memory_gb": None, "every": 5}
-
-    def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
-            return None
-        for key in self.keys:
-            track = self.ctx.tracks.get(key)
-            if track is None or track.last_step != step:
-                continue
-            dev = self.p["device_memory_gb"]
-            if key == ALLOC and dev and track.last > 0.8 * float(dev):
-                return self.fire(step, "warning", f"Device memory {fmt(track.last)} GB > 80% of {fmt(float(dev))} GB",
-                                 metric=key, values={"gb": track.last})
-            trend = creep(track, self.p["window"])
-            if trend and trend[2] > (1 + self.p["growth_ratio"]) * max(trend[0], 1e-9):
-                return self.fire(step, "warning", f"{key} growing steadily: {fmt(trend[0])} -> {fmt(trend[2])} GB",
-                                 "Memory that only grows is a leak (cached tensors, growing buffers).",
-                                 metric=key, values={"from": trend[0], "to": trend[2]}, step_start=step - self.p["window"])
-        return None
+def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Action]]:
+    """Causes and fixes for a GPU that waits: read from the ``timing_s/*`` split of the step."""
+    view = det.ctx.view
+    values = finding.evidence.get("values", {})
+    label = str(values.get("bottleneck") or "")
+    share = max((values.get("shares") or {"": 0.0}).values())
+    if "data" in label:
+        return [Cause("data loading / host work stalls the GPU (data-bound)", 0.7,
+                      f"{share:.0%} of the step is outside any GPU phase")], [make_action(
+            view, "More dataloader workers (verl; rlcockpit's trainer has no worker knob: look at reward functions "
+            "and host-side work)", {"data.dataloader_num_workers": 8})]
+    if "generation" in label:
+        return [Cause("rollout generation dominates the step (generation-bound)", 0.7, f"{share:.0%} of the step")], [
+            make_action(view, "Give the rollout engine more memory for KV cache (verl's vLLM/SGLang rollout; "
+                        "rlcockpit's HF rollout has no such knob)", {"rollout.gpu_memory_utilization": 0.7})]
+    if "update" in label:
+        return [Cause("the policy update dominates the step (update-bound)", 0.6, f"{share:.0%} of the step")], [
+            make_action(view, "Larger micro-batches (if memory allows)", {})]
+    if "inference" in label:
+        return [Cause("reference / old log-prob passes dominate the step", 0.55, f"{share:.0%} of the step")], []
+    return [Cause("small batches, communication or I/O waits leave the GPU idle", 0.4)], []
 
 
 @register_detector("gpu_utilization", "low_gpu_util")
 class GPUUtilization(Detector):
-    """GPU under-used: median of the last ``window`` samples of ``system/gpu/utilization`` below ``low``
-    percent (warning), or below ``drop_ratio`` x its warm-up level (warning; a pipeline stall)."""
+    """GPU under-used (mean over devices of ``system/gpu/<i>/utilization``, W&B's ``system/gpu.<i>.gpu``).
+
+    From the start (no healthy level of the run's own to compare with, so absolute bounds): the median of the
+    recent ``window`` samples below ``low`` percent, or below ``target`` percent while the ``timing_s/*`` split
+    shows more than ``host_share`` of the step outside any GPU phase (data loading, host work). The first sample
+    (start-up) is skipped. Later, against the run's own level after ``warmup`` samples: below ``drop_ratio`` x
+    that level (a data-loader stall, a slow reward server). Warning only; ``sustain`` consecutive checks when
+    the run logs every step or two, one check at sparser cadences."""
 
     keys = (GPU_UTIL,)
-    defaults = {"low": 50.0, "drop_ratio": 0.6, "window": 5}
+    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.4, "drop_ratio": 0.6, "window": 5, "sustain": 2}
+    common = {"enabled": True, "warmup": 10, "cooldown": 50}
+    story, role = "speed", "outcome"
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
 
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        return self.check(step) if self.seen >= 2 else None
+
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[GPU_UTIL]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        if track.mean_last(self.p["window"]) >= max(self.p["low"], self.p["drop_ratio"] * self.base):
+        if self.base is None and self.seen > self.warmup:
+            self.base = median(track.tail(self.warmup - 1))
+        recent = track.tail(min(p["window"], track.n - 1) if track.n > 2 else 2)
+        m = median(recent)
+        low = m < p["low"]
+        drop = self.base is not None and m < p["drop_ratio"] * self.base
+        host = 0.0
+        label, shares = "", {}
+        if not low and not drop and m < p["target"]:
+            label, shares = attribute_bottleneck(self.ctx.tracks)
+            host = shares.get("data", 0.0) + shares.get("other", 0.0)
+        waiting = host > p["host_share"]
+        steps = track.tail_steps(2)
+        needed = p["sustain"] if len(steps) == 2 and steps[1] - steps[0] < 5 else 1
+        if not self.sustained(low or drop or waiting, needed):
             return None
-        m = median(track.tail(self.p["window"]))
-        if m >= self.p["low"] and m >= self.p["drop_ratio"] * self.base:
-            return None
-        label, shares = attribute_bottleneck(self.ctx.tracks)
+        if not label:
+            label, shares = attribute_bottleneck(self.ctx.tracks)
         vals = {"utilization": m, "baseline": self.base, "bottleneck": label, "shares": shares}
-        return self.fire(step, "warning", f"GPU utilisation {m:.0f}% (was {self.base:.0f}%)" + (f"; {label}" if label else ""),
-                         values=vals, extra_keys=(THROUGHPUT, STEP_TIME))
+        was = f" (was {self.base:.0f}%)" if drop else (f" (below the {p['low']:.0f}% floor)" if low else
+                                                          f"; {host:.0%} of the step is host time")
+        return self.fire(step, "warning", f"GPU utilisation {m:.0f}%{was}" + (f"; {label}" if label else ""),
+                         values=vals, step_start=track.tail_steps(len(recent))[0], extra_keys=(THROUGHPUT, STEP_TIME))
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
 
 
 @register_detector("throughput_drop", "throughput")
@@ -152,6 +106,10 @@ class ThroughputDrop(Detector):
 
     keys = (THROUGHPUT,)
     defaults = {"warn_ratio": 0.6, "critical_ratio": 0.35, "window": 30, "gap": 3, "sustain": 20}
+    story, role = "speed", "outcome"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -226,6 +184,10 @@ class Bottleneck(Detector):
     prefixes = ("timing_s/",)
     defaults = {"bound": 0.6, "every": 20}
     common = {"enabled": True, "warmup": 10, "cooldown": 0}
+    story = "speed"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -251,6 +213,11 @@ class LRSchedule(Detector):
     keys = (LR,)
     defaults = {"tolerance": 0.5, "jump_ratio": 10.0, "sustain": 3}
     common = {"enabled": True, "warmup": 0, "cooldown": 100}
+    cause = "the scheduler is not the one configured (resumed state, wrong total steps)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return [Cause(self.cause, 0.5)], [make_action(self.ctx.view, "Check the scheduler; warm up over 10% of "
+                                                       "the steps", {"actor.optim.lr_warmup_steps_ratio": 0.1})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -285,29 +252,68 @@ class LRSchedule(Detector):
                          values={"lr": lr, "configured_lr": peak, "warmup_steps": warm_steps})
 
 
+MISMATCH_KEYS = (MISMATCH, "rollout_corr/k3_kl", "rollout_corr/kl", "rollout_corr/log_ppl_abs_diff",
+                 "sampling/sampling_logp_difference/mean")
+
+
 @register_detector("rollout_mismatch", "logprob_mismatch")
 class RolloutMismatch(Detector):
-    """Rollout engine and trainer disagree on log-probs: smoothed ``training/rollout_probs_diff_mean`` >
-    ``warn_abs`` (warning); critical when also > ``critical_ratio`` x its warm-up level for ``sustain`` steps."""
+    """Rollout engine and trainer disagree on log-probs: verl's ``training/rollout_probs_diff_mean`` or
+    ``rollout_corr/*`` divergences, TRL's ``sampling/sampling_logp_difference/mean``. Judged against the run's
+    own level after warm-up (the mismatch of a healthy run is small and flat; dtype, kernel or weight-sync
+    problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
+    ``floor``) and ``z_warn`` noise scales above it, or above ``warn_abs`` (verl's probs-diff only). Critical:
+    > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
-    keys = (MISMATCH,)
-    defaults = {"warn_abs": 0.01, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2}
+    keys = MISMATCH_KEYS
+    triggers = MISMATCH_KEYS
+    defaults = {"warn_abs": 0.01, "warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001,
+                "sustain": 2, "smooth": 2}
+    story, role = "mismatch", "outcome"
+    cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
+             "after sync)")
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self.base: float | None = None
+        self._base: dict[str, tuple[float, float]] = {}
 
     def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[MISMATCH]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        s = track.mean_last(2)
-        if s <= self.p["warn_abs"]:
+        for key in self.keys:
+            track = self.ctx.tracks.get(key)
+            if track is None or track.last_step != step or track.n <= self.warmup:
+                continue
+            if key not in self._base:
+                self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
+            found = self._judge(step, key, track)
+            if found is not None:
+                return found
+        self._streak = 0
+        return None
+
+    def _judge(self, step: int, key: str, track: Track) -> Finding | None:
+        p = self.p
+        base, scale = self._base[key]
+        s = track.mean_last(p["smooth"])
+        ref = max(base, p["floor"])
+        ratio = s / ref
+        relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
+        absolute = key == MISMATCH and s > p["warn_abs"]
+        if not (relative or absolute):
             self._streak = 0
             return None
-        ratio = s / max(self.base, self.p["floor"])
-        vals = {"probs_diff": s, "baseline": self.base, "ratio": ratio}
-        if self.sustained(ratio > self.p["critical_ratio"], self.p["sustain"]):
-            return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {fmt(s)} ({ratio:.0f}x its earlier level)",
-                             "The samples are no longer on-policy for the trainer: updates use wrong ratios.", values=vals)
-        return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch {fmt(s)} (> {self.p['warn_abs']:g})", values=vals)
+        vals = {"mismatch": s, "baseline": base, "ratio": ratio}
+        if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
+            return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
+                             "its earlier level)", "The samples are no longer on-policy for the trainer: updates use "
+                             "wrong ratios.", metric=key, values=vals)
+        return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
+                         f"{fmt(s)} ({ratio:.1f}x)", metric=key, values=vals)
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = [Cause(self.cause, 0.7)]
+        length = moved(self.ctx, "response_length/mean", up=1.3, window=60, recent=5)
+        if length is not None:
+            causes.append(Cause("longer responses accumulate more numerical mismatch per sequence", 0.5, length.text))
+        return ranked(causes), [make_action(self.ctx.view, "Use the same dtype and sampling params in rollout and "
+                                            "trainer; check the weight sync; correct the ratios (verl's "
+                                            "rollout_corr / TRL's vllm_importance_sampling_correction)", {})]

@@ -13,29 +13,37 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rlcockpit.health import detectors_reward, detectors_samples, detectors_system, detectors_training  # noqa: F401
+from rlcockpit.health import (  # noqa: F401 - importing registers the built-in detectors
+    detectors_loss,
+    detectors_memory,
+    detectors_policy,
+    detectors_reward,
+    detectors_samples,
+    detectors_system,
+)
 from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.detectors_system import GPU_MEM, GPU_UTIL
-from rlcockpit.health.detectors_training import NonFinite
+from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_USED
+from rlcockpit.health.detectors_system import GPU_UTIL
+from rlcockpit.health.detectors_loss import NonFinite
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
 from rlcockpit.metrics.guide import canonical_name
 
-TRIGGERS_ALL = {"update_size", "reward_variance_collapse", "memory_growth"}  # fire on any of their keys
+# per-GPU series -> the key the detectors read: utilisation is averaged over devices, memory takes the fullest
+GPU_AGGREGATES = {"utilization": GPU_UTIL, "memory_percent": GPU_MEM, "memory_used_gb": GPU_USED,
+                  "memory_allocated_bytes": GPU_BYTES}
+MAX_AGGREGATES = frozenset({GPU_MEM, GPU_USED, GPU_BYTES})
 
 
 def _gpu_aggregate(key: str) -> str | None:
-    """``system/gpu/<i>/utilization`` -> the mean-over-devices key; ``.../memory_percent`` -> the max key."""
+    """``system/gpu/<i>/utilization`` -> the mean-over-devices key; ``.../memory_*`` -> the max-over-devices key."""
     if not key.startswith("system/gpu/"):
         return None
     parts = key.split("/")
     if len(parts) == 4 and parts[2].isdigit():
-        if parts[3] == "utilization":
-            return GPU_UTIL
-        if parts[3] == "memory_percent":
-            return GPU_MEM
+        return GPU_AGGREGATES.get(parts[3])
     return None
 
 
@@ -120,8 +128,9 @@ class HealthMonitor:
                 continue
             name = agg or key
             track = tracks.get(name)
-            if track is None:
-                track = tracks[name] = Track(name)
+            if track is None:  # evidence cites the logged name; a multi-GPU aggregate keeps its own
+                solo = agg is None or sum(1 for r in sig if self._resolve(r)[1] == agg) == 1
+                track = tracks[name] = Track(name, raw=raw if solo else name)
             entries.append((raw, key, track, agg))
             if agg is not None or key in self._tracked or key.startswith(self._prefixes):
                 present.add(name)
@@ -129,8 +138,7 @@ class HealthMonitor:
         for det in self.detectors:
             if det is self._nonfinite or not det.keys:
                 continue
-            triggers = det.keys if det.name in TRIGGERS_ALL else det.keys[:1]
-            if any(t in present for t in triggers):
+            if any(t in present for t in det.trigger_keys()):
                 dets.append(det)
         plans = self._plans_no_samples if skip_samples else self._plans
         if len(plans) >= PLAN_CACHE_SIZE:
@@ -146,7 +154,7 @@ class HealthMonitor:
             plan = self._plans_no_samples.get(sig) or self._plan(sig, True)
         else:
             plan = self._plans.get(sig) or self._plan(sig, False)
-        bad: dict[str, float] | None = None
+        bad: dict[str, tuple[str, float]] | None = None
         agg: dict[str, list[float]] | None = None
         for raw, key, track, agg_key in plan.entries:
             v = metrics[raw]
@@ -158,7 +166,7 @@ class HealthMonitor:
             if v - v != 0:  # NaN or +-Inf
                 if bad is None:
                     bad = {}
-                bad[key] = v
+                bad[key] = (raw, v)
                 continue
             if agg_key is None:  # Track.push, inlined: this loop runs for every logged key of every step
                 track.values.append(v)
@@ -173,7 +181,7 @@ class HealthMonitor:
         if agg:
             tracks = self.ctx.tracks
             for key, vals in agg.items():
-                tracks[key].push(step, max(vals) if key == GPU_MEM else sum(vals) / len(vals))
+                tracks[key].push(step, max(vals) if key in MAX_AGGREGATES else sum(vals) / len(vals))
         if step > self.last_step:
             self.last_step = step
         out: list[Finding] = []

@@ -23,6 +23,29 @@ def _num(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+VOCABULARY = {"verl": "verl key paths", "trl": "TRL GRPOConfig arguments", "rlcockpit": "rlcockpit train overrides"}
+
+
+def format_overrides_text(merged: dict[str, Any] | None) -> list[str]:
+    """The "Overrides to apply" block: one line to paste (one value per key), then why a value was chosen
+    where findings disagreed, and the changes the run's launcher has no setting for."""
+    if not merged or not (merged.get("apply") or merged.get("not_applicable")):
+        return []
+    lines = ["", f"Overrides to apply ({VOCABULARY.get(merged.get('vocabulary'), merged.get('vocabulary'))}, "
+             "one value per key):"]
+    if merged.get("apply"):
+        lines.append("  " + " ".join(merged["apply"]))
+    if merged.get("vocabulary") == "rlcockpit" and merged.get("verl"):
+        lines.append("  verl: " + " ".join(merged["verl"]))
+    disputed = [c for c in merged.get("choices", []) if c.get("alternatives")]
+    for c in disputed:
+        others = "; ".join(f"{a['value']} for {a['for']}" for a in c["alternatives"])
+        lines.append(f"  - {c['key']}={c['value']} (for {c['for']}): {c['reason']}; not {others}")
+    for text in merged.get("not_applicable", []):
+        lines.append(f"  - not set: {text}")
+    return lines
+
+
 def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
     """The terminal report printed by ``rlcockpit diagnose``."""
     run = diagnosis.get("run") or {}
@@ -37,13 +60,14 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
             lines.append(f"{prefix}{link['text']}")
         lines += ["", f"Why: {rc['explanation']}", "", "Fix:"]
         for a in rc["actions"]:
-            lines.append(f"  - {a['title']}")
+            lines.append(f"  - {a['title']}" + (f" (for {a['for']})" if a.get("for") else ""))
             if a.get("overrides"):
                 lines.append(f"      {' '.join(a['overrides'])}")
             if a.get("verl_overrides") and a["verl_overrides"] != a.get("overrides"):
                 lines.append(f"      verl: {' '.join(a['verl_overrides'])}")
     else:
         lines += ["", "No critical problem found."]
+    lines += format_overrides_text(diagnosis.get("overrides"))
     shown = [f for f in diagnosis.get("findings", []) if f["severity"] != "info"]
     if shown:
         lines += ["", "All warnings and criticals:"]
