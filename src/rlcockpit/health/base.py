@@ -31,6 +31,7 @@ from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
+ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
 
 
 class Track:
@@ -83,6 +84,17 @@ class Track:
         """The value ``k`` observations before the newest (NaN if not that many)."""
         return self.values[-1 - k] if len(self.values) > k else math.nan
 
+    def back(self, steps: int) -> float:
+        """The newest value logged at least ``steps`` *steps* (not observations) before the newest one: lags
+        mean the same time span whether a run logs every step or every tenth (NaN if none is that old)."""
+        if not self.steps:
+            return math.nan
+        target = self.last_step - steps
+        for i in range(len(self.steps) - 2, -1, -1):
+            if self.steps[i] <= target:
+                return self.values[i]
+        return math.nan
+
     def points(self, k: int = EVIDENCE_POINTS) -> list[list[float]]:
         """The last ``k`` (step, value) pairs as JSON-ready lists (values are floats already: the monitor
         converts on the way in)."""
@@ -117,6 +129,30 @@ def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-1
         return med, math.nan
     mad = median([abs(v - med) for v in values]) * 1.4826
     return med, max(mad, rel_floor * abs(med), abs_floor)
+
+
+def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since: int = 0
+          ) -> tuple[float, float, float, int, float] | None:
+    """A steady climb of ``track``: ``(a, b, c, window, noise)`` for the first of ``windows`` (observations)
+    whose thirds' medians rise a < b < c, each step by at least a quarter of the rise, and by ``z`` noise units
+    of a third's median — the noise measured inside the window (robust, floored at ``floor``), so a jittery and
+    a smooth series are each judged on their own scale. Windows longer than the observations since ``since``
+    (the warm-up) are not tried. A single jump is not a climb."""
+    for window in windows:
+        if window > track.n - since:
+            break
+        vals = track.tail(window)
+        third = window // 3
+        parts = (vals[:third], vals[third : 2 * third], vals[2 * third :])
+        a, b, c = (median(list(part)) for part in parts)
+        rise = c - a
+        if not (a < b < c) or b - a < 0.25 * rise or c - b < 0.25 * rise:
+            continue
+        resid = [abs(v - m) for part, m in zip(parts, (a, b, c)) for v in part]
+        noise = max(1.4826 * median(resid) / math.sqrt(third), floor)
+        if rise >= z * noise:
+            return a, b, c, window, noise
+    return None
 
 
 class DetectorContext:
@@ -213,10 +249,24 @@ class Detector:
         the monitor runs the same three lines inline: one Python call less per detector and step.)"""
         self.seen += 1
         if self.seen <= self.warmup:
-            return None
+            if self.seen == ADAPT_AT:
+                self.adapt_warmup()
+            if self.seen <= self.warmup:
+                return None
         if self.seen == self.warmup + 1:
             self.on_warm()
         return self.check(step)
+
+    def adapt_warmup(self) -> None:
+        """Called on the ``ADAPT_AT``-th observation: a warm-up of N observations means N steps of a run that
+        logs every step, but N x 10 steps of one that logs every tenth — past the failure onsets of a short run.
+        So the warm-up is capped at the observations covering ``warmup`` steps (never fewer than ``ADAPT_AT``)."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        if track is None or track.n < 2 or self.warmup <= ADAPT_AT:
+            return
+        spacing = (track.last_step - track.steps[0]) / (len(track.steps) - 1)
+        if spacing > 1.0:
+            self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
 
     def on_warm(self) -> None:
         """Called once, on the first observation after the warm-up, before that step's :meth:`check`."""

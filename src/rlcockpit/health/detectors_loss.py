@@ -8,8 +8,27 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.advice import ENTROPY, GRAD, KL, config_causes, grad_clip_action, lr_action, moved, ranked, story_causes
-from rlcockpit.health.base import Detector, FrozenBaseline, Track, fmt, median, register_detector, robust
+from rlcockpit.health.advice import (
+    ENTROPY,
+    GRAD,
+    KL,
+    config_causes,
+    grad_clip_action,
+    lr_action,
+    moved,
+    ranked,
+    story_causes,
+)
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    FrozenBaseline,
+    Track,
+    fmt,
+    median,
+    register_detector,
+    robust,
+)
 from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
@@ -213,6 +232,8 @@ class LossOscillation(FrozenBaseline):
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
         if self.seen <= self.warmup or self.centred:
             return None
         if self.centred is None:

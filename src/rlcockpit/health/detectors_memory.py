@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import LEN, memory_action, moved, ranked, story_causes
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
+from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, robust
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
@@ -47,46 +47,80 @@ def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, floa
 class MemoryTrend(Detector):
     """Shared rule for one memory series, against its own level at warm-up end (``base``, robust ``scale``).
 
-    Creep (warning): the smoothed value is ``z_warn`` noise scales and ``min_growth`` above the baseline, and
-    the series climbs steadily (medians of thirds rising) over one of ``windows`` recent observations. Checked
-    every ``every`` observations. Subclasses say how big ``min_growth`` is (percent points, or a share of the
+    Creep (warning): the series climbs steadily over one of ``windows`` recent observations (medians of its
+    thirds rising by ``z_warn`` noise units of the window's own jitter) and is ``min_growth`` above its warm-up
+    level; or each of the last ``run`` observations rose by more than twice the warm-up's step-to-step jitter
+    and the newest is 2 x ``min_growth`` above the warm-up level (a sparse log sees only a few points of a
+    climb). Checked every ``every`` observations. Subclasses say how big ``min_growth`` is (percent points, or a share of the
     baseline for absolute amounts)."""
 
     story, role = "memory", "outcome"
     cause = "activation/cache memory grows with batch and sequence length, or leaks"
-    defaults = {"z_warn": 6.0, "windows": (9, 24, 60), "every": 3, "rel_floor": 0.003}
-    common = {"enabled": True, "warmup": 10, "cooldown": 100}
+    defaults = {"z_warn": 5.0, "windows": (9, 24, 60), "run": 2, "every": 1, "rel_floor": 0.001,
+                "warmup_steps": 20}
+    common = {"enabled": True, "warmup": 6, "cooldown": 100}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, tuple[float, float]] = {}
+        self._first: dict[str, int] = {}
+        self._warm_n: dict[str, int] = {}
 
+    def ready(self, key: str, track: Track) -> bool:
+        """Warm once the series has ``warmup`` observations spanning ``warmup_steps`` steps (memory settles in
+        steps, not in log lines: the allocator's peak keeps rising over the first batches however sparse the log)."""
+        first = self._first.setdefault(key, track.steps[0])
+        if key in self._base:
+            return True
+        if track.n < self.warmup or track.last_step - first < self.p["warmup_steps"]:
+            return False
+        self.baseline(key, track)
+        return True
     def baseline(self, key: str, track: Track) -> tuple[float, float]:
-        if key not in self._base:  # the warm-up's second half: allocator warm-up and the first batch excluded
-            warm = track.tail(self.warmup, skip=1)[self.warmup // 3 :]
-            med, scale = robust(warm, self.p["rel_floor"], 1e-9)
-            self._base[key] = (med, scale)
+        """(level, step-to-step jitter) at warm-up end; the warm-up's first third (allocator warm-up, the
+        first batches) is left out."""
+        if key not in self._base:
+            first = self._first.get(key, track.steps[0])
+            cut = first + (track.last_step - first) / 3
+            warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+            self._warm_n[key] = track.n
+            med, _ = robust(warm, self.p["rel_floor"], 1e-9)
+            diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
+            jitter = max(1.4826 * median(diffs) if diffs else 0.0, self.p["rel_floor"] * abs(med), 1e-9)
+            self._base[key] = (med, jitter)
         return self._base[key]
+
+    def rising_run(self, key: str, track: Track) -> dict[str, float] | None:
+        """A climb seen in only a few observations (a run that logs every 10 steps has two of them within 15
+        steps of a leak's start): each of the last ``run`` values is above the one before by more than the
+        warm-up's step-to-step jitter, and the newest is ``min_growth`` above the warm-up level."""
+        base, jitter = self.baseline(key, track)
+        k = int(self.p["run"])
+        vals = track.tail(k + 1)
+        if len(vals) < k + 1 or track.n < self._warm_n.get(key, 0) + k:
+            return None
+        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base):
+            return None
+        return {"value": vals[-1], "baseline": base, "growth": vals[-1] - base,
+                "relative_growth": (vals[-1] - base) / max(abs(base), 1e-12),
+                "slope_per_observation": (vals[-1] - vals[0]) / k, "window": k + 1, "noise": jitter}
 
     def min_growth(self, base: float) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def creeping(self, key: str, track: Track) -> dict[str, float] | None:
-        """The creep evidence for ``track`` now, or ``None``."""
-        base, scale = self.baseline(key, track)
-        s = track.mean_last(3)
-        growth = s - base
-        if growth <= max(self.p["z_warn"] * scale, self.min_growth(base)):
-            return None
-        for window in self.p["windows"]:
-            if window > track.n - self.warmup // 2:
-                break
-            trend = creep(track, window)
-            if trend is not None and trend[2] - trend[0] > 0.3 * growth:
-                slope = (trend[2] - trend[0]) / (2 * (window // 3))
-                return {"value": s, "baseline": base, "growth": growth, "relative_growth": growth / max(abs(base), 1e-12),
-                        "slope_per_observation": slope, "window": window}
-        return None
+        """The creep evidence for ``track`` now, or ``None``: over one of ``windows`` recent observations the
+        medians of the three thirds rise, each third by at least a quarter of the rise, by ``z_warn`` noise units
+        of a third's median (the noise measured inside the window, so a jittery percent and a smooth running peak
+        are both judged on their own scale); and the newest third is ``min_growth`` above the warm-up level."""
+        base, _jitter = self.baseline(key, track)
+        floor = self.p["rel_floor"] * max(abs(base), 1e-9)
+        found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
+        if found is not None and found[2] - base >= self.min_growth(base):
+            a, _b, c, window, noise = found
+            return {"value": c, "baseline": base, "growth": c - base, "relative_growth": (c - base) / max(abs(base), 1e-12),
+                    "slope_per_observation": (c - a) / (2 * (window // 3)), "window": window, "noise": noise}
+        return self.rising_run(key, track)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
@@ -110,7 +144,7 @@ class _Percent(MemoryTrend):
     points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
     for its KV cache) is the run's baseline, not a finding."""
 
-    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    defaults = {**MemoryTrend.defaults, "creep_points": 1.0, "critical_percent": 92.0, "critical_rise": 8.0}
     label = "memory"
 
     def min_growth(self, base: float) -> float:
@@ -120,7 +154,9 @@ class _Percent(MemoryTrend):
         p = self.p
         key = self.keys[0]
         track = self.ctx.tracks[key]
-        base, _scale = self.baseline(key, track)
+        if not self.ready(key, track):
+            return None
+        base, _jitter = self.baseline(key, track)
         s = track.mean_last(3)
         if s > p["critical_percent"] and s - base > p["critical_rise"]:
             return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {base:.0f}%): OOM imminent",
@@ -180,7 +216,7 @@ class MemoryGrowth(MemoryTrend):
             return None
         for key in self.keys:
             track = self.ctx.tracks.get(key)
-            if track is None or track.last_step != step or track.n <= self.warmup:
+            if track is None or track.last_step != step or not self.ready(key, track):
                 continue
             found = self._device_limit(step, key, track) or self._creep(step, key, track)
             if found is not None:

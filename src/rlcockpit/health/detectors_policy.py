@@ -9,9 +9,31 @@ from __future__ import annotations
 import math
 from itertools import islice
 
-from rlcockpit.health.advice import (CLIPFRAC, ENTROPY, KL, PPO_KL, REWARD, clip_action, entropy_action, kl_action,
-                                     lr_action, moved, ranked, story_causes, update_causes)
-from rlcockpit.health.base import Detector, FrozenBaseline, fmt, median, register_detector, robust
+from rlcockpit.health.advice import (
+    CLIPFRAC,
+    ENTROPY,
+    KL,
+    PPO_KL,
+    REWARD,
+    clip_action,
+    entropy_action,
+    kl_action,
+    lr_action,
+    moved,
+    ranked,
+    story_causes,
+    update_causes,
+)
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    FrozenBaseline,
+    Track,
+    fmt,
+    median,
+    register_detector,
+    robust,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
@@ -39,12 +61,16 @@ def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
 
 @register_detector("kl_rising", "kl_drift", "kl_band")
 class KLRising(Detector):
-    """KL to the reference rising out of the usual band. Warning: smoothed KL > ``band_high`` and
-    ``rise_ratio`` x its median ``lag`` steps earlier. Critical: also > ``critical_ratio`` x that median and
-    > 2 x ``band_high``. A KL above the band but stable (short answers give a high per-token KL) is info."""
+    """KL to the reference rising out of the usual band *faster and faster*. A healthy run's KL climbs from 0
+    and levels off (each stretch of the run adds less than the one before), and on short-answer tasks it sits
+    at 0.1-0.2 per token for the whole run; a run that is drifting away accelerates. Compared are the medians
+    ``a``, ``b``, ``c`` of three consecutive windows of ``span`` observations (``c`` the newest). Warning: ``c`` >
+    ``band_high``, ``c`` > ``rise_ratio`` x ``a``, and the last window's rise ``c - b`` exceeds ``accel`` x the
+    rise before it (``b - a``) plus the window's own noise. Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
-    defaults = {"band_high": 0.1, "lag": 30, "rise_ratio": 1.5, "critical_ratio": 3.0, "smooth": 5}
+    defaults = {"band_high": 0.1, "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -60,40 +86,50 @@ class KLRising(Detector):
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
-        s = track.mean_last(p["smooth"])
-        if s <= p["band_high"]:
+        if track.last <= p["band_high"] or not self.due(p["every"]):
             return None
-        hist = track.values
-        end = len(hist) - p["lag"]
-        lo = self.warmup if track.n == len(hist) else 0  # KL starts at 0 by definition: skip the initial ramp
-        ref = median(list(islice(hist, max(end - 20, lo), max(end, lo + 5))))
-        ratio = s / max(ref, 1e-9)
-        vals = {"kl": s, "kl_before": ref, "ratio": ratio, "band_high": p["band_high"]}
-        if ratio > p["critical_ratio"] and s > 2 * p["band_high"]:
-            return self.fire(step, "critical", f"KL to reference rising fast: {fmt(ref)} -> {fmt(s)} ({ratio:.1f}x)",
-                             "The policy is moving away from the reference much faster than before.", values=vals)
-        if ratio > p["rise_ratio"]:
-            return self.fire(step, "warning", f"KL to reference {fmt(s)} rising above the usual 0.01-0.1 band",
-                             values=vals)
+        span = int(p["span"])
+        vals = track.tail(3 * span)
+        if len(vals) < 3 * span:
+            return None
+        a, b, c = median(vals[:span]), median(vals[span : 2 * span]), median(vals[2 * span :])
+        if c <= p["band_high"]:
+            return None
+        last = vals[2 * span :]
+        noise = median([abs(v - c) for v in last]) * 1.4826 / math.sqrt(span)
+        accelerating = c - b > p["accel"] * max(b - a, 0.0) + 2 * noise
+        ratio = c / max(a, 1e-9)
+        info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
+        mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
+        start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
+        if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
+            return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
+                             f"({ratio:.1f}x)", "The policy is moving away from the reference faster and faster.",
+                             values=info, step_start=start)
+        if accelerating and ratio > p["rise_ratio"]:
+            return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
+                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)})", values=info, step_start=start)
         if not self._noted_stable:
             self._noted_stable = True
-            return self.fire(step, "info", f"KL to reference {fmt(s)} is above 0.1 but stable for this run",
-                             "Short-answer tasks give a high per-token KL; judged against the run's own level.",
-                             values=vals)
+            return self.fire(step, "info", f"KL to reference {fmt(c)} is above 0.1 but not accelerating",
+                             "Short-answer tasks give a high per-token KL; judged against the run's own trend.",
+                             values=info)
         return None
 
 
 @register_detector("kl_spike")
 class KLSpike(Detector):
-    """Sudden KL jump. Warning (seed rule): KL > ``warn_abs`` right after < ``prev_abs``. Critical: KL >
+    """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
+    right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
+    (a KL that wanders between 0.1 and 0.2 all run long is not a jump). Critical: KL >
     ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
     it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
     before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
     ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
 
     keys = (KL,)
-    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "critical_ratio": 3.0, "window": 20, "min_abs": 0.01,
-                "z": 6.0, "sustain": 2, "early_abs": 1.0, "early_ratio": 10.0}
+    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
+                "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 2, "early_abs": 1.0, "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
 
@@ -109,6 +145,8 @@ class KLSpike(Detector):
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
         if self.seen <= self.warmup:
             return self._check_early(step)
         return self.check(step)
@@ -148,7 +186,8 @@ class KLSpike(Detector):
             return self.fire(step, "critical", f"KL spiked to {fmt(v)}, {v / ref:.1f}x its level before ({fmt(self._ref)})",
                              "A sudden jump of the policy away from the reference; often the start of a collapse.",
                              values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
-        if v > p["warn_abs"] and prev < p["prev_abs"]:
+        jumped = v > p["warn_ratio"] * ref and v - self._ref > p["z_warn"] * self._ref_scale
+        if v > p["warn_abs"] and prev < p["prev_abs"] and jumped:
             return self.fire(step, "warning", f"KL jumped from {fmt(prev)} to {fmt(v)}", values=vals)
         return None
 
@@ -228,10 +267,24 @@ class UpdateSize(Detector):
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
 
 
+def reward_climbing(track: Track | None, window: int) -> bool:
+    """True while the reward's median over the last ``window`` observations is clearly above the median of the
+    ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
+    if track is None or len(track.values) < 2 * window:
+        return False
+    before = track.tail(window, skip=window)
+    med, scale = robust(before, 0.0, 1e-12)
+    now = median(track.tail(window))
+    return now - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
 @register_detector("entropy_collapse")
 class EntropyCollapse(FrozenBaseline):
-    """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: <
-    ``warn_ratio`` x warm-up, or halving within ``fall_lag`` steps while below ``fall_guard`` x warm-up."""
+    """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
+    within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    reward spread below half its early level). A policy that sharpens gradually onto right answers — how
+    short-answer tasks converge — is learning, not collapsing."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
@@ -251,6 +304,18 @@ class EntropyCollapse(FrozenBaseline):
         super().__init__(params, ctx)
         self._first = math.nan
 
+    def _stalling(self) -> bool:
+        """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
+        run logs a reward spread, the spread collapsed too (identical samples, zero advantages)."""
+        tracks = self.ctx.tracks
+        if reward_climbing(tracks.get(REWARD), 3 * self.p["fall_lag"]):
+            return False
+        spread = tracks.get("critic/score/group_std") or tracks.get("critic/score/std")
+        if spread is None or spread.n < 2 * self.warmup:
+            return True
+        early = median(list(islice(spread.values, 0, self.warmup))) if spread.n == len(spread.values) else None
+        return early is None or spread.mean_last(5) < 0.5 * early
+
     def observe(self, step: int) -> Finding | None:
         if self.seen == 0:
             self._first = self.ctx.tracks[ENTROPY].last
@@ -268,12 +333,13 @@ class EntropyCollapse(FrozenBaseline):
             self._streak = 0
             return None
         ratio = s / max(self.base, 1e-12)
-        before = track.ago(p["fall_lag"])
+        before = track.back(p["fall_lag"])
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
         if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
-        if ratio < p["warn_ratio"] or (before == before and s < p["fall_ratio"] * before):
+        fast = before == before and s < p["fall_ratio"] * before
+        if fast or (ratio < p["warn_ratio"] and self._stalling()):
             return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
                              values=vals)
         return None

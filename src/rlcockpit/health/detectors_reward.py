@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.advice import (ENTROPY, GRAD, KL, entropy_action, kl_action, length_action, moved, ranked,
-                                     story_causes)
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
+from rlcockpit.health.advice import (
+    ENTROPY,
+    GRAD,
+    KL,
+    kl_action,
+    length_action,
+    moved,
+    ranked,
+    story_causes,
+)
+from rlcockpit.health.base import ADAPT_AT, Detector, climb, fmt, median, register_detector, robust
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
@@ -56,6 +64,8 @@ class RewardCliff(Detector):
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
         if self.seen <= self.warmup:
             return self._check_early(step)
         return self.check(step)
@@ -193,13 +203,16 @@ class RewardHacking(Detector):
     its warm-up level; degradation signals, each relative to the run's own warm-up level:
     repetition (``samples/repeat_ngram_rate`` > max(``repeat_abs``, 2x warm-up)), length at the limit
     (truncation ratio > warm-up + ``limit_rise``), diversity (``samples/distinct_2`` < ``distinct_ratio``
-    x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up).
-    Critical: >= 2 signals, at least one of them repetition or length (identical-but-correct samples are an
-    entropy collapse, not hacking). Warning: one such signal."""
+    x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up), and
+    held-out validation scores (``val-core/*``, ``val/test_score/*``) whose last ``val_points`` values are
+    ``val_drop`` and ``val_rel_drop`` x below their best (a learned reward model being exploited).
+    Critical: >= 2 signals, at least one of them repetition, length or validation (identical-but-correct
+    samples are an entropy collapse, not hacking). Warning: one such signal."""
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
-                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2}
+                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 1,
+                "val_drop": 0.03, "val_rel_drop": 0.05}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     prefixes = VAL_PREFIXES
     story, role = "hacking", "outcome"
@@ -234,6 +247,22 @@ class RewardHacking(Detector):
         self._base[key] = robust(list(track.values)[:k], 0.05, 1e-9)
         return self._base[key]
 
+    def _validation_falling(self) -> list[tuple[str, str, float]]:
+        """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``) that fell from their best while the
+        training reward rose: the reward model is being exploited. The last ``val_points`` validations must all
+        be below the best by ``val_drop`` (absolute) and by ``val_rel_drop`` x the best."""
+        out = []
+        k = int(self.p["val_points"])
+        for key, track in self.ctx.tracks.items():
+            if not key.startswith(VAL_PREFIXES) or track.n < k + 2 or "/std" in key or "worst" in key:
+                continue
+            history = list(track.values)
+            best, recent = max(history[:-k]), history[-k:]
+            drop = best - max(recent)
+            if drop > self.p["val_drop"] and drop > self.p["val_rel_drop"] * abs(best):
+                out.append(("sample", f"validation {track.raw} {fmt(best)} -> {fmt(recent[-1])}", recent[-1]))
+        return out
+
     def _signals(self) -> list[tuple[str, str, float]]:
         """The degradation signals present now. Runs every ``every`` steps while the reward is up, so the
         metric-side signals (entropy, KL, distinct-2) are only evaluated once a sample-side one (repetition,
@@ -253,6 +282,7 @@ class RewardHacking(Detector):
             if lim is not None and b and lim > b[0] + p["limit_rise"]:
                 out.append(("sample", f"responses at the length limit {fmt(b[0])} -> {fmt(lim)}", lim))
                 break
+        out += self._validation_falling()
         b_d2, b_ent, b_kl = self._baseline(S_DISTINCT2), self._baseline("actor/entropy"), self._baseline("actor/kl_loss")
         if not out:
             return out
@@ -284,7 +314,8 @@ class RewardHacking(Detector):
             return None
         desc = "; ".join(sig[1] for sig in signals)
         vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}
-        keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT)
+        keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT,
+                *(k for k in self.ctx.tracks if k.startswith(VAL_PREFIXES)))
         if len(signals) >= 2:
             return self.fire(step, "critical", f"Reward hacking: reward up {fmt(base[0])} -> {fmt(s)} while {desc}",
                              "The policy is exploiting the reward rather than solving the task.",
@@ -340,11 +371,16 @@ class LengthExplosion(Detector):
 
 @register_detector("truncation", "clip_ratio")
 class Truncation(Detector):
-    """Many responses truncated at ``data.max_response_length``. Warning: smoothed
-    ``response_length/clip_ratio`` > ``warn_abs``. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
+    """Responses truncated at the length limit. Warning: the smoothed ``response_length/clip_ratio`` (TRL:
+    ``completions/clipped_ratio``) above ``warn_abs``; or creeping — climbing steadily (see ``climb``: medians of
+    thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
+    warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
+    (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting) after growing
+    ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
 
-    keys = (CLIP,)
-    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2}
+    keys = (CLIP, LEN, LEN_MAX)
+    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.02,
+                "min_abs": 0.03, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -363,15 +399,54 @@ class Truncation(Detector):
         super().__init__(params, ctx)
         self.base: float | None = None
 
+    def limit(self) -> float | None:
+        """The response length limit: the config's, else the maximum length the run keeps hitting."""
+        limit = self.ctx.max_response_length()
+        if limit:
+            return limit
+        top = self.ctx.tracks.get(LEN_MAX)
+        if top is None or top.n < 3:
+            return None
+        cap = max(top.values)
+        hits = sum(1 for v in top.tail(20) if v >= cap)
+        return cap if hits >= 3 else None
+
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[CLIP]
         if self.base is None:
             self.base = median(track.tail(self.warmup, skip=1))
+            self._len_base = self._median_of(LEN)
         s = track.mean_last(3)
-        if not self.sustained(s > self.p["warn_abs"], self.p["sustain"]):
-            return None
         vals = {"clip_ratio": s, "baseline": self.base}
-        if s > self.p["critical_abs"] and s > self.base + self.p["critical_rise"]:
-            return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})", values=vals,
-                             extra_keys=(LEN,), samples=True)
-        return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals, extra_keys=(LEN,))
+        if self.sustained(s > p["warn_abs"], p["sustain"]):
+            if s > p["critical_abs"] and s > self.base + p["critical_rise"]:
+                return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
+                                 values=vals, extra_keys=(LEN,), samples=True)
+            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
+                             extra_keys=(LEN,))
+        if s > p["min_abs"] and s - self.base > p["rise_warn"]:
+            found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
+            if found is not None:
+                vals |= {"window": found[3], "noise": found[4]}
+                return self.fire(step, "warning", f"Truncation creeping up: {self.base:.1%} -> {s:.1%} of responses "
+                                 "cut at the length limit", "Answers that no longer fit get no reward and bias the "
+                                 "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
+                                 extra_keys=(LEN,))
+        return self._near_limit(step)
+
+    def _median_of(self, key: str) -> float | None:
+        t = self.ctx.tracks.get(key)
+        return median(t.tail(self.warmup, skip=1)) if t is not None and t.n > 2 else None
+
+    def _near_limit(self, step: int) -> Finding | None:
+        length, limit = self.ctx.tracks.get(LEN), self.limit()
+        if length is None or not length.n or not limit or not self._len_base:
+            return None
+        s = length.mean_last(3)
+        if s < self.p["near_frac"] * limit or s < self.p["len_growth"] * self._len_base:
+            return None
+        return self.fire(step, "warning", f"Mean response length {fmt(s)} is {s / limit:.0%} of the {fmt(limit)}-token "
+                         f"limit (was {fmt(self._len_base)})", "Longer answers will soon be cut off.", metric=LEN,
+                         values={"length": s, "limit": limit, "baseline_length": self._len_base})
+

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import moved, ranked
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
+from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, robust
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
@@ -262,13 +262,14 @@ class RolloutMismatch(Detector):
     ``rollout_corr/*`` divergences, TRL's ``sampling/sampling_logp_difference/mean``. Judged against the run's
     own level after warm-up (the mismatch of a healthy run is small and flat; dtype, kernel or weight-sync
     problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
-    ``floor``) and ``z_warn`` noise scales above it, or above ``warn_abs`` (verl's probs-diff only). Critical:
+    ``floor``) and ``z_warn`` noise scales above it; or ``creep_ratio`` x the baseline while climbing steadily
+    over one of ``windows`` recent observations; or above ``warn_abs`` (verl's probs-diff only). Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
     keys = MISMATCH_KEYS
     triggers = MISMATCH_KEYS
     defaults = {"warn_abs": 0.01, "warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001,
-                "sustain": 2, "smooth": 2}
+                "sustain": 2, "smooth": 2, "creep_ratio": 1.4, "windows": (9, 24, 60)}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
              "after sync)")
@@ -298,7 +299,9 @@ class RolloutMismatch(Detector):
         ratio = s / ref
         relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
         absolute = key == MISMATCH and s > p["warn_abs"]
-        if not (relative or absolute):
+        creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
+                                                      self.warmup // 2) is not None
+        if not (relative or absolute or creeping):
             self._streak = 0
             return None
         vals = {"mismatch": s, "baseline": base, "ratio": ratio}

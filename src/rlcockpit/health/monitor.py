@@ -22,11 +22,11 @@ from rlcockpit.health import (  # noqa: F401 - importing registers the built-in 
     detectors_system,
 )
 from rlcockpit.health.advice import config_causes
-from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
+from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
+from rlcockpit.health.detectors_loss import NonFinite
 from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_USED
 from rlcockpit.health.detectors_system import GPU_UTIL
-from rlcockpit.health.detectors_loss import NonFinite
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
 from rlcockpit.metrics.guide import canonical_name
@@ -192,9 +192,12 @@ class HealthMonitor:
         for det in plan.detectors:
             if det.plain_observe:  # Detector.observe, inlined
                 seen = det.seen = det.seen + 1
+                if seen <= det.warmup:
+                    if seen == ADAPT_AT:
+                        det.adapt_warmup()
+                    if seen <= det.warmup:
+                        continue
                 warmup = det.warmup
-                if seen <= warmup:
-                    continue
                 if seen == warmup + 1:
                     det.on_warm()
                 f = det.check(step)
