@@ -66,6 +66,7 @@ class _Plan:
         self.detectors = detectors
 
 
+RUN_SETTINGS = frozenset({"reports"})  # health.reports: the report schedule (rlcockpit.health.schedule)
 PLAN_CACHE_SIZE = 64  # distinct key sets remembered; a run whose key set never repeats just re-plans
 
 
@@ -73,7 +74,8 @@ class HealthMonitor:
     """Streaming health checks for one run.
 
     ``settings`` maps a detector name (or alias) to overrides of its thresholds, e.g.
-    ``{"kl_spike": {"critical_ratio": 4.0}, "gpu_utilization": {"enabled": False}}``; every detector documents
+    ``{"kl_spike": {"critical_ratio": 4.0}, "gpu_utilization": {"enabled": False}}`` (a ``reports`` entry, the
+    run's report schedule, is not a detector and is left to :mod:`rlcockpit.health.schedule`); every detector documents
     its defaults in its docstring (``rlcockpit.health.DETECTORS.get(name).__doc__``). ``run_config`` is the
     run's config (rlcockpit or verl shape): causes and actions consult it.
     """
@@ -83,6 +85,8 @@ class HealthMonitor:
             raise TypeError(f"health settings must be a mapping of detector name -> overrides, got {type(settings).__name__}")
         per_detector: dict[str, Mapping[str, Any]] = {}
         for name, params in (settings or {}).items():
+            if name in RUN_SETTINGS:  # settings of the run's health section that are not detectors
+                continue
             canonical = DETECTORS.canonical(name)  # KeyError naming the closest detector
             if not isinstance(params, Mapping):
                 raise TypeError(f"health setting {name!r} must be a mapping of threshold overrides, got {params!r}")

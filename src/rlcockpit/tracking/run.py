@@ -165,6 +165,10 @@ class Run:
             alerts = True  # channels named by RLCOCKPIT_*_WEBHOOK / RLCOCKPIT_SMTP_* variables
         if alerts is not None and alerts is not False:
             _attach_alerts(self, alerts)
+        if isinstance(health, Mapping) and health.get("reports"):  # health.reports: scheduled health reports
+            from rlcockpit.health.schedule import attach_reports
+
+            attach_reports(self, health["reports"])
         _install_exit_hooks(self)
 
     # ---- setup helpers -------------------------------------------------------------------------

@@ -180,6 +180,7 @@ class HealthConfig:
     enable: bool = True
     on_critical: str = "warn"  # warn | stop | rollback
     max_rollbacks: int = 3
+    reports: list[str] = field(default_factory=list)  # scheduled health reports: 1h, 6h, daily, checkpoint
 
 
 @dataclass
@@ -237,6 +238,7 @@ ALIASES: dict[str, str] = {
     "use_wandb": "trainer.logger",  # true -> add "wandb", false -> remove it
 }
 
+VALID_LIST_CHOICES: dict[str, tuple[str, ...]] = {"health.reports": ("1h", "6h", "daily", "checkpoint")}
 VALID_CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.kl_ctrl.type": ("fixed", "adaptive"),
     "actor.model.dtype": ("fp32", "bf16"),
@@ -376,6 +378,9 @@ def set_key(cfg: Config, key: str, value: Any, *, notes: list[str] | None = None
     choices = VALID_CHOICES.get(key)
     if choices and value not in choices:
         raise ConfigError(f"config key {key!r} must be one of {', '.join(choices)}; got {value!r}")
+    for item in value if key in VALID_LIST_CHOICES and isinstance(value, list) else ():
+        if item not in VALID_LIST_CHOICES[key]:
+            raise ConfigError(f"config key {key!r}: {item!r} is not one of {', '.join(VALID_LIST_CHOICES[key])}")
     obj: Any = cfg
     *parents, leaf = key.split(".")
     for p in parents:

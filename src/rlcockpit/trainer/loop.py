@@ -161,7 +161,7 @@ def _ckpt_parts(st: State) -> dict[str, dict[str, Any]]:
             "schedulers": {"actor": st.actor_sched, "critic": st.critic_sched}}
 
 
-def save(st: State, run_id: str, guard: Guardrails | None = None) -> Path:
+def save(st: State, run_id: str, guard: Guardrails | None = None, run: Any = None) -> Path:
     """Checkpoint ``st``; with ``guard``, its last known-healthy checkpoint survives rotation and its
     interventions (rollbacks, applied overrides) travel with the checkpoint, next to the live config."""
     path = ckpt.save_checkpoint(st.cfg.trainer.default_local_dir, st.step, **_ckpt_parts(st),
@@ -174,6 +174,8 @@ def save(st: State, run_id: str, guard: Guardrails | None = None) -> Path:
                                                "guardrail": guard.state_dict() if guard is not None else None})
     if guard is not None:
         guard.note_checkpoint(st.step, healthy=st.step == 0)  # step 0: the model before any update
+    if run is not None:  # health.reports=[checkpoint] reports on it
+        run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
     return path
 
 
@@ -324,7 +326,8 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         log(f"[rlcockpit] resuming run {run_id} from {resume_from} (step {st.step})")
     run = rlcockpit.init(project=tr.project_name, name=tr.experiment_name, tags=list(tr.tags) or None,
                          config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=run_id, loggers=list(tr.logger),
-                         health=cfg.health.enable, alerts=cfg.alerts or None)
+                         health=({"reports": list(cfg.health.reports)} if cfg.health.enable and cfg.health.reports
+                                 else cfg.health.enable), alerts=cfg.alerts or None)
     guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
     run.on_finding(guard.on_finding)
     # only rollback needs to know which checkpoints are healthy (and to keep them out of rotation)
@@ -337,7 +340,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         if st.step == 0:
             run.log(dict(st.data_stats), step=0)
             if cfg.health.on_critical == "rollback":
-                save(st, run.id, ckpt_guard)  # a healthy point to come back to
+                save(st, run.id, ckpt_guard, run=run)  # a healthy point to come back to
         if st.step == 0 and tr.test_freq > 0:
             _validate(st, run, result, log)
         consecutive_nonfinite = 0
@@ -364,7 +367,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
             if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
                 _validate(st, run, result, log)
             if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-                save(st, run.id, ckpt_guard)
+                save(st, run.id, ckpt_guard, run=run)
             if ckpt_guard is not None:  # after this step's metrics and samples
                 run.call_in_writer(lambda s=st.step: ckpt_guard.mark_observed(s))
             if cfg.health.on_critical != "warn":
@@ -378,7 +381,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
             _validate(st, run, result, log)
         if tr.save_freq > 0 and not (Path(tr.default_local_dir) / f"global_step_{st.step}").is_dir():
-            save(st, run.id, ckpt_guard)  # the final state, as verl does
+            save(st, run.id, ckpt_guard, run=run)  # the final state, as verl does
     except TrainingStopped as exc:
         result.status, result.reason, exit_code = "stopped", str(exc), 1
         log(f"[rlcockpit] stopping: {exc}")
