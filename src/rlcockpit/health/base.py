@@ -155,6 +155,32 @@ def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since:
     return None
 
 
+def span(track: Track, steps: float, lo: int = 2, hi: int = 10) -> int:
+    """How many recent observations of ``track`` cover ``steps`` steps (between ``lo`` and ``hi``): windows
+    meant in steps, whatever the run's logging cadence."""
+    st = track.steps
+    if len(st) < 2:
+        return lo
+    spacing = max((st[-1] - st[0]) / (len(st) - 1), 1e-9)
+    return max(lo, min(hi, math.ceil(steps / spacing)))
+
+
+def turn_up(values: list[float], w: int, min_rise: float, accel: float = 1.5, z: float = 3.0
+            ) -> tuple[float, float, float, float] | None:
+    """``(a, b, c, noise)`` when the last ``w`` values (median ``c``) rose above the ``w`` before (``b``) by more
+    than ``min_rise`` and by more than ``accel`` x the rise of the ``w`` before those (``a`` -> ``b``) plus ``z``
+    noise units of a window median: a series that *turned* upwards. A series that has been climbing at a steady
+    or slowing pace all along (a healthy KL, a reasoning run's length) does not turn."""
+    if len(values) < 3 * w:
+        return None
+    a, b, c = median(values[-3 * w : -2 * w]), median(values[-2 * w : -w]), median(values[-w:])
+    last = values[-w:]
+    noise = 1.4826 * median([abs(v - c) for v in last]) / math.sqrt(w)
+    if c - b > min_rise and c - b > accel * max(b - a, 0.0) + z * noise:
+        return a, b, c, noise
+    return None
+
+
 class DetectorContext:
     """What every detector of one monitor shares: tracks, the run config and recent sample excerpts."""
 

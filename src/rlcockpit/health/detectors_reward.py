@@ -18,7 +18,7 @@ from rlcockpit.health.advice import (
     ranked,
     story_causes,
 )
-from rlcockpit.health.base import ADAPT_AT, Detector, climb, fmt, median, register_detector, robust
+from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust, span, turn_up
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
@@ -204,15 +204,16 @@ class RewardHacking(Detector):
     repetition (``samples/repeat_ngram_rate`` > max(``repeat_abs``, 2x warm-up)), length at the limit
     (truncation ratio > warm-up + ``limit_rise``), diversity (``samples/distinct_2`` < ``distinct_ratio``
     x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up), and
-    held-out validation scores (``val-core/*``, ``val/test_score/*``) whose last ``val_points`` values are
-    ``val_drop`` and ``val_rel_drop`` x below their best (a learned reward model being exploited).
+    held-out validation scores (``val-core/*``, ``val/test_score/*``) or per-function reward components falling:
+    the median of their last ``val_points`` values ``val_drop`` (relative) and ``val_z`` noise units below the
+    three before (a learned reward model being exploited).
     Critical: >= 2 signals, at least one of them repetition, length or validation (identical-but-correct
     samples are an entropy collapse, not hacking). Warning: one such signal."""
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
-                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 1,
-                "val_drop": 0.03, "val_rel_drop": 0.05}
+                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 2,
+                "val_drop": 0.05, "val_z": 3.0}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     prefixes = VAL_PREFIXES
     story, role = "hacking", "outcome"
@@ -248,20 +249,27 @@ class RewardHacking(Detector):
         return self._base[key]
 
     def _validation_falling(self) -> list[tuple[str, str, float]]:
-        """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``) that fell from their best while the
-        training reward rose: the reward model is being exploited. The last ``val_points`` validations must all
-        be below the best by ``val_drop`` (absolute) and by ``val_rel_drop`` x the best."""
-        out = []
+        """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``; per-function reward components such as
+        TRL's ``rewards/accuracy/mean``) falling while the training reward rose: the reward (model) is being
+        exploited. The median of the last ``val_points`` values must be ``val_drop`` and ``val_z`` noise units
+        below the median of the three before them (noise: from the series' own successive differences). One
+        signal, however many such series fall."""
         k = int(self.p["val_points"])
         for key, track in self.ctx.tracks.items():
-            if not key.startswith(VAL_PREFIXES) or track.n < k + 2 or "/std" in key or "worst" in key:
+            component = key.startswith("critic/score/") and key.endswith("/mean") and key != REWARD
+            if not (key.startswith(VAL_PREFIXES) or component) or track.n < k + 4:
                 continue
-            history = list(track.values)
-            best, recent = max(history[:-k]), history[-k:]
-            drop = best - max(recent)
-            if drop > self.p["val_drop"] and drop > self.p["val_rel_drop"] * abs(best):
-                out.append(("sample", f"validation {track.raw} {fmt(best)} -> {fmt(recent[-1])}", recent[-1]))
-        return out
+            if "/std" in key or "worst" in key or "/max" in key or "/min" in key:
+                continue
+            vals = list(track.values)
+            ref, recent = median(vals[-(k + 3) : -k]), median(vals[-k:])
+            diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
+            noise = 1.4826 * median(diffs) / math.sqrt(2) if diffs else 0.0
+            drop = ref - recent
+            if drop > self.p["val_drop"] * max(abs(ref), 1e-9) and drop > self.p["val_z"] * noise / math.sqrt(k):
+                what = "validation" if not component else "reward component"
+                return [("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)]
+        return []
 
     def _signals(self) -> list[tuple[str, str, float]]:
         """The degradation signals present now. Runs every ``every`` steps while the reward is up, so the
@@ -326,12 +334,15 @@ class RewardHacking(Detector):
 
 @register_detector("length_explosion", "response_length")
 class LengthExplosion(Detector):
-    """Response length running away. Warning: smoothed length > ``warn_ratio`` x the warm-up level and still
-    rising. Critical: > ``critical_ratio`` x warm-up and (truncation > ``clip_critical`` or length within
-    ``limit_frac`` of ``data.max_response_length``)."""
+    """Response length running away. Warning: the length *turned* upwards — over the last window of
+    ``span_steps`` steps its median rose ``turn_ratio`` x above the window before, faster (``accel`` x plus ``z``
+    noise units) than in the window before that. Reasoning runs whose answers lengthen steadily as they learn do
+    not turn; a lost stop token or a length-loving reward does. Critical: > ``critical_ratio`` x the warm-up
+    level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``)."""
 
     keys = (LEN,)
-    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "lag": 10}
+    defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.15,
+                "accel": 1.5, "z": 3.0}
     story, role = "length", "outcome"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -350,37 +361,46 @@ class LengthExplosion(Detector):
         self.base: float | None = None
 
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[LEN]
         if self.base is None:
             self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
         s = track.mean_last(3)
         ratio = s / self.base
-        if ratio <= self.p["warn_ratio"] or s < track.ago(self.p["lag"]):
-            return None
         clip = self.ctx.tracks.get(CLIP)
         clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
         limit = self.ctx.max_response_length()
-        near_limit = limit is not None and s >= self.p["limit_frac"] * limit
+        near_limit = limit is not None and s >= p["limit_frac"] * limit
         vals = {"length": s, "baseline": self.base, "ratio": ratio, "clip_ratio": clip_now, "max_response_length": limit}
-        if ratio > self.p["critical_ratio"] and (clip_now > self.p["clip_critical"] or near_limit):
-            return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), hitting the limit",
-                             values=vals, extra_keys=(CLIP,), samples=True)
-        return self.fire(step, "warning", f"Response length growing: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x)",
-                         values=vals, extra_keys=(CLIP,))
+        if ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit) and s >= track.ago(1):
+            return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), "
+                             "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
+        w = span(track, p["span_steps"])
+        logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
+        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
+        if turned is None:
+            return None
+        a, b, c, _noise = (math.exp(x) for x in turned)
+        vals |= {"before": b, "now": c, "trend_before": b / a}
+        return self.fire(step, "warning", f"Response length turned upwards: {fmt(b)} -> {fmt(c)} in {w} logged steps "
+                         f"(it had moved {b / a - 1:+.0%} before)", values=vals, extra_keys=(CLIP,),
+                         step_start=track.tail_steps(w)[0])
 
 
 @register_detector("truncation", "clip_ratio")
 class Truncation(Detector):
     """Responses truncated at the length limit. Warning: the smoothed ``response_length/clip_ratio`` (TRL:
-    ``completions/clipped_ratio``) above ``warn_abs``; or creeping — climbing steadily (see ``climb``: medians of
+    ``completions/clipped_ratio``) above ``warn_abs``; or jumped — its median over the last ``span_steps`` steps
+    ``jump`` above the trailing ``window`` and ``jump_z`` of that window's noise, to above ``jump_min``; or creeping — climbing steadily (see ``climb``: medians of
     thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
     warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
     (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting) after growing
     ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
 
     keys = (CLIP, LEN, LEN_MAX)
-    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.02,
-                "min_abs": 0.03, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3}
+    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
+                "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
+                "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -425,6 +445,13 @@ class Truncation(Detector):
                                  values=vals, extra_keys=(LEN,), samples=True)
             return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
                              extra_keys=(LEN,))
+        jumped = self._jump(track)
+        if jumped is not None:
+            ref, now = jumped
+            return self.fire(step, "warning", f"Truncation jumped: {ref:.1%} -> {now:.1%} of responses cut at the "
+                             "length limit", "Answers that no longer fit get no reward and bias the update.",
+                             values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
+                             step_start=track.tail_steps(span(track, p["span_steps"]))[0])
         if s > p["min_abs"] and s - self.base > p["rise_warn"]:
             found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
             if found is not None:
@@ -434,6 +461,20 @@ class Truncation(Detector):
                                  "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
                                  extra_keys=(LEN,))
         return self._near_limit(step)
+
+    def _jump(self, track: Track) -> tuple[float, float] | None:
+        """(before, now) when the clip ratio of the last ``span_steps`` steps rose ``jump`` above the trailing
+        ``window`` and ``jump_z`` of that window's noise (of a median), to above ``jump_min``."""
+        p = self.p
+        k = span(track, p["span_steps"])
+        ref_vals = track.tail(p["window"], skip=k)
+        if len(ref_vals) < 5:
+            return None
+        ref, now = median(ref_vals), median(track.tail(k))
+        noise = 1.4826 * median([abs(v - ref) for v in ref_vals]) / math.sqrt(k)
+        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise):
+            return ref, now
+        return None
 
     def _median_of(self, key: str) -> float | None:
         t = self.ctx.tracks.get(key)

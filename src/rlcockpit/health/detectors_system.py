@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import moved, ranked
-from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, robust
+from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
-THROUGHPUT, STEP_TIME = "perf/throughput", "timing_s/step"
+THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
 
 
@@ -96,16 +96,28 @@ class GPUUtilization(Detector):
         return speed_advice(self, finding)
 
 
+MARKERS = ("timing_s/testing", "timing_s/save_checkpoint")  # steps that also evaluated or saved
+MARKER_PREFIXES = ("val-core/", "val-aux/", "val/", "eval/", "eval_")
+
+
 @register_detector("throughput_drop", "throughput")
 class ThroughputDrop(Detector):
-    """``perf/throughput`` (median of 3) below ``warn_ratio`` x the median of a trailing ``window`` ending
-    ``gap`` steps earlier: a warning (a temporary dip, e.g. another process stealing CPU cores, is worth a look,
-    no more). Critical only when the drop is both large and lasting: below ``critical_ratio`` x the level
-    before the dip for ``sustain`` consecutive steps. The reference is frozen while the dip lasts, so a long
-    drop is measured against the speed before it, not against itself."""
+    """Training slowed down: ``perf/throughput`` (or, where a run logs no throughput, the inverse of its step
+    time: ``timing_s/step``, ``perf/time_per_step``, W&B's ``step_time``) against the run's own recent speed.
+    Steps that also evaluated or saved a checkpoint (``timing_s/testing``, ``timing_s/save_checkpoint``,
+    ``val-core/*``, ``eval/*`` logged at that step) are left out: they are slow by design.
 
-    keys = (THROUGHPUT,)
-    defaults = {"warn_ratio": 0.6, "critical_ratio": 0.35, "window": 30, "gap": 3, "sustain": 20}
+    Warning: the median of the last ``recent`` speeds (2 when the run logs every few steps) below ``warn_ratio``
+    x the median of a trailing ``window`` ending ``gap`` observations earlier, and ``z_warn`` of that window's
+    noise scales (of a median of ``recent``) below it. Critical only when the drop is both large and lasting:
+    below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
+    dip lasts, so a long drop is measured against the speed before it, not against itself."""
+
+    keys = (THROUGHPUT, STEP_TIME, TIME_PER_STEP, *MARKERS)
+    triggers = (THROUGHPUT, STEP_TIME, TIME_PER_STEP)
+    prefixes = MARKER_PREFIXES
+    defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
+                "sustain": 20}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -113,38 +125,74 @@ class ThroughputDrop(Detector):
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self._ref = math.nan
-        self._ref_step = -10**9
-        self._low = 0  # consecutive steps below warn_ratio (the reference stays frozen meanwhile)
+        self._clean: list[tuple[int, float]] = []
+        self._ref = self._noise = math.nan
+        self._ref_at = -10**9
         self._onset: int | None = None
+        self._markers: list[Track] = []
 
-    def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[THROUGHPUT]
-        if self._low == 0 and (step - self._ref_step >= 5 or self._ref != self._ref):  # refresh every 5 steps
-            self._ref, self._ref_step = median(track.tail(self.p["window"], skip=self.p["gap"])), step
-        if track.last >= self.p["warn_ratio"] * self._ref:
-            self._low = self._streak = 0
+    def _busy(self, step: int) -> bool:
+        """True when this step also evaluated or saved (its step time is not training speed)."""
+        if len(self._clean) % 20 == 0 or not self._markers:
+            self._markers = [t for k, t in self.ctx.tracks.items() if k in MARKERS or k.startswith(MARKER_PREFIXES)]
+        return any(t.last_step == step for t in self._markers)
+
+    def _speed(self, step: int) -> float | None:
+        tracks = self.ctx.tracks
+        t = tracks.get(THROUGHPUT)
+        if t is not None and t.n:
+            return t.last if t.last_step == step else None
+        for key in (STEP_TIME, TIME_PER_STEP):
+            t = tracks.get(key)
+            if t is not None and t.last_step == step and t.last > 0:
+                return 1.0 / t.last
+        return None
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        speed = self._speed(step)
+        if speed is None or self._busy(step):
             return None
-        s = median(track.tail(3))
+        self._clean.append((step, speed))
+        if len(self._clean) > 4 * self.p["window"]:
+            del self._clean[: len(self._clean) - 2 * self.p["window"]]
+        n = len(self._clean)
+        if n == ADAPT_AT:
+            spacing = (self._clean[-1][0] - self._clean[0][0]) / (n - 1)
+            self._sparse = spacing >= 3
+            if spacing > 1:
+                self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
+        if n <= max(self.warmup, self.p["gap"] + 3):
+            return None
+        return self.judge(step)
+
+    def judge(self, step: int) -> Finding | None:
+        p = self.p
+        vals = [v for _s, v in self._clean]
+        if self._onset is None and (step - self._ref_at >= 5 or self._ref != self._ref):
+            ref_window = vals[-(p["window"] + p["gap"]) : -p["gap"]]
+            self._ref, self._ref_at = median(ref_window), step
+            self._noise = 1.4826 * median([abs(v - self._ref) for v in ref_window])
+        k = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+        s = median(vals[-k:])
         ratio = s / max(self._ref, 1e-12)
-        if ratio >= self.p["warn_ratio"]:
-            self._low = self._streak = 0
+        if ratio >= p["warn_ratio"] or self._ref - s <= p["z_warn"] * self._noise / math.sqrt(k):
+            self._onset = None
             return None
-        if self._low == 0:
-            self._onset = step
-        self._low += 1
-        lasting = self.sustained(ratio < self.p["critical_ratio"], self.p["sustain"])
+        if self._onset is None:
+            self._onset = self._clean[-k][0]
         label, shares = attribute_bottleneck(self.ctx.tracks)
-        vals = {"throughput": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
-                "steps_low": self._low}
+        vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
+                    "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
-        if lasting:
-            return self.fire(step, "critical", f"Throughput down to {ratio:.0%} of its earlier level for {self._low} steps "
-                             f"({fmt(self._ref)} -> {fmt(s)}){where}", values=vals, step_start=self._onset,
+        what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
+        if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
+            return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
+                             f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
                              extra_keys=(STEP_TIME, GPU_UTIL))
-        return self.fire(step, "warning", f"Throughput dropped to {ratio:.0%} of its recent level ({fmt(self._ref)} -> "
-                         f"{fmt(s)}){where}", "A dip that recovers (e.g. another process on the same cores) is harmless.",
-                         values=vals, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
+        return self.fire(step, "warning", f"{what} dropped to {ratio:.0%} of its recent level{where}",
+                         "A dip that recovers (e.g. another process on the same cores) is harmless.",
+                         values=vals_out, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
 
 
 PHASES = {
@@ -206,12 +254,14 @@ class Bottleneck(Detector):
 
 @register_detector("lr_schedule", "learning_rate")
 class LRSchedule(Detector):
-    """``actor/lr`` not following the configured schedule (warning only): above 1.5x the configured peak,
-    away from the peak by more than ``tolerance`` after warm-up under a constant schedule, zero after warm-up,
-    rising after warm-up under cosine, or (no config) jumping ``jump_ratio``x between steps."""
+    """``actor/lr`` not what the run asked for (warning only). Decays are left alone — step decay, cosine,
+    linear to zero are all schedules people plan. Flagged: the lr above ``peak_ratio`` x the configured peak for
+    ``sustain`` observations (a resumed scheduler, a unit error), an upward jump of more than ``jump_ratio`` x
+    between two observations after the lr had reached its peak (a schedule restarted by accident), or an lr of 0
+    for ``sustain`` observations before the last ``end_share`` of the configured steps (nothing is learned)."""
 
     keys = (LR,)
-    defaults = {"tolerance": 0.5, "jump_ratio": 10.0, "sustain": 3}
+    defaults = {"peak_ratio": 1.5, "jump_ratio": 3.0, "sustain": 3, "end_share": 0.1}
     common = {"enabled": True, "warmup": 0, "cooldown": 100}
     cause = "the scheduler is not the one configured (resumed state, wrong total steps)"
 
@@ -221,39 +271,32 @@ class LRSchedule(Detector):
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self._schedule: tuple[float | None, int | None, str] | None = None
+        self._config: tuple[float | None, float | None] | None = None
+        self._max = 0.0
 
     def check(self, step: int) -> Finding | None:
-        if self._schedule is None:  # the config does not change during a run: read it once
+        if self._config is None:  # the config does not change during a run: read it once
             view = self.ctx.view
-            total = view.number("trainer.total_training_steps")
-            ratio = view.number("actor.optim.lr_warmup_steps_ratio") or 0.0
-            self._schedule = (view.number("actor.optim.lr"), math.ceil(ratio * total) if total else None,
-                              str(view.get("actor.optim.warmup_style") or "constant"))
-        peak, warm_steps, style = self._schedule
+            self._config = (view.number("actor.optim.lr"), view.number("trainer.total_training_steps"))
+        peak, total = self._config
         track = self.ctx.tracks[LR]
         lr, prev = track.last, track.ago(1)
-        problem = ""
-        if peak:
-            after_warmup = warm_steps is not None and track.n > warm_steps + 1
-            if lr > 1.5 * peak:
-                problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
-            elif after_warmup and lr <= 0:
-                problem = "lr is zero after warm-up"
-            elif after_warmup and style == "constant" and abs(lr - peak) > self.p["tolerance"] * peak:
-                problem = f"lr {fmt(lr)} should be {fmt(peak)} after warm-up (constant schedule)"
-            elif after_warmup and style == "cosine" and prev == prev and lr > prev * 1.01:
-                problem = f"lr rising {fmt(prev)} -> {fmt(lr)} under a cosine schedule"
-        elif prev == prev and prev > 0 and (lr > self.p["jump_ratio"] * prev or lr * self.p["jump_ratio"] < prev):
-            problem = f"lr jumped {fmt(prev)} -> {fmt(lr)}"
-        if not self.sustained(bool(problem), 1 if "jumped" in problem else self.p["sustain"]):
+        problem, needed = "", self.p["sustain"]
+        if peak and lr > self.p["peak_ratio"] * peak:
+            problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
+        elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max:
+            problem, needed = f"lr jumped up {fmt(prev)} -> {fmt(lr)} after it had decayed", 1
+        elif lr <= 0 and self._max > 0 and (not total or step < (1 - self.p["end_share"]) * total):
+            problem = "lr is zero in the middle of the run"
+        self._max = max(self._max, lr)
+        if not self.sustained(bool(problem), needed):
             return None
         return self.fire(step, "warning", f"Learning rate not following its schedule: {problem}",
-                         values={"lr": lr, "configured_lr": peak, "warmup_steps": warm_steps})
+                         values={"lr": lr, "configured_lr": peak, "max_lr": self._max})
 
 
-MISMATCH_KEYS = (MISMATCH, "rollout_corr/k3_kl", "rollout_corr/kl", "rollout_corr/log_ppl_abs_diff",
-                 "sampling/sampling_logp_difference/mean")
+MISMATCH_KEYS = (MISMATCH, "rollout_corr/log_ppl_abs_diff", "rollout_corr/k3_kl", "rollout_corr/kl",
+                 "sampling/sampling_logp_difference/mean")  # the first one a run logs is judged
 
 
 @register_detector("rollout_mismatch", "logprob_mismatch")
@@ -263,13 +306,16 @@ class RolloutMismatch(Detector):
     own level after warm-up (the mismatch of a healthy run is small and flat; dtype, kernel or weight-sync
     problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
     ``floor``) and ``z_warn`` noise scales above it; or ``creep_ratio`` x the baseline while climbing steadily
-    over one of ``windows`` recent observations; or above ``warn_abs`` (verl's probs-diff only). Critical:
+    over one of ``windows`` recent observations. A mismatch that is high but stable is the run's baseline (bf16
+    rollouts differ from an fp32 trainer), not a finding. Only the first of the keys the run logs is judged.
+    Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
     keys = MISMATCH_KEYS
     triggers = MISMATCH_KEYS
-    defaults = {"warn_abs": 0.01, "warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001,
-                "sustain": 2, "smooth": 2, "creep_ratio": 1.4, "windows": (9, 24, 60)}
+    defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
+                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60)}
+    common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
              "after sync)")
@@ -279,17 +325,13 @@ class RolloutMismatch(Detector):
         self._base: dict[str, tuple[float, float]] = {}
 
     def check(self, step: int) -> Finding | None:
-        for key in self.keys:
-            track = self.ctx.tracks.get(key)
-            if track is None or track.last_step != step or track.n <= self.warmup:
-                continue
-            if key not in self._base:
-                self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
-            found = self._judge(step, key, track)
-            if found is not None:
-                return found
-        self._streak = 0
-        return None
+        key = next((k for k in self.keys if k in self.ctx.tracks and self.ctx.tracks[k].n), None)
+        track = self.ctx.tracks.get(key) if key else None
+        if track is None or track.last_step != step or track.n <= self.warmup:
+            return None
+        if key not in self._base:
+            self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
+        return self._judge(step, key, track)
 
     def _judge(self, step: int, key: str, track: Track) -> Finding | None:
         p = self.p
@@ -298,10 +340,9 @@ class RolloutMismatch(Detector):
         ref = max(base, p["floor"])
         ratio = s / ref
         relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
-        absolute = key == MISMATCH and s > p["warn_abs"]
         creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
                                                       self.warmup // 2) is not None
-        if not (relative or absolute or creeping):
+        if not (relative or creeping):
             self._streak = 0
             return None
         vals = {"mismatch": s, "baseline": base, "ratio": ratio}
