@@ -76,11 +76,11 @@ def test_warmup_is_respected():
 def test_cooldown_suppresses_repeats_but_allows_escalation():
     mon = HealthMonitor({"rollout_mismatch": {"cooldown": 50}})
     sev = []
-    for step in range(10):
+    for step in range(15):  # rollout_mismatch's warm-up
         mon.observe(step, {"training/rollout_probs_diff_mean": 0.002})
-    for step in range(10, 40):
+    for step in range(15, 45):
         sev += [(step, f.severity) for f in mon.observe(step, {"training/rollout_probs_diff_mean": 0.05})]
-    assert sev == [(10, "warning"), (11, "critical")]
+    assert sev == [(15, "warning"), (16, "critical")]
 
 
 def test_settings_override_thresholds_and_unknown_names_fail_clearly():

@@ -144,7 +144,7 @@ class _Percent(MemoryTrend):
     points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
     for its KV cache) is the run's baseline, not a finding."""
 
-    defaults = {**MemoryTrend.defaults, "creep_points": 1.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    defaults = {**MemoryTrend.defaults, "creep_points": 3.0, "critical_percent": 92.0, "critical_rise": 8.0}
     label = "memory"
 
     def min_growth(self, base: float) -> float:

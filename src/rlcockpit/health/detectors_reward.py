@@ -36,7 +36,9 @@ class RewardCliff(Detector):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
     ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
     Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
-    Critical: ``z_critical`` units and ``drop_critical`` x the level.
+    Critical: ``z_critical`` units and ``drop_critical`` x the level. Either only once the low level held for
+    ``hold_steps`` steps or three observations (the reference frozen where the drop began): a dip that recovers
+    at once is the run's noise.
 
     During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
     before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it (a
@@ -44,7 +46,7 @@ class RewardCliff(Detector):
 
     keys = (REWARD,)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
-                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25}
+                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25, "hold_steps": 4}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
@@ -61,6 +63,9 @@ class RewardCliff(Detector):
         self._emad = 0.0
         self._lo, self._hi = math.inf, -math.inf
         self._start = math.nan
+        self._low_since: int | None = None
+        self._low_n = 0
+        self._frozen = (math.nan, math.nan)
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
@@ -101,14 +106,22 @@ class RewardCliff(Detector):
         self._ema += p["ema"] * (v - self._ema)
         self._lo, self._hi = min(self._lo, v), max(self._hi, v)
         if not gated:
+            self._low_since = None
             return None
-        ref, scale = robust(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+        if self._low_since is None:  # the reference is frozen when the drop starts
+            self._low_since, self._low_n = step, 0
+            self._frozen = robust(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+        self._low_n += 1
+        ref, scale = self._frozen
         noise = scale / math.sqrt(p["smooth"])
         drop = ref - s
         level = max(abs(ref), self._hi - self._lo, 1e-9)
         z, rel = drop / noise, drop / level
         vals = {"reward": s, "reward_before": ref, "drop": drop, "z": z, "relative_drop": rel}
-        onset = step - p["smooth"] + 1
+        onset = self._low_since - (p["smooth"] - 1) * max(1, track.last_step - track.tail_steps(2)[0])
+        held = step - self._low_since >= p["hold_steps"] or self._low_n >= 3  # a dip that recovers is noise
+        if not held:
+            return None
         if z > p["z_critical"] and rel > p["drop_critical"]:
             return self.fire(step, "critical", f"Reward fell off a cliff: {fmt(ref)} -> {fmt(s)} ({rel:.0%} drop)",
                              "A sudden drop, far outside the run's own noise.", values=vals, step_start=onset,
