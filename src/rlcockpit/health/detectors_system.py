@@ -48,12 +48,14 @@ class GPUUtilization(Detector):
     From the start (no healthy level of the run's own to compare with, so absolute bounds): the median of the
     recent ``window`` samples below ``low`` percent, or below ``target`` percent while the ``timing_s/*`` split
     shows more than ``host_share`` of the step outside any GPU phase (data loading, host work). The first sample
-    (start-up) is skipped. Later, against the run's own level after ``warmup`` samples: below ``drop_ratio`` x
+    (start-up) is skipped unless it is below ``first_low`` percent (W&B samples its system metrics on its own
+    clock, sometimes only every 15 steps). Later, against the run's own level after ``warmup`` samples: below ``drop_ratio`` x
     that level (a data-loader stall, a slow reward server). Warning only; ``sustain`` consecutive checks when
     the run logs every step or two, one check at sparser cadences."""
 
     keys = (GPU_UTIL,)
-    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.4, "drop_ratio": 0.6, "window": 5, "sustain": 2}
+    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
+                "first_low": 30.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "speed", "outcome"
 
@@ -63,7 +65,16 @@ class GPUUtilization(Detector):
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
-        return self.check(step) if self.seen >= 2 else None
+        if self.seen == 1:  # one reading; far below any healthy level it speaks on its own (W&B samples sparsely)
+            m = self.ctx.tracks[GPU_UTIL].last
+            if m >= self.p["first_low"]:
+                return None
+            label, shares = attribute_bottleneck(self.ctx.tracks)
+            return self.fire(step, "warning", f"GPU utilisation {m:.0f}% from the first reading"
+                             + (f"; {label}" if label else ""), values={"utilization": m, "bottleneck": label,
+                                                                        "shares": shares},
+                             extra_keys=(THROUGHPUT, STEP_TIME))
+        return self.check(step)
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -197,41 +208,52 @@ class ThroughputDrop(Detector):
 
 PHASES = {
     "generation": ("timing_s/gen", "timing_s/generate", "timing_s/rollout"),
-    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update"),
+    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update", "timing_s/update_weights"),
     "inference": ("timing_s/old_log_prob", "timing_s/ref", "timing_s/values", "timing_s/reward", "timing_s/adv"),
     "data": ("timing_s/data", "timing_s/dataloader", "timing_s/data_loading"),
 }
+NOT_TRAINING = MARKERS  # evaluation and checkpoint time: taken out of the step before the split
+LABELS = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
+          "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)"}
 
 
 def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[str, dict[str, float]]:
-    """Which phase dominates ``timing_s/step``: ``"generation-bound"``, ``"update-bound"``, ``"data-bound"``
-    (data loading or unaccounted host time) or ``""``; plus each phase's share of the step."""
+    """Which phase dominates ``timing_s/step`` at its latest logged step: ``"generation-bound"``,
+    ``"update-bound"``, ``"data-bound"`` (data loading or time outside every timed phase) or ``""``; plus each
+    phase's share of the training part of the step (evaluation and checkpoint time taken out). Only phases logged
+    at that same step count (an evaluation's time is not carried into the steps after it)."""
     step_t = tracks.get(STEP_TIME)
     if step_t is None or not step_t.n:
         return "", {}
-    total = max(step_t.mean_last(3), 1e-9)
+    at = step_t.last_step
+    aside = sum(tracks[k].last for k in NOT_TRAINING if k in tracks and tracks[k].last_step == at)
+    total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
     for phase, keys in PHASES.items():
-        t = sum(tracks[k].mean_last(3) for k in keys if k in tracks and tracks[k].n)
-        shares[phase] = t / total
+        t = sum(tracks[k].last for k in keys if k in tracks and tracks[k].last_step == at)
+        if t:
+            shares[phase] = t / total
     shares["other"] = max(0.0, 1.0 - sum(shares.values()))
     top = max(shares, key=shares.get)
-    if shares[top] < bound:
+    if shares[top] < bound or len(shares) == 1:  # nothing but the step time: nothing to attribute
         return "", shares
-    label = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
-             "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)"}[top]
-    return label, shares
+    return LABELS[top], shares
 
 
 @register_detector("bottleneck")
 class Bottleneck(Detector):
-    """Info: which phase of ``timing_s/*`` dominates the step (more than ``bound`` of ``timing_s/step``);
-    reported once and again whenever the attribution changes. Evaluated every ``every`` steps."""
+    """Which phase of ``timing_s/*`` dominates the step. Warning (an absolute bound, so it speaks from the first
+    steps, when there is no healthy level of the run's own yet): more than ``host_share`` of the training part of
+    the step (evaluation and checkpoint time taken out) is outside
+    every timed GPU phase (data loading, host-side reward, waits) on ``sustain`` consecutive observations (one
+    when the run logs every 5 steps or less often) — the
+    GPUs idle for most of each step. Info: the dominant phase (more than ``bound`` of ``timing_s/step``), reported
+    once and again whenever the attribution changes, evaluated every ``every`` observations."""
 
     keys = (STEP_TIME,)
     prefixes = ("timing_s/",)
-    defaults = {"bound": 0.6, "every": 20}
-    common = {"enabled": True, "warmup": 10, "cooldown": 0}
+    defaults = {"bound": 0.6, "every": 20, "host_share": 0.3, "sustain": 2}
+    common = {"enabled": True, "warmup": 0, "cooldown": 0}
     story = "speed"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -240,12 +262,24 @@ class Bottleneck(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._label = ""
+        self._warned = False
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
-            return None
-        label, shares = attribute_bottleneck(self.ctx.tracks, self.p["bound"])
-        if not label or label == self._label:
+        p = self.p
+        label, shares = attribute_bottleneck(self.ctx.tracks, p["bound"])
+        host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
+        steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
+        needed = p["sustain"] if len(steps) < 2 or steps[1] - steps[0] < 5 else 1  # sparse logs: one reading
+        if self.sustained(host > p["host_share"], needed) and not self._warned:
+            self._warned = True
+            return self.fire(step, "warning", f"The GPUs wait most of each step: {host:.0%} of the step is outside "
+                             "every timed GPU phase (data loading, host work)", values={"shares": shares,
+                             "bottleneck": LABELS["other"] if shares.get("other", 0) >= shares.get("data", 0)
+                             else LABELS["data"], "host_share": host},
+                             step_start=self.ctx.tracks[STEP_TIME].tail_steps(p["sustain"])[0])
+        if host <= p["host_share"] and self._streak == 0:
+            self._warned = False
+        if not self.due(p["every"]) or not label or label == self._label:
             return None
         self._label = label
         desc = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0.01)
