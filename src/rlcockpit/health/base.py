@@ -84,6 +84,20 @@ class Track:
         """The value ``k`` observations before the newest (NaN if not that many)."""
         return self.values[-1 - k] if len(self.values) > k else math.nan
 
+    def mean_steps(self, steps: int, most: int = 3) -> float:
+        """Mean of the values logged within the last ``steps`` steps (at least the newest, at most ``most``):
+        smoothing over the same time span whether a run logs every step or every tenth."""
+        v, st = self.values, self.steps
+        if not v:
+            return math.nan
+        k, total, cut = 0, 0.0, self.last_step - steps
+        for i in range(len(v) - 1, max(len(v) - 1 - most, -1), -1):
+            if k and st[i] <= cut:
+                break
+            total += v[i]
+            k += 1
+        return total / k
+
     def back(self, steps: int) -> float:
         """The newest value logged at least ``steps`` *steps* (not observations) before the newest one: lags
         mean the same time span whether a run logs every step or every tenth (NaN if none is that old)."""
@@ -173,9 +187,10 @@ def turn_up(values: list[float], w: int, min_rise: float, accel: float = 1.5, z:
     or slowing pace all along (a healthy KL, a reasoning run's length) does not turn."""
     if len(values) < 3 * w:
         return None
-    a, b, c = median(values[-3 * w : -2 * w]), median(values[-2 * w : -w]), median(values[-w:])
-    last = values[-w:]
-    noise = 1.4826 * median([abs(v - c) for v in last]) / math.sqrt(w)
+    parts = (values[-3 * w : -2 * w], values[-2 * w : -w], values[-w:])
+    a, b, c = (median(part) for part in parts)
+    resid = [abs(v - m) for part, m in zip(parts, (a, b, c)) for v in part]  # pooled over the three windows
+    noise = 1.4826 * median(resid) / math.sqrt(w)
     if c - b > min_rise and c - b > accel * max(b - a, 0.0) + z * noise:
         return a, b, c, noise
     return None

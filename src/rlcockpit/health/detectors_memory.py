@@ -144,7 +144,7 @@ class _Percent(MemoryTrend):
     points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
     for its KV cache) is the run's baseline, not a finding."""
 
-    defaults = {**MemoryTrend.defaults, "creep_points": 3.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "critical_percent": 92.0, "critical_rise": 8.0}
     label = "memory"
 
     def min_growth(self, base: float) -> float:
@@ -186,6 +186,7 @@ class HostMemory(_Percent):
     __doc__ = "Host memory (``system/memory_percent``). " + _Percent.__doc__
     keys = (HOST_MEM,)
     label = "Host memory"
+    defaults = {**_Percent.defaults, "creep_points": 3.0}  # host memory wanders more (page cache, workers)
     cause = "host memory leak (growing buffers, dataloader workers, cached samples)"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:

@@ -328,7 +328,7 @@ class EntropyCollapse(FrozenBaseline):
             # warm-up steps must not become the baseline
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
-        s = track.mean_last(p["smooth"])
+        s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0
             return None
@@ -361,7 +361,7 @@ class EntropyExplosion(FrozenBaseline):
         return ranked(causes), [lr_action(self.ctx.view), kl_action(self.ctx.view)]
 
     def check(self, step: int) -> Finding | None:
-        s = self.ctx.tracks[ENTROPY].mean_last(self.p["smooth"])
+        s = self.ctx.tracks[ENTROPY].mean_steps(self.p["smooth"])
         ratio = s / max(self.base, 1e-12)
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return None

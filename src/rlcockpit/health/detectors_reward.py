@@ -18,7 +18,18 @@ from rlcockpit.health.advice import (
     ranked,
     story_causes,
 )
-from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust, span, turn_up
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    Track,
+    climb,
+    fmt,
+    median,
+    register_detector,
+    robust,
+    span,
+    turn_up,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
@@ -28,7 +39,7 @@ LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
 S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distinct_2", "samples/at_limit_rate"
 S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
-VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/")
+VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -226,7 +237,7 @@ class RewardHacking(Detector):
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
                 "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 2,
-                "val_drop": 0.05, "val_z": 3.0}
+                "val_drop": 0.08, "val_z": 4.0}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     prefixes = VAL_PREFIXES
     story, role = "hacking", "outcome"
@@ -258,7 +269,12 @@ class RewardHacking(Detector):
         k = max(2, min(self.warmup, track.n // 2)) if key.startswith("samples/") else self.warmup
         if track.n <= k and not key.startswith("samples/"):
             return None
-        self._base[key] = robust(list(track.values)[:k], 0.05, 1e-9)
+        warm = list(track.values)[:k]
+        med, scale = robust(warm, 0.05, 1e-9)
+        if key == REWARD and len(warm) > 3:  # noise from step-to-step changes: a reward already rising during
+            diffs = [abs(b - a) for a, b in zip(warm, warm[1:])]  # warm-up must not widen its own noise band
+            scale = max(1.4826 * median(diffs) / math.sqrt(2), 0.01 * abs(med), 1e-9)
+        self._base[key] = (med, scale)
         return self._base[key]
 
     def _validation_falling(self) -> list[tuple[str, str, float]]:
@@ -276,8 +292,9 @@ class RewardHacking(Detector):
                 continue
             vals = list(track.values)
             ref, recent = median(vals[-(k + 3) : -k]), median(vals[-k:])
-            diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
-            noise = 1.4826 * median(diffs) / math.sqrt(2) if diffs else 0.0
+            diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
+            mid = median(diffs)
+            noise = 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
             drop = ref - recent
             if drop > self.p["val_drop"] * max(abs(ref), 1e-9) and drop > self.p["val_z"] * noise / math.sqrt(k):
                 what = "validation" if not component else "reward component"
@@ -354,8 +371,8 @@ class LengthExplosion(Detector):
     level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``)."""
 
     keys = (LEN,)
-    defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.15,
-                "accel": 1.5, "z": 3.0}
+    defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.2,
+                "accel": 2.0, "z": 3.0}
     story, role = "length", "outcome"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -388,7 +405,7 @@ class LengthExplosion(Detector):
         if ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit) and s >= track.ago(1):
             return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), "
                              "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
-        w = span(track, p["span_steps"])
+        w = span(track, p["span_steps"], lo=3)
         logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
         turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
         if turned is None:

@@ -15,6 +15,7 @@ from rlcockpit.health.findings import Action, Cause, Finding
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
 THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
+SAMPLES_PER_S = "perf/samples_per_second"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
 
 
@@ -113,7 +114,8 @@ MARKER_PREFIXES = ("val-core/", "val-aux/", "val/", "eval/", "eval_")
 
 @register_detector("throughput_drop", "throughput")
 class ThroughputDrop(Detector):
-    """Training slowed down: ``perf/throughput`` (or, where a run logs no throughput, the inverse of its step
+    """Training slowed down: ``perf/throughput`` or ``perf/samples_per_second`` (or, where a run logs neither, the
+    inverse of its step
     time: ``timing_s/step``, ``perf/time_per_step``, W&B's ``step_time``) against the run's own recent speed.
     Steps that also evaluated or saved a checkpoint (``timing_s/testing``, ``timing_s/save_checkpoint``,
     ``val-core/*``, ``eval/*`` logged at that step) are left out: they are slow by design.
@@ -124,8 +126,8 @@ class ThroughputDrop(Detector):
     below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
     dip lasts, so a long drop is measured against the speed before it, not against itself."""
 
-    keys = (THROUGHPUT, STEP_TIME, TIME_PER_STEP, *MARKERS)
-    triggers = (THROUGHPUT, STEP_TIME, TIME_PER_STEP)
+    keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
+    triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
                 "sustain": 20}
@@ -150,9 +152,10 @@ class ThroughputDrop(Detector):
 
     def _speed(self, step: int) -> float | None:
         tracks = self.ctx.tracks
-        t = tracks.get(THROUGHPUT)
-        if t is not None and t.n:
-            return t.last if t.last_step == step else None
+        for key in (THROUGHPUT, SAMPLES_PER_S):
+            t = tracks.get(key)
+            if t is not None and t.n:
+                return t.last if t.last_step == step else None
         for key in (STEP_TIME, TIME_PER_STEP):
             t = tracks.get(key)
             if t is not None and t.last_step == step and t.last > 0:
