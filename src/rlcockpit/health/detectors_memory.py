@@ -114,6 +114,8 @@ class MemoryTrend(Detector):
         of a third's median (the noise measured inside the window, so a jittery percent and a smooth running peak
         are both judged on their own scale); and the newest third is ``min_growth`` above the warm-up level."""
         base, _jitter = self.baseline(key, track)
+        if track.mean_last(3) - base < self.min_growth(base):  # the usual case: nowhere near a creep
+            return None
         floor = self.p["rel_floor"] * max(abs(base), 1e-9)
         found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
         if found is not None and found[2] - base >= self.min_growth(base):

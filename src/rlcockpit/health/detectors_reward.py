@@ -259,6 +259,8 @@ class RewardHacking(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, tuple[float, float]] = {}
+        self._val_scan: int | None = None
+        self._val_keys: list[str] = []
 
     def _baseline(self, key: str) -> tuple[float, float] | None:
         if key in self._base:
@@ -284,11 +286,15 @@ class RewardHacking(Detector):
         below the median of the three before them (noise: from the series' own successive differences). One
         signal, however many such series fall."""
         k = int(self.p["val_points"])
-        for key, track in self.ctx.tracks.items():
-            component = key.startswith("critic/score/") and key.endswith("/mean") and key != REWARD
-            if not (key.startswith(VAL_PREFIXES) or component) or track.n < k + 4:
-                continue
-            if "/std" in key or "worst" in key or "/max" in key or "/min" in key:
+        if self._val_scan is None or self.seen - self._val_scan >= 20:  # held-out series appear rarely
+            self._val_scan = self.seen
+            self._val_keys = [key for key in self.ctx.tracks if (key.startswith(VAL_PREFIXES) or (
+                key.startswith("critic/score/") and key.endswith("/mean") and key != REWARD))
+                and not any(x in key for x in ("/std", "worst", "/max", "/min"))]
+        for key in self._val_keys:
+            track = self.ctx.tracks[key]
+            component = not key.startswith(VAL_PREFIXES)
+            if track.n < k + 4:
                 continue
             vals = list(track.values)
             ref, recent = median(vals[-(k + 3) : -k]), median(vals[-k:])
@@ -397,6 +403,10 @@ class LengthExplosion(Detector):
             self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
         s = track.mean_last(3)
         ratio = s / self.base
+        w = span(track, p["span_steps"], lo=3)
+        rising = track.mean_last(min(w, 3)) >= p["turn_ratio"] * 0.9 * track.ago(w)  # cheap gate
+        if ratio <= p["critical_ratio"] and not rising:
+            return None
         clip = self.ctx.tracks.get(CLIP)
         clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
         limit = self.ctx.max_response_length()
@@ -405,7 +415,8 @@ class LengthExplosion(Detector):
         if ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit) and s >= track.ago(1):
             return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), "
                              "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
-        w = span(track, p["span_steps"], lo=3)
+        if not rising:
+            return None
         logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
         turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
         if turned is None:
@@ -496,6 +507,8 @@ class Truncation(Detector):
         """(before, now) when the clip ratio of the last ``span_steps`` steps rose ``jump`` above the trailing
         ``window`` and ``jump_z`` of that window's noise (of a median), to above ``jump_min``."""
         p = self.p
+        if track.mean_last(3) <= p["jump_min"]:
+            return None
         k = span(track, p["span_steps"])
         ref_vals = track.tail(p["window"], skip=k)
         if len(ref_vals) < 5:

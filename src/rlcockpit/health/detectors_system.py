@@ -139,14 +139,17 @@ class ThroughputDrop(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._clean: list[tuple[int, float]] = []
+        self._speeds: list[float] = []
         self._ref = self._noise = math.nan
         self._ref_at = -10**9
         self._onset: int | None = None
         self._markers: list[Track] = []
+        self._scanned: int | None = None
 
     def _busy(self, step: int) -> bool:
         """True when this step also evaluated or saved (its step time is not training speed)."""
-        if len(self._clean) % 20 == 0 or not self._markers:
+        if self._scanned != len(self.ctx.tracks):  # a key logged for the first time: look for new markers
+            self._scanned = len(self.ctx.tracks)
             self._markers = [t for k, t in self.ctx.tracks.items() if k in MARKERS or k.startswith(MARKER_PREFIXES)]
         return any(t.last_step == step for t in self._markers)
 
@@ -168,8 +171,10 @@ class ThroughputDrop(Detector):
         if speed is None or self._busy(step):
             return None
         self._clean.append((step, speed))
+        self._speeds.append(speed)
         if len(self._clean) > 4 * self.p["window"]:
             del self._clean[: len(self._clean) - 2 * self.p["window"]]
+            del self._speeds[: len(self._speeds) - 2 * self.p["window"]]
         n = len(self._clean)
         if n == ADAPT_AT:
             spacing = (self._clean[-1][0] - self._clean[0][0]) / (n - 1)
@@ -182,7 +187,7 @@ class ThroughputDrop(Detector):
 
     def judge(self, step: int) -> Finding | None:
         p = self.p
-        vals = [v for _s, v in self._clean]
+        vals = self._speeds
         if self._onset is None and (step - self._ref_at >= 5 or self._ref != self._ref):
             ref_window = vals[-(p["window"] + p["gap"]) : -p["gap"]]
             self._ref, self._ref_at = median(ref_window), step
@@ -269,6 +274,8 @@ class Bottleneck(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
+        if self.seen > 20 and not self._streak and not self.due(3) and not self.due(p["every"]):
+            return None  # after the first steps, the split is looked at every third observation
         label, shares = attribute_bottleneck(self.ctx.tracks, p["bound"])
         host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
         steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
