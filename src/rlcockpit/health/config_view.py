@@ -77,6 +77,10 @@ TRL_KEYS: dict[str, str | None] = {
     "actor.mask_truncated_completions": "mask_truncated_completions",  # TRL only
 }
 FRAMEWORKS = ("rlcockpit", "verl", "trl")
+# knobs only rlcockpit's trainer has, under the verl-shaped paths its config uses
+RLCOCKPIT_PATHS: dict[str, str] = {"actor.target_kl": "actor_rollout_ref.actor.target_kl"}
+# trainer settings verl does not have: a verl-shaped config carrying one was written by rlcockpit's trainer
+RLCOCKPIT_MARKERS = ("trainer.preflight", "trainer.rlcockpit_dir", "trainer.log_samples_freq")
 
 # extra spellings people type (seed articles, TRL) for an rlcockpit key; tried after the two main shapes
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -199,13 +203,18 @@ class RunConfigView:
         return size / 1000.0 if match.group(2).lower() == "m" else size
 
     def key_for(self, key: str) -> str | None:
-        """The key to write advice key ``key`` as in this run's own vocabulary (``None``: the run's framework
-        has no such knob; rlcockpit runs: the key itself, whether or not the trainer has it)."""
+        """The key to write advice key ``key`` as in this run's own vocabulary (``None``: the run's launcher has
+        no such knob): verl paths for verl, ``GRPOConfig`` names for TRL, and for rlcockpit's trainer the keys
+        it accepts (verl's paths, plus its own knobs under them)."""
         if self.is_verl:
             return VERL_KEYS.get(key)
         if self.is_trl:
             return TRL_KEYS.get(key)
-        return key
+        known = trainer_keys()
+        for path in (VERL_KEYS.get(key), RLCOCKPIT_PATHS.get(key), key):
+            if path and (path in known or not known):
+                return path
+        return None
 
 
 def detect_framework(config: Mapping[str, Any]) -> str:
@@ -216,7 +225,7 @@ def detect_framework(config: Mapping[str, Any]) -> str:
     if marked in FRAMEWORKS:
         return str(marked)
     if _get_path(config, "actor_rollout_ref") is not None or any(str(k).startswith("actor_rollout_ref.") for k in config):
-        return "verl"
+        return "rlcockpit" if any(_get_path(config, m) is not None for m in RLCOCKPIT_MARKERS) else "verl"
     if "learning_rate" in config and ("num_generations" in config or "per_device_train_batch_size" in config):
         return "trl"
     return "rlcockpit"
@@ -232,10 +241,12 @@ def format_value(value: Any) -> str:
 
 @lru_cache(maxsize=1)
 def trainer_keys() -> frozenset[str]:
-    """Every key rlcockpit's trainer config accepts (``rlcockpit train ... key=value``)."""
-    from rlcockpit.trainer.config import all_keys
+    """Every key rlcockpit's trainer config accepts (``rlcockpit train ... key=value``), as handed down by
+    the top-level wiring (``PROVIDERS["trainer_keys"]``, see :mod:`rlcockpit.defaults`): health never
+    imports trainer code."""
+    from rlcockpit.registry import PROVIDERS
 
-    return frozenset(all_keys())
+    return frozenset(PROVIDERS.get("trainer_keys")()) if "trainer_keys" in PROVIDERS else frozenset()
 
 
 def _render(changes: Mapping[str, Any], name: Callable[[str], str | None]) -> list[str]:
@@ -259,14 +270,8 @@ def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, An
     users do not launch verl). An action whose knob exists only in verl thus has empty ``overrides`` for an
     rlcockpit run. ``changes`` itself is kept (advice keys) so diagnosis can merge actions by knob.
     """
-    framework = view.framework if view is not None else "rlcockpit"
-    verl = _render(changes, VERL_KEYS.get) if framework != "trl" else []
-    if framework == "verl":
-        ours = list(verl)
-    elif framework == "trl":
-        ours = _render(changes, TRL_KEYS.get)
-    else:
-        ours_keys = trainer_keys()
-        ours = _render(changes, lambda k: k if k in ours_keys else None)
+    view = view if view is not None else RunConfigView(None)
+    verl = _render(changes, VERL_KEYS.get) if not view.is_trl else []
+    ours = _render(changes, view.key_for)
     return Action(title=title, overrides=ours, verl_overrides=verl, why=why,
                   changes={k: v for k, v in changes.items()})

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlcockpit.health.config_view import VERL_KEYS, RunConfigView, format_value, trainer_keys
+from rlcockpit.health.config_view import VERL_KEYS, RunConfigView, format_value
 from rlcockpit.health.findings import Action, Finding
 
 
@@ -36,9 +36,7 @@ class _Proposal:
 
 def target_key(view: RunConfigView, key: str) -> str | None:
     """The key advice key ``key`` is written as in this run (``None``: its launcher has no such knob)."""
-    if view.is_verl or view.is_trl:
-        return view.key_for(key)
-    return key if key in trainer_keys() else None
+    return view.key_for(key)
 
 
 def _numeric(v: Any) -> float | None:
@@ -106,7 +104,7 @@ def merge_overrides(ordered: Sequence[Finding], view: RunConfigView) -> dict[str
     verl: list[str] = []
     if view.is_verl:
         verl = [f"{c['key']}={c['value']}" for c in choices]
-    elif not view.is_trl:
+    elif not view.is_trl:  # rlcockpit's trainer: its keys are verl's paths, and verl-only knobs are added
         verl = [f"{c['key']}={c['value']}" for c in _merge(ordered, view, VERL_KEYS.get)[0]]
     return {"vocabulary": view.framework, "apply": [f"{c['key']}={c['value']}" for c in choices], "verl": verl,
             "choices": choices, "not_applicable": list(skipped.values())}
