@@ -276,10 +276,14 @@ def get_diagnosis(ctx: Cockpit, params: dict[str, str], query: Query) -> dict[st
     diag, source, error = diagnose(ctx, run["id"])
     overrides: list[str] = []
     verl: list[str] = []
-    _collect_overrides(diag.get("root_cause"), "overrides", overrides)
-    _collect_overrides(diag.get("findings"), "overrides", overrides)
-    _collect_overrides(diag.get("root_cause"), "verl_overrides", verl)
-    _collect_overrides(diag.get("findings"), "verl_overrides", verl)
+    merged = diag.get("overrides")
+    if isinstance(merged, dict):  # the health engine's one merged set: one value per key
+        overrides, verl = list(merged.get("apply") or []), list(merged.get("verl") or [])
+    else:
+        _collect_overrides(diag.get("root_cause"), "overrides", overrides)
+        _collect_overrides(diag.get("findings"), "overrides", overrides)
+        _collect_overrides(diag.get("root_cause"), "verl_overrides", verl)
+        _collect_overrides(diag.get("findings"), "verl_overrides", verl)
     return analysis.clean_json({"run": run["id"], "source": source, "engine_error": error, "diagnosis": diag,
                                 "overrides": overrides, "verl_overrides": verl,
                                 "html_report": _health_fn("render_html_report") is not None})
