@@ -77,16 +77,21 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
 
 
 def _series(store: Any, run_id: str, key: str, diagnosis: dict[str, Any]) -> tuple[list[float], list[float]]:
-    if store is not None:
-        try:
-            steps, values, _ts = store.series(run_id, key, max_points=600)
-            return [float(s) for s in steps], [float(v) for v in values]
-        except KeyError:
-            pass
-    for f in diagnosis.get("findings", []):  # fall back to the points kept in the evidence
-        pts = (f.get("evidence") or {}).get("metrics", {}).get(key)
-        if pts:
-            return [p[0] for p in pts], [float(p[1]) if not isinstance(p[1], str) else math.nan for p in pts]
+    from rlcockpit.metrics.guide import canonical_name
+
+    if store is not None:  # the key as stored, or the name the run logged it under (``kl`` for actor/kl_loss)
+        names = [key] + [raw for raw in store.keys(run_id) if raw != key and canonical_name(raw) == key]
+        for name in names:
+            try:
+                steps, values, _ts = store.series(run_id, name, max_points=600)
+                return [float(s) for s in steps], [float(v) for v in values]
+            except KeyError:
+                continue
+
+    for f in diagnosis.get("findings", []):  # fall back to the points kept in the evidence (logged names)
+        for name, pts in ((f.get("evidence") or {}).get("metrics") or {}).items():
+            if pts and (name == key or canonical_name(name) == key):
+                return [p[0] for p in pts], [float(p[1]) if not isinstance(p[1], str) else math.nan for p in pts]
     return [], []
 
 
