@@ -133,19 +133,33 @@ def root_cause(findings: list[Finding], view: RunConfigView) -> dict[str, Any] |
     because = (f" because {top.title}" + (f" ({top.evidence})" if top.evidence else "")) if top is not None else ""
     explanation = story.explain.format(because=because).strip()
     explanation = explanation[0].upper() + explanation[1:] + "." if explanation else anchor.title
-    merged = merge_overrides(linked, view)
+    fixing = fixes_for(anchor, linked)
+    merged = merge_overrides(fixing, view)
     return {"title": f"{story.title} at step {outcome.step_start}", "story": story.name, "step": outcome.step_start,
             "root": {"detector": root.detector, "step": root.step_start, "title": root.title,
                      "finding_id": _finding_id(root)},
-            "chain": chain, "explanation": explanation, "actions": assign_to_actions(linked, merged, view)}
+            "chain": chain, "explanation": explanation, "actions": assign_to_actions(fixing, merged, view)}
+
+
+def fixes_for(anchor: Finding, linked: list[Finding]) -> list[Finding]:
+    """The findings of an event whose fixes count: the first failure and those of the event's own story. The
+    others around it are consequences — a collapsed policy's answers run to the length limit, but giving them
+    more room fixes nothing."""
+    story = _story(anchor).name
+    return [f for i, f in enumerate(linked) if i == 0 or _story(f).name == story]
 
 
 def priority_order(findings: list[Finding]) -> list[Finding]:
-    """The order in which findings' fixes take precedence: the root-cause event's findings (in chain order),
-    then the other criticals, then the warnings, each in time order (info findings propose nothing)."""
+    """The order in which findings' fixes take precedence: the root-cause event's findings of its own story (in
+    chain order; the event's other findings are its consequences and propose nothing), then the other
+    criticals, then the warnings, each in time order (info findings propose nothing)."""
     event = event_findings(findings)
-    first = event[1] if event else []
-    ids = {id(f) for f in first}
+    first = fixes_for(*event) if event else []
+    ids = {id(f) for f in (event[1] if event else [])}
+    if event:  # the event's consequences (also their later findings within the event) propose nothing
+        anchor, linked = event
+        after = {f.detector for f in linked} - {f.detector for f in first}
+        ids |= {id(f) for f in findings if f.detector in after and f.step_start <= anchor.step + 2 * RELATED_WINDOW}
     rest = sorted((f for f in findings if id(f) not in ids and severity_rank(f.severity) >= 1),
                   key=lambda f: (-severity_rank(f.severity), f.step_start))
     return first + rest
