@@ -132,6 +132,16 @@ def median(values: list[float]) -> float:
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
 
 
+def tie_safe(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
+    """:func:`robust`, with the scale at least 1.2533 x the mean absolute deviation from the median (the normal
+    distribution's standard deviation): a reward that is a mean over a few dozen 0/1 scores takes few distinct
+    values, many of them equal to the median, and its MAD then says "no noise" where there is plenty."""
+    med, scale = robust(values, rel_floor, abs_floor)
+    if values and med == med:
+        scale = max(scale, 1.2533 * sum(abs(v - med) for v in values) / len(values))
+    return med, scale
+
+
 def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
     """(median, scale) with scale = 1.4826·MAD, floored at ``rel_floor``·|median| and ``abs_floor``.
 

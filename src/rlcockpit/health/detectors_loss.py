@@ -33,6 +33,7 @@ from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
+SKIPPED = "actor/nonfinite_skipped"
 
 def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
     """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
@@ -52,9 +53,12 @@ def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> t
 
 @register_detector("nonfinite", "loss_nonfinite", "grad_nonfinite", "loss_nan")
 class NonFinite(Detector):
-    """NaN/Inf in a loss, the gradient norm, KL, entropy or reward: critical at once (no warm-up)."""
+    """NaN/Inf in a loss, the gradient norm, KL, entropy or reward: critical at once (no warm-up). Also an
+    update the trainer skipped because its loss or gradients were non-finite (rlcockpit's
+    ``actor/nonfinite_skipped`` > 0: the step then logs no loss at all)."""
 
-    keys = (LOSS, GRAD, VF_LOSS, KL, ENTROPY, "critic/score/mean")
+    keys = (LOSS, GRAD, VF_LOSS, KL, ENTROPY, "critic/score/mean", SKIPPED)
+    triggers = (SKIPPED,)
     common = {"enabled": True, "warmup": 0, "cooldown": 50}
     story, role = "divergence", "outcome"
     cause = "an outlier batch or too large a step made the optimiser diverge"
@@ -71,10 +75,15 @@ class NonFinite(Detector):
                          metric=first, values={raw: str(v) for raw, v in watched.values()}, extra_keys=(GRAD, LOSS))
 
     def check(self, step: int) -> Finding | None:
-        return None
+        track = self.ctx.tracks[SKIPPED]
+        if track.last_step != step or track.last <= 0:
+            return None
+        return self.fire(step, "critical", f"Update skipped: non-finite loss or gradients ({track.raw}="
+                         f"{fmt(track.last)})", "The optimiser has blown up; the trainer is skipping updates.",
+                         metric=SKIPPED, values={track.raw: track.last}, extra_keys=(GRAD, LOSS))
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
-        bad = set(finding.evidence.get("values", {}))
+        bad = set(finding.evidence.get("values", {})) - {SKIPPED}
         reward_keys = {t.raw for k, t in self.ctx.tracks.items() if k == "critic/score/mean"} | {"critic/score/mean"}
         if bad and bad <= reward_keys:  # only the reward is non-finite: the optimiser is fine so far
             return [Cause("the reward function returned NaN/Inf for some samples", 0.85, ", ".join(sorted(bad)))], [

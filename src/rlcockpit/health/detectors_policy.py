@@ -129,7 +129,7 @@ class KLSpike(Detector):
 
     keys = (KL,)
     defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 2, "early_abs": 1.0, "early_ratio": 10.0}
+                "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 3, "early_abs": 1.0, "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
 

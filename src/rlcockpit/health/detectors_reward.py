@@ -28,6 +28,7 @@ from rlcockpit.health.base import (
     register_detector,
     robust,
     span,
+    tie_safe,
     turn_up,
 )
 from rlcockpit.health.config_view import make_action
@@ -121,7 +122,7 @@ class RewardCliff(Detector):
             return None
         if self._low_since is None:  # the reference is frozen when the drop starts
             self._low_since, self._low_n = step, 0
-            self._frozen = robust(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+            self._frozen = tie_safe(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
         self._low_n += 1
         ref, scale = self._frozen
         noise = scale / math.sqrt(p["smooth"])

@@ -121,8 +121,9 @@ class ThroughputDrop(Detector):
     ``val-core/*``, ``eval/*`` logged at that step) are left out: they are slow by design.
 
     Warning: the median of the last ``recent`` speeds (2 when the run logs every few steps) below ``warn_ratio``
-    x the median of a trailing ``window`` ending ``gap`` observations earlier, and ``z_warn`` of that window's
-    noise scales (of a median of ``recent``) below it. Critical only when the drop is both large and lasting:
+    x the median of a trailing ``window`` ending ``gap`` observations earlier, and the median of the whole low
+    stretch so far (up to 10 observations) ``z_warn`` of that window's noise scales below it, in log space (speed
+    noise is multiplicative; on a noisy shared machine a real slowdown shows after a few more steps). Critical only when the drop is both large and lasting:
     below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
     dip lasts, so a long drop is measured against the speed before it, not against itself."""
 
@@ -142,6 +143,7 @@ class ThroughputDrop(Detector):
         self._speeds: list[float] = []
         self._ref = self._noise = math.nan
         self._ref_at = -10**9
+        self._low_n = 0
         self._onset: int | None = None
         self._markers: list[Track] = []
         self._scanned: int | None = None
@@ -188,15 +190,21 @@ class ThroughputDrop(Detector):
     def judge(self, step: int) -> Finding | None:
         p = self.p
         vals = self._speeds
-        if self._onset is None and (step - self._ref_at >= 5 or self._ref != self._ref):
+        if not self._low_n and (step - self._ref_at >= 5 or self._ref != self._ref):  # frozen while low
             ref_window = vals[-(p["window"] + p["gap"]) : -p["gap"]]
             self._ref, self._ref_at = median(ref_window), step
-            self._noise = 1.4826 * median([abs(v - self._ref) for v in ref_window])
-        k = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+            logs = [math.log(max(v, 1e-12)) for v in ref_window]
+            mid = median(logs)
+            self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
+        k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+        if median(vals[-k0:]) >= p["warn_ratio"] * self._ref:
+            self._low_n, self._onset = 0, None
+            return None
+        self._low_n += 1
+        k = min(max(k0, self._low_n + k0 - 1), 10)  # judge the whole low stretch so far: a noisy run needs it
         s = median(vals[-k:])
         ratio = s / max(self._ref, 1e-12)
-        if ratio >= p["warn_ratio"] or self._ref - s <= p["z_warn"] * self._noise / math.sqrt(k):
-            self._onset = None
+        if math.log(max(self._ref, 1e-12) / max(s, 1e-12)) <= p["z_warn"] * self._noise / math.sqrt(k):
             return None
         if self._onset is None:
             self._onset = self._clean[-k][0]

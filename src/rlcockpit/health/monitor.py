@@ -140,7 +140,7 @@ class HealthMonitor:
                 present.add(name)
         dets = []
         for det in self.detectors:
-            if det is self._nonfinite or not det.keys:
+            if not det.keys:
                 continue
             if any(t in present for t in det.trigger_keys()):
                 dets.append(det)
@@ -194,7 +194,9 @@ class HealthMonitor:
             if f is not None:
                 out.append(f)
         for det in plan.detectors:
-            if det.plain_observe:  # Detector.observe, inlined
+            if det is self._nonfinite:  # non-finite values were reported above; this is its skipped-update check
+                f = det.check(step)
+            elif det.plain_observe:  # Detector.observe, inlined
                 seen = det.seen = det.seen + 1
                 if seen <= det.warmup:
                     if seen == ADAPT_AT:
