@@ -190,10 +190,24 @@ def _rm_hacking(rng, rows, onset):
             row["val-core/gsm8k/acc/mean@1"] = acc + rng.normal(0, 0.01)
 
 
+def _component_hacking(rng, rows, onset):
+    """TRL-style: the total reward is the sum of reward functions; the format reward is exploited and climbs,
+    the accuracy reward (weight 0, logged only) falls."""
+    n = len(rows) - onset
+    acc0 = rng.uniform(0.3, 0.6)
+    for t, row in enumerate(rows):
+        u = max(0, t - onset) / n
+        acc = acc0 + 0.1 * min(t, onset) / onset - 0.3 * u + rng.normal(0, 0.03)
+        fmt = 0.2 + 0.6 * u + rng.normal(0, 0.03)
+        row["rewards/accuracy/mean"], row["rewards/format/mean"] = acc, fmt
+        row["critic/score/mean"] = fmt + rng.normal(0, 0.02)
+
+
 INJECTORS = {"gpu_mem_percent": _gpu_mem_percent, "gpu_mem_gb": _gpu_mem_gb, "util_after_stall": _util_after_stall,
-             "truncation_creep": _truncation_creep, "mismatch_drift": _mismatch_drift, "rm_hacking": _rm_hacking}
+             "truncation_creep": _truncation_creep, "mismatch_drift": _mismatch_drift, "rm_hacking": _rm_hacking,
+             "component_hacking": _component_hacking}
 RESPONSIBLE = {"gpu_mem_percent": ("gpu_memory", "memory_growth"), "gpu_mem_gb": ("gpu_memory", "memory_growth"),
                "util_after_stall": ("gpu_utilization",), "low_util_from_start": ("gpu_utilization",),
                "truncation_creep": ("truncation", "length_explosion"), "mismatch_drift": ("rollout_mismatch",),
-               "rm_hacking": ("reward_hacking",)}
+               "rm_hacking": ("reward_hacking",), "component_hacking": ("reward_hacking",)}
 KINDS = ("healthy", "healthy_short_answer", *INJECTORS, "low_util_from_start")

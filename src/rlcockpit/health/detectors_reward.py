@@ -222,6 +222,26 @@ class RewardVarianceCollapse(Detector):
         return None
 
 
+def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[float, float] | None:
+    """(first third's median, last third's median) when one of ``windows`` recent ``values`` falls steadily:
+    the medians of its thirds fall, each step by a quarter of the fall or more, by ``z`` noise units of a
+    third's median (the mirror of :func:`~rlcockpit.health.base.climb`)."""
+    for window in windows:
+        if len(values) < window:
+            break
+        vals = values[-window:]
+        third = window // 3
+        parts = (vals[:third], vals[third : 2 * third], vals[2 * third :])
+        a, b, c = (median(list(part)) for part in parts)
+        fall = a - c
+        if not (a > b > c) or a - b < 0.25 * fall or b - c < 0.25 * fall:
+            continue
+        resid = [abs(v - mm) for part, mm in zip(parts, (a, b, c)) for v in part]
+        if fall >= z * max(1.4826 * median(resid) / math.sqrt(third), 1e-12):
+            return a, c
+    return None
+
+
 @register_detector("reward_hacking")
 class RewardHacking(Detector):
     """Reward rising while sample quality degrades. The reward must be ``gain_z`` warm-up noise units above
@@ -238,9 +258,9 @@ class RewardHacking(Detector):
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
                 "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 2,
-                "val_drop": 0.08, "val_z": 4.0}
+                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 8}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
-    prefixes = VAL_PREFIXES
+    prefixes = (*VAL_PREFIXES, "critic/score/")  # held-out scores, and reward components (rewards/<fn>/mean)
     story, role = "hacking", "outcome"
     cause = "the reward function can be satisfied without solving the task (length, keywords, format)"
 
@@ -283,10 +303,12 @@ class RewardHacking(Detector):
     def _validation_falling(self) -> list[tuple[str, str, float]]:
         """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``; per-function reward components such as
         TRL's ``rewards/accuracy/mean``) falling while the training reward rose: the reward (model) is being
-        exploited. The median of the last ``val_points`` values must be ``val_drop`` and ``val_z`` noise units
-        below the median of the three before them (noise: from the series' own successive differences). One
-        signal, however many such series fall."""
-        k = int(self.p["val_points"])
+        exploited. A fall of ``val_drop`` (relative) that is either sudden — the median of the values of the last
+        ``val_span_steps`` steps (at least ``val_points``, at most 8) ``val_z`` noise units below the median of
+        the twice as many before them, at least three (noise: from the series' own successive differences,
+        detrended) — or steady (the medians of the thirds of the last 9 or 24 values falling by ``val_z`` + 1 noise
+        units, and by 1.5 x ``val_drop``). One signal, however many such series fall."""
+        k0 = int(self.p["val_points"])
         if self._val_scan is None or self.seen - self._val_scan >= 20:  # held-out series appear rarely
             self._val_scan = self.seen
             self._val_keys = [key for key in self.ctx.tracks if (key.startswith(VAL_PREFIXES) or (
@@ -295,15 +317,22 @@ class RewardHacking(Detector):
         for key in self._val_keys:
             track = self.ctx.tracks[key]
             component = not key.startswith(VAL_PREFIXES)
-            if track.n < k + 4:
+            k = span(track, self.p["val_span_steps"], lo=k0, hi=8)  # a series logged every step: 8 points
+            m = max(3, 2 * k)
+            if track.n < k + m + 1:
                 continue
             vals = list(track.values)
-            ref, recent = median(vals[-(k + 3) : -k]), median(vals[-k:])
+            ref, recent = median(vals[-(k + m) : -k]), median(vals[-k:])
             diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
             mid = median(diffs)
             noise = 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
             drop = ref - recent
-            if drop > self.p["val_drop"] * max(abs(ref), 1e-9) and drop > self.p["val_z"] * noise / math.sqrt(k):
+            sudden = drop > self.p["val_z"] * noise * math.sqrt(1 / k + 1 / m)
+            steady = falling(vals, (9, 24), self.p["val_z"] + 1.0)
+            if steady is not None:
+                ref, recent, drop = steady[0], steady[1], steady[0] - steady[1]
+            need = self.p["val_drop"] * (1.5 if steady is not None else 1.0)  # a slow wobble is not a fall
+            if drop > need * max(abs(ref), 1e-9) and (sudden or steady is not None):
                 what = "validation" if not component else "reward component"
                 return [("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)]
         return []
