@@ -90,6 +90,8 @@ class Track:
         v, st = self.values, self.steps
         if not v:
             return math.nan
+        if len(st) >= most and st[-1] - st[-most] < steps:  # a dense log: the plain mean of the last ``most``
+            return self.mean_last(most)
         k, total, cut = 0, 0.0, self.last_step - steps
         for i in range(len(v) - 1, max(len(v) - 1 - most, -1), -1):
             if k and st[i] <= cut:

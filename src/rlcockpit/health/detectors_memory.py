@@ -211,15 +211,23 @@ class MemoryGrowth(MemoryTrend):
     triggers = ABSOLUTE  # whichever of them the run logs
     defaults = {**MemoryTrend.defaults, "growth_ratio": 0.03, "device_memory_gb": None, "critical_percent": 92.0}
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._present: list[str] = []
+        self._present_at = -1
+
     def min_growth(self, base: float) -> float:
         return self.p["growth_ratio"] * abs(base)
 
     def check(self, step: int) -> Finding | None:
         if not self.due(self.p["every"]):
             return None
-        for key in self.keys:
-            track = self.ctx.tracks.get(key)
-            if track is None or track.last_step != step or not self.ready(key, track):
+        if self._present_at != len(self.ctx.tracks):  # which of the memory series this run logs
+            self._present_at = len(self.ctx.tracks)
+            self._present = [k for k in self.keys if k in self.ctx.tracks]
+        for key in self._present:
+            track = self.ctx.tracks[key]
+            if track.last_step != step or not self.ready(key, track):
                 continue
             found = self._device_limit(step, key, track) or self._creep(step, key, track)
             if found is not None:

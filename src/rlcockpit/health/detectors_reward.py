@@ -245,7 +245,8 @@ def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[fl
 @register_detector("reward_hacking")
 class RewardHacking(Detector):
     """Reward rising while sample quality degrades. The reward must be ``gain_z`` warm-up noise units above
-    its warm-up level; degradation signals, each relative to the run's own warm-up level:
+    its warm-up level (``gain_z_held_out`` when a held-out score or a reward component is falling: that
+    evidence is direct); degradation signals, each relative to the run's own warm-up level:
     repetition (``samples/repeat_ngram_rate`` > max(``repeat_abs``, 2x warm-up)), length at the limit
     (truncation ratio > warm-up + ``limit_rise``), diversity (``samples/distinct_2`` < ``distinct_ratio``
     x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up), and
@@ -257,9 +258,9 @@ class RewardHacking(Detector):
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
-                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2, "val_points": 2,
-                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 8}
-    common = {"enabled": True, "warmup": 20, "cooldown": 50}
+                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 3, "val_points": 2,
+                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0}
+    common = {"enabled": True, "warmup": 12, "cooldown": 50}
     prefixes = (*VAL_PREFIXES, "critic/score/")  # held-out scores, and reward components (rewards/<fn>/mean)
     story, role = "hacking", "outcome"
     cause = "the reward function can be satisfied without solving the task (length, keywords, format)"
@@ -282,6 +283,9 @@ class RewardHacking(Detector):
         self._base: dict[str, tuple[float, float]] = {}
         self._val_scan: int | None = None
         self._val_keys: list[str] = []
+        self._val_seen: dict[str, int] = {}
+        self._every: int | None = None
+        self._val_hit: dict[str, tuple[str, str, float]] = {}
 
     def _baseline(self, key: str) -> tuple[float, float] | None:
         if key in self._base:
@@ -303,9 +307,9 @@ class RewardHacking(Detector):
     def _validation_falling(self) -> list[tuple[str, str, float]]:
         """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``; per-function reward components such as
         TRL's ``rewards/accuracy/mean``) falling while the training reward rose: the reward (model) is being
-        exploited. A fall of ``val_drop`` (relative) that is either sudden — the median of the values of the last
-        ``val_span_steps`` steps (at least ``val_points``, at most 8) ``val_z`` noise units below the median of
-        the twice as many before them, at least three (noise: from the series' own successive differences,
+        exploited. A fall of ``val_drop`` (relative) that is either sudden — the mean of the values of the last
+        ``val_span_steps`` steps (at least ``val_points``, at most 8) ``val_z`` noise units below the mean of the
+        twice as many before them, at least three (noise: from the series' own successive differences,
         detrended) — or steady (the medians of the thirds of the last 9 or 24 values falling by ``val_z`` + 1 noise
         units, and by 1.5 x ``val_drop``). One signal, however many such series fall."""
         k0 = int(self.p["val_points"])
@@ -316,13 +320,19 @@ class RewardHacking(Detector):
                 and not any(x in key for x in ("/std", "worst", "/max", "/min"))]
         for key in self._val_keys:
             track = self.ctx.tracks[key]
+            if self._val_seen.get(key) == track.n:  # nothing new logged since the last look
+                if key in self._val_hit:
+                    return [self._val_hit[key]]
+                continue
+            self._val_seen[key] = track.n
+            self._val_hit.pop(key, None)
             component = not key.startswith(VAL_PREFIXES)
             k = span(track, self.p["val_span_steps"], lo=k0, hi=8)  # a series logged every step: 8 points
             m = max(3, 2 * k)
             if track.n < k + m + 1:
                 continue
-            vals = list(track.values)
-            ref, recent = median(vals[-(k + m) : -k]), median(vals[-k:])
+            vals = track.tail(64)
+            ref, recent = sum(vals[-(k + m) : -k]) / m, sum(vals[-k:]) / k  # means: the most power per point
             diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
             mid = median(diffs)
             noise = 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
@@ -334,7 +344,8 @@ class RewardHacking(Detector):
             need = self.p["val_drop"] * (1.5 if steady is not None else 1.0)  # a slow wobble is not a fall
             if drop > need * max(abs(ref), 1e-9) and (sudden or steady is not None):
                 what = "validation" if not component else "reward component"
-                return [("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)]
+                self._val_hit[key] = ("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)
+                return [self._val_hit[key]]
         return []
 
     def _signals(self) -> list[tuple[str, str, float]]:
@@ -372,7 +383,9 @@ class RewardHacking(Detector):
         return out
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
+        if self._every is None:  # every ``every`` steps: every observation of a sparse log
+            self._every = span(self.ctx.tracks[REWARD], self.p["every"], lo=1, hi=int(self.p["every"]))
+        if not self.due(self._every):
             return None
         base = self._baseline(REWARD)
         if base is None:
@@ -380,11 +393,12 @@ class RewardHacking(Detector):
         track = self.ctx.tracks[REWARD]
         s = track.mean_last(5)
         gain_z = (s - base[0]) / (base[1] / math.sqrt(5))
-        if gain_z < self.p["gain_z"] or s < median(track.tail(10, skip=10)) - base[1]:
+        if gain_z < self.p["gain_z_held_out"] or s < median(track.tail(10, skip=10)) - base[1]:
             return None  # not rising (a falling reward is the cliff detector's business)
         signals = self._signals()
         sample_side = [sig for sig in signals if sig[0] == "sample"]
-        if not sample_side:
+        held_out = any(sig[1].startswith(("validation", "reward component")) for sig in sample_side)
+        if not sample_side or (gain_z < self.p["gain_z"] and not held_out):
             return None
         desc = "; ".join(sig[1] for sig in signals)
         vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}
@@ -434,7 +448,8 @@ class LengthExplosion(Detector):
         s = track.mean_last(3)
         ratio = s / self.base
         w = span(track, p["span_steps"], lo=3)
-        rising = track.mean_last(min(w, 3)) >= p["turn_ratio"] * 0.9 * track.ago(w)  # cheap gate
+        before = (track.ago(w) + track.ago(w + 1) + track.ago(w + 2)) / 3
+        rising = track.mean_last(3) >= p["turn_ratio"] * before or before != before  # cheap gate
         if ratio <= p["critical_ratio"] and not rising:
             return None
         clip = self.ctx.tracks.get(CLIP)
@@ -537,8 +552,9 @@ class Truncation(Detector):
         """(before, now) when the clip ratio of the last ``span_steps`` steps rose ``jump`` above the trailing
         ``window`` and ``jump_z`` of that window's noise (of a median), to above ``jump_min``."""
         p = self.p
-        if track.mean_last(3) <= p["jump_min"]:
-            return None
+        now3 = track.mean_last(3)
+        if now3 <= p["jump_min"] or (self.base is not None and now3 - self.base <= p["jump"]):
+            return None  # the usual case, at the cost of two comparisons
         k = span(track, p["span_steps"])
         ref_vals = track.tail(p["window"], skip=k)
         if len(ref_vals) < 5:

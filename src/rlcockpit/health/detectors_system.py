@@ -142,7 +142,7 @@ class ThroughputDrop(Detector):
         self._clean: list[tuple[int, float]] = []
         self._speeds: list[float] = []
         self._ref = self._noise = math.nan
-        self._ref_at = -10**9
+        self._ref_at = self._noise_at = -10**9
         self._low_n = 0
         self._onset: int | None = None
         self._markers: list[Track] = []
@@ -282,8 +282,8 @@ class Bottleneck(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
-        if self.seen > 20 and not self._streak and not self.due(3) and not self.due(p["every"]):
-            return None  # after the first steps, the split is looked at every third observation
+        if self.seen > 20 and not self._streak and not self.due(5) and not self.due(p["every"]):
+            return None  # after the first steps, the split is looked at every fifth observation
         label, shares = attribute_bottleneck(self.ctx.tracks, p["bound"])
         host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
         steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
