@@ -21,7 +21,8 @@ OUTPUT = Path(__file__).resolve().with_name("detectors-reference.md")
 GROUPS = {
     "rlcockpit.health.detectors_loss": "Optimisation: loss, gradients, critic",
     "rlcockpit.health.detectors_policy": "Policy: KL, update size, entropy",
-    "rlcockpit.health.detectors_reward": "Reward and response length",
+    "rlcockpit.health.detectors_reward": "Reward",
+    "rlcockpit.health.detectors_length": "Response length",
     "rlcockpit.health.detectors_samples": "Samples (from `run.log_samples`)",
     "rlcockpit.health.detectors_memory": "Memory",
     "rlcockpit.health.detectors_system": "Pipeline and performance",

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from rlcockpit.health import (  # noqa: F401 - importing registers the built-in detectors
+    detectors_length,
     detectors_loss,
     detectors_memory,
     detectors_policy,
