@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "rlcockpit.alerts.cli",  # alert-test, watchdog, preflight
     "rlcockpit.ui.cli",  # ui
     "rlcockpit.integrations.cli",  # watch, import
+    "rlcockpit.sweeps.cli",  # sweep, agent, importance
 )
 
 

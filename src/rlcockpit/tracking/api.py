@@ -70,3 +70,15 @@ class Api:
     def run(self, run_id: str) -> StoredRun:
         """A run by id, unique id prefix or unique name (``KeyError`` if none)."""
         return StoredRun(self.store, self.store.get_run(run_id))
+
+    def artifact(self, name: str, type: str | None = None):
+        """An artifact version: ``"policy:v3"``, ``"policy:best"``, ``"project/policy:latest"``."""
+        from rlcockpit.store.artifacts import ArtifactRegistry
+
+        return ArtifactRegistry(self.store.dir).resolve(name, type=type)
+
+    def artifacts(self, project: str | None = None, name: str | None = None, type: str | None = None) -> list:
+        """Every stored artifact version (filtered by project, name, type)."""
+        from rlcockpit.store.artifacts import ArtifactRegistry
+
+        return ArtifactRegistry(self.store.dir).versions(project, name, type)

@@ -1,0 +1,146 @@
+"""``run.log_artifact`` / ``run.use_artifact`` and the W&B-style ``Artifact`` builder.
+
+Files are hashed and stored in the caller's thread (content-addressed, so re-logging an unchanged
+checkpoint costs one read and no copy), because the caller may delete or overwrite them right after —
+checkpoint rotation does. The version is committed before ``log_artifact`` returns, so
+``use_artifact("policy:best")`` in another process sees it at once. When the run also logs to W&B or
+MLflow, the version is mirrored there through their own APIs from the writer thread (ordered after the
+metrics logged so far; a failure is a warning, never an error in training).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlcockpit.store.artifacts import ArtifactRegistry, ArtifactVersion, check_name, collect_files
+
+if TYPE_CHECKING:
+    from rlcockpit.tracking.run import Run
+
+logger = logging.getLogger("rlcockpit")
+
+
+class Artifact:
+    """An artifact being assembled (``wandb.Artifact``-shaped): ``add_file`` / ``add_dir``, then
+    ``run.log_artifact(artifact, aliases=[...])``."""
+
+    def __init__(self, name: str, type: str, description: str | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> None:
+        self.name = check_name(name)
+        self.type = check_name(type, "artifact type")
+        self.description = description
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self._files: list[tuple[Path, str]] = []
+
+    def add_file(self, local_path: str | os.PathLike[str], name: str | None = None) -> None:
+        self._files += collect_files(local_path, name or "")
+
+    def add_dir(self, local_path: str | os.PathLike[str], name: str | None = None) -> None:
+        if not Path(local_path).is_dir():
+            raise NotADirectoryError(f"add_dir: {local_path} is not a directory")
+        self._files += collect_files(local_path, name or "")
+
+    @property
+    def files(self) -> list[tuple[Path, str]]:
+        return list(self._files)
+
+
+def _registry(run: Run) -> ArtifactRegistry:
+    reg = getattr(run, "_artifacts", None)
+    if reg is None:
+        reg = ArtifactRegistry(run.dir)
+        run._artifacts = reg  # type: ignore[attr-defined]
+    return reg
+
+
+def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], *, name: str | None = None,
+                 type: str | None = None, aliases: Iterable[str] | None = None,
+                 metadata: Mapping[str, Any] | None = None, description: str | None = None) -> ArtifactVersion:
+    """Store a file, a directory or an :class:`Artifact` as the next version of ``name`` logged by ``run``."""
+    if isinstance(artifact_or_path, Artifact):
+        art = artifact_or_path
+        files = art.files
+        if not files:
+            raise ValueError(f"artifact {art.name!r} has no files (add_file / add_dir first)")
+        name, type = name or art.name, type or art.type
+        metadata = {**art.metadata, **dict(metadata or {})}
+        description = description or art.description
+    else:
+        path = Path(artifact_or_path)
+        files = collect_files(path)
+        name = name or _default_name(path)
+        type = type or "artifact"
+    version = _registry(run).log(files, project=run.project, name=name, type=type, aliases=aliases or (),
+                                 metadata=metadata, description=description, producer_run=run.id,
+                                 step=max(run.step, 0))
+    run.log_event("artifact", {"op": "log", "artifact": version.qualified_name, "type": version.type,
+                               "aliases": version.aliases, "digest": version.digest[:12], "size": version.size})
+    _mirror(run, version)
+    return version
+
+
+def use_artifact(run: Run, ref: str | ArtifactVersion, type: str | None = None) -> ArtifactVersion:
+    """Resolve ``name:v3`` / ``name:best`` / ``name`` and record that ``run`` used it (lineage)."""
+    reg = _registry(run)
+    version = ref if isinstance(ref, ArtifactVersion) else reg.resolve(ref, project=run.project, type=type)
+    version._registry = reg
+    reg.record_use(version, run.id)
+    run.log_event("artifact", {"op": "use", "artifact": f"{version.project}/{version.qualified_name}"})
+    return version
+
+
+def _default_name(path: Path) -> str:
+    base = path.name if path.name else path.resolve().name
+    cleaned = "".join(c if c.isalnum() or c in "_-." else "-" for c in base).strip("-.") or "artifact"
+    return cleaned[:128]
+
+
+# ---- mirroring to third-party trackers ------------------------------------------------------------
+
+def _mirror(run: Run, version: ArtifactVersion) -> None:
+    targets = [s for s in run.sinks if s.name in ("wandb", "mlflow")]
+    if not targets:
+        return
+
+    def send() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="rlcockpit-artifact-"))
+        try:
+            root = version.download(tmp / version.name, mode="symlink")
+            for sink in targets:
+                try:
+                    if sink.name == "wandb":
+                        _to_wandb(sink, version, root)
+                    else:
+                        _to_mlflow(sink, version, root)
+                except Exception as exc:  # noqa: BLE001 - a tracker's failure never reaches training
+                    logger.warning("rlcockpit: mirroring artifact %s to %s failed: %s: %s",
+                                   version.qualified_name, sink.name, type(exc).__name__, exc)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    run.call_in_writer(send)
+
+
+def _to_wandb(sink: Any, version: ArtifactVersion, root: Path) -> None:
+    import wandb
+
+    art = wandb.Artifact(version.name, type=version.type, description=version.description,
+                         metadata={**version.metadata, "rlcockpit_version": version.qualified_name,
+                                   "rlcockpit_digest": version.digest})
+    for f in version.files():
+        art.add_file(str((root / f["path"]).resolve()), name=f["path"])
+    aliases = [a for a in version.aliases if a != "latest"]
+    sink.run.log_artifact(art, aliases=aliases or None)
+
+
+def _to_mlflow(sink: Any, version: ArtifactVersion, root: Path) -> None:
+    # MLflow copies the files it is given (following the links to the stored objects)
+    sink.client.log_artifacts(sink.mlflow_run_id, str(root), artifact_path=f"{version.name}/v{version.version}")
+    sink.client.set_tag(sink.mlflow_run_id, f"rlcockpit.artifact.{version.name}",
+                        ",".join([version.qualified_name, *version.aliases]))
