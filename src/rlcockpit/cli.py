@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "rlcockpit.ui.cli",  # ui
     "rlcockpit.integrations.cli",  # watch, import
     "rlcockpit.sweeps.cli",  # sweep, agent, importance
+    "rlcockpit.artifacts.cli",  # artifact ls|get|rm|gc|alias
+    "rlcockpit.trainer.generate",  # generate (inference test of a model artifact)
 )
 
 

@@ -222,6 +222,25 @@ class ArtifactRegistry:
         with self.db.transaction(lock=f"artifact:{version.project}/{version.name}") as cur:
             self._move(cur, version.project, version.name, alias, version.id)
 
+    def set_alias_if_better(self, version: ArtifactVersion, alias: str, key: str, maximize: bool) -> bool:
+        """Move ``alias`` to ``version`` when its ``metadata[key]`` beats the version holding the alias now
+        (or no version holds it, or that one lacks the key). One transaction: concurrent trials of a sweep
+        cannot both win."""
+        check_alias(alias)
+        value = version.metadata.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+            return False
+        with self.db.transaction(lock=f"artifact:{version.project}/{version.name}") as cur:
+            row = cur.one("SELECT v.metadata FROM artifact_versions v JOIN artifact_aliases a ON a.version_id = v.id "
+                          "WHERE a.project = ? AND a.name = ? AND a.alias = ?", (version.project, version.name, alias))
+            current = json.loads(row[0]).get(key) if row is not None else None
+            if isinstance(current, (int, float)) and not isinstance(current, bool) and current == current:
+                if not (value > current if maximize else value < current):
+                    return False
+            self._move(cur, version.project, version.name, alias, version.id)
+        version.aliases = sorted({*version.aliases, alias})
+        return True
+
     def remove_alias(self, version: ArtifactVersion, alias: str) -> None:
         with self.db.transaction(lock=f"artifact:{version.project}/{version.name}") as cur:
             cur.execute("DELETE FROM artifact_aliases WHERE project = ? AND name = ? AND alias = ? AND version_id = ?",

@@ -95,6 +95,19 @@ def use_artifact(run: Run, ref: str | ArtifactVersion, type: str | None = None) 
     return version
 
 
+def log_checkpoint(run: Run, path: str | os.PathLike[str], *, step: int, metrics: Mapping[str, Any] | None = None,
+                   name: str = "policy", best_key: str | None = None, goal: str = "max",
+                   type: str = "model") -> ArtifactVersion:
+    """Register a checkpoint as the next ``model`` version of ``name`` (``metadata.step`` = ``step``) and
+    move ``best`` to it when ``metrics[best_key]`` beats the value recorded on the current ``best`` — across
+    runs, so after a sweep ``policy:best`` is the best checkpoint of every trial."""
+    meta = {"step": int(step), **{k: v for k, v in dict(metrics or {}).items() if isinstance(v, (int, float, str))}}
+    version = log_artifact(run, path, name=name, type=type, metadata=meta)
+    if best_key is not None and _registry(run).set_alias_if_better(version, "best", best_key, goal == "max"):
+        run.log_event("artifact", {"op": "best", "artifact": version.qualified_name, best_key: meta.get(best_key)})
+    return version
+
+
 def _default_name(path: Path) -> str:
     base = path.name if path.name else path.resolve().name
     cleaned = "".join(c if c.isalnum() or c in "_-." else "-" for c in base).strip("-.") or "artifact"
