@@ -223,3 +223,13 @@ def start_agent(sweep_id: str, *, cwd: Path, store: Path, count: int | None = No
         args += ["--count", str(count)]
     return subprocess.Popen(args, cwd=cwd, env=env(store, **extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
+
+# The trainer at test size (a 1-layer, 32-wide Qwen2; see tests/trainer/conftest.py): the base of every trial.
+TINY_TRAIN = [
+    "actor.model.tiny.hidden_size=32", "actor.model.tiny.num_layers=1", "actor.model.tiny.num_heads=2",
+    "actor.model.tiny.intermediate_size=64", "actor.model.tiny.sft_steps=10", "actor.model.tiny.sft_batch_size=16",
+    "actor.model.tiny.sft_slip_steps=2", "data.builtin.train_size=400", "data.builtin.val_size=16",
+    "data.train_batch_size=4", "data.max_prompt_length=32", "data.max_response_length=4",
+    "actor.ppo_mini_batch_size=4", "rollout.n=2", "trainer.total_training_steps=2", "trainer.test_freq=2",
+    "trainer.logger=[rlcockpit]", "trainer.num_threads=1", "health.enable=false", "trainer.preflight=off",
+]

@@ -116,3 +116,11 @@ def test_command_without_program_macro_needs_no_program() -> None:
     cfg = parse_sweep({"method": "grid", "command": ["${env}", "rlcockpit", "train", "${args_no_hyphens}"],
                        "parameters": {"actor.optim.lr": {"values": [1e-5, 3e-5]}}})
     assert cfg.program is None and cfg.parameters[0].name == "actor.optim.lr"
+
+
+def test_flow_style_command_with_macros_is_read_as_meant() -> None:
+    """`command: [${env}, rlcockpit, train, ...]` is not valid YAML (`{` opens a mapping); read it as the list."""
+    cfg = parse_sweep(load_yaml("program: rlcockpit\nmethod: grid\n"
+                                "command: [${env}, rlcockpit, train, --preset, arith-grpo, ${args_no_hyphens}]\n"
+                                "parameters: {rollout.n: {values: [2, 4]}}\n"))
+    assert cfg.command == ["${env}", "rlcockpit", "train", "--preset", "arith-grpo", "${args_no_hyphens}"]

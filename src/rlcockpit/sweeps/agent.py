@@ -36,6 +36,7 @@ from rlcockpit.sweeps import hyperband
 from rlcockpit.sweeps.command import build_command, uses_args_json_file
 from rlcockpit.sweeps.config import SweepConfig, parse_sweep
 from rlcockpit.sweeps.controller import Claim, next_trial, summarize
+from rlcockpit.sweeps.metric_key import resolve_key
 from rlcockpit.sweeps.state import SweepState
 from rlcockpit.tracking import sweep_env
 
@@ -68,6 +69,8 @@ class Agent:
         self.agent_id = uuid.uuid4().hex[:8]
         self._interrupted = False
         self._proc: subprocess.Popen | None = None
+        self._keys: dict[str, str] = {}  # run id -> the key its metric is logged under
+        self._alias_noted = False
 
     def say(self, text: str) -> None:
         print(f"rlcockpit agent: {text}", file=self.out, flush=True)
@@ -227,10 +230,20 @@ class Agent:
         self.state.agent_beat(self.agent_id)
 
     def _history(self, run_id: str) -> list[float]:
+        """The sweep metric's values in ``run_id`` (under the guide's alias when the run logs that name)."""
         if self.cfg.metric is None:
             return []
+        key = self._keys.get(run_id)
         try:
-            return self.store.series(run_id, self.cfg.metric.name)[1].tolist()
+            if key is None:
+                key = resolve_key(self.cfg.metric.name, self.store.keys(run_id))
+                if key is None:
+                    return []
+                if key != self.cfg.metric.name and not self._alias_noted:
+                    self._alias_noted = True
+                    self.say(f"metric {self.cfg.metric.name} is logged as {key} (metric guide alias)")
+                self._keys[run_id] = key
+            return self.store.series(run_id, key)[1].tolist()
         except KeyError:
             return []
 

@@ -16,23 +16,9 @@ def register(subparsers: Any) -> None:
                     "For trainer sweeps (program: rlcockpit, or verl's ppo_main.py), --preset/--config/overrides "
                     "are the base of every trial, as in `rlcockpit train`.")
     s.add_argument("config", nargs="?", help="the sweep YAML file")
-    s.add_argument("overrides", nargs="*", help="trainer overrides added to every trial (key=value)")
-    s.add_argument("--project", help="project of the sweep and its trials (default: the file's, "
-                                     "$RLCOCKPIT_PROJECT, else 'default')")
-    s.add_argument("--name", help="a name for the sweep (default: the file's)")
-    s.add_argument("--dir", help="store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
-    s.add_argument("--seed", type=int, help="seed of the search (default: random, stored with the sweep)")
-    s.add_argument("--sampler", default="auto", choices=("auto", "tpe", "gp"),
-                   help="Bayesian sampler: auto = Gaussian process for a few numeric parameters, else TPE")
-    s.add_argument("--preset", help="trainer preset for every trial (trainer sweeps)")
-    s.add_argument("--train-config", dest="train_config", help="trainer YAML for every trial (trainer sweeps)")
-    for flag, state in (("--pause", "paused"), ("--resume", "running"), ("--stop", "stopped"),
-                        ("--cancel", "cancelled")):
-        s.add_argument(flag, metavar="SWEEP_ID", dest=f"set_{state}",
-                       help=f"set a sweep {state}" + (" (running trials are killed)" if state == "cancelled" else
-                                                      " (running trials finish)" if state == "stopped" else ""))
-    s.add_argument("--status", nargs="?", const="", metavar="SWEEP_ID",
-                   help="show a sweep's trials (without an id: list the sweeps)")
+    _sweep_options(s)
+    s.add_argument("overrides", nargs=argparse.REMAINDER,
+                   help="trainer overrides added to every trial (key=value), before or after the options")
     s.set_defaults(func=_sweep)
 
     a = subparsers.add_parser("agent", help="run trials of a sweep (several agents may share one sweep)",
@@ -55,6 +41,25 @@ def register(subparsers: Any) -> None:
     i.set_defaults(func=_importance)
 
 
+def _sweep_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--project", help="project of the sweep and its trials (default: the file's, "
+                                     "$RLCOCKPIT_PROJECT, else 'default')")
+    s.add_argument("--name", help="a name for the sweep (default: the file's)")
+    s.add_argument("--dir", help="store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
+    s.add_argument("--seed", type=int, help="seed of the search (default: random, stored with the sweep)")
+    s.add_argument("--sampler", default="auto", choices=("auto", "tpe", "gp"),
+                   help="Bayesian sampler: auto = Gaussian process for a few numeric parameters, else TPE")
+    s.add_argument("--preset", help="trainer preset for every trial (trainer sweeps)")
+    s.add_argument("--train-config", dest="train_config", help="trainer YAML for every trial (trainer sweeps)")
+    for flag, state in (("--pause", "paused"), ("--resume", "running"), ("--stop", "stopped"),
+                        ("--cancel", "cancelled")):
+        s.add_argument(flag, metavar="SWEEP_ID", dest=f"set_{state}",
+                       help=f"set a sweep {state}" + (" (running trials are killed)" if state == "cancelled" else
+                                                      " (running trials finish)" if state == "stopped" else ""))
+    s.add_argument("--status", nargs="?", const="", metavar="SWEEP_ID",
+                   help="show a sweep's trials (without an id: list the sweeps)")
+
+
 def _state(dir: str | None) -> Any:
     from rlcockpit.store.sql import open_database
     from rlcockpit.sweeps.state import SweepState
@@ -62,7 +67,22 @@ def _state(dir: str | None) -> Any:
     return SweepState(open_database(dir))
 
 
+def _split_overrides(args: argparse.Namespace) -> None:
+    """Options written after the first override (``s.yaml a=b --project P``) are options, not overrides."""
+    opts = argparse.ArgumentParser(prog="rlcockpit sweep", add_help=False)
+    _sweep_options(opts)
+    found, rest = opts.parse_known_args(args.overrides)
+    for key, value in vars(found).items():
+        if value is not None and value != opts.get_default(key):
+            setattr(args, key, value)
+    flags = [r for r in rest if r.startswith("-") and "=" not in r]
+    if flags:
+        raise ValueError(f"unknown option(s) {', '.join(flags)} (see rlcockpit sweep --help)")
+    args.overrides = rest
+
+
 def _sweep(args: argparse.Namespace) -> int:
+    _split_overrides(args)
     for state in ("paused", "running", "stopped", "cancelled"):
         sweep_id = getattr(args, f"set_{state}")
         if sweep_id:

@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_COMMAND = ("${env}", "${interpreter}", "${program}", "${args}")
-TRAINER_COMMAND = ("${interpreter}", "-m", "rlcockpit", "train", "${base_args}", "${args_no_hyphens}")
+TRAINER_COMMAND = ("${interpreter}", "-m", "rlcockpit", "train", "${base_options}", "${base_overrides}",
+                   "${args_no_hyphens}")
+_ARG_MACROS = ("${args}", "${args_no_hyphens}", "${args_no_boolean_flags}", "${args_json}", "${args_json_file}",
+               "${args_no_equals}", "${args_append_hydra}", "${args_override_hydra}")
 VERL_ENTRY_POINTS = ("ppo_main.py", "main_ppo.py", "verl.trainer.main_ppo", "verl/trainer/main_ppo.py")
 _ENVVAR = re.compile(r"\$\{envvar:([A-Za-z0-9_]*)\}")
 
@@ -98,7 +101,7 @@ def build_command(
     values["interpreter"] = [sys.executable]
     values["program"] = [program] if program else []
     values["args_json_file"] = [args_json_file] if args_json_file else []
-    values["base_args"] = list(base_args)
+    values["base_options"], values["base_overrides"] = split_base_args(base_args)
     argv: list[str] = []
     for part in template:
         part = expand_envvars(str(part), env)
@@ -109,12 +112,30 @@ def build_command(
     return argv
 
 
+def split_base_args(base_args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(["--preset", X, "--config", Y], [overrides...])``: options go right after ``train``, overrides just
+    before the sweep's parameters, so ``rlcockpit train``'s positional overrides stay together."""
+    options: list[str] = []
+    overrides: list[str] = []
+    it = iter(base_args)
+    for tok in it:
+        if tok in ("--preset", "--config"):
+            options += [tok, next(it, "")]
+        elif tok.startswith(("--preset=", "--config=")):
+            options.append(tok)
+        else:
+            overrides.append(tok)
+    return options, overrides
+
+
 def _insert_base_args(template: Sequence[str]) -> list[str]:
     parts = list(template)
     names = [Path(c).name for c in parts]
     for i in range(len(parts) - 1):
         if names[i] == "rlcockpit" and names[i + 1] == "train":
-            return [*parts[: i + 2], "${base_args}", *parts[i + 2 :]]
+            head, tail = parts[: i + 2], parts[i + 2 :]
+            at = next((j for j, c in enumerate(tail) if c in _ARG_MACROS), len(tail))
+            return [*head, "${base_options}", *tail[:at], "${base_overrides}", *tail[at:]]
     raise ValueError("trainer arguments given to `rlcockpit sweep` need a sweep that runs `rlcockpit train` "
                      "(program: rlcockpit, or a command calling rlcockpit train)")
 

@@ -51,8 +51,19 @@ _Yaml12Loader.add_implicit_resolver(
 )
 
 
+_FLOW_MACRO = re.compile(r"(?<=[\[,])(\s*)(\$\{[^}\s]*\})(?=\s*[,\]])")
+
+
 def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
+    """YAML 1.2 numbers; ``command: [${env}, python, ${program}]`` (not valid YAML: ``{`` opens a mapping inside
+    ``[...]``) is read as the list it obviously means."""
+    try:
+        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        fixed = _FLOW_MACRO.sub(lambda m: f'{m.group(1)}"{m.group(2)}"', text)
+        if fixed == text:
+            raise
+        return yaml.load(fixed, Loader=_Yaml12Loader)  # noqa: S506
 
 
 @dataclass(frozen=True)

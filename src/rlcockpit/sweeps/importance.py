@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,7 +164,11 @@ def _ped_anova(cols: Sequence[Column], y: np.ndarray, maximize: bool) -> dict[st
     for col in cols:
         if col.kind == "numeric":
             finite = col.values[np.isfinite(col.values)]
-            dists[col.key] = FloatDistribution(float(finite.min()), float(finite.max()))
+            uniq = np.unique(finite)
+            if len(uniq) <= 8:  # a few values (a grid, a flag): as categories, or the Parzen estimate smears them
+                dists[col.key] = CategoricalDistribution([float(u) for u in uniq])
+            else:
+                dists[col.key] = FloatDistribution(float(finite.min()), float(finite.max()))
         else:
             dists[col.key] = CategoricalDistribution(col.levels)
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
@@ -175,7 +180,9 @@ def _ped_anova(cols: Sequence[Column], y: np.ndarray, maximize: bool) -> dict[st
     if len(study.trials) < 10:
         return None
     try:
-        return dict(get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(), normalize=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # optuna marks `normalize` experimental
+            return dict(get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(), normalize=False))
     except Exception:  # noqa: BLE001 - an optional column; the forest's numbers stand without it
         return None
 
@@ -197,7 +204,7 @@ def compute_importance(configs: Sequence[Mapping[str, Any]], values: Sequence[fl
         result["note"] = "no config key varies" if not cols else "the metric is the same in every run"
         return result
     X, groups = _design(cols)
-    model = RandomForestRegressor(n_estimators=N_TREES, min_samples_leaf=2, max_features=0.5, bootstrap=True,
+    model = RandomForestRegressor(n_estimators=N_TREES, min_samples_leaf=1, max_features=1.0, bootstrap=True,
                                   oob_score=len(y) >= 8, random_state=seed, n_jobs=1).fit(X, y)
     impurity = np.array([model.feature_importances_[g].sum() for g in groups])
     perm = _oob_permutation(model, X, y, groups, seed) / float(np.var(y))
@@ -239,13 +246,18 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def metric_value(run: Mapping[str, Any], metric: str, store: Any = None) -> float | None:
-    """The run's value of ``metric``: its summary (last logged value), else the last point stored."""
-    value = (run.get("summary") or {}).get(metric)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    """The run's value of ``metric`` (or of the key the metric guide says means the same): its summary
+    (the last logged value), else the last point stored."""
+    from rlcockpit.sweeps.metric_key import resolve_key
+
+    summary = run.get("summary") or {}
+    key = resolve_key(metric, [k for k, v in summary.items() if isinstance(v, (int, float))])
+    if key is not None and not isinstance(summary[key], bool):
+        return float(summary[key])
     if store is not None:
         try:
-            vals = store.series(run["id"], metric)[1]
+            key = resolve_key(metric, store.keys(run["id"]))
+            vals = store.series(run["id"], key)[1] if key else []
         except KeyError:
             return None
         return float(vals[-1]) if len(vals) else None
