@@ -187,11 +187,18 @@ def _render(prompt: Any, tokenizer: Any, raw: bool) -> str:
     return "\n".join(m["content"] for m in prompt)
 
 
+def _last_user_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content", "") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
 def generate(model: Any, tokenizer: Any, text: str, *, n: int, temperature: float, top_p: float,
              max_new_tokens: int) -> list[str]:
     import torch
 
-    enc = tokenizer(text, return_tensors="pt")
+    enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
     kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "num_return_sequences": n,
                               "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                               else tokenizer.eos_token_id}
@@ -228,7 +235,9 @@ def _generate(args: argparse.Namespace) -> int:
         results = []
         for row in prompts:
             text = _render(row["prompt"], tokenizer, args.raw)
-            gt = row["ground_truth"] if row["ground_truth"] is not None else builtin_ground_truth(text, config)
+            gt = row["ground_truth"]
+            if gt is None:
+                gt = builtin_ground_truth(_last_user_text(row["prompt"]), config)
             outs = generate(model, tokenizer, text, n=args.n, temperature=args.temperature, top_p=args.top_p,
                             max_new_tokens=max_new)
             samples = []
