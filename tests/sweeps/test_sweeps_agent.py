@@ -242,7 +242,7 @@ def test_silent_agents_trial_becomes_crashed(ws: Path, monkeypatch: pytest.Monke
 
 def test_function_agent_and_resume_reproduce_a_seeded_sweep(ws: Path) -> None:
     config = {"method": "random", "metric": {"name": "score", "goal": "maximize"},
-              "command": ["unused"], "parameters": {"x": {"min": 0.0, "max": 1.0}, "k": {"values": ["a", "b"]}}}
+              "parameters": {"x": {"min": 0.0, "max": 1.0}, "k": {"values": ["a", "b"]}}}
     seen = []
 
     def train() -> None:

@@ -93,7 +93,6 @@ def test_defaults_are_filled() -> None:
      "must sum to 1"),
     ({"program": "t.py", "method": "custom", "parameters": {"x": {"values": [1]}}}, "not supported"),
     ({"program": "t.py", "method": "random", "parameters": {"x": {"values": [1]}}, "job": "a/b:v0"}, "Launch"),
-    ({"method": "random", "parameters": {"x": {"values": [1]}}}, "'program' is required"),
     ({"program": "t.py", "method": "random", "parameters": {"x": {"values": [1]}}, "command": ["${argz}"]},
      "unknown macro ${argz}. Did you mean ${args}?"),
     ({"program": "t.py", "method": "random", "parameters": {"x": {"values": [1]}}, "run_cap": 0}, "run_cap"),
@@ -124,3 +123,17 @@ def test_flow_style_command_with_macros_is_read_as_meant() -> None:
                                 "command: [${env}, rlcockpit, train, --preset, arith-grpo, ${args_no_hyphens}]\n"
                                 "parameters: {rollout.n: {values: [2, 4]}}\n"))
     assert cfg.command == ["${env}", "rlcockpit", "train", "--preset", "arith-grpo", "${args_no_hyphens}"]
+
+
+def test_program_is_needed_only_by_process_agents(tmp_path, monkeypatch) -> None:
+    import rlcockpit
+    from rlcockpit.sweeps import Agent
+    from rlcockpit.sweeps.config import check_runnable
+
+    cfg = parse_sweep({"method": "random", "parameters": {"x": {"values": [1]}}})  # as wandb.sweep(config) takes it
+    with pytest.raises(SweepConfigError, match="rlcockpit.agent\\(SWEEP_ID, function=train\\)"):
+        check_runnable(cfg)
+    monkeypatch.setenv("RLCOCKPIT_DIR", str(tmp_path))
+    sweep_id = rlcockpit.sweep({"method": "random", "parameters": {"x": {"values": [1]}}})
+    with pytest.raises(SweepConfigError, match="has no 'program'"):
+        Agent(sweep_id)

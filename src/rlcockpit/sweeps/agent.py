@@ -34,7 +34,7 @@ from rlcockpit.store import open_store, resolve_dir
 from rlcockpit.store.sql import open_database
 from rlcockpit.sweeps import hyperband
 from rlcockpit.sweeps.command import build_command, uses_args_json_file
-from rlcockpit.sweeps.config import SweepConfig, parse_sweep
+from rlcockpit.sweeps.config import SweepConfig, check_runnable, parse_sweep
 from rlcockpit.sweeps.controller import Claim, next_trial, summarize
 from rlcockpit.sweeps.metric_key import resolve_key
 from rlcockpit.sweeps.state import SweepState
@@ -63,6 +63,8 @@ class Agent:
         self.sweep = self.state.get(sweep_id)
         self.sweep_id = self.sweep["id"]
         self.cfg: SweepConfig = parse_sweep(self.sweep["config"])
+        if function is None:
+            check_runnable(self.cfg)
         self.count, self.function = count, function
         self.poll_s, self.kill_grace_s = poll_s, kill_grace_s
         self.out = out or sys.stdout

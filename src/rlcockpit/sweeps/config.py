@@ -269,7 +269,11 @@ def _cross_checks(cfg: SweepConfig, source: str) -> None:
     if cfg.method == "grid":
         for p in cfg.parameters:
             p.grid_values()  # raises for continuous parameters, naming them
+
+
+def check_runnable(cfg: SweepConfig) -> None:
+    """A process agent needs a program (a sweep for ``rlcockpit.agent(id, function=...)`` does not)."""
     uses_program = cfg.command is None or any("${program}" in c for c in cfg.command)
     if uses_program and not cfg.program:
-        raise SweepConfigError(f"{source}: 'program' is required (the script each trial runs), or a "
-                               "'command' that does not use ${program}")
+        raise SweepConfigError("the sweep has no 'program' (the script each trial runs) nor a 'command' without "
+                               "${program}; add one, or run trials in Python: rlcockpit.agent(SWEEP_ID, function=train)")

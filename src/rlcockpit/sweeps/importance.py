@@ -202,7 +202,10 @@ def _ped_anova(cols: Sequence[Column], y: np.ndarray, maximize: bool, seed: int 
 def compute_importance(configs: Sequence[Mapping[str, Any]], values: Sequence[float], *, goal: str = "max",
                        seed: int = 0, ped_anova: bool = True) -> dict[str, Any]:
     """Importance of each varying config key for the metric ``values`` (one per config)."""
-    from sklearn.ensemble import RandomForestRegressor
+    try:
+        from sklearn.ensemble import RandomForestRegressor
+    except ImportError:
+        raise ImportError("importance needs scikit-learn: pip install 'rlcockpit[sweeps]'") from None
 
     if goal not in ("max", "min"):
         raise ValueError(f"goal must be max or min, got {goal!r}")

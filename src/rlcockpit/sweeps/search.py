@@ -193,8 +193,11 @@ def choose_sampler(cfg: SweepConfig, sampler: str = "auto") -> str:
 
 def suggest_bayes(cfg: SweepConfig, trials: Sequence[TrialView], seed: int, number: int,
                   sampler: str = "auto") -> dict[str, Any]:
-    import optuna
-    from optuna.trial import TrialState, create_trial
+    try:
+        import optuna
+        from optuna.trial import TrialState, create_trial
+    except ImportError:
+        raise ImportError("method: bayes needs optuna: pip install 'rlcockpit[sweeps]'") from None
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     assert cfg.metric is not None
