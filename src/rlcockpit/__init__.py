@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from rlcockpit import defaults  # noqa: E402, F401 - registers the health observer and the alerts hook
 from rlcockpit.tracking.api import Api  # noqa: E402
 from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
 from rlcockpit.tracking.run import (  # noqa: E402

@@ -86,3 +86,9 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return sorted(self._items.items())
+
+
+# Things a lower layer needs to know that only a higher one does, handed down without an upward import:
+# registered by the top-level wiring (``rlcockpit.defaults``), read below. ``"trainer_keys"``: a callable
+# returning every key rlcockpit's trainer config accepts (health's advice keeps only those for our runs).
+PROVIDERS: Registry[Callable[[], object]] = Registry("provider")

@@ -70,3 +70,17 @@ def test_cli_entry_point_runs_as_a_process(two_runs: list[str], store_dir: Path)
                           capture_output=True, text=True, env=child_env(RLCOCKPIT_DIR=str(store_dir)), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)] == [two_runs[0]]
+
+
+def test_runs_and_show_never_print_terminal_control_characters(start, store_dir: Path, capsys) -> None:
+    """Defect 14: a run name carrying ANSI escapes (or rich markup) is shown escaped, not interpreted."""
+    name = "evil\x1b[2J\x1b[31mred\x07\x9b[m [bold]b[/bold]"
+    run = start(name=name, config={"note": "\x1b]0;title\x07"})
+    run.log({"x": 1.0}, step=0)
+    run.finish()
+    for argv in (["runs", "--dir", str(store_dir)], ["show", run.id, "--dir", str(store_dir)]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert not any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0 for c in out), repr(out)
+        if argv[0] == "show":  # (the runs table may cut the name to the terminal's width)
+            assert "\\x1b[2J" in out and "[bold]b[/bold]" in out

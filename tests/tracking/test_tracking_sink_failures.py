@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-import tracemalloc
+import time
 from pathlib import Path
 
 import pytest
 
 import rlcockpit
+from rlcockpit.store.batch import merge_ranges
 from rlcockpit.tracking.sinks import MissingExtra, Sink
 from rlcockpit.tracking.sinks.base import MAX_CONSECUTIVE_FAILURES
 
@@ -62,35 +63,75 @@ def test_failing_sink_is_disabled_after_repeated_failures_others_go_on(
     run.finish()
     assert bad.calls == MAX_CONSECUTIVE_FAILURES  # disabled: not called again
     assert good.steps == list(range(3 * MAX_CONSECUTIVE_FAILURES))
-    assert rlcockpit.Api(store_dir).run(run.id).history()["x"].size == 3 * MAX_CONSECUTIVE_FAILURES
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert stored.history()["x"].size == 3 * MAX_CONSECUTIVE_FAILURES
+    assert _lost(stored, "exploding") == [(0, 3 * MAX_CONSECUTIVE_FAILURES - 1)]  # failed, then disabled: recorded
+    assert _lost(stored, "recording") == [] and _lost(stored, "store") == []
     messages = [r.getMessage() for r in caplog.records]
     assert sum("disk on fire" in m for m in messages) == 1  # the error is reported once
     assert sum("disabled after" in m and "'exploding'" in m for m in messages) == 1
 
 
-def test_full_queue_drops_and_counts_entries_with_bounded_memory(
+def _lost(stored, sink: str | None = None) -> list[tuple[int, int]]:  # noqa: ANN001
+    out = []
+    for e in stored.events("data_lost"):
+        if sink is None or e["payload"]["sink"] == sink:
+            out += e["payload"]["ranges"]
+    return [tuple(r) for r in merge_ranges(out)]
+
+
+def test_a_hung_logger_costs_only_its_own_copy_and_its_loss_is_recorded(
     start, store_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """(Changed by issue 11: a stuck logger used to stall the store too.) The store gets every step; the hung
+    logger's queue is bounded in bytes; what it missed is a data_lost record naming it."""
     caplog.set_level(logging.WARNING, logger="rlcockpit")
     stuck = BlockedSink()
-    run = start(sinks=[stuck], max_queue=100)
-    run.log({"x": 0.0})
-    assert run.flush(timeout=0.5) is False  # the writer is stuck in the sink
+    run = start(sinks=[stuck], max_queue_bytes=1_000_000)
+    run.log({"x": 0.0, "y": 0.0}, step=0)
     assert stuck.entered.wait(5)
-    tracemalloc.start()
-    for _ in range(20_000):
-        run.log({"x": 1.0, "y": 2.0})
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert len(run._queue) <= 100
-    assert run.dropped == 20_000 - 100
-    assert peak < 2_000_000  # a queue of 20k dicts would be several MB
-    assert sum("queue full" in r.getMessage() for r in caplog.records) == 1
+    worker = next(w for w in run._parts.workers if w.sink is stuck)
+    most = 0
+    for step in range(1, 20_001):
+        run.log({"x": 1.0, "y": 2.0}, step=step)
+        if step % 200 == 0:
+            time.sleep(0.01)  # the store keeps up; only the hung logger falls behind
+            most = max(most, worker.queued_bytes)
+    assert 0 < most <= 1_000_000  # the hung logger's queue stays within its byte bound
+    assert run.flush(timeout=0.5) is False  # the logger has not taken everything
     stuck.release.set()
     run.finish()
-    stored = rlcockpit.Api(store_dir).run(run.id).history()
-    assert len(stored) == 1 + 100  # what was queued got through; the drops are counted, not hidden
-    assert run.step == 20_000  # steps keep counting through drops
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert stored.status == "finished" and run.dropped == 0
+    assert stored.series("x")[0].tolist() == list(range(20_001))  # the store lost nothing
+    lost = _lost(stored, "blocked")
+    assert lost and all(lo >= 1 for lo, _ in lost)
+    assert sum("not keeping up" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_full_queue_drops_new_entries_and_records_each_gap(start, store_dir: Path, caplog) -> None:
+    """A queue bounded at ~2 entries: at full speed most calls are dropped; every step is either stored or
+    inside a recorded data_lost range, never both, and run.dropped counts them."""
+    caplog.set_level(logging.WARNING, logger="rlcockpit")
+    run = start(max_queue_bytes=8_000)
+    keys = [f"k{i}" for i in range(50)]
+    for step in range(20_000):
+        run.log({k: float(step) for k in keys}, step=step)
+    run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    got = set(stored.series("k0")[0].tolist())
+    lost = _lost(stored)
+    assert run.dropped > 0 and lost
+    covered = set(got)
+    for lo, hi in lost:
+        span = set(range(lo, hi + 1))
+        assert not span & got
+        covered |= span
+    assert covered == set(range(20_000))
+    assert sum(e["payload"]["entries"] for e in stored.events("data_lost")) == run.dropped
+    assert stored.to_dict()["data_lost"] == run.dropped
+    assert sum("queue full" in r.getMessage() for r in caplog.records) == 1
+    assert run.step == 19_999  # steps keep counting through drops
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ import json
 import pandas as pd
 import pytest
 
-from rlcockpit.trainer.config import DataConfig, RewardConfig
+from rlcockpit.trainer.config import DataConfig, load_config
 from rlcockpit.trainer.data import DataError, PromptLoader, encode_rows, load_rows
-from rlcockpit.trainer.rewards import REWARDS, RewardFailureError, RewardManager
+from rlcockpit.trainer.rewards import REWARDS, RewardFailureError, RewardManager, load_custom_fn
 from rlcockpit.trainer.tiny import build_char_tokenizer
 
 
@@ -86,7 +86,9 @@ def test_custom_reward_that_raises_scores_zero_and_counts(tmp_path):
     f.write_text("def score(data_source, solution_str, ground_truth, extra_info=None):\n"
                  "    if solution_str == 'boom':\n        raise ZeroDivisionError('bad sample')\n"
                  "    return {'score': 2.0, 'acc': 1.0}\n")
-    mgr = RewardManager(RewardConfig(custom_fn=f"{f}:score", max_failure_rate=0.3))
+    cfg = load_config(overrides=[f"custom_reward_function.path={f}", "custom_reward_function.name=score",
+                                 "reward.max_failure_rate=0.3"], log=None)
+    mgr = RewardManager.from_config(cfg)
     scores, extras = mgr([_Row("1")] * 4, ["ok", "boom", "ok", "ok"])
     assert scores == [2.0, 0.0, 2.0, 2.0] and extras[0]["acc"] == 1.0
     assert mgr.failures == 1 and mgr.failure_rate == 0.25
@@ -95,7 +97,10 @@ def test_custom_reward_that_raises_scores_zero_and_counts(tmp_path):
     with pytest.raises(RewardFailureError, match="ZeroDivisionError: bad sample"):
         mgr.check()
     with pytest.raises(ValueError, match="has no function 'nope'.*score"):
-        RewardManager(RewardConfig(custom_fn=f"{f}:nope"))
+        load_custom_fn(str(f), "nope")
+    # rlcockpit's older "file.py:function" key still works
+    old = load_config(overrides=[f"reward.custom_fn={f}:score"], log=None)
+    assert old.custom_reward_function.path == str(f) and old.custom_reward_function.name == "score"
 
 
 def test_forget_carries_drops_every_carry_and_keeps_the_width() -> None:

@@ -13,7 +13,9 @@ from rlcockpit.trainer.loop import apply_live, build, save, train
 
 
 def _weights(path):
-    return torch.load(path / "actor.pt", weights_only=True)
+    from safetensors.torch import load_file
+
+    return load_file(path / "actor" / "model.safetensors")  # the actor is saved in Hugging Face format
 
 
 def test_resume_continues_the_same_run_exactly(tiny_cfg, tmp_path):

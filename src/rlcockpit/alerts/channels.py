@@ -30,8 +30,8 @@ from email.message import EmailMessage
 from typing import Any
 
 from rlcockpit.alerts.message import AlertMessage
+from rlcockpit.redact import MASK
 from rlcockpit.registry import Registry
-from rlcockpit.tracking.redact import MASK
 
 CHANNELS: Registry[type[Channel]] = Registry("alert channel")
 DEFAULT_TIMEOUT_S = 5.0

@@ -29,15 +29,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true", help="scan once and exit")
     p.set_defaults(func=cmd_watchdog)
 
-    p = sub.add_parser("preflight", help="check data, reward, memory, loggers, batch sizes before training")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--preset", help="a built-in preset (e.g. arith-grpo)")
-    src.add_argument("--config", help="a YAML run config")
-    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. data.train_batch_size=32")
+    p = sub.add_parser("preflight", help="check data, reward, model, memory, loggers, batch sizes before training")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--backup-dir", help="write the resolved config, command, git state and packages here")
-    p.add_argument("--skip", nargs="*", default=[], help="checks to skip (data reward memory logging batch backup)")
-    p.set_defaults(func=cmd_preflight)
+    p.add_argument("--skip", nargs="*", default=[], help="checks to skip (data reward model memory logging batch "
+                                                        "backup)")
+    from rlcockpit.trainer.cli import add_config_arguments  # the same arguments as `rlcockpit train`
+
+    add_config_arguments(p)
+    p.set_defaults(func=cmd_preflight, _parser=p)
 
 
 def _load_alerts(path: str | None) -> Any:
@@ -111,8 +111,11 @@ def cmd_watchdog(args: argparse.Namespace) -> int:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from rlcockpit.preflight import print_report, run_preflight
     from rlcockpit.preflight.checks import load_cfg
+    from rlcockpit.trainer.cli import config_overrides
 
-    cfg = load_cfg(preset=args.preset, config_file=args.config, overrides=args.overrides)
+    options = {"--preset": 1, "--config": 1, "--json": 0, "--backup-dir": 1, "--skip": -1}
+    overrides = config_overrides(args, args._parser, options)
+    cfg = load_cfg(preset=args.preset, config_file=args.config, overrides=overrides)
     results = run_preflight(cfg, skip=args.skip, backup_dir=args.backup_dir)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))

@@ -26,7 +26,7 @@ from typing import Any
 from rlcockpit.alerts.channels import Channel, DeliveryError
 from rlcockpit.alerts.config import AlertsConfig, load_alerts_config
 from rlcockpit.alerts.message import AlertMessage, from_finding, level_rank, run_link
-from rlcockpit.tracking.redact import redact
+from rlcockpit.redact import redact
 
 logger = logging.getLogger("rlcockpit.alerts")
 

@@ -20,7 +20,7 @@ from typing import Any
 from rlcockpit.alerts.config import AlertsConfig, load_alerts_config
 from rlcockpit.alerts.manager import AlertManager
 from rlcockpit.alerts.message import AlertMessage, run_link
-from rlcockpit.tracking.redact import MASK
+from rlcockpit.redact import MASK
 
 logger = logging.getLogger("rlcockpit.alerts")
 DEFAULT_STALL_TIMEOUT_S = 60.0

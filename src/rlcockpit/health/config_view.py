@@ -186,10 +186,12 @@ def format_value(value: Any) -> str:
 
 @lru_cache(maxsize=1)
 def trainer_keys() -> frozenset[str]:
-    """Every key rlcockpit's trainer config accepts (``rlcockpit train ... key=value``)."""
-    from rlcockpit.trainer.config import all_keys
+    """Every key rlcockpit's trainer config accepts (``rlcockpit train ... key=value``), as handed down by
+    the top-level wiring (``PROVIDERS["trainer_keys"]``, see :mod:`rlcockpit.defaults`): health never
+    imports trainer code."""
+    from rlcockpit.registry import PROVIDERS
 
-    return frozenset(all_keys())
+    return frozenset(PROVIDERS.get("trainer_keys")()) if "trainer_keys" in PROVIDERS else frozenset()
 
 
 def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, Any], why: str = "") -> Action:

@@ -216,6 +216,11 @@ class HealthMonitor:
             self._sample_steps.discard(self._sample_order.popleft())
         return metrics, findings
 
+    @staticmethod
+    def describe(finding: Finding) -> str:
+        """A finding's console text (tracking's console logger and live printing ask the observer for it)."""
+        return format_finding_console(finding)
+
     def close(self) -> list[Finding]:
         """End of run: lets window-based detectors report; returns the findings produced now."""
         out = [f for det in self.detectors if (f := det.finish(self.last_step)) is not None]

@@ -76,11 +76,8 @@ def import_run(
         raise
     run = init(project=project or imported.project or kind, name=name or imported.name, config=imported.config,
                dir=dir, health=health, alerts=alerts, system_interval=None, capture_meta=False)
-    meta = dict(run.store.get_run(run.id).get("meta") or {})
-    meta.update(imported.meta)
-    meta["source"] = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
-    meta["imported"] = True
-    run.store.update_run(run.id, meta=meta)
+    source_meta = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
+    run.update_meta({**imported.meta, "source": source_meta, "imported": True})
     result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project)
     samples = iter(imported.samples)
     pending: tuple[int, list[dict[str, Any]]] | None = None
@@ -113,8 +110,7 @@ def import_run(
         result.error = str(exc)
         logger.warning("rlcockpit import: stopped early: %s", exc)
     if result.error:
-        run.call_in_writer(lambda: run.store.update_run(
-            run.id, meta={**run.store.get_run(run.id).get("meta", {}), "import_error": result.error}))
+        run.update_meta({"import_error": result.error})
     run.finish(0, reason=f"import stopped early: {result.error}" if result.error else None)
     result.findings = run.store.findings(run.id)
     return result

@@ -7,8 +7,8 @@ run, so findings and alerts appear while the job trains.
 
 Restart safety: after each batch the watcher records where it is — the file's inode, byte offset and
 first-line fingerprint, the steps to skip after a job restart, the last rollout step ingested — in the
-run's ``meta["watch"]``, written on the run's writer thread *after* the data of that batch (so a killed
-watcher can repeat nothing and lose nothing). A restarted watcher finds its run by the source path and
+run's ``meta["watch"]`` with ``run.update_meta``, which the writer stores in the same transaction as the
+data logged before it (so a killed watcher can repeat nothing and lose nothing). A restarted watcher finds its run by the source path and
 continues it with ``init(resume=run_id)``. When verl restarts (its FileLogger reopens the file with
 ``"wb"``: truncation) or the file is replaced (new inode), reading starts over and the steps already
 recorded are skipped.
@@ -91,6 +91,7 @@ class VerlWatcher:
             stored = self.store.sample_steps(self.run.id)
             if stored:
                 self.rollout_last = max(self.rollout_last, stored[-1])
+        self._source_recorded = bool((self.run.meta or {}).get("source"))
         self._state_dirty = True
         self._persist_state()
 
@@ -113,17 +114,11 @@ class VerlWatcher:
         if not self._state_dirty:
             return
         self._state_dirty = False
-        snapshot = self.state()
-        run_id, store = self.run.id, self.store
-
-        def write() -> None:
-            meta = dict(store.get_run(run_id).get("meta") or {})
-            meta[STATE_KEY] = snapshot
-            meta["framework"] = "verl"
-            meta.setdefault("source", {"kind": f"verl-{self.kind}", "path": str(self.source)})
-            store.update_run(run_id, meta=meta)
-
-        self.run.call_in_writer(write)
+        patch: dict[str, Any] = {STATE_KEY: self.state(), "framework": "verl"}
+        if not self._source_recorded:
+            patch["source"] = {"kind": f"verl-{self.kind}", "path": str(self.source)}
+            self._source_recorded = True
+        self.run.update_meta(patch)  # written in the same order as the data logged before it
 
     # ---- ingest --------------------------------------------------------------------------------
     def _ingest_lines(self) -> int:

@@ -11,7 +11,6 @@ from rlcockpit.preflight.checks import (
     check_batch,
     check_data,
     check_logging,
-    check_reward,
     load_cfg,
 )
 from rlcockpit.preflight.memory import ModelShape, TrainShape, estimate_memory
@@ -23,9 +22,10 @@ from rlcockpit.preflight.runner import (
     print_report,
     run_preflight,
 )
+from rlcockpit.preflight.signal import check_model, check_reward
 
 __all__ = [
     "CHECKS", "CheckResult", "ModelShape", "PreflightFailed", "TrainShape", "check_backup", "check_batch",
-    "check_data", "check_logging", "check_memory", "check_reward", "estimate_memory", "load_cfg",
+    "check_data", "check_logging", "check_memory", "check_model", "check_reward", "estimate_memory", "load_cfg",
     "preflight_gate", "print_report", "run_preflight",
 ]

@@ -41,22 +41,9 @@ class CheckResult:
 
 def load_cfg(preset: str | None = None, config_file: str | None = None, overrides: list[str] | None = None) -> Any:
     """The trainer config *without* its batch-arithmetic validation, so preflight can report it as a row."""
-    import yaml
+    from rlcockpit.trainer.config import load_config
 
-    from rlcockpit.trainer.config import Config, apply_dict, load_preset, parse_override, set_key
-
-    cfg = Config()
-    if preset:
-        apply_dict(cfg, load_preset(preset))
-    if config_file:
-        path = Path(config_file)
-        if not path.is_file():
-            raise FileNotFoundError(f"config file not found: {path}")
-        apply_dict(cfg, yaml.safe_load(path.read_text()) or {})
-    for text in overrides or []:
-        key, value = parse_override(text)
-        set_key(cfg, key, value)
-    return cfg
+    return load_config(preset=preset, config_file=config_file, overrides=overrides, validate=False)
 
 
 # --------------------------------------------------------------------------- batch arithmetic
@@ -112,28 +99,35 @@ def check_batch(cfg: Any) -> list[CheckResult]:
 
 def load_tokenizer_for(cfg: Any) -> Any:
     """The tokenizer the trainer would use (the built-in one for ``tiny``); never downloads."""
-    if cfg.actor.model.path == "tiny":
+    from rlcockpit.trainer.models import load_tokenizer, tokenizer_path
+
+    if cfg.model.path == "tiny" and not (cfg.model.tokenizer_path or cfg.data.tokenizer):
         from rlcockpit.trainer.tiny import build_char_tokenizer
 
         return build_char_tokenizer()
-    from rlcockpit.trainer.models import load_tokenizer
-
-    return load_tokenizer(cfg.actor.model.path)
+    return load_tokenizer(tokenizer_path(cfg, cfg.model.path), trust_remote_code=cfg.model.trust_remote_code,
+                          chat_template=cfg.model.custom_chat_template)
 
 
 def _rule_reward(cfg: Any) -> bool:
-    return not cfg.reward.model_path
+    from rlcockpit.trainer.rewards import reward_model_enabled
+
+    return not reward_model_enabled(cfg)
+
+
+def _reward_label(cfg: Any) -> str:
+    crf = cfg.custom_reward_function
+    return f"{crf.path}:{crf.name or 'compute_score'}" if crf.path else f"reward.name={cfg.reward.name}"
 
 
 def load_rows_for(cfg: Any) -> tuple[list[Any], str]:
     """Train rows through the trainer's loader (files or the built-in task) and a description."""
-    from rlcockpit.trainer.data import arith_rows, load_rows, validate_row
+    from rlcockpit.trainer.data import builtin_rows, load_rows
 
     if cfg.data.train_files:
-        rows = load_rows(list(cfg.data.train_files))
+        rows = load_rows(list(cfg.data.train_files), cfg.data, max_samples=cfg.data.train_max_samples)
         return rows, f"{len(rows)} rows in {len(cfg.data.train_files)} file(s)"
-    train, _ = arith_rows(cfg.data.builtin)
-    rows = [validate_row(r, f"builtin:{cfg.data.builtin.name}: row {i}") for i, r in enumerate(train)]
+    rows = builtin_rows(cfg.data)[0]
     return rows, f"built-in task {cfg.data.builtin.name!r} ({len(rows)} rows)"
 
 
@@ -142,26 +136,35 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
 
     ``stats`` (optional dict) receives ``prompt_len_max``/``prompt_len_p95`` for the memory check.
     """
-    from rlcockpit.trainer.data import DataError, load_rows, render_prompt
+    from rlcockpit.trainer.data import DataError, empty_prompt, load_rows, render_prompt
 
     out: list[CheckResult] = []
+    rows_val: list[Any] = []
     try:
         rows, desc = load_rows_for(cfg)
         if cfg.data.val_files:
-            val = load_rows(list(cfg.data.val_files))
+            val = load_rows(list(cfg.data.val_files), cfg.data, max_samples=cfg.data.val_max_samples)
+            rows_val = val
             desc += f"; {len(val)} validation rows"
     except (FileNotFoundError, DataError) as exc:
         return [CheckResult("data: files and rows", "fail", str(exc))]
     except Exception as exc:  # noqa: BLE001 - a parquet reader error, a permission error...
         return [CheckResult("data: files and rows", "fail", f"{type(exc).__name__}: {exc}")]
     out.append(CheckResult("data: files and rows", "pass", desc, {"rows": len(rows)}))
+    all_rows = [*rows, *rows_val]
+    blank = [r for r in all_rows if empty_prompt(r.prompt)]
+    if blank:
+        out.append(CheckResult("data: prompts", "fail", f"{len(blank)} row(s) have an empty prompt (first: "
+                               f"{blank[0].where or 'row ?'}; column {cfg.data.prompt_key!r}): the model would be "
+                               "trained on answers to nothing", {"empty": len(blank)}))
 
     if _rule_reward(cfg):
-        missing = [i for i, r in enumerate(rows) if r.ground_truth is None or str(r.ground_truth).strip() == ""]
+        missing = [i for i, r in enumerate(all_rows) if r.ground_truth is None or str(r.ground_truth).strip() == ""]
         if missing:
+            first = all_rows[missing[0]].where or f"row {missing[0]}"
             out.append(CheckResult("data: ground truth", "fail",
-                                   f"{len(missing)} row(s) have an empty reward_model.ground_truth (first: row "
-                                   f"{missing[0]}); rule reward {cfg.reward.custom_fn or cfg.reward.name!r} needs it",
+                                   f"{len(missing)} row(s) have a null or empty reward_model.ground_truth (first: "
+                                   f"{first}); rule reward {_reward_label(cfg)} needs it",
                                    {"missing": len(missing), "first_row": missing[0]}))
         else:
             out.append(CheckResult("data: ground truth", "pass", "present in every row"))
@@ -176,7 +179,7 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
     lengths: list[int] = []
     for i, row in sample:
         try:
-            text = render_prompt(row.prompt, tokenizer)
+            text = render_prompt(row.prompt, tokenizer, cfg.data.apply_chat_template_kwargs)
             lengths.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
         except Exception as exc:  # noqa: BLE001
             out.append(CheckResult("data: chat template", "fail", f"row {i}: prompt does not render through the "
@@ -199,10 +202,12 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
             "sampled": len(lengths)}
     if stats is not None:
         stats.update(prompt_len_max=min(lengths_sorted[-1], limit), prompt_len_p95=min(p95, limit))
-    what = {"drop": "dropped", "left": "truncated (left)", "right": "truncated (right)", "error": "an error"}
+    what = {"drop": "dropped", "left": "truncated (left)", "right": "truncated (right)", "middle": "truncated (middle)",
+            "error": "an error"}
+    mode = "drop" if cfg.data.filter_overlong_prompts else cfg.data.truncation
     detail = (f"prompt tokens p50 {p50}, p95 {p95}, max {lengths_sorted[-1]} vs data.max_prompt_length={limit}; "
-              f"{share:.1%} would be {what.get(cfg.data.truncation, cfg.data.truncation)}")
-    if over == len(lengths) or (over and cfg.data.truncation == "error"):
+              f"{share:.1%} would be {what.get(mode, mode)}")
+    if over == len(lengths) or (over and mode == "error"):
         status = "fail"
     elif share > 0.05:
         status = "warn"
@@ -210,50 +215,6 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
         status = "warn" if over else "pass"
     out.append(CheckResult("data: prompt length", status, detail, data))
     return out
-
-
-# --------------------------------------------------------------------------- reward
-
-def check_reward(cfg: Any, rows: list[Any] | None = None, n_samples: int = 4) -> list[CheckResult]:
-    """The reward function imports and returns finite numbers on a few samples (right and wrong answers)."""
-    name = "reward: function"
-    if cfg.reward.model_path:
-        p = Path(cfg.reward.model_path)
-        if not (p / "config.json").is_file():
-            return [CheckResult(name, "fail", f"reward.model_path={str(p)!r} is not a local model directory")]
-        return [CheckResult(name, "pass", f"reward model at {p} (not loaded by preflight)")]
-    from rlcockpit.trainer.rewards import REWARDS, load_custom_fn
-
-    label = cfg.reward.custom_fn or cfg.reward.name
-    try:
-        fn = load_custom_fn(cfg.reward.custom_fn) if cfg.reward.custom_fn else REWARDS.get(cfg.reward.name)
-    except Exception as exc:  # noqa: BLE001 - KeyError with a hint, SyntaxError in the user's file...
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else f"{type(exc).__name__}: {exc}"
-        return [CheckResult(name, "fail", f"reward {label!r} could not be loaded: {msg}")]
-    kwargs = dict(cfg.reward.kwargs) if not cfg.reward.custom_fn or cfg.reward.kwargs else {}
-    if rows is None:
-        try:
-            rows = load_rows_for(cfg)[0]
-        except Exception as exc:  # noqa: BLE001
-            return [CheckResult(name, "warn", f"no data to test the reward on ({exc})")]
-    scores: list[float] = []
-    for i, row in enumerate(rows[:n_samples]):
-        for response in (str(row.ground_truth), "I don't know."):
-            try:
-                value = fn(row.data_source, response, row.ground_truth, row.extra_info, **kwargs)
-            except Exception as exc:  # noqa: BLE001
-                return [CheckResult(name, "fail", f"reward {label!r} raised on row {i} (response {response!r}): "
-                                    f"{type(exc).__name__}: {exc}")]
-            raw = value.get("score") if isinstance(value, dict) else value
-            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(float(raw)):
-                return [CheckResult(name, "fail", f"reward {label!r} returned {value!r} on row {i}: it must return a "
-                                    "finite number or a dict with a numeric 'score'")]
-            scores.append(float(raw))
-    if scores and len(set(scores)) == 1:
-        return [CheckResult(name, "warn", f"reward {label!r} gave {scores[0]} for right and wrong answers alike: "
-                            "no learning signal", {"scores": scores})]
-    return [CheckResult(name, "pass", f"reward {label!r} ran on {len(scores)} samples "
-                        f"(range {min(scores):g}..{max(scores):g})", {"scores": scores})]
 
 
 # --------------------------------------------------------------------------- logging and alerts
@@ -328,8 +289,8 @@ def _check_alerts(alerts: Any) -> CheckResult:
 
 def check_backup(cfg: Any, run: Any = None, backup_dir: str | os.PathLike[str] | None = None) -> list[CheckResult]:
     """Resolved config, command line, git commit + diff and package versions are captured (and saved)."""
+    from rlcockpit.redact import redact
     from rlcockpit.tracking.meta import collect_meta
-    from rlcockpit.tracking.redact import redact
 
     meta = (run.store.get_run(run.id).get("meta") if run is not None else None) or collect_meta(capture_git=True)
     config = redact(dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg))

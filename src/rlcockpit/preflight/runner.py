@@ -14,7 +14,6 @@ from rlcockpit.preflight.checks import (
     check_batch,
     check_data,
     check_logging,
-    check_reward,
 )
 from rlcockpit.preflight.memory import (
     SAFETY_MARGIN,
@@ -26,8 +25,9 @@ from rlcockpit.preflight.memory import (
     estimate_memory,
     fits,
 )
+from rlcockpit.preflight.signal import check_model, check_reward
 
-CHECKS = ("batch", "data", "reward", "memory", "logging", "backup")
+CHECKS = ("batch", "data", "reward", "model", "memory", "logging", "backup")
 
 
 class PreflightFailed(RuntimeError):
@@ -36,7 +36,7 @@ class PreflightFailed(RuntimeError):
 
 def model_shape_for(cfg: Any) -> ModelShape:
     """Shapes of ``actor.model.path`` from its ``config.json`` (no weights), or of the tiny model."""
-    m = cfg.actor.model
+    m = cfg.model
     if m.path == "tiny":
         from rlcockpit.trainer.tiny import build_char_tokenizer
 
@@ -44,23 +44,25 @@ def model_shape_for(cfg: Any) -> ModelShape:
         return ModelShape(hidden=t.hidden_size, layers=t.num_layers, heads=t.num_heads, kv_heads=t.num_heads,
                           intermediate=t.intermediate_size, vocab=len(build_char_tokenizer()), tie_embeddings=True,
                           attention_bias=True)
-    path = Path(m.path) / "config.json"
+    path = Path(m.path).expanduser() / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"actor.model.path={m.path!r} has no config.json (rlcockpit never downloads)")
+        raise FileNotFoundError(f"actor_rollout_ref.model.path={m.path!r} has no config.json (rlcockpit never downloads)")
     return ModelShape.from_hf_config(json.loads(path.read_text()))
 
 
 def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> TrainShape:
-    a, d = cfg.actor, cfg.data
+    from rlcockpit.trainer.config import micro_batch_size
+
+    a, d, m = cfg.actor, cfg.data, cfg.model
     mini = a.ppo_mini_batch_size * cfg.rollout.n
     on_gpu = device == "cuda"
     return TrainShape(
         train_batch_size=d.train_batch_size, rollout_n=cfg.rollout.n,
-        micro_batch_size=max(1, a.ppo_micro_batch_size or mini),
+        micro_batch_size=max(1, micro_batch_size(cfg) or mini),
         prompt_length=prompt_length or d.max_prompt_length, response_length=d.max_response_length,
-        compute_dtype=a.model.dtype, weight_dtype=(a.model.dtype if on_gpu else "fp32"),
-        grad_checkpointing=a.model.enable_gradient_checkpointing, lora_rank=a.model.lora_rank,
-        lora_targets=len(a.model.target_modules) or 4,
+        compute_dtype=m.dtype, weight_dtype=(m.dtype if on_gpu else "fp32"),
+        grad_checkpointing=m.enable_gradient_checkpointing, lora_rank=m.lora_rank,
+        lora_targets=len(m.target_modules) if isinstance(m.target_modules, list) else 7,
         needs_ref=bool(a.use_kl_loss or cfg.algorithm.use_kl_in_reward),
         needs_critic=cfg.algorithm.adv_estimator == "gae", entropy_grad=a.entropy_coeff != 0,
         device="cuda" if on_gpu else "cpu")
@@ -118,6 +120,7 @@ def run_preflight(cfg: Any, *, skip: Iterable[str] = (), backup_dir: str | None 
     guarded("batch", lambda: check_batch(cfg))
     guarded("data", lambda: check_data(cfg, tokenizer=tokenizer, stats=stats))
     guarded("reward", lambda: check_reward(cfg))
+    guarded("model", lambda: check_model(cfg))
     guarded("memory", lambda: check_memory(cfg, prompt_length=stats.get("prompt_len_max"),
                                            capacity_bytes=capacity_bytes))
     guarded("logging", lambda: check_logging(cfg, alerts=alerts))
@@ -154,7 +157,7 @@ def preflight_gate(cfg: Any, mode: str | None = None, *, log: Any = print, **kwa
     print_report(results)
     failed = [r for r in results if r.status == "fail"]
     if failed and mode == "strict":
-        raise PreflightFailed("preflight failed (trainer.preflight=strict): " +
+        raise PreflightFailed("preflight failed (trainer.preflight=strict; trainer.preflight=warn runs anyway): " +
                               "; ".join(f"{r.name}: {r.detail}" for r in failed))
     if failed:
         log(f"[rlcockpit] preflight: {len(failed)} check(s) failed; continuing (trainer.preflight=warn)")

@@ -12,7 +12,9 @@ downsampled reads of long histories cheap.
 from __future__ import annotations
 
 import abc
+import errno
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.registry import Registry
+from rlcockpit.store.batch import DataLoss, WriteBatch
 
 Series = tuple[np.ndarray, np.ndarray, np.ndarray]  # steps int64, values float64, unix timestamps float64
 
@@ -39,6 +42,78 @@ def stale_after_s() -> float:
         return float(raw)
     except ValueError:
         raise ValueError(f"${STALE_ENV} must be a number of seconds, got {raw!r}") from None
+
+
+class StoreError(OSError):
+    """A store operation failed for a reason outside the caller's data (disk, lock, I/O)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be written *now*; the same write may succeed later (``reason``: ``full``,
+    ``locked``, ``io``, ``readonly``). The tracking writer keeps the data and retries with backoff."""
+
+    def __init__(self, reason: str, message: str, err: int | None = None) -> None:
+        super().__init__(err if err is not None else errno.EIO, message)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def with_message(self, message: str) -> StoreUnavailable:
+        """The same error (same class, reason, errno) with another message (e.g. naming the caller)."""
+        err = StoreUnavailable.__new__(type(self))
+        StoreUnavailable.__init__(err, self.reason, message, self.errno)
+        return err
+
+    def __reduce__(self):  # noqa: ANN204 - picklable (subclasses take one argument)
+        return _rebuild, (type(self), self.reason, str(self.strerror), self.errno)
+
+
+def _rebuild(cls: type, reason: str, message: str, err: int | None) -> StoreUnavailable:
+    out = StoreUnavailable.__new__(cls)
+    StoreUnavailable.__init__(out, reason, message, err)
+    return out
+
+
+class StoreFull(StoreUnavailable):
+    """No space left for the store (SQLITE_FULL, ENOSPC)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("full", message, errno.ENOSPC)
+
+
+class StoreLocked(StoreUnavailable):
+    """Another writer holds the store's lock for longer than the busy timeout (SQLITE_BUSY)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("locked", message, errno.EBUSY)
+
+
+def boot_id() -> str | None:
+    """This host's boot id (Linux): two processes with the same boot id share ``time.monotonic()``."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+_BOOT_ID = boot_id()
+
+
+def heartbeat_age_s(run: Mapping[str, Any], now: float | None = None) -> float:
+    """Seconds since the run's last heartbeat.
+
+    Why two clocks: a wall-clock step (NTP, a VM resume, a manual ``date``) on the writing host would make
+    a live run look dead, or a dead one alive. When the reader shares the writer's boot (same host), the
+    writer's ``heartbeat_mono`` (CLOCK_MONOTONIC, system-wide on Linux) is compared with the reader's own
+    monotonic clock, which no clock jump moves; otherwise the wall clock is the only common clock.
+    """
+    mono = run.get("heartbeat_mono")
+    if mono is not None and _BOOT_ID is not None and run.get("boot_id") == _BOOT_ID:
+        return time.monotonic() - float(mono)
+    hb = run.get("heartbeat_at") or run.get("updated_at") or 0
+    return (time.time() if now is None else now) - float(hb)
 
 
 def resolve_dir(dir: str | os.PathLike[str] | None = None) -> Path:
@@ -68,6 +143,40 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def delete_run(self, run_id: str) -> None: ...
+
+    # ---- batched writes (the tracking writer) ------------------------------------------------
+    def write_batch(self, run_id: str, batch: WriteBatch, *, timeout_s: float | None = None) -> None:
+        """Write everything in ``batch`` — all of it or, on an exception, none of it.
+
+        The tracking writer calls this once per drain of its queue; an atomic batch is what lets it keep
+        a failed batch and retry it later without storing anything twice. Raises :class:`StoreUnavailable`
+        when the store cannot be written now (disk full, locked longer than ``timeout_s``). This default
+        calls the single-purpose methods one after another and is *not* atomic: implementations override
+        it with one transaction.
+        """
+        if batch.points:
+            self.append_points(run_id, batch.points)
+        for step, rows in batch.samples:
+            self.append_samples(run_id, step, rows)
+        for finding in batch.findings:
+            self.add_finding(run_id, finding)
+        for kind, payload, step in batch.events:
+            self.add_event(run_id, kind, payload, step)
+        for loss in batch.losses:
+            self.add_data_loss(run_id, loss)
+        fields = dict(batch.run_fields)
+        if batch.meta_patch:
+            fields["meta"] = {**(self.get_run(run_id).get("meta") or {}), **batch.meta_patch}
+        if fields:
+            self.update_run(run_id, **fields)
+
+    def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
+        """Record that data of this run was lost (a ``data_lost`` event) and count it on the run row
+        (``data_lost``: entries lost so far). Not atomic here; implementations may override."""
+        eid = self.add_event(run_id, "data_lost", loss.payload(), loss.first_step())
+        lost = int(self.get_run(run_id).get("data_lost") or 0)
+        self.update_run(run_id, data_lost=lost + max(loss.entries, 1))
+        return eid
 
     # ---- metrics ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -164,10 +273,8 @@ def open_store(dir: str | os.PathLike[str] | None = None, kind: str = "sqlite") 
 
 
 def effective_status(run: Mapping[str, Any], now: float) -> str:
-    """``running`` runs whose heartbeat stopped are reported as ``crashed``."""
+    """``running`` runs whose heartbeat stopped (see :func:`heartbeat_age_s`) are reported as ``crashed``."""
     status = run.get("status") or "running"
-    if status == "running":
-        hb = run.get("heartbeat_at") or run.get("updated_at") or 0
-        if now - float(hb) > stale_after_s():
-            return "crashed"
+    if status == "running" and heartbeat_age_s(run, now) > stale_after_s():
+        return "crashed"
     return status

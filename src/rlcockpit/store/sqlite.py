@@ -12,8 +12,10 @@ chunk per key — appends never rewrite history (unlike re-logged tables).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import shutil
 import sqlite3
 import threading
 import time
@@ -24,52 +26,31 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.store.base import STORES, Series, Store, effective_status
+from rlcockpit.store.base import (
+    STORES,
+    Series,
+    Store,
+    StoreFull,
+    StoreLocked,
+    StoreUnavailable,
+    effective_status,
+)
+from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.sqlite_schema import ensure_schema
 
 CHUNK_POINTS = 2048
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS runs (
-  id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, grp TEXT, tags TEXT NOT NULL DEFAULT '[]',
-  status TEXT NOT NULL, config TEXT NOT NULL DEFAULT '{}', summary TEXT NOT NULL DEFAULT '{}',
-  meta TEXT NOT NULL DEFAULT '{}', notes TEXT,
-  created_at REAL NOT NULL, updated_at REAL NOT NULL, heartbeat_at REAL, finished_at REAL,
-  exit_code INTEGER, last_step INTEGER
-);
-CREATE INDEX IF NOT EXISTS runs_project ON runs(project, created_at);
-CREATE TABLE IF NOT EXISTS keys (
-  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, name TEXT NOT NULL, UNIQUE(run_id, name)
-);
-CREATE TABLE IF NOT EXISTS chunks (
-  key_id INTEGER NOT NULL, seq INTEGER NOT NULL, n INTEGER NOT NULL,
-  step_lo INTEGER NOT NULL, step_hi INTEGER NOT NULL,
-  steps BLOB NOT NULL, vals BLOB NOT NULL, ts BLOB NOT NULL,
-  PRIMARY KEY (key_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS samples (
-  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, step INTEGER NOT NULL, idx INTEGER NOT NULL,
-  prompt TEXT, response TEXT, reward REAL, extra TEXT
-);
-CREATE INDEX IF NOT EXISTS samples_run_step ON samples(run_id, step);
-CREATE TABLE IF NOT EXISTS findings (
-  id TEXT PRIMARY KEY, run_id TEXT NOT NULL, detector TEXT, severity TEXT, step INTEGER, title TEXT,
-  payload TEXT NOT NULL, created_at REAL
-);
-CREATE INDEX IF NOT EXISTS findings_run ON findings(run_id, step);
-CREATE TABLE IF NOT EXISTS events (
-  id TEXT PRIMARY KEY, run_id TEXT NOT NULL, step INTEGER, kind TEXT NOT NULL, payload TEXT NOT NULL, ts REAL
-);
-CREATE INDEX IF NOT EXISTS events_run ON events(run_id, kind);
-"""
+PAGE_SIZE = 16384  # for new databases: a full chunk's three 16 KB blobs need fewer overflow pages than at 4 KB
+WRITER_BUSY_TIMEOUT_S = 1.0  # the tracking writer gives up a locked database quickly and retries later
 
 _JSON_COLS = ("tags", "config", "summary", "meta")
 _RUN_COLS = (
     "id", "project", "name", "grp", "tags", "status", "config", "summary", "meta", "notes",
     "created_at", "updated_at", "heartbeat_at", "finished_at", "exit_code", "last_step",
+    "heartbeat_mono", "boot_id", "data_lost",
 )
+# SQLite primary result codes (``sqlite3.Error.sqlite_errorcode & 0xFF``)
+_BUSY, _LOCKED, _READONLY, _IOERR, _FULL, _CANTOPEN = 5, 6, 8, 10, 13, 14
 
 
 def _json_default(obj: Any) -> Any:
@@ -83,24 +64,64 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, default=_json_default, ensure_ascii=False)
 
 
+def translate_error(exc: BaseException, path: Path, busy_s: float) -> BaseException:
+    """The store error a caller can act on (:class:`StoreFull`, :class:`StoreLocked`, ...) for a
+    low-level failure, or ``exc`` itself when it is not about the disk or the lock."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return StoreFull(f"store {path}: the disk is full ({exc.strerror})")
+    if not isinstance(exc, sqlite3.Error):
+        return exc
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    text = str(exc)
+    if code == _FULL or "disk is full" in text:
+        return StoreFull(f"store {path}: the disk is full ({text})")
+    if code in (_BUSY, _LOCKED) or "locked" in text:
+        return StoreLocked(f"store {path}: locked by another process for more than {busy_s:g}s ({text})")
+    if code in (_IOERR, _CANTOPEN) or "I/O error" in text or "unable to open" in text:
+        if _disk_full(path):  # SQLite reports some ENOSPC cases (the WAL index, a file extension) as I/O errors
+            return StoreFull(f"store {path}: the disk is full ({text}; no space left on {path.parent})")
+        return StoreUnavailable("io", f"store {path}: I/O error ({text})")
+    if code == _READONLY or "readonly" in text:
+        return StoreUnavailable("readonly", f"store {path}: cannot be written ({text})")
+    return exc
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path.parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
 class SQLiteStore(Store):
-    def __init__(self, dir: Path) -> None:
+    def __init__(self, dir: Path, *, busy_timeout_s: float = 30.0) -> None:
         self.dir = Path(dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "rlcockpit.db"
+        self._busy_s = float(busy_timeout_s)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        with self._lock:
-            self._conn.executescript(SCHEMA)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        # writer-side caches: key ids and the open (partially filled) tail chunk of each key
+        # writer-side caches: key ids and the open (partially filled) tail chunk of each key; both are
+        # dropped whenever a transaction fails (SQLite reuses rolled-back ids: a stale cache would put a
+        # new key's points under an old key)
         self._key_ids: dict[tuple[str, str], int] = {}
         self._tails: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=self._busy_s, check_same_thread=False,
+                                         isolation_level=None)
+            new = self._conn.execute("PRAGMA page_count").fetchone()[0] == 0
+            if new:
+                self._conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={int(self._busy_s * 1000)}")
+            self._conn.execute("PRAGMA journal_size_limit=67108864")  # truncate the WAL after checkpoints
+            with self._lock:
+                ensure_schema(self._conn)
+        except (sqlite3.Error, OSError) as exc:
+            raise translate_error(exc, self.path, self._busy_s) from exc
 
     def tune_for_reads(self, cache_mb: int = 64) -> None:
         """Give this connection a larger page cache (readers such as the dashboard): a 1M-point series
@@ -109,16 +130,34 @@ class SQLiteStore(Store):
             self._conn.execute(f"PRAGMA cache_size=-{int(cache_mb) * 1024}")
 
     # ---- helpers ----------------------------------------------------------------------------
-    def _tx(self, fn, *args):
+    def _tx(self, fn, *args, timeout_s: float | None = None):
+        """Run ``fn`` in one write transaction; on any failure roll back (once), forget the caches and
+        raise the store error that says what happened (never "cannot rollback")."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            busy = self._busy_s if timeout_s is None else timeout_s
+            c = self._conn
             try:
+                if timeout_s is not None:
+                    c.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
+                c.execute("BEGIN IMMEDIATE")
                 out = fn(*args)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-            return out
+                c.execute("COMMIT")
+                return out
+            except BaseException as exc:
+                if c.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL, IOERR)
+                    try:
+                        c.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # the first error is the one to report
+                self._key_ids.clear()
+                self._tails.clear()
+                err = translate_error(exc, self.path, busy)
+                if err is exc:
+                    raise
+                raise err from exc
+            finally:
+                if timeout_s is not None:
+                    c.execute(f"PRAGMA busy_timeout={int(self._busy_s * 1000)}")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -169,8 +208,11 @@ class SQLiteStore(Store):
         self._tx(lambda: self._conn.execute(f"INSERT INTO runs ({cols}) VALUES ({marks})", tuple(row.values())))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        if not fields:
-            return
+        if fields:
+            self._tx(self._update_tx, run_id, fields)
+
+    def _update_tx(self, run_id: str, fields: Mapping[str, Any]) -> None:
+        fields = dict(fields)
         if "group" in fields:
             fields["grp"] = fields.pop("group")
         sets, vals = [], []
@@ -181,7 +223,7 @@ class SQLiteStore(Store):
             vals.append(dumps(v) if k in _JSON_COLS else v)
         sets.append("updated_at = ?")
         vals.append(time.time())
-        self._tx(lambda: self._conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*vals, run_id)))
+        self._conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*vals, run_id))
 
     def list_runs(self, project: str | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT {', '.join(_RUN_COLS)} FROM runs"
@@ -233,48 +275,74 @@ class SQLiteStore(Store):
                 tail = (row[0], *_decode(row[1], row[2], row[3]))
         return tail
 
-    def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
-        if not points:
-            return
-
-        def work() -> None:
-            c = self._conn
-            max_step = None
-            for key, (steps, vals, ts) in points.items():
-                if len(steps) == 0:
-                    continue
-                kid = self._key_id(run_id, key)
-                seq, t_steps, t_vals, t_ts = self._load_tail(kid)
-                steps = np.concatenate([t_steps, np.asarray(steps, np.int64)])
-                vals = np.concatenate([t_vals, np.asarray(vals, np.float64)])
-                ts = np.concatenate([t_ts, np.asarray(ts, np.float64)])
-                for lo in range(0, len(steps), CHUNK_POINTS):
-                    s, v, t = steps[lo : lo + CHUNK_POINTS], vals[lo : lo + CHUNK_POINTS], ts[lo : lo + CHUNK_POINTS]
-                    c.execute(
-                        "INSERT OR REPLACE INTO chunks(key_id, seq, n, step_lo, step_hi, steps, vals, ts) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (kid, seq, len(s), int(s[0]), int(s[-1]), s.tobytes(), v.tobytes(), t.tobytes()),
-                    )
-                    if len(s) < CHUNK_POINTS:
-                        self._tails[kid] = (seq, s, v, t)
-                    else:
-                        seq += 1
-                        empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
-                        self._tails[kid] = (seq, empty_i, empty_f, empty_f)
-                if not key.startswith("system/"):
-                    last = int(steps[-1])
-                    max_step = last if max_step is None else max(max_step, last)
-            if max_step is not None:
+    def _points_tx(self, run_id: str, points: Mapping[str, Series]) -> None:
+        c = self._conn
+        max_step = None
+        for key, (steps, vals, ts) in points.items():
+            if len(steps) == 0:
+                continue
+            kid = self._key_id(run_id, key)
+            seq, t_steps, t_vals, t_ts = self._load_tail(kid)
+            steps = np.concatenate([t_steps, np.asarray(steps, np.int64)])
+            vals = np.concatenate([t_vals, np.asarray(vals, np.float64)])
+            ts = np.concatenate([t_ts, np.asarray(ts, np.float64)])
+            for lo in range(0, len(steps), CHUNK_POINTS):
+                s, v, t = steps[lo : lo + CHUNK_POINTS], vals[lo : lo + CHUNK_POINTS], ts[lo : lo + CHUNK_POINTS]
                 c.execute(
-                    "UPDATE runs SET last_step = MAX(COALESCE(last_step, ?), ?) WHERE id = ?",
-                    (max_step, max_step, run_id),
+                    "INSERT OR REPLACE INTO chunks(key_id, seq, n, step_lo, step_hi, steps, vals, ts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (kid, seq, len(s), int(s[0]), int(s[-1]), s.tobytes(), v.tobytes(), t.tobytes()),
                 )
+                if len(s) < CHUNK_POINTS:
+                    self._tails[kid] = (seq, s, v, t)
+                else:
+                    seq += 1
+                    empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
+                    self._tails[kid] = (seq, empty_i, empty_f, empty_f)
+            if not key.startswith("system/"):
+                last = int(steps[-1])
+                max_step = last if max_step is None else max(max_step, last)
+        if max_step is not None:
+            c.execute(
+                "UPDATE runs SET last_step = MAX(COALESCE(last_step, ?), ?) WHERE id = ?",
+                (max_step, max_step, run_id),
+            )
 
-        try:
-            self._tx(work)
-        except BaseException:
-            self._tails.clear()  # caches may be ahead of the rolled-back database
-            raise
+    def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
+        if points:
+            self._tx(self._points_tx, run_id, points)
+
+    # ---- batched writes -----------------------------------------------------------------------
+    def write_batch(self, run_id: str, batch: WriteBatch, *, timeout_s: float | None = None) -> None:
+        """Everything in ``batch`` in one transaction (see :meth:`Store.write_batch`)."""
+        if batch:
+            self._tx(self._batch_tx, run_id, batch, timeout_s=timeout_s)
+
+    def _batch_tx(self, run_id: str, batch: WriteBatch) -> None:
+        if batch.points:
+            self._points_tx(run_id, batch.points)
+        for step, rows in batch.samples:
+            self._samples_tx(run_id, step, rows)
+        for finding in batch.findings:
+            self._finding_tx(run_id, finding)
+        for kind, payload, step in batch.events:
+            self._event_tx(run_id, kind, payload, step)
+        for loss in batch.losses:
+            self._loss_tx(run_id, loss)
+        fields = dict(batch.run_fields)
+        if batch.meta_patch:
+            row = self._conn.execute("SELECT meta FROM runs WHERE id = ?", (run_id,)).fetchone()
+            fields["meta"] = {**(json.loads(row[0]) if row and row[0] else {}), **batch.meta_patch}
+        if fields:
+            self._update_tx(run_id, fields)
+
+    def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
+        return self._tx(self._loss_tx, run_id, loss)
+
+    def _loss_tx(self, run_id: str, loss: DataLoss) -> str:
+        eid = self._event_tx(run_id, "data_lost", loss.payload(), loss.first_step())
+        self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (max(loss.entries, 1), run_id))
+        return eid
 
     def keys(self, run_id: str) -> list[str]:
         rid = self.resolve_run_id(run_id)
@@ -317,23 +385,23 @@ class SQLiteStore(Store):
 
     # ---- samples ------------------------------------------------------------------------------
     def append_samples(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
-        def work() -> None:
-            base = self._conn.execute(
-                "SELECT COALESCE(MAX(idx) + 1, 0) FROM samples WHERE run_id = ? AND step = ?", (run_id, step)
-            ).fetchone()[0]
-            data = []
-            for i, row in enumerate(rows):
-                extra = {k: v for k, v in row.items() if k not in ("prompt", "response", "reward")}
-                reward = row.get("reward")
-                data.append((
-                    run_id, int(step), base + i, _text(row.get("prompt")), _text(row.get("response")),
-                    None if reward is None else float(reward), dumps(extra) if extra else None,
-                ))
-            self._conn.executemany(
-                "INSERT INTO samples(run_id, step, idx, prompt, response, reward, extra) VALUES (?,?,?,?,?,?,?)", data
-            )
+        self._tx(self._samples_tx, run_id, step, rows)
 
-        self._tx(work)
+    def _samples_tx(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        base = self._conn.execute(
+            "SELECT COALESCE(MAX(idx) + 1, 0) FROM samples WHERE run_id = ? AND step = ?", (run_id, step)
+        ).fetchone()[0]
+        data = []
+        for i, row in enumerate(rows):
+            extra = {k: v for k, v in row.items() if k not in ("prompt", "response", "reward")}
+            reward = row.get("reward")
+            data.append((
+                run_id, int(step), base + i, _text(row.get("prompt")), _text(row.get("response")),
+                None if reward is None else float(reward), dumps(extra) if extra else None,
+            ))
+        self._conn.executemany(
+            "INSERT INTO samples(run_id, step, idx, prompt, response, reward, extra) VALUES (?,?,?,?,?,?,?)", data
+        )
 
     def samples(
         self,
@@ -370,17 +438,20 @@ class SQLiteStore(Store):
 
     # ---- findings and events ------------------------------------------------------------------
     def add_finding(self, run_id: str, finding: Any) -> str:
+        return self._tx(self._finding_tx, run_id, finding)
+
+    def _finding_tx(self, run_id: str, finding: Any) -> str:
         d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
         fid = d.get("id") or uuid.uuid4().hex[:12]
         d["id"] = fid
         if hasattr(finding, "id"):
             finding.id = fid
-        self._tx(lambda: self._conn.execute(
+        self._conn.execute(
             "INSERT OR REPLACE INTO findings(id, run_id, detector, severity, step, title, payload, created_at) "
             "VALUES (?,?,?,?,?,?,?,?)",
             (fid, run_id, d.get("detector"), d.get("severity"), d.get("step"), d.get("title"), dumps(d),
              d.get("created_at", time.time())),
-        ))
+        )
         return fid
 
     def findings(self, run_id: str) -> list[dict[str, Any]]:
@@ -389,11 +460,14 @@ class SQLiteStore(Store):
         return [json.loads(r[0]) for r in rows]
 
     def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str:
+        return self._tx(self._event_tx, run_id, kind, payload, step)
+
+    def _event_tx(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None) -> str:
         eid = uuid.uuid4().hex[:12]
-        self._tx(lambda: self._conn.execute(
+        self._conn.execute(
             "INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (?,?,?,?,?,?)",
             (eid, run_id, step, kind, dumps(dict(payload)), time.time()),
-        ))
+        )
         return eid
 
     def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:

@@ -5,9 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from typing import Any
+
+# C0 controls (but newline and tab), DEL, C1 controls (0x9b is a one-byte CSI) and bidi overrides: a run
+# name or config value must never move the cursor, recolour or retitle the user's terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(value: Any) -> str:
+    """``value`` as text with terminal control characters shown as escapes (``\\x1b``), never executed."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,7 +76,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     runs = store.list_runs(args.project)
     if args.json:
         out = [{k: r.get(k) for k in ("id", "name", "project", "group", "tags", "status", "created_at",
-                                         "finished_at", "last_step")} | {"summary": r.get("summary")} for r in runs]
+                                         "finished_at", "last_step", "data_lost")} | {"summary": r.get("summary")}
+               for r in runs]
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
     if not runs:
@@ -74,16 +85,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"runs in {store.dir}")
-    for col in ("id", "project", "name", "status", "step", "created", "reward", "findings"):
+    t = Table(title=Text(f"runs in {safe(store.dir)}"))
+    for col in ("id", "project", "name", "status", "step", "created", "reward", "findings", "lost"):
         t.add_column(col)
     for r in runs:
         s = r.get("summary") or {}
         reward = s.get("critic/score/mean", s.get("train/reward", s.get("reward")))
         nf = len(store.findings(r["id"]))
-        t.add_row(r["id"], r["project"], r["name"], r["status"], _fmt(r.get("last_step")), _age(r["created_at"]),
-                  _fmt(reward) if reward is not None else "-", str(nf))
+        lost = int(r.get("data_lost") or 0)
+        cells = (r["id"], r["project"], r["name"], r["status"], _fmt(r.get("last_step")), _age(r["created_at"]),
+                 _fmt(reward) if reward is not None else "-", str(nf), f"{lost} entries" if lost else "-")
+        t.add_row(*(Text(safe(c)) for c in cells))  # Text: no rich markup is interpreted in user strings
     Console().print(t)
     return 0
 
@@ -102,30 +116,43 @@ def cmd_show(args: argparse.Namespace) -> int:
         out["sample_steps"] = store.sample_steps(run["id"])
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False, default=str))
         return 0
-    print(f"run {run['id']}  {run['project']}/{run['name']}  status={run['status']}  last step={run.get('last_step')}")
+    out = []
+    lost = store.events(run["id"], "data_lost")
+    status = run["status"] + (" (data lost: see below)" if lost else "")
+    out.append(f"run {run['id']}  {run['project']}/{run['name']}  status={status}  last step={run.get('last_step')}")
     if run.get("group") or run.get("tags"):
-        print(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
+        out.append(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
     meta = run.get("meta") or {}
     if meta.get("command"):
-        print("command:", " ".join(meta["command"]))
+        out.append("command: " + " ".join(meta["command"]))
     if (meta.get("git") or {}).get("commit"):
         g = meta["git"]
-        print(f"git: {g['commit'][:12]}{' (dirty)' if g.get('dirty') else ''}")
+        out.append(f"git: {g['commit'][:12]}{' (dirty)' if g.get('dirty') else ''}")
+    if lost:
+        out.append(f"\nDATA LOST ({len(lost)} record{'s' if len(lost) > 1 else ''}; what is stored is correct):")
+        out += [f"  {_describe_loss(e)}" for e in lost]
     summary = run.get("summary") or {}
     if summary:
-        print("\nsummary:")
-        for k in sorted(summary):
-            if not k.startswith("system/"):
-                print(f"  {k:<40} {_fmt(summary[k])}")
+        out.append("\nsummary:")
+        out += [f"  {k:<40} {_fmt(summary[k])}" for k in sorted(summary) if not k.startswith("system/")]
     if findings:
-        print(f"\nfindings ({len(findings)}):")
-        for f in findings:
-            print(f"  [{f['severity']}] step {f['step']} {f['detector']}: {f['title']}")
+        out.append(f"\nfindings ({len(findings)}):")
+        out += [f"  [{f['severity']}] step {f['step']} {f['detector']}: {f['title']}" for f in findings]
     config = run.get("config") or {}
     if config:
-        print("\nconfig:")
-        print("  " + json.dumps(config, indent=2, ensure_ascii=False, default=str).replace("\n", "\n  "))
+        out.append("\nconfig:")
+        out.append("  " + json.dumps(config, indent=2, ensure_ascii=False, default=str).replace("\n", "\n  "))
+    print("\n".join(safe(line) for line in out))
     return 0
+
+
+def _describe_loss(event: dict[str, Any]) -> str:
+    from rlcockpit.store.batch import DataLoss
+
+    p = event.get("payload") or {}
+    loss = DataLoss(str(p.get("what")), str(p.get("reason")), list(p.get("ranges") or []), int(p.get("entries") or 0),
+                    int(p.get("points") or 0), p.get("sink"), str(p.get("message") or ""))
+    return loss.describe()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from rlcockpit.tracking.redact import redact_text
+from rlcockpit.redact import redact_argv
 
 PACKAGES = ("rlcockpit", "torch", "transformers", "peft", "trl", "verl", "vllm", "numpy", "pandas",
             "wandb", "mlflow", "tensorboard", "swanlab", "accelerate", "deepspeed", "ray")
@@ -58,7 +58,7 @@ def package_versions() -> dict[str, str]:
 
 def collect_meta(capture_git: bool = True) -> dict[str, Any]:
     return {
-        "command": [redact_text(a) for a in sys.argv],
+        "command": redact_argv(sys.argv),
         "cwd": os.getcwd(),
         "host": socket.gethostname(),
         "pid": os.getpid(),

@@ -1,23 +1,22 @@
-"""The run object: ``rlcockpit.init(...)`` → ``run.log(...)`` → ``run.finish()``.
+"""The run object: ``rlcockpit.init(...)`` → ``run.log(...)`` → ``run.finish()``. It only tracks.
 
-The caller's thread pays only for a dict copy and a deque append (a few µs); a background
-:class:`~rlcockpit.tracking.writer.Writer` does the rest. Data is made durable at least every
-second, at ``finish()``, at interpreter exit and on SIGTERM/SIGINT. A run killed with SIGKILL
-loses at most the last second and is shown as ``crashed`` once its heartbeat goes stale;
-``init(resume=RUN_ID)`` (or ``resume="auto"`` with the same project and name) continues it.
+The caller's thread pays for a type check, a dict copy and a deque append (about a microsecond) and
+never gets an exception from logging: bad input is one warning naming it. Everything else — validation,
+the store, the other loggers, the observers — happens on the threads :mod:`rlcockpit.tracking.parts`
+builds. Data is in the store within about ``poll_s`` (0.2 s) of being logged, so a SIGKILL loses at most
+that (plus whatever the writer had not caught up with at the time; see docs/tracking.md for the figures).
 
-Queue policy: the queue holds at most ``max_queue`` entries (default 100k). ``log()`` never
-blocks: when the queue is full the entry is dropped, counted in ``run.dropped`` and reported
-once (memory stays bounded even if every sink is stuck).
+Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
+entry). When it is full, ``log()`` still returns at once: the entry is dropped, counted in ``run.dropped``,
+and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
+prefix with recorded gaps, never silent holes.
 """
 
 from __future__ import annotations
 
-import atexit
+import dataclasses
 import logging
 import os
-import signal
-import sys
 import threading
 import time
 import uuid
@@ -26,16 +25,34 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.redact import redact
 from rlcockpit.store import open_store, resolve_dir
-from rlcockpit.store.base import Store
-from rlcockpit.tracking.redact import redact
-from rlcockpit.tracking.sinks import SINKS, MissingExtra, RunInfo, Sink, StoreSink
-from rlcockpit.tracking.writer import CALL, EVENT, FINDING, METRICS, SAMPLES, SUMMARY, Writer
+from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
+from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.tracking import hooks
+from rlcockpit.tracking.entries import (
+    Barrier,
+    ConfigChange,
+    Event,
+    FindingIn,
+    Lost,
+    MetaSet,
+    Metrics,
+    QueueBudget,
+    Samples,
+    Stop,
+    SummarySet,
+    samples_cost,
+)
+from rlcockpit.tracking.observers import GuardrailLink
+from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
+from rlcockpit.tracking.sinks import Sink
+from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
 
 logger = logging.getLogger("rlcockpit")
 
 _current: Run | None = None
-DEFAULT_LOGGERS = ("rlcockpit",)
+_time = time.time
 
 
 class Summary(dict):
@@ -47,12 +64,12 @@ class Summary(dict):
 
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, value)
-        self._run._put((SUMMARY, {key: value}))
+        self._run._put_internal(SummarySet({key: value}))
 
     def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         d = dict(*args, **kwargs)
         super().update(d)
-        self._run._put((SUMMARY, d))
+        self._run._put_internal(SummarySet(d))
 
     def _refresh(self, values: Mapping[str, Any]) -> None:
         for k, v in values.items():
@@ -66,9 +83,7 @@ def _config_to_dict(config: Any) -> dict[str, Any]:
         from omegaconf import OmegaConf
 
         return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
-    if hasattr(config, "__dataclass_fields__"):
-        import dataclasses
-
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
         return dataclasses.asdict(config)
     if isinstance(config, Mapping):
         return dict(config)
@@ -80,149 +95,138 @@ def _config_to_dict(config: Any) -> dict[str, Any]:
 class Run:
     """A live run. Create it with :func:`rlcockpit.init`."""
 
-    def __init__(
-        self,
-        *,
-        project: str,
-        name: str | None,
-        group: str | None,
-        tags: Sequence[str] | None,
-        config: Any,
-        dir: str | os.PathLike[str] | None,
-        resume: str | None,
-        loggers: Iterable[str] | None,
-        id: str | None,
-        notes: str | None,
-        health: bool | Mapping[str, Any],
-        alerts: Any,
-        system_interval: float | None,
-        max_queue: int,
-        logger_options: Mapping[str, Any] | None,
-        capture_meta: bool,
-        extra_sinks: Sequence[Sink],
-        print_findings: bool = True,
-    ) -> None:
+    def __init__(self, *, project: str, name: str | None, group: str | None, tags: Sequence[str] | None,
+                 config: Any, dir: str | os.PathLike[str] | None, resume: str | None, id: str | None,
+                 notes: str | None, capture_meta: bool, options: RunOptions) -> None:
         self.dir: Path = resolve_dir(dir)
-        self.store: Store = open_store(self.dir)
+        try:
+            self.store: Store = open_store(self.dir)
+        except StoreError as exc:
+            raise _init_error(exc, self.dir) from exc
         self.project = project
         self.config: dict[str, Any] = redact(_config_to_dict(config))
         self.dropped = 0
-        self.max_queue = max_queue
         self._queue: deque = deque()
+        self._budget = QueueBudget(options.max_queue_bytes)
         self._finished = False
+        self._blocked = False  # finished, or entries were dropped and the gap is not recorded yet
+        self._gap: DataLoss | None = None
         self._lock = threading.Lock()
         self._end_listeners: list[Callable[[str, int, str | None], None]] = []
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
-        self._warned_full = False
+        self._warned: set[str] = set()
+        self._end_reason: str | None = None
+        try:
+            self._open_row(resume, id, name, group, tags, notes, capture_meta)
+        except StoreError as exc:
+            raise _init_error(exc, self.dir) from exc
+        self._next_step = self._last_step + 1
+        self._parts = build_parts(self, options)
+        self.sinks: list[Sink] = self._parts.sinks
+        self._writer = self._parts.writer
+        self._writer.last_values.update({k: v for k, v in self.summary.items() if isinstance(v, (int, float))})
+        if self._parts.link is not None:
+            self._parts.link._request = lambda: self._barrier("observers")
+        self._parts.start()
+        attach_hooks(self, self._parts, options.alerts, config)
+        hooks.install_exit_hooks(self)
 
-        resumed = self._find_resume(resume, name, project)
+    def _open_row(self, resume: str | None, id: str | None, name: str | None, group: str | None,
+                  tags: Sequence[str] | None, notes: str | None, capture_meta: bool) -> None:
+        beat = {"heartbeat_at": time.time(), "heartbeat_mono": time.monotonic(), "boot_id": boot_id()}
+        resumed = self._find_resume(resume, name)
         if resumed is not None:
-            self.id = resumed["id"]
-            self.name = resumed["name"]
+            self.id, self.name = resumed["id"], resumed["name"]
             self.group = resumed.get("group") if group is None else group
             self.tags = list(resumed.get("tags") or []) if tags is None else list(tags)
             last = resumed.get("last_step")
             self._last_step = -1 if last is None else int(last)
-            merged = {**(resumed.get("config") or {}), **self.config}
-            self.config = merged
-            self.store.update_run(self.id, status="running", heartbeat_at=time.time(), finished_at=None,
-                                  exit_code=None, config=merged)
+            self.config = {**(resumed.get("config") or {}), **self.config}
+            self.meta = resumed.get("meta") or {}
+            self.store.update_run(self.id, status="running", finished_at=None, exit_code=None, config=self.config,
+                                  **beat)
         else:
             self.id = id or uuid.uuid4().hex[:8]
             self.name = name or f"run-{self.id}"
             self.group, self.tags = group, list(tags or [])
             self._last_step = -1
-            meta = _safe_meta(capture_meta)
-            self.store.create_run({"id": self.id, "project": project, "name": self.name, "group": group,
-                                   "tags": self.tags, "config": self.config, "meta": meta, "notes": notes})
+            self.meta = _safe_meta(capture_meta)
+            self.store.create_run({"id": self.id, "project": self.project, "name": self.name, "group": group,
+                                   "tags": self.tags, "config": self.config, "meta": self.meta, "notes": notes})
+            self.store.update_run(self.id, **beat)
         self.resumed = resumed is not None
-        self._next_step = self._last_step + 1
         self.summary = Summary(self)
         if resumed is not None:
             self.summary._refresh(resumed.get("summary") or {})
 
-        info = RunInfo(id=self.id, name=self.name, project=project, group=self.group, tags=self.tags,
-                       config=self.config, dir=self.dir, resumed=self.resumed, options=dict(logger_options or {}))
-        self.sinks = self._open_sinks(loggers, info, extra_sinks)
-        self._health = health
-        monitor = _make_monitor(health, self.config)
-        self._writer = Writer(self._queue, self.sinks, monitor=monitor, on_finding=self._finding_listeners,
-                              heartbeat=self._heartbeat)
-        self._writer.last_values.update({k: v for k, v in self.summary.items() if isinstance(v, (int, float))})
-        if print_findings and not any(s.name == "console" for s in self.sinks):
-            self.on_finding(_print_finding)
-        self._writer.start()
-        self._sampler = None
-        if system_interval:
-            from rlcockpit.tracking.system import SystemSampler
-
-            self._sampler = SystemSampler(self, interval=system_interval)
-            self._sampler.start()
-        if alerts is None and isinstance(config, Mapping) and config.get("alerts"):
-            alerts = config["alerts"]
-        if alerts is None and _alerts_in_env():
-            alerts = True  # channels named by RLCOCKPIT_*_WEBHOOK / RLCOCKPIT_SMTP_* variables
-        if alerts is not None and alerts is not False:
-            _attach_alerts(self, alerts)
-        _install_exit_hooks(self)
-
-    # ---- setup helpers -------------------------------------------------------------------------
-    def _find_resume(self, resume: str | None, name: str | None, project: str) -> dict[str, Any] | None:
+    def _find_resume(self, resume: str | None, name: str | None) -> dict[str, Any] | None:
         if not resume:
             return None
         if resume in ("auto", "allow", "must"):
-            candidates = [r for r in self.store.list_runs(project) if name and r["name"] == name]
+            candidates = [r for r in self.store.list_runs(self.project) if name and r["name"] == name]
             candidates = [r for r in candidates if r["stored_status"] != "finished" or resume == "must"]
             if candidates:
                 return candidates[0]
             if resume == "must":
-                raise KeyError(f"resume='must': no run named {name!r} in project {project!r}")
+                raise KeyError(f"resume='must': no run named {name!r} in project {self.project!r}")
             return None
         return self.store.get_run(resume)
 
-    def _open_sinks(self, loggers: Iterable[str] | None, info: RunInfo, extra: Sequence[Sink]) -> list[Sink]:
-        names = list(DEFAULT_LOGGERS if loggers is None else loggers)
-        if isinstance(loggers, str):
-            names = [loggers]
-        sinks: list[Sink] = []
-        for name in dict.fromkeys(names):
-            try:
-                cls = SINKS.get(name)
-            except KeyError as exc:
-                raise ValueError(exc.args[0]) from None
-            sink = StoreSink(self.store) if cls is StoreSink else cls()
-            try:
-                sink.open(info)
-            except MissingExtra as exc:
-                logger.warning("rlcockpit: %s", exc)
-                print(f"rlcockpit: {exc}", file=sys.stderr)
-                continue
-            except Exception as exc:  # noqa: BLE001 - one broken logger never blocks the others
-                logger.warning("rlcockpit: logger %r could not start: %s: %s", name, type(exc).__name__, exc)
-                print(f"rlcockpit: logger {name!r} could not start: {exc}", file=sys.stderr)
-                continue
-            sinks.append(sink)
-        for sink in extra:
-            sink.open(info)
-            sinks.append(sink)
-        return sinks
-
-    def _heartbeat(self) -> None:
-        self.store.update_run(self.id, heartbeat_at=time.time())
-        self.summary._refresh(self._writer.last_values)
-
-    def _put(self, entry: tuple) -> None:
-        if self._finished:
-            return
-        if len(self._queue) >= self.max_queue:
-            self.dropped += 1
-            if not self._warned_full:
-                self._warned_full = True
-                logger.warning("rlcockpit: log queue full (%d entries): dropping new entries; is a logger stuck?",
-                            self.max_queue)
-            return
+    # ---- queueing -----------------------------------------------------------------------------
+    def _put_internal(self, entry: Any) -> None:
+        """Entries that are never dropped (findings, summary/meta updates, loss records, barriers)."""
         self._queue.append(entry)
+
+    def _charge(self, entry: Any, cost: int, step: int, points: int, what: str) -> bool:
+        """Queue a caller entry within the byte budget; else record it as dropped (never blocks)."""
+        b = self._budget
+        if self._finished:
+            return False
+        if b.charged - b.released + cost > b.soft:
+            self._writer.wake.set()  # half full: drain now rather than at the next poll
+        if self._blocked or b.charged - b.released + cost > b.limit:
+            if b.charged - b.released + cost > b.limit:
+                self._drop(what, step, points, cost)
+                return False
+            self._end_gap()
+        b.charged += cost
+        self._queue.append(entry)
+        return True
+
+    def _drop(self, what: str, step: int, points: int, cost: int) -> None:
+        self.dropped += 1
+        gap = self._gap
+        now = time.time()
+        if gap is None:
+            gap = self._gap = DataLoss(what, "queue_full", [[step, step]], 0, 0, None, "", now, now)
+            self._blocked = True
+            if "queue" not in self._warned:
+                self._warned.add("queue")
+                logger.warning("rlcockpit: log queue full (%.1f MiB): dropping new entries; the dropped steps are "
+                               "recorded as data_lost (is the store or a logger stuck?)", self._budget.limit / 2**20)
+        elif step > gap.ranges[-1][1] + 1:
+            gap.ranges.append([step, step])
+        else:
+            gap.ranges[-1][1] = max(gap.ranges[-1][1], step)
+        gap.entries += 1
+        gap.points += points
+        gap.last_ts = now
+
+    def _end_gap(self) -> None:
+        gap, self._gap = self._gap, None
+        self._blocked = self._finished
+        if gap is not None:
+            gap.ranges = merge_ranges(gap.ranges)
+            self._queue.append(Lost(gap))
+
+    def _barrier(self, *parts: str) -> Barrier:
+        b = Barrier.new(*parts)
+        self._queue.append(b)
+        self._writer.wake.set()
+        if not self._writer.is_alive():
+            b.done.set()
+        return b
 
     # ---- public API ----------------------------------------------------------------------------
     @property
@@ -235,40 +239,116 @@ class Run:
         """The last logged step (``-1`` before the first ``log``)."""
         return self._last_step
 
+    @property
+    def guardrails(self) -> GuardrailLink | None:
+        """The guardrail link (``init(guardrails=True)``): findings for a trainer, and ``sync()``."""
+        return self._parts.link
+
     def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
-        """Log scalar metrics at ``step`` (default: the last step + 1). Never blocks, never raises on values."""
+        """Log scalar metrics at ``step`` (default: the last step + 1). Never blocks, never raises."""
         if step is None:
             step = self._next_step
-        elif step < self._last_step:
-            logger.warning("rlcockpit: log() step %d is lower than the last logged step %d; entry rejected",
-                        step, self._last_step)
-            return
+        elif type(step) is not int or step < self._last_step or step > MAX_STEP:
+            step = self._bad_step(step)
+            if step is None:
+                return
+        if type(metrics) is not dict:
+            metrics = self._bad_metrics(metrics)
+            if metrics is None:
+                return
         self._last_step = step
         self._next_step = step + 1
-        if self._finished:
+        b = self._budget
+        cost = 360 + 72 * len(metrics)  # entries.metrics_cost, inlined: this line runs for every step
+        if self._blocked or b.charged - b.released + cost > b.soft:
+            self._charge(Metrics(step, _time(), metrics.copy()), cost, step, len(metrics), "metrics")
             return
-        q = self._queue
-        if len(q) >= self.max_queue:
-            self._put((METRICS,))  # counts and reports the drop
-            return
-        q.append((METRICS, step, time.time(), dict(metrics)))
+        b.charged += cost
+        self._queue.append(Metrics(step, _time(), metrics.copy()))
+
+    def _bad_step(self, step: Any) -> int | None:
+        try:
+            value = check_step(step)
+        except BadStep as exc:
+            self._warn("step", f"rlcockpit: log() call rejected: {exc}")
+            return None
+        if value < self._last_step:
+            self._warn("lower", f"rlcockpit: log() step {value} is lower than the last logged step "
+                                f"{self._last_step}; entry rejected (further ones are rejected silently)")
+            return None
+        return value
+
+    def _bad_metrics(self, metrics: Any) -> dict[Any, Any] | None:
+        if isinstance(metrics, Mapping):
+            try:
+                return dict(metrics)
+            except Exception as exc:  # noqa: BLE001 - a mapping that cannot be read
+                self._warn("mapping", f"rlcockpit: log() call rejected: its mapping cannot be read ({exc})")
+                return None
+        self._warn(f"type:{type(metrics).__name__}", f"rlcockpit: log() call rejected: metrics must be a dict of "
+                                                      f"name -> number, got a {type(metrics).__name__}")
+        return None
+
+    def _warn(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning("%s", message)
 
     def log_samples(self, rows: Sequence[Mapping[str, Any]], step: int | None = None) -> None:
-        """Rollout samples of one step: rows with ``prompt``, ``response``, ``reward`` and any extra columns."""
-        if step is None:
-            step = max(self._last_step, 0)
-        self._put((SAMPLES, int(step), [dict(r) for r in rows]))
+        """Rollout samples of one step: rows with ``prompt``, ``response``, ``reward`` and any extra columns.
+        Never raises: a bad row or cell is dropped with one warning naming it."""
+        try:
+            step = max(self._last_step, 0) if step is None else check_step(step)
+        except BadStep as exc:
+            self._warn("samples-step", f"rlcockpit: log_samples() call rejected: {exc}")
+            return
+        if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+            self._warn(f"samples-type:{type(rows).__name__}", "rlcockpit: log_samples() call rejected: rows must be "
+                       f"a list of dicts, got a {type(rows).__name__}")
+            return
+        try:
+            if hasattr(rows, "to_dict") and not isinstance(rows, Sequence):
+                rows = rows.to_dict("records")  # a pandas DataFrame
+            copied = [dict(r) if isinstance(r, Mapping) else r for r in rows]
+        except Exception as exc:  # noqa: BLE001
+            self._warn("samples-read", f"rlcockpit: log_samples() call rejected: the rows cannot be read ({exc})")
+            return
+        cost = samples_cost(copied)
+        self._charge(Samples(step, _time(), copied, cost), cost, step, 0, "samples")
 
     def log_event(self, kind: str, payload: Mapping[str, Any] | None = None, step: int | None = None) -> None:
         """Record an event (``guardrail`` interventions, ``alert`` deliveries...) on the run."""
-        self._put((EVENT, kind, redact(dict(payload or {})), max(self._last_step, 0) if step is None else step))
+        if not isinstance(kind, str) or not kind or not isinstance(payload, (Mapping, type(None))):
+            self._warn("event", f"rlcockpit: log_event() call rejected: kind must be text and payload a dict "
+                                f"(got {type(kind).__name__}, {type(payload).__name__})")
+            return
+        try:
+            step = max(self._last_step, 0) if step is None else check_step(step)
+        except BadStep as exc:
+            self._warn("event-step", f"rlcockpit: log_event() call rejected: {exc}")
+            return
+        self._put_internal(Event(kind, redact(dict(payload or {})), step))
 
     def log_finding(self, finding: Any) -> None:
         """Store a finding produced outside the built-in monitor (it also reaches listeners and alerts)."""
-        self._put((FINDING, finding))
+        self._put_internal(FindingIn(finding))
+        for cb in list(self._finding_listeners):
+            try:
+                cb(finding)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("rlcockpit: finding listener failed: %s", exc)
+
+    def update_meta(self, values: Mapping[str, Any]) -> None:
+        """Set top-level ``meta`` keys of the stored run, written after everything logged before."""
+        self._put_internal(MetaSet(redact(dict(values))))
+
+    def report_loss(self, what: str, ranges: Sequence[Sequence[int]], reason: str, message: str = "",
+                    entries: int = 1) -> None:
+        """Record that data of this run was lost elsewhere (e.g. an import's damaged source)."""
+        self._put_internal(Lost(DataLoss(what, reason, merge_ranges(ranges), entries=entries, message=message)))
 
     def on_finding(self, callback: Callable[[Any], None]) -> None:
-        """Call ``callback(finding)`` (from the writer thread) for every finding of this run."""
+        """Call ``callback(finding)`` (from the observer thread) for every finding of this run."""
         self._finding_listeners.append(callback)
 
     def on_end(self, callback: Callable[[str, int, str | None], None]) -> None:
@@ -279,28 +359,13 @@ class Run:
         """Call ``callback(title, text, level)`` for every manual :meth:`alert` (used by alert channels)."""
         self._alert_listeners.append(callback)
 
-    def call_in_writer(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the writer thread, ordered after everything logged so far."""
-        self._put((CALL, fn))
-
     def reset_health(self, config: Mapping[str, Any] | None = None) -> None:
-        """Start the health monitor afresh, ordered after everything logged so far, and (with ``config``)
-        record the run's changed config.
-
-        After a guardrail rollback the old monitor's baselines, warm-up and cooldowns describe the abandoned
-        trajectory (a collapsed reward as "normal", a cliff in cooldown): the new monitor judges the restored
-        policy on its own, and its advice consults the updated config (e.g. the lowered learning rate)."""
+        """Start the observers afresh, ordered after everything logged so far, with the run's config
+        (updated by ``config`` and stored). After a guardrail rollback the old monitor's baselines describe
+        the abandoned trajectory; the new one judges the restored policy, with the changed config."""
         if config is not None:
             self.config = {**self.config, **redact(_config_to_dict(config))}
-        new_config = dict(self.config)
-
-        def swap() -> None:
-            if config is not None:
-                self.store.update_run(self.id, config=new_config)
-            if self._writer.monitor is not None:
-                self._writer.monitor = _make_monitor(self._health, new_config)
-
-        self._put((CALL, swap))
+        self._put_internal(ConfigChange(dict(self.config)))
 
     def alert(self, title: str, text: str = "", level: str = "warning") -> None:
         """Send a manual alert through the configured channels (and record it as an event)."""
@@ -325,47 +390,48 @@ class Run:
         return use_artifact(self, ref, type=type)
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Block until everything logged so far is written (bounded by ``timeout``)."""
-        return self._writer.flush_now(timeout)
+        """Block until everything logged so far is in the store, observed and handed to every logger;
+        ``False`` when that did not happen within ``timeout`` (the store may be full or locked)."""
+        if self._finished or not self._writer.is_alive():
+            return not self._queue and self._writer.completed
+        parts = ["store", *(f"sink:{w.sink.name}" for w in self._parts.workers)]
+        if self._parts.observer is not None:
+            parts.append("observers")
+        if self._blocked:
+            self._end_gap()
+        return self._barrier(*parts).done.wait(timeout)
 
     def finish(self, exit_code: int = 0, *, status: str | None = None, reason: str | None = None,
                timeout: float = 30.0) -> None:
-        """End the run: drain the queue, close sinks, mark it finished (or failed for a non-zero exit code)."""
+        """End the run: drain the queue, close loggers, mark it finished (or failed for a non-zero exit code)."""
         with self._lock:
             if self._finished:
                 return
-            self._finished = True
+            if self._blocked:
+                self._end_gap()
+            self._finished = self._blocked = True
         global _current
         if _current is self:
             _current = None
         status = status or ("finished" if exit_code == 0 else "failed")
-        if self._sampler is not None:
-            self._sampler.stop()
+        self._end_reason = reason
+        if self._parts.sampler is not None:
+            self._parts.sampler.stop()
         w = self._writer
-        # everything, the monitor's last findings included, is written by the writer thread, in order
-        self._queue.append((CALL, w.close_monitor))
-        if not w.is_alive():  # the writer died: write what is queued from here
-            w.drain()
-        if not w.stop(timeout):
-            logger.warning("rlcockpit: writer did not finish within %.0fs; some data may be missing", timeout)
-        summary = w.summary()
-        self.summary._refresh(summary)
-        fields: dict[str, Any] = {"status": status, "exit_code": exit_code, "finished_at": time.time(),
-                                  "heartbeat_at": time.time(), "summary": summary}
-        try:
-            self.store.update_run(self.id, **fields)
-            if reason:
-                run = self.store.get_run(self.id)
-                self.store.update_run(self.id, meta={**run.get("meta", {}), "end_reason": reason})
-        except Exception as exc:  # noqa: BLE001
-            logger.warning("rlcockpit: could not record the end of run %s: %s", self.id, exc)
-        for slot in w.slots:
-            slot.call("close", status, exit_code)
+        self._queue.append(Stop(status, exit_code, timeout))
+        w.wake.set()
+        w.join(timeout + 5)
+        if w.is_alive():
+            logger.warning("rlcockpit: writer did not finish within %.0fs; the rest is not stored", timeout)
+        self.summary._refresh(w.summary())
         for cb in list(self._end_listeners):
             try:
                 cb(status, exit_code, reason)
             except Exception as exc:  # noqa: BLE001
                 logger.warning("rlcockpit: end-of-run listener failed: %s", exc)
+
+    def _end_meta(self) -> dict[str, Any]:
+        return {"end_reason": self._end_reason} if self._end_reason else {}
 
     def __enter__(self) -> Run:
         return self
@@ -380,14 +446,14 @@ class Run:
         return f"<rlcockpit.Run {self.project}/{self.name} id={self.id} dir={self.dir}>"
 
 
-# ---- construction and lifecycle hooks ------------------------------------------------------------
-
-def _print_finding(finding: Any) -> None:
-    """Findings at warning or above are printed live (stderr) even without the console logger."""
-    if getattr(finding, "severity", "info") in ("warning", "critical"):
-        from rlcockpit.tracking.sinks.local import finding_line
-
-        print(finding_line(finding), file=sys.stderr, flush=True)
+def _init_error(exc: StoreError, dir: Path) -> StoreError:
+    """The same store error, saying that ``init`` could not start and what to do."""
+    text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
+    if isinstance(exc, StoreUnavailable):
+        if exc.reason == "full":
+            text += " — free some space, or pass another dir="
+        return exc.with_message(text)
+    return StoreError(exc.errno, text)
 
 
 def _safe_meta(capture: bool) -> dict[str, Any]:
@@ -399,92 +465,7 @@ def _safe_meta(capture: bool) -> dict[str, Any]:
         return {"error": f"metadata capture failed: {exc}"}
 
 
-def _make_monitor(health: bool | Mapping[str, Any], config: dict[str, Any]) -> Any:
-    if not health:
-        return None
-    try:
-        from rlcockpit.health.monitor import HealthMonitor
-    except ImportError:
-        return None
-    settings = dict(health) if isinstance(health, Mapping) else None
-    try:
-        return HealthMonitor(settings=settings, run_config=config)
-    except Exception as exc:  # noqa: BLE001
-        logger.warning("rlcockpit: health monitor disabled: %s", exc)
-        return None
-
-
-def _alerts_in_env() -> bool:
-    if not any(k.startswith("RLCOCKPIT_") for k in os.environ):
-        return False
-    try:
-        from rlcockpit.alerts.config import env_configured
-    except ImportError:
-        return False
-    return env_configured()
-
-
-def _attach_alerts(run: Run, alerts: Any) -> None:
-    try:
-        from rlcockpit.alerts.manager import attach
-    except ImportError:
-        logger.warning("rlcockpit: alerts are configured but rlcockpit.alerts is unavailable")
-        return
-    try:
-        attach(run, alerts)
-    except Exception as exc:  # noqa: BLE001 - a broken alert config never stops training
-        logger.warning("rlcockpit: alerts disabled: %s", exc)
-        print(f"rlcockpit: alerts disabled: {exc}", file=sys.stderr)
-
-
-_hooks_installed = False
-_live_runs: list[Run] = []
-
-
-def _install_exit_hooks(run: Run) -> None:
-    """Finish live runs at interpreter exit, on an uncaught exception and on SIGTERM/SIGINT."""
-    global _hooks_installed
-    _live_runs.append(run)
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    atexit.register(_finish_all, 0, None)
-    prev_hook = sys.excepthook
-
-    def excepthook(tp, value, tb):  # noqa: ANN001
-        _finish_all(1, f"{tp.__name__}: {value}")
-        prev_hook(tp, value, tb)
-
-    sys.excepthook = excepthook
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            prev = signal.getsignal(sig)
-
-            def handler(signum, frame, _prev=prev):  # noqa: ANN001
-                name = signal.Signals(signum).name
-                _finish_all(128 + signum, f"killed by {name}", status="failed")
-                if callable(_prev) and _prev not in (signal.SIG_IGN, signal.SIG_DFL):
-                    _prev(signum, frame)
-                elif signum == signal.SIGINT:
-                    raise KeyboardInterrupt
-                else:
-                    signal.signal(signum, signal.SIG_DFL)
-                    os.kill(os.getpid(), signum)
-
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, OSError):
-                pass
-
-
-def _finish_all(exit_code: int, reason: str | None, status: str | None = None) -> None:
-    for run in list(_live_runs):
-        if not run._finished:
-            try:
-                run.finish(exit_code, status=status, reason=reason, timeout=10.0)
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("rlcockpit: finishing run %s failed: %s", run.id, exc)
-    _live_runs.clear()
+_live_runs = hooks.live_runs  # the runs the exit hooks will finish (tests clear it)
 
 
 def init(
@@ -501,8 +482,9 @@ def init(
     notes: str | None = None,
     health: bool | Mapping[str, Any] = True,
     alerts: Any = None,
+    guardrails: bool = False,
     system_interval: float | None = 10.0,
-    max_queue: int = 100_000,
+    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
     logger_options: Mapping[str, Any] | None = None,
     capture_meta: bool = True,
     sinks: Sequence[Sink] = (),
@@ -514,7 +496,10 @@ def init(
     ``mlflow``, ``swanlab``); default ``["rlcockpit"]``. ``resume``: a run id, or ``"auto"`` to
     continue the newest unfinished run with the same project and name. ``system_interval``:
     seconds between system-metric samples (``None``/0 disables). ``health``: run the detectors
-    (or a dict of detector settings). ``alerts``: alert channel config (see ``rlcockpit.alerts``).
+    (or a dict of detector settings). ``alerts``: alert channel config (see ``rlcockpit.alerts``);
+    environment channels alone do not enable alerts. ``guardrails``: give ``run.guardrails`` (a
+    :class:`GuardrailLink`) to a trainer. ``max_queue_bytes``: the memory bound of the queue, of the
+    store's backlog while it cannot be written, and of each other logger's queue.
     """
     global _current
     from rlcockpit.tracking.sweep_env import claim_trial
@@ -523,10 +508,11 @@ def init(
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
     project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
-    run = Run(project=project, name=name, group=group, tags=tags, config=config, dir=dir, resume=resume,
-              loggers=loggers, id=id, notes=notes, health=health, alerts=alerts,
-              system_interval=system_interval, max_queue=max_queue, logger_options=logger_options,
-              capture_meta=capture_meta, extra_sinks=sinks, print_findings=print_findings)
+    options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
+                         alerts=alerts, guardrails=guardrails, system_interval=system_interval,
+                         max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
+    run = Run(project=project, name=name, group=group, tags=tags, config=config, dir=dir, resume=resume, id=id,
+              notes=notes, capture_meta=capture_meta, options=options)
     _current = run
     return run
 

@@ -3,8 +3,8 @@
 Every ``interval`` seconds (default 10): CPU %, process RSS, system memory, disk and network
 IO rates via psutil; per-GPU utilisation, memory, power and temperature via NVML when a GPU and
 driver exist (fails soft otherwise: the GPU keys are simply absent); torch's CUDA allocator
-figures when CUDA is in use. Samples go through the run's queue like any other metrics, stamped
-with the run's current step.
+figures when CUDA is in use. Samples go through the run's queue like any other metrics (and its byte
+budget), stamped with the run's current step.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from rlcockpit.tracking.writer import SYSTEM
+from rlcockpit.tracking.entries import Metrics, metrics_cost
 
 logger = logging.getLogger("rlcockpit")
 GB = 1024**3
@@ -137,7 +137,8 @@ class SystemSampler(threading.Thread):
             except Exception as exc:  # noqa: BLE001
                 logger.debug("system sample failed: %s", exc)
                 continue
-            self._run._put((SYSTEM, max(self._run.step, 0), time.time(), data))
+            step = max(self._run.step, 0)
+            self._run._charge(Metrics(step, time.time(), data), metrics_cost(len(data)), step, len(data), "metrics")
 
     def stop(self) -> None:
         self._stop.set()

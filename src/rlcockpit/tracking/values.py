@@ -1,73 +1,212 @@
-"""Turning what users pass to ``log()`` into flat ``{key: float}`` rows, off the training thread.
+"""Turning what users pass to ``log()`` / ``log_samples()`` into rows the store can hold, off the training
+thread, rejecting bad input at the smallest unit.
 
-Accepted: Python/numpy numbers and bools, torch 0-d tensors (and 1-element tensors), nested
-dicts (flattened with ``/``). NaN and ±Inf are kept as such: they are evidence, not errors.
-Rejected per key, with one warning naming the key: strings, None, and non-scalar arrays/tensors.
+Accepted values: Python/numpy numbers and bools, torch 0-d tensors (and 1-element tensors), 0-d/1-element
+numpy arrays, nested dicts (flattened with ``/``, at most :data:`MAX_DEPTH` levels). NaN and ±Inf are kept:
+they are evidence, not errors. Rejected per key, with one warning naming the key: strings, ``None``,
+non-scalar arrays/tensors, numbers no float can hold (``10**400``), keys that are not text or cannot be
+stored as UTF-8 (a lone surrogate ``"\\ud800"``), empty keys.
+
+Steps (checked on the caller's thread, see :func:`check_step`): an ``int`` (or numpy integer, or an
+integral float such as ``3.0``) in ``0 ≤ step < 2**63``. ``1.5``, ``"7"``, ``True``, NaN are rejected —
+the whole call, with a warning naming the value.
+
+Sample rows: a row that is not a mapping is rejected; in a row, a cell whose key is not text, a text cell
+(``prompt``/``response``, or any other text) that cannot be stored as UTF-8, or a ``reward`` that is not a
+number is dropped — the rest of the row is kept.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+MAX_STEP = 2**63 - 1
+MAX_DEPTH = 32
+TEXT_COLUMNS = ("prompt", "response")
 
-def to_float(value: Any) -> float | None:
-    """The float for a scalar-like ``value``, or ``None`` if it is not a number."""
-    if isinstance(value, (bool, np.bool_)):
-        return float(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return float(value.reshape(-1)[0]) if value.size == 1 and value.dtype.kind in "biuf" else None
-    if type(value).__module__.startswith("torch"):
+
+class BadStep(ValueError):
+    """A step that cannot be stored; the message names it."""
+
+
+def check_step(step: Any) -> int:
+    """``step`` as a stored step, or :class:`BadStep` saying why not (never silently truncated)."""
+    if isinstance(step, (bool, np.bool_)):
+        raise BadStep(f"step {step!r} is a bool, not a step number")
+    if isinstance(step, (int, np.integer)):
+        value = int(step)
+    elif isinstance(step, (float, np.floating)):
+        if not math.isfinite(step) or step != int(step):
+            raise BadStep(f"step {step!r} is not a whole number (steps are integers; nothing was truncated)")
+        value = int(step)
+    else:
         try:
-            if value.numel() == 1 and (value.dtype.is_floating_point or not value.dtype.is_complex):
-                return float(value.detach().float().cpu().item())
-        except Exception:  # noqa: BLE001 - anything odd is "not a scalar"
-            return None
+            value = operator.index(step)  # torch/other integer scalars
+        except TypeError:
+            raise BadStep(f"step {step!r} is a {type(step).__name__}, not an integer") from None
+    if not 0 <= value <= MAX_STEP:
+        raise BadStep(f"step {value} is outside 0..2**63-1")
+    return value
+
+
+def key_problem(key: Any) -> str | None:
+    """Why ``key`` cannot be a stored metric/column name, or ``None`` when it can."""
+    if not isinstance(key, str):
+        return f"a {type(key).__name__} is not a key (keys are text)"
+    if not key:
+        return "an empty key"
+    if not key.isascii():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            return "the key is not valid text (it holds a lone surrogate)"
     return None
 
 
+def to_float(value: Any) -> float | None:
+    """The float for a scalar-like ``value``, or ``None`` if it is not a number a float can hold."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            return float(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if isinstance(value, np.ndarray):
+            return float(value.reshape(-1)[0]) if value.size == 1 and value.dtype.kind in "biuf" else None
+        if type(value).__module__.startswith("torch"):
+            if value.numel() == 1 and not value.dtype.is_complex:
+                return float(value.detach().float().cpu().item())
+    except (OverflowError, ValueError, TypeError, AttributeError, RuntimeError):
+        return None
+    return None
+
+
+def describe(value: Any) -> str:
+    """How a rejected value is named in a warning."""
+    if value is None:
+        return "None"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "an integer too large for a float"
+    what = type(value).__name__
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        what += f" of shape {tuple(shape)}"
+    return f"a {what}"
+
+
 def flatten(
-    metrics: Mapping[str, Any], reject: Callable[[str, Any], None], prefix: str = ""
+    metrics: Mapping[Any, Any], reject: Callable[[str, str], None], prefix: str = "", depth: int = 0
 ) -> dict[str, float]:
-    """Flatten nested mappings with ``/`` and convert values; ``reject(key, value)`` is called for bad ones."""
+    """Flatten nested mappings with ``/`` and convert values; ``reject(shown key, why)`` is called for bad ones."""
     out: dict[str, float] = {}
     for k, v in metrics.items():
+        problem = key_problem(k)
+        if problem is not None:
+            reject(f"{prefix}{k!r}" if prefix else repr(k), problem)
+            continue
         key = f"{prefix}{k}"
         if isinstance(v, Mapping):
-            out.update(flatten(v, reject, key + "/"))
+            if depth >= MAX_DEPTH:
+                reject(repr(key), f"nested deeper than {MAX_DEPTH} levels")
+            else:
+                out.update(flatten(v, reject, key + "/", depth + 1))
             continue
         f = to_float(v)
         if f is None:
-            reject(key, v)
+            reject(repr(key), f"{describe(v)} is not a scalar number")
         else:
             out[key] = f
     return out
 
 
-def fast_block(rows: list[dict[str, Any]]) -> np.ndarray | None:
-    """All rows share one key order and hold only plain numbers → a 2-D float array, else ``None``.
-
-    This is the hot path of ingest: one C-level conversion instead of a Python loop per point.
-    """
-    fast = _FAST_TYPES
-    for r in rows:
-        for v in r.values():
-            if type(v) not in fast:
-                return None
-    try:
-        arr = np.array([list(r.values()) for r in rows], dtype=np.float64)
-    except (TypeError, ValueError):
-        return None
-    return arr if arr.ndim == 2 else None
-
-
 _FAST_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.float16, np.int64, np.int32, np.bool_})
+_PLAIN_TYPES = frozenset({float, int, bool})
+
+
+def fast_values(values: list[Any]) -> tuple[np.ndarray | None, bool]:
+    """``(values as float64, all plain Python numbers?)`` when every value is a plain number (one C-level
+    pass), else ``(None, False)``."""
+    types = set(map(type, values))
+    if not _FAST_TYPES.issuperset(types):
+        return None, False
+    try:
+        return np.array(values, dtype=np.float64), _PLAIN_TYPES.issuperset(types)
+    except (OverflowError, TypeError, ValueError):  # an int beyond float range
+        return None, False
+
+
+def clean_text(value: Any) -> tuple[Any, str | None]:
+    """A sample cell's value as stored, or ``(None, why)`` when it cannot be stored."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None, "text with a lone surrogate"
+    return value, None
+
+
+def clean_sample_row(row: Any, reject: Callable[[str, str], None]) -> dict[str, Any] | None:
+    """A sample row as stored; bad cells are dropped (``reject(column, why)``), a non-mapping is ``None``."""
+    if not isinstance(row, Mapping):
+        reject("", f"a {type(row).__name__} is not a row (rows are dicts)")
+        return None
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        problem = key_problem(k)
+        if problem is not None:
+            reject(repr(k), problem)
+            continue
+        if k == "reward":
+            if v is None:
+                out[k] = None
+                continue
+            f = to_float(v)
+            if f is None:
+                reject(k, f"{describe(v)} is not a number")
+                continue
+            out[k] = None if math.isnan(f) else f
+            continue
+        v, why = clean_value(v)
+        if why is not None:
+            reject(k, why)
+            continue
+        out[k] = v
+    return out
+
+
+def clean_value(value: Any, depth: int = 0) -> tuple[Any, str | None]:
+    """Text, numbers and small JSON-like structures are kept; anything else becomes its ``str``."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value, None
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, (np.generic,)):
+        return value.item(), None
+    if depth < MAX_DEPTH and isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if key_problem(k) is not None:
+                return None, f"a nested key {k!r} is not text"
+            out[k], why = clean_value(v, depth + 1)
+            if why is not None:
+                return None, why
+        return out, None
+    if depth < MAX_DEPTH and isinstance(value, (list, tuple)):
+        items = []
+        for v in value:
+            item, why = clean_value(v, depth + 1)
+            if why is not None:
+                return None, why
+            items.append(item)
+        return items, None
+    if depth >= MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    return clean_text(str(value))
 
 
 def is_finite(x: float) -> bool:

@@ -1,15 +1,19 @@
-"""The writer thread: everything a run does besides putting entries on a queue.
+"""The writer thread: everything a run does besides putting entries on its queue.
 
-``Run.log()`` appends ``(kind, ...)`` tuples to a deque and returns. This thread drains the
-deque every ``poll_s`` seconds, converts and validates values, fans rows out to the sinks,
-feeds the health monitor, keeps the summary and heartbeat, and makes data durable at least
-every ``flush_s`` seconds. Nothing here can raise into training: each sink and listener call
-is guarded, failures are counted and reported once.
+Every ``poll_s`` (0.2 s) — or at once while entries keep coming — it drains the queue and turns the
+drain into: validated metric rows and per-key columns (:mod:`rlcockpit.tracking.convert`), cleaned
+sample rows, events, findings; then one :class:`~rlcockpit.store.batch.WriteBatch` for the store
+(one transaction, through :class:`~rlcockpit.tracking.storelink.StoreWriter`: retried, never given up),
+one :class:`~rlcockpit.tracking.sinks.base.SinkBatch` per logger (each on its own thread), and the rows
+and samples for the observer thread. The summary goes out every ``flush_s`` (1 s), the heartbeat every
+``heartbeat_s`` (5 s). Nothing here can raise into training; a drain that fails inside the writer is
+recorded as lost (``reason: internal_error``), never silently dropped.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -17,218 +21,303 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlcockpit.tracking.sinks.base import MAX_CONSECUTIVE_FAILURES, Sink
-from rlcockpit.tracking.values import _FAST_TYPES, flatten
+import numpy as np
+
+from rlcockpit.redact import redact
+from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
+from rlcockpit.tracking.convert import RowCleaner
+from rlcockpit.tracking.entries import (
+    Barrier,
+    ConfigChange,
+    Derived,
+    Event,
+    FindingIn,
+    Lost,
+    MetaSet,
+    Metrics,
+    QueueBudget,
+    Samples,
+    Stop,
+    SummarySet,
+    metrics_cost,
+)
+from rlcockpit.tracking.fanout import SinkWorker
+from rlcockpit.tracking.observers import ObserverThread
+from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
+from rlcockpit.tracking.storelink import StoreWriter, describe_unwritten
+from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
 
 logger = logging.getLogger("rlcockpit")
 
-METRICS, SAMPLES, EVENT, FINDING, SYSTEM, SUMMARY, CALL = range(7)
+MAX_DRAIN = 50_000  # entries per store transaction
 
 
-class SinkSlot:
-    """A sink plus its failure bookkeeping."""
+class Drain:
+    """What one drain of the queue became (built by :meth:`Writer._process`)."""
 
-    def __init__(self, sink: Sink) -> None:
-        self.sink = sink
-        self.failures = 0
-        self.consecutive = 0
-        self.disabled = False
-        self.reported: set[str] = set()
-
-    def call(self, method: str, *args: Any) -> None:
-        if self.disabled:
-            return
-        try:
-            getattr(self.sink, method)(*args)
-            self.consecutive = 0
-        except Exception as exc:  # noqa: BLE001 - a sink never takes the run down
-            self.failures += 1
-            self.consecutive += 1
-            if method not in self.reported:
-                self.reported.add(method)
-                logger.warning("rlcockpit: logger %r failed in %s: %s: %s", self.sink.name, method,
-                            type(exc).__name__, exc)
-            if self.consecutive >= MAX_CONSECUTIVE_FAILURES:
-                self.disabled = True
-                logger.warning("rlcockpit: logger %r disabled after %d failures in a row; other loggers go on",
-                            self.sink.name, self.consecutive)
+    def __init__(self) -> None:
+        self.batch = WriteBatch()
+        self.parts: list[Any] = []  # for the loggers, in logging order
+        self.barriers: list[Barrier] = []
+        self.stop: Stop | None = None
+        self.summary: dict[str, Any] | None = None
 
 
 class Writer(threading.Thread):
     def __init__(
         self,
         queue: deque,
-        sinks: list[Sink],
+        budget: QueueBudget,
+        store_writer: StoreWriter,
         *,
-        monitor: Any = None,
-        on_finding: list[Callable[[Any], None]] | None = None,
-        heartbeat: Callable[[], None] | None = None,
+        workers: list[SinkWorker],
+        observer: ObserverThread | None,
         poll_s: float = 0.2,
         flush_s: float = 1.0,
         heartbeat_s: float = 5.0,
+        end_meta: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(name="rlcockpit-writer", daemon=True)
-        self.queue = queue
-        self.slots = [SinkSlot(s) for s in sinks]
-        self.monitor = monitor
-        self.finding_listeners = on_finding if on_finding is not None else []
-        self.heartbeat = heartbeat
+        self.queue, self.budget, self.store_writer = queue, budget, store_writer
+        self.workers, self.observer = workers, observer
         self.poll_s, self.flush_s, self.heartbeat_s = poll_s, flush_s, heartbeat_s
+        self.end_meta = end_meta or dict
         self.wake = threading.Event()
-        self.stopping = threading.Event()
-        self.idle = threading.Event()
-        self.last_values: dict[str, float] = {}
+        self.ended = threading.Event()
+        self.cleaner = RowCleaner()
+        self.last_values: dict[str, Any] = {}
         self.user_summary: dict[str, Any] = {}
-        self.rejected: set[str] = set()
+        self.sink_losses: deque[DataLoss] = deque()  # reported by logger threads
         self.processed = 0
         self.errors = 0
+        self.completed = False  # the end-of-run status reached the store
+        self._held: list[Barrier] = []  # barriers waiting for the store backlog to be written
         self._summary_dirty = False
+        self._warned: set[str] = set()
+        self._deadline: float | None = None
 
     # ---- thread -------------------------------------------------------------------------------
     def run(self) -> None:
         last_flush = last_beat = time.monotonic()
         while True:
-            self.wake.wait(self.poll_s)
-            self.wake.clear()
-            stopping = self.stopping.is_set()
-            self.idle.clear()
-            try:
-                self.drain()
-            except Exception:  # noqa: BLE001 - never die: report and continue
-                self.errors += 1
-                logger.error("rlcockpit writer error:\n%s", traceback.format_exc())
-            now = time.monotonic()
-            if now - last_flush >= self.flush_s or stopping:
-                self._flush_summary()
-                for slot in self.slots:
-                    slot.call("flush")
-                last_flush = now
-            if self.heartbeat and (now - last_beat >= self.heartbeat_s):
-                self._guard(self.heartbeat)
-                last_beat = now
             if not self.queue:
-                self.idle.set()
-            if stopping and not self.queue:
+                self.wake.wait(self.poll_s)
+            self.wake.clear()
+            drain = self._drain()
+            now = time.monotonic()
+            if now - last_flush >= self.flush_s or drain.stop is not None:
+                self._add_summary(drain)
+                last_flush = now
+            if now - last_beat >= self.heartbeat_s or drain.batch.has_data():
+                drain.batch.run_fields.update(heartbeat_at=time.time(), heartbeat_mono=time.monotonic())
+                last_beat = now
+            self._write(drain)
+            if drain.stop is not None:
+                self._finish(drain.stop)
                 return
 
-    def _guard(self, fn: Callable, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception:  # noqa: BLE001
-            self.errors += 1
-            logger.warning("rlcockpit: %s failed:\n%s", getattr(fn, "__name__", fn), traceback.format_exc())
-            return None
-
-    # ---- processing ---------------------------------------------------------------------------
-    def drain(self) -> None:
+    def _drain(self) -> Drain:
         q = self.queue
-        rows: list[tuple[int, float, Mapping[str, float]]] = []
-        while q:
-            entry = q.popleft()
-            kind = entry[0]
-            if kind == METRICS or kind == SYSTEM:
-                row = self._clean(entry[3])
-                if row:
-                    rows.append((entry[1], entry[2], row))
+        entries: list[Any] = []
+        while q and len(entries) < MAX_DRAIN:
+            e = q.popleft()
+            entries.append(e)
+            if type(e) is Barrier or type(e) is Stop:
+                break
+        drain = Drain()
+        try:
+            self._process(entries, drain)
+        except Exception:  # noqa: BLE001 - never die; what this drain held is recorded as lost
+            self.errors += 1
+            logger.error("rlcockpit writer error:\n%s", traceback.format_exc())
+            steps = [[e.step, e.step] for e in entries if isinstance(e, (Metrics, Samples))]
+            self.store_writer.record(DataLoss("metrics", "internal_error", merge_ranges(steps), entries=len(entries),
+                                              message=traceback.format_exc(limit=1).strip().splitlines()[-1]))
+            drain.barriers = [e for e in entries if isinstance(e, Barrier)]
+            drain.stop = next((e for e in entries if isinstance(e, Stop)), None)
+        return drain
+
+    # ---- turning entries into writes ----------------------------------------------------------
+    def _process(self, entries: list[Any], drain: Drain) -> None:
+        batch, parts = drain.batch, drain.parts
+        released = 0
+        group: list[Any] = []  # consecutive Metrics (or consecutive Derived) entries
+        for e in entries:
+            t = type(e)
+            if t is Metrics or t is Derived:
+                if group and type(group[0]) is not t:
+                    self._metrics(group, drain)
+                    group = []
+                if t is Metrics:
+                    released += metrics_cost(len(e.data))
+                group.append(e)
                 continue
-            if rows:  # keep order: metrics logged before a sample/event are written first
-                self._emit_metrics(rows)
-                rows = []
-            if kind == SAMPLES:
-                self._emit_samples(entry[1], entry[2])
-            elif kind == EVENT:
-                for slot in self.slots:
-                    slot.call("log_event", entry[1], entry[2], entry[3])
-            elif kind == FINDING:
-                self._emit_findings([entry[1]])
-            elif kind == SUMMARY:
-                self.user_summary.update(entry[1])
-                self._summary_dirty = True
-            elif kind == CALL:
-                self._guard(entry[1])
-        if rows:
-            self._emit_metrics(rows)
+            if group:
+                self._metrics(group, drain)
+                group = []
+            if t is Samples:
+                released += e.nbytes
+                self._samples(e, drain)
+            elif t is Event:
+                batch.events.append((e.kind, e.payload, e.step))
+                parts.append(EventPart(e.kind, e.payload, e.step))
+            elif t is FindingIn:
+                batch.findings.append(e.finding)
+                parts.append(FindingPart(e.finding))
+            elif t is SummarySet:
+                self._summary_set(e.values)
+            elif t is MetaSet:
+                batch.meta_patch.update(e.values)
+            elif t is Lost:
+                self.store_writer.record(e.loss)
+            elif t is ConfigChange:
+                batch.run_fields["config"] = e.config
+                if self.observer is not None:
+                    self.observer.submit(e)
+            elif t is Barrier:
+                drain.barriers.append(e)
+            elif t is Stop:
+                drain.stop = e
+        if group:
+            self._metrics(group, drain)
+        while self.sink_losses:
+            self.store_writer.record(self.sink_losses.popleft())
+        batch.nbytes += released
+        self.budget.released += released
 
-    def _clean(self, metrics: Mapping[str, Any]) -> dict[str, float]:
-        if _FAST_TYPES.issuperset(map(type, metrics.values())):  # the common case, checked in C
-            return metrics  # type: ignore[return-value]
-        return flatten(metrics, self._reject)
-
-    def _reject(self, key: str, value: Any) -> None:
-        if key not in self.rejected:
-            self.rejected.add(key)
-            what = "None" if value is None else type(value).__name__
-            shape = getattr(value, "shape", None)
-            if shape is not None:
-                what += f" of shape {tuple(shape)}"
-            logger.warning("rlcockpit: log() key %r rejected: a %s is not a scalar number (stored keys skip it)",
-                        key, what)
-
-    def _emit_metrics(self, rows: list[tuple[int, float, Mapping[str, float]]]) -> None:
+    def _metrics(self, group: list[Any], drain: Drain) -> None:
+        rows, columns = self.cleaner.convert(group)
+        if not rows:
+            return
         self.processed += len(rows)
-        for slot in self.slots:
-            slot.call("log_metrics", rows)
+        points = drain.batch.points
+        for key, col in columns.items():
+            have = points.get(key)
+            points[key] = col if have is None else (np.concatenate([have[0], col[0]]),
+                                                    np.concatenate([have[1], col[1]]), np.concatenate([have[2], col[2]]))
+        drain.batch.entries += len(rows)
+        drain.parts.append(RowsPart(rows))
         last = self.last_values
         for _, _, data in rows:
             last.update(data)
         self._summary_dirty = True
-        if self.monitor is not None:
-            for step, _, data in rows:
-                found = self._guard(self.monitor.observe, step, data)
-                if found:
-                    self._emit_findings(found)
+        if self.observer is not None and type(group[0]) is Metrics:  # derived rows came from the observer
+            self.observer.submit_rows(rows)
 
-    def _emit_samples(self, step: int, rows: list[dict[str, Any]]) -> None:
-        for slot in self.slots:
-            slot.call("log_samples", step, rows)
-        if self.monitor is not None and hasattr(self.monitor, "observe_samples"):
-            out = self._guard(self.monitor.observe_samples, step, rows)
-            if out:
-                sample_metrics, found = out
-                if sample_metrics:
-                    self._emit_metrics([(step, time.time(), dict(sample_metrics))])
-                if found:
-                    self._emit_findings(found)
+    def _samples(self, e: Samples, drain: Drain) -> None:
+        step = e.step
+        clean = []
+        for i, row in enumerate(e.rows):
 
-    def _emit_findings(self, findings: list[Any]) -> None:
-        for f in findings:
-            for slot in self.slots:
-                slot.call("log_finding", f)
-            for cb in list(self.finding_listeners):
-                self._guard(cb, f)
+            def reject(column: str, why: str, i: int = i) -> None:
+                self._warn_once(f"samples:{column or '(row)'}:{why}",
+                                f"rlcockpit: log_samples() step {step} row {i}"
+                                + (f" column {column if column.startswith(chr(39)) else repr(column)}" if column else "")
+                                + f" rejected: {why} (the rest is kept)")
+
+            out = clean_sample_row(row, reject)
+            if out is not None:
+                clean.append(out)
+        if not clean:
+            return
+        drain.batch.samples.append((step, clean))
+        drain.parts.append(SamplesPart(step, clean))
+        if self.observer is not None:
+            self.observer.submit_samples(step, clean)
+
+    def _summary_set(self, values: Mapping[Any, Any]) -> None:
+        for k, v in redact(dict(values)).items():
+            problem = key_problem(k)
+            v, why = clean_value(v)
+            if problem or why:
+                self._warn_once(f"summary:{k!r}", f"rlcockpit: summary key {k!r} rejected: {problem or why}")
+                continue
+            self.user_summary[k] = v
+        self._summary_dirty = True
 
     def summary(self) -> dict[str, Any]:
         return {**self.last_values, **self.user_summary}
 
-    def _flush_summary(self) -> None:
-        if not self._summary_dirty:
-            return
-        self._summary_dirty = False
-        summary = self.summary()
-        for slot in self.slots:
-            slot.call("update_summary", summary)
+    def _add_summary(self, drain: Drain) -> None:
+        if self._summary_dirty:
+            self._summary_dirty = False
+            summary = self.summary()
+            drain.batch.run_fields["summary"] = summary
+            drain.summary = summary
 
-    # ---- control ------------------------------------------------------------------------------
-    def close_monitor(self) -> None:
-        if self.monitor is not None and hasattr(self.monitor, "close"):
-            found = self._guard(self.monitor.close)
-            if found:
-                self._emit_findings(found)
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning("%s", message)
 
-    def stop(self, timeout: float | None = 30.0) -> bool:
-        """Drain everything, then end the thread; ``False`` if it didn't finish within ``timeout``."""
-        self.stopping.set()
-        self.wake.set()
-        self.join(timeout)
-        return not self.is_alive()
+    # ---- writing ------------------------------------------------------------------------------
+    def _write(self, drain: Drain) -> None:
+        sink_batch = SinkBatch(parts=drain.parts, summary=drain.summary, nbytes=drain.batch.nbytes)
+        barrier_for_sinks = [b for b in drain.barriers if any(p.startswith("sink:") for p in b.parts)]
+        if barrier_for_sinks:
+            sink_batch.barrier = _Fanout(barrier_for_sinks)
+        for w in self.workers:
+            w.submit(sink_batch)
+        for b in drain.barriers:
+            if "observers" in b.parts:
+                if self.observer is not None:
+                    self.observer.submit(b)
+                else:
+                    b.passed("observers")
+        ok = self.store_writer.write(drain.batch, force=drain.stop is not None)
+        self._held.extend(b for b in drain.barriers if "store" in b.parts)
+        if ok:
+            for b in self._held:
+                b.passed("store")
+            self._held.clear()
 
-    def flush_now(self, timeout: float = 10.0) -> bool:
-        """Wait until everything queued so far has been processed (bounded)."""
-        deadline = time.monotonic() + timeout
-        self.wake.set()
-        while time.monotonic() < deadline:
-            if not self.queue and self.idle.is_set():
-                return True
-            self.wake.set()
-            time.sleep(0.01)
-        return False
+    def _finish(self, stop: Stop) -> None:
+        """Drain what the observers still produce, close the loggers, write the end status."""
+        deadline = time.monotonic() + stop.timeout
+        if self.observer is not None:
+            self.observer.submit(stop)
+            while not self.observer.done.is_set() and time.monotonic() < deadline:
+                self._tail(deadline)
+                self.observer.done.wait(0.05)
+        self._tail(deadline)
+        for w in self.workers:
+            w.stop(stop.status, stop.exit_code, max(0.5, (deadline - time.monotonic()) / 2))
+        final = Drain()
+        self._process([], final)
+        final.stop = stop
+        self._add_summary(final)
+        final.batch.run_fields.update(status=stop.status, exit_code=stop.exit_code, finished_at=time.time(),
+                                      heartbeat_at=time.time(), heartbeat_mono=time.monotonic())
+        final.batch.meta_patch.update(self.end_meta())
+        written = self.store_writer.write(final.batch, force=True)
+        while not written and time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            written = self.store_writer.write(WriteBatch(), force=True)
+        self.completed = written
+        if written:
+            for b in self._held:
+                b.passed("store")
+        else:
+            msg = (f"rlcockpit: run {self.store_writer.run_id} could not be completed in the store "
+                   f"({self.store_writer._outage}); not written: {describe_unwritten(self.store_writer)}. "
+                   f"Readers will show the run as crashed.")
+            logger.error("%s", msg)
+            print(msg, file=sys.stderr, flush=True)
+        self.ended.set()
+
+    def _tail(self, deadline: float) -> None:
+        """Write what arrived after the Stop entry (the observers' last findings, loggers' losses)."""
+        while (self.queue or self.sink_losses) and time.monotonic() < deadline:
+            drain = self._drain()
+            self._write(drain)
+
+
+class _Fanout:
+    """One barrier object per sink batch that passes every barrier of the drain for that sink."""
+
+    def __init__(self, barriers: list[Barrier]) -> None:
+        self.barriers = barriers
+
+    def passed(self, part: str) -> None:
+        for b in self.barriers:
+            b.passed(part)

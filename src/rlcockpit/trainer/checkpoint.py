@@ -1,12 +1,23 @@
-"""Checkpoints under ``trainer.default_local_dir/global_step_N`` (verl's layout).
+"""Checkpoints in verl's layout, usable outside rlcockpit.
 
-A checkpoint holds everything needed to continue *exactly*: model (or LoRA adapter) weights,
-optimizer and scheduler states, KL controller value, RNG states, the data loader's position and the
-run id, so ``trainer.resume_mode=auto`` continues the same run in the same tracking record.
+    <trainer.default_local_dir>/
+      global_step_20/
+        actor/              Hugging Face format: config.json, model.safetensors, tokenizer files
+                            (LoRA: a peft adapter, adapter_config.json + adapter_model.safetensors)
+        critic/             the value model (GAE), same format
+        trainer_state.pt    optimizer and scheduler states, RNG, data position, KL coefficient, run id
+        meta.json           {"step", "run_id"}: which run wrote it
+      latest_checkpointed_iteration.txt
+
+``AutoModelForCausalLM.from_pretrained("global_step_20/actor")`` loads the policy directly;
+``rlcockpit export-model`` merges a LoRA adapter into its base model. A checkpoint is written to a
+temporary folder and renamed, so a crash never leaves a half-written ``global_step_N``; rotation
+(``trainer.max_actor_ckpt_to_keep``) only ever removes checkpoints of the run that is saving.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from collections.abc import Collection
@@ -17,24 +28,50 @@ import numpy as np
 import torch
 
 LATEST = "latest_checkpointed_iteration.txt"
+STATE = "trainer_state.pt"
+META = "meta.json"
 
 
-def trainable_state(model: Any) -> dict[str, torch.Tensor]:
-    """Full weights, or only the adapter weights for a peft model."""
-    if hasattr(model, "peft_config"):
-        from peft import get_peft_model_state_dict
-
-        return get_peft_model_state_dict(model)
-    return model.state_dict()
+def is_peft(model: Any) -> bool:
+    return hasattr(model, "peft_config")
 
 
-def load_trainable_state(model: Any, state: dict[str, torch.Tensor]) -> None:
-    if hasattr(model, "peft_config"):
+def save_model(model: Any, out: Path, tokenizer: Any = None) -> None:
+    """``save_pretrained`` (peft: the adapter only) plus the tokenizer, so the folder loads on its own; a plain
+    torch module (no ``save_pretrained``) gets its state dict as ``model.safetensors``."""
+    if not hasattr(model, "save_pretrained"):
+        from safetensors.torch import save_file
+
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, out / "model.safetensors")
+        return
+    model.save_pretrained(out, safe_serialization=True)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out)
+
+
+def load_model_weights(model: Any, folder: Path) -> None:
+    """Load a folder written by :func:`save_model` into ``model`` in place (optimizers keep their params)."""
+    from safetensors.torch import load_file
+
+    if is_peft(model):
         from peft import set_peft_model_state_dict
 
-        set_peft_model_state_dict(model, state)
-    else:
-        model.load_state_dict(state)
+        set_peft_model_state_dict(model, load_file(folder / "adapter_model.safetensors"))
+        return
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors weights in {folder}")
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_file(f))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    loaded = {p.data_ptr() for name, p in model.state_dict().items() if name in state}
+    params = model.state_dict()
+    untied = [k for k in missing if params[k].data_ptr() not in loaded]  # tied weights are saved once
+    if untied or unexpected:
+        raise RuntimeError(f"checkpoint {folder} does not match the model: missing {untied[:5]}, "
+                           f"unexpected {list(unexpected)[:5]}")
 
 
 def rng_state() -> dict[str, Any]:
@@ -53,34 +90,37 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(root: str | Path, step: int, *, models: dict[str, Any], optimizers: dict[str, Any],
-                    schedulers: dict[str, Any], trainer_state: dict[str, Any], keep: int | None = None,
-                    protect: Collection[int] = ()) -> Path:
+                    schedulers: dict[str, Any], trainer_state: dict[str, Any], tokenizer: Any = None,
+                    keep: int | None = None, protect: Collection[int] = ()) -> Path:
     """Write ``root/global_step_{step}``; ``trainer_state`` carries run id, loader position, KL coef...
 
-    ``keep`` rotates out all but the newest ``keep`` checkpoints, except the steps in ``protect``: the
-    guardrails' last known-healthy checkpoint must survive rotation, or a rollback would land on a
-    checkpoint saved after the trouble began."""
+    ``keep`` rotates out all but the newest ``keep`` checkpoints *of this run* (``trainer_state["run_id"]``),
+    except the steps in ``protect``: the guardrails' last known-healthy checkpoint must survive rotation,
+    or a rollback would land on a checkpoint saved after the trouble began."""
     root = Path(root)
+    run_id = trainer_state.get("run_id")
     path = root / f"global_step_{step}"
     tmp = root / f".tmp_global_step_{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for name, model in models.items():
         if model is not None:
-            torch.save(trainable_state(model), tmp / f"{name}.pt")
+            save_model(model, tmp / name, tokenizer if name == "actor" else None)
     torch.save({
         "step": step,
         "optimizers": {k: v.state_dict() for k, v in optimizers.items() if v is not None},
         "schedulers": {k: v.state_dict() for k, v in schedulers.items() if v is not None},
         "rng": rng_state(),
         **trainer_state,
-    }, tmp / "trainer_state.pt")
+    }, tmp / STATE)
+    (tmp / META).write_text(json.dumps({"step": step, "run_id": run_id,
+                                        "lora": bool(models.get("actor") is not None and is_peft(models["actor"]))}))
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # a crash mid-save never leaves a half-written global_step_N
     (root / LATEST).write_text(str(step))
     if keep:
         keep_steps = set(protect)
-        for old in list_checkpoints(root)[:-keep]:
+        for old in list_checkpoints(root, run_id=run_id)[:-keep]:
             if checkpoint_step(old) not in keep_steps:
                 shutil.rmtree(old, ignore_errors=True)
     return path
@@ -91,11 +131,19 @@ def checkpoint_step(path: str | Path) -> int:
     return int(Path(path).name.rsplit("_", 1)[1])
 
 
-def remove_after(root: str | Path, step: int) -> list[int]:
-    """Delete the checkpoints saved after ``step`` (an abandoned trajectory after a rollback), so that
+def checkpoint_run_id(path: str | Path) -> str | None:
+    meta = Path(path) / META
+    try:
+        return json.loads(meta.read_text()).get("run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def remove_after(root: str | Path, step: int, run_id: str | None = None) -> list[int]:
+    """Delete this run's checkpoints saved after ``step`` (an abandoned trajectory after a rollback), so that
     ``resume_mode=auto`` can never continue from one of them; returns the removed steps."""
     removed = []
-    for path in list_checkpoints(root):
+    for path in list_checkpoints(root, run_id=run_id):
         if checkpoint_step(path) > step:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(checkpoint_step(path))
@@ -105,22 +153,35 @@ def remove_after(root: str | Path, step: int) -> list[int]:
     return removed
 
 
-def list_checkpoints(root: str | Path) -> list[Path]:
+def list_checkpoints(root: str | Path, run_id: str | None = None) -> list[Path]:
+    """Complete ``global_step_N`` folders, oldest first (only those written by ``run_id`` when given)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [p for p in root.glob("global_step_*") if p.is_dir() and (p / "trainer_state.pt").is_file()]
+    found = [p for p in root.glob("global_step_*") if p.is_dir() and (p / STATE).is_file()]
+    if run_id is not None:
+        found = [p for p in found if checkpoint_run_id(p) in (run_id, None)]
     return sorted(found, key=checkpoint_step)
 
 
 def find_latest(root: str | Path) -> Path | None:
+    """What verl's ``resume_mode=auto`` picks: the step in ``latest_checkpointed_iteration.txt`` when that
+    checkpoint is complete, else the newest complete one."""
+    root = Path(root)
+    try:
+        step = int((root / LATEST).read_text().strip())
+        named = root / f"global_step_{step}"
+        if (named / STATE).is_file():
+            return named
+    except (OSError, ValueError):
+        pass
     ckpts = list_checkpoints(root)
     return ckpts[-1] if ckpts else None
 
 
-def find_before(root: str | Path, step: int) -> Path | None:
+def find_before(root: str | Path, step: int, run_id: str | None = None) -> Path | None:
     """The newest checkpoint strictly before ``step`` (the last healthy one for a rollback)."""
-    ckpts = [p for p in list_checkpoints(root) if checkpoint_step(p) < step]
+    ckpts = [p for p in list_checkpoints(root, run_id=run_id) if checkpoint_step(p) < step]
     return ckpts[-1] if ckpts else None
 
 
@@ -128,12 +189,12 @@ def load_checkpoint(path: str | Path, *, models: dict[str, Any], optimizers: dic
                     schedulers: dict[str, Any], restore_rng: bool = True) -> dict[str, Any]:
     """Restore in place; returns the trainer state dict (step, run_id, loader, kl_coef, ...)."""
     path = Path(path)
-    if not (path / "trainer_state.pt").is_file():
-        raise FileNotFoundError(f"not a checkpoint directory (no trainer_state.pt): {path}")
+    if not (path / STATE).is_file():
+        raise FileNotFoundError(f"not a checkpoint directory (no {STATE}): {path}")
     for name, model in models.items():
         if model is not None:
-            load_trainable_state(model, torch.load(path / f"{name}.pt", map_location="cpu", weights_only=True))
-    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+            load_model_weights(model, path / name)
+    state = torch.load(path / STATE, map_location="cpu", weights_only=False)
     for k, opt in optimizers.items():
         if opt is not None and k in state["optimizers"]:
             opt.load_state_dict(state["optimizers"][k])
@@ -143,3 +204,14 @@ def load_checkpoint(path: str | Path, *, models: dict[str, Any], optimizers: dic
     if restore_rng:
         set_rng_state(state["rng"])
     return state
+
+
+def claim_dir(root: str | Path, run_id: str, *, resuming: bool) -> Path:
+    """The checkpoint folder this run may write: ``root``, unless ``root`` already holds checkpoints of
+    another run and this one is not resuming it; then ``<root>-<run_id>`` (two runs with the same
+    project/name never overwrite or rotate each other's checkpoints)."""
+    root = Path(root)
+    others = [p for p in list_checkpoints(root) if checkpoint_run_id(p) != run_id]
+    if resuming or not others:
+        return root
+    return root.with_name(f"{root.name}-{run_id}")

@@ -1,47 +1,130 @@
-"""``rlcockpit train`` and ``rlcockpit demo`` (torch and transformers are imported inside the handlers)."""
+"""``rlcockpit train``, ``rlcockpit demo`` and ``rlcockpit export-model`` (heavy imports inside the handlers).
+
+``train`` takes a verl command line unchanged: Hydra overrides (``key=value``, ``+key``, ``~key``) anywhere
+after the options, and the seed articles' flags (``--use_wandb True``, ``--exp_name x``, ``--kl_coef=0.01``)
+as aliases. ``rlcockpit preflight`` accepts exactly the same arguments (:func:`add_config_arguments`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
+
+from rlcockpit.trainer.config_keys import SEED_FLAGS
+
+STRING_FLAGS = ("project", "group", "entity", "exp_name")
+
+
+def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    """``--preset``, ``--config``, the article flags and the overrides (which may be interleaved with options)."""
+    p.add_argument("--preset", help="a preset shipped with rlcockpit (arith-grpo, arith-collapse, ...)")
+    p.add_argument("--config", help="a YAML config in verl's shape (verl's own config files work)")
+    for flag in SEED_FLAGS:
+        p.add_argument(f"--{flag}", nargs="?", const="true", default=None, metavar="VALUE",
+                       help=argparse.SUPPRESS)
+    p.add_argument("overrides", nargs=argparse.REMAINDER,
+                   help="verl-style overrides: actor_rollout_ref.actor.optim.lr=1e-6 'trainer.logger=[console,wandb]' "
+                        "+key=value ~key; the articles' flags (--use_wandb True, --exp_name NAME, --kl_coef 0.01, "
+                        "--project, --group, --entity, --learning_rate, --target_kl, --rollout_batch_size, "
+                        "--save_policy_model True) work as aliases")
+
+
+def _flag_override(flag: str, value: str) -> str:
+    return f"{flag}={json.dumps(value)}" if flag in STRING_FLAGS else f"{flag}={value}"
+
+
+def config_overrides(args: argparse.Namespace, parser: argparse.ArgumentParser,
+                     options: dict[str, int]) -> list[str]:
+    """The override list from ``args``: article flags become alias overrides; options given after the first
+    override (``options``: name -> number of values, -1 = all up to the next option) are parsed back into
+    ``args`` with ``parser``."""
+    overrides: list[str] = []
+    for flag in SEED_FLAGS:
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        if "=" in value:  # `--use_wandb key=value`: the flag had no value, that token is an override
+            overrides.append(value)
+            value = "true"
+        overrides.insert(0, _flag_override(flag, value))
+    leftovers: list[str] = []
+    tokens = list(args.overrides or [])
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name, eq, inline = tok.partition("=")
+        if tok.startswith("--") and name[2:] in SEED_FLAGS:
+            flag = name[2:]
+            if eq:
+                value = inline
+            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("-") and "=" not in tokens[i + 1]:
+                i += 1
+                value = tokens[i]
+            else:
+                value = "true"
+            overrides.append(_flag_override(flag, value))
+        elif tok.startswith("--") and name in options:
+            leftovers.append(tok)
+            count = options[name]
+            while not eq and count != 0 and i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                if count > 0 and "=" in tokens[i + 1]:
+                    break
+                i += 1
+                leftovers.append(tokens[i])
+                count -= 1
+        elif tok.startswith("--") and not eq:
+            parser.error(f"unrecognized option {tok}")
+        else:
+            overrides.append(tok)  # key=value, +key=value, ~key, --key=value
+        i += 1
+    if leftovers:
+        parser.parse_args(leftovers, namespace=args)
+    return overrides
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("train", help="train a model with RL (verl-style config keys)",
-                              description="Train with RL. Config = defaults <- --preset <- --config <- key=value overrides, "
-                                          "e.g. `rlcockpit train --preset arith-grpo algorithm.adv_estimator=rloo actor.optim.lr=3e-5`.")
-    p.add_argument("--preset", help="a preset shipped with rlcockpit (arith-grpo, arith-collapse, ...)")
-    p.add_argument("--config", help="a YAML config file")
+    p = subparsers.add_parser("train", help="train a model with RL (verl's config keys and command line)",
+                              description="Train with RL. Config = defaults <- --preset <- --config <- overrides, "
+                                          "e.g. `rlcockpit train --preset arith-grpo algorithm.adv_estimator=rloo "
+                                          "actor_rollout_ref.actor.optim.lr=3e-5`.")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    p.add_argument("--kl_coef", type=float, default=None, help="alias of algorithm.kl_ctrl.kl_coef")
-    p.add_argument("--use_wandb", action="store_true", help="alias: add wandb to trainer.logger")
-    p.add_argument("overrides", nargs="*", help="dotted overrides: actor.optim.lr=3e-5 trainer.logger=[console,rlcockpit]")
-    p.set_defaults(func=_train)
+    add_config_arguments(p)
+    p.set_defaults(func=_train, _parser=p)
 
     d = subparsers.add_parser("demo", help="train the built-in tiny model on 2-digit addition and show it learn")
     d.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the preset's)")
     d.add_argument("--dir", default=None, help="tracking store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
     d.add_argument("--preset", default="arith-grpo", help="preset to run (default arith-grpo)")
-    d.add_argument("overrides", nargs="*", help="extra dotted overrides")
+    d.add_argument("overrides", nargs="*", help="extra overrides")
     d.set_defaults(func=_demo)
+
+    from rlcockpit.trainer.export import register as register_export
+
+    register_export(subparsers)
+
+
+TRAIN_OPTIONS = {"--preset": 1, "--config": 1, "--print-config": 0}
 
 
 def _train(args: argparse.Namespace) -> int:
     import yaml
 
+    from rlcockpit.preflight import PreflightFailed
     from rlcockpit.trainer.config import load_config, to_dict
     from rlcockpit.trainer.loop import train
 
-    overrides = list(args.overrides)
-    if args.kl_coef is not None:
-        overrides.append(f"kl_coef={args.kl_coef}")
-    if args.use_wandb:
-        overrides.append("use_wandb=true")
+    overrides = config_overrides(args, args._parser, TRAIN_OPTIONS)
     cfg = load_config(preset=args.preset, config_file=args.config, overrides=overrides)
     if args.print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         return 0
-    result = train(cfg)
+    try:
+        result = train(cfg)
+    except PreflightFailed as exc:
+        run = getattr(exc, "run_id", None)
+        print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))
+        return 1
     if result.val:
         print(f"[rlcockpit] validation accuracy {result.val[0][1]:.3f} (step {result.val[0][0]}) -> "
               f"{result.val[-1][1]:.3f} (step {result.val[-1][0]})")

@@ -19,7 +19,7 @@ import torch
 from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
 
 
@@ -32,12 +32,21 @@ class Experience:
     scores: torch.Tensor  # (bs,) final sequence scores (incl. overlong penalty)
     baselines: torch.Tensor | None = None  # (bs,) ReMax greedy-rollout scores
     metrics: dict[str, float] = field(default_factory=dict)
+    extras: list[Any] = field(default_factory=list)  # per response: the reward function's extra dict or None
 
 
 def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=r.temperature,
-                          top_p=r.top_p, top_k=r.top_k, greedy=greedy)
+                          top_p=r.top_p, top_k=r.top_k, greedy=greedy or not r.do_sample)
+
+
+def val_sampling_params(cfg: Config) -> SamplingParams:
+    """``actor_rollout_ref.rollout.val_kwargs``: greedy unless do_sample with a temperature > 0, as verl."""
+    v = cfg.rollout.val_kwargs
+    greedy = not v.do_sample or v.temperature <= 0
+    return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=v.temperature or 1.0,
+                          top_p=v.top_p, top_k=v.top_k, greedy=greedy)
 
 
 def decode(tokenizer: Any, out: RolloutOutput) -> list[str]:
@@ -70,7 +79,8 @@ def _select(exp: Experience, keep: torch.Tensor) -> Experience:
         rows=[exp.rows[i] for i in idx.tolist()], uids=exp.uids[idx.numpy()],
         out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx]),
         texts=[exp.texts[i] for i in idx.tolist()], scores=exp.scores[idx],
-        baselines=None if exp.baselines is None else exp.baselines[idx])
+        baselines=None if exp.baselines is None else exp.baselines[idx],
+        extras=[exp.extras[i] for i in idx.tolist()] if exp.extras else [])
 
 
 def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
@@ -88,13 +98,14 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
         baselines = torch.tensor(base_scores, dtype=torch.float32).repeat_interleave(n)
     timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
-    scores = torch.tensor(reward(rows, texts)[0], dtype=torch.float32)
+    raw_scores, extras = reward(rows, texts)
+    scores = torch.tensor(raw_scores, dtype=torch.float32)
     ob = cfg.reward.overlong_buffer
     if ob.enable:
         scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(), cfg.data.max_response_length,
                                            ob.len, ob.penalty_factor)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
-    return Experience(rows, uids, out, texts, scores, baselines)
+    return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras)
 
 
 def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, loader: PromptLoader,
@@ -102,7 +113,8 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
     """One step's experience (None when dynamic sampling found no informative group at all)."""
     bsz = cfg.data.train_batch_size
     fg = cfg.algorithm.filter_groups
-    exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(bsz), step * 1_000_000, timing)
+    gen_bsz = cfg.data.gen_batch_size or bsz if fg.enable else bsz
+    exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(gen_bsz), step * 1_000_000, timing)
     if not fg.enable:
         return exp
     kept: list[Experience] = []
@@ -117,15 +129,17 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
             n_kept_groups += len(set(part.uids.tolist()))
         if n_kept_groups >= bsz or (fg.max_num_gen_batches > 0 and rounds >= fg.max_num_gen_batches):
             break
-        exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(bsz), step * 1_000_000 + rounds * bsz, timing)
+        exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(gen_bsz),
+                            step * 1_000_000 + rounds * gen_bsz, timing)
     metrics = {"train/num_gen_batches": float(rounds), "train/kept_group_ratio": n_kept_groups / max(1, total_groups)}
     if not kept:
         print(f"[rlcockpit] step {step}: dynamic sampling kept no group after {rounds} rounds; skipping the update")
         return None
     # trim to the batch size in whole groups, as verl does
-    merged_rows, merged_uids, outs, texts, scores, bases = [], [], [], [], [], []
+    merged_rows, merged_uids, outs, texts, scores, bases, extras = [], [], [], [], [], [], []
     for part in kept:
         merged_rows += part.rows
+        extras += part.extras or [None] * len(part.rows)
         merged_uids.append(part.uids)
         outs.append(part.out)
         texts += part.texts
@@ -134,38 +148,46 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
             bases.append(part.baselines)
     uids = np.concatenate(merged_uids)
     out = _pad_cat(outs, tokenizer.pad_token_id)
-    merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None)
+    merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None,
+                        extras=extras)
     groups = list(dict.fromkeys(uids.tolist()))[:bsz]
     merged = _select(merged, torch.from_numpy(np.isin(uids, groups)))
-    merged.metrics = metrics
+    merged.metrics = {**metrics, **extra_metrics(merged.extras)}
     return merged
 
 
 @torch.no_grad()
-def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
-             rows: list[PromptRow]) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Greedy (or ``rollout.val_temperature``) accuracy per data source: ``val-core/<src>/acc/mean@1``."""
+def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, rows: list[PromptRow],
+             max_samples: int = 8) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Validation metrics per data source under verl's names: ``val-core/<src>/acc/mean@<n>`` (the
+    function's ``acc`` when it returns one, else the score), ``val-core/<src>/reward/mean@<n>``, and
+    ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys; ``n`` = ``val_kwargs.n`` responses per
+    prompt, greedy unless ``val_kwargs.do_sample``."""
     if not rows:
         return {}, []
-    params = sampling_params(cfg, greedy=cfg.rollout.val_temperature <= 0)
-    params.temperature = cfg.rollout.val_temperature or 1.0
-    params.top_k, params.top_p = -1, 1.0
-    accs: dict[str, list[float]] = defaultdict(list)
-    scores_by: dict[str, list[float]] = defaultdict(list)
+    params = val_sampling_params(cfg)
+    n = max(1, cfg.rollout.val_kwargs.n)
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     samples: list[dict[str, Any]] = []
-    for i in range(0, len(rows), cfg.data.val_batch_size):
-        chunk = rows[i: i + cfg.data.val_batch_size]
+    batch = cfg.data.val_batch_size or 256
+    for i in range(0, len(rows), batch):
+        chunk = [r for r in rows[i: i + batch] for _ in range(n)]
         texts = decode(tokenizer, engine.generate([r.input_ids for r in chunk], params))
         scores, extras = reward(chunk, texts)
         for row, text, s, ex in zip(chunk, texts, scores, extras):
-            acc = float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s)
-            accs[row.data_source].append(acc)
-            scores_by[row.data_source].append(float(s))
-            if len(samples) < 8:
+            var = values[row.data_source]
+            var["acc"].append(float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s))
+            var["reward"].append(float(s))
+            for k, v in (ex or {}).items():
+                if k != "acc" and isinstance(v, (bool, int, float)):
+                    var[k].append(float(v))
+            if len(samples) < max_samples:
                 samples.append({"prompt": row.text, "response": text, "reward": float(s),
-                                "ground_truth": str(row.ground_truth)})
+                                "ground_truth": str(row.ground_truth), "data_source": row.data_source,
+                                **{k: v for k, v in (ex or {}).items() if isinstance(v, (str, bool, int, float))}})
     metrics: dict[str, float] = {}
-    for src in accs:
-        metrics[f"val-core/{src}/acc/mean@1"] = float(np.mean(accs[src]))
-        metrics[f"val-core/{src}/reward/mean@1"] = float(np.mean(scores_by[src]))
+    for src, var in values.items():
+        for k, vals in var.items():
+            section = "val-core" if k in ("acc", "reward") else "val-aux"
+            metrics[f"{section}/{src}/{k}/mean@{n}"] = float(np.mean(vals))
     return metrics, samples

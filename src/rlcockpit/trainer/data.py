@@ -32,6 +32,7 @@ class PromptRow:
     extra_info: dict[str, Any] = field(default_factory=dict)
     input_ids: list[int] = field(default_factory=list)
     text: str = ""
+    where: str = ""  # "file: row N", for messages
 
 
 # --------------------------------------------------------------------------- built-in task
@@ -72,7 +73,7 @@ def builtin_sft_pairs(cfg: BuiltinDataConfig, tokenizer: Any) -> list[tuple[str,
 # --------------------------------------------------------------------------- files
 
 def _read_file(path: str) -> list[dict[str, Any]]:
-    p = Path(path)
+    p = Path(path).expanduser()
     if not p.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     if p.suffix == ".parquet":
@@ -101,21 +102,24 @@ def _as_python(v: Any) -> Any:
         return {k: _as_python(x) for k, x in v.items()}
     if isinstance(v, list):
         return [_as_python(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
     return v
 
 
-def validate_row(raw: dict[str, Any], where: str) -> PromptRow:
+def validate_row(raw: dict[str, Any], where: str, prompt_key: str = "prompt",
+                 source_key: str = "data_source") -> PromptRow:
     """Check one verl-layout row; ``where`` is ``file: row N`` for the error message."""
     raw = _as_python(raw)
-    if "prompt" not in raw or raw["prompt"] is None:
-        raise DataError(f"{where}: missing field 'prompt'")
-    prompt = raw["prompt"]
+    if prompt_key not in raw or raw[prompt_key] is None:
+        raise DataError(f"{where}: missing field {prompt_key!r}" + (" (data.prompt_key)" if prompt_key != "prompt" else ""))
+    prompt = raw[prompt_key]
     if isinstance(prompt, list):
         for j, m in enumerate(prompt):
             if not isinstance(m, dict) or "role" not in m or "content" not in m:
-                raise DataError(f"{where}: field 'prompt[{j}]' must be a message with 'role' and 'content'")
+                raise DataError(f"{where}: field '{prompt_key}[{j}]' must be a message with 'role' and 'content'")
     elif not isinstance(prompt, str):
-        raise DataError(f"{where}: field 'prompt' must be a list of chat messages or a string")
+        raise DataError(f"{where}: field {prompt_key!r} must be a list of chat messages or a string")
     rm = raw.get("reward_model")
     if isinstance(rm, dict) and "ground_truth" in rm:
         gt = rm["ground_truth"]
@@ -123,71 +127,104 @@ def validate_row(raw: dict[str, Any], where: str) -> PromptRow:
         gt = raw["ground_truth"]
     else:
         raise DataError(f"{where}: missing field 'reward_model.ground_truth'")
-    source = raw.get("data_source") or "unknown"
+    source = raw.get(source_key) or "unknown"
     if not isinstance(source, str):
-        raise DataError(f"{where}: field 'data_source' must be a string")
+        raise DataError(f"{where}: field {source_key!r} must be a string")
     extra = raw.get("extra_info") or {}
     if not isinstance(extra, dict):
         raise DataError(f"{where}: field 'extra_info' must be a mapping")
     return PromptRow(prompt=prompt, ground_truth=gt, data_source=source, extra_info=extra)
 
 
-def load_rows(files: list[str]) -> list[PromptRow]:
+def load_rows(files: list[str] | str, cfg: DataConfig | None = None, *, max_samples: int = -1) -> list[PromptRow]:
+    """Rows of verl-layout files (``data.prompt_key``/``reward_fn_key`` from ``cfg``), at most ``max_samples``."""
+    files = [files] if isinstance(files, str) else list(files)
+    prompt_key = cfg.prompt_key if cfg is not None else "prompt"
+    source_key = cfg.reward_fn_key if cfg is not None else "data_source"
     rows: list[PromptRow] = []
     for path in files:
         for i, raw in enumerate(_read_file(path)):
             if not isinstance(raw, dict):
                 raise DataError(f"{path}: row {i}: expected an object, got {type(raw).__name__}")
-            rows.append(validate_row(raw, f"{path}: row {i}"))
+            row = validate_row(raw, f"{path}: row {i}", prompt_key, source_key)
+            row.where = f"{path}: row {i}"
+            rows.append(row)
+            if 0 <= max_samples <= len(rows):
+                return rows
     if not rows:
         raise DataError(f"no rows in {files}")
     return rows
 
 
+def empty_prompt(prompt: Any) -> bool:
+    """No text to condition on: an empty string, no messages, or messages that are all blank."""
+    if isinstance(prompt, str):
+        return not prompt.strip()
+    return not any(str(m.get("content") or "").strip() for m in prompt)
+
+
 # --------------------------------------------------------------------------- tokenization
 
-def render_prompt(prompt: Any, tokenizer: Any) -> str:
+def render_prompt(prompt: Any, tokenizer: Any, chat_kwargs: dict[str, Any] | None = None) -> str:
+    """The prompt text as verl's RLHFDataset builds it: the chat template with the generation prompt."""
     if isinstance(prompt, str):
         return prompt
     if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False, **(chat_kwargs or {}))
     return "\n".join(m["content"] for m in prompt)
 
 
+def _truncate(ids: list[int], limit: int, mode: str) -> list[int]:
+    if mode == "left":
+        return ids[-limit:]
+    if mode == "right":
+        return ids[:limit]
+    left = limit // 2  # middle: keep both ends, as verl
+    return ids[:left] + ids[len(ids) - (limit - left):]
+
+
 def encode_rows(rows: list[PromptRow], tokenizer: Any, cfg: DataConfig, name: str) -> tuple[list[PromptRow], dict]:
-    """Tokenize prompts and apply ``data.truncation``; returns kept rows and counts for the report."""
+    """Tokenize prompts; ``data.filter_overlong_prompts`` drops long ones, else ``data.truncation`` applies."""
     kept, dropped, truncated = [], 0, 0
     limit = cfg.max_prompt_length
+    drop = cfg.filter_overlong_prompts or cfg.truncation == "drop"
     for i, row in enumerate(rows):
-        row.text = render_prompt(row.prompt, tokenizer)
+        row.text = render_prompt(row.prompt, tokenizer, cfg.apply_chat_template_kwargs)
         ids = tokenizer(row.text, add_special_tokens=False)["input_ids"]
         if len(ids) > limit:
-            if cfg.truncation == "error":
-                raise DataError(f"{name}: row {i}: prompt has {len(ids)} tokens > data.max_prompt_length={limit}")
-            if cfg.truncation == "drop":
+            if drop:
                 dropped += 1
                 continue
-            ids = ids[-limit:] if cfg.truncation == "left" else ids[:limit]
+            if cfg.truncation == "error":
+                raise DataError(f"{row.where or name + f': row {i}'}: prompt has {len(ids)} tokens > "
+                                f"data.max_prompt_length={limit} (data.truncation=error; set "
+                                "data.filter_overlong_prompts=true to drop such prompts)")
+            ids = _truncate(ids, limit, cfg.truncation)
             truncated += 1
         row.input_ids = ids
         kept.append(row)
     if dropped or truncated:
+        how = "data.filter_overlong_prompts=true" if drop else f"data.truncation={cfg.truncation}"
         print(f"[rlcockpit] {name}: {dropped} prompts dropped, {truncated} truncated "
-              f"(longer than data.max_prompt_length={limit}, data.truncation={cfg.truncation})")
+              f"(longer than data.max_prompt_length={limit}, {how})")
     if not kept:
         raise DataError(f"{name}: every prompt is longer than data.max_prompt_length={limit}")
     return kept, {"dropped": dropped, "truncated": truncated, "kept": len(kept)}
 
 
+def builtin_rows(cfg: DataConfig) -> tuple[list[PromptRow], list[PromptRow]]:
+    tr, va = arith_rows(cfg.builtin)
+    return ([validate_row(r, f"builtin:{cfg.builtin.name}: row {i}") for i, r in enumerate(tr)],
+            [validate_row(r, f"builtin:{cfg.builtin.name} val: row {i}") for i, r in enumerate(va)])
+
+
 def load_datasets(cfg: DataConfig, tokenizer: Any) -> tuple[list[PromptRow], list[PromptRow], dict]:
     """Train and validation rows (built-in task when no files are given), tokenized."""
     if cfg.train_files:
-        train = load_rows(cfg.train_files)
-        val = load_rows(cfg.val_files) if cfg.val_files else []
+        train = load_rows(cfg.train_files, cfg, max_samples=cfg.train_max_samples)
+        val = load_rows(cfg.val_files, cfg, max_samples=cfg.val_max_samples) if cfg.val_files else []
     else:
-        tr, va = arith_rows(cfg.builtin)
-        train = [validate_row(r, f"builtin:{cfg.builtin.name}: row {i}") for i, r in enumerate(tr)]
-        val = [validate_row(r, f"builtin:{cfg.builtin.name} val: row {i}") for i, r in enumerate(va)]
+        train, val = builtin_rows(cfg)
     train, train_stats = encode_rows(train, tokenizer, cfg, "train data")
     stats = {"data/train_prompts": train_stats["kept"], "data/train_dropped": train_stats["dropped"],
              "data/train_truncated": train_stats["truncated"]}

@@ -1,8 +1,10 @@
 """Closed-loop guardrails: what the trainer does when the health monitor reports a critical finding.
 
-Findings arrive on a background thread (``run.on_finding``); acting there would race the training
-loop, so :meth:`Guardrails.on_finding` only queues them and the loop calls :meth:`Guardrails.poll`
-between steps.  ``health.on_critical``:
+Findings arrive on the run's observer thread; acting there would race the training loop. They reach the
+guardrails through one narrow link, the run's :class:`~rlcockpit.tracking.observers.GuardrailLink`
+(``init(guardrails=True)``, ``run.guardrails``): the loop calls :meth:`Guardrails.poll` between steps,
+which (unless ``health.on_critical=warn``) first waits until the observers have seen every step logged so
+far — the same decisions on every rerun — then takes the link's findings.  ``health.on_critical``:
 
 * ``warn``: print and record a ``guardrail`` event, keep training;
 * ``stop``: record the event and end the run cleanly after this step;
@@ -33,8 +35,9 @@ from rlcockpit.health import Action, Finding
 from rlcockpit.trainer.config import Config, parse_override, set_key, to_dict
 
 CONFIRM_STEPS = 3  # steps the monitor must see past a checkpoint before it counts as healthy
+SYNC_TIMEOUT_S = 10.0  # the longest a step waits for the observers to catch up
 LEAD_STEPS = 2  # a finding starting at step t also covers checkpoints t-1 and t-2 (see module doc)
-STEP_SIZE_KEYS = ("actor.optim.lr",)
+STEP_SIZE_KEYS = ("actor.optim.lr", "actor_rollout_ref.actor.optim.lr")  # short form and verl path
 
 
 def _keys(overrides: list[str]) -> set[str]:
@@ -43,10 +46,12 @@ def _keys(overrides: list[str]) -> set[str]:
 
 class Guardrails:
     def __init__(self, cfg: Config, run: Any, *, rollback: Callable[[int], int | None],
-                 apply_live: Callable[[str, Any], None], log: Callable[[str], None] = print) -> None:
+                 apply_live: Callable[[str, Any], None], log: Callable[[str], None] = print,
+                 link: Any = None) -> None:
         """``rollback(step)`` restores the newest checkpoint before ``step`` and returns its step
-        (None when there is none); ``apply_live(key, value)`` pushes a changed key into live objects."""
-        self.cfg, self.run = cfg, run
+        (None when there is none); ``apply_live(key, value)`` pushes a changed key into live objects;
+        ``link``: the run's guardrail link (``run.guardrails``), else findings come via :meth:`on_finding`."""
+        self.cfg, self.run, self.link = cfg, run, link
         self._rollback, self._apply_live, self._log = rollback, apply_live, log
         self._queue: queue.Queue[Finding] = queue.Queue()
         self.rollbacks = 0
@@ -61,7 +66,7 @@ class Guardrails:
 
     # ---- inputs ---------------------------------------------------------------------------------
     def on_finding(self, finding: Finding) -> None:
-        """Callback for ``run.on_finding`` (any thread)."""
+        """Queue a finding (any thread); with a link, :meth:`poll` takes them from it."""
         if finding.severity in ("warning", "critical"):
             self._queue.put(finding)
 
@@ -74,7 +79,7 @@ class Guardrails:
             self.pending.append(step)
 
     def mark_observed(self, step: int) -> None:
-        """The monitor has processed every step up to ``step`` (called on the writer thread, in order)."""
+        """The monitor has processed every step up to ``step`` (without a link: called by the caller)."""
         self.observed_step = max(self.observed_step, step)
 
     def protected(self) -> set[int]:
@@ -85,7 +90,14 @@ class Guardrails:
     # ---- the decision -----------------------------------------------------------------------------
     def poll(self, step: int) -> None:
         """Handle queued findings and confirm healthy checkpoints; called by the loop between steps."""
-        observed = self.observed_step  # read first: findings up to it are already queued
+        if self.link is not None:
+            if self.cfg.health.on_critical != "warn" and not self.link.sync(SYNC_TIMEOUT_S):
+                self._log(f"[rlcockpit] guardrail: the health checks did not catch up within {SYNC_TIMEOUT_S:g}s; "
+                          "deciding on what they have seen")
+            self.mark_observed(self.link.observed_step)  # read first: findings up to it are in the link
+            for finding in self.link.take():
+                self.on_finding(finding)
+        observed = self.observed_step
         while True:
             try:
                 finding = self._queue.get_nowait()

@@ -1,17 +1,17 @@
 """The RL training loop, readable top to bottom: rollout -> reward -> log-probs -> advantages -> update.
 
-:func:`train` is the whole algorithm; :func:`build` prepares models, data, optimizers and the run.
-Each step logs verl's metric keys through the tracking API, validates every ``trainer.test_freq``
-steps, checkpoints every ``trainer.save_freq`` steps, and lets the guardrails stop or roll back.
+:func:`train` is the whole run: preflight, build (:mod:`rlcockpit.trainer.state`), resume, then each step
+logs verl's metric keys through the tracking API, validates every ``trainer.test_freq`` steps, checkpoints
+every ``trainer.save_freq`` steps, and lets the guardrails stop or roll back. Why a run ended (finished, a
+guardrail, non-finite losses, the reward function, an exception) is stored as a ``run_stopped`` event and
+the ``stop_reason`` summary field, which ``rlcockpit show`` and ``diagnose`` print.
 """
 
 from __future__ import annotations
 
-import math
-import random
 import time
+import uuid
 import warnings
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,31 +20,36 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlcockpit.algos import apply_kl_penalty, compute_advantage, get_kl_controller, scores_to_token_level
+from rlcockpit.algos import apply_kl_penalty, compute_advantage, scores_to_token_level
 from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.collect import collect, validate
-from rlcockpit.trainer.config import Config, to_dict
-from rlcockpit.trainer.data import PromptLoader, load_datasets
+from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
-from rlcockpit.trainer.models import (
-    autocast_factory,
-    forward_logprobs,
-    forward_values,
-    load_actor_and_ref,
-    load_critic,
-    load_tokenizer,
-    needs_reference,
-    reference_context,
-    resolve_device,
+from rlcockpit.trainer.models import forward_logprobs, forward_values, needs_reference, reference_context
+from rlcockpit.trainer.progress import Progress
+from rlcockpit.trainer.rewards import RewardFailureError
+from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
+    State,
+    apply_live,
+    build,
+    ckpt_root,
+    clamp_kl,
+    restore,
+    rewarm,
+    save,
+    total_steps,
 )
-from rlcockpit.trainer.rewards import RewardManager
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
+from rlcockpit.trainer.state import rollback as _rollback
 from rlcockpit.trainer.update import update_actor, update_critic
 
 
 class TrainingStopped(RuntimeError):
     """The run was ended by a safety limit (non-finite losses, reward failures)."""
+
+    def __init__(self, message: str, kind: str = "safety_limit") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
@@ -56,179 +61,6 @@ class TrainResult:
     status: str = "finished"  # finished | stopped | failed
     reason: str | None = None
     checkpoint_dir: str = ""
-
-
-@dataclass
-class State:
-    """Everything the loop mutates; checkpoints and guardrails act on it."""
-
-    cfg: Config
-    device: torch.device
-    tokenizer: Any
-    model_path: str
-    actor: Any
-    ref: Any
-    critic: Any
-    actor_opt: torch.optim.Optimizer
-    actor_sched: Any
-    critic_opt: Any
-    critic_sched: Any
-    loader: PromptLoader
-    val_rows: list
-    reward: RewardManager
-    val_reward: RewardManager
-    engine: Any
-    kl_ctrl: Any
-    autocast: Any
-    data_stats: dict
-    step: int = 0
-
-
-def make_scheduler(opt: torch.optim.Optimizer, optim_cfg: Any, total_steps: int) -> Any:
-    warmup = int(optim_cfg.lr_warmup_steps_ratio * total_steps)
-
-    def factor(s: int) -> float:
-        if warmup and s < warmup:
-            return (s + 1) / warmup
-        if optim_cfg.warmup_style == "cosine":
-            progress = (s - warmup) / max(1, total_steps - warmup)
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-        return 1.0
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
-
-
-def make_optimizer(params: Any, optim_cfg: Any) -> torch.optim.Optimizer:
-    return torch.optim.AdamW([p for p in params if p.requires_grad], lr=optim_cfg.lr,
-                             weight_decay=optim_cfg.weight_decay, betas=tuple(optim_cfg.betas))
-
-
-def total_steps(cfg: Config, loader: PromptLoader) -> int:
-    return cfg.trainer.total_training_steps or cfg.trainer.total_epochs * loader.steps_per_epoch
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def resolve_model_path(cfg: Config, log: Any = print) -> str:
-    if cfg.actor.model.path != "tiny":
-        return cfg.actor.model.path
-    from rlcockpit.trainer.tiny import prepare_tiny
-
-    tiny = cfg.actor.model.tiny
-    out_dir = None if tiny.cache else Path(cfg.trainer.default_local_dir) / "init_model"
-    return str(prepare_tiny(tiny, cfg.data.builtin, seed=cfg.trainer.seed, dtype=cfg.actor.model.dtype,
-                            out_dir=out_dir, log=log))
-
-
-def build(cfg: Config, log: Any = print) -> State:
-    if cfg.trainer.num_threads > 0:
-        torch.set_num_threads(cfg.trainer.num_threads)
-    seed_everything(cfg.trainer.seed)
-    device = resolve_device(cfg.trainer.device)
-    path = resolve_model_path(cfg, log)
-    tokenizer = load_tokenizer(path)
-    actor, ref = load_actor_and_ref(cfg, path, device)
-    critic = load_critic(cfg, path, device) if cfg.algorithm.adv_estimator == "gae" else None
-    train_rows, val_rows, data_stats = load_datasets(cfg.data, tokenizer)
-    loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle, seed=cfg.data.seed)
-    steps = total_steps(cfg, loader)
-    actor_opt = make_optimizer(actor.parameters(), cfg.actor.optim)
-    critic_opt = make_optimizer(critic.parameters(), cfg.critic.optim) if critic is not None else None
-    autocast = autocast_factory(cfg.actor.model.dtype, device)
-    engine = ROLLOUT_ENGINES.get(cfg.rollout.name)(actor, pad_token_id=tokenizer.pad_token_id,
-                                                  eos_token_id=tokenizer.eos_token_id, device=device, autocast=autocast)
-    kc = cfg.algorithm.kl_ctrl
-    return State(
-        cfg=cfg, device=device, tokenizer=tokenizer, model_path=path, actor=actor, ref=ref, critic=critic,
-        actor_opt=actor_opt, actor_sched=make_scheduler(actor_opt, cfg.actor.optim, steps),
-        critic_opt=critic_opt, critic_sched=make_scheduler(critic_opt, cfg.critic.optim, steps) if critic_opt else None,
-        loader=loader, val_rows=val_rows, reward=RewardManager(cfg.reward, device=device),
-        val_reward=RewardManager(cfg.reward, name=cfg.reward.val_name, device=device) if cfg.reward.val_name
-        else RewardManager(cfg.reward, device=device),
-        engine=engine, kl_ctrl=get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon),
-        autocast=autocast, data_stats=data_stats)
-
-
-# --------------------------------------------------------------------------- checkpoint plumbing
-
-def _ckpt_parts(st: State) -> dict[str, dict[str, Any]]:
-    return {"models": {"actor": st.actor, "critic": st.critic},
-            "optimizers": {"actor": st.actor_opt, "critic": st.critic_opt},
-            "schedulers": {"actor": st.actor_sched, "critic": st.critic_sched}}
-
-
-def save(st: State, run_id: str, guard: Guardrails | None = None) -> Path:
-    """Checkpoint ``st``; with ``guard``, its last known-healthy checkpoint survives rotation and its
-    interventions (rollbacks, applied overrides) travel with the checkpoint, next to the live config."""
-    path = ckpt.save_checkpoint(st.cfg.trainer.default_local_dir, st.step, **_ckpt_parts(st),
-                                keep=st.cfg.trainer.max_actor_ckpt_to_keep,
-                                protect=guard.protected() if guard is not None else (),
-                                trainer_state={"run_id": run_id, "loader": st.loader.state_dict(),
-                                               "kl_coef": float(st.kl_ctrl.value), "model_path": st.model_path,
-                                               "reward_counts": [st.reward.calls, st.reward.failures],
-                                               "config": to_dict(st.cfg),
-                                               "guardrail": guard.state_dict() if guard is not None else None})
-    if guard is not None:
-        guard.note_checkpoint(st.step, healthy=st.step == 0)  # step 0: the model before any update
-    return path
-
-
-def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
-    """``full``: exact resume (RNG, data position, counters); else a rollback of the weights only."""
-    state = ckpt.load_checkpoint(path, **_ckpt_parts(st), restore_rng=full)
-    st.kl_ctrl.value = state["kl_coef"]
-    if full:
-        st.loader.load_state_dict(state["loader"])
-        st.step = int(state["step"])
-        st.reward.calls, st.reward.failures = state.get("reward_counts", [0, 0])
-    return state
-
-
-def apply_live(st: State, key: str, value: Any) -> None:
-    """Push a config change made by a guardrail into the objects that cached it."""
-    if key in ("actor.optim.lr_warmup_steps_ratio", "critic.optim.lr_warmup_steps_ratio"):
-        opt, sched = (st.actor_opt, st.actor_sched) if key.startswith("actor") else (st.critic_opt, st.critic_sched)
-        if sched is not None:
-            rewarm(opt, sched, int(float(value) * total_steps(st.cfg, st.loader)))
-    elif key in ("actor.optim.lr", "critic.optim.lr"):
-        opt, sched = (st.actor_opt, st.actor_sched) if key.startswith("actor") else (st.critic_opt, st.critic_sched)
-        if opt is not None:
-            sched.base_lrs = [float(value)] * len(opt.param_groups)
-            for g, base, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
-                g["lr"] = base * fn(sched.last_epoch)
-    elif key.startswith("algorithm.kl_ctrl."):
-        # rebuild the controller (type/target/horizon live in it, not only in the config); a change of
-        # anything but kl_coef keeps the coefficient the controller had adapted to
-        kc = st.cfg.algorithm.kl_ctrl
-        current = float(st.kl_ctrl.value)
-        st.kl_ctrl = get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon)
-        if key != "algorithm.kl_ctrl.kl_coef":
-            st.kl_ctrl.value = current
-    if needs_reference(st.cfg) and st.ref is None and not hasattr(st.actor, "peft_config"):
-        from transformers import AutoModelForCausalLM
-
-        st.ref = AutoModelForCausalLM.from_pretrained(st.model_path, local_files_only=True).to(st.device).eval()
-
-
-_ORIGINAL_LAMBDAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # not in the scheduler: it pickles its dict
-
-
-def rewarm(opt: torch.optim.Optimizer, sched: Any, warmup: int) -> None:
-    """Warm the learning rate up again over ``warmup`` steps from now (after a guardrail rollback the
-    restored policy meets the new settings with a cold start, not at full step size). Idempotent: a
-    second call replaces the first re-warm-up instead of stacking on it."""
-    base = _ORIGINAL_LAMBDAS.setdefault(sched, list(sched.lr_lambdas))
-    start = sched.last_epoch
-    if warmup > 0:
-        sched.lr_lambdas = [lambda s, fn=fn: fn(s) * min(1.0, (s - start + 1) / warmup) for fn in base]
-    else:
-        sched.lr_lambdas = list(base)
-    for g, lr0, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
-        g["lr"] = lr0 * fn(sched.last_epoch)
 
 
 # --------------------------------------------------------------------------- one step
@@ -278,6 +110,7 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
             rewards, kl_m = apply_kl_penalty(rewards, batch["old_log_probs"], batch["ref_log_prob"], mask,
                                              st.kl_ctrl, cfg.algorithm.kl_penalty)
             st.kl_ctrl.update(kl_m["actor/reward_kl_penalty"], n_steps=bs)
+            clamp_kl(st.kl_ctrl, cfg)
             metrics.update(kl_m)
         batch["token_level_rewards"] = rewards
         a = cfg.algorithm
@@ -290,10 +123,11 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
         with timed(timing, "update_critic"):
             metrics.update(update_critic(cfg, st.critic, st.critic_opt, batch, st.autocast))
             st.critic_sched.step()
-    with timed(timing, "update_actor"), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
-        metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast))
-        st.actor_sched.step()
+    if st.step > cfg.trainer.critic_warmup:  # verl: the first critic_warmup steps train only the critic
+        with timed(timing, "update_actor"), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
+            metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast))
+            st.actor_sched.step()
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     metrics.update(data_metrics(batch, cfg.data.max_response_length, cfg.data.max_prompt_length))
     metrics["perf/total_num_tokens_int"] = float(batch["attention_mask"].sum())
@@ -302,130 +136,191 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
 
 # --------------------------------------------------------------------------- the loop
 
-def train(cfg: Config, *, log: Any = print, state: State | None = None) -> TrainResult:
+def print_config_notes(cfg: Config, log: Any = print) -> list[dict[str, Any]]:
+    """The "accepted, no effect here: why" table, once per run; returns it for the run's ``config`` event."""
+    table = [{"why": why, "keys": keys} for why, keys in no_effect_table(cfg)]
+    if table:
+        n = sum(len(r["keys"]) for r in table)
+        log(f"[rlcockpit] {n} config key(s) accepted with no effect here (stored with the run):")
+        for row in table:
+            shown = ", ".join(row["keys"][:3]) + (f" (+{len(row['keys']) - 3} more)" if len(row["keys"]) > 3 else "")
+            log(f"    {shown}: {row['why']}")
+    return table
+
+
+def resume_point(cfg: Config) -> Path | None:
+    """verl's ``trainer.resume_mode``: disable | auto (newest checkpoint) | resume_path (resume_from_path)."""
+    tr = cfg.trainer
+    if tr.resume_mode == "disable":
+        return None
+    if tr.resume_mode == "auto":
+        return ckpt.find_latest(tr.default_local_dir)
+    path = Path(tr.resume_from_path if tr.resume_mode == "resume_path" else tr.resume_mode).expanduser()
+    if tr.resume_mode == "resume_path" and not tr.resume_from_path:
+        raise ValueError("trainer.resume_mode=resume_path needs trainer.resume_from_path")
+    if not (path / ckpt.STATE).is_file():
+        raise FileNotFoundError(f"trainer.resume_mode: no checkpoint at {path} (expected .../global_step_N)")
+    return path
+
+
+def loggers_for(cfg: Config) -> list[str]:
+    """``trainer.logger`` minus ``console`` (the trainer draws its own progress), plus the embedded store
+    unless ``trainer.store=false``: a pasted verl logger list still gives a diagnosable run."""
+    names = [x for x in cfg.trainer.logger if x != "console"]
+    if cfg.trainer.store and "rlcockpit" not in names:
+        names.insert(0, "rlcockpit")
+    return names
+
+
+def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = True) -> Any:
     import rlcockpit
-    from rlcockpit.preflight import preflight_gate
+
+    tr = cfg.trainer
+    options = {"wandb": {"entity": tr.entity}} if tr.entity else None
+    return rlcockpit.init(project=tr.project_name, name=tr.experiment_name, group=tr.group, tags=list(tr.tags) or None,
+                          config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
+                          loggers=loggers_for(cfg), health=cfg.health.enable and health, alerts=cfg.alerts or None,
+                          logger_options=options, guardrails=health)
+
+
+def record_stop(run: Any, kind: str, reason: str, step: int) -> None:
+    """Why the run ended: an event and summary fields (``stop_reason``, ``stop_kind``)."""
+    run.log_event("run_stopped", {"kind": kind, "reason": reason, "step": step}, step=step)
+    run.summary.update({"stop_reason": reason, "stop_kind": kind})
+
+
+def record_preflight_failure(cfg: Config, reason: str) -> str:
+    """A run stopped by preflight is stored as such (status stopped, no steps) so the cockpit shows why."""
+    run = open_run(cfg, uuid.uuid4().hex[:8], None, health=False)
+    record_stop(run, "preflight", reason, 0)
+    run.finish(exit_code=1, status="stopped", reason=reason)
+    return run.id
+
+
+def train(cfg: Config, *, log: Any = print, state: State | None = None) -> TrainResult:
+    from rlcockpit.preflight import PreflightFailed, preflight_gate
 
     t_start = time.time()
-    preflight_gate(cfg, log=log, skip=tuple(cfg.trainer.preflight_skip))  # strict raises before any work
-    st = state or build(cfg, log)
     tr = cfg.trainer
-    steps = total_steps(cfg, st.loader)
-    run_id = None
-    resume_from = None
-    if tr.resume_mode == "auto":
-        resume_from = ckpt.find_latest(tr.default_local_dir)
-    elif tr.resume_mode not in ("disable", "auto"):
-        resume_from = Path(tr.resume_mode)
+    no_effect = print_config_notes(cfg, log)
+    try:
+        preflight_gate(cfg, log=log, skip=tuple(tr.preflight_skip))  # strict raises before any work
+    except PreflightFailed as exc:
+        exc.run_id = record_preflight_failure(cfg, str(exc))
+        raise
+    st = state or build(cfg, log)
+    resume_from = resume_point(cfg)
     resumed: dict[str, Any] = {}
     if resume_from is not None:
         resumed = restore(st, resume_from)
-        run_id = resumed["run_id"]
-        log(f"[rlcockpit] resuming run {run_id} from {resume_from} (step {st.step})")
-    run = rlcockpit.init(project=tr.project_name, name=tr.experiment_name, tags=list(tr.tags) or None,
-                         config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=run_id, loggers=list(tr.logger),
-                         health=cfg.health.enable, alerts=cfg.alerts or None)
-    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v), log=log)
-    run.on_finding(guard.on_finding)
-    # only rollback needs to know which checkpoints are healthy (and to keep them out of rotation)
-    ckpt_guard = guard if cfg.health.on_critical == "rollback" else None
+        log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
+    st.run_id = resumed.get("run_id") or uuid.uuid4().hex[:8]
+    st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
+    if st.ckpt_dir != Path(tr.default_local_dir):
+        log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
+        tr.default_local_dir = str(st.ckpt_dir)
+    run = open_run(cfg, st.run_id, resumed.get("run_id"))
+    run.log_event("config", {"no_effect": no_effect, "aliases": dict(cfg.aliases)}, step=st.step)
+    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v),
+                       log=log, link=run.guardrails)
+    ckpt_guard = guard if cfg.health.on_critical == "rollback" else None  # only rollback tracks healthy checkpoints
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
-    result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=tr.default_local_dir)
-    exit_code = 0
+    result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=str(ckpt_root(st)))
+    steps = total_steps(cfg, st.loader)
     try:
-        if st.step == 0:
-            run.log(dict(st.data_stats), step=0)
-            if cfg.health.on_critical == "rollback":
-                save(st, run.id, ckpt_guard)  # a healthy point to come back to
-        if st.step == 0 and tr.test_freq > 0:
-            _validate(st, run, result, log)
-        consecutive_nonfinite = 0
-        while st.step < steps and not guard.stop_requested:
-            st.step += 1
-            timing: dict[str, float] = {}
-            t0 = time.perf_counter()
-            metrics, exp = train_step(st, timing)
-            timing["step"] = time.perf_counter() - t0
-            metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
-            metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
-            metrics.update({"reward/failures": float(st.reward.failures), "reward/failure_rate": st.reward.failure_rate,
-                            "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
-            run.log(metrics, step=st.step)
-            if exp is not None and tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
-                run.log_samples(sample_rows(exp, tr.num_log_samples), step=st.step)
-            _progress(st, metrics, log)
-            st.reward.check()
-            skipped = metrics.get("actor/nonfinite_skipped", 0.0)
-            consecutive_nonfinite = consecutive_nonfinite + 1 if skipped > 0 else 0
-            if consecutive_nonfinite >= tr.max_consecutive_nonfinite:
-                raise TrainingStopped(f"{consecutive_nonfinite} steps in a row had non-finite losses/gradients "
-                                      f"(trainer.max_consecutive_nonfinite={tr.max_consecutive_nonfinite})")
-            if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
-                _validate(st, run, result, log)
-            if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-                save(st, run.id, ckpt_guard)
-            if ckpt_guard is not None:  # after this step's metrics and samples
-                run.call_in_writer(lambda s=st.step: ckpt_guard.mark_observed(s))
-            if cfg.health.on_critical != "warn":
-                run.flush(timeout=10.0)  # act on this step's findings now: same decisions on every rerun
-            guard.poll(st.step)
-        if guard.stop_requested:
-            last = guard.handled[-1] if guard.handled else {}
-            result.status = "stopped"
-            result.reason = (f"guardrail: critical finding {last.get('title')!r} (health.on_critical="
-                             f"{cfg.health.on_critical}" + (f"; {last['reason']}" if last.get("reason") else "") + ")")
-        if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
-            _validate(st, run, result, log)
-        if tr.save_freq > 0 and not (Path(tr.default_local_dir) / f"global_step_{st.step}").is_dir():
-            save(st, run.id, ckpt_guard)  # the final state, as verl does
+        with Progress(steps, start=st.step) as progress:
+            _run_steps(st, run, guard, ckpt_guard, result, progress, steps, log)
     except TrainingStopped as exc:
-        result.status, result.reason, exit_code = "stopped", str(exc), 1
+        result.status, result.reason = "stopped", str(exc)
+        record_stop(run, exc.kind, str(exc), st.step)
         log(f"[rlcockpit] stopping: {exc}")
-    except Exception as exc:
-        from rlcockpit.trainer.rewards import RewardFailureError
-
-        result.status, result.reason, exit_code = "failed", str(exc), 1
-        if not isinstance(exc, RewardFailureError):
-            run.finish(exit_code=1)
-            raise
+    except RewardFailureError as exc:
+        result.status, result.reason = "stopped", str(exc)
+        record_stop(run, "reward_failure", str(exc), st.step)
         log(f"[rlcockpit] stopping: {exc}")
-    finally:
-        result.steps, result.wall_s = st.step, time.time() - t_start
-        if result.val:
-            run.summary["val_acc_initial"] = result.val[0][1]
-            run.summary["val_acc_final"] = result.val[-1][1]
-        run.finish(exit_code=exit_code)
+    except BaseException as exc:
+        result.status, result.reason = "failed", f"{type(exc).__name__}: {exc}"
+        record_stop(run, "exception" if isinstance(exc, Exception) else "interrupted", result.reason, st.step)
+        _finish(run, st, result, t_start)
+        raise
+    _finish(run, st, result, t_start)
     return result
 
 
-def _rollback(st: State, before_step: int) -> int | None:
-    """Restore the weights and optimizer of the newest checkpoint before ``before_step``; the checkpoints
-    of the abandoned trajectory after it are deleted (a later ``resume_mode=auto`` must not pick one)."""
-    path = ckpt.find_before(st.cfg.trainer.default_local_dir, before_step)
-    if path is None:
-        return None
-    restored = int(restore(st, path, full=False)["step"])
-    ckpt.remove_after(st.cfg.trainer.default_local_dir, restored)
-    return restored
+def _finish(run: Any, st: State, result: TrainResult, t_start: float) -> None:
+    result.steps, result.wall_s = st.step, time.time() - t_start
+    if result.val:
+        run.summary.update({"val_acc_initial": result.val[0][1], "val_acc_final": result.val[-1][1]})
+    if result.status == "finished":
+        run.summary.update({"stop_reason": "finished", "stop_kind": "finished"})
+    run.finish(exit_code=0 if result.status == "finished" else 1, status=result.status, reason=result.reason)
 
 
-def _validate(st: State, run: Any, result: TrainResult, log: Any) -> None:
+def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | None, result: TrainResult,
+               progress: Progress, steps: int, log: Any) -> None:
+    cfg, tr = st.cfg, st.cfg.trainer
+    if st.step == 0:
+        run.log(dict(st.data_stats), step=0)
+        if cfg.health.on_critical == "rollback":
+            save(st, run.id, ckpt_guard)  # a healthy point to come back to
+    if st.step == 0 and (tr.val_before_train or tr.val_only) and (tr.test_freq > 0 or tr.val_only):
+        _validate(st, run, result, log, progress)
+    if tr.val_only:
+        return
+    consecutive_nonfinite = 0
+    while st.step < steps and not guard.stop_requested:
+        st.step += 1
+        timing: dict[str, float] = {}
+        t0 = time.perf_counter()
+        metrics, exp = train_step(st, timing)
+        timing["step"] = time.perf_counter() - t0
+        metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
+        metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
+        metrics.update({"reward/failures": float(st.reward.failures), "reward/failure_rate": st.reward.failure_rate,
+                        "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
+        run.log(metrics, step=st.step)
+        if exp is not None and tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
+            run.log_samples(sample_rows(exp, tr.num_log_samples), step=st.step)
+        progress.update(st.step, metrics, timing["step"])
+        st.reward.check()
+        skipped = metrics.get("actor/nonfinite_skipped", 0.0)
+        consecutive_nonfinite = consecutive_nonfinite + 1 if skipped > 0 else 0
+        if consecutive_nonfinite >= tr.max_consecutive_nonfinite:
+            raise TrainingStopped(f"{consecutive_nonfinite} steps in a row had non-finite losses/gradients "
+                                  f"(trainer.max_consecutive_nonfinite={tr.max_consecutive_nonfinite})", "nonfinite")
+        if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
+            _validate(st, run, result, log, progress)
+        if tr.save_freq > 0 and st.step % tr.save_freq == 0:
+            save(st, run.id, ckpt_guard)
+        guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
+    if guard.stop_requested:
+        last = guard.handled[-1] if guard.handled else {}
+        result.status = "stopped"
+        result.reason = (f"guardrail: critical finding {last.get('title')!r} (health.on_critical="
+                         f"{cfg.health.on_critical}" + (f"; {last['reason']}" if last.get("reason") else "") + ")")
+        record_stop(run, "guardrail", result.reason, st.step)
+    if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
+        _validate(st, run, result, log, progress)
+    if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
+        save(st, run.id, ckpt_guard)  # the final state, as verl does
+
+
+def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
     t0 = time.perf_counter()
-    metrics, samples = validate(st.cfg, st.engine, st.tokenizer, st.val_reward, st.val_rows)
+    metrics, samples = validate(st.cfg, st.engine, st.tokenizer, st.val_reward, st.val_rows,
+                                max_samples=max(8, st.cfg.trainer.log_val_generations))
     if not metrics:
         return
     metrics["timing_s/testing"] = time.perf_counter() - t0
     run.log(metrics, step=st.step)
-    accs = [v for k, v in metrics.items() if k.endswith("/acc/mean@1")]
+    if st.cfg.trainer.log_val_generations > 0:
+        run.log_samples([{**s, "split": "val"} for s in samples[: st.cfg.trainer.log_val_generations]], step=st.step)
+    accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
-    log(f"[rlcockpit] step {st.step}: validation accuracy {acc:.3f} ({len(st.val_rows)} prompts, greedy)")
-
-
-def _progress(st: State, m: dict[str, float], log: Any) -> None:
-    if "console" in st.cfg.trainer.logger or not (st.step % 10 == 0 or st.step == 1):
-        return
-    log(f"[rlcockpit] step {st.step}: score {m.get('critic/score/mean', float('nan')):.3f} "
-        f"entropy {m.get('actor/entropy', float('nan')):.3f} kl {m.get('actor/ppo_kl', float('nan')):+.4f} "
-        f"len {m.get('response_length/mean', float('nan')):.1f} ({m['timing_s/step']:.2f}s/step)")
+    if progress is not None:
+        progress.val(acc)
+    n = st.cfg.rollout.val_kwargs.n
+    log(f"[rlcockpit] step {st.step}: validation accuracy {acc:.3f} ({len(st.val_rows)} prompts, "
+        f"{'greedy' if not st.cfg.rollout.val_kwargs.do_sample else 'sampled'}{f', mean@{n}' if n > 1 else ''})")

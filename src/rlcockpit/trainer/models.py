@@ -23,11 +23,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str, log: Callable[[str], None] | None = print) -> torch.device:
+    """``auto`` picks CUDA when present; ``cuda`` without a GPU (verl's YAML says cuda) runs on CPU, said once."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("trainer.device=cuda but torch sees no CUDA device")
+        if log is not None:
+            log("[rlcockpit] trainer.device=cuda but torch sees no CUDA device: running on cpu")
+        return torch.device("cpu")
     return torch.device(name)
 
 
@@ -38,43 +41,78 @@ def autocast_factory(dtype: str, device: torch.device) -> Callable[[], contextli
     return lambda: torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-def _check_local(path: str, what: str) -> None:
-    if not Path(path).is_dir() or not (Path(path) / "config.json").is_file():
-        raise FileNotFoundError(
-            f"{what}={path!r} is not a local Hugging Face model directory (no config.json); "
-            "rlcockpit never downloads weights: pass a local path, or 'tiny' for the built-in demo model"
-        )
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
-def load_tokenizer(path: str) -> Any:
+def model_dir_problems(path: str, what: str = "actor_rollout_ref.model.path", *, tokenizer: bool = True) -> list[str]:
+    """What is missing for ``path`` to load as a local HF model (config, weights, tokenizer); [] when fine."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        return [f"{what}={path!r} is not a local directory (rlcockpit never downloads weights: pass a local "
+                "path, or 'tiny' for the built-in demo model)"]
+    problems = []
+    if not (p / "config.json").is_file():
+        problems.append(f"{what}={path!r} has no config.json")
+    if not any((p / f).is_file() for f in WEIGHT_FILES) and not (p / "adapter_config.json").is_file():
+        problems.append(f"{what}={path!r} has no weights ({' / '.join(WEIGHT_FILES[::2])})")
+    if tokenizer and not any((p / f).is_file() for f in TOKENIZER_FILES):
+        problems.append(f"{what}={path!r} has no tokenizer (tokenizer.json / tokenizer_config.json)")
+    return problems
+
+
+def _check_local(path: str, what: str, *, tokenizer: bool = False) -> None:
+    problems = model_dir_problems(path, what, tokenizer=tokenizer)
+    if problems:
+        raise FileNotFoundError("; ".join(problems))
+
+
+def tokenizer_path(cfg: Config, model_path: str) -> str:
+    return cfg.model.tokenizer_path or cfg.data.tokenizer or model_path
+
+
+def load_tokenizer(path: str, *, trust_remote_code: bool = False, chat_template: str | None = None) -> Any:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tok = AutoTokenizer.from_pretrained(str(Path(path).expanduser()), local_files_only=True,
+                                        trust_remote_code=trust_remote_code)
     tok.padding_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
+    if chat_template:
+        tok.chat_template = chat_template
     return tok
+
+
+def import_external_lib(cfg: Config) -> None:
+    """``actor_rollout_ref.model.external_lib``: a module that registers custom model classes (as verl)."""
+    if cfg.model.external_lib:
+        import importlib
+
+        importlib.import_module(cfg.model.external_lib)
+
+
+def load_causal_lm(cfg: Config, path: str, device: torch.device) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    m = cfg.model
+    # the trained weights stay fp32 (Adam on bf16 weights loses small updates); bf16 = autocast
+    return AutoModelForCausalLM.from_pretrained(str(Path(path).expanduser()), dtype=torch.float32,
+                                                local_files_only=True, trust_remote_code=m.trust_remote_code,
+                                                **dict(m.override_config)).to(device)
 
 
 def load_actor_and_ref(cfg: Config, path: str, device: torch.device) -> tuple[Any, Any | None]:
     """The trainable policy and a frozen reference (``None`` when LoRA: adapters off = reference)."""
-    from transformers import AutoModelForCausalLM
-
-    _check_local(path, "actor.model.path")
-    m = cfg.actor.model
-    # the trained weights stay fp32 (Adam on bf16 weights loses small updates); bf16 = autocast
-    actor = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).to(device)
+    _check_local(path, "actor_rollout_ref.model.path")
+    m = cfg.model
+    actor = load_causal_lm(cfg, path, device)
     if m.enable_gradient_checkpointing:
         actor.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         actor.config.use_cache = False
     ref = None
-    if m.lora_rank > 0:
-        from peft import LoraConfig, get_peft_model
-
-        if m.enable_gradient_checkpointing:
-            actor.enable_input_require_grads()
-        actor = get_peft_model(actor, LoraConfig(r=m.lora_rank, lora_alpha=m.lora_alpha,
-                                                 target_modules=list(m.target_modules), task_type="CAUSAL_LM"))
+    if m.lora_rank > 0 or m.lora_adapter_path:
+        actor = wrap_lora(cfg, actor)
     elif needs_reference(cfg):
         ref = copy.deepcopy(actor).eval()
         if m.dtype == "bf16" and device.type == "cuda":
@@ -84,18 +122,36 @@ def load_actor_and_ref(cfg: Config, path: str, device: torch.device) -> tuple[An
     return actor, ref
 
 
+def wrap_lora(cfg: Config, model: Any) -> Any:
+    """A peft LoRA model: a fresh adapter (``lora_rank``/``lora_alpha``/``target_modules``) or the saved one
+    at ``lora_adapter_path``, trainable."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    m = cfg.model
+    if m.enable_gradient_checkpointing:
+        model.enable_input_require_grads()
+    if m.lora_adapter_path:
+        return PeftModel.from_pretrained(model, str(Path(m.lora_adapter_path).expanduser()), is_trainable=True)
+    targets = m.target_modules if isinstance(m.target_modules, str) else list(m.target_modules)
+    exclude = m.exclude_modules if isinstance(m.exclude_modules, (str, type(None))) else list(m.exclude_modules)
+    return get_peft_model(model, LoraConfig(r=m.lora_rank, lora_alpha=m.lora_alpha, target_modules=targets,
+                                            exclude_modules=exclude, task_type="CAUSAL_LM"))
+
+
 def needs_reference(cfg: Config) -> bool:
     return cfg.actor.use_kl_loss or cfg.algorithm.use_kl_in_reward
 
 
 def load_critic(cfg: Config, actor_path: str, device: torch.device) -> Any:
-    """A value head (token classification, 1 label) on ``critic.model_path`` or the actor's weights."""
+    """A value head (token classification, 1 label) on ``critic.model.path`` or the actor's weights."""
     from transformers import AutoModelForTokenClassification
 
-    path = cfg.critic.model_path or actor_path
-    _check_local(path, "critic.model_path")
-    critic = AutoModelForTokenClassification.from_pretrained(path, num_labels=1, local_files_only=True).to(device)
-    if cfg.actor.model.enable_gradient_checkpointing:
+    path = cfg.critic.model.path or actor_path
+    _check_local(path, "critic.model.path")
+    critic = AutoModelForTokenClassification.from_pretrained(str(Path(path).expanduser()), num_labels=1,
+                                                             local_files_only=True,
+                                                             trust_remote_code=cfg.model.trust_remote_code).to(device)
+    if cfg.model.enable_gradient_checkpointing:
         critic.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return critic
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.registry import Registry
-from rlcockpit.trainer.config import RewardConfig
+from rlcockpit.trainer.reward_score import dapo_score, default_compute_score, gsm8k_score, math_score
 
 RewardFn = Callable[..., Any]
 REWARDS: Registry[RewardFn] = Registry("reward")
@@ -28,8 +28,11 @@ class RewardFailureError(RuntimeError):
     """Too many reward calls raised; the message carries the last traceback."""
 
 
-def _norm_number(text: str) -> str:
-    return text.replace(",", "").replace("$", "").strip().rstrip(".")
+@REWARDS.register("auto", "default", "default_compute_score")
+def auto_reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None,
+                **kwargs: Any) -> float | dict[str, Any]:
+    """By ``data_source``, as verl's ``default_compute_score`` (see :mod:`rlcockpit.trainer.reward_score`)."""
+    return default_compute_score(data_source, solution_str, ground_truth, extra_info, **kwargs)
 
 
 @REWARDS.register("arith", "exact_match")
@@ -38,17 +41,23 @@ def arith_exact_match(data_source: str, solution_str: str, ground_truth: Any, ex
     return 1.0 if solution_str.strip() == str(ground_truth).strip() else 0.0
 
 
-_GSM8K = re.compile(r"####\s*(-?[0-9.,$]+)")
-
-
 @REWARDS.register("gsm8k")
-def gsm8k(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None,
+def gsm8k(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, method: str = "strict",
           format_score: float = 0.0, score: float = 1.0) -> float:
-    """GSM8K style: the answer after the last ``#### `` must equal the ground truth."""
-    found = _GSM8K.findall(solution_str)
-    if not found:
-        return 0.0
-    return score if _norm_number(found[-1]) == _norm_number(str(ground_truth)) else format_score
+    """verl's GSM8K rule: the number after the last ``#### `` must equal the ground truth."""
+    return gsm8k_score(solution_str, ground_truth, method=method, format_score=format_score, score=score)
+
+
+@REWARDS.register("math", "math_reward")
+def math_reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+    """verl's MATH rule: the last ``\\boxed{}`` equals the ground truth after Hendrycks normalisation."""
+    return math_score(solution_str, ground_truth)
+
+
+@REWARDS.register("math_dapo")
+def math_dapo(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, Any]:
+    """verl's DAPO math rule: ``Answer: x`` (else the last box); +1 / -1 with ``acc`` and ``pred``."""
+    return dapo_score(solution_str, ground_truth)
 
 
 @REWARDS.register("format")
@@ -68,22 +77,38 @@ def arith_lenient_length_bonus(data_source: str, solution_str: str, ground_truth
     return hit + min(max_bonus, length_bonus * len(solution_str.strip()))
 
 
-def load_custom_fn(spec: str) -> RewardFn:
-    """``path/to/file.py:fn`` -> the function (verl's compute_score signature)."""
-    path, _, name = spec.rpartition(":")
-    if not path or not name:
-        raise ValueError(f"reward.custom_fn={spec!r} must look like path/to/file.py:function")
-    file = Path(path)
+def load_custom_fn(path: str, name: str | None = None) -> RewardFn:
+    """The function ``name`` (default ``compute_score``, as verl) from the Python file ``path``."""
+    name = name or "compute_score"
+    file = Path(path).expanduser()
     if not file.is_file():
-        raise FileNotFoundError(f"reward.custom_fn: file not found: {file}")
+        raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
     mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
     module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
     mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
     fn = getattr(module, name, None)
     if not callable(fn):
         funcs = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
-        raise ValueError(f"reward.custom_fn: {file} has no function {name!r}; it defines: {', '.join(funcs)}")
+        raise ValueError(f"custom_reward_function.name: {file} has no function {name!r}; it defines: "
+                         f"{', '.join(funcs) or 'nothing callable'}")
     return fn
+
+
+def reward_model_enabled(cfg: Any) -> bool:
+    rm = cfg.reward_model
+    return bool(rm.model.path) if rm.enable is None else bool(rm.enable)
+
+
+def resolve_reward_fn(cfg: Any, *, validation: bool = False) -> tuple[RewardFn, str, dict[str, Any]]:
+    """(function, label, kwargs) the config selects, in verl's order: a custom function file first, else the
+    named rule (``reward.name``; ``reward.val_name`` for validation when set)."""
+    crf = cfg.custom_reward_function
+    val_name = cfg.reward.val_name if validation else None
+    if crf.path and not val_name:
+        return load_custom_fn(crf.path, crf.name), f"{crf.path}:{crf.name or 'compute_score'}", dict(cfg.reward.kwargs)
+    name = val_name or cfg.reward.name
+    kwargs = dict(cfg.reward.kwargs) if name == cfg.reward.name else {}
+    return REWARDS.get(name), f"reward.name={name}" if not val_name else f"reward.val_name={name}", kwargs
 
 
 class RewardModelScorer:
@@ -93,7 +118,7 @@ class RewardModelScorer:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         if not Path(path).is_dir():
-            raise FileNotFoundError(f"reward.model_path: not a local model directory: {path}")
+            raise FileNotFoundError(f"reward_model.model.path: not a local model directory: {path}")
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -112,21 +137,28 @@ class RewardModelScorer:
 class RewardManager:
     """Scores a batch, turning per-sample exceptions into 0 and tracking the failure rate."""
 
-    def __init__(self, cfg: RewardConfig, *, name: str | None = None, device: Any = "cpu") -> None:
-        self.cfg = cfg
-        self.kwargs = dict(cfg.kwargs)
-        self.model: RewardModelScorer | None = None
-        self.fn: RewardFn | None = None
-        if cfg.model_path and name is None:
-            self.model = RewardModelScorer(cfg.model_path, device)
-        elif cfg.custom_fn and name is None:
-            self.fn = load_custom_fn(cfg.custom_fn)
-        else:
-            self.fn = REWARDS.get(name or cfg.name)
-            self.kwargs = {} if name is not None and name != cfg.name else self.kwargs
+    def __init__(self, fn: RewardFn | None = None, *, label: str = "reward", kwargs: dict[str, Any] | None = None,
+                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None) -> None:
+        self.fn, self.model, self.label = fn, model, label
+        self.kwargs = dict(kwargs or {})
+        self.max_failure_rate = max_failure_rate
         self.calls = 0
         self.failures = 0
         self.last_error: str | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Any, *, validation: bool = False, device: Any = "cpu") -> RewardManager:
+        if reward_model_enabled(cfg) and not (validation and cfg.reward.val_name):
+            path = cfg.reward_model.model.path
+            return cls(label=f"reward model {path}", model=RewardModelScorer(path, device),
+                       max_failure_rate=cfg.reward.max_failure_rate)
+        fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
+        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate)
+
+    def score_one(self, row: Any, response: str) -> Any:
+        """The raw result for one response (verl passes these by keyword)."""
+        return self.fn(data_source=row.data_source, solution_str=response,  # type: ignore[misc]
+                       ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
 
     def __call__(self, rows: list[Any], responses: list[str]) -> tuple[list[float], list[Any]]:
         """Scores and per-sample extra dicts (``acc`` etc. when the function returns a dict)."""
@@ -136,8 +168,8 @@ class RewardManager:
         for row, resp in zip(rows, responses):
             self.calls += 1
             try:
-                out = self.fn(row.data_source, resp, row.ground_truth, row.extra_info, **self.kwargs)  # type: ignore[misc]
-                extra = out if isinstance(out, dict) else None
+                out = self.score_one(row, resp)
+                extra = {k: v for k, v in out.items() if k != "score"} if isinstance(out, dict) else None
                 value = float(out["score"] if isinstance(out, dict) else out)
                 if not math.isfinite(value):
                     raise ValueError(f"reward returned a non-finite value {value!r}")
@@ -155,9 +187,21 @@ class RewardManager:
 
     def check(self) -> None:
         """Raise when the failure rate passes the configured limit."""
-        if self.calls and self.failure_rate > self.cfg.max_failure_rate:
+        if self.calls and self.failure_rate > self.max_failure_rate:
             raise RewardFailureError(
-                f"reward function failed on {self.failures}/{self.calls} samples "
-                f"({self.failure_rate:.0%} > reward.max_failure_rate={self.cfg.max_failure_rate:.0%}); "
+                f"reward {self.label} failed on {self.failures}/{self.calls} samples "
+                f"({self.failure_rate:.0%} > reward.max_failure_rate={self.max_failure_rate:.0%}); "
                 f"last error: {self.last_error}"
             )
+
+
+def extra_metrics(extras: list[Any], prefix: str = "reward_extra") -> dict[str, float]:
+    """Per-key means of the numeric extra values reward functions returned (``{prefix}/{key}/mean``)."""
+    sums: dict[str, list[float]] = {}
+    for ex in extras:
+        if not isinstance(ex, dict):
+            continue
+        for k, v in ex.items():
+            if isinstance(v, (bool, int, float)) and math.isfinite(float(v)):
+                sums.setdefault(k, []).append(float(v))
+    return {f"{prefix}/{k}/mean": sum(v) / len(v) for k, v in sums.items()}

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from rlcockpit.algos import agg_loss, compute_kl_loss, compute_policy_loss, compute_value_loss, masked_mean
-from rlcockpit.trainer.config import Config
+from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.models import forward_logprobs, forward_values
 
 Batch = dict[str, torch.Tensor]
@@ -38,7 +38,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     bs = batch["responses"].size(0)
     T = batch["responses"].size(1)
     mini = max(1, min(bs, a.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, a.ppo_micro_batch_size or mini)
+    micro = min(mini, micro_batch_size(cfg) or mini)
     sums: dict[str, list[float]] = defaultdict(list)
     skipped, stopped_early = 0, False
     params = [p for p in actor.parameters() if p.requires_grad]
@@ -60,7 +60,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 pg = compute_policy_loss(old, logp, mb["advantages"], mask, clip_ratio=a.clip_ratio,
                                          clip_ratio_low=a.clip_ratio_low, clip_ratio_high=a.clip_ratio_high,
                                          clip_ratio_c=a.clip_ratio_c, loss_agg_mode=a.loss_agg_mode,
-                                         loss_name=a.policy_loss, norm_len=T)
+                                         loss_name=a.policy_loss.loss_mode, norm_len=T)
                 loss = pg["pg_loss"]
                 if a.entropy_coeff != 0:
                     loss = loss - a.entropy_coeff * agg_loss(ent, mask, a.loss_agg_mode, norm_len=T)
@@ -85,7 +85,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 continue
             optimizer.step()
             sums["actor/grad_norm"].append(float(grad_norm))
-            if a.target_kl is not None and kls and abs(sum(kls) / len(kls)) > a.target_kl:
+            if a.target_kl is not None and a.early_stopping and kls and abs(sum(kls) / len(kls)) > a.target_kl:
                 stopped_early = True
                 break
         if stopped_early:
@@ -103,7 +103,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
     c = cfg.critic
     bs, T = batch["responses"].shape
     mini = max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, cfg.actor.ppo_micro_batch_size or mini)
+    micro = min(mini, micro_batch_size(cfg) or mini)
     sums: dict[str, list[float]] = defaultdict(list)
     critic.train()
     for _ in range(c.ppo_epochs or cfg.actor.ppo_epochs):

@@ -1,8 +1,12 @@
-"""Sinks: where a run's data fans out to (the local store, console, JSONL, TensorBoard, W&B, MLflow, SwanLab).
+"""Sinks: where a run's data fans out to besides its store (console, JSONL, TensorBoard, W&B, MLflow, SwanLab,
+your own).
 
-A sink is opened once per run and then only ever called from the tracking writer thread, in
-batches, so it may do blocking IO. A sink that raises is counted and reported once; after
-:data:`MAX_CONSECUTIVE_FAILURES` failures in a row it is disabled — the other sinks go on.
+A sink is opened once per run and then only ever called from its own thread (one
+:class:`~rlcockpit.tracking.fanout.SinkWorker` per sink), in batches, so it may do blocking IO: a sink that
+hangs holds up only itself. Each batch it could not take (it raised, or its bounded queue was full while it
+hung) is recorded on the run as a ``data_lost`` event naming the sink; a failing sink is reported once per
+method, and after :data:`MAX_CONSECUTIVE_FAILURES` failures in a row it is disabled (recorded too) — the
+store and the other sinks go on.
 
 Register a sink with ``@SINKS.register("name")``; users enable it with ``init(loggers=[...])`` or
 ``trainer.logger=[...]``. A sink whose optional library is missing raises :class:`MissingExtra`
@@ -14,13 +18,42 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlcockpit.registry import Registry
 
 MAX_CONSECUTIVE_FAILURES = 5
 
 MetricRows = Sequence[tuple[int, float, Mapping[str, float]]]  # (step, unix time, {key: value})
+
+
+class RowsPart(NamedTuple):
+    rows: list[tuple[int, float, Mapping[str, float]]]
+
+
+class SamplesPart(NamedTuple):
+    step: int
+    rows: list[dict[str, Any]]
+
+
+class EventPart(NamedTuple):
+    kind: str
+    payload: Mapping[str, Any]
+    step: int | None
+
+
+class FindingPart(NamedTuple):
+    finding: Any
+
+
+@dataclass
+class SinkBatch:
+    """What one writer drain hands a sink: validated parts in logging order, and the summary when it changed."""
+
+    parts: list[Any] = field(default_factory=list)  # RowsPart | SamplesPart | EventPart | FindingPart
+    summary: Mapping[str, Any] | None = None
+    nbytes: int = 0
+    barrier: Any = None  # an entries.Barrier passed once everything before it was delivered
 
 
 class MissingExtra(RuntimeError):
@@ -46,6 +79,8 @@ class RunInfo:
     dir: Path  # the store directory; sinks put their own files under dir / <sink> / <run id>
     resumed: bool = False
     options: dict[str, Any] = field(default_factory=dict)  # per-sink options from init(logger_options=...)
+    command: list[str] = field(default_factory=list)  # the redacted command line (trackers that record one)
+    describe_finding: Any = None  # finding -> console text (the observer's own format), see finding_text
 
     def sink_dir(self, sink: str) -> Path:
         path = self.dir / sink / self.id
@@ -84,6 +119,14 @@ class Sink:
 
 
 SINKS: Registry[type[Sink]] = Registry("logger")
+
+
+def finding_text(finding: Any, describe: Any = None) -> str:
+    """The console text of a finding: its observer's format when the run has one, else a generic line."""
+    if describe is not None:
+        return describe(finding)
+    d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
+    return f"[{str(d.get('severity', '?')).upper()}] step {d.get('step')} {d.get('detector')}: {d.get('title')}"
 
 
 def sanitize_key(key: str, allowed: str = "-_./ ") -> str:

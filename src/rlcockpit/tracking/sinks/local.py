@@ -9,44 +9,18 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from rlcockpit.store.base import Series, Store
-from rlcockpit.tracking.sinks.base import SINKS, MetricRows, RunInfo, Sink
-
-
-def rows_to_columns(rows: MetricRows) -> dict[str, Series]:
-    """Rows of ``(step, ts, {key: value})`` → per-key ``(steps, values, ts)`` arrays.
-
-    Consecutive rows with the same keys (the usual case: every step logs the same metrics)
-    are converted in one numpy call.
-    """
-    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    i, n = 0, len(rows)
-    while i < n:
-        keys = tuple(rows[i][2])
-        j = i + 1
-        while j < n and len(rows[j][2]) == len(keys) and tuple(rows[j][2]) == keys:
-            j += 1
-        block = rows[i:j]
-        steps = np.fromiter((r[0] for r in block), np.int64, len(block))
-        ts = np.fromiter((r[1] for r in block), np.float64, len(block))
-        vals = np.array([list(r[2].values()) for r in block], dtype=np.float64).reshape(len(block), len(keys))
-        for c, key in enumerate(keys):
-            parts.setdefault(key, []).append((steps, vals[:, c], ts))
-        i = j
-    out: dict[str, Series] = {}
-    for key, chunks in parts.items():
-        if len(chunks) == 1:
-            out[key] = (chunks[0][0], np.ascontiguousarray(chunks[0][1]), chunks[0][2])
-        else:
-            out[key] = tuple(np.concatenate([c[k] for c in chunks]) for k in range(3))  # type: ignore[assignment]
-    return out
+from rlcockpit.store.base import Store
+from rlcockpit.tracking.convert import rows_to_columns
+from rlcockpit.tracking.sinks.base import SINKS, MetricRows, RunInfo, Sink, finding_text
 
 
 @SINKS.register("rlcockpit", "store", "local")
 class StoreSink(Sink):
-    """The embedded store (always on unless disabled): what the CLI, dashboard and health read."""
+    """The embedded store (always on unless left out of ``loggers``): what the CLI, dashboard and health read.
+
+    A run writes its own store from its writer thread (one transaction per drain, retried while the store
+    cannot be written; see :mod:`rlcockpit.tracking.storelink`); this class is the name ``rlcockpit`` in
+    :data:`SINKS`, and a plain sink for writing a run into *another* store: ``sinks=[StoreSink(store)]``."""
 
     name = "rlcockpit"
 
@@ -75,7 +49,6 @@ class StoreSink(Sink):
 
     def update_summary(self, summary: Mapping[str, Any]) -> None:
         self.store.update_run(self.run_id, summary=dict(summary))
-
 
 @SINKS.register("jsonl", "file")
 class JsonlSink(Sink):
@@ -118,16 +91,6 @@ class JsonlSink(Sink):
             if f is not None:
                 f.close()
 
-
-def finding_line(finding: Any) -> str:
-    """The console text of a finding (the health engine's format when available)."""
-    try:
-        from rlcockpit.health.monitor import format_finding_console
-    except ImportError:
-        return f"[{finding.severity.upper()}] step {finding.step} {finding.detector}: {finding.title}"
-    return format_finding_console(finding)
-
-
 # Keys shown by the console view, first match per slot (canonical verl key or an alias of it).
 CONSOLE_KEYS = (
     ("reward", ("critic/score/mean", "train/reward", "reward")),
@@ -140,7 +103,6 @@ CONSOLE_KEYS = (
     ("len", ("response_length/mean", "completions/mean_length")),
     ("s/step", ("timing_s/step", "perf/time_per_step")),
 )
-
 
 @SINKS.register("console")
 class ConsoleSink(Sink):
@@ -156,6 +118,7 @@ class ConsoleSink(Sink):
         self._latest: dict[str, float] = {}
         self._step = -1
         self._label = f"[{run.project}/{run.name}]"
+        self._describe = run.describe_finding
 
     def log_metrics(self, rows: MetricRows) -> None:
         for step, _, data in rows:
@@ -176,7 +139,7 @@ class ConsoleSink(Sink):
         print(" | ".join(parts), file=self.stream, flush=True)
 
     def log_finding(self, finding: Any) -> None:
-        print(finding_line(finding), file=self.stream, flush=True)
+        print(finding_text(finding, self._describe), file=self.stream, flush=True)
 
     def close(self, status: str, exit_code: int | None) -> None:
         if self._latest:

@@ -1,0 +1,47 @@
+"""The parts every run gets by default: the health monitor as its observer, the alert manager as its
+``alerts`` hook — and what health needs to know about the trainer (its config keys), handed down.
+
+Why here, above every concern (like ``cli.py``): tracking must not import health or alerts, yet
+``rlcockpit.init(health=True, alerts=...)`` should just work. The factories import their package when a
+run first asks for it — a plain import: a broken module fails loudly, it is never skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rlcockpit.registry import PROVIDERS
+from rlcockpit.tracking.observers import OBSERVERS
+from rlcockpit.tracking.parts import RUN_HOOKS
+
+
+def health_monitor(settings: Mapping[str, Any] | None, run_config: dict[str, Any]) -> Any:
+    """A :class:`rlcockpit.health.HealthMonitor` for one run (its detectors, with ``settings``)."""
+    from rlcockpit.health.monitor import HealthMonitor
+
+    return HealthMonitor(settings=settings, run_config=run_config)
+
+
+def attach_alerts(run: Any, section: Any) -> Any:
+    """The alert manager of ``run`` (``section``: the ``alerts`` config, or ``True`` for env channels)."""
+    from rlcockpit.alerts.manager import attach
+
+    return attach(run, section)
+
+
+if "health" not in OBSERVERS:
+    OBSERVERS.add("health", health_monitor)
+if "alerts" not in RUN_HOOKS:
+    RUN_HOOKS.add("alerts", attach_alerts)
+
+
+def trainer_keys() -> list[str]:
+    """Every key rlcockpit's trainer config accepts (health's advice keeps only those for our runs)."""
+    from rlcockpit.trainer.config import all_keys
+
+    return list(all_keys())
+
+
+if "trainer_keys" not in PROVIDERS:
+    PROVIDERS.add("trainer_keys", trainer_keys)

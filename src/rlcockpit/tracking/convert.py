@@ -1,0 +1,115 @@
+"""The writer's hot path: validated metric rows and per-key columns from a drained run of entries.
+
+Why this shape: a run logs the same keys step after step, so consecutive entries with the same key
+tuple form a *block*; a block's keys are checked once per distinct key tuple (cached) and its values are
+converted with one C-level type check and one ``np.array`` call — about 15 ns per point instead of a
+Python loop per value. Anything unusual (a tensor, a nested dict, a string, an out-of-range int, a bad
+key) sends just that block through the careful per-value path in :mod:`rlcockpit.tracking.values`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from rlcockpit.store.batch import Series
+from rlcockpit.tracking.values import fast_values, flatten, key_problem
+
+logger = logging.getLogger("rlcockpit")
+
+Row = tuple[int, float, dict[str, float]]  # (step, unix time, {key: value}) — what loggers and observers get
+SIG_CACHE_SIZE = 4096
+
+
+class RowCleaner:
+    """Validates metric entries on the writer thread; each rejected key is reported once per run."""
+
+    def __init__(self, warn: Callable[[str], None] | None = None) -> None:
+        self._sig_ok: dict[tuple[Any, ...], bool] = {}
+        self.rejected: set[str] = set()
+        self._warn = warn or (lambda msg: logger.warning("%s", msg))
+
+    def reject(self, key: str, why: str) -> None:
+        if key not in self.rejected:
+            self.rejected.add(key)
+            self._warn(f"rlcockpit: log() key {key} rejected: {why} (the other keys are kept)")
+
+    def _keys_ok(self, sig: tuple[Any, ...]) -> bool:
+        ok = self._sig_ok.get(sig)
+        if ok is None:
+            ok = all(key_problem(k) is None for k in sig)
+            if len(self._sig_ok) >= SIG_CACHE_SIZE:
+                self._sig_ok.clear()
+            self._sig_ok[sig] = ok
+        return ok
+
+    def convert(self, entries: Sequence[Any]) -> tuple[list[Row], dict[str, Series]]:
+        """``entries`` (anything with ``step, ts, data``) → (rows, columns). Rows that end up empty are dropped."""
+        rows: list[Row] = []
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        i, n = 0, len(entries)
+        while i < n:
+            data = entries[i].data
+            sig = tuple(data)
+            j = i + 1
+            while j < n and len(entries[j].data) == len(sig) and tuple(entries[j].data) == sig:
+                j += 1
+            block = entries[i:j]
+            i = j
+            vals, plain = None, False
+            if sig and self._keys_ok(sig):
+                vals, plain = fast_values(list(chain.from_iterable(e.data.values() for e in block)))
+            if vals is None:
+                self._careful(block, rows, parts)
+                continue
+            vals = vals.reshape(len(block), len(sig))
+            if plain:  # the caller's dict copies are already what loggers can take
+                rows.extend((e.step, e.ts, e.data) for e in block)
+            else:  # numpy scalars: loggers get Python floats
+                rows.extend((e.step, e.ts, dict(zip(sig, v))) for e, v in zip(block, vals.tolist()))
+            steps = np.fromiter((e.step for e in block), np.int64, len(block))
+            ts = np.fromiter((e.ts for e in block), np.float64, len(block))
+            cols = np.ascontiguousarray(vals.T)
+            for c, key in enumerate(sig):
+                parts.setdefault(key, []).append((steps, cols[c], ts))
+        return rows, _join(parts)
+
+    def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list]) -> None:
+        for e in block:
+            try:
+                clean = flatten(e.data, self.reject)
+            except RecursionError:  # flatten stops at MAX_DEPTH; this is only a last line of defence
+                self.reject("(nested)", "nested too deeply")
+                continue
+            if not clean:
+                continue
+            rows.append((e.step, e.ts, clean))
+            step = np.array([e.step], np.int64)
+            ts = np.array([e.ts], np.float64)
+            for key, v in clean.items():
+                parts.setdefault(key, []).append((step, np.array([v], np.float64), ts))
+
+
+def _join(parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]) -> dict[str, Series]:
+    out: dict[str, Series] = {}
+    for key, chunks in parts.items():
+        if len(chunks) == 1:
+            out[key] = chunks[0]
+        else:
+            out[key] = (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]),
+                        np.concatenate([c[2] for c in chunks]))
+    return out
+
+
+def rows_to_columns(rows: Sequence[Row]) -> dict[str, Series]:
+    """Rows of ``(step, ts, {key: value})`` (already valid) → per-key ``(steps, values, ts)`` arrays."""
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for step, ts, data in rows:
+        s, t = np.array([step], np.int64), np.array([ts], np.float64)
+        for key, v in data.items():
+            parts.setdefault(key, []).append((s, np.array([float(v)]), t))
+    return _join(parts)

@@ -1,0 +1,150 @@
+"""What travels on a run's queue: one small typed entry per call, and the byte budget that bounds it.
+
+Producers (the training thread's ``log``/``log_samples``, the system sampler, the observer thread) append
+entries to one deque; the writer thread pops them in order. Every entry type is a ``NamedTuple``:
+positional access is as cheap as a plain tuple, and a reader sees ``Metrics(step, ts, data)`` rather than
+``(0, 12, 1.7e9, {...})``.
+
+Memory: entries from the caller are charged to a :class:`QueueBudget` with :func:`metrics_cost` /
+:func:`samples_cost` — an estimate of the bytes the entry keeps alive (the dict copy, its value objects,
+text), measured against ``tracemalloc`` in the tests. Internal entries (findings, derived metrics, loss
+records, barriers) are small and not charged: they must never be dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from rlcockpit.store.batch import DataLoss
+
+ENTRY_BYTES = 360  # the entry tuple, the dict copy's fixed part, the timestamp float
+KEY_BYTES = 72  # per logged key: the dict slot (keys are shared with the caller) and the value object
+ROW_BYTES = 400  # per sample row: the row dict copy
+CELL_BYTES = 90  # per sample cell, plus the text's own length
+
+
+class Metrics(NamedTuple):
+    """One ``log()`` call (or a system sample): ``data`` is the caller's dict, copied, not yet validated."""
+
+    step: int
+    ts: float
+    data: dict[Any, Any]
+
+
+class Derived(NamedTuple):
+    """Metrics an observer computed (e.g. ``samples/*`` statistics): stored and fanned out, not re-observed."""
+
+    step: int
+    ts: float
+    data: dict[str, float]
+
+
+class Samples(NamedTuple):
+    """One ``log_samples()`` call: the rows, copied, not yet validated."""
+
+    step: int
+    ts: float
+    rows: list[Any]
+    nbytes: int
+
+
+class Event(NamedTuple):
+    kind: str
+    payload: dict[str, Any]
+    step: int | None
+
+
+class FindingIn(NamedTuple):
+    """A finding: from an observer, or from ``run.log_finding``."""
+
+    finding: Any
+
+
+class SummarySet(NamedTuple):
+    """``run.summary[...] = ...``: user summary values (merged over the last logged values)."""
+
+    values: dict[Any, Any]
+
+
+class MetaSet(NamedTuple):
+    """``run.update_meta(...)``: top-level ``meta`` keys, written in order after the data before them."""
+
+    values: dict[str, Any]
+
+
+class ConfigChange(NamedTuple):
+    """``run.reset_health(config)``: the run's config changed; observers start afresh with it."""
+
+    config: dict[str, Any]
+
+
+class Lost(NamedTuple):
+    """Data that never reached the queue (or a logger): recorded in order, as a ``data_lost`` event."""
+
+    loss: DataLoss
+
+
+class Barrier(NamedTuple):
+    """A marker whose ``done`` event is set once every part named in ``parts`` has processed everything
+    queued before it: ``"store"`` (written), ``"sinks"`` (handed to every logger), ``"observers"``."""
+
+    done: threading.Event
+    parts: frozenset[str]
+    pending: list[str]  # the parts that still have to pass it (mutated under ``lock``)
+    lock: threading.Lock
+
+    @classmethod
+    def new(cls, *parts: str) -> Barrier:
+        return cls(threading.Event(), frozenset(parts), list(parts), threading.Lock())
+
+    def passed(self, part: str) -> None:
+        with self.lock:
+            if part in self.pending:
+                self.pending.remove(part)
+            if not self.pending:
+                self.done.set()
+
+
+class Stop(NamedTuple):
+    """The run is finishing: drain, close, end within ``timeout`` seconds."""
+
+    status: str
+    exit_code: int
+    timeout: float
+
+
+def metrics_cost(n_keys: int) -> int:
+    return ENTRY_BYTES + KEY_BYTES * n_keys
+
+
+def samples_cost(rows: list[Any]) -> int:
+    """Bytes a ``log_samples`` copy keeps alive: per row and cell, plus the length of its text."""
+    total = ENTRY_BYTES
+    for row in rows[:10_000]:
+        total += ROW_BYTES
+        if isinstance(row, Mapping):
+            for v in row.values():
+                total += CELL_BYTES + (len(v) if isinstance(v, str) else 0)
+    if len(rows) > 10_000:  # a huge call: extrapolate instead of walking every row on the training thread
+        total = int(total * len(rows) / 10_000)
+    return total
+
+
+class QueueBudget:
+    """Bytes queued = charged by producers − released by the writer. Two counters, each written by one
+    side, so the caller never takes a lock (a race between two *producer* threads can lose one charge:
+    the bound then loosens by one entry)."""
+
+    __slots__ = ("charged", "released", "limit", "soft")
+
+    def __init__(self, limit: int) -> None:
+        self.charged = 0
+        self.released = 0
+        self.limit = int(limit)
+        self.soft = self.limit // 2  # past this, the caller's slow path wakes the writer before anything is lost
+
+    @property
+    def queued(self) -> int:
+        return self.charged - self.released

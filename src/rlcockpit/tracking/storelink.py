@@ -1,0 +1,208 @@
+"""Writing a run's batches to its store without ever giving up on the store.
+
+The store is where a run's truth lives, so unlike the other loggers it is never disabled. When a write
+fails because the store cannot be written *now* (:class:`~rlcockpit.store.StoreUnavailable`: disk full,
+database locked by another process, I/O error), the batch is kept and retried with exponential backoff
+(0.1 s doubling to 5 s); batches that arrive meanwhile are merged into it, so the retry stays one
+transaction and nothing is written twice. The backlog is bounded by ``max_bytes``: beyond it, new data
+batches are dropped — never the held ones, so what is stored stays a prefix — and each dropped step range
+becomes a ``data_lost`` record written with the next batch that gets through. Run fields (heartbeat,
+summary) are never dropped: later values replace earlier ones.
+
+A write that fails for any other reason is about the data (it should not happen: the writer validates
+everything first). Then the batch is split and written part by part; only the parts the store refuses
+are dropped, each recorded as a loss naming the error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from rlcockpit.store.base import Store, StoreUnavailable
+from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
+
+logger = logging.getLogger("rlcockpit")
+
+BACKOFF_START_S = 0.1
+BACKOFF_MAX_S = 5.0
+LOSS_FLUSH_S = 2.0  # losses are coalesced this long: one record per outage, not one per batch
+
+
+class LossLedger:
+    """Losses of one kind coalesced until they can be written (one record per outage, not per batch)."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str, str | None], DataLoss] = {}
+        self.since = 0.0  # monotonic time of the oldest loss held
+
+    def due(self) -> bool:
+        return bool(self._open) and time.monotonic() - self.since >= LOSS_FLUSH_S
+
+    def add(self, loss: DataLoss) -> None:
+        if not self._open:
+            self.since = time.monotonic()
+        key = (loss.what, loss.reason, loss.sink)
+        have = self._open.get(key)
+        if have is None:
+            self._open[key] = DataLoss(loss.what, loss.reason, merge_ranges(loss.ranges), loss.entries, loss.points,
+                                       loss.sink, loss.message, loss.first_ts, loss.last_ts)
+            return
+        have.ranges = merge_ranges([*have.ranges, *loss.ranges])
+        have.entries += loss.entries
+        have.points += loss.points
+        have.last_ts = loss.last_ts or have.last_ts
+        have.first_ts = have.first_ts or loss.first_ts
+
+    def take(self) -> list[DataLoss]:
+        out = list(self._open.values())
+        self._open.clear()
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+
+def batch_loss(batch: WriteBatch, reason: str, message: str = "") -> list[DataLoss]:
+    """What is lost if ``batch`` is dropped: one record per kind of data it holds."""
+    out = []
+    if batch.points:
+        out.append(DataLoss("metrics", reason, batch.metric_steps(), entries=batch.entries or 1,
+                            points=batch.point_count(), message=message))
+    if batch.samples:
+        out.append(DataLoss("samples", reason, merge_ranges([[s, s] for s, _ in batch.samples]),
+                            entries=len(batch.samples), message=message))
+    if batch.findings:
+        steps = [[int(getattr(f, "step", 0) or 0)] * 2 for f in batch.findings]
+        out.append(DataLoss("findings", reason, merge_ranges(steps), entries=len(batch.findings), message=message))
+    if batch.events:
+        steps = [[e[2], e[2]] for e in batch.events if e[2] is not None]
+        out.append(DataLoss("events", reason, merge_ranges(steps), entries=len(batch.events), message=message))
+    return out
+
+
+class StoreWriter:
+    """Writes batches to ``store`` for run ``run_id`` (called from the writer thread only)."""
+
+    def __init__(self, store: Store, run_id: str, *, max_bytes: int, busy_timeout_s: float = 1.0,
+                 store_data: bool = True) -> None:
+        self.store, self.run_id = store, run_id
+        self.store_data = store_data  # False: the run's loggers exclude the store; only run fields are written
+        self.max_bytes = int(max_bytes)
+        self.busy_timeout_s = busy_timeout_s
+        self.pending: WriteBatch | None = None
+        self.losses = LossLedger()
+        self.lost_entries = 0  # everything recorded as lost so far (for the end-of-run message)
+        self._next_try = 0.0
+        self._backoff = BACKOFF_START_S
+        self._outage: str | None = None  # the error of the current outage, reported once
+        self.written_batches = 0
+
+    @property
+    def backlog_bytes(self) -> int:
+        return self.pending.nbytes if self.pending is not None else 0
+
+    def record(self, loss: DataLoss) -> None:
+        """A loss found elsewhere (the caller's queue, a logger): written with the next batch."""
+        self.lost_entries += loss.entries
+        self.losses.add(loss)
+
+    def write(self, batch: WriteBatch, *, force: bool = False) -> bool:
+        """Write ``batch`` (after any backlog); ``True`` when nothing is left unwritten.
+
+        ``force`` retries now instead of waiting for the backoff (used while finishing)."""
+        if not self.store_data and batch.has_data():
+            batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch, losses=batch.losses)
+        if self.pending is not None:
+            if batch.has_data() and self.pending.nbytes + batch.nbytes > self.max_bytes:
+                for loss in batch_loss(batch, "store_unavailable", self._outage or ""):
+                    self.record(loss)
+                batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch)
+            self.pending.merge(batch)
+            batch = self.pending
+            if not force and time.monotonic() < self._next_try:
+                return False
+        if force or self.losses.due():
+            batch.losses.extend(self.losses.take())
+        if not batch:
+            return not self.losses
+        try:
+            self.store.write_batch(self.run_id, batch, timeout_s=self.busy_timeout_s)
+        except StoreUnavailable as exc:
+            self._failed(batch, exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - about the data: isolate the parts the store refuses
+            self._isolate(batch, exc)
+            return self.pending is None
+        self._recovered()
+        return True
+
+    def _failed(self, batch: WriteBatch, exc: StoreUnavailable) -> None:
+        # the losses go back to the ledger: they are written with the batch that finally gets through
+        for loss in batch.losses:
+            self.losses.add(loss)
+        batch.losses = []
+        self.losses.since = 0.0  # due as soon as the store is back
+        self.pending = batch
+        self._next_try = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
+        if self._outage is None:
+            self._outage = str(exc)
+            logger.warning("rlcockpit: run %s: the store cannot be written (%s); logging goes on, the data is kept "
+                           "in memory (up to %.1f MiB) and written when the store is writable again", self.run_id,
+                           exc, self.max_bytes / 2**20)
+
+    def _recovered(self) -> None:
+        self.pending = None
+        self.written_batches += 1
+        self._backoff = BACKOFF_START_S
+        if self._outage is not None:
+            logger.warning("rlcockpit: run %s: the store is writable again; the held data was written%s",
+                           self.run_id, " (some data was lost: see `rlcockpit show`)" if self.lost_entries else "")
+            self._outage = None
+
+    def _isolate(self, batch: WriteBatch, exc: Exception) -> None:
+        self.pending = None
+        logger.warning("rlcockpit: run %s: the store refused a batch (%s: %s); writing it part by part",
+                       self.run_id, type(exc).__name__, exc)
+        parts = _split(batch)
+        for i, part in enumerate(parts):
+            try:
+                self.store.write_batch(self.run_id, part, timeout_s=self.busy_timeout_s)
+            except StoreUnavailable as err:
+                rest = WriteBatch()
+                for later in parts[i:]:
+                    rest.merge(later)
+                self._failed(rest, err)
+                return
+            except Exception as err:  # noqa: BLE001
+                for loss in batch_loss(part, "rejected_by_store", f"{type(err).__name__}: {err}"):
+                    self.record(loss)
+        self._recovered()
+
+
+def _split(batch: WriteBatch) -> list[WriteBatch]:
+    """One batch per key, sample step, finding and event (and one for losses and run fields)."""
+    parts = [WriteBatch(points={k: v}, entries=1) for k, v in batch.points.items()]
+    parts += [WriteBatch(samples=[s]) for s in batch.samples]
+    parts += [WriteBatch(findings=[f]) for f in batch.findings]
+    parts += [WriteBatch(events=[e]) for e in batch.events]
+    parts.append(WriteBatch(losses=list(batch.losses), run_fields=dict(batch.run_fields),
+                            meta_patch=dict(batch.meta_patch)))
+    return parts
+
+
+def describe_unwritten(writer: StoreWriter) -> str:
+    """What is still held when a run ends with the store unwritable (for the one error line)."""
+    held: Any = writer.pending
+    parts = []
+    if held is not None:
+        steps = held.metric_steps()
+        if steps:
+            parts.append(f"metrics of steps {steps[0][0]}-{steps[-1][1]}")
+        if held.samples:
+            parts.append(f"{len(held.samples)} sample batches")
+    if writer.lost_entries:
+        parts.append(f"{writer.lost_entries} entries already lost")
+    return ", ".join(parts) or "the end-of-run status"

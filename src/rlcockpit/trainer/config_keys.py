@@ -1,0 +1,233 @@
+"""Which names the trainer accepts besides its schema: aliases, and verl's keys that have no effect here.
+
+Three tables, all data:
+
+* :data:`PREFIX_ALIASES` / :data:`KEY_ALIASES`: rlcockpit's older short keys (``actor.optim.lr``), TRL /
+  seed-article names (``ppo_config.cliprange``, ``kl_controller.kl_coef_range``) and verl's renamed keys
+  (``optim.warmup_style``) mapped to the canonical verl path. Each one used is reported once per run.
+* :data:`NO_EFFECT`: verl keys that only steer verl's distributed engines (FSDP, vLLM servers, Ray,
+  profilers...). They are accepted, stored with the run and listed in one "no effect here: why" table;
+  never an error, never silently dropped. A key that is also in the schema is a schema key: moving a key
+  from here into a dataclass is all it takes to make it do something.
+* :data:`UNSUPPORTED`: switches of verl features this trainer does not have (multi-turn tool rollouts,
+  custom dataset classes). Their default is accepted; turning them on is an error, since training without
+  the feature would silently be a different experiment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+# Applied in order; the first match rewrites the start of the key.
+PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
+    ("actor.model.", "actor_rollout_ref.model."),
+    ("actor.", "actor_rollout_ref.actor."),
+    ("rollout.", "actor_rollout_ref.rollout."),
+    ("ref.", "actor_rollout_ref.ref."),
+    ("model.", "actor_rollout_ref.model."),
+    ("optim.", "actor_rollout_ref.actor.optim."),
+    ("fsdp_config.", "actor_rollout_ref.actor.fsdp_config."),
+    ("kl_controller.", "algorithm.kl_ctrl."),
+    ("kl_ctrl.", "algorithm.kl_ctrl."),
+    ("reward_model.overlong_buffer.", "reward.overlong_buffer."),
+    ("reward_model.reward_kwargs.", "reward.kwargs."),
+    ("custom_reward_function.reward_kwargs.", "reward.kwargs."),
+    ("reward.reward_kwargs.", "reward.kwargs."),
+    ("reward.custom_reward_function.", "custom_reward_function."),
+)
+
+# Whole keys (looked up after the prefix aliases, so "actor.optim.warmup_style" arrives here canonicalised).
+KEY_ALIASES: dict[str, str] = {
+    # verl renames
+    "actor_rollout_ref.actor.optim.warmup_style": "actor_rollout_ref.actor.optim.lr_scheduler_type",
+    "critic.optim.warmup_style": "critic.optim.lr_scheduler_type",
+    "actor_rollout_ref.actor.optim.warmup_steps_ratio": "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
+    "actor_rollout_ref.actor.optim.clip_grad": "actor_rollout_ref.actor.grad_clip",
+    "critic.optim.clip_grad": "critic.grad_clip",
+    "actor_rollout_ref.rollout.val_temperature": "actor_rollout_ref.rollout.val_kwargs.temperature",
+    "actor_rollout_ref.model.ulysses_sequence_parallel_size": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
+    "reward.reward_model.enable": "reward_model.enable",
+    "reward.reward_model.model_path": "reward_model.model.path",
+    # rlcockpit's older keys
+    "critic.model_path": "critic.model.path",
+    "reward.model_path": "reward_model.model.path",
+    # TRL's PPOConfig and the seed articles
+    "ppo_config.target_kl": "actor_rollout_ref.actor.target_kl",
+    "target_kl": "actor_rollout_ref.actor.target_kl",
+    "ppo_config.early_stopping": "actor_rollout_ref.actor.early_stopping",
+    "early_stopping": "actor_rollout_ref.actor.early_stopping",
+    "ppo_config.cliprange": "actor_rollout_ref.actor.clip_ratio",
+    "cliprange": "actor_rollout_ref.actor.clip_ratio",
+    "ppo_config.cliprange_value": "critic.cliprange_value",
+    "cliprange_value": "critic.cliprange_value",
+    "ppo_config.gamma": "algorithm.gamma",
+    "ppo_config.lam": "algorithm.lam",
+    "ppo_config.kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "ppo_config.init_kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "init_kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "reward_config.kl_coef": "algorithm.kl_ctrl.kl_coef",
+    "reward_config.entropy_coef": "actor_rollout_ref.actor.entropy_coeff",
+    "entropy_coef": "actor_rollout_ref.actor.entropy_coeff",
+    "ppo_config.learning_rate": "actor_rollout_ref.actor.optim.lr",
+    "learning_rate": "actor_rollout_ref.actor.optim.lr",
+    "value_update_steps": "critic.ppo_epochs",
+    "ppo_config.cliprange_reward": "ppo_config.cliprange_reward",  # no effect (below), kept under its own name
+    "data.micro_batch_size_per_gpu": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "data.num_workers": "data.dataloader_num_workers",
+    # the articles' command-line flags (--project, --exp_name, ...)
+    "project": "trainer.project_name",
+    "group": "trainer.group",
+    "entity": "trainer.entity",
+    "exp_name": "trainer.experiment_name",
+    "rollout_batch_size": "data.train_batch_size",
+    "save_policy_model": "trainer.save_policy_model",
+}
+
+# A scalar given for a section means one field of it (``actor.policy_loss=gspo``: older verl and rlcockpit).
+SHORTHAND: dict[str, str] = {"actor_rollout_ref.actor.policy_loss": "loss_mode"}
+
+# Flags people type from the articles; the value is the override key (``use_wandb`` is special-cased).
+SEED_FLAGS: tuple[str, ...] = ("use_wandb", "project", "group", "entity", "exp_name", "learning_rate", "kl_coef",
+                               "target_kl", "rollout_batch_size", "save_policy_model")
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    why: str
+    patterns: tuple[str, ...]
+
+
+_ROLLOUT_SERVER = tuple(f"actor_rollout_ref.rollout.{k}" for k in (
+    "mode", "dtype", "gpu_memory_utilization", "ignore_eos", "enforce_eager", "cudagraph_capture_sizes",
+    "free_cache_engine", "tensor_model_parallel_size", "data_parallel_size", "expert_parallel_size",
+    "pipeline_model_parallel_size", "max_num_batched_tokens", "max_model_len", "max_num_seqs",
+    "enable_chunked_prefill", "enable_prefix_caching", "logprobs_mode", "scheduling_policy", "load_format",
+    "layered_summon", "disable_log_stats", "engine_kwargs.*", "multi_stage_wake_up", "skip_tokenizer_init",
+    "calculate_log_probs", "checkpoint_engine.*", "router_config_path", "enable_rollout_routing_replay",
+    "moe_load_balance_metrics_interval", "prometheus.*", "quantization", "quantization_config_file", "mtp", "mtp.*",
+    "qat", "qat.*", "disaggregation.*", "full_determinism", "seed", "over_sample_rate", "trace.*", "agent.*",
+    "free_cache_engine", "swap_space", "update_weights_bucket_megabytes", "limit_images", "val_kwargs.n_gpus"))
+
+NO_EFFECT: tuple[NoEffect, ...] = (
+    NoEffect("distributed execution (FSDP/Megatron sharding and offload, sequence/tensor parallelism, dynamic "
+             "batching, Ray): rlcockpit trains in one process on one device", (
+                 "actor_rollout_ref.actor.fsdp_config.*", "actor_rollout_ref.ref.fsdp_config.*", "critic.fsdp_config.*",
+                 "critic.fsdp.*", "*.megatron.*", "*.strategy", "*.ulysses_sequence_parallel_size", "*.use_dynamic_bsz",
+                 "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n", "trainer.n_gpus_per_node",
+                 "trainer.nnodes", "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
+                 "trainer.v1.*", "trainer.use_legacy_worker_impl", "actor_rollout_ref.hybrid_engine",
+                 "actor_rollout_ref.nccl_timeout", "actor_rollout_ref.rollout.nnodes",
+                 "actor_rollout_ref.rollout.n_gpus_per_node", "ray_kwargs.*", "ray_init.*", "transfer_queue.*")),
+    NoEffect("GPU kernel and memory optimisations (remove-padding, Liger, fused kernels, torch.compile, chunked "
+             "entropy, activation offload, QAT, MTP): the math is the same without them", (
+                 "*.use_remove_padding", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
+                 "actor_rollout_ref.model.fused_kernel_options.*", "actor_rollout_ref.model.enable_activation_offload",
+                 "actor_rollout_ref.model.tiled_mlp.*", "*.use_torch_compile", "*.entropy_from_logits_with_chunking",
+                 "*.entropy_from_logits_chunk_size", "*.entropy_checkpointing", "*.pad_to_length", "*.use_shm",
+                 "actor_rollout_ref.actor.qat.*", "actor_rollout_ref.model.mtp.*", "actor_rollout_ref.model.hf_config_path",
+                 "actor_rollout_ref.model.lora.*", "model.use_liger")),
+    NoEffect("micro-batching of verl's log-prob passes: rlcockpit scores a step's batch in one prompt-sharing "
+             "forward (actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu splits the update)", (
+                 "*.log_prob_micro_batch_size", "*.log_prob_micro_batch_size_per_gpu", "*.log_prob_use_dynamic_bsz",
+                 "*.log_prob_max_token_len_per_gpu")),
+    NoEffect("settings of verl's vLLM/SGLang rollout servers: the built-in engine does not read them",
+             _ROLLOUT_SERVER),
+    NoEffect("derived from data.max_prompt_length / data.max_response_length, which the rollout reads", (
+        "actor_rollout_ref.rollout.prompt_length", "actor_rollout_ref.rollout.response_length")),
+    NoEffect("the reference policy is a frozen copy of the actor (or the adapter-free LoRA base) on the same "
+             "device", ("actor_rollout_ref.ref.*",)),
+    NoEffect("the critic shares the actor's batch sizes and loads critic.model.path like the actor", (
+        "critic.model.*", "critic.enable", "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size",
+        "critic.ppo_micro_batch_size_per_gpu", "critic.forward_micro_batch_size", "critic.forward_micro_batch_size_per_gpu",
+        "critic.loss_scale_factor", "critic.shuffle", "critic.data_loader_seed")),
+    NoEffect("verl's profilers (nsys, torch, NPU): rlcockpit logs timing_s/* per step", (
+        "*.profiler.*", "global_profiler.*")),
+    NoEffect("checkpoint contents and HDFS upload: rlcockpit saves the model in HF format, optimizer and trainer "
+             "state locally; trainer.max_actor_ckpt_to_keep rotates whole global_step_N folders (actor and critic)", (
+                 "*.checkpoint.*", "trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load",
+                 "trainer.checkpoint_callback_class", "trainer.esi_redundant_time", "trainer.max_critic_ckpt_to_keep")),
+    NoEffect("JSONL dumps of rollouts: rlcockpit stores samples with the run (rlcockpit show, rlcockpit ui)", (
+        "trainer.rollout_data_dir", "trainer.validation_data_dir")),
+    NoEffect("dataloader workers, multimodal inputs and verl's dataset output format: prompts are tokenized once "
+             "in-process, text only", (
+                 "data.dataloader_num_workers", "data.prefetch_factor", "data.filter_overlong_prompts_workers",
+                 "data.image_key", "data.video_key", "data.audio_key", "data.image_patch_size",
+                 "data.return_multi_modal_inputs", "data.mm_processor_kwargs", "data.mm_processor_kwargs.*",
+                 "data.return_raw_input_ids", "data.return_raw_chat", "data.return_full_prompt", "data.validation_shuffle",
+                 "data.trust_remote_code", "data.tool_config_path", "data.function_tool_path", "data.custom_cls.*",
+                 "data.sampler.*", "data.datagen.*", "actor_rollout_ref.actor.shuffle",
+                 "actor_rollout_ref.actor.data_loader_seed", "actor_rollout_ref.actor.freeze_vision_tower")),
+    NoEffect("verl's reward workers and managers: rlcockpit scores each response in-process (verl's naive "
+             "manager) with custom_reward_function.* or reward.name", (
+                 "reward_model.num_workers", "reward_model.reward_manager", "reward_model.enable_resource_pool",
+                 "reward_model.n_gpus_per_node", "reward_model.nnodes", "reward_model.reward_loop_*",
+                 "reward_model.model.external_lib", "reward_model.model.trust_remote_code", "reward_model.model.input_tokenizer",
+                 "reward_model.rollout.*", "reward_model.launch_reward_fn_async", "reward_model.sandbox_fusion.*",
+                 "reward_model.micro_batch_size*", "reward_model.max_length", "reward_model.strategy",
+                 "reward_model.use_dynamic_bsz", "reward_model.forward_max_token_len_per_gpu", "reward.num_workers",
+                 "reward.reward_manager.*", "reward.reward_model.*", "reward.sandbox_fusion.*", "sandbox_fusion.*")),
+    NoEffect("optimizer implementation details: rlcockpit uses torch.optim.AdamW and derives the step count from "
+             "trainer.total_training_steps", (
+                 "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",
+                 "*.optim.total_training_steps", "*.optim.weight_decay_incl_bias")),
+    NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet", (
+        "actor_rollout_ref.actor.policy_loss.*", "actor_rollout_ref.actor.tau_pos", "actor_rollout_ref.actor.tau_neg",
+        "actor_rollout_ref.actor.loss_scale_factor", "actor_rollout_ref.actor.calculate_sum_pi_squared",
+        "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.rollout_correction.*", "algorithm.use_pf_ppo",
+        "algorithm.pf_ppo.*", "algorithm.filter_groups.metric", "algorithm.filter_groups.max_inflight_gen_batches")),
+    NoEffect("rlcockpit always logs the policy entropy (actor/entropy)", ("actor_rollout_ref.actor.calculate_entropy",)),
+    NoEffect("verl features this trainer does not have: knowledge distillation, multi-turn/tool rollouts, the "
+             "rollout debug cache", ("distillation.*", "actor_rollout_ref.rollout.multi_turn.*", "skip.*")),
+    NoEffect("TRL's reward clipping: rlcockpit (like verl) does not clip sequence scores",
+             ("ppo_config.cliprange_reward",)),
+    NoEffect("the articles' FSDP offload flags (verl: actor_rollout_ref.actor.fsdp_config.param_offload): one "
+             "process, nothing to offload", ("actor_rollout_ref.actor.fsdp_config.cpu_offload",
+                                             "actor_rollout_ref.actor.fsdp_config.offload_params")),
+)
+
+# key -> (values that mean "off", why turning it on is refused)
+UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
+    "data.custom_cls.path": ((None, ""), "custom dataset classes are not loaded: give verl-layout parquet/JSONL files"),
+    "actor_rollout_ref.rollout.multi_turn.enable": ((False, None), "multi-turn/tool rollouts are not supported"),
+    "distillation.enabled": ((False, None), "knowledge distillation is not supported"),
+    "algorithm.use_pf_ppo": ((False, None), "PF-PPO sample reweighting is not implemented"),
+}
+
+# Hydra plumbing inside verl's YAML files: dropped silently (they name classes, not settings).
+IGNORED_LEAVES = ("_target_",)
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(fnmatch.translate(p)), entry.why) for entry in NO_EFFECT for p in entry.patterns]
+
+
+@lru_cache(maxsize=4096)
+def no_effect_reason(key: str) -> str | None:
+    """Why ``key`` does nothing here, or None when it is not a known verl engine key."""
+    for pattern, why in _compiled():
+        if pattern.match(key):
+            return why
+    return None
+
+
+def explicit_no_effect_keys() -> list[str]:
+    """The no-effect keys written out in full (no wildcard): candidates for "did you mean"."""
+    return [p for entry in NO_EFFECT for p in entry.patterns if "*" not in p]
+
+
+def canonical_key(key: str) -> tuple[str, bool]:
+    """``(canonical key, was it an alias)`` for a dotted key as a user typed it."""
+    out = key
+    for prefix, target in PREFIX_ALIASES:
+        if out.startswith(prefix):
+            out = target + out[len(prefix):]
+            break
+    out = KEY_ALIASES.get(out, KEY_ALIASES.get(key, out))
+    return out, out != key

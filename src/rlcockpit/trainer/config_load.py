@@ -1,0 +1,470 @@
+"""Reading configs the way verl users write them: Hydra override grammar, verl YAML, OmegaConf interpolation.
+
+The pipeline (:class:`ConfigLoader`): every source (dataclass defaults, preset, ``--config`` file, a dict,
+command-line overrides) is flattened to dotted keys, each key is mapped to its canonical verl path
+(aliases), the sources are merged in order into one flat table, the table becomes one OmegaConf tree so
+``${...}`` interpolations (``${oc.select:...}`` in verl's generated YAML, relative ``${.x}``) resolve against
+the merged result, and then every leaf is classified: a schema key is type-checked and set, a verl engine
+key is kept as an extra (no effect here), anything else is an unknown key. All problems are reported
+together, so a pasted command line is fixed in one pass instead of one key per run.
+
+Override grammar (Hydra's, as in verl's launch scripts): ``key=value``, ``+key=value`` (add a key the
+schema does not know: stored, no effect), ``++key=value`` (add or override), ``~key`` (back to the default),
+``key=null``, lists ``[a,b]``, quoted strings; values are parsed by OmegaConf's YAML rules.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from rlcockpit.trainer.config_keys import (
+    IGNORED_LEAVES,
+    SHORTHAND,
+    UNSUPPORTED,
+    canonical_key,
+    explicit_no_effect_keys,
+    no_effect_reason,
+)
+from rlcockpit.trainer.config_schema import Config, ConfigError, FieldInfo, schema_fields
+
+MISSING = "???"
+
+
+# --------------------------------------------------------------------------- one override
+
+@dataclass
+class Override:
+    op: str  # "set" | "add" (+) | "force" (++) | "delete" (~)
+    key: str
+    value: Any = None
+
+
+def parse_value(raw: str) -> Any:
+    """A command-line value by OmegaConf's YAML rules (``1e-6`` -> float, ``[a,b]`` -> list, ``null``)."""
+    if raw == "":
+        return ""
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.create()
+    try:
+        conf.merge_with_dotlist([f"v={raw}"])
+    except Exception:  # noqa: BLE001 - not valid YAML: Hydra keeps it as a string too
+        return raw
+    return OmegaConf.to_container(conf, resolve=False)["v"]
+
+
+def parse_override_text(text: str) -> Override:
+    """``+a.b=3``, ``~a.b``, ``--kl_coef=0.1`` (an article flag written with ``=``) -> :class:`Override`."""
+    text = text.strip()
+    if text.startswith("--"):
+        text = text[2:]
+    op = "set"
+    if text.startswith("++"):
+        op, text = "force", text[2:]
+    elif text.startswith("+"):
+        op, text = "add", text[1:]
+    elif text.startswith("~"):
+        key = text[1:].split("=", 1)[0].strip()
+        if not key:
+            raise ConfigError(f"override {text!r}: '~' needs a key (~key or ~key=value)")
+        return Override("delete", key)
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key=value (or +key=value, ~key)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override {text!r} has no key")
+    return Override(op, key, parse_value(raw))
+
+
+# --------------------------------------------------------------------------- values
+
+def type_name(tp: Any) -> str:
+    return (getattr(tp, "__name__", None) if not typing.get_origin(tp) else None) or \
+        str(tp).replace("typing.", "").replace("NoneType", "None")
+
+
+def _bad(key: str, value: Any, tp: Any) -> ConfigError:
+    return ConfigError(f"config key {key!r} expects {type_name(tp)}, got {value!r} ({type(value).__name__})")
+
+
+def coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check ``value`` against the annotation ``tp``; ints pass for floats, ``"1e-5"`` for a float, a string
+    with commas or a single item for a list (``trainer.logger=console,wandb``)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is not type(None):
+                try:
+                    return coerce(key, value, arg)
+                except ConfigError:
+                    continue
+        raise _bad(key, value, tp)
+    if origin is list:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",")] if "," in value else [value]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise _bad(key, value, tp)
+        (item_tp,) = typing.get_args(tp) or (Any,)
+        return [coerce(f"{key}[{i}]", v, item_tp) for i, v in enumerate(value)]
+    if origin is dict or tp is dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise _bad(key, value, tp)
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool and isinstance(value, bool):
+        return value
+    if tp is bool and isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if tp is float and not isinstance(value, bool):
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    if tp is int and not isinstance(value, bool):
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+            if number is not None and number.is_integer():
+                return int(number)
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool) and not value:  # YAML 1.1 reads `off` as false (trainer.preflight=off)
+            return "off"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    raise _bad(key, value, tp)
+
+
+@lru_cache(maxsize=64)
+def _registry(path: str) -> Any:
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def check_choice(key: str, value: Any, info: FieldInfo) -> None:
+    """Registry-backed and fixed choices (``None`` passes: a null optional means "unset")."""
+    if value is None:
+        return
+    if info.choices and value not in info.choices:
+        raise ConfigError(f"config key {key!r} must be one of {', '.join(map(str, info.choices))}; got {value!r}")
+    if info.registry and value not in info.extra_choices:
+        registry = _registry(info.registry)
+        if value not in registry:
+            raise ConfigError(f"config key {key!r}: {registry._unknown_message(value)}")
+
+
+# --------------------------------------------------------------------------- sources
+
+def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested mapping -> ``[(dotted key, leaf)]``; empty mappings and lists are leaves."""
+    out: list[tuple[str, Any]] = []
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.extend(flatten(v, key + "."))
+        else:
+            out.append((key, v))
+    return out
+
+
+def to_plain(obj: Any) -> dict[str, Any]:
+    """A dict or an OmegaConf DictConfig (unresolved: interpolations resolve after merging)."""
+    if isinstance(obj, dict):
+        return obj
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(obj):
+        return OmegaConf.to_container(obj, resolve=False)  # type: ignore[return-value]
+    raise ConfigError(f"config must be a mapping, got {type(obj).__name__}")
+
+
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = root
+        *parents, leaf = key.split(".")
+        for i, p in enumerate(parents):
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"config key {'.'.join(parents[:i + 1])!r} is set to a value and also has "
+                                  f"sub-keys ({key!r})")
+            node = nxt
+        if isinstance(node.get(leaf), dict) and isinstance(value, dict):
+            node[leaf] = {**node[leaf], **value}
+        elif isinstance(node.get(leaf), dict) and node[leaf]:
+            raise ConfigError(f"config key {key!r} is a section; it cannot be set to {value!r}")
+        else:
+            node[leaf] = value
+    return root
+
+
+@dataclass
+class ConfigLoader:
+    """Merges sources into one flat table of canonical keys, then builds a :class:`Config`."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    typed_as: dict[str, str] = field(default_factory=dict)  # canonical key -> as the user wrote it
+    aliases: dict[str, str] = field(default_factory=dict)  # alias used -> canonical key
+    added: set[str] = field(default_factory=set)  # keys added with + / ++
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            self.values = defaults_table()
+
+    # ---- input ----------------------------------------------------------------------------------
+    def add_mapping(self, data: Any, source: str) -> None:
+        data = dict(to_plain(data))
+        if "defaults" in data and isinstance(data["defaults"], list):
+            data.pop("defaults")
+            self.notes.append(f"{source}: Hydra 'defaults:' list ignored (rlcockpit reads the keys given; verl's "
+                              "_generated_ppo_trainer.yaml is the flattened form)")
+        for key, value in flatten(data):
+            self.set(key, value, source=source)
+
+    def add_override(self, text: str) -> None:
+        ov = parse_override_text(text)
+        if ov.op == "delete":
+            self.delete(ov.key)
+        else:
+            self.set(ov.key, ov.value, source="command line", added=ov.op in ("add", "force"))
+
+    def set(self, key: str, value: Any, *, source: str = "", added: bool = False) -> None:
+        if key.rsplit(".", 1)[-1] in IGNORED_LEAVES or value == MISSING:
+            return
+        canonical, is_alias = canonical_key(key)
+        if canonical in SHORTHAND and not isinstance(value, dict):
+            canonical = f"{canonical}.{SHORTHAND[canonical]}"
+            is_alias = True
+        if is_alias:
+            if value is None:  # verl's YAML keeps renamed keys as null placeholders: not a setting
+                return
+            self.aliases.setdefault(key, canonical)
+        if canonical == "use_wandb":
+            self._use_wandb(value)
+            return
+        if canonical == "reward.custom_fn":  # rlcockpit's older "file.py:function" form
+            path, _, name = str(value).rpartition(":")
+            self.set("custom_reward_function.path", path or value, source=source)
+            self.set("custom_reward_function.name", name if path else None, source=source)
+            self.aliases[key] = "custom_reward_function.path + custom_reward_function.name"
+            return
+        for sub, leaf in flatten({canonical: value}) if isinstance(value, dict) and value else [(canonical, value)]:
+            self.values.pop(sub, None)  # re-insert: later sources come later (interpolation order is irrelevant)
+            self.values[sub] = leaf
+            self.typed_as[sub] = key if sub == canonical else sub
+            if added:
+                self.added.add(sub)
+
+    def delete(self, key: str) -> None:
+        canonical, _ = canonical_key(key)
+        defaults = defaults_table()
+        hit = [k for k in self.values if k == canonical or k.startswith(canonical + ".")]
+        if not hit:
+            raise ConfigError(f"~{key}: no such key to delete")
+        for k in hit:
+            del self.values[k]
+            if k in defaults:
+                self.values[k] = defaults[k]
+
+    def _use_wandb(self, value: Any) -> None:
+        on = coerce("use_wandb", value, bool)
+        loggers = [x for x in coerce("trainer.logger", self.values.get("trainer.logger"), list[str]) if x != "wandb"]
+        self.values["trainer.logger"] = loggers + ["wandb"] if on else loggers
+        self.aliases["use_wandb"] = "trainer.logger (adds/removes wandb)"
+
+    # ---- output ---------------------------------------------------------------------------------
+    def resolve(self) -> dict[str, Any]:
+        """The flat table with every ``${...}`` resolved against the merged whole."""
+        from omegaconf import OmegaConf
+
+        values = dict(self.values)
+        if values.get("trainer.experiment_name") is None:
+            values["trainer.experiment_name"] = "${algorithm.adv_estimator}"
+        tree = OmegaConf.create(unflatten(values))
+        try:
+            resolved = OmegaConf.to_container(tree, resolve=True, throw_on_missing=False)
+            return dict(flatten(resolved))  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - find the leaves that do not resolve, below
+            pass
+        out: dict[str, Any] = {}
+        for key, raw in values.items():
+            try:
+                out[key] = OmegaConf.to_container(OmegaConf.create({"v": OmegaConf.select(tree, key)}),
+                                                  resolve=True)["v"] if isinstance(raw, str) and "${" in raw else raw
+            except Exception as exc:  # noqa: BLE001
+                if key in schema_fields():
+                    raise ConfigError(f"config key {key!r}: cannot resolve {raw!r}: {exc}") from None
+                out[key] = raw  # an engine-only key: keep the text, it is only stored
+        return out
+
+    def build(self) -> Config:
+        """Classify every resolved leaf and build the config; all problems in one :class:`ConfigError`."""
+        resolved = self.resolve()
+        fields = schema_fields()
+        free = free_form_keys()
+        cfg = Config()
+        problems: list[str] = []
+        grouped: dict[str, dict[str, Any]] = {}
+        for key, value in resolved.items():
+            if value == MISSING:
+                continue
+            owner = next((f for f in free if key.startswith(f + ".")), None)
+            if owner is not None:
+                grouped.setdefault(owner, {})[key[len(owner) + 1:]] = value
+                continue
+            try:
+                self._place(cfg, key, value, fields)
+            except ConfigError as exc:
+                problems.append(self._where(key, str(exc)))
+        for owner, sub in grouped.items():
+            base = resolved.get(owner) if isinstance(resolved.get(owner), dict) else {}
+            try:
+                self._place(cfg, owner, {**(base or {}), **unflatten(sub)}, fields)
+            except ConfigError as exc:
+                problems.append(self._where(owner, str(exc)))
+        if problems:
+            if len(problems) == 1:
+                raise ConfigError(problems[0])
+            raise ConfigError(f"{len(problems)} config problems:\n  - " + "\n  - ".join(problems))
+        cfg.aliases = dict(self.aliases)
+        cfg.notes = list(self.notes)
+        return cfg
+
+    def _where(self, key: str, message: str) -> str:
+        typed = self.typed_as.get(key)
+        return f"{message} (given as {typed!r})" if typed and typed != key and repr(typed) not in message else message
+
+    def _place(self, cfg: Config, key: str, value: Any, fields: dict[str, FieldInfo]) -> None:
+        info = fields.get(key)
+        if info is not None:
+            value = coerce(key, value, info.type)
+            check_choice(key, value, info)
+            set_path(cfg, key, value)
+            return
+        if key in UNSUPPORTED:
+            off, why = UNSUPPORTED[key]
+            if value not in off:
+                raise ConfigError(f"config key {key!r}={value!r}: {why}")
+        if key in UNSUPPORTED or no_effect_reason(key) is not None or key in self.added:
+            cfg.extras[key] = value
+            return
+        typed = self.typed_as.get(key, key)
+        shown = f"{typed!r}" + (f" ({key})" if typed != key else "")
+        raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}")
+
+
+def set_path(cfg: Config, key: str, value: Any) -> None:
+    obj: Any = cfg
+    *parents, leaf = key.split(".")
+    for p in parents:
+        obj = getattr(obj, p)
+    setattr(obj, leaf, value)
+
+
+@lru_cache(maxsize=1)
+def defaults_table_cached() -> tuple[tuple[str, Any], ...]:
+    import copy
+
+    cfg = Config()
+    out = []
+    for key in schema_fields():
+        value: Any = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        out.append((key, copy.deepcopy(value)))
+    return tuple(out)
+
+
+def defaults_table() -> dict[str, Any]:
+    import copy
+
+    return {k: copy.deepcopy(v) for k, v in defaults_table_cached()}
+
+
+@lru_cache(maxsize=1)
+def free_form_keys() -> tuple[str, ...]:
+    """Dict-typed fields: their sub-keys are data (``reward.kwargs.length_bonus``), not schema keys."""
+    out = []
+    for key, info in schema_fields().items():
+        tp = info.type
+        args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+        if any(a is dict or typing.get_origin(a) is dict for a in args):
+            out.append(key)
+    return tuple(sorted(out, key=len, reverse=True))
+
+
+# --------------------------------------------------------------------------- "did you mean"
+
+def _edit_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+@lru_cache(maxsize=1)
+def _candidates() -> tuple[str, ...]:
+    return tuple(dict.fromkeys([*schema_fields(), *explicit_no_effect_keys()]))
+
+
+def suggest(typed: str, canonical: str) -> str:
+    """`` Did you mean 'x'?`` only when a key is genuinely close: the same leaf under an overlapping path, the
+    same parent with a leaf a typo away, or a small edit distance overall. No suggestion beats a wrong one."""
+    parts = canonical.split(".")
+    parent, leaf = ".".join(parts[:-1]), parts[-1]
+    best: tuple[float, str] | None = None
+    for cand in _candidates():
+        cparts = cand.split(".")
+        cparent, cleaf = ".".join(cparts[:-1]), cparts[-1]
+        score = None
+        if cleaf == leaf and set(cparts[:-1]) & set(parts[:-1]):
+            score = 2.0 + len(set(cparts[:-1]) & set(parts[:-1])) / len(cparts)
+        elif cparent == parent and _edit_distance(cleaf, leaf) <= max(1, len(leaf) // 4):
+            score = 3.0 - _edit_distance(cleaf, leaf) / 10
+        elif _edit_distance(cand, canonical) <= max(2, len(canonical) // 12):
+            score = 1.0 + difflib.SequenceMatcher(None, cand, canonical).ratio()
+        if score is not None and (best is None or score > best[0]):
+            best = (score, cand)
+    if best is None:
+        return ""
+    shown = best[1]
+    head = typed[: len(typed) - len(canonical)] if typed.endswith(canonical) else None
+    if typed != canonical and head is None:  # typed in a short form: answer in the same form
+        for n in range(len(parts), 0, -1):
+            tail = ".".join(parts[-n:])
+            if typed.endswith(tail) and shown.startswith(canonical[: len(canonical) - len(tail)]):
+                shown = typed[: len(typed) - len(tail)] + shown[len(canonical) - len(tail):]
+                break
+    return f" Did you mean {shown!r}?"

@@ -1,0 +1,270 @@
+"""Everything the training loop mutates (:class:`State`), how it is built from a config, saved and restored.
+
+:func:`build` loads the tokenizer, models, data, optimizers, rollout engine and reward functions; the
+checkpoint helpers (:func:`save`, :func:`restore`, :func:`rollback`) and :func:`apply_live` (a guardrail
+changed a key mid-run) act on the state. The loop itself is :mod:`rlcockpit.trainer.loop`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlcockpit.algos import get_kl_controller
+from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.config import Config, canonical, to_dict
+from rlcockpit.trainer.data import PromptLoader, load_datasets
+from rlcockpit.trainer.models import (
+    autocast_factory,
+    import_external_lib,
+    load_actor_and_ref,
+    load_critic,
+    load_tokenizer,
+    needs_reference,
+    resolve_device,
+    tokenizer_path,
+)
+from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
+
+
+@dataclass
+class State:
+    """Everything the loop mutates; checkpoints and guardrails act on it."""
+
+    cfg: Config
+    device: torch.device
+    tokenizer: Any
+    model_path: str
+    actor: Any
+    ref: Any
+    critic: Any
+    actor_opt: torch.optim.Optimizer
+    actor_sched: Any
+    critic_opt: Any
+    critic_sched: Any
+    loader: PromptLoader
+    val_rows: list
+    reward: RewardManager
+    val_reward: RewardManager
+    engine: Any
+    kl_ctrl: Any
+    autocast: Any
+    data_stats: dict
+    step: int = 0
+    ckpt_dir: Path | None = None  # where this run's checkpoints go (see checkpoint.claim_dir)
+    run_id: str | None = None
+
+
+def warmup_steps(optim_cfg: Any, total_steps: int) -> int:
+    """``lr_warmup_steps`` when >= 0, else ``lr_warmup_steps_ratio`` of the run (verl's rule)."""
+    if optim_cfg.lr_warmup_steps is not None and optim_cfg.lr_warmup_steps >= 0:
+        return int(optim_cfg.lr_warmup_steps)
+    return int(optim_cfg.lr_warmup_steps_ratio * total_steps)
+
+
+def make_scheduler(opt: torch.optim.Optimizer, optim_cfg: Any, total_steps: int) -> Any:
+    """Linear warm-up, then constant or cosine (down to ``min_lr_ratio`` of the lr, ``num_cycles`` cycles)."""
+    warmup = warmup_steps(optim_cfg, total_steps)
+    floor, cycles = float(optim_cfg.min_lr_ratio), float(optim_cfg.num_cycles)
+
+    def factor(s: int) -> float:
+        if warmup and s < warmup:
+            return (s + 1) / warmup
+        if optim_cfg.lr_scheduler_type == "cosine":
+            progress = min(1.0, (s - warmup) / max(1, total_steps - warmup))
+            return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * cycles * 2.0 * progress))
+        return 1.0
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def make_optimizer(params: Any, optim_cfg: Any) -> torch.optim.Optimizer:
+    return torch.optim.AdamW([p for p in params if p.requires_grad], lr=optim_cfg.lr,
+                             weight_decay=optim_cfg.weight_decay, betas=tuple(optim_cfg.betas))
+
+
+def total_steps(cfg: Config, loader: PromptLoader) -> int:
+    return cfg.trainer.total_training_steps or cfg.trainer.total_epochs * loader.steps_per_epoch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def resolve_model_path(cfg: Config, log: Any = print) -> str:
+    if cfg.model.path != "tiny":
+        return str(Path(cfg.model.path).expanduser())
+    from rlcockpit.trainer.tiny import prepare_tiny
+
+    tiny = cfg.model.tiny
+    out_dir = None if tiny.cache else Path(cfg.trainer.default_local_dir) / "init_model"
+    return str(prepare_tiny(tiny, cfg.data.builtin, seed=cfg.trainer.seed, dtype=cfg.model.dtype,
+                            out_dir=out_dir, log=log))
+
+
+def make_engine(cfg: Config, actor: Any, tokenizer: Any, device: torch.device, autocast: Any, log: Any = print) -> Any:
+    """``rollout.name``'s engine; vllm/sglang fall back to the built-in one (with one line) where missing."""
+    name = cfg.rollout.name
+    try:
+        factory = ROLLOUT_ENGINES.get(name)
+        return factory(actor, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                       device=device, autocast=autocast)
+    except (KeyError, ImportError) as exc:
+        if name not in ("vllm", "sglang"):
+            raise
+        reason = "not installed" if isinstance(exc, KeyError) else f"unavailable ({exc})"
+        log(f"[rlcockpit] actor_rollout_ref.rollout.name={name}: {name} is {reason} here; using the built-in "
+            "hf engine (same sampling settings)")
+    return ROLLOUT_ENGINES.get("hf")(actor, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                                     device=device, autocast=autocast)
+
+
+def build(cfg: Config, log: Any = print) -> State:
+    if cfg.trainer.num_threads > 0:
+        torch.set_num_threads(cfg.trainer.num_threads)
+    seed_everything(cfg.trainer.seed)
+    device = resolve_device(cfg.trainer.device, log)
+    import_external_lib(cfg)
+    path = resolve_model_path(cfg, log)
+    tokenizer = load_tokenizer(tokenizer_path(cfg, path), trust_remote_code=cfg.model.trust_remote_code,
+                               chat_template=cfg.model.custom_chat_template)
+    actor, ref = load_actor_and_ref(cfg, path, device)
+    critic = load_critic(cfg, path, device) if cfg.algorithm.adv_estimator == "gae" else None
+    train_rows, val_rows, data_stats = load_datasets(cfg.data, tokenizer)
+    loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
+                          seed=1 if cfg.data.seed is None else cfg.data.seed)
+    steps = total_steps(cfg, loader)
+    actor_opt = make_optimizer(actor.parameters(), cfg.actor.optim)
+    critic_opt = make_optimizer(critic.parameters(), cfg.critic.optim) if critic is not None else None
+    autocast = autocast_factory(cfg.model.dtype, device)
+    kc = cfg.algorithm.kl_ctrl
+    return State(
+        cfg=cfg, device=device, tokenizer=tokenizer, model_path=path, actor=actor, ref=ref, critic=critic,
+        actor_opt=actor_opt, actor_sched=make_scheduler(actor_opt, cfg.actor.optim, steps),
+        critic_opt=critic_opt, critic_sched=make_scheduler(critic_opt, cfg.critic.optim, steps) if critic_opt else None,
+        loader=loader, val_rows=val_rows, reward=RewardManager.from_config(cfg, device=device),
+        val_reward=RewardManager.from_config(cfg, validation=True, device=device),
+        engine=make_engine(cfg, actor, tokenizer, device, autocast, log),
+        kl_ctrl=clamp_kl(get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon), cfg),
+        autocast=autocast, data_stats=data_stats)
+
+
+def clamp_kl(ctrl: Any, cfg: Config) -> Any:
+    """``algorithm.kl_ctrl.kl_coef_range``: keep the (adaptive) coefficient inside [lo, hi]."""
+    rng = cfg.algorithm.kl_ctrl.kl_coef_range
+    if rng is not None:
+        ctrl.value = min(max(float(ctrl.value), float(rng[0])), float(rng[1]))
+    return ctrl
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+def _ckpt_parts(st: State) -> dict[str, dict[str, Any]]:
+    return {"models": {"actor": st.actor, "critic": st.critic},
+            "optimizers": {"actor": st.actor_opt, "critic": st.critic_opt},
+            "schedulers": {"actor": st.actor_sched, "critic": st.critic_sched}}
+
+
+def ckpt_root(st: State) -> Path:
+    return st.ckpt_dir or Path(st.cfg.trainer.default_local_dir)
+
+
+def save(st: State, run_id: str, guard: Any = None) -> Path:
+    """Checkpoint ``st``; with ``guard``, its last known-healthy checkpoint survives rotation and its
+    interventions (rollbacks, applied overrides) travel with the checkpoint, next to the live config."""
+    path = ckpt.save_checkpoint(ckpt_root(st), st.step, **_ckpt_parts(st), tokenizer=st.tokenizer,
+                                keep=st.cfg.trainer.max_actor_ckpt_to_keep,
+                                protect=guard.protected() if guard is not None else (),
+                                trainer_state={"run_id": run_id, "loader": st.loader.state_dict(),
+                                               "kl_coef": float(st.kl_ctrl.value), "model_path": st.model_path,
+                                               "reward_counts": [st.reward.calls, st.reward.failures],
+                                               "config": to_dict(st.cfg),
+                                               "guardrail": guard.state_dict() if guard is not None else None})
+    if guard is not None:
+        guard.note_checkpoint(st.step, healthy=st.step == 0)  # step 0: the model before any update
+    return path
+
+
+def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
+    """``full``: exact resume (RNG, data position, counters); else a rollback of the weights only."""
+    state = ckpt.load_checkpoint(path, **_ckpt_parts(st), restore_rng=full)
+    st.kl_ctrl.value = state["kl_coef"]
+    if full:
+        st.loader.load_state_dict(state["loader"])
+        st.step = int(state["step"])
+        st.reward.calls, st.reward.failures = state.get("reward_counts", [0, 0])
+    return state
+
+
+def rollback(st: State, before_step: int) -> int | None:
+    """Restore the weights and optimizer of the newest checkpoint before ``before_step``; the checkpoints
+    of the abandoned trajectory after it are deleted (a later ``resume_mode=auto`` must not pick one)."""
+    path = ckpt.find_before(ckpt_root(st), before_step, run_id=st.run_id)
+    if path is None:
+        return None
+    restored = int(restore(st, path, full=False)["step"])
+    ckpt.remove_after(ckpt_root(st), restored, run_id=st.run_id)
+    return restored
+
+
+# --------------------------------------------------------------------------- live config changes
+
+def apply_live(st: State, key: str, value: Any) -> None:
+    """Push a config change made by a guardrail into the objects that cached it (any key spelling)."""
+    key = canonical(key)
+    actor_keys = ("actor_rollout_ref.actor.optim.", "critic.optim.")
+    if key.startswith(actor_keys) and key.endswith(("lr_warmup_steps_ratio", "lr_warmup_steps")):
+        opt, sched = _opt_sched(st, key)
+        if sched is not None:
+            optim_cfg = st.cfg.actor.optim if key.startswith("actor") else st.cfg.critic.optim
+            rewarm(opt, sched, warmup_steps(optim_cfg, total_steps(st.cfg, st.loader)))
+    elif key in ("actor_rollout_ref.actor.optim.lr", "critic.optim.lr"):
+        opt, sched = _opt_sched(st, key)
+        if opt is not None:
+            sched.base_lrs = [float(value)] * len(opt.param_groups)
+            for g, base, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+                g["lr"] = base * fn(sched.last_epoch)
+    elif key.startswith("algorithm.kl_ctrl."):
+        # rebuild the controller (type/target/horizon live in it, not only in the config); a change of
+        # anything but kl_coef keeps the coefficient the controller had adapted to
+        kc = st.cfg.algorithm.kl_ctrl
+        current = float(st.kl_ctrl.value)
+        st.kl_ctrl = get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon)
+        if key != "algorithm.kl_ctrl.kl_coef":
+            st.kl_ctrl.value = current
+        clamp_kl(st.kl_ctrl, st.cfg)
+    if needs_reference(st.cfg) and st.ref is None and not hasattr(st.actor, "peft_config"):
+        from transformers import AutoModelForCausalLM
+
+        st.ref = AutoModelForCausalLM.from_pretrained(st.model_path, local_files_only=True).to(st.device).eval()
+
+
+def _opt_sched(st: State, key: str) -> tuple[Any, Any]:
+    return (st.actor_opt, st.actor_sched) if key.startswith("actor") else (st.critic_opt, st.critic_sched)
+
+
+_ORIGINAL_LAMBDAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # not in the scheduler: it pickles its dict
+
+
+def rewarm(opt: torch.optim.Optimizer, sched: Any, warmup: int) -> None:
+    """Warm the learning rate up again over ``warmup`` steps from now (after a guardrail rollback the
+    restored policy meets the new settings with a cold start, not at full step size). Idempotent: a
+    second call replaces the first re-warm-up instead of stacking on it."""
+    base = _ORIGINAL_LAMBDAS.setdefault(sched, list(sched.lr_lambdas))
+    start = sched.last_epoch
+    if warmup > 0:
+        sched.lr_lambdas = [lambda s, fn=fn: fn(s) * min(1.0, (s - start + 1) / warmup) for fn in base]
+    else:
+        sched.lr_lambdas = list(base)
+    for g, lr0, fn in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+        g["lr"] = lr0 * fn(sched.last_epoch)
