@@ -4,13 +4,13 @@ Files are hashed and stored in the caller's thread (content-addressed, so re-log
 checkpoint costs one read and no copy), because the caller may delete or overwrite them right after —
 checkpoint rotation does. The version is committed before ``log_artifact`` returns, so
 ``use_artifact("policy:best")`` in another process sees it at once. When the run also logs to W&B or
-MLflow, the version is mirrored there through their own APIs from the writer thread (ordered after the
-metrics logged so far; a failure is a warning, never an error in training).
+MLflow, the version is mirrored there through their own APIs by those loggers, each on its own thread
+(ordered after the metrics logged so far; a failure is a warning and a recorded loss, never an error in
+training).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -22,9 +22,6 @@ from rlcockpit.store.artifacts import ArtifactRegistry, ArtifactVersion, check_n
 
 if TYPE_CHECKING:
     from rlcockpit.tracking.run import Run
-
-logger = logging.getLogger("rlcockpit")
-
 
 class Artifact:
     """An artifact being assembled (``wandb.Artifact``-shaped): ``add_file`` / ``add_dir``, then
@@ -79,9 +76,10 @@ def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], 
     version = _registry(run).log(files, project=run.project, name=name, type=type, aliases=aliases or (),
                                  metadata=metadata, description=description, producer_run=run.id,
                                  step=max(run.step, 0))
+    # the event reaches every logger on its own thread, in order: the W&B and MLflow loggers mirror the version
     run.log_event("artifact", {"op": "log", "artifact": version.qualified_name, "type": version.type,
-                               "aliases": version.aliases, "digest": version.digest[:12], "size": version.size})
-    _mirror(run, version)
+                               "aliases": version.aliases, "digest": version.digest[:12], "size": version.size,
+                               "version_id": version.id, "project": version.project})
     return version
 
 
@@ -115,32 +113,26 @@ def _default_name(path: Path) -> str:
 
 
 # ---- mirroring to third-party trackers ------------------------------------------------------------
+# Called by the ``wandb`` and ``mlflow`` loggers' ``log_event`` (each on its own logger thread, so a slow
+# tracker delays only itself): the files come from the store's objects, not from the caller's path, which
+# may have been rotated away by then.
 
-def _mirror(run: Run, version: ArtifactVersion) -> None:
-    targets = [s for s in run.sinks if s.name in ("wandb", "mlflow")]
-    if not targets:
-        return
-
-    def send() -> None:
-        tmp = Path(tempfile.mkdtemp(prefix="rlcockpit-artifact-"))
-        try:
-            root = version.download(tmp / version.name, mode="symlink")
-            for sink in targets:
-                try:
-                    if sink.name == "wandb":
-                        _to_wandb(sink, version, root)
-                    else:
-                        _to_mlflow(sink, version, root)
-                except Exception as exc:  # noqa: BLE001 - a tracker's failure never reaches training
-                    logger.warning("rlcockpit: mirroring artifact %s to %s failed: %s: %s",
-                                   version.qualified_name, sink.name, type(exc).__name__, exc)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    run.call_in_writer(send)
+def mirror(store_dir: str | os.PathLike[str], payload: Mapping[str, Any], send: Any) -> bool:
+    """Materialise the logged version as links to its stored files and call ``send(version, root)``;
+    False for events that are not a logged version."""
+    if payload.get("op") != "log" or not payload.get("version_id"):
+        return False
+    version = ArtifactRegistry(store_dir).get(str(payload["version_id"]))
+    tmp = Path(tempfile.mkdtemp(prefix="rlcockpit-artifact-"))
+    try:
+        send(version, version.download(tmp / version.name, mode="symlink"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
 
 
-def _to_wandb(sink: Any, version: ArtifactVersion, root: Path) -> None:
+def to_wandb(wandb_run: Any, version: ArtifactVersion, root: Path) -> None:
+    """``wandb.Artifact`` with the same name, type, files and aliases, logged on the W&B run."""
     import wandb
 
     art = wandb.Artifact(version.name, type=version.type, description=version.description,
@@ -149,11 +141,12 @@ def _to_wandb(sink: Any, version: ArtifactVersion, root: Path) -> None:
     for f in version.files():
         art.add_file(str((root / f["path"]).resolve()), name=f["path"])
     aliases = [a for a in version.aliases if a != "latest"]
-    sink.run.log_artifact(art, aliases=aliases or None)
+    wandb_run.log_artifact(art, aliases=aliases or None)
 
 
-def _to_mlflow(sink: Any, version: ArtifactVersion, root: Path) -> None:
+def to_mlflow(client: Any, mlflow_run_id: str, version: ArtifactVersion, root: Path) -> None:
+    """The files as MLflow run artifacts under ``<name>/v<N>/`` and a ``rlcockpit.artifact.<name>`` tag."""
     # MLflow copies the files it is given (following the links to the stored objects)
-    sink.client.log_artifacts(sink.mlflow_run_id, str(root), artifact_path=f"{version.name}/v{version.version}")
-    sink.client.set_tag(sink.mlflow_run_id, f"rlcockpit.artifact.{version.name}",
-                        ",".join([version.qualified_name, *version.aliases]))
+    client.log_artifacts(mlflow_run_id, str(root), artifact_path=f"{version.name}/v{version.version}")
+    client.set_tag(mlflow_run_id, f"rlcockpit.artifact.{version.name}",
+                   ",".join([version.qualified_name, *version.aliases]))
