@@ -260,3 +260,43 @@ def test_function_agent_and_resume_reproduce_a_seeded_sweep(ws: Path) -> None:
     rlcockpit.agent(again, function=train, count=4)
     assert [t["params"] for t in trials(again)] == [t["params"] for t in ts]
     assert all(open_store().get_run(t["run_id"])["group"] == first for t in ts)
+
+
+def test_sigkilled_agent_leaves_no_trial_running_and_others_take_over(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    write(ws / "slow.py", SLOW_LOSS.replace("range(40)", "range(4000)"))
+    store = ws / "store"
+    sweep_id = new_sweep({"program": "slow.py", "method": "grid", "parameters": {"quality": {"values": [1.0, 2.0]}}})
+    agent = start_agent(sweep_id, cwd=ws, store=store)
+    deadline = time.time() + 60
+    run_id = None
+    while time.time() < deadline and run_id is None:
+        ts = trials(sweep_id)
+        if ts and _has_run(ts[0]["run_id"]) and open_store().keys(ts[0]["run_id"]):  # the trial is logging
+            run_id = ts[0]["run_id"]
+        time.sleep(0.2)
+    assert run_id is not None
+    os.kill(agent.pid, signal.SIGKILL)
+    agent.wait(timeout=30)
+    deadline = time.time() + 30  # the trial's program got SIGTERM from the kernel and finished its run
+    while time.time() < deadline and open_store().get_run(run_id)["stored_status"] == "running":
+        time.sleep(0.2)
+    assert open_store().get_run(run_id)["stored_status"] == "failed"
+    assert "SIGTERM" in (open_store().get_run(run_id)["meta"].get("end_reason") or "")
+    monkeypatch.setenv("RLCOCKPIT_SWEEP_STALE_S", "1")
+    time.sleep(1.5)
+    write(ws / "slow.py", SLOW_LOSS)  # the next agent's trial is short
+    run_agent(sweep_id)
+    first, second = trials(sweep_id)
+    assert first["state"] == "crashed" and "heartbeats" in first["reason"]
+    assert second["state"] == "finished"
+
+
+def _has_run(run_id: str) -> bool:
+    try:
+        open_store().get_run(run_id)
+        return True
+    except KeyError:
+        return False

@@ -164,7 +164,7 @@ class Agent:
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         try:
             proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as exc:
             return 127, None, [f"cannot start {argv[0]!r}: {exc}"]
         self._proc = proc
@@ -351,6 +351,18 @@ def _tee(proc: subprocess.Popen, out: TextIO, tail: collections.deque) -> None:
         except (OSError, ValueError):
             pass
     proc.stdout.close()
+
+
+def _die_with_parent() -> None:
+    """In the trial's process, before exec: receive SIGTERM when the agent dies, even by SIGKILL (Linux), so
+    a killed agent leaves no trial running unsupervised (the other agents mark it crashed)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
