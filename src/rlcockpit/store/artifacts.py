@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.store.base import resolve_dir
-from rlcockpit.store.blobs import BlobStore, sha256_file
+from rlcockpit.store.blobs import BlobStore, _copy_hashing, sha256_file
 from rlcockpit.store.sql import Cursor, Database, open_database
 
 SCHEMA = (
@@ -169,7 +168,7 @@ class ArtifactRegistry:
     # ---- writing ----------------------------------------------------------------------------------
     def log(self, files: Sequence[tuple[str | os.PathLike[str], str]], *, project: str, name: str, type: str,
             aliases: Iterable[str] = (), metadata: Mapping[str, Any] | None = None, description: str | None = None,
-            producer_run: str | None = None, step: int | None = None) -> ArtifactVersion:
+            producer_run: str | None = None, step: int | None = None, link: bool = False) -> ArtifactVersion:
         """Store ``files`` (``(source, path in artifact)``) as the next version of ``project/name`` (or return
         the existing version with the same content), then move ``latest`` and ``aliases`` to it."""
         check_name(name)
@@ -181,7 +180,7 @@ class ArtifactRegistry:
             if rel in seen:
                 raise ArtifactError(f"artifact {name!r}: two files map to {rel!r}")
             digest, size = sha256_file(src)
-            self.blobs.put(src, digest)
+            self.blobs.put(src, digest, link=link)
             seen[rel] = (digest, size)
         manifest = sorted((rel, d, s) for rel, (d, s) in seen.items())
         digest = hashlib.sha256("".join(f"{r}\0{d}\0{s}\n" for r, d, s in manifest).encode()).hexdigest()
@@ -359,8 +358,10 @@ class ArtifactRegistry:
                 out.unlink()
             if mode == "symlink":
                 out.symlink_to(src)
-            else:
-                shutil.copyfile(src, out)
+            elif _copy_hashing(src, out) != f["sha256"]:  # verified on the way: a stored file changed on disk
+                out.unlink()
+                raise OSError(f"{version.qualified_name}: stored file {f['path']} no longer matches its sha256 "
+                              f"{f['sha256'][:12]}… (modified on disk?)")
         return dest
 
     # ---- deleting ---------------------------------------------------------------------------------
@@ -383,13 +384,16 @@ class ArtifactRegistry:
                     self._move(cur, version.project, version.name, "latest", top[0])
 
     def gc(self, *, keep: int | None = None, project: str | None = None, name: str | None = None,
-           grace_s: float = 600.0, dry_run: bool = False) -> dict[str, Any]:
-        """With ``keep``, delete versions beyond the newest ``keep`` per name that have no alias; then free
-        every stored file no version references (older than ``grace_s``)."""
+           producer_run: str | None = None, grace_s: float = 600.0, dry_run: bool = False) -> dict[str, Any]:
+        """With ``keep``, delete versions beyond the newest ``keep`` per name (of ``producer_run``'s versions
+        only, when given) that have no alias; then free every stored file no version references (older than
+        ``grace_s``)."""
         deleted = []
         if keep is not None:
             by_name: dict[tuple[str, str], list[ArtifactVersion]] = {}
             for v in self.versions(project, name):
+                if producer_run is not None and v.producer_run != producer_run:
+                    continue
                 by_name.setdefault((v.project, v.name), []).append(v)
             for vs in by_name.values():
                 for v in sorted(vs, key=lambda v: -v.version)[keep:]:

@@ -53,6 +53,15 @@ def _copy_hashing(src: str | os.PathLike[str], dst: Path) -> str:
     return h.hexdigest()
 
 
+def _link_hashing(src: str | os.PathLike[str], dst: Path) -> str | None:
+    """Hard-link ``src`` to ``dst`` and return the linked content's sha256 (None: cannot link here)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        return None
+    return sha256_file(dst)[0]
+
+
 class BlobStore:
     """The object directory of one store."""
 
@@ -67,8 +76,12 @@ class BlobStore:
     def has(self, digest: str) -> bool:
         return self.path(digest).is_file()
 
-    def put(self, src: str | os.PathLike[str], digest: str | None = None) -> tuple[str, int, bool]:
-        """Store ``src``; returns ``(digest, size, stored_now)`` — False when the content was already there."""
+    def put(self, src: str | os.PathLike[str], digest: str | None = None, *, link: bool = False) -> tuple[str, int, bool]:
+        """Store ``src``; returns ``(digest, size, stored_now)`` — False when the content was already there.
+
+        ``link``: hard-link instead of copying when ``src`` is on the same file system — no extra disk and no
+        copy, for files that are never rewritten in place (a freshly written checkpoint directory: its files
+        become read-only)."""
         if digest is None:
             digest, size = sha256_file(src)
         else:
@@ -80,7 +93,9 @@ class BlobStore:
         self.tmp.mkdir(parents=True, exist_ok=True)
         tmp = self.tmp / f"{uuid.uuid4().hex}.part"
         try:
-            got = _copy_hashing(src, tmp)
+            got = _link_hashing(src, tmp) if link else None
+            if got is None:
+                got = _copy_hashing(src, tmp)
             if got != digest:  # the source changed while we copied it: refuse rather than store a lie
                 raise OSError(f"{src} changed while it was being stored (sha256 {digest[:12]} -> {got[:12]}); "
                               "log it again once it is written")

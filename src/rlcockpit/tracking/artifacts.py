@@ -58,8 +58,10 @@ def _registry(run: Run) -> ArtifactRegistry:
 
 def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], *, name: str | None = None,
                  type: str | None = None, aliases: Iterable[str] | None = None,
-                 metadata: Mapping[str, Any] | None = None, description: str | None = None) -> ArtifactVersion:
-    """Store a file, a directory or an :class:`Artifact` as the next version of ``name`` logged by ``run``."""
+                 metadata: Mapping[str, Any] | None = None, description: str | None = None,
+                 link: bool = False) -> ArtifactVersion:
+    """Store a file, a directory or an :class:`Artifact` as the next version of ``name`` logged by ``run``
+    (``link``: hard-link files that are never rewritten in place, see :meth:`BlobStore.put`)."""
     if isinstance(artifact_or_path, Artifact):
         art = artifact_or_path
         files = art.files
@@ -75,7 +77,7 @@ def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], 
         type = type or "artifact"
     version = _registry(run).log(files, project=run.project, name=name, type=type, aliases=aliases or (),
                                  metadata=metadata, description=description, producer_run=run.id,
-                                 step=max(run.step, 0))
+                                 step=max(run.step, 0), link=link)
     # the event reaches every logger on its own thread, in order: the W&B and MLflow loggers mirror the version
     run.log_event("artifact", {"op": "log", "artifact": version.qualified_name, "type": version.type,
                                "aliases": version.aliases, "digest": version.digest[:12], "size": version.size,
@@ -95,14 +97,17 @@ def use_artifact(run: Run, ref: str | ArtifactVersion, type: str | None = None) 
 
 def log_checkpoint(run: Run, path: str | os.PathLike[str], *, step: int, metrics: Mapping[str, Any] | None = None,
                    name: str = "policy", best_key: str | None = None, goal: str = "max",
-                   type: str = "model") -> ArtifactVersion:
+                   type: str = "model", link: bool = False, keep: int | None = None) -> ArtifactVersion:
     """Register a checkpoint as the next ``model`` version of ``name`` (``metadata.step`` = ``step``) and
     move ``best`` to it when ``metrics[best_key]`` beats the value recorded on the current ``best`` — across
     runs, so after a sweep ``policy:best`` is the best checkpoint of every trial."""
     meta = {"step": int(step), **{k: v for k, v in dict(metrics or {}).items() if isinstance(v, (int, float, str))}}
-    version = log_artifact(run, path, name=name, type=type, metadata=meta)
-    if best_key is not None and _registry(run).set_alias_if_better(version, "best", best_key, goal == "max"):
+    version = log_artifact(run, path, name=name, type=type, metadata=meta, link=link)
+    reg = _registry(run)
+    if best_key is not None and reg.set_alias_if_better(version, "best", best_key, goal == "max"):
         run.log_event("artifact", {"op": "best", "artifact": version.qualified_name, best_key: meta.get(best_key)})
+    if keep:  # checkpoint rotation: this run's versions beyond the newest ``keep`` go too, aliased ones stay
+        reg.gc(keep=keep, project=run.project, name=name, producer_run=run.id)
     return version
 
 

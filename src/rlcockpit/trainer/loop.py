@@ -319,6 +319,7 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
     accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
+    st.last_val = (st.step, acc)  # the checkpoint saved at this step carries it (policy:best follows it)
     if progress is not None:
         progress.val(acc)
     n = st.cfg.rollout.val_kwargs.n

@@ -1,0 +1,38 @@
+"""Every trainer checkpoint is also a ``policy`` model artifact, and ``policy:best`` follows validation.
+
+Called once per saved checkpoint. The actor folder (Hugging Face format) is registered with hard links into
+the content-addressed store — no copy, no extra disk; rotation (``trainer.max_actor_ckpt_to_keep``) deletes the
+run's older versions the same way it deletes the folders, except versions holding an alias such as ``best``.
+``best`` moves only when the checkpoint's validation accuracy (``val_acc``, the step's mean of
+``val-core/*/acc/mean@N``) beats the one recorded on the version that holds it — across runs, so after a
+sweep ``rlcockpit generate --artifact policy:best`` loads the best checkpoint of every trial. A failure here
+(disk full) is a warning and a run event; it never stops training.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("rlcockpit")
+ARTIFACT = "policy"
+BEST_KEY = "val_acc"
+
+
+def register_checkpoint(run: Any, st: Any, path: str | Path) -> Any:
+    """Register ``path`` (a ``global_step_N`` folder) as the next ``policy`` version; None if it failed."""
+    from rlcockpit.tracking.artifacts import log_checkpoint
+
+    path = Path(path)
+    actor = path / "actor" if (path / "actor").is_dir() else path
+    val = getattr(st, "last_val", None)
+    metrics = {BEST_KEY: val[1]} if val is not None and val[0] == st.step else {}
+    try:
+        return log_checkpoint(run, actor, step=st.step, metrics=metrics, name=ARTIFACT, best_key=BEST_KEY,
+                              goal="max", link=True, keep=st.cfg.trainer.max_actor_ckpt_to_keep)
+    except Exception as exc:  # noqa: BLE001 - the checkpoint itself is saved; only its registration failed
+        logger.warning("rlcockpit: checkpoint %s was saved but not registered as an artifact: %s: %s", path,
+                       type(exc).__name__, exc)
+        run.log_event("artifact_failed", {"path": str(path), "step": st.step, "error": f"{type(exc).__name__}: {exc}"})
+        return None
