@@ -73,7 +73,7 @@ def test_generate_from_a_model_artifact_with_rewards(tmp_path: Path, capsys: pyt
     d = ["--dir", str(store)]
     assert main(["generate", "--artifact", "policy:best", "--prompt", "07+45=", "--n", "3", *d]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "arith/policy:v0 (best, latest; step 40), reward arith"
+    assert out[0] == "arith/policy:v0 (best, latest; step 40), reward: reward.name=arith"
     assert out[1] == "prompt 1: '<|user|>07+45=<|assistant|>'  (ground truth '052')"  # the trainer's chat template
     assert len(out) == 6 and all("reward " in line for line in out[2:5])
     assert out[5].startswith("mean reward ") and "over 3 samples" in out[5]
@@ -110,4 +110,4 @@ def test_generate_from_an_rlcockpit_state_dict_checkpoint(tmp_path: Path, capsys
                  "--max-new-tokens", "2", "--json", "--dir", str(tmp_path / "store")]) == 0
     res = json.loads(capsys.readouterr().out)
     sample = res["results"][0]["samples"][0]
-    assert res["reward"] == "arith" and sample["reward"] == 0.0 and sample["response"] == ""  # token 0 = <pad>
+    assert res["reward"] == "reward.name=arith" and sample["reward"] == 0.0 and sample["response"] == ""  # token 0 = <pad>

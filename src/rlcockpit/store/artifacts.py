@@ -240,6 +240,17 @@ class ArtifactRegistry:
         version.aliases = sorted({*version.aliases, alias})
         return True
 
+    def update_metadata(self, version: ArtifactVersion, patch: Mapping[str, Any]) -> ArtifactVersion:
+        """Add keys to a version's metadata (a validation score known only after the checkpoint was logged)."""
+        with self.db.transaction(lock=f"artifact:{version.project}/{version.name}") as cur:
+            row = cur.one("SELECT metadata FROM artifact_versions WHERE id = ?", (version.id,))
+            if row is None:
+                raise KeyError(f"artifact version {version.id} is gone")
+            meta = {**json.loads(row[0]), **json.loads(json.dumps(dict(patch), default=str))}
+            cur.execute("UPDATE artifact_versions SET metadata = ? WHERE id = ?", (json.dumps(meta), version.id))
+        version.metadata = meta
+        return version
+
     def remove_alias(self, version: ArtifactVersion, alias: str) -> None:
         with self.db.transaction(lock=f"artifact:{version.project}/{version.name}") as cur:
             cur.execute("DELETE FROM artifact_aliases WHERE project = ? AND name = ? AND alias = ? AND version_id = ?",

@@ -144,20 +144,31 @@ def _read_prompt_file(path: Path) -> list[dict[str, Any]]:
 
 
 def _reward_fn(name: str | None, config: dict[str, Any]) -> tuple[Any, str | None]:
-    from rlcockpit.trainer.rewards import REWARDS, load_custom_fn
+    """``(function, label)``: ``--reward NAME``, else the reward the producing run's config selects, as the
+    trainer resolves it (a custom function file first, then ``reward.name``); ``(None, None)`` if none."""
+    from rlcockpit.trainer.rewards import REWARDS, load_custom_fn, resolve_reward_fn
 
     if name:
         return REWARDS.get(name), name
-    reward = config.get("reward") or {}
-    custom = config.get("custom_reward_function") or {}
-    if custom.get("path"):
-        spec = f"{custom['path']}:{custom.get('name') or 'compute_score'}"
-        return load_custom_fn(spec), spec
-    if reward.get("custom_fn"):
-        return load_custom_fn(reward["custom_fn"]), reward["custom_fn"]
-    if reward.get("name"):
-        return REWARDS.get(reward["name"]), reward["name"]
-    return None, None
+    if not config:
+        return None, None
+    try:
+        from rlcockpit.trainer.config import from_dict
+
+        fn, label, kwargs = resolve_reward_fn(from_dict(config))
+    except (ValueError, KeyError, TypeError):  # a config of an older or foreign trainer: read the usual keys
+        custom = config.get("custom_reward_function") or {}
+        legacy = (config.get("reward") or {}).get("custom_fn")
+        if custom.get("path"):
+            return load_custom_fn(custom["path"], custom.get("name")), custom["path"]
+        if legacy:
+            path, _, fname = str(legacy).rpartition(":")
+            return load_custom_fn(path, fname or None), legacy
+        rname = (config.get("reward") or {}).get("name")
+        return (REWARDS.get(rname), rname) if rname else (None, None)
+    if kwargs:
+        return (lambda *a, _fn=fn, _kw=kwargs: _fn(*a, **_kw)), label
+    return fn, label
 
 
 _ARITH = re.compile(r"^\s*(\d+)\+(\d+)=\s*$")
@@ -258,7 +269,7 @@ def _print(args: argparse.Namespace, version: Any, reward_name: str | None, fn: 
                           "results": results}, indent=1, ensure_ascii=False))
         return
     print(f"{version.project}/{version.qualified_name} ({', '.join(version.aliases) or 'no aliases'}; step "
-          f"{version.metadata.get('step', version.step)})" + (f", reward {reward_name}" if fn is not None else
+          f"{version.metadata.get('step', version.step)})" + (f", reward: {reward_name}" if fn is not None else
                                                                ", no reward configured"))
     rewards = []
     for i, r in enumerate(results, 1):

@@ -22,6 +22,7 @@ import torch
 
 from rlcockpit.algos import apply_kl_penalty, compute_advantage, scores_to_token_level
 from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
@@ -172,6 +173,14 @@ def loggers_for(cfg: Config) -> list[str]:
     return names
 
 
+def save_and_note(st: Any, run: Any, guard: Any) -> Any:
+    """Checkpoint ``st`` and record a ``checkpoint`` run event (``health.reports=[checkpoint]`` reports on it)."""
+    path = save(st, run.id, guard)
+    run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
+    register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoint_artifacts.py)
+    return path
+
+
 def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = True) -> Any:
     import rlcockpit
 
@@ -263,7 +272,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if st.step == 0:
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
-            save(st, run.id, ckpt_guard)  # a healthy point to come back to
+            save_and_note(st, run, ckpt_guard)  # a healthy point to come back to
     if st.step == 0 and (tr.val_before_train or tr.val_only) and (tr.test_freq > 0 or tr.val_only):
         _validate(st, run, result, log, progress)
     if tr.val_only:
@@ -292,7 +301,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-            save(st, run.id, ckpt_guard)
+            save_and_note(st, run, ckpt_guard)
         guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
     if guard.stop_requested:
         last = guard.handled[-1] if guard.handled else {}
@@ -303,7 +312,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
         _validate(st, run, result, log, progress)
     if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
-        save(st, run.id, ckpt_guard)  # the final state, as verl does
+        save_and_note(st, run, ckpt_guard)  # the final state, as verl does
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
@@ -320,6 +329,7 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
     st.last_val = (st.step, acc)  # the checkpoint saved at this step carries it (policy:best follows it)
+    note_validation(run, st)  # ... also when that checkpoint was saved before this validation (the last step)
     if progress is not None:
         progress.val(acc)
     n = st.cfg.rollout.val_kwargs.n
