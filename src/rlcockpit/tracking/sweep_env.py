@@ -66,6 +66,12 @@ def claim_trial() -> Trial | None:
                  dir=os.environ.get(ENV_DIR))
 
 
+def trial_run_id() -> str | None:
+    """The run id this process's trial will get, before ``init`` claims it (a trainer names its checkpoint
+    folder after the run id first)."""
+    return None if _claimed else (os.environ.get(ENV_RUN_ID) if os.environ.get(ENV_SWEEP_ID) else None)
+
+
 def reset_claim() -> None:
     """Let the next ``init`` claim a trial again (in-process function agents run several trials)."""
     global _claimed

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from rlcockpit.algos import apply_kl_penalty, compute_advantage, scores_to_token_level
+from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
@@ -223,7 +224,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resume_from is not None:
         resumed = restore(st, resume_from)
         log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
-    st.run_id = resumed.get("run_id") or uuid.uuid4().hex[:8]
+    st.run_id = resumed.get("run_id") or trial_run_id() or uuid.uuid4().hex[:8]  # a sweep trial has its id
     st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
     if st.ckpt_dir != Path(tr.default_local_dir):
         log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
