@@ -300,3 +300,16 @@ def _has_run(run_id: str) -> bool:
         return True
     except KeyError:
         return False
+
+
+def test_secrets_in_commands_and_output_are_masked(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(ws / "leak.py", "import sys\nprint('using token sk-abcdefghijklmnopqrstuvwx')\nsys.exit(3)\n")
+    monkeypatch.setenv("MY_API_KEY", "sk-zyxwvutsrqponmlkjihgfedc")
+    sweep_id = new_sweep({"program": "leak.py", "method": "grid", "parameters": {"x": {"values": [1]}},
+                          "command": ["${env}", "${interpreter}", "${program}", "--api_key=${envvar:MY_API_KEY}"]})
+    out = run_agent(sweep_id)
+    assert "sk-zyxwvutsrqponmlkjihgfedc" not in out  # the printed command
+    (t,) = trials(sweep_id)
+    stored = json.dumps(open_store().get_run(t["run_id"])) + json.dumps(t)
+    assert "sk-abcdefghijklmnopqrstuvwx" not in stored and "sk-zyxwvutsrqponmlkjihgfedc" not in stored
+    assert t["state"] == "failed" and "using token" in t["reason"]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlcockpit.redact import redact_argv, redact_text
 from rlcockpit.store import open_store, resolve_dir
 from rlcockpit.store.sql import open_database
 from rlcockpit.sweeps import hyperband
@@ -160,7 +161,7 @@ class Agent:
                                  base_args=self.sweep["base_args"], args_json_file=json_file, env=env)
         except ValueError as exc:
             return 2, None, [str(exc)]
-        self.say("$ " + shlex.join(argv))
+        self.say("$ " + shlex.join(redact_argv(argv)))  # ${envvar:...} may have expanded a secret
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         try:
             proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -340,11 +341,12 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _tee(proc: subprocess.Popen, out: TextIO, tail: collections.deque) -> None:
-    """Stream the program's output to ours, keeping the last lines for the failure reason."""
+    """Stream the program's output to ours, keeping the last lines (secrets masked: they are stored) for the
+    failure reason."""
     assert proc.stdout is not None
     for raw in iter(proc.stdout.readline, b""):
         line = raw.decode("utf-8", errors="replace")
-        tail.append(line.rstrip("\n"))
+        tail.append(redact_text(line.rstrip("\n")))
         try:
             out.write(line)
             out.flush()
