@@ -82,6 +82,10 @@ class Agent:
     def run(self) -> int:
         """Run trials; returns how many ran."""
         self.state.register_agent(self.agent_id, self.sweep_id, socket.gethostname(), os.getpid())
+        metric = self.cfg.metric
+        self.say(f"agent {self.agent_id} on sweep {self.sweep_id} ({self.cfg.method}"
+                 + (f", {metric.goal} {metric.name}" if metric else "") + f"), store {self.dir}"
+                 + (f", at most {self.count} trials" if self.count else ""))
         restore = self._install_signals()
         done, waiting = 0, False
         try:
