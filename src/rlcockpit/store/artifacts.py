@@ -29,12 +29,12 @@ from rlcockpit.store.sql import Cursor, Database, open_database
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS artifact_versions (
       id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL,
-      type TEXT NOT NULL, digest TEXT NOT NULL, size INTEGER NOT NULL, n_files INTEGER NOT NULL,
-      metadata TEXT NOT NULL, description TEXT, producer_run TEXT, step INTEGER,
+      type TEXT NOT NULL, digest TEXT NOT NULL, size BIGINT NOT NULL, n_files INTEGER NOT NULL,
+      metadata TEXT NOT NULL, description TEXT, producer_run TEXT, step BIGINT,
       created_at DOUBLE PRECISION NOT NULL, UNIQUE (project, name, version))""",
     "CREATE INDEX IF NOT EXISTS artifact_versions_digest ON artifact_versions(project, name, digest)",
     """CREATE TABLE IF NOT EXISTS artifact_files (
-      version_id TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
+      version_id TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, size BIGINT NOT NULL,
       PRIMARY KEY (version_id, path))""",
     "CREATE INDEX IF NOT EXISTS artifact_files_sha ON artifact_files(sha256)",
     """CREATE TABLE IF NOT EXISTS artifact_aliases (

@@ -3,8 +3,8 @@
 Why not the run :class:`~rlcockpit.store.base.Store`: the sweep controller and the artifact registry need
 short read-modify-write transactions across processes (two agents must never take the same grid point;
 two ``log_artifact`` calls must never get the same ``vN``), which the run store's write path does not
-expose. Everything above this module writes portable SQL (``?`` placeholders, ``TEXT`` /
-``INTEGER`` / ``DOUBLE PRECISION`` columns, no ``INSERT OR ...``, no ``RETURNING``), so a PostgreSQL
+expose. Everything above this module writes portable SQL (``?`` placeholders, ``TEXT`` / ``INTEGER`` /
+``BIGINT`` (sizes, steps) / ``DOUBLE PRECISION`` columns, no ``INSERT OR ...``, no ``RETURNING``), so a PostgreSQL
 implementation of :class:`Database` (placeholders translated, ``lock`` mapped to an advisory
 transaction lock) can be added for the team server without touching the callers.
 

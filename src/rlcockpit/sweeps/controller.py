@@ -48,6 +48,8 @@ def create_sweep(state: SweepState, cfg: SweepConfig, *, project: str, seed: int
     sweep_id = uuid.uuid4().hex[:8]
     choose_sampler(cfg, sampler)  # validates the name
     seed = random.SystemRandom().randrange(2**31) if seed is None else int(seed)
+    if not 0 <= seed < 2**31:
+        raise ValueError(f"seed must be in [0, 2**31), got {seed}")
     state.create(sweep_id, project=project, name=cfg.name, method=cfg.method, config=cfg.raw, seed=seed,
                  sampler=sampler, base_args=list(base_args))
     return sweep_id
