@@ -11,7 +11,7 @@ export WANDB_MODE := offline
 export WANDB_SILENT := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system-deps verl-env demo test test-quick lint bench clean
+.PHONY: setup system-deps verl-env demo test test-quick lint bench ui-screenshots clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,11 +22,15 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 setup: $(VENV)/.installed
 
-# Debian packages the browser tests need (Chromium for the dashboard tests).
+# Debian packages the browser tests need: Chromium for the dashboard tests, Noto CJK so Chromium draws the
+# Chinese UI (tests and docs/img screenshots) instead of empty boxes.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (Debian) for the dashboard browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || { \
+	  echo "installing fonts-noto-cjk (Debian) for the dashboard's Chinese UI in Chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; }
 
 demo: setup
 	$(VENV)/bin/rlcockpit demo
@@ -46,6 +50,10 @@ lint: setup
 
 bench: setup
 	$(PY) bench/logging_overhead.py --json
+
+# The dashboard screenshots in docs/img (real Chromium on a generated store).
+ui-screenshots: setup system-deps
+	$(PY) scripts/ui_screenshots.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,272 +1,349 @@
-"""Detection quality of rlcockpit's health detectors vs rlwatch on labelled traces.
+"""Detection quality of rlcockpit's health detectors vs rlwatch on the labelled corpus (bench/detection_corpus/).
 
-    python bench/detection_quality.py --json            # machine-readable
-    python bench/detection_quality.py --markdown        # table for BENCHMARKS.md
-    python bench/detection_quality.py --runs-dir DIR    # also stored runs of the trainer presets
+    python bench/detection_quality.py --json                    # tuning and held-out, side by side
+    python bench/detection_quality.py --markdown                # tables for BENCHMARKS.md
+    python bench/detection_quality.py --split tuning --list-misses   # per-trace detail (tuning only)
+    python bench/detection_quality.py --responsible grad_spike=my_detector   # credit a new detector for a class
 
-Per failure class: recall (share of traces where a detector responsible for that class raised a warning or
-critical at/after the onset, and had been quiet in the 20 steps before it: an alarm that rings all the time
-detects nothing), false alarms (critical findings before the onset; on healthy traces: every
-critical finding), median detection delay in steps. Both tools see the same metric stream; rlwatch gets
-entropy, KL, reward mean/std, per-sample rewards, loss and grad norm through its ``DetectorSuite``.
-Also measured: rlcockpit's per-step detector overhead (µs, p50/p99 of ``HealthMonitor.observe``).
+The rule, the same for every tool and split: a failure trace counts as detected when an alert (warning or
+critical) from a detector responsible for its class STARTS within [onset - 5, onset + 15]; responsible alerts that
+start before onset - 5 are early alerts; the delay is the start of the first responsible alert in the window minus
+the onset. An alert starts where a detector's findings begin after a quiet logged step. On healthy traces every
+critical and every warning counts, from any detector. Targets (held-out): see TARGETS.
+Also measured: rlcockpit's per-step detector cost (``HealthMonitor.observe``, wall and thread-CPU µs, p50/p99) and
+whether every metric name in the corpus resolves through the metric guide (``rlcockpit.metrics.lookup``).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
+import re
 import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rlcockpit.health import HealthMonitor
-from rlcockpit.health.synthetic import FAILURES, HEALTHY, Trace, make_trace
+sys.path.insert(0, str(Path(__file__).resolve().parent / "detection_corpus" / "gen"))
+from corpus_schema import CLASSES, SPLITS, load_corpus  # noqa: E402
 
-# which detectors are "responsible" for a class (a detection by an unrelated detector does not count)
+from rlcockpit.health import HealthMonitor  # noqa: E402
+
+WINDOW = (-5, 15)  # detected: a responsible alert starts in [onset - 5, onset + 15]
+# Which detectors are responsible for a class: an alert from any other detector neither detects the failure nor
+# counts as early. To credit a new detector, add its name here (or pass --responsible CLASS=NAME,NAME).
 OURS: dict[str, set[str]] = {
-    "collapse": {"reward_cliff", "kl_spike", "kl_rising", "sample_degeneration", "entropy_explosion"},
+    "collapse": {"reward_cliff", "reward_drop", "kl_spike", "kl_rising", "sample_degeneration", "entropy_explosion",
+                 "update_size"},
     "reward_hacking": {"reward_hacking"},
     "entropy_collapse": {"entropy_collapse"},
-    "loss_divergence": {"nonfinite", "loss_spike", "grad_spike"},
+    "loss_divergence": {"nonfinite", "loss_spike", "grad_spike", "value_divergence"},
     "grad_spike": {"grad_spike", "nonfinite"},
     "oom_creep": {"gpu_memory", "memory_growth"},
-    "low_gpu_util": {"gpu_utilization"},
+    "low_gpu_util": {"gpu_utilization", "bottleneck"},
     "rollout_mismatch": {"rollout_mismatch"},
-    "throughput_drop": {"throughput_drop"},
+    "throughput_drop": {"throughput_drop", "bottleneck"},
     "length_explosion": {"length_explosion", "truncation"},
 }
-RLWATCH: dict[str, set[str]] = {
+RLWATCH: dict[str, set[str]] = {  # rlwatch 0.5 has no memory, utilisation, mismatch, throughput or length detector
     "collapse": {"kl_explosion", "reward_hacking", "entropy_collapse"},
     "reward_hacking": {"reward_hacking", "reward_mean_drift"},
     "entropy_collapse": {"entropy_collapse"},
     "loss_divergence": {"loss_nan", "gradient_norm_spike"},
     "grad_spike": {"gradient_norm_spike", "loss_nan"},
 }
-PRE_ONSET_QUIET = 20  # a responsible detector alarming in these steps before the onset gets no credit
-PRESET_CLASSES = {"arith-grpo": "healthy", "arith-collapse": "collapse", "arith-hacking": "reward_hacking",
-                  "arith-entropy-collapse": "entropy_collapse"}
+TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
+           "early_alerts_max": 10, "median_delay_max": 10}
+# rlwatch takes named arguments; these are the same quantities under each naming in the corpus
+RLWATCH_INPUTS = {
+    "entropy": ("actor/entropy", "entropy", "train/entropy", "policy/entropy"),
+    "kl_divergence": ("actor/kl_loss", "actor/reward_kl_penalty", "actor/ref_kl", "kl", "train/kl_div", "kl/divergence"),
+    "reward_mean": ("critic/score/mean", "reward", "train/reward", "reward/mean"),
+    "reward_std": ("critic/score/std", "reward_std", "reward/std"),
+    "loss": ("actor/pg_loss", "loss", "train/loss", "policy/loss"),
+    "grad_norm": ("actor/grad_norm", "grad_norm"),
+}
+Finding = tuple[int, str, str]  # (step, detector, severity)
 
 
-def run_ours(trace: Trace, timings: list[float] | None = None,
-             cpu_timings: list[float] | None = None) -> list[tuple[int, str, str]]:
-    """(step, detector, severity) of every finding rlcockpit raises on ``trace``. ``timings`` gets the wall time
-    of each ``observe`` (µs), ``cpu_timings`` its thread CPU time: on a shared machine the wall time includes
-    preemption by other processes, the CPU time is what the detectors themselves cost."""
-    monitor = HealthMonitor(run_config=trace.config)
-    out = []
-    for step, metrics in trace.metrics:
-        if step in trace.samples:
-            _m, found = monitor.observe_samples(step, trace.samples[step])
+def _samples_by_step(trace: dict[str, Any]) -> list[tuple[int, list[dict[str, Any]]]]:
+    return sorted(trace["samples"], key=lambda x: x[0])
+
+
+def run_ours(trace: dict[str, Any], timings: list[float] | None = None, cpu: list[float] | None = None) -> list[Finding]:
+    """Every finding rlcockpit raises on the trace; samples are fed before the metrics of their step."""
+    monitor = HealthMonitor(run_config=trace["config"])
+    out: list[Finding] = []
+    pending = _samples_by_step(trace)
+    for step, metrics in trace["metrics"]:
+        while pending and pending[0][0] <= step:
+            s, rows = pending.pop(0)
+            _m, found = monitor.observe_samples(s, rows)
             out += [(f.step, f.detector, f.severity) for f in found]
         c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         found = monitor.observe(step, metrics)
         t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
         if timings is not None:
             timings.append((t1 - t0) / 1000.0)
-        if cpu_timings is not None:
-            cpu_timings.append((c1 - c0) / 1000.0)
+        if cpu is not None:
+            cpu.append((c1 - c0) / 1000.0)
         out += [(f.step, f.detector, f.severity) for f in found]
     out += [(f.step, f.detector, f.severity) for f in monitor.close()]
     return out
 
 
-def run_rlwatch(trace: Trace) -> list[tuple[int, str, str]]:
-    """The same stream through rlwatch 0.5's detector suite (default config)."""
+def run_rlwatch(trace: dict[str, Any]) -> list[Finding]:
+    """The same stream through rlwatch 0.5's ``DetectorSuite`` (default config)."""
     from rlwatch.config import RLWatchConfig
     from rlwatch.detectors import DetectorSuite
 
     suite = DetectorSuite(RLWatchConfig())
-    out = []
-    for step, m in trace.metrics:
-        rows = trace.samples.get(step)
-        rewards = np.array([r["reward"] for r in rows], dtype=float) if rows else None
-        alerts = suite.check_step(
-            step, entropy=m.get("actor/entropy"), kl_divergence=m.get("actor/kl_loss"),
-            reward_mean=m.get("critic/score/mean"), reward_std=m.get("critic/score/std"), rewards=rewards,
-            loss=m.get("actor/pg_loss"), grad_norm=m.get("actor/grad_norm"),
-        )
-        out += [(a.step, a.detector, a.severity) for a in alerts]
+    samples = dict(trace["samples"])
+    out: list[Finding] = []
+    for step, m in trace["metrics"]:
+        kw = {arg: next((m[k] for k in keys if k in m), None) for arg, keys in RLWATCH_INPUTS.items()}
+        rows = samples.get(step)
+        rewards = np.array([float(r["reward"]) for r in rows], dtype=float) if rows else None
+        for a in suite.check_step(step, rewards=rewards, **kw):
+            out.append((a.step, a.detector, a.severity))
     return out
 
 
-def score(label: str, onset: int | None, findings: list[tuple[int, str, str]], responsible: set[str]) -> dict[str, Any]:
-    """Per-trace outcome: detected?, delay, false alarms (criticals before onset / anywhere if healthy)."""
-    if label == "healthy":
-        return {"false_alarms": sum(1 for _s, _d, sev in findings if sev == "critical"),
-                "warnings": sum(1 for _s, _d, sev in findings if sev == "warning")}
-    start = onset if onset is not None else -1
-    alarms = [s for s, d, sev in findings if d in responsible and sev in ("warning", "critical")]
-    if onset is not None and any(onset - PRE_ONSET_QUIET <= s < onset for s in alarms):
-        alarms = []  # an alarm already ringing before the failure did not detect it
-    hits = [s for s in alarms if s >= start]
-    any_hit = any(d in responsible and sev in ("warning", "critical") and s >= start for s, d, sev in findings)
-    false = sum(1 for s, _d, sev in findings if sev == "critical" and onset is not None and s < onset)
-    return {"detected": bool(hits), "detected_any": any_hit, "delay": (min(hits) - onset) if hits and onset is not None else None,
-            "false_alarms": false}
+def alert_starts(trace: dict[str, Any], findings: list[Finding], detectors: set[str] | None) -> list[int]:
+    """Steps where an alert (warning/critical) of ``detectors`` (None: any) starts: that detector had no such
+    finding at the logged step before (a detector still firing continues its alert; one that was quiet starts one)."""
+    logged = [s for s, _m in trace["metrics"]]
+    by_det: dict[str, set[int]] = defaultdict(set)
+    for s, d, sev in findings:
+        if sev in ("warning", "critical") and (detectors is None or d in detectors):
+            by_det[d].add(s)
+    starts = []
+    for steps in by_det.values():
+        for s in sorted(steps):
+            i = bisect.bisect_left(logged, s)
+            prev = logged[i - 1] if i > 0 else None
+            if prev is None or prev not in steps:
+                starts.append(s)
+    return sorted(starts)
 
 
-def aggregate(results: list[tuple[str, dict[str, Any]]], covered: set[str] | None = None) -> dict[str, Any]:
+def score(trace: dict[str, Any], findings: list[Finding], responsible: dict[str, set[str]]) -> dict[str, Any]:
+    """Per-trace outcome under the rule in the module docstring."""
+    cls, onset = trace["class"], trace["onset"]
+    crit = sum(1 for _s, _d, sev in findings if sev == "critical")
+    warn = sum(1 for _s, _d, sev in findings if sev == "warning")
+    if cls == "healthy":
+        return {"criticals": crit, "warnings": warn, "alerts": sorted({(s, d, sev) for s, d, sev in findings})[:20]}
+    mine = responsible.get(cls)
+    if not mine:
+        return {"covered": False}
+    starts = alert_starts(trace, findings, mine)
+    lo, hi = onset + WINDOW[0], onset + WINDOW[1]
+    hits = [s for s in starts if lo <= s <= hi]
+    early = [s for s in starts if s < lo]
+    return {"covered": True, "detected": bool(hits), "delay": (hits[0] - onset) if hits else None,
+            "early_alerts": len(early), "first_alert": starts[0] if starts else None,
+            "criticals_before_onset": sum(1 for s, _d, sev in findings if sev == "critical" and s < lo),
+            "responsible_fired": sorted({d for s, d, sev in findings if d in mine and sev != "info"})}
+
+
+def aggregate(results: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Per class and overall figures from (trace, outcome) pairs."""
     by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for label, res in results:
-        by_class[label].append(res)
-    out: dict[str, Any] = {}
-    for label, items in by_class.items():
-        if label == "healthy":
-            out[label] = {"traces": len(items), "false_alarms": sum(i["false_alarms"] for i in items),
-                          "warnings": sum(i["warnings"] for i in items)}
+    for t, r in results:
+        by_class[t["class"]].append(r)
+    classes: dict[str, Any] = {}
+    all_delays: list[float] = []
+    early_total, detected, failures = 0, 0, 0
+    for cls in CLASSES:
+        items = by_class.get(cls, [])
+        if not items:
+            continue
+        if cls == "healthy":
+            crit, warn = sum(i["criticals"] for i in items), sum(i["warnings"] for i in items)
+            classes[cls] = {"traces": len(items), "criticals": crit, "warnings": warn,
+                            "criticals_per_trace": round(crit / len(items), 3), "warnings_per_trace": round(warn / len(items), 3),
+                            "traces_with_alerts": sum(1 for i in items if i["criticals"] or i["warnings"])}
+            continue
+        if not items[0].get("covered", True):
+            classes[cls] = {"traces": len(items), "covered": False}
             continue
         delays = [i["delay"] for i in items if i["delay"] is not None]
-        out[label] = {
-            "traces": len(items),
-            "recall": round(sum(i["detected"] for i in items) / len(items), 3),
-            "recall_any_alarm": round(sum(i.get("detected_any", i["detected"]) for i in items) / len(items), 3),
-            "false_alarms": sum(i["false_alarms"] for i in items),
-            "median_delay_steps": statistics.median(delays) if delays else None,
-        }
-        if covered is not None:
-            out[label]["covered"] = label in covered
-    return out
+        n_det = sum(i["detected"] for i in items)
+        early = sum(i["early_alerts"] for i in items)
+        classes[cls] = {"traces": len(items), "detected": n_det, "recall": round(n_det / len(items), 3),
+                        "early_alerts": early, "median_delay_steps": statistics.median(delays) if delays else None,
+                        "criticals_before_onset": sum(i["criticals_before_onset"] for i in items)}
+        all_delays += delays
+        early_total += early
+        detected += n_det
+        failures += len(items)
+    h = classes.get("healthy", {"traces": 0, "criticals": 0, "warnings": 0})
+    overall = {"failure_traces": failures, "detected": detected, "recall": round(detected / failures, 3) if failures else None,
+               "early_alerts": early_total, "median_delay_steps": statistics.median(all_delays) if all_delays else None,
+               "healthy_traces": h["traces"], "healthy_criticals": h["criticals"], "healthy_warnings": h["warnings"],
+               "healthy_warnings_per_trace": round(h["warnings"] / h["traces"], 3) if h["traces"] else None}
+    return {"classes": classes, "overall": overall}
 
 
-def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(tree, dict):
-        out: dict[str, Any] = {}
-        for k, v in tree.items():
-            out |= _leaves(v, f"{prefix}{k}.")
-        return out
-    return {prefix[:-1]: tree}
-
-
-# keys a user commonly overrides on top of a preset (run length, seed, paths, model): not part of its identity
-PRESET_FREE_KEYS = ("trainer.", "actor.model.path", "health.")
-
-
-def preset_of(config: dict[str, Any]) -> str | None:
-    """The trainer preset a stored run was launched from, recognised by its config: every setting the preset
-    makes (apart from run length, seed, paths and the model) has the preset's value in the run's config.
-    The most specific matching preset wins. Works whatever the run was named."""
-    from rlcockpit.trainer.config import load_preset
-
-    run = _leaves(config)
-    best, best_n = None, 0
-    for name in PRESET_CLASSES:
-        try:
-            wanted = {k: v for k, v in _leaves(load_preset(name)).items() if not k.startswith(PRESET_FREE_KEYS)}
-        except (FileNotFoundError, KeyError, ValueError):
-            continue
-        if wanted and all(k in run and _same(run[k], v) for k, v in wanted.items()) and len(wanted) > best_n:
-            best, best_n = name, len(wanted)
-    return best
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return math.isclose(float(a), float(b), rel_tol=1e-9)
-    return a == b
-
-
-def stored_runs(runs_dir: str) -> list[tuple[str, str, list[tuple[int, str, str]]]]:
-    """(label, run name, findings) for stored runs of the trainer presets: the preset is named in the run's
-    name/tags/config or recognised from the config itself (:func:`preset_of`)."""
-    from rlcockpit.health.diagnosis import replay_run
-    from rlcockpit.store import open_store
-
-    store = open_store(runs_dir)
-    out = []
-    for run in store.list_runs():
-        cfg = run.get("config") or {}
-        names = [str(cfg.get("preset") or ""), str((cfg.get("trainer") or {}).get("preset") or ""), str(run.get("name") or ""),
-                 *map(str, run.get("tags") or [])]
-        label = next((PRESET_CLASSES[n] for n in names if n in PRESET_CLASSES), None)
-        if label is None:
-            preset = preset_of(cfg)
-            label = PRESET_CLASSES[preset] if preset else None
-        if label is None:
-            label = next((c for p, c in sorted(PRESET_CLASSES.items(), key=lambda kv: -len(kv[0]))
-                          if any(p in n for n in names)), None)
-        if label is None:
-            continue
-        findings = replay_run(store, run["id"])
-        out.append((label, run.get("name") or run["id"], [(f.step, f.detector, f.severity) for f in findings]))
-    return out
-
-
-def evaluate(seeds: int, steps: int, runs_dir: str | list[str] | None, with_rlwatch: bool = True) -> dict[str, Any]:
-    ours, theirs, timings, cpu = [], [], [], []
-    for kind in HEALTHY + FAILURES:
-        for seed in range(seeds):
-            trace = make_trace(kind, seed, steps=steps)
-            ours.append((trace.label, score(trace.label, trace.onset, run_ours(trace, timings, cpu), OURS.get(trace.label, set()))))
-            if with_rlwatch:
-                theirs.append((trace.label, score(trace.label, trace.onset, run_rlwatch(trace), RLWATCH.get(trace.label, set()))))
-    runs = []
-    for one_dir in [runs_dir] if isinstance(runs_dir, str) else runs_dir or []:
-        for label, name, findings in stored_runs(one_dir):
-            res = score(label, None, findings, OURS.get(label, set()))
-            ours.append((label, res))
-            runs.append({"run": name, "store": one_dir, "label": label, **res})
-    arr, carr = np.array(timings), np.array(cpu)
-    report: dict[str, Any] = {
-        "rlcockpit": aggregate(ours),
-        "overhead_us_per_step": {"p50": round(float(np.percentile(arr, 50)), 2), "p99": round(float(np.percentile(arr, 99)), 2),
-                                 "mean": round(float(arr.mean()), 2), "steps": int(arr.size),
-                                 "cpu_p50": round(float(np.percentile(carr, 50)), 2),
-                                 "cpu_p99": round(float(np.percentile(carr, 99)), 2)},
-        "traces_per_class": seeds, "steps_per_trace": steps,
+def check_targets(agg: dict[str, Any]) -> dict[str, Any]:
+    """Pass/fail of each target on one split's aggregate."""
+    c, o = agg["classes"], agg["overall"]
+    low = {k: v["recall"] for k, v in c.items() if k != "healthy" and v.get("recall", 0) < TARGETS["recall_min_per_class"]}
+    checks = {
+        "recall_per_class": {"target": f">= {TARGETS['recall_min_per_class']} in every class", "failing": low, "pass": not low},
+        "healthy_criticals": {"target": "0", "value": o["healthy_criticals"], "pass": o["healthy_criticals"] == 0},
+        "healthy_warnings_per_trace": {"target": "<= 1", "value": o["healthy_warnings_per_trace"],
+                                       "pass": (o["healthy_warnings_per_trace"] or 0) <= TARGETS["healthy_warnings_per_trace_max"]},
+        "early_alerts": {"target": "<= 10", "value": o["early_alerts"], "pass": o["early_alerts"] <= TARGETS["early_alerts_max"]},
+        "median_delay": {"target": "<= 10 steps", "value": o["median_delay_steps"],
+                         "pass": o["median_delay_steps"] is not None and o["median_delay_steps"] <= TARGETS["median_delay_max"]},
     }
-    if with_rlwatch:
-        report["rlwatch"] = aggregate(theirs, covered=set(RLWATCH))
-    if runs:
-        report["stored_runs"] = runs
-        report["stored_runs_by_class"] = aggregate([(r["label"], r) for r in runs])
+    return {"all_pass": all(v["pass"] for v in checks.values()), **checks}
+
+
+def metric_names(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every metric name in the traces and whether the metric guide resolves it."""
+    from rlcockpit.metrics import lookup
+
+    names: dict[str, set[str]] = defaultdict(set)
+    for t in traces:
+        for _s, m in t["metrics"]:
+            for k in m:
+                names[k].add(t["source"])
+    missing = sorted(k for k in names if lookup(k) is None)
+    return {"names": len(names), "resolved": len(names) - len(missing), "unresolved": len(missing),
+            "unresolved_names": {k: sorted(names[k]) for k in missing}}
+
+
+def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str, set[str]] | None = None,
+             detail: bool = False) -> dict[str, Any]:
+    ours_map = responsible or OURS
+    traces = load_corpus(splits)
+    timings: list[float] = []
+    cpu: list[float] = []
+    report: dict[str, Any] = {"rule": {"window": list(WINDOW), "responsible": {k: sorted(v) for k, v in ours_map.items()},
+                                       "rlwatch_responsible": {k: sorted(v) for k, v in RLWATCH.items()}},
+                              "targets": TARGETS, "splits": {}}
+    for split in splits:
+        mine = [t for t in traces if t["split"] == split]
+        ours, theirs = [], []
+        for t in mine:
+            ours.append((t, score(t, run_ours(t, timings, cpu), ours_map)))
+            if with_rlwatch:
+                theirs.append((t, score(t, run_rlwatch(t), RLWATCH)))
+        entry: dict[str, Any] = {"traces": len(mine), "corpus": _sizes(mine), "rlcockpit": aggregate(ours)}
+        entry["rlcockpit"]["targets"] = check_targets(entry["rlcockpit"])
+        if with_rlwatch:
+            entry["rlwatch"] = aggregate(theirs)
+        if detail:
+            entry["per_trace"] = [_detail(t, r) for t, r in ours]
+        report["splits"][split] = entry
+    arr, carr = np.array(timings), np.array(cpu)
+    report["overhead_us_per_step"] = {"steps": int(arr.size), "p50": round(float(np.percentile(arr, 50)), 2),
+                                      "p99": round(float(np.percentile(arr, 99)), 2), "mean": round(float(arr.mean()), 2),
+                                      "cpu_p50": round(float(np.percentile(carr, 50)), 2),
+                                      "cpu_p99": round(float(np.percentile(carr, 99)), 2)}
+    report["metric_guide"] = metric_names(traces)
     return report
 
 
-def markdown(report: dict[str, Any]) -> str:
-    def cell(d: dict[str, Any] | None, key: str) -> str:
-        if not d or (key != "false_alarms" and d.get("covered") is False):
-            return "—"
-        v = d.get(key)
-        return "—" if v is None else (f"{v:.2f}" if isinstance(v, float) and not float(v).is_integer() else str(v))
+def _sizes(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for t in traces:
+        table[t["source"]][t["class"]] += 1
+    return {src: dict(sorted(c.items())) for src, c in sorted(table.items())}
 
-    lines = ["| class | rlcockpit recall | rlcockpit false alarms | rlcockpit median delay | rlwatch recall | "
-             "rlwatch false alarms | rlwatch median delay |", "|---|---|---|---|---|---|---|"]
-    theirs = report.get("rlwatch", {})
-    for label, d in report["rlcockpit"].items():
-        t = theirs.get(label)
-        lines.append(f"| {label} | {cell(d, 'recall')} | {cell(d, 'false_alarms')} | {cell(d, 'median_delay_steps')} | "
-                     f"{cell(t, 'recall')} | {cell(t, 'false_alarms')} | {cell(t, 'median_delay_steps')} |")
-    o = report["overhead_us_per_step"]
+
+def _detail(t: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    ok = r.get("detected") if t["class"] != "healthy" else not (r["criticals"] or r["warnings"])
+    return {"id": t["id"], "class": t["class"], "onset": t["onset"], "ok": ok, **{k: v for k, v in r.items() if k != "covered"}}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    def f(v: Any) -> str:
+        return "—" if v is None else (f"{v:.2f}" if isinstance(v, float) and not float(v).is_integer() else str(int(v) if isinstance(v, float) else v))
+
+    lines = ["| source | " + " | ".join(report["splits"]) + " | classes |", "|---|" + "---|" * (len(report["splits"]) + 1)]
+    sources = sorted({src for e in report["splits"].values() for src in e["corpus"]})
+    for src in sources:
+        counts = [sum(e["corpus"].get(src, {}).values()) for e in report["splits"].values()]
+        classes: dict[str, int] = defaultdict(int)
+        for e in report["splits"].values():
+            for cls, n in e["corpus"].get(src, {}).items():
+                classes[cls] += n
+        lines.append(f"| {src} | " + " | ".join(map(str, counts)) + " | " + ", ".join(f"{c} {n}" for c, n in classes.items()) + " |")
+    lines.append("| **all** | " + " | ".join(str(e["traces"]) for e in report["splits"].values()) + " | |")
     lines.append("")
-    lines.append(f"Detector overhead per step (all detectors, {o['steps']} steps): wall p50 {o['p50']} µs, p99 {o['p99']} µs; "
-                 f"thread CPU p50 {o['cpu_p50']} µs, p99 {o['cpu_p99']} µs.")
-    lines.append(f"{report['traces_per_class']} synthetic traces per class, {report['steps_per_trace']} steps each; "
-                 "false alarms = critical findings before the onset (healthy: any critical). Recall counts an alarm "
-                 "only if the responsible detector was quiet in the 20 steps before the onset (`recall_any_alarm` in "
-                 "the JSON drops that condition).")
+    for split, e in report["splits"].items():
+        lines += [f"**{split}** ({e['traces']} traces)", "",
+                  "| class | traces | rlcockpit recall | early alerts | median delay | rlwatch recall | rlwatch early | rlwatch median delay |",
+                  "|---|---|---|---|---|---|---|---|"]
+        theirs = e.get("rlwatch", {}).get("classes", {})
+        for cls, d in e["rlcockpit"]["classes"].items():
+            t = theirs.get(cls, {})
+            if cls == "healthy":
+                lines.append(f"| healthy | {d['traces']} | criticals {d['criticals']}, warnings {d['warnings']} "
+                             f"({f(d['warnings_per_trace'])}/trace) | | | criticals {t.get('criticals', '—')}, warnings "
+                             f"{t.get('warnings', '—')} | | |")
+                continue
+            cov = t.get("covered", True)
+            lines.append(f"| {cls} | {d['traces']} | {f(d['recall'])} | {d['early_alerts']} | {f(d['median_delay_steps'])} | "
+                         f"{f(t.get('recall')) if cov else 'no detector'} | {f(t.get('early_alerts')) if cov else ''} | "
+                         f"{f(t.get('median_delay_steps')) if cov else ''} |")
+        o, tg = e["rlcockpit"]["overall"], e["rlcockpit"]["targets"]
+        lines += ["", f"Overall: recall {f(o['recall'])} ({o['detected']}/{o['failure_traces']}), early alerts "
+                  f"{o['early_alerts']}, median delay {f(o['median_delay_steps'])}; healthy: {o['healthy_criticals']} "
+                  f"criticals, {f(o['healthy_warnings_per_trace'])} warnings per trace. Targets: "
+                  + ", ".join(f"{k} {'PASS' if v['pass'] else 'FAIL'}" for k, v in tg.items() if k != "all_pass"), ""]
+    oh = report["overhead_us_per_step"]
+    lines.append(f"Detector cost per step ({oh['steps']} steps): wall p50 {oh['p50']} µs, p99 {oh['p99']} µs; "
+                 f"thread CPU p50 {oh['cpu_p50']} µs, p99 {oh['cpu_p99']} µs.")
+    mg = report["metric_guide"]
+    shapes = sorted({re.sub(r"gpu\.\d+\.", "gpu.N.", k) for k in mg["unresolved_names"]})  # one line per GPU key
+    lines.append(f"Metric names: {mg['resolved']}/{mg['names']} resolve through the metric guide"
+                 + (f"; unresolved: {', '.join('`' + k + '`' for k in shapes)}." if mg["unresolved"] else "."))
     return "\n".join(lines)
 
 
+def _parse_responsible(items: list[str]) -> dict[str, set[str]]:
+    out = {k: set(v) for k, v in OURS.items()}
+    for item in items:
+        cls, _, names = item.partition("=")
+        if cls not in CLASSES or cls == "healthy" or not names:
+            raise SystemExit(f"--responsible {item!r}: expected CLASS=DETECTOR[,DETECTOR], CLASS one of {CLASSES[1:]}")
+        out.setdefault(cls, set()).update(n.strip() for n in names.split(",") if n.strip())
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
-    parser.add_argument("--seeds", type=int, default=5, help="traces per class (default 5)")
-    parser.add_argument("--steps", type=int, default=200, help="steps per trace (default 200)")
-    parser.add_argument("--runs-dir", action="append", default=None,
-                        help="rlcockpit store with runs of the trainer presets (repeatable)")
-    parser.add_argument("--no-rlwatch", action="store_true", help="skip the rlwatch comparison")
-    args = parser.parse_args(argv)
-    report = evaluate(args.seeds, args.steps, args.runs_dir, with_rlwatch=not args.no_rlwatch)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables (BENCHMARKS.md)")
+    ap.add_argument("--split", choices=[*SPLITS, "all"], default="all", help="which split(s) to score (default all)")
+    ap.add_argument("--list-misses", action="store_true", help="per-trace outcomes and misses (tuning split only)")
+    ap.add_argument("--no-rlwatch", action="store_true", help="skip the rlwatch comparison")
+    ap.add_argument("--responsible", action="append", default=[], metavar="CLASS=DET[,DET]",
+                    help="also credit these detectors for CLASS (repeatable)")
+    args = ap.parse_args(argv)
+    splits = list(SPLITS) if args.split == "all" else [args.split]
+    if args.list_misses and splits != ["tuning"]:
+        ap.error("--list-misses shows per-trace detail and is only allowed with --split tuning (held-out stays unseen)")
+    report = evaluate(splits, with_rlwatch=not args.no_rlwatch, responsible=_parse_responsible(args.responsible),
+                      detail=args.list_misses)
+    if args.list_misses:
+        for row in report["splits"]["tuning"]["per_trace"]:
+            if not row["ok"]:
+                print(json.dumps(row, default=str))
     if args.markdown:
         print(markdown(report))
-    if args.json or not args.markdown:
+    if args.json or not (args.markdown or args.list_misses):
         print(json.dumps(report, indent=2, default=lambda v: None if isinstance(v, float) and math.isnan(v) else str(v)))
     return 0
 

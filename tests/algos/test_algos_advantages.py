@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlcockpit.algos import ADV_ESTIMATORS, compute_advantage, scores_to_token_level
+from rlcockpit.algos import ADV_ESTIMATORS, accepted_params, compute_advantage, scores_to_token_level
 
 NAN = float("nan")
 EPS = 1e-6
@@ -179,27 +179,51 @@ def test_gae_requires_values():
 GROUPED = ["grpo", "rloo", "reinforce_plus_plus_baseline"]
 
 
-def _all_inputs(rewards, mask):
+def _inputs_of(name, rewards, mask):
+    """The inputs ``name`` uses (passing one it ignores is an error, see test_ignored_inputs_raise)."""
     bs = rewards.shape[0]
-    return dict(index=np.array([i // 2 for i in range(bs)]), values=torch.linspace(0, 1, rewards.numel()).view_as(rewards),
-                reward_baselines=torch.full((bs,), 0.25), gamma=0.9, lam=0.95)
+    torch.manual_seed(5)
+    data = dict(values=torch.linspace(0, 1, rewards.numel()).view_as(rewards),
+                reward_baselines=torch.full((bs,), 0.25),
+                old_log_probs=torch.log(torch.rand(rewards.shape) * 0.9 + 0.05),
+                sum_pi_squared=torch.rand(rewards.shape) * 0.5 + 0.2)
+    params = accepted_params(ADV_ESTIMATORS.get(name))
+    return {"index": np.array([i // 2 for i in range(bs)]), "gamma": 0.9, "lam": 0.95,
+            **{k: v for k, v in data.items() if k in params}}
 
 
-@pytest.mark.parametrize("name", ["gae", "grpo", "rloo", "remax", "reinforce_plus_plus", "reinforce_plus_plus_baseline"])
+ALL_ESTIMATORS = sorted(set(ADV_ESTIMATORS.names()) - {"grpo_passk"}) + ["grpo_passk"]
+
+
+@pytest.mark.parametrize("name", ALL_ESTIMATORS)
 def test_padding_never_affects_any_estimator(name):
     torch.manual_seed(3)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
     rewards = torch.randn(4, 5) * mask
-    kwargs = _all_inputs(rewards, mask)
+    kwargs = _inputs_of(name, rewards, mask)
     adv, ret = compute_advantage(name, token_level_rewards=rewards, response_mask=mask, **kwargs)
-    dirty_rewards = torch.where(mask.bool(), rewards, torch.full_like(rewards, NAN))
-    dirty_values = torch.where(mask.bool(), kwargs["values"], torch.full_like(rewards, 1e9))
-    kwargs["values"] = dirty_values
-    adv2, ret2 = compute_advantage(name, token_level_rewards=dirty_rewards, response_mask=mask, **kwargs)
+    dirty = torch.where(mask.bool(), rewards, torch.full_like(rewards, NAN))
+    for key in ("values", "old_log_probs", "sum_pi_squared"):
+        if key in kwargs:
+            kwargs[key] = torch.where(mask.bool(), kwargs[key], torch.full_like(rewards, 1e9))
+    adv2, ret2 = compute_advantage(name, token_level_rewards=dirty, response_mask=mask, **kwargs)
     close(adv2, adv)
-    close(ret2, ret)
+    close(ret2 * mask, ret * mask)
     assert (adv[~mask.bool()] == 0).all()
     assert adv.shape == ret.shape == (4, 5)
+
+
+def test_ignored_inputs_raise_instead_of_being_dropped():
+    rewards, mask = outcome_batch([1.0, 2.0], [2, 2])
+    with pytest.raises(ValueError, match="'grpo'.*does not use values"):
+        compute_advantage("grpo", token_level_rewards=rewards, response_mask=mask, index=[0, 0], values=rewards)
+    with pytest.raises(ValueError, match="does not use rollout_is_weights"):
+        compute_advantage("rloo", token_level_rewards=rewards, response_mask=mask, index=[0, 0],
+                          rollout_is_weights=torch.ones(2, 4))
+    with pytest.raises(TypeError, match="'gama'.*Did you mean 'gamma'"):
+        compute_advantage("reinforce_plus_plus", token_level_rewards=rewards, response_mask=mask, gama=0.9)
+    # config fields another estimator reads are simply not passed (gamma means nothing to grpo)
+    compute_advantage("grpo", token_level_rewards=rewards, response_mask=mask, index=[0, 0], gamma=0.9, lam=0.9)
 
 
 @pytest.mark.parametrize("name", GROUPED)

@@ -80,23 +80,43 @@ LOSS_MASK = torch.tensor([[1, 1, 1], [1, 1, 0]])
         ("seq-mean-token-sum", (6 + 9) / 2),
         ("seq-mean-token-mean", (2 + 4.5) / 2),
         ("seq-mean-token-sum-norm", (6 / 3 + 9 / 3) / 2),  # divisor = padded length 3
+        ("token-sum", 15.0),
     ],
 )
 def test_agg_loss_modes_hand_computed(mode, expected):
     close(agg_loss(LOSS, LOSS_MASK, mode), expected)
 
 
-@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+@pytest.mark.parametrize("mode", ["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
+                                  "seq-mean-token-sum-norm"])
 def test_agg_loss_fully_padded_rows_change_nothing(mode):
     padded_loss = torch.cat([LOSS, torch.tensor([[7.0, NAN, 9.0]])])
     padded_mask = torch.cat([LOSS_MASK, torch.zeros(1, 3, dtype=torch.long)])
-    close(agg_loss(padded_loss, padded_mask, mode, norm_len=3), agg_loss(LOSS, LOSS_MASK, mode))
+    close(agg_loss(padded_loss, padded_mask, mode, loss_scale_factor=3), agg_loss(LOSS, LOSS_MASK, mode))
 
 
-def test_agg_loss_norm_len_overrides_padded_length():
-    close(agg_loss(LOSS, LOSS_MASK, "seq-mean-token-sum-norm", norm_len=10), (0.6 + 0.9) / 2)
-    with pytest.raises(ValueError, match="norm_len"):
-        agg_loss(LOSS, LOSS_MASK, "seq-mean-token-sum-norm", norm_len=0)
+def test_agg_loss_scale_factor_overrides_padded_length():
+    close(agg_loss(LOSS, LOSS_MASK, "seq-mean-token-sum-norm", loss_scale_factor=10), (0.6 + 0.9) / 2)
+    with pytest.raises(ValueError, match="loss_scale_factor"):
+        agg_loss(LOSS, LOSS_MASK, "seq-mean-token-sum-norm", loss_scale_factor=0)
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
+                                  "seq-mean-token-sum-norm"])
+def test_agg_loss_micro_batches_sum_to_the_whole_batch(mode):
+    """With the mini-batch's token and sequence counts, the micro-batch losses add up to the one-call loss."""
+    torch.manual_seed(4)
+    loss = torch.randn(6, 5)
+    mask = (torch.arange(5) < torch.tensor([5, 1, 3, 0, 4, 2])[:, None]).long()
+    whole = agg_loss(loss, mask, mode, loss_scale_factor=7)
+    info = {"batch_num_tokens": mask.sum(), "global_batch_size": (mask.sum(-1) > 0).sum(), "loss_scale_factor": 7}
+    parts = sum(agg_loss(loss[i:i + 2], mask[i:i + 2], mode, **info) for i in range(0, 6, 2))
+    close(parts, whole)
+
+
+def test_agg_loss_of_an_empty_batch_is_zero():
+    for mode in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"):
+        assert agg_loss(torch.ones(2, 3), torch.zeros(2, 3), mode).item() == 0.0
 
 
 def test_agg_loss_unknown_mode_names_closest():

@@ -128,7 +128,8 @@ def test_padding_garbage_changes_neither_loss_nor_gradient(loss_name):
 
 def test_loss_agg_mode_is_applied():
     old, log_prob, adv, mask = ppo_case()
-    out = compute_policy_loss(old, log_prob, adv, mask, loss_agg_mode="seq-mean-token-sum-norm", norm_len=4)
+    out = compute_policy_loss(old, log_prob, adv, mask, loss_agg_mode="seq-mean-token-sum-norm",
+                              global_batch_info={"loss_scale_factor": 4})
     # rows: (-1.2 - 0.5 + 0.8) = -0.9 and (3.0 - 2.2) = 0.8; each / 4, mean over 2 rows
     close(out["pg_loss"], (-0.9 / 4 + 0.8 / 4) / 2)
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from rlcockpit.trainer.config import TinyModelConfig
-from rlcockpit.trainer.models import forward_logprobs
+from rlcockpit.trainer.models import forward_logprobs, forward_policy
 from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams, left_pad
 from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
 
@@ -238,8 +238,8 @@ def test_update_actor_takes_the_same_step_with_and_without_sharing(monkeypatch):
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
         cfg.actor.share_prefix = share  # the `actor.share_prefix` switch
         calls: list[bool] = []
-        monkeypatch.setattr(update, "forward_logprobs",
-                            lambda *a, _c=calls, **k: _c.append(k["share_prefix"]) or forward_logprobs(*a, **k))
+        monkeypatch.setattr(update, "forward_policy",
+                            lambda *a, _c=calls, **k: _c.append(k["share_prefix"]) or forward_policy(*a, **k))
         metrics = update.update_actor(cfg, m, opt, batch, contextlib.nullcontext)
         assert calls and set(calls) == {share}
         results[share] = (metrics, dict(m.named_parameters()))

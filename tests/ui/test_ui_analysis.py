@@ -19,8 +19,10 @@ def test_repeated_spans_mark_loops_not_normal_text() -> None:
 
 
 def test_group_keys_follow_panel_order() -> None:
-    groups = analysis.group_keys(["system/cpu", "zeta/x", "critic/score/mean", "actor/kl_loss", "perf/mfu"])
-    assert [g["group"] for g in groups] == ["actor", "critic", "perf", "system", "other"]
+    """verl's usual sections first, then every other prefix as its own section, keys without one last."""
+    groups = analysis.group_keys(["system/cpu", "zeta/x", "critic/score/mean", "actor/kl_loss", "perf/mfu",
+                                  "data/val_prompts", "loss"])
+    assert [g["group"] for g in groups] == ["actor", "critic", "perf", "system", "data", "zeta", "other"]
 
 
 def test_config_diff_flags_only_differences() -> None:

@@ -1,215 +1,238 @@
-"""End-to-end dashboard tests in a real headless Chromium (Debian's /usr/bin/chromium, Playwright).
-
-One browser and one page per module keep these lean. Screenshots of every page land in
-``test-output/screenshots/`` (repo root, gitignored) for reviewers.
-"""
+"""Run-page charts in real Chromium: zoom and reset, synced crosshair and x-range, smoothing, x-axis modes,
+per-chart log scale, enlarge, legend toggles, "add runs", findings only where cited with tooltips inside the
+window, regex search and sections kept in URL + localStorage, PNG and CSV export, the data_lost banner."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from ui_helpers import base_url
+from ui_browser_helpers import BLUE, ORANGE, RED, SHOTS, card, fresh, ink, needs_chromium, open_page, wait
 
-import rlcockpit
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (make system-deps installs it)"),
-]
+pytestmark = [pytest.mark.slow, needs_chromium]
 
 
-@pytest.fixture(scope="module")
-def page(server) -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1440, "height": 900})
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        outside: list[str] = []
-        origin = base_url(server)
-        pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith(origin) else None)
-        pg.errors = errors  # type: ignore[attr-defined]
-        yield pg
-        assert not outside, f"the dashboard requested non-local URLs: {outside[:5]}"
-        browser.close()
+def _run_page(page, env, name="grpo-baseline", extra=""):
+    fresh(page, env, f"/run/{env['ids'][name]}{extra}", "[data-loaded='1']")
 
 
-def _wait(page, expression: str, timeout: float = 8.0) -> None:
-    """Poll a JS expression until truthy. (Playwright's wait_for_function evaluates strings with eval,
-    which the dashboard's CSP rightly forbids; page.evaluate goes through the DevTools protocol.)"""
-    deadline = time.monotonic() + timeout
-    while not page.evaluate(f"() => Boolean({expression})"):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {expression}")
-        page.wait_for_timeout(100)
+def _drag(page, selector, frm: float, to: float) -> None:
+    box = page.locator(selector + " .u-over").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * frm, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * (frm + to) / 2, y, steps=4)
+    page.mouse.move(box["x"] + box["width"] * to, y, steps=4)
+    page.mouse.up()
 
 
-def _open(page, server, hash_: str) -> None:
-    page.goto(base_url(server) + "/" + hash_)
+def _xrange(page, key):
+    return page.evaluate("(sel) => { const b = document.querySelector(sel + ' .chart-box'); return [Number(b.dataset.xmin), Number(b.dataset.xmax)]; }",
+                         card(key))
 
 
-def _canvas_has_ink(page, selector: str) -> bool:
-    """True when the canvas under ``selector`` has drawn pixels in the line colour area (not just axes)."""
-    return page.evaluate("""(sel) => {
-        const c = document.querySelector(sel);
-        if (!c) return false;
-        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        let coloured = 0;
-        for (let i = 0; i < d.length; i += 4) {
-            const [r, g, b, a] = [d[i], d[i + 1], d[i + 2], d[i + 3]];
-            if (a > 0 && b > 180 && r < 120) coloured++;   // the blue series colour (#4c8dff)
-        }
-        return coloured > 50;
-    }""", selector)
+def test_drag_zoom_syncs_every_chart_and_double_click_resets(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    full = _xrange(page, "actor/entropy")
+    assert full[0] <= 0 and full[1] >= 119
+    _drag(page, card("actor/kl_loss"), 0.3, 0.6)
+    zoomed = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "return Number(b.dataset.xmax) - Number(b.dataset.xmin) < 60 ? [Number(b.dataset.xmin), Number(b.dataset.xmax)] : null; })()")
+    assert 20 < zoomed[0] < 50 and 50 < zoomed[1] < 90
+    for key in ("actor/kl_loss", "critic/score/mean", "perf/throughput"):  # the same range on every chart of the page
+        assert _xrange(page, key) == pytest.approx(zoomed, abs=1e-6)
+    page.dblclick(card("critic/score/mean") + " .u-over")
+    wait(page, "Number(document.querySelector(\"" + card("actor/kl_loss") + " .chart-box\").dataset.xmax) >= 119")
+    assert _xrange(page, "actor/entropy") == pytest.approx(full, abs=1e-6)
 
 
-def test_runs_list_filter_and_select(page, server, store_env) -> None:
-    _open(page, server, "#/")
-    page.wait_for_selector("#runs-table tbody tr[data-run]")
-    assert page.locator("#runs-table tbody tr[data-run]").count() == 3
-    assert page.locator(".pill.failed").count() == 1
-    page.fill("#run-search", "baseline")
-    _wait(page, "document.querySelectorAll('#runs-table tbody tr[data-run]').length === 1")
-    page.fill("#run-search", "")
-    _wait(page, "document.querySelectorAll('#runs-table tbody tr[data-run]').length === 3")
-    page.screenshot(path=str(SHOTS / "01-runs.png"), full_page=True)
+def test_crosshair_is_synced_across_charts(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    box = page.locator(card("actor/kl_loss") + " .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(150)
+    lefts = page.evaluate("""(keys) => keys.map((k) => {
+        const c = document.querySelector(`.chart-card[data-key='${k}'] .u-cursor-x`);
+        const over = document.querySelector(`.chart-card[data-key='${k}'] .u-over`).getBoundingClientRect();
+        const m = /translate\\(([-\\d.]+)px/.exec(c.style.transform || "");
+        return m ? Number(m[1]) / over.width : (parseFloat(c.style.left) / over.width);
+    })""", ["actor/kl_loss", "actor/entropy", "critic/score/mean"])
+    assert all(abs(x - 0.5) < 0.03 for x in lefts), lefts
+    tip = page.inner_text("#tip")
+    assert "step" in tip and "grpo-baseline" in tip
 
 
-def test_run_page_draws_charts_with_markers_and_tooltip(page, server, store_env) -> None:
-    rid = store_env["ids"]["grpo-baseline"]
-    _open(page, server, f"#/run/{rid}")
-    page.wait_for_selector("[data-loaded='1']")
-    groups = page.eval_on_selector_all("section.group", "els => els.map(e => e.dataset.group)")
-    assert groups[:3] == ["actor", "critic", "response_length"]
-    page.wait_for_timeout(300)
-    assert _canvas_has_ink(page, ".chart-card[data-key='actor/kl_loss'] canvas")
-    assert _canvas_has_ink(page, ".chart-card[data-key='critic/score/mean'] canvas")
-    # hover values
-    box = page.locator(".chart-card[data-key='actor/kl_loss'] canvas").bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
-    hover = page.locator(".chart-card[data-key='actor/kl_loss'] .chart-hover")
-    hover.wait_for(state="visible")
-    assert "step" in hover.inner_text()
-    # metric guide tooltip on the metric name
-    page.hover(".chart-card[data-key='actor/entropy'] .metric-name")
-    page.wait_for_selector("#tip:not([hidden])")
-    assert "actor/entropy" in page.inner_text("#tip")
-    # smoothing, log scale and wall-time axis redraw without errors
-    page.fill("#smoothing", "0.8")
-    page.dispatch_event("#smoothing", "input")
-    page.check("#log-scale")
-    page.select_option("#x-axis", "time")
+def test_smoothing_ema_and_time_weighted_ema(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    # the functions themselves, against hand-computed values (debiased EMA; TWEMA on irregular x)
+    vals = page.evaluate("""async () => {
+        const m = await import('/static/js/smooth.js');
+        return { ema: m.ema([1, 2, null, 3], 0.5), tw: m.twema([0, 1, 10], [0, 1, 1], 0.5), tw_even: m.twema([0, 1, 2], [1, 2, 3], 0.5),
+                 ema_even: m.ema([1, 2, 3], 0.5) };
+    }""")
+    assert vals["ema"][0] == pytest.approx(1.0) and vals["ema"][1] == pytest.approx(5 / 3) and vals["ema"][2] is None
+    assert vals["ema"][3] == pytest.approx((0.125 + 0.25 * 2 + 0.5 * 3) / (1 - 0.125), rel=1e-6)
+    assert vals["tw_even"] == pytest.approx(vals["ema_even"])  # equal spacing: the same as EMA
+    d1, d2 = 0.5 ** (1 / 5), 0.5 ** (9 / 5)  # decay by distance / mean spacing (10 / 2)
+    assert vals["tw"][2] == pytest.approx((d2 + 1) / ((d1 + 1) * d2 + 1))
+    page.select_option("#smoothing-kind", "twema")
     page.wait_for_timeout(200)
-    assert _canvas_has_ink(page, ".chart-card[data-key='critic/score/mean'] canvas")
-    page.uncheck("#log-scale")
-    page.select_option("#x-axis", "step")
-    page.screenshot(path=str(SHOTS / "02-run-charts.png"))
+    assert "smooth=twema" in page.url
+    series = page.get_attribute(card("actor/entropy") + " .chart-box", "data-series")
+    assert series == "2"  # raw (faint) + smoothed
+    page.select_option("#smoothing-kind", "ema")
+    page.wait_for_timeout(200)
+    assert page.get_attribute(card("actor/entropy") + " .chart-box", "data-series") == "2"
+
+
+def test_x_axis_modes(page, browser_env) -> None:
+    _run_page(page, browser_env, "rich")
+    page.select_option("#x-axis", "time")
+    page.wait_for_selector("[data-loaded='1']")
+    wait(page, "Number(document.querySelector(\"" + card("actor/entropy") + " .chart-box\").dataset.xmin) > 1e9")
+    page.select_option("#x-axis", "relative")
+    lo, hi = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[1] < 1e6 ? r : null; })()")
+    assert -5 < lo < 600 and hi < 3600
+    page.select_option("#x-axis", "metric:critic/score/mean")
+    lo, hi = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[0] > 0.2 && r[1] < 1.5 ? r : null; })()")
+    assert lo == pytest.approx(0.3, abs=0.02) and hi == pytest.approx(0.8, abs=0.02)
+    assert "x=metric" in page.url.replace("%3A", ":")
+
+
+def test_log_scale_is_per_chart_and_kept(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    page.click(card("actor/grad_norm") + " .log-btn")
+    wait(page, "document.querySelector(\"" + card("actor/grad_norm") + " .chart-box\").dataset.ylog === '1'")
+    assert page.get_attribute(card("actor/entropy") + " .chart-box", "data-ylog") == "0"
+    assert "actor%2Fgrad_norm" in page.url or "actor/grad_norm" in page.url
+    page.reload()
+    page.wait_for_selector("[data-loaded='1']")
+    assert page.get_attribute(card("actor/grad_norm") + " .chart-box", "data-ylog") == "1"
+
+
+def test_enlarge_a_chart(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    page.click(card("actor/kl_loss") + " .enlarge-btn")
+    page.wait_for_selector("#enlarged canvas")
+    big = page.locator("#enlarged canvas").first.bounding_box()
+    small = page.locator(card("actor/kl_loss") + " canvas").first.bounding_box()
+    assert big["width"] > 2 * small["width"] and big["height"] > 2 * small["height"]
+    assert ink(page, "#enlarged canvas", BLUE) > 50
+    page.screenshot(path=str(SHOTS / "enlarged.png"))
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#enlarged", state="detached")
+
+
+def test_add_runs_overlay_and_legend_toggle(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    other = browser_env["ids"]["grpo-high-lr"]
+    page.select_option("#add-run", other)
+    page.wait_for_selector(f"#overlay-chips .chip[data-run='{other}']")
+    wait(page, "document.querySelector(\"" + card("critic/score/mean") + " .chart-box\").dataset.series === '2'")
+    canvas = card("critic/score/mean") + " canvas"
+    assert ink(page, canvas, BLUE) > 30 and ink(page, canvas, ORANGE) > 30
+    assert f"overlay={other}" in page.url
+    page.click(card("critic/score/mean") + f" .legend-item[data-id='{other}']")
+    page.wait_for_timeout(200)
+    assert ink(page, canvas, ORANGE) < 5 and ink(page, canvas, BLUE) > 30
+    page.click(card("critic/score/mean") + f" .legend-item[data-id='{other}']")
+    page.wait_for_timeout(200)
+    assert ink(page, canvas, ORANGE) > 30
+    page.click(f"#overlay-chips .chip[data-run='{other}'] .chip-x")
+    wait(page, "document.querySelector(\"" + card("critic/score/mean") + " .chart-box\").dataset.series === '1'")
+
+
+def test_findings_only_on_cited_charts_with_tooltips_inside_the_window(page, browser_env) -> None:
+    _run_page(page, browser_env, "rich")
+    kl = card("actor/kl_loss") + " canvas"
+    assert ink(page, kl, RED, tol=30) > 20  # the critical finding cites actor/kl_loss
+    assert ink(page, card("actor/entropy") + " canvas", RED, tol=30) == 0  # and nothing else
+    assert ink(page, card("critic/score/mean") + " canvas", RED, tol=30) == 0
+    # hover the marker (step 58 of 59: the right edge); the long tooltip must stay inside the window
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.wait_for_timeout(300)
+    box = page.locator(card("actor/kl_loss") + " .u-over").bounding_box()
+    x = page.evaluate("(sel) => { const b = document.querySelector(sel).getBoundingClientRect(); return b.left; }", card("actor/kl_loss") + " .u-over")
+    page.mouse.move(x + box["width"] * 58 / 59, box["y"] + 10)
+    wait(page, "document.querySelector('#tip') && !document.querySelector('#tip').hidden && document.querySelector('#tip').textContent.includes('KL rising late')")
+    tip = page.locator("#tip").bounding_box()
+    assert tip["x"] >= 0 and tip["y"] >= 0 and tip["x"] + tip["width"] <= 1100 and tip["y"] + tip["height"] <= 800
+    page.mouse.move(*_center(page, card("actor/entropy") + " .u-over", 58 / 59))
+    page.wait_for_timeout(150)
+    assert "KL rising late" not in page.inner_text("#tip")
+    page.set_viewport_size({"width": 1440, "height": 900})
+
+
+def _center(page, selector, frac):
+    b = page.locator(selector).bounding_box()
+    return b["x"] + b["width"] * frac, b["y"] + b["height"] / 2
+
+
+def test_regex_search_and_sections_kept_in_url_and_local_storage(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    titles = page.eval_on_selector_all("section.group", "els => els.map(e => e.dataset.group)")
+    assert titles[:3] == ["actor", "critic", "response_length"] and "val-core" in titles
+    page.fill("#metric-filter", "actor/.*loss")
+    page.wait_for_timeout(300)
+    shown = page.eval_on_selector_all(".chart-card:not([hidden])", "els => els.map(e => e.dataset.key)")
+    assert sorted(shown) == ["actor/kl_loss", "actor/pg_loss"]
+    assert page.locator("section.group[data-group='critic']").is_hidden()
+    assert "q=actor%2F.*loss" in page.url or "q=actor/.*loss" in page.url
+    page.click("section.group[data-group='actor'] .group-title")
+    assert "collapsed=actor" in page.url
+    # a new visit without the parameters gets the same view from localStorage
+    open_page(page, browser_env, f"/run/{browser_env['ids']['grpo-high-lr']}", "[data-loaded='1']")
+    page.reload()
+    page.wait_for_selector("[data-loaded='1']")
+    assert page.input_value("#metric-filter") == "actor/.*loss"
+    assert page.locator("section.group[data-group='actor'] .charts").is_hidden()
+    page.fill("#metric-filter", "[")  # invalid regex: substring match and a hint, no crash
+    page.wait_for_timeout(300)
+    assert page.inner_text("#filter-invalid") != ""
+
+
+def test_png_and_csv_export(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    with page.expect_download() as dl:
+        page.click(card("actor/kl_loss") + " .csv-btn")
+    text = open(dl.value.path()).read()
+    lines = text.strip().splitlines()
+    assert dl.value.suggested_filename == "actor_kl_loss.csv"
+    assert lines[0].startswith("Step,grpo-baseline") and len(lines) == 121
+    assert float(lines[78].split(",")[1]) == pytest.approx(0.5 + 0.002 * 77)
+    with page.expect_download() as dl:
+        page.click(card("actor/kl_loss") + " .png-btn")
+    data = open(dl.value.path(), "rb").read()
+    assert dl.value.suggested_filename == "actor_kl_loss.png" and data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_data_lost_banner(page, browser_env) -> None:
+    _run_page(page, browser_env, "rich")
+    text = page.inner_text("#data-lost")
+    assert "40–44" in text and "store_unavailable" in text and "250" in text
+    page.screenshot(path=str(SHOTS / "run-rich.png"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]
 
 
-def test_samples_search_highlight_and_xss_is_inert(page, server, store_env) -> None:
-    rid = store_env["ids"]["grpo-baseline"]
-    page.evaluate("document.title = 'rlcockpit'; window.__pwned = undefined")
-    _open(page, server, f"#/run/{rid}/samples")
-    page.wait_for_selector("#samples-table tbody tr")
-    page.wait_for_timeout(300)
-    # the malicious sample is shown as text and nothing ran
-    assert page.locator("#samples-table td", has_text="<script>window.__pwned=1").count() == 1
-    assert page.locator("#samples-table script, #samples-table img, #samples-table a[href^='javascript']").count() == 0
-    assert page.evaluate("window.__pwned") is None
-    assert "pwned" not in page.title()
-    # repeated span highlighted
-    assert page.locator("#samples-table span.rep", has_text="the answer is").count() >= 1
-    page.screenshot(path=str(SHOTS / "03-samples.png"), full_page=True)
-    # search
-    page.fill("#sample-search", "1 + 3")
-    _wait(page, "document.querySelectorAll('#samples-table tbody tr').length === 1")
-    assert page.locator("#samples-table mark.hit").count() >= 1
-    # step slider
-    page.fill("#sample-search", "")
-    _wait(page, "document.querySelectorAll('#samples-table tbody tr').length === 5")
-    page.fill("#step-slider", "0")
-    page.dispatch_event("#step-slider", "change")
-    _wait(page, "document.querySelector('#step-label').textContent.startsWith('0 ')")
-    _wait(page, "document.querySelectorAll('#samples-table tbody tr').length === 4")
-    # same prompt at two steps
-    page.select_option("#cmp-a", "0")
-    page.select_option("#cmp-b", "119")
-    page.click("#cmp-btn")
-    page.wait_for_selector(".cmp-pair")
-    assert "4 prompt(s)" in page.inner_text("#cmp-summary")
-    page.screenshot(path=str(SHOTS / "04-samples-compare.png"), full_page=True)
-    assert page.evaluate("window.__pwned") is None and "pwned" not in page.title()
-
-
-def test_diagnosis_and_config_pages(page, server, store_env) -> None:
-    rid = store_env["ids"]["grpo-baseline"]
-    _open(page, server, f"#/run/{rid}/diagnosis")
-    page.wait_for_selector("#root-cause")
-    assert page.locator(".finding").count() >= 1
-    assert "=" in page.inner_text("pre.overrides")
-    page.click("#copy-overrides")
-    page.screenshot(path=str(SHOTS / "05-diagnosis.png"), full_page=True)
-    _open(page, server, f"#/run/{rid}/config")
-    page.wait_for_selector("#config-table")
-    assert "actor.optim.lr" in page.inner_text("#config-table")
-    assert page.inner_text("#run-command").strip() != ""
-    page.screenshot(path=str(SHOTS / "06-config.png"), full_page=True)
-
-
-def test_compare_two_runs(page, server, store_env) -> None:
-    _open(page, server, "#/")
-    page.wait_for_selector("#runs-table tbody tr[data-run]")
-    for name in ("grpo-baseline", "grpo-high-lr"):
-        page.locator("#runs-table tbody tr", has_text=name).locator("input.run-select").check()
-    assert page.is_enabled("#compare-btn")
-    page.click("#compare-btn")
-    page.wait_for_selector("#config-diff")
-    page.wait_for_selector("#compare-charts .chart-card")
-    page.wait_for_timeout(300)
-    assert "actor.optim.lr" in page.inner_text("#config-diff")
-    assert "rollout.n" not in page.inner_text("#config-diff")  # only differing keys by default
-    assert page.locator("#compare-legend a").count() == 2
-    assert _canvas_has_ink(page, "#compare-charts .chart-card canvas")
-    assert _canvas_has_ink(page, "#path-plot canvas")
-    page.screenshot(path=str(SHOTS / "07-compare.png"), full_page=True)
-    assert not page.errors, page.errors  # type: ignore[attr-defined]
-
-
-def test_live_run_charts_update_without_reload(page, server, store_env) -> None:
-    run = rlcockpit.init(project="arith", name="live", dir=store_env["dir"], system_interval=None, health=False,
-                         capture_meta=False)
-    try:
-        for s in range(20):
-            run.log({"critic/score/mean": s / 20}, step=s)
-        run.flush()
-        _open(page, server, f"#/run/{run.id}")
-        page.wait_for_selector("[data-loaded='1']")
-        assert page.locator("#live-indicator").is_visible()
-        series_requests: list[str] = []
-        page.on("request", lambda r: series_requests.append(r.url) if "/series?" in r.url else None)
-        for s in range(20, 30):
-            run.log({"critic/score/mean": 5.0}, step=s)
-        run.flush()
-        _wait(page, "document.querySelector(\"#run-name\").parentElement.textContent.includes('step 29')",
-          timeout=8)
-        last = page.inner_text(".chart-card[data-key='critic/score/mean'] .last")
-        assert last == "5"
-        # only incremental fetches after the first load: nothing re-downloads the whole history
-        assert series_requests and all("since=" in u for u in series_requests)
-        page.screenshot(path=str(SHOTS / "08-live.png"))
-    finally:
-        run.finish()
+def test_wheel_zoom_and_shift_drag_pan(page, browser_env) -> None:
+    _run_page(page, browser_env)
+    box = page.locator(card("actor/kl_loss") + " .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    for _ in range(3):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(50)
+    page.keyboard.up("Control")
+    lo, hi = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                  "const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[1] - r[0] < 100 ? r : null; })()")
+    assert hi - lo == pytest.approx(119 * 0.8 ** 3, rel=0.05) and lo < 59.5 < hi  # zoomed around the pointer
+    page.keyboard.down("Shift")
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    lo2, hi2 = wait(page, "(() => { const b = document.querySelector(\"" + card("actor/entropy") + " .chart-box\"); "
+                    f"const r = [Number(b.dataset.xmin), Number(b.dataset.xmax)]; return r[0] > {lo} + 1 ? r : null; }})()")
+    assert hi2 - lo2 == pytest.approx(hi - lo, rel=1e-6)  # panned: same width, moved right
+    assert lo2 - lo == pytest.approx(0.2 * (hi - lo), rel=0.15)

@@ -71,9 +71,11 @@ def test_non_loopback_bind_requires_token(store_env) -> None:
 
 def test_token_is_enforced_on_every_route(store_env) -> None:
     with running_server(store_env["dir"], token="s3cret-token") as srv:
-        for path in ("/", "/static/js/app.js", "/api/runs", "/api/openapi.json"):
+        for path in ("/", "/static/js/app.js", "/static/vendor/uplot/uPlot.iife.min.js", "/static/i18n/zh.json",
+                     "/api/runs", "/api/openapi.json", "/api/live/runs", "/api/runs/x/live", "/favicon.ico", "/nope"):
             status, headers, _ = http(srv, path)
             assert status == 401, path
+            assert "default-src 'self'" in headers["Content-Security-Policy"]  # refusals carry the headers too
         assert http(srv, "/api/runs?token=wrong")[0] == 401
         assert http(srv, "/api/runs", headers={"Authorization": "Bearer s3cret-token"})[0] == 200
         status, headers, _ = http(srv, "/?token=s3cret-token")
@@ -82,18 +84,22 @@ def test_token_is_enforced_on_every_route(store_env) -> None:
         assert http(srv, "/api/runs", headers={"Cookie": "rlcockpit_token=s3cret-token"})[0] == 200
 
 
+def test_no_interactive_docs_pages(server) -> None:
+    """FastAPI's Swagger/ReDoc pages load scripts from a CDN and inline code: they are not served."""
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert http(server, path)[0] == 404, path
+
+
 def test_loopback_rejects_foreign_host_header(server) -> None:
     """DNS rebinding: a page on evil.example resolving to 127.0.0.1 must not read the store."""
     assert http(server, "/api/runs", headers={"Host": "evil.example:6007"})[0] == 403
     assert http(server, "/api/runs", headers={"Host": f"localhost:{server.server_address[1]}"})[0] == 200
 
 
-def test_report_is_sandboxed_when_available(server, store_env) -> None:
+def test_report_is_sandboxed(server, store_env) -> None:
     rid = store_env["ids"]["grpo-baseline"]
-    status, headers, _ = http(server, f"/api/runs/{rid}/report.html")
-    if status == 404:
-        pytest.skip("the health engine provides no HTML report in this install")
-    assert status == 200 and "sandbox" in headers["Content-Security-Policy"]
+    status, headers, body = http(server, f"/api/runs/{rid}/report.html")
+    assert status == 200 and b"<html" in body.lower() and "sandbox" in headers["Content-Security-Policy"]
     assert "script-src" not in headers["Content-Security-Policy"]
 
 

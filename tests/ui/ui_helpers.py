@@ -13,6 +13,7 @@ import math
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -110,14 +111,15 @@ def base_url(server: CockpitServer) -> str:
 
 
 def http(server: CockpitServer, path: str, method: str = "GET", headers: dict[str, str] | None = None,
-         data: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
-    """(status, headers, body) of a real HTTP request; HTTP errors are returned, not raised."""
+         data: bytes | None = None) -> tuple[int, Message, bytes]:
+    """(status, headers, body) of a real HTTP request; HTTP errors are returned, not raised.
+    Headers are looked up case-insensitively (HTTP says names are; uvicorn sends them lower-case)."""
     req = urllib.request.Request(base_url(server) + path, method=method, headers=headers or {}, data=data)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, dict(resp.headers), resp.read()
+            return resp.status, resp.headers, resp.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+        return exc.code, exc.headers, exc.read()
 
 
 def get_json(server: CockpitServer, path: str) -> Any:

@@ -1,19 +1,22 @@
 """Advantage estimators, chosen by verl's ``algorithm.adv_estimator`` name.
 
-Every estimator is a pure function registered in :data:`ADV_ESTIMATORS` and called with the
-same keyword arguments (unused ones are absorbed by ``**kwargs``)::
+Every estimator is a pure function registered in :data:`ADV_ESTIMATORS`, called with keyword
+arguments under verl's names and declaring exactly the ones it uses::
 
-    fn(*, token_level_rewards, response_mask, index, values, reward_baselines,
-       gamma, lam, norm_adv_by_std_in_grpo, epsilon, **kwargs) -> (advantages, returns)
+    fn(*, token_level_rewards, response_mask, <its inputs: index, values, reward_baselines,
+       old_log_probs, sum_pi_squared, rollout_is_weights, non_tensor_batch>,
+       <its config fields: gamma, lam, norm_adv_by_std_in_grpo, epsilon, handle_zero_tail,
+       gdpo_reward_keys, ...>) -> (advantages, returns)
 
 with ``token_level_rewards``, ``response_mask``, ``values``, ``advantages`` and ``returns`` all
 ``(bs, T)``, ``index`` ``(bs,)`` hashable group labels and ``reward_baselines`` ``(bs,)``.
-Users add their own with ``@ADV_ESTIMATORS.register("name")`` and select it by name.
+:func:`compute_advantage` passes each config field only to the estimators that read it and refuses
+an input tensor the chosen estimator would ignore.  Users add their own with
+``@ADV_ESTIMATORS.register("name")`` (a function taking ``**kwargs`` receives everything).
 
-Outcome-reward estimators (grpo, rloo, remax, reinforce_plus_plus_baseline) reduce each row to
-its score ``sum(token_level_rewards * response_mask)``; padded positions never contribute and
-always receive advantage 0.  All estimators run under ``torch.no_grad``: advantages are targets,
-not part of the graph.
+Outcome-reward estimators reduce each row to its score ``sum(token_level_rewards * response_mask)``;
+padded positions never contribute and always receive advantage 0.  All estimators run under
+``torch.no_grad``: advantages are targets, not part of the graph.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rlcockpit.algos.core import check_same_shape, group_ids, masked_whiten
+from rlcockpit.algos.core import (
+    call_with_accepted,
+    check_same_shape,
+    group_ids,
+    masked_whiten,
+    registry_params,
+)
 from rlcockpit.registry import Registry
 
 __all__ = [
@@ -32,15 +41,21 @@ __all__ = [
     "compute_advantage",
     "compute_gae_advantage_return",
     "compute_grpo_outcome_advantage",
+    "compute_grpo_vectorized_outcome_advantage",
     "compute_reinforce_plus_plus_baseline_outcome_advantage",
     "compute_reinforce_plus_plus_outcome_advantage",
     "compute_remax_outcome_advantage",
     "compute_rloo_outcome_advantage",
+    "compute_rloo_vectorized_outcome_advantage",
     "group_stats",
 ]
 
 AdvEstimator = Callable[..., tuple[Tensor, Tensor]]
 ADV_ESTIMATORS: Registry[AdvEstimator] = Registry("advantage estimator")
+
+# Inputs that are data: passing one to an estimator that does not use it is an error (it would be ignored).
+ESTIMATOR_INPUTS = ("values", "reward_baselines", "old_log_probs", "sum_pi_squared", "rollout_is_weights",
+                    "non_tensor_batch")
 
 
 def _outcome_scores(token_level_rewards: Tensor, response_mask: Tensor) -> Tensor:
@@ -91,7 +106,7 @@ def _broadcast(per_row: Tensor, response_mask: Tensor) -> Tensor:
 @torch.no_grad()
 def compute_gae_advantage_return(
     *, token_level_rewards: Tensor, response_mask: Tensor, values: Tensor | None = None,
-    gamma: float = 1.0, lam: float = 1.0, **kwargs: Any,
+    gamma: float = 1.0, lam: float = 1.0,
 ) -> tuple[Tensor, Tensor]:
     """Generalised Advantage Estimation (PPO with a critic).
 
@@ -137,7 +152,7 @@ def compute_gae_advantage_return(
 @torch.no_grad()
 def compute_grpo_outcome_advantage(
     *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None,
-    norm_adv_by_std_in_grpo: bool = True, epsilon: float = 1e-6, **kwargs: Any,
+    norm_adv_by_std_in_grpo: bool = True, epsilon: float = 1e-6,
 ) -> tuple[Tensor, Tensor]:
     """GRPO: each response's score relative to its group, ``(s - mean) / (std + epsilon)``.
 
@@ -170,7 +185,7 @@ def compute_grpo_outcome_advantage(
 @ADV_ESTIMATORS.register("rloo")
 @torch.no_grad()
 def compute_rloo_outcome_advantage(
-    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None, **kwargs: Any
+    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """RLOO: score minus the mean score of the *other* responses to the same prompt.
 
@@ -187,11 +202,54 @@ def compute_rloo_outcome_advantage(
     return out, out.clone()
 
 
+@ADV_ESTIMATORS.register("grpo_vectorized")
+@torch.no_grad()
+def compute_grpo_vectorized_outcome_advantage(
+    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None,
+    norm_adv_by_std_in_grpo: bool = True, epsilon: float = 1e-6,
+) -> tuple[Tensor, Tensor]:
+    """GRPO computed with scatter-adds instead of a Python loop over groups (verl's ``grpo_vectorized``).
+
+    Same numbers as ``grpo`` (singletons: mean 0, std 1; the group std is the unbiased one), in one
+    pass over the batch; the faster choice for large batches.
+
+    Args/Returns: as :func:`compute_grpo_outcome_advantage`.
+    """
+    _require_index("grpo_vectorized", index)
+    scores = _outcome_scores(token_level_rewards, response_mask).to(torch.float32)
+    _, count, mean, std = group_stats(scores, index)
+    single = count <= 1
+    mean = torch.where(single, torch.zeros_like(mean), mean)
+    std = torch.where(single, torch.ones_like(std), std)
+    adv = (scores - mean) / (std + epsilon) if norm_adv_by_std_in_grpo else scores - mean
+    out = _broadcast(adv.to(token_level_rewards.dtype), response_mask)
+    return out, out.clone()
+
+
+@ADV_ESTIMATORS.register("rloo_vectorized")
+@torch.no_grad()
+def compute_rloo_vectorized_outcome_advantage(
+    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """RLOO with scatter-adds (verl's ``rloo_vectorized``): ``(n s_i - sum_g s) / (n - 1)``.
+
+    Unlike ``rloo``, a group of one gets advantage 0 (there is no other response to compare with),
+    exactly as verl's vectorised version.
+
+    Args/Returns: as :func:`compute_grpo_outcome_advantage`.
+    """
+    _require_index("rloo_vectorized", index)
+    scores = _outcome_scores(token_level_rewards, response_mask)
+    _, count, mean, _ = group_stats(scores, index)
+    adv = torch.where(count > 1, (count * scores - count * mean) / (count - 1).clamp(min=1), torch.zeros_like(scores))
+    out = _broadcast(adv, response_mask)
+    return out, out.clone()
+
+
 @ADV_ESTIMATORS.register("remax")
 @torch.no_grad()
 def compute_remax_outcome_advantage(
     *, token_level_rewards: Tensor, response_mask: Tensor, reward_baselines: Tensor | None = None,
-    **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
     """ReMax: reward-to-go minus the greedy rollout's score (the baseline).
 
@@ -221,17 +279,19 @@ def compute_remax_outcome_advantage(
 @ADV_ESTIMATORS.register("reinforce_plus_plus")
 @torch.no_grad()
 def compute_reinforce_plus_plus_outcome_advantage(
-    *, token_level_rewards: Tensor, response_mask: Tensor, gamma: float = 1.0, **kwargs: Any
+    *, token_level_rewards: Tensor, response_mask: Tensor, gamma: float = 1.0,
 ) -> tuple[Tensor, Tensor]:
     """REINFORCE++: discounted reward-to-go, whitened over the whole batch (no critic, no groups).
 
-    ``G_t = r_t + gamma * G_{t+1}``; the running return is reset at masked positions so nothing
-    after a response's end flows back into it.
+    ``G_t = r_t + gamma * G_{t+1}`` where ``t+1`` is the next *valid* position: the running return is
+    carried unchanged through masked positions (tool/observation tokens inside a multi-turn response),
+    so earlier turns still receive later rewards, as verl 0.9 does.  Rewards on masked positions are
+    ignored.
 
     Args:
         token_level_rewards: ``(bs, T)``.
         response_mask: ``(bs, T)``.
-        gamma: discount.
+        gamma: discount (``algorithm.gamma``).
 
     Returns:
         ``advantages (bs, T)``: returns whitened over all valid tokens of the batch (0 on
@@ -242,17 +302,18 @@ def compute_reinforce_plus_plus_outcome_advantage(
     returns = torch.zeros_like(rewards)
     running = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
     for t in reversed(range(rewards.shape[1])):
-        running = rewards[:, t] + gamma * running
-        returns[:, t] = running
-        running = running * mask[:, t]  # reset at masked positions (after EOS), as verl does
+        m = mask[:, t]
+        new = rewards[:, t] + gamma * running
+        returns[:, t] = new * m
+        running = torch.where(m != 0, new, running)
     advantages = masked_whiten(returns, mask) * mask
-    return advantages, returns * mask
+    return advantages, returns
 
 
 @ADV_ESTIMATORS.register("reinforce_plus_plus_baseline")
 @torch.no_grad()
 def compute_reinforce_plus_plus_baseline_outcome_advantage(
-    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None, **kwargs: Any
+    *, token_level_rewards: Tensor, response_mask: Tensor, index: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """REINFORCE++-baseline: subtract the group mean score, then whiten over the whole batch.
 
@@ -276,54 +337,41 @@ def compute_advantage(
     *,
     token_level_rewards: Tensor,
     response_mask: Tensor,
-    index: Any = None,
-    values: Tensor | None = None,
-    reward_baselines: Tensor | None = None,
-    gamma: float = 1.0,
-    lam: float = 1.0,
-    norm_adv_by_std_in_grpo: bool = True,
-    epsilon: float = 1e-6,
     **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
     """Compute ``(advantages, returns)`` with the estimator registered as ``name``.
 
     Args:
-        name: ``gae`` | ``grpo`` | ``rloo`` | ``remax`` | ``reinforce_plus_plus`` |
-            ``reinforce_plus_plus_baseline`` or a user-registered name.
+        name: ``algorithm.adv_estimator``: ``gae``, ``grpo``, ``grpo_vectorized``, ``grpo_passk``, ``rloo``,
+            ``rloo_vectorized``, ``remax``, ``reinforce_plus_plus``, ``reinforce_plus_plus_baseline``, ``opo``,
+            ``gpg``, ``gdpo``, ``optimal_token_baseline``, ``tir_optimal_token_baseline`` or a user-registered name.
         token_level_rewards: ``(bs, T)`` rewards (outcome score on the last token, minus any
             in-reward KL penalty).
-        response_mask: ``(bs, T)``; 1 on generated tokens, 0 on padding.
-        index: ``(bs,)`` group labels (needed by grpo / rloo / reinforce_plus_plus_baseline).
-        values: ``(bs, T)`` critic values (needed by gae).
-        reward_baselines: ``(bs,)`` greedy scores (needed by remax).
-        gamma, lam: discount and GAE lambda.
-        norm_adv_by_std_in_grpo: GRPO divides by the group std (False = Dr.GRPO).
-        epsilon: GRPO's std guard.
-        **kwargs: forwarded to custom estimators.
+        response_mask: ``(bs, T)``; 1 on generated tokens, 0 on padding and on tool/observation tokens.
+        **kwargs: verl's names.  Inputs -- ``index`` ``(bs,)`` group labels, ``values`` ``(bs, T)`` (gae),
+            ``reward_baselines`` ``(bs,)`` (remax), ``old_log_probs`` / ``sum_pi_squared`` /
+            ``rollout_is_weights`` ``(bs, T)`` (optimal token baselines), ``non_tensor_batch`` (gdpo's
+            per-component rewards).  Config fields -- ``gamma``, ``lam``, ``norm_adv_by_std_in_grpo``,
+            ``epsilon``, ``handle_zero_tail``, ``gdpo_reward_keys``, ``gdpo_reward_weights``, ``f_norm``.
+            ``index`` and the config fields go only to the estimators that read them; an input the chosen
+            estimator does not use raises ``ValueError`` (it would silently change nothing), and a name no
+            registered estimator knows raises ``TypeError``.
 
     Returns:
         ``(advantages, returns)``, both ``(bs, T)``.
 
     Raises:
         KeyError: unknown ``name`` (the message names the closest registered one).
-        ValueError: wrong shapes or a missing input the estimator needs.
+        ValueError: wrong shapes, a missing input the estimator needs or one it would ignore.
     """
     fn = ADV_ESTIMATORS.get(name)
+    where = f"compute_advantage({name!r})"
     if token_level_rewards.dim() != 2:
-        raise ValueError(
-            f"compute_advantage({name!r}): token_level_rewards must be (bs, T), got {tuple(token_level_rewards.shape)}"
-        )
-    check_same_shape(f"compute_advantage({name!r})", "token_level_rewards", token_level_rewards,
-                     response_mask=response_mask, values=values)
-    return fn(
-        token_level_rewards=token_level_rewards,
-        response_mask=response_mask,
-        index=index,
-        values=values,
-        reward_baselines=reward_baselines,
-        gamma=gamma,
-        lam=lam,
-        norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
-        epsilon=epsilon,
-        **kwargs,
-    )
+        raise ValueError(f"{where}: token_level_rewards must be (bs, T), got {tuple(token_level_rewards.shape)}")
+    tensors = {k: v for k, v in kwargs.items() if k in ESTIMATOR_INPUTS and isinstance(v, Tensor) and v.dim() == 2}
+    check_same_shape(where, "token_level_rewards", token_level_rewards, response_mask=response_mask, **tensors)
+    inputs = {k: v for k, v in kwargs.items() if k in ESTIMATOR_INPUTS}
+    knobs = {k: v for k, v in kwargs.items() if k not in ESTIMATOR_INPUTS}
+    return call_with_accepted(fn, where, (), inputs={"token_level_rewards": token_level_rewards,
+                                                     "response_mask": response_mask, **inputs},
+                              knobs=knobs, known_knobs=registry_params(ADV_ESTIMATORS))

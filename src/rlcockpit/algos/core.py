@@ -11,7 +11,11 @@ Shapes: ``bs`` = batch size (number of responses), ``T`` = padded response lengt
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,6 +25,7 @@ from rlcockpit.registry import Registry
 
 __all__ = [
     "LOSS_AGG_MODES",
+    "AggScale",
     "agg_loss",
     "entropy_from_logits",
     "group_ids",
@@ -31,10 +36,6 @@ __all__ = [
     "masked_whiten",
     "scores_to_token_level",
 ]
-
-# Loss aggregation: (loss_mat (bs, T), loss_mask (bs, T), norm_len) -> scalar.
-AggFn = Callable[[Tensor, Tensor, int], Tensor]
-LOSS_AGG_MODES: Registry[AggFn] = Registry("loss_agg_mode")
 
 # Rows processed at once when log-probs/entropy are upcast from half precision (bounds the
 # transient float32 copy of the logits to roughly this many elements).
@@ -133,65 +134,175 @@ def masked_whiten(values: Tensor, mask: Tensor, shift_mean: bool = True) -> Tens
 # --------------------------------------------------------------------------- loss aggregation
 
 
-def _seq_weights(loss_mask: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """Per-row valid token counts ``(bs,)`` and the count of non-empty rows (scalar)."""
-    tokens = loss_mask.to(dtype).sum(dim=-1)
-    nonempty = (tokens > 0).to(dtype)
-    return tokens, nonempty.sum()
+@dataclass(frozen=True)
+class AggScale:
+    """The global normalisers of one aggregation (verl's ``global_batch_info`` plus ``loss_scale_factor``).
+
+    With gradient accumulation a mini-batch is split into micro-batches whose losses are *summed*;
+    dividing each by the mini-batch's token count (``batch_num_tokens``) or sequence count
+    (``global_batch_size``) instead of its own makes the summed gradient independent of the split,
+    as in verl.  ``None`` means "this micro-batch is the whole batch".
+    """
+
+    dp_size: int = 1
+    batch_num_tokens: float | None = None
+    global_batch_size: float | None = None
+    loss_scale_factor: float | None = None
+
+
+# Loss aggregation: (loss_mat (bs, T), loss_mask (bs, T), scale) -> scalar.
+AggFn = Callable[[Tensor, Tensor, AggScale], Tensor]
+LOSS_AGG_MODES: Registry[AggFn] = Registry("loss_agg_mode")
+
+
+def _seq_terms(loss_mat: Tensor, loss_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-row token sums ``(bs,)``, per-row valid token counts ``(bs,)`` and the non-empty-row indicator ``(bs,)``."""
+    tokens = loss_mask.to(loss_mat.dtype).sum(dim=-1)
+    return masked_sum(loss_mat, loss_mask, dim=-1), tokens, (tokens > 0).to(loss_mat.dtype)
+
+
+def _per(total: Tensor, count: float | Tensor | None, default: Tensor, dp_size: int) -> Tensor:
+    """``total / count * dp_size``; the local ``default`` count when none is given; 0 over an empty batch."""
+    denom = default if count is None else torch.as_tensor(count, dtype=total.dtype, device=total.device)
+    return total / torch.where(denom > 0, denom, torch.ones_like(denom)) * dp_size
 
 
 @LOSS_AGG_MODES.register("token-mean")
-def _agg_token_mean(loss_mat: Tensor, loss_mask: Tensor, norm_len: int) -> Tensor:
+def _agg_token_mean(loss_mat: Tensor, loss_mask: Tensor, scale: AggScale) -> Tensor:
     """Every valid token weighs the same (long responses weigh more)."""
-    return masked_mean(loss_mat, loss_mask)
+    count = loss_mask.to(loss_mat.dtype).sum()
+    return _per(masked_sum(loss_mat, loss_mask), scale.batch_num_tokens, count, scale.dp_size)
+
+
+@LOSS_AGG_MODES.register("token-sum")
+def _agg_token_sum(loss_mat: Tensor, loss_mask: Tensor, scale: AggScale) -> Tensor:
+    """Plain sum over every valid token (times ``dp_size`` so the data-parallel mean of gradients is the global sum)."""
+    return masked_sum(loss_mat, loss_mask) * scale.dp_size
 
 
 @LOSS_AGG_MODES.register("seq-mean-token-sum")
-def _agg_seq_mean_token_sum(loss_mat: Tensor, loss_mask: Tensor, norm_len: int) -> Tensor:
+def _agg_seq_mean_token_sum(loss_mat: Tensor, loss_mask: Tensor, scale: AggScale) -> Tensor:
     """Sum over a sequence's tokens, then mean over the (non-empty) sequences."""
-    _, n_seq = _seq_weights(loss_mask, loss_mat.dtype)
-    return masked_sum(loss_mat, loss_mask) / n_seq.clamp(min=1)
+    seq_sum, _, nonempty = _seq_terms(loss_mat, loss_mask)
+    return _per((seq_sum * nonempty).sum(), scale.global_batch_size, nonempty.sum(), scale.dp_size)
 
 
 @LOSS_AGG_MODES.register("seq-mean-token-mean")
-def _agg_seq_mean_token_mean(loss_mat: Tensor, loss_mask: Tensor, norm_len: int) -> Tensor:
+def _agg_seq_mean_token_mean(loss_mat: Tensor, loss_mask: Tensor, scale: AggScale) -> Tensor:
     """Mean over a sequence's tokens, then mean over the (non-empty) sequences: every response weighs the same."""
-    tokens, n_seq = _seq_weights(loss_mask, loss_mat.dtype)
-    per_seq = masked_sum(loss_mat, loss_mask, dim=-1) / tokens.clamp(min=1)
-    return per_seq.sum() / n_seq.clamp(min=1)
+    seq_sum, tokens, nonempty = _seq_terms(loss_mat, loss_mask)
+    per_seq = seq_sum / tokens.clamp(min=1)
+    return _per((per_seq * nonempty).sum(), scale.global_batch_size, nonempty.sum(), scale.dp_size)
 
 
 @LOSS_AGG_MODES.register("seq-mean-token-sum-norm")
-def _agg_seq_mean_token_sum_norm(loss_mat: Tensor, loss_mask: Tensor, norm_len: int) -> Tensor:
+def _agg_seq_mean_token_sum_norm(loss_mat: Tensor, loss_mask: Tensor, scale: AggScale) -> Tensor:
     """Dr.GRPO: token sum divided by a constant length, then mean over sequences (no length bias)."""
-    _, n_seq = _seq_weights(loss_mask, loss_mat.dtype)
-    return masked_sum(loss_mat, loss_mask) / norm_len / n_seq.clamp(min=1)
+    length = float(loss_mat.shape[-1]) if scale.loss_scale_factor is None else float(scale.loss_scale_factor)
+    return _agg_seq_mean_token_sum(loss_mat, loss_mask, scale) / length
 
 
-def agg_loss(loss_mat: Tensor, loss_mask: Tensor, loss_agg_mode: str, *, norm_len: int | None = None) -> Tensor:
-    """Reduce a per-token loss matrix to the scalar that is back-propagated.
+def agg_loss(
+    loss_mat: Tensor,
+    loss_mask: Tensor,
+    loss_agg_mode: str,
+    *,
+    dp_size: int = 1,
+    batch_num_tokens: float | Tensor | None = None,
+    global_batch_size: float | Tensor | None = None,
+    loss_scale_factor: float | None = None,
+) -> Tensor:
+    """Reduce a per-token loss matrix to the scalar that is back-propagated (verl's ``agg_loss``).
 
     Args:
         loss_mat: ``(bs, T)`` per-token losses.
         loss_mask: ``(bs, T)``; 0 marks padding (never counted).
-        loss_agg_mode: ``token-mean`` | ``seq-mean-token-sum`` | ``seq-mean-token-mean`` |
+        loss_agg_mode: ``token-mean`` | ``token-sum`` | ``seq-mean-token-sum`` | ``seq-mean-token-mean`` |
             ``seq-mean-token-sum-norm`` (or a mode registered in :data:`LOSS_AGG_MODES`).
-        norm_len: constant divisor of ``seq-mean-token-sum-norm`` (verl's ``loss_scale_factor``);
-            defaults to ``T``, the padded max response length.
+        dp_size: data-parallel world size (each rank's loss is scaled so the averaged gradient is the global one).
+        batch_num_tokens: valid tokens in the whole (mini-)batch, for ``token-mean`` over micro-batches;
+            default: this call's own count.
+        global_batch_size: non-empty sequences in the whole (mini-)batch, for the ``seq-mean-*`` modes;
+            default: this call's own count.
+        loss_scale_factor: constant divisor of ``seq-mean-token-sum-norm`` (Dr.GRPO: the configured
+            response length); defaults to ``T``, the padded length of ``loss_mat``.
 
     Returns:
         Scalar tensor (keeps the graph of ``loss_mat``).  Rows with no valid token are left out
-        of the sequence means, so padding rows never dilute the loss.
+        of the sequence means, so padding rows never dilute the loss; an empty batch gives 0.
 
     Raises:
         KeyError: unknown mode (names the closest one).
+        ValueError: mismatched shapes or a non-positive ``loss_scale_factor``.
     """
     check_same_shape("agg_loss", "loss_mat", loss_mat, loss_mask=loss_mask)
     fn = LOSS_AGG_MODES.get(loss_agg_mode)
-    length = int(loss_mat.shape[-1]) if norm_len is None else int(norm_len)
-    if length <= 0:
-        raise ValueError(f"agg_loss: norm_len must be positive, got {norm_len}")
-    return fn(loss_mat, loss_mask, length)
+    if loss_scale_factor is not None and float(loss_scale_factor) <= 0:
+        raise ValueError(f"agg_loss: loss_scale_factor must be positive, got {loss_scale_factor}")
+    if int(dp_size) < 1:
+        raise ValueError(f"agg_loss: dp_size must be >= 1, got {dp_size}")
+    scale = AggScale(int(dp_size), _scalar(batch_num_tokens), _scalar(global_batch_size),
+                     None if loss_scale_factor is None else float(loss_scale_factor))
+    return fn(loss_mat, loss_mask, scale)
+
+
+def _scalar(x: float | Tensor | None) -> float | None:
+    return None if x is None else float(x)
+
+
+# --------------------------------------------------------------------------- calling registered functions
+
+
+@functools.cache
+def _signature(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
+    params = inspect.signature(fn).parameters.values()
+    names = frozenset(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return names, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def accepted_params(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword parameters ``fn`` declares, or ``None`` when it takes ``**kwargs`` (accepts anything)."""
+    names, var_kw = _signature(fn)
+    return None if var_kw else names
+
+
+def call_with_accepted(fn: Callable[..., Any], where: str, args: tuple[Any, ...], *, inputs: dict[str, Any],
+                       knobs: dict[str, Any], known_knobs: frozenset[str]) -> Any:
+    """Call ``fn(*args, ...)`` passing what it uses, refusing what it would silently ignore.
+
+    * ``inputs`` are data (tensors such as ``rollout_is_weights``): one given (not ``None``) that
+      ``fn`` does not declare raises ``ValueError`` -- an ignored correction must never look applied.
+    * ``knobs`` are config values every caller has (``gamma``, ``clip_ratio_c``, ``loss_agg_mode``):
+      each is passed only where ``fn`` declares it, as verl's functions read only their own fields
+      of a shared config.  A knob no registered function knows is a typo and raises ``TypeError``.
+
+    A function taking ``**kwargs`` (a user's own) receives everything.
+    """
+    accepted = accepted_params(fn)
+    unknown = sorted(k for k in knobs if k not in known_knobs and (accepted is None or k not in accepted))
+    if unknown and accepted is not None:
+        close = difflib.get_close_matches(unknown[0], sorted(known_knobs), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise TypeError(f"{where}: unknown argument {unknown[0]!r}.{hint}")
+    kwargs: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        if accepted is not None and name not in accepted:
+            raise ValueError(f"{where} does not use {name}; it would be silently ignored. Leave it out, or choose "
+                             f"a function that applies it")
+        kwargs[name] = value
+    kwargs.update({k: v for k, v in knobs.items() if accepted is None or k in accepted})
+    return fn(*args, **kwargs)
+
+
+def registry_params(registry: Registry[Any]) -> frozenset[str]:
+    """Every keyword parameter declared by some entry of ``registry`` (the universe of valid knob names)."""
+    out: set[str] = set()
+    for _, fn in registry.items():
+        names, _ = _signature(fn)
+        out |= names
+    return frozenset(out)
 
 
 # --------------------------------------------------------------------------- logits helpers

@@ -10,12 +10,22 @@ Two places use a KL to the reference policy, as in verl:
 Estimators (John Schulman, "Approximating KL divergence"), per token with
 ``d = log_prob - ref_log_prob``: ``kl``/``k1`` = ``d``; ``abs`` = ``|d|``; ``mse``/``k2`` =
 ``d^2 / 2``; ``low_var_kl``/``k3`` = ``exp(-d) + d - 1`` clamped to ``[-10, 10]``.
+
+A ``+`` suffix (``k1+``, ``k3+``, ``low_var_kl+``, ...) is verl's straight-through variant: the value
+is the named estimator's, the gradient is ``k2``'s.  k1 and k3 are unbiased estimates of the KL's
+*value* but not of its *gradient*; k2's gradient is (see verl's ``kl_penalty``).  ``k2+``/``mse+`` equal
+``k2``.
+
+``full`` is the exact KL over the whole vocabulary, ``sum_v pi(v) (log pi(v) - log ref(v))``; it needs
+both policies' full log-distributions ``(..., V)`` instead of the sampled tokens' log-probs (verl
+reserves the name but raises ``NotImplementedError``; rlcockpit's trainer computes the
+distributions when ``kl_loss_type``/``kl_penalty`` is ``full``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
@@ -32,6 +42,7 @@ __all__ = [
     "apply_kl_penalty",
     "compute_kl_loss",
     "get_kl_controller",
+    "kl_needs_full_vocab",
     "kl_penalty",
 ]
 
@@ -64,14 +75,55 @@ def _kl_k3(log_prob: Tensor, ref_log_prob: Tensor) -> Tensor:
     return torch.clamp(kld, min=-10.0, max=10.0)
 
 
+def _straight_through(base: KLEstimator) -> KLEstimator:
+    """``base``'s value with k2's gradient: ``k2 - sg(k2) + sg(base)``."""
+
+    def estimator(log_prob: Tensor, ref_log_prob: Tensor) -> Tensor:
+        backward = _kl_k2(log_prob, ref_log_prob)
+        return backward - backward.detach() + base(log_prob, ref_log_prob).detach()
+
+    estimator.__doc__ = f"Straight-through: the value of {base.__name__}, the gradient of k2."
+    return estimator
+
+
+for _base, _names in ((_kl_k1, ("kl+", "k1+")), (_kl_abs, ("abs+",)), (_kl_k3, ("low_var_kl+", "k3+"))):
+    KL_ESTIMATORS.add(_names[0], _straight_through(_base), *_names[1:])
+KL_ESTIMATORS.add("mse+", _kl_k2, "k2+")  # k2's gradient is already the right one (verl returns k2 itself)
+
+_DISTRIBUTION_ATOL = 1e-3
+
+
+@KL_ESTIMATORS.register("full")
+def _kl_full(log_prob: Tensor, ref_log_prob: Tensor) -> Tensor:
+    """Exact ``KL(pi || ref)`` per position from full log-distributions ``(..., V)``; returns ``(...)``."""
+    if log_prob.dim() < 2:
+        raise ValueError("kl 'full' needs log-distributions over the vocabulary, shape (..., V)")
+    total = torch.logsumexp(log_prob.detach().float(), dim=-1)
+    if not torch.allclose(total, torch.zeros_like(total), atol=_DISTRIBUTION_ATOL):
+        raise ValueError(
+            "kl 'full' needs log_softmax over the vocabulary (..., V) for both policies; the last dimension of "
+            "log_prob does not sum to probability 1 -- per-token log-probs (bs, T) belong to k1/k2/k3"
+        )
+    return (log_prob.exp() * (log_prob - ref_log_prob)).sum(dim=-1)
+
+
+_kl_full.needs_full_vocab = True  # type: ignore[attr-defined]
+
+
+def kl_needs_full_vocab(name: str) -> bool:
+    """True for estimators (``full``) that take log-distributions ``(..., V)`` instead of token log-probs."""
+    return bool(getattr(KL_ESTIMATORS.get(name), "needs_full_vocab", False))
+
+
 def kl_penalty(log_prob: Tensor, ref_log_prob: Tensor, kl_penalty: str = "kl") -> Tensor:
     """Per-token KL estimate between the policy and the reference policy.
 
     Args:
-        log_prob: ``(bs, T)`` log-probs of the sampled tokens under the policy.
-        ref_log_prob: ``(bs, T)`` log-probs of the same tokens under the reference model.
-        kl_penalty: estimator name: ``kl``/``k1``, ``abs``, ``mse``/``k2``, ``low_var_kl``/``k3``
-            (or one registered in :data:`KL_ESTIMATORS`).
+        log_prob: ``(bs, T)`` log-probs of the sampled tokens under the policy (``(bs, T, V)``
+            log-distributions for ``full``).
+        ref_log_prob: the same under the reference model.
+        kl_penalty: estimator name: ``kl``/``k1``, ``abs``, ``mse``/``k2``, ``low_var_kl``/``k3``, their
+            straight-through ``+`` variants, ``full`` (or one registered in :data:`KL_ESTIMATORS`).
 
     Returns:
         ``(bs, T)`` per-token estimates (unmasked: callers apply the response mask).
@@ -79,21 +131,27 @@ def kl_penalty(log_prob: Tensor, ref_log_prob: Tensor, kl_penalty: str = "kl") -
     Raises:
         KeyError: unknown estimator (names the closest one).
     """
-    fn = KL_ESTIMATORS.get(kl_penalty)
-    check_same_shape(f"kl_penalty({kl_penalty!r})", "log_prob", log_prob, ref_log_prob=ref_log_prob)
+    return _estimate(log_prob, ref_log_prob, kl_penalty)
+
+
+def _estimate(log_prob: Tensor, ref_log_prob: Tensor, name: str) -> Tensor:
+    fn = KL_ESTIMATORS.get(name)
+    check_same_shape(f"kl_penalty({name!r})", "log_prob", log_prob, ref_log_prob=ref_log_prob)
     return fn(log_prob, ref_log_prob)
 
 
 def compute_kl_loss(
     log_prob: Tensor, ref_log_prob: Tensor, response_mask: Tensor, *, kl_loss_type: str = "low_var_kl",
-    loss_agg_mode: str = "token-mean", norm_len: int | None = None,
+    loss_agg_mode: str = "token-mean", **scale: Any,
 ) -> Tensor:
     """Actor-side KL loss (``actor.use_kl_loss``): ``agg(kl_penalty(log_prob, ref_log_prob))`` as a scalar with grad.
 
-    Args: ``log_prob``, ``ref_log_prob``, ``response_mask`` are ``(bs, T)``.
+    Args: ``log_prob``, ``ref_log_prob`` are ``(bs, T)`` (``(bs, T, V)`` for ``full``), ``response_mask``
+    ``(bs, T)``; ``scale`` is :func:`agg_loss`'s ``dp_size`` / ``batch_num_tokens`` / ``global_batch_size`` /
+    ``loss_scale_factor``.
     """
     kld = kl_penalty(log_prob, ref_log_prob, kl_loss_type)
-    return agg_loss(kld, response_mask, loss_agg_mode, norm_len=norm_len)
+    return agg_loss(kld, response_mask, loss_agg_mode, **scale)
 
 
 # --------------------------------------------------------------------------- controllers
@@ -190,10 +248,10 @@ def apply_kl_penalty(
         ``(token_level_rewards (bs, T), metrics)`` with ``actor/reward_kl_penalty`` = mean over
         sequences of the per-sequence mean KL, and ``actor/reward_kl_penalty_coeff`` = ``beta``.
     """
-    check_same_shape("apply_kl_penalty", "token_level_scores", token_level_scores,
-                     old_log_prob=old_log_prob, ref_log_prob=ref_log_prob, response_mask=response_mask)
-    estimator = KL_ESTIMATORS.get(kl_penalty)
-    kld = estimator(old_log_prob, ref_log_prob)
+    per_token = old_log_prob[..., 0] if kl_needs_full_vocab(kl_penalty) else old_log_prob
+    check_same_shape("apply_kl_penalty", "token_level_scores", token_level_scores, response_mask=response_mask,
+                     old_log_prob=per_token)
+    kld = _estimate(old_log_prob, ref_log_prob, kl_penalty)
     kld = torch.where(response_mask != 0, kld, torch.zeros_like(kld)) * response_mask.to(kld.dtype)
     beta = float(kl_ctrl.value)
     rewards = token_level_scores - beta * kld

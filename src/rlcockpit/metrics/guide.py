@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # Data files, in display order (``rlcockpit explain --list`` and the dashboard follow it).
-DATA_FILES = ("guide_actor.yaml", "guide_critic.yaml", "guide_perf.yaml", "guide_system.yaml")
+DATA_FILES = ("guide_actor.yaml", "guide_critic.yaml", "guide_perf.yaml", "guide_system.yaml", "guide_rollout_corr.yaml")
 
 GUIDE: Registry[MetricInfo] = Registry("metric")
 _ORDER: list[str] = []

@@ -15,7 +15,7 @@ import abc
 import errno
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,10 @@ class Store(abc.ABC):
         """Update run columns (status, summary, config, meta, heartbeat_at, finished_at, exit_code...)."""
 
     @abc.abstractmethod
-    def list_runs(self, project: str | None = None) -> list[dict[str, Any]]: ...
+    def list_runs(self, project: str | None = None, *, fields: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """Runs, newest first. ``fields``: the JSON columns (``tags``, ``config``, ``summary``, ``meta``) the
+        caller needs; a store may skip decoding the others (they come back empty) — the runs list of 1,000
+        verl-sized configs spends most of its time in ``json.loads`` otherwise. ``None``: all of them."""
 
     @abc.abstractmethod
     def get_run(self, run_id: str) -> dict[str, Any]:
@@ -195,7 +198,11 @@ class Store(abc.ABC):
         start_step: int | None = None,
         end_step: int | None = None,
         max_points: int | None = None,
-    ) -> Series: ...
+        with_ts: bool = True,
+    ) -> Series:
+        """``(steps, values, timestamps)`` of one key, optionally a step range, downsampled to
+        ``max_points`` keeping extremes. ``with_ts=False``: the caller does not need timestamps (a chart
+        over steps); the store may skip reading them and return NaN timestamps of the same length."""
 
     def history(self, run_id: str, keys: Sequence[str] | None = None, *, include_system: bool = False):
         """A pandas DataFrame indexed by ``step``, one column per key (last value per step)."""
@@ -254,6 +261,19 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def findings(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    def finding_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Open (not resolved) findings per run and severity: ``{run_id: {"critical": n, "warning": n,
+        "info": n}}`` for the runs listed (read side of the runs list; stores may answer in one query)."""
+        out: dict[str, dict[str, int]] = {}
+        for rid in run_ids:
+            counts = {"critical": 0, "warning": 0, "info": 0}
+            for f in self.findings(rid):
+                if f.get("resolved") or f.get("status") == "resolved":
+                    continue
+                counts[f.get("severity") if f.get("severity") in counts else "info"] += 1
+            out[rid] = counts
+        return out
 
     @abc.abstractmethod
     def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str: ...

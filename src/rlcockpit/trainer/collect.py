@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
+from rlcockpit.trainer.algo_args import wants_rollout_log_probs
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
@@ -38,7 +39,8 @@ class Experience:
 def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=r.temperature,
-                          top_p=r.top_p, top_k=r.top_k, greedy=greedy or not r.do_sample)
+                          top_p=r.top_p, top_k=r.top_k, greedy=greedy or not r.do_sample,
+                          logprobs=not greedy and wants_rollout_log_probs(cfg))  # not for remax's baseline
 
 
 def val_sampling_params(cfg: Config) -> SamplingParams:
@@ -66,10 +68,13 @@ def _pad_cat(outs: list[RolloutOutput], pad_id: int) -> RolloutOutput:
     def right(x: torch.Tensor, w: int, v: int) -> torch.Tensor:
         return torch.nn.functional.pad(x, (0, w - x.size(1)), value=v)
 
+    logps = None
+    if all(o.rollout_log_probs is not None for o in outs):
+        logps = torch.cat([right(o.rollout_log_probs, T, 0.0) for o in outs])
     return RolloutOutput(torch.cat([left(o.prompts, P, pad_id) for o in outs]),
                          torch.cat([left(o.prompt_mask, P, 0) for o in outs]),
                          torch.cat([right(o.responses, T, pad_id) for o in outs]),
-                         torch.cat([right(o.response_mask, T, 0) for o in outs]))
+                         torch.cat([right(o.response_mask, T, 0) for o in outs]), logps)
 
 
 def _select(exp: Experience, keep: torch.Tensor) -> Experience:
@@ -77,7 +82,8 @@ def _select(exp: Experience, keep: torch.Tensor) -> Experience:
     o = exp.out
     return Experience(
         rows=[exp.rows[i] for i in idx.tolist()], uids=exp.uids[idx.numpy()],
-        out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx]),
+        out=RolloutOutput(o.prompts[idx], o.prompt_mask[idx], o.responses[idx], o.response_mask[idx],
+                          None if o.rollout_log_probs is None else o.rollout_log_probs[idx]),
         texts=[exp.texts[i] for i in idx.tolist()], scores=exp.scores[idx],
         baselines=None if exp.baselines is None else exp.baselines[idx],
         extras=[exp.extras[i] for i in idx.tolist()] if exp.extras else [])

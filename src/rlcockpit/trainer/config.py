@@ -217,6 +217,9 @@ def finalize(cfg: Config) -> Config:
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")
+    from rlcockpit.trainer.algo_args import validate_algorithm
+
+    validate_algorithm(cfg, ConfigError)  # rollout correction settings, dro_beta, gdpo keys
     return cfg
 
 

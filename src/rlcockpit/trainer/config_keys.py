@@ -109,7 +109,7 @@ _ROLLOUT_SERVER = tuple(f"actor_rollout_ref.rollout.{k}" for k in (
     "pipeline_model_parallel_size", "max_num_batched_tokens", "max_model_len", "max_num_seqs",
     "enable_chunked_prefill", "enable_prefix_caching", "logprobs_mode", "scheduling_policy", "load_format",
     "layered_summon", "disable_log_stats", "engine_kwargs.*", "multi_stage_wake_up", "skip_tokenizer_init",
-    "calculate_log_probs", "checkpoint_engine.*", "router_config_path", "enable_rollout_routing_replay",
+    "checkpoint_engine.*", "router_config_path", "enable_rollout_routing_replay",
     "moe_load_balance_metrics_interval", "prometheus.*", "quantization", "quantization_config_file", "mtp", "mtp.*",
     "qat", "qat.*", "disaggregation.*", "full_determinism", "seed", "over_sample_rate", "trace.*", "agent.*",
     "free_cache_engine", "swap_space", "update_weights_bucket_megabytes", "limit_images", "val_kwargs.n_gpus"))
@@ -176,11 +176,9 @@ NO_EFFECT: tuple[NoEffect, ...] = (
              "trainer.total_training_steps", (
                  "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",
                  "*.optim.total_training_steps", "*.optim.weight_decay_incl_bias")),
-    NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet", (
-        "actor_rollout_ref.actor.policy_loss.*", "actor_rollout_ref.actor.tau_pos", "actor_rollout_ref.actor.tau_neg",
-        "actor_rollout_ref.actor.loss_scale_factor", "actor_rollout_ref.actor.calculate_sum_pi_squared",
-        "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.rollout_correction.*", "algorithm.use_pf_ppo",
-        "algorithm.pf_ppo.*", "algorithm.filter_groups.metric", "algorithm.filter_groups.max_inflight_gen_batches")),
+    NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet (docs/trainer.md lists why)", (
+        "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.use_pf_ppo", "algorithm.pf_ppo.*",
+        "algorithm.filter_groups.metric", "algorithm.filter_groups.max_inflight_gen_batches")),
     NoEffect("rlcockpit always logs the policy entropy (actor/entropy)", ("actor_rollout_ref.actor.calculate_entropy",)),
     NoEffect("verl features this trainer does not have: knowledge distillation, multi-turn/tool rollouts, the "
              "rollout debug cache", ("distillation.*", "actor_rollout_ref.rollout.multi_turn.*", "skip.*")),

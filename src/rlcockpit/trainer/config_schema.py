@@ -57,6 +57,24 @@ class FilterGroupsConfig:
 
 
 @dataclass
+class RolloutCorrectionConfig:
+    """verl's rollout correction: IS weights / rejection for the gap between the rollout engine and the trainer."""
+
+    rollout_is: str | None = opt(None, "IS weights pi_train / pi_rollout: null (metrics only), token or sequence",
+                                 choices=("token", "sequence"))
+    rollout_is_threshold: float | str = opt(2.0, "truncate the IS weights at it, or \"lower_upper\" (IcePop: zero "
+                                                 "outside the bounds)")
+    rollout_is_batch_normalize: bool = opt(False, "rescale the IS weights to mean 1 per batch")
+    rollout_rs: str | None = opt(None, "rejection sampling: comma-separated criteria token_k1..3, seq_sum_k1..3, "
+                                       "seq_mean_k1..3, seq_max_k2/k3")
+    rollout_rs_threshold: float | str | None = opt(None, "one per rollout_rs criterion (k1: \"lower_upper\" ratio "
+                                                         "bounds; k2/k3: an upper bound)")
+    bypass_mode: bool = opt(False, "no old-policy pass: the rollout's log-probs are the old ones, the loss becomes "
+                                   "bypass_mode")
+    loss_type: str = opt("ppo_clip", "bypass mode's loss", choices=("ppo_clip", "reinforce"))
+
+
+@dataclass
 class AlgorithmConfig:
     adv_estimator: str = opt("grpo", "how advantages are computed", registry="rlcockpit.algos:ADV_ESTIMATORS")
     gamma: float = opt(1.0, "discount factor (GAE, REINFORCE++)")
@@ -68,6 +86,12 @@ class AlgorithmConfig:
     kl_penalty: str = opt("kl", "KL estimator of the in-reward penalty", registry="rlcockpit.algos:KL_ESTIMATORS")
     kl_ctrl: KLCtrlConfig = group(KLCtrlConfig)
     filter_groups: FilterGroupsConfig = group(FilterGroupsConfig)
+    rollout_correction: RolloutCorrectionConfig = group(RolloutCorrectionConfig)
+    handle_zero_tail: bool = opt(True, "optimal token baselines: no baseline past the second-longest response of a "
+                                       "group")
+    gdpo_reward_keys: list[str] | None = opt(None, "gdpo: the reward components, keys of the dict the reward "
+                                                   "function returns (e.g. [acc, format])")
+    gdpo_reward_weights: list[float] | None = opt(None, "gdpo: one weight per reward key; null = 1 each")
 
 
 # --------------------------------------------------------------------------- actor_rollout_ref
@@ -127,6 +151,12 @@ class ModelConfig:
 @dataclass
 class PolicyLossConfig:
     loss_mode: str = opt("vanilla", "policy loss", registry="rlcockpit.algos:POLICY_LOSSES")
+    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient Clip-Cov detaches")
+    clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance window")
+    clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of the covariance window")
+    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of top-covariance tokens that get the KL penalty")
+    ppo_kl_coef: float = opt(0.1, "kl_cov: weight of that |log ratio| penalty")
+    dro_beta: float | None = opt(None, "dro: weight of the quadratic log-ratio penalty (required, > 0)")
 
 
 @dataclass
@@ -142,6 +172,12 @@ class ActorConfig:
     policy_loss: PolicyLossConfig = group(PolicyLossConfig)
     loss_agg_mode: str = opt("token-mean", "how token losses are averaged into one number",
                              registry="rlcockpit.algos:LOSS_AGG_MODES")
+    loss_scale_factor: int | None = opt(None, "seq-mean-token-sum-norm (Dr. GRPO) divisor; null = "
+                                              "data.max_response_length")
+    tau_pos: float = opt(1.0, "sapo: gate temperature for tokens with a positive advantage")
+    tau_neg: float = opt(1.05, "sapo: gate temperature for tokens with a negative advantage")
+    calculate_sum_pi_squared: bool = opt(False, "compute sum_v pi(v)^2 in the old-policy pass (on by itself for the "
+                                                "optimal token baselines)")
     entropy_coeff: float = opt(0.0, "entropy bonus weight (negative: an entropy penalty)")
     use_kl_loss: bool = opt(False, "add kl_loss_coef x KL(policy, reference) to the actor loss (GRPO style)")
     kl_loss_coef: float = opt(0.001, "weight of the KL loss")
@@ -175,6 +211,8 @@ class RolloutConfig:
     top_p: float = opt(1.0, "nucleus sampling")
     top_k: int = opt(-1, "top-k sampling; -1 = off")
     do_sample: bool = opt(True, "false = greedy rollouts")
+    calculate_log_probs: bool = opt(False, "the engine reports each sampled token's log-prob: rollout_corr/* metrics "
+                                           "(on by itself with algorithm.rollout_correction)")
     val_kwargs: ValKwargsConfig = group(ValKwargsConfig)
 
 
@@ -303,7 +341,7 @@ class TrainerConfig:
     val_before_train: bool = opt(True, "validate before the first step")
     val_only: bool = opt(False, "validate once and stop")
     test_freq: int = opt(25, "validate every N steps (and after the last); <= 0 = never")
-    log_val_generations: int = opt(0, "validation responses stored as samples per validation")
+    log_val_generations: int = opt(8, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view; verl's default is 0")
     save_freq: int = opt(-1, "checkpoint every N steps (and at the end); -1 = never")
     save_policy_model: bool = opt(False, "save the actor at the end even when save_freq=-1", only_here=True)
     max_actor_ckpt_to_keep: int | None = opt(None, "keep only the newest N checkpoints; null = all")

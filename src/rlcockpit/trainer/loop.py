@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from rlcockpit.algos import apply_kl_penalty, compute_advantage, scores_to_token_level
 from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
@@ -28,7 +26,7 @@ from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
-from rlcockpit.trainer.models import forward_logprobs, forward_values, needs_reference, reference_context
+from rlcockpit.trainer.probes import log_probes
 from rlcockpit.trainer.progress import Progress
 from rlcockpit.trainer.rewards import RewardFailureError
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
@@ -43,6 +41,7 @@ from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's pu
     total_steps,
 )
 from rlcockpit.trainer.state import rollback as _rollback
+from rlcockpit.trainer.step_inputs import policy_passes, rewards_and_advantages
 from rlcockpit.trainer.update import update_actor, update_critic
 
 
@@ -83,44 +82,10 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
-    T, bs = o.responses.size(1), o.responses.size(0)
-    mask = o.response_mask.float()
-    single_pass = cfg.actor.ppo_epochs == 1 and bs <= cfg.actor.ppo_mini_batch_size * cfg.rollout.n
-    with torch.no_grad():
-        if not single_pass or cfg.algorithm.use_kl_in_reward:
-            with timed(timing, "old_log_prob"), st.autocast():
-                st.actor.eval()
-                batch["old_log_probs"] = forward_logprobs(st.actor, batch["input_ids"], batch["attention_mask"], T,
-                                                          temperature=cfg.rollout.temperature,
-                                                          share_prefix=cfg.actor.share_prefix)[0]
-        if needs_reference(cfg):
-            with timed(timing, "ref"):
-                model, ctx = reference_context(st.actor, st.ref)
-                with ctx, st.autocast():
-                    batch["ref_log_prob"] = forward_logprobs(model, batch["input_ids"], batch["attention_mask"], T,
-                                                             temperature=cfg.rollout.temperature,
-                                                             share_prefix=cfg.actor.share_prefix)[0]
-        if st.critic is not None:
-            with timed(timing, "values"), st.autocast():
-                st.critic.eval()
-                batch["values"] = forward_values(st.critic, batch["input_ids"], batch["attention_mask"], T)
+    policy_passes(st, batch, o.rollout_log_probs, timed, timing)
     metrics: dict[str, float] = dict(exp.metrics)
     with timed(timing, "adv"):
-        batch["token_level_scores"] = scores_to_token_level(exp.scores.to(mask.device), mask)
-        rewards = batch["token_level_scores"]
-        if cfg.algorithm.use_kl_in_reward:
-            rewards, kl_m = apply_kl_penalty(rewards, batch["old_log_probs"], batch["ref_log_prob"], mask,
-                                             st.kl_ctrl, cfg.algorithm.kl_penalty)
-            st.kl_ctrl.update(kl_m["actor/reward_kl_penalty"], n_steps=bs)
-            clamp_kl(st.kl_ctrl, cfg)
-            metrics.update(kl_m)
-        batch["token_level_rewards"] = rewards
-        a = cfg.algorithm
-        batch["advantages"], batch["returns"] = compute_advantage(
-            a.adv_estimator, token_level_rewards=rewards, response_mask=mask, index=exp.uids,
-            values=batch.get("values"),
-            reward_baselines=None if exp.baselines is None else exp.baselines.to(mask.device), gamma=a.gamma, lam=a.lam,
-            norm_adv_by_std_in_grpo=a.norm_adv_by_std_in_grpo)
+        rewards_and_advantages(st, batch, exp, o.rollout_log_probs, metrics)
     if st.critic is not None:
         with timed(timing, "update_critic"):
             metrics.update(update_critic(cfg, st.critic, st.critic_opt, batch, st.autocast))
@@ -128,10 +93,12 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     if st.step > cfg.trainer.critic_warmup:  # verl: the first critic_warmup steps train only the critic
         with timed(timing, "update_actor"), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
-            metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast))
+            metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref))
             st.actor_sched.step()
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
-    metrics.update(data_metrics(batch, cfg.data.max_response_length, cfg.data.max_prompt_length))
+    # lengths and per-token statistics over the generated tokens, rollout-correction rejections included
+    metrics.update(data_metrics({**batch, "response_mask": o.response_mask}, cfg.data.max_response_length,
+                                cfg.data.max_prompt_length))
     metrics["perf/total_num_tokens_int"] = float(batch["attention_mask"].sum())
     return metrics, exp
 
@@ -324,8 +291,7 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
         return
     metrics["timing_s/testing"] = time.perf_counter() - t0
     run.log(metrics, step=st.step)
-    if st.cfg.trainer.log_val_generations > 0:
-        run.log_samples([{**s, "split": "val"} for s in samples[: st.cfg.trainer.log_val_generations]], step=st.step)
+    log_probes(run, st.step, samples, st.cfg.trainer.log_val_generations)
     accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))

@@ -166,7 +166,19 @@ def reference_context(actor: Any, ref: Any | None) -> tuple[Any, contextlib.Abst
 def forward_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
                      *, temperature: float = 1.0, with_entropy: str = "none",
                      share_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-token log-probs and entropy of the response tokens; see :func:`forward_policy`."""
+    out = forward_policy(model, input_ids, attention_mask, response_len, temperature=temperature,
+                         with_entropy=with_entropy, share_prefix=share_prefix)
+    return out["log_probs"], out.get("entropy")
+
+
+def forward_policy(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
+                   *, temperature: float = 1.0, with_entropy: str = "none", share_prefix: bool = True,
+                   sum_pi_squared: bool = False, full_log_probs: bool = False) -> dict[str, torch.Tensor]:
     """Per-token log-probs (and entropy: ``none|nograd|grad``) of the last ``response_len`` tokens, (bs, T).
+
+    Returns a dict: ``log_probs``, ``entropy`` (unless ``none``), ``sum_pi_squared`` and ``full_log_probs``
+    (bs, T, V) when asked for (see ``_score``).
 
     Only the logits that predict response tokens are computed (``logits_to_keep``): with a large
     vocabulary that is most of the memory of the forward pass.
@@ -179,9 +191,10 @@ def forward_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
     alone.  A model training with dropout takes the plain path (dropout would be drawn once per unique
     row instead of once per row); with gradient checkpointing only identical rows are shared.
     """
+    extras = {"sum_pi_squared": sum_pi_squared, "full_log_probs": full_log_probs}
     if not share_prefix or _dropout_active(model):
         logits = _response_logits(model, input_ids, attention_mask, response_len)
-        return _score(logits, input_ids[:, -response_len:], temperature, with_entropy)
+        return _score(logits, input_ids[:, -response_len:], temperature, with_entropy, **extras)
     uniq_ids, uniq_mask, row_of = _dedupe_rows(input_ids, attention_mask)
     logits = None
     # gradient checkpointing turns the KV cache off while training
@@ -189,10 +202,8 @@ def forward_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
         logits = _shared_prefix_logits(model, uniq_ids, uniq_mask, response_len)
     if logits is None:
         logits = _response_logits(model, uniq_ids, uniq_mask, response_len)
-    logp, ent = _score(logits, uniq_ids[:, -response_len:], temperature, with_entropy)
-    if row_of is None:
-        return logp, ent
-    return logp[row_of], None if ent is None else ent[row_of]
+    out = _score(logits, uniq_ids[:, -response_len:], temperature, with_entropy, **extras)
+    return out if row_of is None else {k: v[row_of] for k, v in out.items()}
 
 
 def _response_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int) -> torch.Tensor:
@@ -202,19 +213,25 @@ def _response_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.
                  use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
 
 
-def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float,
-           with_entropy: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float, with_entropy: str, *,
+           sum_pi_squared: bool = False, full_log_probs: bool = False) -> dict[str, torch.Tensor]:
+    """``log_probs`` (bs, T) and, on request, ``entropy``, ``sum_pi_squared`` (bs, T; sum_v pi(v)^2, no grad, for
+    the optimal-token-baseline estimators) and ``full_log_probs`` (bs, T, V; log_softmax, for the exact KL)."""
     logits = logits.float()
     if temperature and temperature != 1.0:
         logits = logits / temperature  # score the distribution the rollout sampled from, as verl
-    logp = logprobs_from_logits(logits, labels)
-    ent = None
+    out = {"log_probs": logprobs_from_logits(logits, labels)}
     if with_entropy == "grad":
-        ent = entropy_from_logits(logits)
+        out["entropy"] = entropy_from_logits(logits)
     elif with_entropy == "nograd":  # for the metric only: no graph through the (bs, T, V) softmax
         with torch.no_grad():
-            ent = entropy_from_logits(logits.detach())
-    return logp, ent
+            out["entropy"] = entropy_from_logits(logits.detach())
+    if sum_pi_squared:
+        with torch.no_grad():
+            out["sum_pi_squared"] = torch.softmax(logits.detach(), dim=-1).square().sum(-1)
+    if full_log_probs:
+        out["full_log_probs"] = torch.log_softmax(logits, dim=-1)
+    return out
 
 
 def _dedupe_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor

@@ -27,6 +27,7 @@ class SamplingParams:
     top_p: float = 1.0
     top_k: int = -1
     greedy: bool = False
+    logprobs: bool = False  # report each sampled token's log-prob (RolloutOutput.rollout_log_probs)
 
 
 @dataclass
@@ -35,6 +36,9 @@ class RolloutOutput:
     prompt_mask: torch.Tensor  # (bs, P) 1 on real prompt tokens
     responses: torch.Tensor  # (bs, T) right-padded response ids
     response_mask: torch.Tensor  # (bs, T) 1 on generated tokens up to and including EOS
+    # (bs, T) the engine's log-prob of each sampled token, when it reports them (vLLM); compared with the
+    # trainer's in training/rollout_probs_diff_*
+    rollout_log_probs: torch.Tensor | None = None
 
     @property
     def input_ids(self) -> torch.Tensor:
@@ -111,7 +115,8 @@ class HFRolloutEngine:
         finally:
             self.model.train(was_training)
         # inference tensors cannot be saved for backward (the update embeds these ids): plain copies
-        return RolloutOutput(*(t.clone() for t in (out.prompts, out.prompt_mask, out.responses, out.response_mask)))
+        return RolloutOutput(*(None if t is None else t.clone() for t in (
+            out.prompts, out.prompt_mask, out.responses, out.response_mask, out.rollout_log_probs)))
 
     def _generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
         """Sampling that never computes the same thing twice.
@@ -140,6 +145,8 @@ class HFRolloutEngine:
         ck = {_cache_kwarg(model): cache}
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
+        out_logps: list[torch.Tensor] = []
+        temp = params.temperature if params.temperature > 0 else 1.0  # the training pass scores at this temperature
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
         with self.autocast():
             logits = model(input_ids=ids[node_rows], attention_mask=node_mask, position_ids=node_pos, use_cache=True,
@@ -150,6 +157,9 @@ class HFRolloutEngine:
                 tok = sample_next_token(logits[node_of_row], params)
                 tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
+                if params.logprobs:  # of the tempered, unfiltered distribution: what the training pass scores
+                    logp = torch.log_softmax(logits[node_of_row].float() / temp, dim=-1)
+                    out_logps.append(logp.gather(-1, tok[:, None]).squeeze(-1).masked_fill(finished, 0.0))
                 finished = finished | (tok[:, None] == eos).any(-1)
                 if t + 1 == params.max_new_tokens or bool(finished.all()):
                     break
@@ -166,7 +176,8 @@ class HFRolloutEngine:
                                use_cache=True, **ck).logits[:, -1]
                 next_pos = next_pos + 1
         responses = torch.stack(out_tokens, dim=1)
-        return RolloutOutput(ids, mask, responses, response_mask_from_eos(responses, eos))
+        logps = torch.stack(out_logps, dim=1) if out_logps else None
+        return RolloutOutput(ids, mask, responses, response_mask_from_eos(responses, eos), logps)
 
 
 def _cache_kwarg(model: Any) -> str:

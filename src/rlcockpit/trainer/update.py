@@ -1,5 +1,10 @@
 """The PPO-style actor and critic updates: epochs x mini-batches x micro-batches (verl's layout).
 
+Micro-batch losses are *summed* into the mini-batch gradient, each aggregated with the mini-batch's
+global counts (verl's ``global_batch_info``: ``batch_num_tokens`` for ``token-mean``,
+``global_batch_size`` for the ``seq-mean-*`` modes, ``loss_scale_factor`` for Dr.GRPO's constant): the
+gradient is then the same however the mini-batch is split (``actor.ppo_micro_batch_size``).
+
 Non-finite losses or gradients do not reach the optimizer: that mini-batch's update is skipped and
 counted (``actor/nonfinite_skipped``); the loop stops the run after too many in a row.
 """
@@ -14,9 +19,19 @@ from typing import Any
 
 import torch
 
-from rlcockpit.algos import agg_loss, compute_kl_loss, compute_policy_loss, compute_value_loss, masked_mean
+from rlcockpit.algos import (
+    POLICY_LOSSES,
+    accepted_params,
+    agg_loss,
+    compute_kl_loss,
+    compute_policy_loss,
+    compute_value_loss,
+    kl_needs_full_vocab,
+    masked_mean,
+)
+from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
-from rlcockpit.trainer.models import forward_logprobs, forward_values
+from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 
 Batch = dict[str, torch.Tensor]
 
@@ -29,16 +44,80 @@ def _select(batch: Batch, idx: torch.Tensor) -> Batch:
     return {k: v[idx] for k, v in batch.items()}
 
 
+def global_batch_info(response_mask: torch.Tensor, scale_len: int) -> dict[str, float]:
+    """verl's ``global_batch_info`` of one mini-batch: its valid tokens and non-empty sequences."""
+    m = response_mask.float()
+    return {"batch_num_tokens": float(m.sum()), "global_batch_size": float((m.sum(-1) > 0).sum()),
+            "loss_scale_factor": float(scale_len)}
+
+
+def _takes_global_info(loss_name: str) -> bool:
+    """A loss that aggregates with ``global_batch_info`` gives micro-batch partial sums; one that does not
+    gives its own micro-batch mean, which the update weights by the micro-batch's share instead."""
+    params = accepted_params(POLICY_LOSSES.get(loss_name))
+    return params is None or "global_batch_info" in params
+
+
+def _kl_loss(cfg: Config, actor: Any, ref: Any, mb: Batch, out: dict[str, torch.Tensor], mask: torch.Tensor,
+             info: dict[str, float], autocast: Callable[[], contextlib.AbstractContextManager]) -> torch.Tensor:
+    a = cfg.actor
+    if kl_needs_full_vocab(a.kl_loss_type):  # the reference's full distribution, for this micro-batch only
+        model, ctx = reference_context(actor, ref)
+        with torch.no_grad(), ctx, autocast():
+            ref_full = forward_policy(model, mb["input_ids"], mb["attention_mask"], mask.shape[1], full_log_probs=True,
+                                      temperature=cfg.rollout.temperature, share_prefix=a.share_prefix)
+        return compute_kl_loss(out["full_log_probs"], ref_full["full_log_probs"], mask, kl_loss_type=a.kl_loss_type,
+                               loss_agg_mode=a.loss_agg_mode, **info)
+    return compute_kl_loss(out["log_probs"], mb["ref_log_prob"], mask, kl_loss_type=a.kl_loss_type,
+                           loss_agg_mode=a.loss_agg_mode, **info)
+
+
+def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, float], share: float,
+                autocast: Callable[[], contextlib.AbstractContextManager]) -> tuple[torch.Tensor, dict[str, float]]:
+    """The loss of one micro-batch (already scaled to its part of the mini-batch) and its metrics."""
+    a = cfg.actor
+    mask = mb["response_mask"].float()
+    T = mask.shape[1]
+    full_kl = a.use_kl_loss and kl_needs_full_vocab(a.kl_loss_type)
+    with autocast():
+        out = forward_policy(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
+                             with_entropy="grad" if a.entropy_coeff != 0 else "nograd", share_prefix=a.share_prefix,
+                             full_log_probs=full_kl)
+    logp, ent = out["log_probs"], out["entropy"]
+    old = mb["old_log_probs"] if "old_log_probs" in mb else logp.detach()
+    pg = compute_policy_loss(old, logp, mb["advantages"], mask, loss_name=policy_loss_name(cfg),
+                             global_batch_info=info, rollout_is_weights=mb.get("rollout_is_weights"),
+                             **policy_loss_kwargs(cfg))
+    loss = pg["pg_loss"] * share
+    m: dict[str, float] = {"actor/pg_loss": float(loss.detach()), "actor/entropy": float(masked_mean(ent.detach(), mask))}
+    if a.entropy_coeff != 0:
+        loss = loss - a.entropy_coeff * agg_loss(ent, mask, a.loss_agg_mode, **info)
+    if a.use_kl_loss and ("ref_log_prob" in mb or full_kl):
+        kl_loss = _kl_loss(cfg, actor, ref, mb, out, mask, info, autocast)
+        loss = loss + a.kl_loss_coef * kl_loss
+        m["actor/kl_loss"] = float(kl_loss.detach())
+    for key, value in pg.items():
+        if key != "pg_loss":
+            m[key if "/" in key else f"actor/{key}"] = float(value)
+    return loss, m
+
+
+# summed over the micro-batches of a mini-batch (partial sums of one loss), the rest are averaged
+_SUMMED = ("actor/pg_loss", "actor/kl_loss")
+
+
 def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batch: Batch,
-                 autocast: Callable[[], contextlib.AbstractContextManager]) -> dict[str, float]:
+                 autocast: Callable[[], contextlib.AbstractContextManager], ref: Any = None) -> dict[str, float]:
     """One training step of the policy. ``batch`` needs input_ids, attention_mask, responses,
     response_mask, advantages, and old_log_probs unless the update is a single on-policy pass
-    (then the log-probs of this very forward pass, detached, are the old ones: no extra forward)."""
+    (then the log-probs of this very forward pass, detached, are the old ones: no extra forward).
+    ``ref`` is the frozen reference model (``None`` with LoRA), used by the exact ``full`` KL loss."""
     a = cfg.actor
     bs = batch["responses"].size(0)
-    T = batch["responses"].size(1)
     mini = max(1, min(bs, a.ppo_mini_batch_size * cfg.rollout.n))
     micro = min(mini, micro_batch_size(cfg) or mini)
+    global_ok = _takes_global_info(policy_loss_name(cfg))
+    scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
     skipped, stopped_early = 0, False
     params = [p for p in actor.parameters() if p.requires_grad]
@@ -46,45 +125,27 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     for epoch in range(a.ppo_epochs):
         for mb_idx in _chunks(torch.arange(bs), mini):
             optimizer.zero_grad(set_to_none=True)
-            finite = True
-            kls = []
+            info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
+            finite, per_mini = True, defaultdict(list)
             for mc_idx in _chunks(mb_idx, micro):
-                mb = _select(batch, mc_idx)
-                mask = mb["response_mask"].float()
-                with autocast():
-                    logp, ent = forward_logprobs(actor, mb["input_ids"], mb["attention_mask"], T,
-                                                 temperature=cfg.rollout.temperature,
-                                                 with_entropy="grad" if a.entropy_coeff != 0 else "nograd",
-                                                 share_prefix=a.share_prefix)
-                old = mb["old_log_probs"] if "old_log_probs" in mb else logp.detach()
-                pg = compute_policy_loss(old, logp, mb["advantages"], mask, clip_ratio=a.clip_ratio,
-                                         clip_ratio_low=a.clip_ratio_low, clip_ratio_high=a.clip_ratio_high,
-                                         clip_ratio_c=a.clip_ratio_c, loss_agg_mode=a.loss_agg_mode,
-                                         loss_name=a.policy_loss.loss_mode, norm_len=T)
-                loss = pg["pg_loss"]
-                if a.entropy_coeff != 0:
-                    loss = loss - a.entropy_coeff * agg_loss(ent, mask, a.loss_agg_mode, norm_len=T)
-                if a.use_kl_loss and "ref_log_prob" in mb:
-                    kl_loss = compute_kl_loss(logp, mb["ref_log_prob"], mask, kl_loss_type=a.kl_loss_type,
-                                              loss_agg_mode=a.loss_agg_mode, norm_len=T)
-                    loss = loss + a.kl_loss_coef * kl_loss
-                    sums["actor/kl_loss"].append(float(kl_loss.detach()))
+                share = 1.0 if global_ok else len(mc_idx) / len(mb_idx)
+                loss, m = _micro_step(cfg, actor, ref, _select(batch, mc_idx), info, share, autocast)
                 if not torch.isfinite(loss):
                     finite = False
                     break
-                (loss * (len(mc_idx) / len(mb_idx))).backward()
-                sums["actor/pg_loss"].append(float(pg["pg_loss"].detach()))
-                sums["actor/entropy"].append(float(masked_mean(ent.detach(), mask)))
-                for k in ("ppo_kl", "pg_clipfrac", "pg_clipfrac_lower"):
-                    sums[f"actor/{k}"].append(float(pg[k]))
-                kls.append(float(pg["ppo_kl"]))
+                loss.backward()
+                for k, v in m.items():
+                    per_mini[k].append(v)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, a.grad_clip) if finite else torch.tensor(float("nan"))
             if not finite or not torch.isfinite(grad_norm):
                 optimizer.zero_grad(set_to_none=True)
                 skipped += 1
                 continue
             optimizer.step()
+            for k, v in per_mini.items():
+                sums[k].append(sum(v) if k in _SUMMED else sum(v) / len(v))
             sums["actor/grad_norm"].append(float(grad_norm))
+            kls = per_mini.get("actor/ppo_kl", [])
             if a.target_kl is not None and a.early_stopping and kls and abs(sum(kls) / len(kls)) > a.target_kl:
                 stopped_early = True
                 break
@@ -104,30 +165,34 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
     bs, T = batch["responses"].shape
     mini = max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
     micro = min(mini, micro_batch_size(cfg) or mini)
+    scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
     critic.train()
     for _ in range(c.ppo_epochs or cfg.actor.ppo_epochs):
         for mb_idx in _chunks(torch.arange(bs), mini):
             optimizer.zero_grad(set_to_none=True)
-            ok = True
+            info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
+            ok, vf_total, clipfracs = True, 0.0, []
             for mc_idx in _chunks(mb_idx, micro):
                 mb = _select(batch, mc_idx)
                 with autocast():
                     vpreds = forward_values(critic, mb["input_ids"], mb["attention_mask"], T)
                 vf_loss, clipfrac = compute_value_loss(vpreds, mb["returns"], mb["values"], mb["response_mask"].float(),
                                                        cliprange_value=c.cliprange_value, loss_agg_mode=c.loss_agg_mode,
-                                                       norm_len=T)
+                                                       **info)
                 if not torch.isfinite(vf_loss):
                     ok = False
                     break
-                (vf_loss * (len(mc_idx) / len(mb_idx))).backward()
-                sums["critic/vf_loss"].append(float(vf_loss.detach()))
-                sums["critic/vf_clipfrac"].append(float(clipfrac))
+                vf_loss.backward()
+                vf_total += float(vf_loss.detach())
+                clipfracs.append(float(clipfrac))
             norm = torch.nn.utils.clip_grad_norm_(critic.parameters(), c.grad_clip) if ok else None
             if norm is None or not math.isfinite(float(norm)):
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
+            sums["critic/vf_loss"].append(vf_total)
+            sums["critic/vf_clipfrac"].append(sum(clipfracs) / len(clipfracs))
             sums["critic/grad_norm"].append(float(norm))
     optimizer.zero_grad(set_to_none=True)
     metrics = {k: sum(v) / len(v) for k, v in sums.items() if v}

@@ -7,6 +7,7 @@ browser receives is computed once, server-side, in numpy/Python rather than re-d
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-# Panel groups of the run page, in display order; a key's group is its first path segment.
+from rlcockpit.metrics.guide import canonical_name
+
+# Sections of the run page shown first, in this order; a key's section is its first path segment.
 PANEL_GROUPS = ("actor", "critic", "response_length", "perf", "timing_s", "val-core", "samples", "system")
 
 # Summary metrics shown as columns of the runs list (first present alias wins per column).
@@ -29,30 +32,27 @@ REWARD_KEYS = KEY_METRICS["reward"]
 
 
 def panel_group(key: str) -> str:
-    """The run-page panel a metric belongs to (``other`` for unknown prefixes)."""
-    head = key.split("/", 1)[0]
-    return head if head in PANEL_GROUPS else "other"
+    """The run-page section a metric belongs to: its first path segment (``other`` for keys without one)."""
+    head, sep, _rest = key.partition("/")
+    return head if sep and head else "other"
 
 
 def group_keys(keys: Iterable[str]) -> list[dict[str, Any]]:
-    """``[{"group": name, "keys": [...]}, ...]`` in :data:`PANEL_GROUPS` order, ``other`` last."""
+    """``[{"group": name, "keys": [...]}, ...]``: verl's usual sections in :data:`PANEL_GROUPS` order,
+    then any other prefix alphabetically, ``other`` last."""
     groups: dict[str, list[str]] = {}
     for key in sorted(keys):
         groups.setdefault(panel_group(key), []).append(key)
-    order = [*PANEL_GROUPS, "other"]
-    return [{"group": g, "keys": groups[g]} for g in order if g in groups]
+    known = [g for g in PANEL_GROUPS if g in groups]
+    rest = sorted(g for g in groups if g not in PANEL_GROUPS and g != "other")
+    order = [*known, *rest, *(["other"] if "other" in groups else [])]
+    return [{"group": g, "keys": groups[g]} for g in order]
 
 
-def _canonical(key: str) -> str:
-    """The metric guide's canonical name of ``key`` when the guide is importable, else ``key``."""
-    try:
-        from rlcockpit.metrics.guide import canonical_name
-    except Exception:  # noqa: BLE001 - the guide is optional for the dashboard
-        return key
-    try:
-        return canonical_name(key)
-    except Exception:  # noqa: BLE001
-        return key
+@functools.lru_cache(maxsize=65536)
+def canonical(key: str) -> str:
+    """The metric guide's canonical name of ``key`` (cached: the runs list asks for every summary key)."""
+    return canonical_name(key)
 
 
 def find_key(available: Sequence[str], candidates: Sequence[str]) -> str | None:
@@ -63,7 +63,7 @@ def find_key(available: Sequence[str], candidates: Sequence[str]) -> str | None:
         if c in present:
             return c
     for k in available:
-        if _canonical(k) == candidates[0]:
+        if canonical(k) == candidates[0]:
             return k
     return None
 
@@ -99,13 +99,15 @@ def _b64(arr: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(arr, dtype="<f8").tobytes()).decode("ascii")
 
 
-def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary: bool = False) -> dict[str, Any]:
+def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary: bool = False,
+                   with_ts: bool = True) -> dict[str, Any]:
     """One series for the browser; non-finite values are listed under ``nonfinite`` as
     ``[step, "nan"|"inf"|"-inf"]`` (a NaN loss is evidence the chart must show, not drop).
 
     ``binary=False``: JSON lists, non-finite values as ``null``. ``binary=True`` (what the dashboard
     asks for): ``steps_b64``/``values_b64``/``ts_b64`` are base64 little-endian float64 arrays, which
     cost a fraction of the JSON float formatting (the dominant cost of a 50-chart run page).
+    ``with_ts=False``: timestamps are left out (empty), for charts over steps.
     """
     finite = np.isfinite(values)
     nonfinite: list[list[Any]] = []
@@ -114,13 +116,14 @@ def series_payload(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, binary
             v = float(values[i])
             nonfinite.append([int(steps[i]), "nan" if v != v else ("inf" if v > 0 else "-inf")])
     if binary:
-        return {"n": int(len(steps)), "steps_b64": _b64(steps), "values_b64": _b64(values), "ts_b64": _b64(ts),
-                "nonfinite": nonfinite}
+        return {"n": int(len(steps)), "steps_b64": _b64(steps), "values_b64": _b64(values),
+                "ts_b64": _b64(ts) if with_ts else "", "nonfinite": nonfinite}
     vals: list[Any] = values.tolist()
     if nonfinite:
         for i in np.flatnonzero(~finite).tolist():
             vals[i] = None
-    return {"steps": steps.tolist(), "values": vals, "ts": np.round(ts, 3).tolist(), "nonfinite": nonfinite}
+    return {"steps": steps.tolist(), "values": vals, "ts": np.round(ts, 3).tolist() if with_ts else [],
+            "nonfinite": nonfinite}
 
 
 # ---- samples: repeated spans -------------------------------------------------------------------
@@ -250,3 +253,35 @@ def xy_path(
         idx = np.unique(np.append(np.linspace(0, len(common) - 1, max_points).astype(int), len(common) - 1))
         common, px, py = common[idx], px[idx], py[idx]
     return {"steps": common.tolist(), "x": px.tolist(), "y": py.tolist()}
+
+
+# ---- findings: counts and which charts they belong on ---------------------------------------------
+
+
+def finding_counts(findings: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Open findings by severity (resolved ones are not counted)."""
+    counts = {"critical": 0, "warning": 0, "info": 0}
+    for f in findings:
+        if f.get("resolved") or f.get("status") == "resolved":
+            continue
+        counts[f.get("severity") if f.get("severity") in counts else "info"] += 1
+    return counts
+
+
+def cited_keys(finding: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
+    """The run's metric keys a finding is about: its ``metric`` and the keys of its evidence, matched
+    exactly or through the guide's canonical names (a finding says ``actor/kl_loss``, a TRL run logs
+    ``objective/kl``). The run page draws the finding's marker only on these charts."""
+    named: list[str] = []
+    if isinstance(finding.get("metric"), str):
+        named.append(finding["metric"])
+    evidence = finding.get("evidence")
+    if isinstance(evidence, Mapping) and isinstance(evidence.get("metrics"), Mapping):
+        named.extend(str(k) for k in evidence["metrics"])
+    if not named:
+        return []
+    present = set(keys)
+    wanted = {canonical(n) for n in named}
+    out = [n for n in dict.fromkeys(named) if n in present]
+    out += [k for k in keys if k not in out and canonical(k) in wanted]
+    return out

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="address to bind (default 127.0.0.1; any other address requires a token)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = any free)")
     p.add_argument("--token", help="access token for non-loopback binds (generated and printed if omitted)")
-    p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--verbose", action="store_true", help="log every request (token values masked)")
     p.set_defaults(func=cmd_ui)
 
 

@@ -1,35 +1,49 @@
-// rlcockpit dashboard entry point: hash router and theme.
+// rlcockpit dashboard entry point: hash router, theme and language.
 //
-// Routes: #/            runs list (?project=&q=)
-//         #/run/<id>    run page, tabs: charts (default), samples, diagnosis, config
-//         #/compare?runs=a,b
-// Each page renderer returns a dispose() that stops its timers when the route changes.
+// Routes: #/                       runs list (?project=&q=&status=&group=&tag=&filter=&cols=&sort=&desc=)
+//         #/run/<id>[/<tab>]       run page: charts (default), samples, phases, mismatch, diagnosis, config
+//         #/compare?runs=a,b       compare runs
+// Each page renderer returns a dispose() that closes its live stream when the route changes.
 
-import { clear, el, errorBox, loadGuide, setLive } from "./core.js";
-import { renderRun, renderRuns } from "./pages.js";
-import { renderCompare } from "./views.js";
+import { clear, el, errorBox, hideTip, loadGuide, setLive } from "./core.js";
+import { getLang, initLang, setLang, t } from "./i18n.js";
+import { renderCompare } from "./compare.js";
+import { renderRun } from "./run.js";
+import { renderRuns } from "./runs.js";
+import { hashParts } from "./state.js";
 
 let dispose = null;
-
-function parseHash() {
-  const raw = location.hash.replace(/^#/, "") || "/";
-  const [path, qs] = raw.split("?");
-  return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(qs || "") };
-}
+let routing = 0;
 
 async function route() {
+  const mine = ++routing;
   if (dispose) { try { dispose(); } catch (e) { /* ignore */ } dispose = null; }
   setLive(false);
+  hideTip();
+  document.querySelectorAll(".modal").forEach((m) => m.remove());
   const root = clear(document.getElementById("app"));
-  const { parts, params } = parseHash();
+  const { parts, params } = hashParts();
   try {
-    if (parts.length === 0 || parts[0] === "runs") dispose = await renderRuns(root, params);
-    else if (parts[0] === "run" && parts[1]) dispose = await renderRun(root, parts[1], parts[2] || "charts", params);
-    else if (parts[0] === "compare") dispose = await renderCompare(root, params);
-    else root.appendChild(el("div", { class: "empty", text: "Unknown page." }));
+    let d;
+    if (parts.length === 0 || parts[0] === "runs") d = await renderRuns(root, params);
+    else if (parts[0] === "run" && parts[1]) d = await renderRun(root, parts[1], parts[2] || "charts", params);
+    else if (parts[0] === "compare") d = await renderCompare(root, params);
+    else root.appendChild(el("div", { class: "empty", text: t("nav.unknown") }));
+    if (mine !== routing) { if (d) d(); return; }
+    dispose = d || null;
+    document.body.dataset.page = parts[0] || "runs";
   } catch (err) {
     root.appendChild(errorBox(err));
   }
+}
+
+function chrome() {
+  const theme = document.getElementById("theme-toggle");
+  theme.textContent = t("nav.theme");
+  theme.title = t("nav.theme.title");
+  const lang = document.getElementById("lang-select");
+  lang.value = getLang();
+  document.getElementById("brand-name").textContent = "rlcockpit";
 }
 
 function initTheme() {
@@ -39,11 +53,23 @@ function initTheme() {
     const next = document.documentElement.dataset.theme === "light" ? "dark" : "light";
     document.documentElement.dataset.theme = next;
     localStorage.setItem("rlcockpit-theme", next);
-    window.dispatchEvent(new Event("resize"));
-    document.querySelectorAll(".chart-box").forEach((b) => b.dispatchEvent(new Event("rlc-redraw")));
+    route();
   });
 }
 
-initTheme();
-window.addEventListener("hashchange", route);
-loadGuide().finally(route);
+async function start() {
+  await initLang(hashParts().params.get("lang"));
+  initTheme();
+  document.getElementById("lang-select").addEventListener("change", async (e) => {
+    await setLang(e.target.value);
+    await loadGuide();
+    chrome();
+    route();
+  });
+  chrome();
+  await loadGuide();
+  window.addEventListener("hashchange", route);
+  await route();
+}
+
+start();

@@ -1,332 +1,417 @@
-// rlcockpit charts: small canvas line charts written for this dashboard (no library, no build step).
+// Line charts on uPlot (vendored, /static/vendor/uplot): one Chart per metric, several runs per chart.
 //
-// LineChart: one or more series over step / wall time / relative time; EMA smoothing (raw line kept
-// faint), log scale, healthy-range band, markers (findings, guardrail events) as vertical lines,
-// non-finite points as red ticks, hover crosshair with values. append() adds live points without
-// redrawing from the server. PathChart: y-vs-x paths per run (reward vs KL), start/end marked.
+// What this file adds to uPlot: x-axis modes (step, wall time, relative time, another metric), smoothing,
+// per-chart log scale, run overlays joined on x, group bands (mean with min–max), finding markers with
+// tooltips, a healthy band from the metric guide, NaN/Inf markers, and a SyncGroup that shares the
+// crosshair (uPlot's cursor sync) and the zoomed x-range across every chart of a page.
+// Drag on a chart zooms the whole page, Ctrl/⌘ + wheel zooms around the pointer, Shift + drag pans;
+// double-click resets.
 
-import { el, fmtNum, fmtDuration } from "./core.js";
+import { cssVar, el, fmtDuration, fmtNum, fmtTime, hideTip, showTip } from "./core.js";
+import { t } from "./i18n.js";
+import { smooth } from "./smooth.js";
 
-const DPR = () => window.devicePixelRatio || 1;
-const PAD = { l: 52, r: 10, t: 8, b: 20 };
+const U = window.uPlot;
+let groupSeq = 0;
 
-function css(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
-
-/** "Nice" tick values covering [lo, hi] (about n of them). */
-export function niceTicks(lo, hi, n = 5) {
-  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [];
-  if (hi === lo) { hi = lo + 1; lo = lo - 1; }
-  const raw = (hi - lo) / n;
-  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => raw <= s) || 10 * mag;
-  const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-  return out;
-}
-
-function logTicks(lo, hi) {
-  const out = [];
-  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
-    const v = Math.pow(10, e);
-    if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+/** Charts that share a crosshair and an x-range. */
+export class SyncGroup {
+  constructor() {
+    this.key = "rlc-sync-" + (++groupSeq);
+    this.charts = new Set();
+    this.range = null;
+    this.onChange = [];
   }
-  return out.length >= 2 ? out : [lo, hi];
-}
-
-/** TensorBoard-style debiased EMA; nulls stay null and do not reset the average. */
-export function ema(values, weight) {
-  if (!weight) return values;
-  const out = new Array(values.length);
-  let last = 0, n = 0;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (v === null || !Number.isFinite(v)) { out[i] = null; continue; }
-    last = last * weight + (1 - weight) * v; n++;
-    out[i] = last / (1 - Math.pow(weight, n));
+  zoom(min, max) {
+    if (!(max > min)) return;
+    this.range = { min, max };
+    for (const c of this.charts) c.applyRange();
+    this.onChange.forEach((fn) => fn(this.range));
   }
-  return out;
+  reset() {
+    this.range = null;
+    for (const c of this.charts) c.applyRange();
+    this.onChange.forEach((fn) => fn(null));
+  }
 }
 
-function lowerBound(arr, x) {
-  let lo = 0, hi = arr.length;
-  while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] < x) lo = mid + 1; else hi = mid; }
+const DEFAULTS = { smoothing: { kind: "none", weight: 0.6 }, xMode: "step", xMetric: null, log: false, showRaw: true,
+  healthy: null, height: 170, xLabel: null };
+
+function withAlpha(hex, a) {
+  const n = Math.round(a * 255).toString(16).padStart(2, "0");
+  return /^#[0-9a-f]{6}$/i.test(hex) ? hex + n : hex;
+}
+
+function lastPerX(xs, cols) {
+  // sort by x (stable) when needed, then keep the last point of equal x (uPlot needs ascending unique x)
+  let asc = true;
+  for (let i = 1; i < xs.length; i++) if (!(xs[i] >= xs[i - 1])) { asc = false; break; }
+  let order = xs.map((_, i) => i);
+  if (!asc) order = order.filter((i) => xs[i] !== null && Number.isFinite(xs[i])).sort((a, b) => xs[a] - xs[b] || a - b);
+  const ox = [], oc = cols.map(() => []);
+  for (const i of order) {
+    const x = xs[i];
+    if (x === null || !Number.isFinite(x)) continue;
+    if (ox.length && ox[ox.length - 1] === x) { cols.forEach((c, j) => { oc[j][oc[j].length - 1] = c[i]; }); continue; }
+    ox.push(x);
+    cols.forEach((c, j) => oc[j].push(c[i]));
+  }
+  return [ox, ...oc];
+}
+
+function nearestIndex(arr, v) {
+  let lo = 0, hi = arr.length - 1;
+  if (hi < 0) return -1;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] < v) lo = mid + 1; else hi = mid; }
+  if (lo > 0 && Math.abs(arr[lo - 1] - v) <= Math.abs(arr[lo] - v)) lo--;
   return lo;
 }
 
-class BasePlot {
-  constructor(container, tall) {
-    this.box = el("div", { class: "chart-box" + (tall ? " tall" : "") });
-    this.canvas = el("canvas");
-    this.hover = el("div", { class: "chart-hover", hidden: true });
-    this.box.append(this.canvas, this.hover);
-    container.appendChild(this.box);
-    this.ctx = this.canvas.getContext("2d");
-    this.mouse = null;
-    this._raf = 0;
-    this.ro = new ResizeObserver(() => this.schedule());
-    this.ro.observe(this.box);
-    this.box.addEventListener("rlc-redraw", () => this.schedule());
-    this.canvas.addEventListener("mousemove", (ev) => {
-      const r = this.canvas.getBoundingClientRect();
-      this.mouse = { x: ev.clientX - r.left, y: ev.clientY - r.top };
-      this.schedule();
-    });
-    this.canvas.addEventListener("mouseleave", () => { this.mouse = null; this.hover.hidden = true; this.schedule(); });
+export class Chart {
+  /** box: the element uPlot draws into; opts: see DEFAULTS plus {group: SyncGroup, title, legend: element}. */
+  constructor(box, opts = {}) {
+    this.box = box;
+    this.opts = Object.assign({}, DEFAULTS, opts);
+    this.group = opts.group || new SyncGroup();
+    this.group.charts.add(this);
+    this.specs = [];
+    this.markers = [];
+    this.hidden = new Set();
+    this.u = null;
+    this.hovered = false;
+    this.resize = new ResizeObserver(() => { if (this.u && this.box.clientWidth) this.u.setSize(this.size()); });
+    this.resize.observe(this.box);
   }
-  schedule() { if (!this._raf) this._raf = requestAnimationFrame(() => { this._raf = 0; this.draw(); }); }
-  destroy() { this.ro.disconnect(); }
-  /** Resize the backing store to the box; returns {w, h, plot rect} in CSS pixels. */
-  frame() {
-    const w = this.box.clientWidth, h = this.box.clientHeight, dpr = DPR();
-    if (this.canvas.width !== Math.round(w * dpr) || this.canvas.height !== Math.round(h * dpr)) {
-      this.canvas.width = Math.round(w * dpr); this.canvas.height = Math.round(h * dpr);
-    }
-    const c = this.ctx;
-    c.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c.clearRect(0, 0, w, h);
-    return { w, h, x0: PAD.l, x1: w - PAD.r, y0: PAD.t, y1: h - PAD.b };
-  }
-  axes(f, xs, ys, xTicks, yTicks, xFmt) {
-    const c = this.ctx;
-    c.font = "10px ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace";
-    c.strokeStyle = css("--grid"); c.fillStyle = css("--muted"); c.lineWidth = 1;
-    c.textAlign = "right"; c.textBaseline = "middle";
-    for (const v of yTicks) {
-      const y = Math.round(ys(v)) + 0.5;
-      if (y < f.y0 - 1 || y > f.y1 + 1) continue;
-      c.beginPath(); c.moveTo(f.x0, y); c.lineTo(f.x1, y); c.stroke();
-      c.fillText(fmtNum(v), f.x0 - 5, y);
-    }
-    c.textAlign = "center"; c.textBaseline = "top";
-    for (const v of xTicks) {
-      const x = Math.round(xs(v)) + 0.5;
-      if (x < f.x0 - 1 || x > f.x1 + 1) continue;
-      c.beginPath(); c.moveTo(x, f.y0); c.lineTo(x, f.y1); c.stroke();
-      c.fillText(xFmt(v), x, f.y1 + 4);
-    }
-  }
-  showHover(lines, x, y, f) {
-    const h = this.hover;
-    h.replaceChildren(...lines);
-    h.hidden = false;
-    const bw = h.offsetWidth, bh = h.offsetHeight;
-    h.style.left = (x + 12 + bw > f.w ? x - bw - 12 : x + 12) + "px";
-    h.style.top = Math.max(0, Math.min(y - bh / 2, f.h - bh)) + "px";
-  }
-}
 
-export class LineChart extends BasePlot {
-  /** opts: {smoothing, log, xMode: "step"|"time"|"relative", t0, markers: [{step, color, label}], healthy, tall} */
-  constructor(container, opts = {}) {
-    super(container, opts.tall);
-    this.opts = Object.assign({ smoothing: 0, log: false, xMode: "step", t0: 0, markers: [], healthy: null }, opts);
-    this.series = [];
-  }
-  /** series: [{name, color, steps, values, ts, nonfinite}] (arrays as received from the API). */
-  setSeries(series) { this.series = series.map((s) => Object.assign({ nonfinite: [] }, s)); this._smoothed = null; this.schedule(); }
-  setOptions(o) { Object.assign(this.opts, o); this._smoothed = null; this.schedule(); }
-  /** Append live points (only steps beyond the series' last step are taken). Returns count added. */
-  append(name, pts) {
-    const s = this.series.find((x) => x.name === name);
-    if (!s) return 0;
-    const last = s.steps.length ? s.steps[s.steps.length - 1] : -Infinity;
+  size() { return { width: Math.max(120, this.box.clientWidth), height: this.opts.height }; }
+
+  /** specs: [{id, name, color, steps, values, ts, t0, nonfinite, lo, hi, dash}] (lo/hi: a group's band). */
+  setSeries(specs) { this.specs = specs.map((s) => ({ ...s })); this.build(); }
+
+  setMarkers(markers) { this.markers = markers || []; if (this.u) this.u.redraw(false); }
+
+  setOptions(o) { Object.assign(this.opts, o); this.build(); }
+
+  /** Live: add points {steps, values, ts, nonfinite} to the series with this id (a new id adds a series). */
+  append(id, s, spec) {
+    let cur = this.specs.find((x) => x.id === id);
+    if (!cur) { this.specs.push({ ...spec, id, steps: [], values: [], ts: [], nonfinite: [] }); cur = this.specs[this.specs.length - 1]; }
+    const hasTs = cur.ts.length === cur.steps.length && s.ts.length === s.steps.length; // loaded over steps: no ts
+    if (!hasTs) cur.ts = [];
+    const lastStep = cur.steps.length ? cur.steps[cur.steps.length - 1] : -Infinity;
+    const lastTs = hasTs && cur.ts.length ? cur.ts[cur.ts.length - 1] : -Infinity;
     let added = 0;
-    for (let i = 0; i < pts.steps.length; i++) {
-      if (pts.steps[i] <= last) continue;
-      s.steps.push(pts.steps[i]); s.values.push(pts.values[i]); s.ts.push(pts.ts[i]); added++;
+    for (let i = 0; i < s.steps.length; i++) {
+      if (s.steps[i] < lastStep || (s.steps[i] === lastStep && (!hasTs || s.ts[i] <= lastTs))) continue;
+      cur.steps.push(s.steps[i]); cur.values.push(s.values[i]); if (hasTs) cur.ts.push(s.ts[i]); added++;
     }
-    for (const nf of pts.nonfinite || []) if (nf[0] > last) s.nonfinite.push(nf);
-    if (added) { this._smoothed = null; this.schedule(); }
+    cur.nonfinite = [...(cur.nonfinite || []), ...(s.nonfinite || [])];
+    if (added) this.update();
     return added;
   }
+
   lastValue() {
-    const s = this.series[0];
+    const s = this.specs[0];
     if (!s) return null;
     for (let i = s.values.length - 1; i >= 0; i--) if (s.values[i] !== null) return s.values[i];
     return null;
   }
-  xOf(s, i) {
-    const m = this.opts.xMode;
-    return m === "step" ? s.steps[i] : m === "time" ? s.ts[i] : s.ts[i] - this.opts.t0;
-  }
-  xForStep(step) {
-    if (this.opts.xMode === "step") return step;
-    const s = this.series[0];
-    if (!s || !s.steps.length) return null;
-    const i = Math.min(lowerBound(s.steps, step), s.steps.length - 1);
-    return this.xOf(s, i);
-  }
-  smoothed() {
-    if (!this._smoothed) this._smoothed = this.series.map((s) => ema(s.values, this.opts.smoothing));
-    return this._smoothed;
-  }
-  draw() {
-    const f = this.frame(), c = this.ctx, o = this.opts;
-    if (f.w <= PAD.l + PAD.r + 10 || f.h < 40) return;
-    const sm = this.smoothed();
-    let xmin = Infinity, xmax = -Infinity, ymin = Infinity, ymax = -Infinity;
-    for (const s of this.series) {
-      const n = s.steps.length;
-      if (!n) continue;
-      xmin = Math.min(xmin, this.xOf(s, 0)); xmax = Math.max(xmax, this.xOf(s, n - 1));
-      for (const v of s.values) {
-        if (v === null || (o.log && v <= 0)) continue;
-        if (v < ymin) ymin = v; if (v > ymax) ymax = v;
-      }
-    }
-    if (!Number.isFinite(xmin) || !Number.isFinite(ymin)) {
-      c.fillStyle = css("--muted"); c.font = "12px sans-serif"; c.textAlign = "center"; c.textBaseline = "middle";
-      c.fillText(this.series.some((s) => s.nonfinite.length) ? "only NaN/Inf values" : "no data", f.w / 2, f.h / 2);
-      return;
-    }
-    if (xmax === xmin) { xmax = xmin + 1; }
-    let ys, yTicks;
-    if (o.log) {
-      const lo = Math.log10(ymin), hi = Math.log10(ymax === ymin ? ymin * 10 : ymax), pad = (hi - lo) * 0.05;
-      ys = (v) => f.y1 - ((Math.log10(v) - (lo - pad)) / (hi - lo + 2 * pad)) * (f.y1 - f.y0);
-      yTicks = logTicks(ymin, ymax === ymin ? ymin * 10 : ymax);
-    } else {
-      if (ymax === ymin) { ymax += Math.abs(ymax) * 0.1 || 1; ymin -= Math.abs(ymin) * 0.1 || 1; }
-      const pad = (ymax - ymin) * 0.06, lo = ymin - pad, hi = ymax + pad;
-      ys = (v) => f.y1 - ((v - lo) / (hi - lo)) * (f.y1 - f.y0);
-      yTicks = niceTicks(lo, hi, Math.max(2, Math.floor((f.y1 - f.y0) / 32)));
-    }
-    const xs = (x) => f.x0 + ((x - xmin) / (xmax - xmin)) * (f.x1 - f.x0);
-    const xFmt = o.xMode === "step" ? fmtNum : o.xMode === "time"
-      ? (t) => { const d = new Date(t * 1000); return d.toTimeString().slice(0, 5); } : fmtDuration;
-    const xTicks = o.xMode === "step" ? niceTicks(xmin, xmax, Math.max(2, Math.floor((f.x1 - f.x0) / 80))).filter((v) => Number.isInteger(v))
-      : niceTicks(xmin, xmax, Math.max(2, Math.floor((f.x1 - f.x0) / 80)));
-    // healthy band
-    if (o.healthy && !o.log) {
-      const [lo, hi] = o.healthy;
-      const yt = hi === null || hi === undefined ? f.y0 : Math.max(f.y0, Math.min(f.y1, ys(hi)));
-      const yb = lo === null || lo === undefined ? f.y1 : Math.max(f.y0, Math.min(f.y1, ys(lo)));
-      if (yb > yt) { c.fillStyle = "rgba(63,185,80,0.07)"; c.fillRect(f.x0, yt, f.x1 - f.x0, yb - yt); }
-    }
-    this.axes(f, xs, ys, xTicks, yTicks, xFmt);
-    c.save();
-    c.beginPath(); c.rect(f.x0, f.y0 - 1, f.x1 - f.x0, f.y1 - f.y0 + 2); c.clip();
-    // markers (findings, guardrails)
-    for (const m of o.markers || []) {
-      const xv = this.xForStep(m.step);
-      if (xv === null) continue;
-      const x = Math.round(xs(xv)) + 0.5;
-      if (x < f.x0 || x > f.x1) continue;
-      c.strokeStyle = m.color; c.globalAlpha = 0.8; c.setLineDash(m.dash || [3, 3]); c.lineWidth = 1;
-      c.beginPath(); c.moveTo(x, f.y0); c.lineTo(x, f.y1); c.stroke(); c.setLineDash([]);
-      c.fillStyle = m.color; c.beginPath();
-      if (m.shape === "diamond") { c.moveTo(x, f.y1 - 9); c.lineTo(x + 4, f.y1 - 5); c.lineTo(x, f.y1 - 1); c.lineTo(x - 4, f.y1 - 5); }
-      else { c.moveTo(x - 4, f.y0); c.lineTo(x + 4, f.y0); c.lineTo(x, f.y0 + 6); }
-      c.fill(); c.globalAlpha = 1;
-    }
-    this.series.forEach((s, si) => {
-      const smooth = o.smoothing > 0;
-      this.line(s, s.values, xs, ys, s.color, smooth ? 0.28 : 1, smooth ? 1 : 1.4);
-      if (smooth) this.line(s, sm[si], xs, ys, s.color, 1, 1.6);
-      c.fillStyle = css("--crit");
-      for (const [step] of s.nonfinite) {
-        const xv = this.xForStep(step);
-        if (xv !== null) c.fillRect(Math.round(xs(xv)) - 1, f.y0, 2, 8);
-      }
-    });
-    c.restore();
-    this.drawHover(f, xs, ys, sm);
-  }
-  line(s, vals, xs, ys, color, alpha, width) {
-    const c = this.ctx, log = this.opts.log;
-    c.strokeStyle = color; c.globalAlpha = alpha; c.lineWidth = width; c.lineJoin = "round";
-    c.beginPath();
-    let pen = false, single = null;
-    for (let i = 0; i < vals.length; i++) {
-      const v = vals[i];
-      if (v === null || (log && v <= 0)) { pen = false; continue; }
-      const x = xs(this.xOf(s, i)), y = ys(v);
-      if (pen) c.lineTo(x, y); else { c.moveTo(x, y); single = [x, y]; }
-      pen = true;
-    }
-    c.stroke();
-    if (vals.length === 1 && single) { c.fillStyle = color; c.fillRect(single[0] - 2, single[1] - 2, 4, 4); }
-    c.globalAlpha = 1;
-  }
-  drawHover(f, xs, ys, sm) {
-    if (!this.mouse || this.mouse.x < f.x0 || this.mouse.x > f.x1) { this.hover.hidden = true; return; }
-    const c = this.ctx, mx = this.mouse.x;
-    const lines = [];
-    let header = null;
-    this.series.forEach((s, si) => {
-      if (!s.steps.length) return;
-      // nearest point by x (binary search on the monotone x of this series)
-      let lo = 0, hi = s.steps.length - 1;
-      while (lo < hi) { const mid = (lo + hi) >> 1; if (xs(this.xOf(s, mid)) < mx) lo = mid + 1; else hi = mid; }
-      if (lo > 0 && Math.abs(xs(this.xOf(s, lo - 1)) - mx) < Math.abs(xs(this.xOf(s, lo)) - mx)) lo--;
-      const x = xs(this.xOf(s, lo)), v = s.values[lo];
-      if (!header) {
-        header = `step ${s.steps[lo]}` + (this.opts.xMode !== "step" ? `  ${new Date(s.ts[lo] * 1000).toLocaleTimeString()}` : "");
-        c.strokeStyle = css("--muted"); c.globalAlpha = 0.6; c.beginPath(); c.moveTo(x + 0.5, f.y0); c.lineTo(x + 0.5, f.y1); c.stroke();
-        c.globalAlpha = 1;
-      }
-      if (v !== null && !(this.opts.log && v <= 0)) { c.fillStyle = s.color; c.beginPath(); c.arc(x, ys(v), 3, 0, 7); c.fill(); }
-      const sv = this.opts.smoothing > 0 ? sm[si][lo] : null;
-      const nf = v === null ? (s.nonfinite.find((p) => p[0] === s.steps[lo]) || [0, "null"])[1] : null;
-      lines.push(el("div", {}, el("span", { class: "sw", style: null }), (this.series.length > 1 ? s.name + ": " : "") +
-        (nf || fmtNum(v)) + (sv !== null && sv !== undefined ? `  (smoothed ${fmtNum(sv)})` : "")));
-      lines[lines.length - 1].firstChild.style.background = s.color;
-    });
-    if (!header) { this.hover.hidden = true; return; }
-    const near = (this.opts.markers || []).filter((m) => {
-      const xv = this.xForStep(m.step);
-      return xv !== null && Math.abs(xs(xv) - mx) <= 4;
-    });
-    const body = [el("div", { class: "muted", text: header }), ...lines,
-      ...near.map((m) => el("div", { text: "▲ " + m.label }))];
-    this.showHover(body, mx, this.mouse.y, f);
-  }
-}
 
-export class PathChart extends BasePlot {
-  /** paths: [{name, color, x: [], y: [], steps: []}]; labels: {x, y}. */
-  constructor(container, labels) { super(container, true); this.paths = []; this.labels = labels; }
-  setPaths(paths) { this.paths = paths; this.schedule(); }
-  draw() {
-    const f = this.frame(), c = this.ctx;
-    f.y1 -= 12;
-    let xmin = Infinity, xmax = -Infinity, ymin = Infinity, ymax = -Infinity;
-    for (const p of this.paths) for (let i = 0; i < p.x.length; i++) {
-      xmin = Math.min(xmin, p.x[i]); xmax = Math.max(xmax, p.x[i]); ymin = Math.min(ymin, p.y[i]); ymax = Math.max(ymax, p.y[i]);
+  xOf(spec) {
+    const m = this.opts.xMode;
+    if (m === "time") return spec.ts;
+    if (m === "relative") { const t0 = spec.t0 ?? spec.ts[0] ?? 0; return spec.ts.map((v) => v - t0); }
+    if (m === "metric") {
+      const src = this.opts.xMetric && this.opts.xMetric[spec.id];
+      if (!src) return spec.steps.map(() => null);
+      const map = new Map();
+      src.steps.forEach((s, i) => { if (src.values[i] !== null) map.set(s, src.values[i]); });
+      return spec.steps.map((s) => (map.has(s) ? map.get(s) : null));
     }
-    if (!Number.isFinite(xmin)) {
-      c.fillStyle = css("--muted"); c.textAlign = "center"; c.fillText("no run logs both KL and reward", f.w / 2, f.h / 2); return;
+    return spec.steps;
+  }
+
+  prepare() {
+    const { kind, weight } = this.opts.smoothing;
+    const smoothing = kind !== "none" && weight > 0;
+    const positive = (ys) => (this.opts.log ? ys.map((v) => (v !== null && v !== undefined && v > 0 ? v : null)) : ys);
+    const tables = [], layout = [];
+    for (const spec of this.specs) {
+      const xs = this.xOf(spec);
+      const cols = [positive(spec.values)];
+      if (smoothing) cols.push(positive(smooth(kind, weight, xs, spec.values)));
+      if (spec.lo && spec.hi) cols.push(positive(spec.lo), positive(spec.hi));
+      tables.push(lastPerX(xs, cols));
+      layout.push({ smoothed: smoothing, band: Boolean(spec.lo && spec.hi) });
     }
-    const px = (xmax - xmin) * 0.05 || 1, py = (ymax - ymin) * 0.06 || 1;
-    xmin -= px; xmax += px; ymin -= py; ymax += py;
-    const xs = (v) => f.x0 + ((v - xmin) / (xmax - xmin)) * (f.x1 - f.x0);
-    const ys = (v) => f.y1 - ((v - ymin) / (ymax - ymin)) * (f.y1 - f.y0);
-    this.axes(f, xs, ys, niceTicks(xmin, xmax, 6), niceTicks(ymin, ymax, 6), fmtNum);
-    c.fillStyle = css("--muted"); c.textAlign = "center"; c.textBaseline = "bottom";
-    c.fillText(this.labels.x + " →", (f.x0 + f.x1) / 2, f.h - 1);
-    c.save(); c.translate(10, (f.y0 + f.y1) / 2); c.rotate(-Math.PI / 2); c.textBaseline = "top";
-    c.fillText(this.labels.y + " →", 0, -8); c.restore();
-    let best = null;
-    for (const p of this.paths) {
-      c.strokeStyle = p.color; c.lineWidth = 1.5; c.beginPath();
-      p.x.forEach((x, i) => (i ? c.lineTo(xs(x), ys(p.y[i])) : c.moveTo(xs(x), ys(p.y[i]))));
-      c.stroke();
-      if (p.x.length) {
-        c.lineWidth = 2; c.beginPath(); c.arc(xs(p.x[0]), ys(p.y[0]), 4, 0, 7); c.stroke();
-        const n = p.x.length - 1;
-        c.fillStyle = p.color; c.beginPath(); c.arc(xs(p.x[n]), ys(p.y[n]), 4.5, 0, 7); c.fill();
+    return { tables, layout };
+  }
+
+  joined() {
+    const { tables, layout } = this.prepare();
+    if (!tables.length) return { data: [[]], layout };
+    const data = tables.length === 1 ? tables[0] : U.join(tables);
+    return { data, layout };
+  }
+
+  seriesConfig(layout) {
+    const series = [{ label: this.opts.xLabel || t("chart.x." + this.opts.xMode) }];
+    const bands = [];
+    this.index = [];
+    this.specs.forEach((spec, i) => {
+      const l = layout[i], show = !this.hidden.has(spec.id), idx = { spec };
+      const line = { label: spec.name, stroke: spec.color, width: 1.5, show, points: { show: false }, dash: spec.dash };
+      idx.raw = series.length;
+      series.push(l.smoothed ? { ...line, label: spec.name + " (raw)", stroke: withAlpha(spec.color, this.opts.showRaw ? 0.28 : 0), width: 1 } : line);
+      if (l.smoothed) { idx.main = series.length; series.push(line); } else idx.main = idx.raw;
+      if (l.band) {
+        idx.lo = series.length; series.push({ label: spec.name + " min", stroke: withAlpha(spec.color, 0.35), width: 0.5, show, points: { show: false } });
+        idx.hi = series.length; series.push({ label: spec.name + " max", stroke: withAlpha(spec.color, 0.35), width: 0.5, show, points: { show: false } });
+        bands.push({ series: [idx.hi, idx.lo], fill: withAlpha(spec.color, 0.16) });
       }
-      if (this.mouse) p.x.forEach((x, i) => {
-        const d = Math.hypot(xs(x) - this.mouse.x, ys(p.y[i]) - this.mouse.y);
-        if (d < 12 && (!best || d < best.d)) best = { d, p, i };
-      });
+      this.index.push(idx);
+    });
+    return { series, bands };
+  }
+
+  axisValues() {
+    const m = this.opts.xMode;
+    if (m === "relative") return (u, splits) => splits.map((v) => fmtDuration(v));
+    if (m === "time") return null;
+    return (u, splits) => splits.map((v) => fmtNum(v));
+  }
+
+  build() {
+    if (this.u) { this.u.destroy(); this.u = null; }
+    if (!this.specs.length || !this.box.isConnected) return;
+    const { data, layout } = this.joined();
+    const { series, bands } = this.seriesConfig(layout);
+    const axisColor = cssVar("--muted") || "#888", grid = cssVar("--grid") || "rgba(128,128,128,.15)";
+    const axis = { stroke: axisColor, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "11px sans-serif" };
+    const xAxis = { ...axis, space: 70 };
+    const fmt = this.axisValues();
+    if (fmt) xAxis.values = fmt;
+    const cfg = {
+      ...this.size(), series, bands, legend: { show: false },
+      scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : { auto: true } },
+      axes: [xAxis, { ...axis, size: 54, values: (u, splits) => splits.map((v) => fmtNum(v)) }],
+      cursor: {
+        sync: { key: this.group.key, setSeries: false },
+        drag: { x: true, y: false, setScale: false },
+        points: { size: 5 },
+        bind: {
+          dblclick: () => () => { this.group.reset(); return null; },
+          mousedown: (u, targ, handler) => (e) => { if (e.shiftKey) { this.startPan(e); return null; } return handler(e); },
+        },
+      },
+      hooks: {
+        setSelect: [(u) => this.onSelect(u)],
+        setCursor: [(u) => this.onCursor(u)],
+        drawAxes: [(u) => this.drawHealthy(u)],
+        draw: [(u) => this.drawMarkers(u)],
+        ready: [(u) => { if (this.group.range) u.setScale("x", this.group.range); }],
+        setScale: [(u, key) => { if (key === "x") { this.box.dataset.xmin = u.scales.x.min; this.box.dataset.xmax = u.scales.x.max; } }],
+      },
+    };
+    this.u = new U(cfg, data, this.box);
+    this.u.over.addEventListener("mouseenter", () => { this.hovered = true; });
+    this.u.over.addEventListener("mouseleave", () => { this.hovered = false; hideTip(); });
+    this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    this.box.dataset.points = String(data[0].length);
+    this.box.dataset.ylog = this.opts.log ? "1" : "0";
+    this.box.dataset.series = String(series.length - 1);
+  }
+
+  /** Re-join after new data: keep the chart (and a zoomed range) instead of rebuilding it. */
+  update() {
+    const { tables, layout } = this.prepare();
+    const count = 1 + layout.reduce((n, l) => n + 1 + (l.smoothed ? 1 : 0) + (l.band ? 2 : 0), 0);
+    if (!this.u || this.u.series.length !== count) { this.build(); return; }
+    const data = tables.length === 1 ? tables[0] : U.join(tables);
+    this.u.setData(data, !this.group.range);
+    if (this.group.range) this.u.setScale("x", this.group.range);
+    this.box.dataset.points = String(data[0].length);
+  }
+
+  applyRange() {
+    if (!this.u) return;
+    if (this.group.range) this.u.setScale("x", this.group.range);
+    else this.u.setData(this.u.data, true);
+  }
+
+  toggle(id) {
+    if (this.hidden.has(id)) this.hidden.delete(id); else this.hidden.add(id);
+    if (!this.u) return;
+    for (const idx of this.index) {
+      if (idx.spec.id !== id) continue;
+      const show = !this.hidden.has(id);
+      for (const i of new Set([idx.raw, idx.main, idx.lo, idx.hi].filter((v) => v !== undefined))) this.u.setSeries(i, { show });
     }
-    if (best) {
-      const { p, i } = best;
-      c.strokeStyle = css("--text"); c.beginPath(); c.arc(xs(p.x[i]), ys(p.y[i]), 5, 0, 7); c.stroke();
-      this.showHover([el("div", { text: p.name }), el("div", { class: "muted", text: `step ${p.steps[i]}` }),
-        el("div", { text: `${this.labels.x} ${fmtNum(p.x[i])}` }), el("div", { text: `${this.labels.y} ${fmtNum(p.y[i])}` })],
-      this.mouse.x, this.mouse.y, f);
-    } else this.hover.hidden = true;
+  }
+
+  /** Ctrl/⌘ + wheel zooms the page's x-range around the pointer. */
+  onWheel(e) {
+    if (!(e.ctrlKey || e.metaKey) || !this.u) return;
+    e.preventDefault();
+    const { min, max } = this.u.scales.x;
+    const x = this.u.posToVal(e.offsetX, "x"), f = e.deltaY > 0 ? 1.25 : 0.8;
+    this.group.zoom(x - (x - min) * f, x + (max - x) * f);
+  }
+
+  /** Shift + drag pans the page's x-range (one update per animation frame). */
+  startPan(e) {
+    const u = this.u, x0 = e.clientX, { min, max } = u.scales.x, width = u.over.clientWidth || 1;
+    let pending = null;
+    const move = (ev) => {
+      const shift = -((ev.clientX - x0) / width) * (max - min);
+      if (pending === null) pending = requestAnimationFrame(() => { pending = null; this.group.zoom(min + shift, max + shift); });
+    };
+    const up = () => { document.removeEventListener("mousemove", move); document.removeEventListener("mouseup", up); };
+    document.addEventListener("mousemove", move);
+    document.addEventListener("mouseup", up);
+  }
+
+  onSelect(u) {
+    if (u.select.width > 3) {
+      const min = u.posToVal(u.select.left, "x"), max = u.posToVal(u.select.left + u.select.width, "x");
+      this.group.zoom(min, max);
+    }
+    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+  }
+
+  fmtX(v) {
+    const m = this.opts.xMode;
+    if (m === "time") return fmtTime(v) + ":" + String(new Date(v * 1000).getSeconds()).padStart(2, "0");
+    if (m === "relative") return fmtDuration(v);
+    if (m === "metric") return fmtNum(v);
+    return t("chart.step", { n: fmtNum(v) });
+  }
+
+  /** The series' own value nearest to the cursor, with the x where it was logged (runs share no steps). */
+  nearest(sidx, idx) {
+    const xs = this.u.data[0], ys = this.u.data[sidx];
+    if (ys[idx] !== null && ys[idx] !== undefined) return [xs[idx], ys[idx]];
+    for (let d = 1; d < xs.length; d++) {
+      const a = idx - d, b = idx + d;
+      const va = a >= 0 ? ys[a] : undefined, vb = b < xs.length ? ys[b] : undefined;
+      const okA = va !== null && va !== undefined, okB = vb !== null && vb !== undefined;
+      if (okA && okB) return Math.abs(xs[idx] - xs[a]) <= Math.abs(xs[b] - xs[idx]) ? [xs[a], va] : [xs[b], vb];
+      if (okA) return [xs[a], va];
+      if (okB) return [xs[b], vb];
+      if (a < 0 && b >= xs.length) break;
+    }
+    return null;
+  }
+
+  markerX(m) {
+    const mode = this.opts.xMode, spec = this.specs[0];
+    if (mode === "step" || !spec) return m.step;
+    const i = nearestIndex(spec.steps, m.step);
+    if (i < 0) return null;
+    return this.xOf(spec)[i];
+  }
+
+  onCursor(u) {
+    const { left, idx } = u.cursor;
+    if (!this.hovered || idx === null || idx === undefined || left === undefined || left < 0) return;
+    const rect = u.over.getBoundingClientRect();
+    const box = el("div", { class: "chart-tip" }, el("div", { class: "t-key", text: this.fmtX(u.data[0][idx]) }));
+    for (const m of this.markers) {
+      const x = this.markerX(m);
+      if (x === null || x === undefined) continue;
+      const px = u.valToPos(x, "x");
+      if (Math.abs(px - left) <= 6) box.appendChild(el("div", { class: "t-marker", style: { color: m.color }, text: m.label }));
+    }
+    for (const ix of this.index) {
+      if (this.hidden.has(ix.spec.id)) continue;
+      const near = this.nearest(ix.main, idx);
+      if (!near) continue;
+      const sw = el("span", { class: "sw" }); sw.style.background = ix.spec.color;
+      const exact = near[0] === u.data[0][idx];
+      box.appendChild(el("div", { class: "t-row" }, sw, el("span", { text: ix.spec.name + " " }),
+        el("b", { text: fmtNum(near[1]) }), exact ? null : el("span", { class: "muted", text: " @ " + this.fmtX(near[0]) })));
+    }
+    showTip(box, rect.left + left, rect.top + (u.cursor.top || 0));
+  }
+
+  drawHealthy(u) {
+    const h = this.opts.healthy;
+    if (!h || (h[0] === null && h[1] === null)) return;
+    const { left, top, width, height } = u.bbox;
+    const yLo = h[0] === null ? top + height : Math.min(top + height, Math.max(top, u.valToPos(h[0], "y", true)));
+    const yHi = h[1] === null ? top : Math.min(top + height, Math.max(top, u.valToPos(h[1], "y", true)));
+    if (!Number.isFinite(yLo) || !Number.isFinite(yHi) || yLo - yHi < 1) return;
+    u.ctx.save();
+    u.ctx.fillStyle = "rgba(63, 185, 80, 0.07)";
+    u.ctx.fillRect(left, yHi, width, yLo - yHi);
+    u.ctx.restore();
+  }
+
+  drawMarkers(u) {
+    const { left, top, width, height } = u.bbox, ctx = u.ctx, dpr = window.devicePixelRatio || 1;
+    ctx.save();
+    for (const m of this.markers) {
+      const x = this.markerX(m);
+      if (x === null || x === undefined) continue;
+      const px = u.valToPos(x, "x", true);
+      if (px < left || px > left + width) continue;
+      ctx.strokeStyle = m.color; ctx.lineWidth = 1.5 * dpr; ctx.setLineDash((m.dash || [4, 3]).map((d) => d * dpr));
+      ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, top + height); ctx.stroke();
+      if (m.shape === "diamond") {
+        ctx.setLineDash([]); ctx.fillStyle = m.color; ctx.beginPath();
+        ctx.moveTo(px, top); ctx.lineTo(px + 4 * dpr, top + 4 * dpr); ctx.lineTo(px, top + 8 * dpr); ctx.lineTo(px - 4 * dpr, top + 4 * dpr); ctx.fill();
+      }
+    }
+    ctx.setLineDash([]);
+    ctx.fillStyle = cssVar("--crit") || "#f85149";
+    for (const spec of this.specs) {
+      if (this.hidden.has(spec.id)) continue;
+      for (const [step] of spec.nonfinite || []) {
+        const x = this.markerX({ step });
+        if (x === null || x === undefined) continue;
+        const px = u.valToPos(x, "x", true);
+        if (px < left || px > left + width) continue;
+        ctx.beginPath(); ctx.moveTo(px - 4 * dpr, top); ctx.lineTo(px + 4 * dpr, top); ctx.lineTo(px, top + 7 * dpr); ctx.fill();
+      }
+    }
+    ctx.restore();
+  }
+
+  /** The plotted data as CSV: x, then each run's raw (and smoothed) values. */
+  toCSV() {
+    if (!this.u) return "";
+    const cols = [this.u.series[0].label, ...this.u.series.slice(1).map((s) => s.label)];
+    const q = (s) => (/[",\n]/.test(String(s)) ? `"${String(s).replace(/"/g, '""')}"` : String(s));
+    const lines = [cols.map(q).join(",")];
+    const d = this.u.data;
+    for (let i = 0; i < d[0].length; i++) lines.push(d.map((c) => (c[i] === null || c[i] === undefined ? "" : String(c[i]))).join(","));
+    return lines.join("\n") + "\n";
+  }
+
+  /** The chart as a PNG Blob, with its title and legend drawn above the plot. */
+  async toPNG(title) {
+    if (!this.u) return null;
+    const src = this.u.ctx.canvas, dpr = window.devicePixelRatio || 1, head = Math.round(22 * dpr);
+    const out = document.createElement("canvas");
+    out.width = src.width; out.height = src.height + head;
+    const ctx = out.getContext("2d");
+    ctx.fillStyle = cssVar("--panel") || "#161a20"; ctx.fillRect(0, 0, out.width, out.height);
+    ctx.fillStyle = cssVar("--text") || "#ddd"; ctx.font = `${12 * dpr}px sans-serif`; ctx.textBaseline = "middle";
+    let x = 6 * dpr;
+    ctx.fillText(title || "", x, head / 2); x += ctx.measureText(title || "").width + 14 * dpr;
+    for (const ix of this.index) {
+      ctx.fillStyle = ix.spec.color; ctx.fillRect(x, head / 2 - 4 * dpr, 8 * dpr, 8 * dpr); x += 11 * dpr;
+      ctx.fillStyle = cssVar("--muted") || "#999"; ctx.fillText(ix.spec.name, x, head / 2); x += ctx.measureText(ix.spec.name).width + 10 * dpr;
+    }
+    ctx.drawImage(src, 0, head);
+    return new Promise((resolve) => out.toBlob(resolve, "image/png"));
+  }
+
+  destroy() {
+    this.resize.disconnect();
+    this.group.charts.delete(this);
+    if (this.u) this.u.destroy();
+    this.u = null;
   }
 }

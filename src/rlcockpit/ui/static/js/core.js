@@ -1,9 +1,11 @@
-// rlcockpit dashboard core: DOM building, API access, formatting, metric-guide tooltips.
+// rlcockpit dashboard core: DOM building, API access, formatting, metric-guide tooltips, downloads.
 //
 // Safety rule for the whole front-end: data (run names, configs, model outputs) only ever reaches
 // the page through textContent / text nodes built by el(). Nothing here uses innerHTML, so a
 // sample containing <script> or <img onerror=...> renders as inert text. The server's CSP
 // (default-src 'self', no inline script) is the second line of defence.
+
+import { getLang, t } from "./i18n.js";
 
 /** Create an element. attrs: {class, text, title, href, type, value, dataset:{}, on:{event: fn}, ...}. */
 export function el(tag, attrs = {}, ...children) {
@@ -15,6 +17,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (k === "dataset") Object.assign(node.dataset, v);
     else if (k === "on") for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
     else if (k === "href") node.setAttribute("href", safeHref(v));
+    else if (k === "style") Object.assign(node.style, v);
     else if (k in node && typeof v !== "string") node[k] = v;
     else node.setAttribute(k, v === true ? "" : String(v));
   }
@@ -35,12 +38,15 @@ export function clear(node) { while (node.firstChild) node.removeChild(node.firs
 
 // ---- API ------------------------------------------------------------------------------------
 
-/** GET a JSON API path with query params; throws Error(message from the server) on HTTP errors. */
-export async function api(path, params = {}, opts = {}) {
+export function apiUrl(path, params = {}) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") q.set(k, v);
-  const url = path + (q.toString() ? "?" + q.toString() : "");
-  const resp = await fetch(url, { credentials: "same-origin", signal: opts.signal, cache: "no-store" });
+  return path + (q.toString() ? "?" + q.toString() : "");
+}
+
+/** GET a JSON API path with query params; throws Error(message from the server) on HTTP errors. */
+export async function api(path, params = {}, opts = {}) {
+  const resp = await fetch(apiUrl(path, params), { credentials: "same-origin", signal: opts.signal, cache: "no-store" });
   let body = null;
   try { body = await resp.json(); } catch (e) { body = null; }
   if (!resp.ok) throw new Error((body && body.error) || `${resp.status} ${resp.statusText} for ${path}`);
@@ -70,26 +76,33 @@ export function fmtTime(ts) {
 
 export function fmtDuration(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return "–";
-  s = Math.max(0, s);
-  if (s < 60) return `${s.toFixed(0)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
-  return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600)}h`;
+  const neg = s < 0 ? "-" : "";
+  s = Math.abs(s);
+  if (s < 60) return `${neg}${s.toFixed(s < 10 && s % 1 ? 1 : 0)}s`;
+  if (s < 3600) return `${neg}${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
+  if (s < 86400) return `${neg}${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  return `${neg}${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600)}h`;
 }
 
-export function fmtAgo(ts, now) { return ts ? fmtDuration((now || Date.now() / 1000) - ts) + " ago" : "–"; }
+export function fmtAgo(ts, now) { return ts ? t("time.ago", { d: fmtDuration((now || Date.now() / 1000) - ts) }) : "–"; }
 
-export function statusPill(status) { return el("span", { class: "pill " + status, text: status }); }
+export function fmtValue(v) {
+  if (typeof v === "number") return fmtNum(v);
+  if (v === null || v === undefined) return "–";
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+export function statusPill(status) { return el("span", { class: "pill " + status, text: t("status." + status) }); }
 
 export function severityBadges(counts) {
   return ["critical", "warning", "info"].map((s) =>
-    el("span", { class: "sev " + (counts && counts[s] ? s : "zero"), title: s, text: (counts && counts[s]) || 0 }));
+    el("span", { class: "sev " + (counts && counts[s] ? s : "zero"), title: t("severity." + s), text: (counts && counts[s]) || 0 }));
 }
 
 /** Debounce fn by ms (search boxes). */
 export function debounce(fn, ms) {
-  let t = null;
-  return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
+  let timer = null;
+  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
 }
 
 // ---- metric guide + tooltips ------------------------------------------------------------------
@@ -99,9 +112,9 @@ let compiled = [];
 
 export async function loadGuide() {
   try {
-    guide = await api("/api/guide", { lang: "en" });
+    guide = await api("/api/guide", { lang: getLang() });
     compiled = (guide.patterns || []).map((p) => ({ rx: new RegExp("^" + p.regex + "$"), entry: p.entry }));
-  } catch (e) { /* tooltips are optional */ }
+  } catch (e) { guide = { entries: {}, aliases: {}, patterns: [] }; compiled = []; }
 }
 
 /** The guide entry for a metric key (canonical, alias or pattern match), or null. */
@@ -120,42 +133,47 @@ export function healthyRange(key) {
 
 const tipEl = () => document.getElementById("tip");
 
-/** Show a floating tooltip with nodes built by build() while the pointer is over target. */
-export function attachTip(target, build) {
-  target.addEventListener("mouseenter", (ev) => {
-    const tip = tipEl();
-    const content = build();
-    if (!content) return;
-    clear(tip).appendChild(content);
-    tip.hidden = false;
-    placeTip(ev);
-  });
-  target.addEventListener("mousemove", placeTip);
-  target.addEventListener("mouseleave", () => { tipEl().hidden = true; });
+/** Show the floating tooltip with content at the pointer, kept inside the window. */
+export function showTip(content, clientX, clientY) {
+  const tip = tipEl();
+  clear(tip).appendChild(content);
+  tip.hidden = false;
+  placeTip(clientX, clientY);
 }
 
-function placeTip(ev) {
+export function hideTip() { tipEl().hidden = true; }
+
+/** Position the tooltip next to (x, y), flipped and clamped so it never leaves the window. */
+export function placeTip(x, y) {
   const tip = tipEl();
-  const w = tip.offsetWidth, h = tip.offsetHeight;
-  let x = ev.clientX + 14, y = ev.clientY + 14;
-  if (x + w > window.innerWidth - 8) x = ev.clientX - w - 14;
-  if (y + h > window.innerHeight - 8) y = ev.clientY - h - 14;
-  tip.style.left = Math.max(4, x) + "px";
-  tip.style.top = Math.max(4, y) + "px";
+  const w = tip.offsetWidth, h = tip.offsetHeight, W = window.innerWidth, H = window.innerHeight;
+  let left = x + 14, top = y + 14;
+  if (left + w > W - 6) left = x - w - 14;
+  if (top + h > H - 6) top = y - h - 14;
+  tip.style.left = Math.max(4, Math.min(left, W - w - 4)) + "px";
+  tip.style.top = Math.max(4, Math.min(top, H - h - 4)) + "px";
+}
+
+/** Show a floating tooltip with nodes built by build() while the pointer is over target. */
+export function attachTip(target, build) {
+  target.addEventListener("mouseenter", (ev) => { const c = build(); if (c) showTip(c, ev.clientX, ev.clientY); });
+  target.addEventListener("mousemove", (ev) => { if (!tipEl().hidden) placeTip(ev.clientX, ev.clientY); });
+  target.addEventListener("mouseleave", hideTip);
 }
 
 /** Tooltip content for a metric name: the guide's title, meaning, healthy range and action. */
 export function metricTip(key) {
   const e = guideEntry(key);
   const box = el("div", {}, el("div", { class: "t-key", text: key }));
-  if (!e) { box.appendChild(el("p", { class: "muted", text: "Not in the metric guide." })); return box; }
+  if (!e) { box.appendChild(el("p", { class: "muted", text: t("guide.unknown") })); return box; }
   box.prepend(el("div", { class: "t-title", text: e.title || e.key }));
   if (e.meaning) box.appendChild(el("p", { text: e.meaning }));
-  if (e.healthy) box.appendChild(el("p", {}, el("span", { class: "t-label", text: "Healthy: " }),
+  const label = (k) => el("span", { class: "t-label", text: t(k) + " " });
+  if (e.healthy) box.appendChild(el("p", {}, label("guide.healthy"),
     `${e.healthy[0] ?? "−∞"} … ${e.healthy[1] ?? "+∞"}`, e.healthy_note ? ` (${e.healthy_note})` : ""));
-  else if (e.healthy_note) box.appendChild(el("p", {}, el("span", { class: "t-label", text: "Healthy: " }), e.healthy_note));
-  if (e.abnormal) box.appendChild(el("p", {}, el("span", { class: "t-label", text: "If abnormal: " }), e.abnormal));
-  if (e.action) box.appendChild(el("p", {}, el("span", { class: "t-label", text: "Action: " }), e.action));
+  else if (e.healthy_note) box.appendChild(el("p", {}, label("guide.healthy"), e.healthy_note));
+  if (e.abnormal) box.appendChild(el("p", {}, label("guide.abnormal"), e.abnormal));
+  if (e.action) box.appendChild(el("p", {}, label("guide.action"), e.action));
   return box;
 }
 
@@ -170,7 +188,11 @@ export function setCrumbs(items) {
   });
 }
 
-export function setLive(on) { document.getElementById("live-indicator").hidden = !on; }
+export function setLive(on) {
+  const dot = document.getElementById("live-indicator");
+  dot.hidden = !on;
+  dot.textContent = t("live");
+}
 
 export function errorBox(err) { return el("div", { class: "error", text: String(err && err.message ? err.message : err) }); }
 
@@ -187,8 +209,24 @@ export async function copyText(text) {
   return ok;
 }
 
+/** Save a Blob as a file named name (an <a download> on a blob: URL; nothing leaves the page). */
+export function download(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = el("a", { class: "offscreen" });
+  a.setAttribute("href", url);
+  a.setAttribute("download", name);
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 5000);
+}
+
+export function safeFileName(s) { return String(s).replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 120) || "chart"; }
+
 export const PALETTE = ["#4c8dff", "#f0883e", "#3fb950", "#bc8cff", "#f85149", "#39c5cf", "#d29922", "#db61a2",
-  "#8b949e", "#a5d6ff"];
+  "#8b949e", "#a5d6ff", "#7ee787", "#ffa657", "#d2a8ff", "#79c0ff", "#ff7b72"];
+
+export function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
 
 function b64ToFloats(s) {
   const bin = atob(s || "");
@@ -200,7 +238,19 @@ function b64ToFloats(s) {
 /** A series from the API in either format as plain arrays {steps, values, ts, nonfinite};
  *  non-finite values become null (gaps; the chart marks them from `nonfinite`). */
 export function decodeSeries(s) {
-  if (s.values_b64 === undefined) return s;
+  if (!s) return { steps: [], values: [], ts: [], nonfinite: [] };
+  if (s.values_b64 === undefined) return { steps: s.steps, values: s.values, ts: s.ts, nonfinite: s.nonfinite || [] };
   const values = Array.from(b64ToFloats(s.values_b64), (v) => (Number.isFinite(v) ? v : null));
-  return { steps: Array.from(b64ToFloats(s.steps_b64)), values, ts: Array.from(b64ToFloats(s.ts_b64)), nonfinite: s.nonfinite || [] };
+  return { steps: Array.from(b64ToFloats(s.steps_b64)), values, ts: Array.from(b64ToFloats(s.ts_b64)), nonfinite: s.nonfinite || [],
+    downsampled: s.downsampled };
+}
+
+/** A metric-name filter: a regular expression (case-insensitive); an invalid one falls back to a substring. */
+export function metricMatcher(text) {
+  const q = (text || "").trim();
+  if (!q) return { test: () => true, invalid: false };
+  try { const rx = new RegExp(q, "i"); return { test: (k) => rx.test(k), invalid: false }; } catch (e) {
+    const low = q.toLowerCase();
+    return { test: (k) => k.toLowerCase().includes(low), invalid: true };
+  }
 }
