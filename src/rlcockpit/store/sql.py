@@ -66,6 +66,10 @@ class Database(abc.ABC):
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """A read outside any explicit transaction."""
 
+    @abc.abstractmethod
+    def has_table(self, name: str) -> bool:
+        """Whether ``name`` exists (a read-only reader cannot create the tables a writer has not made yet)."""
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release the connection."""
 
@@ -84,20 +88,28 @@ class _SQLiteCursor(Cursor):
 class SQLiteDatabase(Database):
     """The embedded store's file, opened with its own connection (WAL readers never block writers)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.url = f"sqlite:///{self.path}"
+        self.read_only = read_only
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
-                                     isolation_level=None)
+        if read_only:  # the dashboard: a connection that cannot write, whatever a bug asks of it
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                         check_same_thread=False, isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._schemas: set[str] = set()
 
+    def has_table(self, name: str) -> bool:
+        return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
     def ensure_schema(self, name: str, ddl: Sequence[str]) -> None:
-        if name in self._schemas:
+        if name in self._schemas or self.read_only:
             return
         with self.transaction() as cur:
             for statement in ddl:
@@ -125,6 +137,6 @@ class SQLiteDatabase(Database):
             self._conn.close()
 
 
-def open_database(dir: str | os.PathLike[str] | None = None) -> Database:
+def open_database(dir: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Database:
     """The database of the store at ``dir`` (see :func:`~rlcockpit.store.base.resolve_dir`)."""
-    return SQLiteDatabase(resolve_dir(dir) / DB_FILE)
+    return SQLiteDatabase(resolve_dir(dir) / DB_FILE, read_only=read_only)

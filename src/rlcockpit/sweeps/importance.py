@@ -10,7 +10,8 @@ strings and lists as categories, one-hot encoded; missing values kept as missing
   one-hot columns of a category permuted together): the share of the metric's variance the forest loses
   when the key is scrambled on runs it did not train on. This is the ranking;
 * ``correlation`` — Pearson correlation with the metric (numeric keys; per level for categories), as W&B;
-* ``ped_anova`` — Optuna's PED-ANOVA importance for reaching the top 10% of runs (goal-aware).
+* ``ped_anova`` — Optuna's PED-ANOVA importance for reaching the top 10% of runs (goal-aware), as shares
+  summing to 1 over the keys it was computed for.
 
 Keys that are identical across all runs (a sweep's ``lr`` and the trainer's ``actor.optim.lr``) are one
 row with aliases; string keys that differ in every run (names, paths) are skipped and listed.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,9 +192,7 @@ def _ped_anova(cols: Sequence[Column], y: np.ndarray, maximize: bool, seed: int 
     if added < 10:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # optuna marks `normalize` experimental
-            return dict(get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(), normalize=False))
+        return dict(get_param_importances(study, evaluator=PedAnovaImportanceEvaluator()))  # shares summing to 1
     except Exception:  # noqa: BLE001 - an optional column; the forest's numbers stand without it
         return None
 
