@@ -138,5 +138,18 @@ class SQLiteDatabase(Database):
 
 
 def open_database(dir: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Database:
-    """The database of the store at ``dir`` (see :func:`~rlcockpit.store.base.resolve_dir`)."""
-    return SQLiteDatabase(resolve_dir(dir) / DB_FILE, read_only=read_only)
+    """The database of the store at ``dir``: a directory (see :func:`~rlcockpit.store.base.resolve_dir`) or a
+    ``sqlite:///DIR`` URL (also from ``$RLCOCKPIT_STORE`` when ``dir`` is None)."""
+    target = os.fspath(dir) if dir is not None else (os.environ.get("RLCOCKPIT_STORE") or None)
+    if target is not None and "://" in target:
+        scheme = target.split("://", 1)[0].lower()
+        if scheme != "sqlite":
+            raise ValueError(f"sweeps and artifacts keep their tables in the store's database; {scheme}:// stores "
+                             "are not supported for them yet — use a SQLite store (a directory or sqlite:///DIR)")
+        path = target.split("://", 1)[1]
+        target = path[1:] if path.startswith("/") and path[1:2] == "/" else path
+        if target.endswith(DB_FILE):
+            target = os.path.dirname(target)
+    if target is None:
+        target = dir
+    return SQLiteDatabase(resolve_dir(target) / DB_FILE, read_only=read_only)

@@ -73,12 +73,16 @@ class Api:
 
     def artifact(self, name: str, type: str | None = None):
         """An artifact version: ``"policy:v3"``, ``"policy:best"``, ``"project/policy:latest"``."""
-        from rlcockpit.store.artifacts import ArtifactRegistry
-
-        return ArtifactRegistry(self.store.dir).resolve(name, type=type)
+        return self._artifacts().resolve(name, type=type)
 
     def artifacts(self, project: str | None = None, name: str | None = None, type: str | None = None) -> list:
         """Every stored artifact version (filtered by project, name, type)."""
+        return self._artifacts().versions(project, name, type)
+
+    def _artifacts(self):
         from rlcockpit.store.artifacts import ArtifactRegistry
 
-        return ArtifactRegistry(self.store.dir).versions(project, name, type)
+        store_dir = getattr(self.store, "dir", None)
+        if store_dir is None:
+            raise ValueError("artifacts live beside a local store (a directory or sqlite:///DIR); this store has none")
+        return ArtifactRegistry(store_dir)

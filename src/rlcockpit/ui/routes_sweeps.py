@@ -23,8 +23,12 @@ Ctx = Annotated[Cockpit, Depends(cockpit)]
 
 @contextmanager
 def _state(ctx: Cockpit) -> Iterator[SweepState | None]:
-    """The sweep tables (None when no sweep was ever created in this store)."""
-    db = open_database(getattr(ctx.store, "dir", None), read_only=True)
+    """The sweep tables (None when no sweep was ever created in this store, or the store has no local file)."""
+    store_dir = getattr(ctx.store, "dir", None)
+    if store_dir is None or not (store_dir / "rlcockpit.db").is_file():
+        yield None
+        return
+    db = open_database(store_dir, read_only=True)
     try:
         yield SweepState(db) if db.has_table("sweeps") else None
     finally:
