@@ -13,12 +13,15 @@ import sys
 from collections.abc import Sequence
 
 from rlcockpit.alerts import cli as alerts_cli
+from rlcockpit.artifacts import cli as artifacts_cli
 from rlcockpit.health import cli as health_cli
 from rlcockpit.integrations import cli as integrations_cli
 from rlcockpit.metrics import cli as metrics_cli
 from rlcockpit.preflight import cli as preflight_cli
+from rlcockpit.sweeps import cli as sweeps_cli
 from rlcockpit.tracking import cli as tracking_cli
 from rlcockpit.trainer import cli as trainer_cli
+from rlcockpit.trainer import generate as generate_cli
 from rlcockpit.ui import cli as ui_cli
 
 # Plain imports: a broken command module fails loudly here instead of its commands quietly vanishing.
@@ -31,6 +34,9 @@ COMMAND_MODULES = (
     preflight_cli,  # preflight
     ui_cli,  # ui
     integrations_cli,  # watch, import
+    sweeps_cli,  # sweep, agent, importance
+    artifacts_cli,  # artifact ls|get|rm|gc|alias
+    generate_cli,  # generate (inference test of a model artifact)
 )
 
 

@@ -337,6 +337,19 @@ class Run:
             except Exception as exc:  # noqa: BLE001
                 logger.warning("rlcockpit: alert failed: %s", exc)
 
+    def log_artifact(self, artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                     aliases: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None) -> Any:
+        """Store a file/directory (or an ``rlcockpit.Artifact``) as the next version ``name:vN`` (see docs/sweeps.md)."""
+        from rlcockpit.tracking.artifacts import log_artifact
+
+        return log_artifact(self, artifact_or_path, name=name, type=type, aliases=aliases, metadata=metadata)
+
+    def use_artifact(self, ref: Any, type: str | None = None) -> Any:
+        """Resolve ``"name:v3"`` / ``"name:best"`` and record this run as its consumer (lineage)."""
+        from rlcockpit.tracking.artifacts import use_artifact
+
+        return use_artifact(self, ref, type=type)
+
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is in the store, observed and handed to every logger;
         ``False`` when that did not happen within ``timeout`` (the store may be full or locked)."""
@@ -433,6 +446,11 @@ def init(
     store's backlog while it cannot be written, and of each other logger's queue.
     """
     global _current
+    from rlcockpit.tracking.sweep_env import claim_trial
+
+    trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
+    if trial is not None:
+        project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
     project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
@@ -460,6 +478,17 @@ def log_samples(rows: Sequence[Mapping[str, Any]], step: int | None = None) -> N
 
 def alert(title: str, text: str = "", level: str = "warning") -> None:
     _require_run().alert(title, text, level)
+
+
+def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                 aliases: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None) -> Any:
+    """``run.log_artifact`` on the current run (as ``wandb.log_artifact``)."""
+    return _require_run().log_artifact(artifact_or_path, name=name, type=type, aliases=aliases, metadata=metadata)
+
+
+def use_artifact(ref: Any, type: str | None = None) -> Any:
+    """``run.use_artifact`` on the current run (as ``wandb.use_artifact``)."""
+    return _require_run().use_artifact(ref, type=type)
 
 
 def finish(exit_code: int = 0) -> None:
