@@ -4,25 +4,23 @@ verl overrides must be verl key paths. Walks all detectors x the advice branches
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from rlcockpit.health import DETECTORS
 from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import VERL_KEYS, RunConfigView
 from rlcockpit.health.findings import Action, Finding
-from rlcockpit.trainer.config import Config, all_keys, parse_override, set_key
+from rlcockpit.trainer.config import Config, all_keys, canonical, parse_override, set_key, to_dict
 
 TRAINER_KEYS = set(all_keys())
 
 
 def _with(**changes: object) -> dict:
-    """The default rlcockpit config as a run stores it (verl-shaped), with ``changes`` given as
-    ``actor_rollout_ref__actor__optim__lr``."""
-    cfg = dataclasses.asdict(Config())
+    """The default rlcockpit config as a run stores it (verl's shape, framework=rlcockpit), with ``changes`` in any
+    key form the trainer accepts (``actor_rollout_ref__actor__optim__lr`` or ``actor__optim__lr``)."""
+    cfg = to_dict(Config())
     for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
+        *parents, leaf = canonical(dotted.replace("__", ".")).split(".")
         node = cfg
         for p in parents:
             node = node[p]
@@ -113,8 +111,9 @@ def test_a_verl_run_gets_verl_paths_only(shape):
 
 def test_verl_only_knobs_are_not_offered_to_the_rlcockpit_trainer():
     actions = [a for _n, a in _actions(OURS["default"])]
+    # the KV-cache share is a knob of the trainer's vLLM rollout (rollout.name=vllm) too, so it is offered
     kv = next(a for a in actions if "KV cache" in a.title)
-    assert kv.overrides == [] and kv.verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]
+    assert kv.overrides == kv.verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]
     workers = [a for a in actions if "dataloader" in a.title]
     assert workers and all(a.overrides == [] and a.verl_overrides[0].startswith("data.dataloader_num_workers=")
                            for a in workers)

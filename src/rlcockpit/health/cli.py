@@ -42,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_diagnose(args: argparse.Namespace) -> int:
     from rlcockpit.health.diagnosis import diagnose_run
+    from rlcockpit.health.profiles import format_top_ops, profile_events
     from rlcockpit.health.report import format_diagnosis_text, render_html_report
     from rlcockpit.store import open_store, resolve_dir
 
@@ -52,6 +53,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
     try:
         run_id = store.get_run(args.run)["id"]
         diagnosis = diagnose_run(store, run_id)
+        diagnosis["profiles"] = profile_events(store, run_id)  # trainer.profile_steps
         if args.html:
             Path(args.html).write_text(render_html_report(diagnosis, store, run_id), encoding="utf-8")
         if args.json:
@@ -59,6 +61,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
             print()
         else:
             print(format_diagnosis_text(diagnosis))
+            for prof in diagnosis["profiles"]:
+                print("\n" + format_top_ops(prof))
             if args.html:
                 print(f"\nHTML report written to {args.html}")
     finally:

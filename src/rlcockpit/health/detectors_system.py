@@ -32,8 +32,8 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
             "and host-side work)", {"data.dataloader_num_workers": 8})]
     if "generation" in label:
         return [Cause("rollout generation dominates the step (generation-bound)", 0.7, f"{share:.0%} of the step")], [
-            make_action(view, "Give the rollout engine more memory for KV cache (verl's vLLM/SGLang rollout; "
-                        "rlcockpit's HF rollout has no such knob)", {"rollout.gpu_memory_utilization": 0.7})]
+            make_action(view, "Give the rollout engine more memory for KV cache (a vLLM/SGLang rollout; the HF "
+                        "rollout has no such knob)", {"rollout.gpu_memory_utilization": 0.7})]
     if "update" in label:
         return [Cause("the policy update dominates the step (update-bound)", 0.6, f"{share:.0%} of the step")], [
             make_action(view, "Larger micro-batches (if memory allows)", {})]

@@ -94,7 +94,7 @@ def build_parts(run: Any, opts: RunOptions) -> RunParts:
         observer = ObserverThread(lambda cfg: first.pop() if first else make_observer(cfg), run.config,
                                   emit=run._put_internal, listeners=listeners, link=link)
     writer = Writer(run._queue, run._budget, store_writer, workers=[], observer=observer,
-                    end_meta=run._end_meta)
+                    end_meta=run._end_meta, listeners=listeners)
     workers = [SinkWorker(s, max_bytes=opts.max_queue_bytes, on_loss=writer.sink_losses.append) for s in sinks
                if not isinstance(s, StoreSink) or s.store is not None]
     writer.workers = workers

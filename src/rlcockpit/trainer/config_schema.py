@@ -214,6 +214,12 @@ class RolloutConfig:
     calculate_log_probs: bool = opt(False, "the engine reports each sampled token's log-prob: rollout_corr/* metrics "
                                            "(on by itself with algorithm.rollout_correction)")
     val_kwargs: ValKwargsConfig = group(ValKwargsConfig)
+    # engine settings of rollout.name=vllm (verl's keys and defaults; the built-in engine has no use for them)
+    gpu_memory_utilization: float = opt(0.5, "vllm: share of GPU memory for the engine (on CPU: of RAM, caps the "
+                                             "KV cache, which is sized to the rollout batch)")
+    tensor_model_parallel_size: int = opt(1, "vllm: tensor-parallel shards; > 1 needs torchrun (one shard per rank)")
+    enforce_eager: bool = opt(True, "vllm: no CUDA graphs / torch.compile")
+    free_cache_engine: bool = opt(True, "vllm: release the KV cache between generations (sleep mode on CUDA)")
 
 
 @dataclass
@@ -343,7 +349,7 @@ class TrainerConfig:
     critic_warmup: int = opt(0, "steps that update only the critic before the actor starts")
     val_before_train: bool = opt(True, "validate before the first step")
     val_only: bool = opt(False, "validate once and stop")
-    test_freq: int = opt(25, "validate every N steps (and after the last); <= 0 = never")
+    test_freq: int = opt(25, "validate every N steps and after the last; <= 0 = only before training (val_before_train)")
     log_val_generations: int = opt(8, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view; verl's default is 0")
     save_freq: int = opt(-1, "checkpoint every N steps (and at the end); -1 = never")
     save_policy_model: bool = opt(False, "save the actor at the end even when save_freq=-1", only_here=True)
@@ -365,6 +371,8 @@ class TrainerConfig:
     device: str = opt("auto", "auto | cpu | cuda (cuda without a GPU falls back to cpu with a note)",
                       choices=("auto", "cpu", "cuda"))
     seed: int = opt(42, "global random seed", only_here=True)
+    profile_steps: list[int] = opt(factory=list, help="steps run under torch.profiler; traces stored with the run "
+                                                      "(docs/trainer.md)")
     num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)
     log_samples_freq: int = opt(10, "store rollout samples every N steps (and at step 1); 0 = never", only_here=True)
     num_log_samples: int = opt(8, "samples stored per logged step", only_here=True)
