@@ -193,8 +193,7 @@ def test_findings_carry_causes_and_config_overrides_for_both_config_shapes():
     ours = {"algorithm": {"kl_ctrl": {"kl_coef": 0.001}, "use_kl_in_reward": True}, "actor": {"optim": {"lr": 1e-6}}}
     verl = {"algorithm": {"kl_ctrl": {"kl_coef": 0.001}, "use_kl_in_reward": True},
             "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}}, "rollout": {"temperature": 1.0}}}
-    # rlcockpit's trainer takes verl's key paths too: both shapes get them
-    for cfg, lr_key in ((ours, "actor_rollout_ref.actor.optim.lr="), (verl, "actor_rollout_ref.actor.optim.lr=")):
+    for cfg, lr_key in ((ours, "actor.optim.lr="), (verl, "actor_rollout_ref.actor.optim.lr=")):
         mon = HealthMonitor(run_config=cfg)
         found = []
         for step in range(40):

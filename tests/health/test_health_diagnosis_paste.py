@@ -79,11 +79,11 @@ def test_collapse_preset_sets_the_lr_once_with_the_strongest_cut_and_says_why():
     path = next(p for p in FIXTURES if p.name == "collapse-preset.json")
     config, metrics, samples = load_fixture(path)
     diag = diagnose_findings(replay(HealthMonitor(None, config), metrics, samples), config)
-    lrs = [o for o in diag["overrides"]["apply"] if o.startswith("actor_rollout_ref.actor.optim.lr=")]
+    lrs = [o for o in diag["overrides"]["apply"] if o.startswith("actor.optim.lr=")]
     assert len(lrs) == 1
     value = float(lrs[0].split("=")[1])
     assert value < 0.003 / 5  # a cut, never a raise, for a collapse at lr=0.003
-    choice = next(c for c in diag["overrides"]["choices"] if c["key"] == "actor_rollout_ref.actor.optim.lr")
+    choice = next(c for c in diag["overrides"]["choices"] if c["key"] == "actor.optim.lr")
     assert not choice["alternatives"] or "strongest" in choice["reason"] or "first" in choice["reason"]
 
 
@@ -91,7 +91,7 @@ def test_overrides_speak_the_runs_vocabulary():
     trace = make_trace("collapse", 0)
     for config, must, never in ((VERL_CFG, "actor_rollout_ref.actor.", "actor.optim.lr="),
                                 (TRL_CFG, "learning_rate=", "actor_rollout_ref"),
-                                (OURS_CFG, "actor_rollout_ref.actor.target_kl=", "learning_rate")):
+                                (OURS_CFG, "actor.target_kl=", "actor_rollout_ref.")):
         diag = diagnose_findings(replay(HealthMonitor(None, config), dict(trace.metrics), trace.samples), config)
         text = " ".join(diag["overrides"]["apply"])
         assert must in text and not any(o.startswith(never) for o in diag["overrides"]["apply"]), text

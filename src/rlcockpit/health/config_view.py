@@ -204,14 +204,15 @@ class RunConfigView:
 
     def key_for(self, key: str) -> str | None:
         """The key to write advice key ``key`` as in this run's own vocabulary (``None``: the run's launcher has
-        no such knob): verl paths for verl, ``GRPOConfig`` names for TRL, and for rlcockpit's trainer the keys
-        it accepts (verl's paths, plus its own knobs under them)."""
+        no such knob): verl paths for verl, ``GRPOConfig`` names for TRL, and for rlcockpit's trainer its short
+        keys (``actor.optim.lr``, ``actor.target_kl``), which its guardrails apply and ``rlcockpit train``
+        accepts, else the verl path it accepts."""
         if self.is_verl:
             return VERL_KEYS.get(key)
         if self.is_trl:
             return TRL_KEYS.get(key)
         known = trainer_keys()
-        for path in (VERL_KEYS.get(key), RLCOCKPIT_PATHS.get(key), key):
+        for path in (key, VERL_KEYS.get(key), RLCOCKPIT_PATHS.get(key)):
             if path and (path in known or not known):
                 return path
         return None
