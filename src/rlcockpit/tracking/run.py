@@ -91,7 +91,7 @@ class Run:
         if self._parts.link is not None:
             self._parts.link._request = lambda: self._barrier("observers")
         self._parts.start()
-        attach_hooks(self, self._parts, options.alerts, config)
+        attach_hooks(self, self._parts, options.alerts, config, health=options.health)
         hooks.install_exit_hooks(self)
 
     def _open_row(self, resume: str | None, id: str | None, name: str | None, group: str | None,

@@ -168,6 +168,13 @@ def save_and_note(st: Any, run: Any, guard: Any) -> Any:
     return path
 
 
+def health_section(cfg: Config) -> bool | dict[str, Any]:
+    """What ``init(health=...)`` gets: off, on, or on with the report schedule (``health.reports``)."""
+    if not cfg.health.enable:
+        return False
+    return {"reports": list(cfg.health.reports)} if cfg.health.reports else True
+
+
 def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = True) -> Any:
     import rlcockpit
 
@@ -175,7 +182,8 @@ def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = Tru
     options = {"wandb": {"entity": tr.entity}} if tr.entity else None
     return rlcockpit.init(project=tr.project_name, name=tr.experiment_name, group=tr.group, tags=list(tr.tags) or None,
                           config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
-                          loggers=loggers_for(cfg), health=cfg.health.enable and health, alerts=cfg.alerts or None,
+                          loggers=loggers_for(cfg), health=health_section(cfg) if health else False,
+                          alerts=cfg.alerts or None,
                           logger_options=options, guardrails=health)
 
 
