@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import rlcockpit
+from rlcockpit.alerts.reports import send_report_live
 from rlcockpit.health.checkups import build_report, parse_reports
 from rlcockpit.health.schedule import ReportSchedule, get_schedule
 from rlcockpit.store import open_store
@@ -91,7 +92,8 @@ def test_schedule_stores_and_sends_every_report_through_a_real_webhook(tmp_path,
     run.flush()
     start = run.store.get_run(run.id)["created_at"]
     clock = {"now": start + 60}
-    schedule = ReportSchedule(run, ["1h", "6h", "daily", "checkpoint"], clock=lambda: clock["now"], poll_s=0.05)
+    schedule = ReportSchedule(run, ["1h", "6h", "daily", "checkpoint"], clock=lambda: clock["now"], poll_s=0.05,
+                              send=lambda report: send_report_live(run, report))  # as rlcockpit.defaults wires it
     schedule.start()
     try:
         assert {b["kind"] for b in hook.wait_for(1)} == {"report"}  # the checkpoint is due at once

@@ -403,21 +403,3 @@ def _duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{max(seconds, 0) / 60:.0f} min"
-
-
-def report_message(report: HealthReport, dashboard_url: str | None = None) -> Any:
-    """The report as an alert message (kind ``report``): the verdict as title, the checks as evidence, the
-    sampled generations in the text."""
-    from rlcockpit.alerts.message import AlertMessage, run_link
-
-    level = {"ok": "info", "attention": "warning", "problem": "warning"}[report.verdict]
-    text = report.note
-    if report.samples:
-        lines = [f"step {s['step']} reward {s['reward'] if s['reward'] is not None else '-'}: "
-                 f"{_one_line(s['response'], 200)}" for s in report.samples]
-        text = (text + "\n\n" if text else "") + "Sampled generations:\n" + "\n".join(lines)
-    return AlertMessage(title=report.headline.split(" for run ")[0] + f": {report.verdict}", text=text, level=level,
-                        kind="report", project=report.project, run_id=report.run_id, run_name=report.run_name,
-                        step=report.step, evidence=[f"{c.status}: {c.name} — {c.evidence}" for c in report.checks],
-                        link=run_link(dashboard_url, report.run_id),
-                        key=f"report:{report.kind}:{report.step}:{int(report.elapsed_s or 0) // 3600}")

@@ -105,7 +105,7 @@ def _list_reports(store: object, run_id: str, as_json: bool) -> int:
 
 
 def _one_report(store: object, run: dict, args: argparse.Namespace) -> int:
-    from rlcockpit.health.checkups import build_report, report_message
+    from rlcockpit.health.checkups import build_report
 
     checkpoint = None
     if args.at == "checkpoint" and args.step is not None:
@@ -122,18 +122,8 @@ def _one_report(store: object, run: dict, args: argparse.Namespace) -> int:
     else:
         print(report.text())
     if args.send:
-        from rlcockpit.alerts.config import load_alerts_config
-        from rlcockpit.alerts.manager import AlertManager
+        from rlcockpit.registry import PROVIDERS
 
-        config = load_alerts_config((run.get("config") or {}).get("alerts"))
-        if not config.channels:
-            raise ValueError("--send: no alert channel configured (an alerts section in the run config, or "
-                             "RLCOCKPIT_*_WEBHOOK / RLCOCKPIT_SMTP_* variables)")
-        mgr = AlertManager(config, store=store, run_id=run["id"], project=run.get("project"), run_name=run.get("name"))
-        outcomes = mgr.deliver_now(report_message(report, config.dashboard_url))
-        failed = [o for o in outcomes if o["status"] != "sent"]
-        for o in outcomes:
-            print(f"sent via {o['channel']}: {o['status']}" + (f" ({o['reason']})" if o.get("reason") else ""),
-                  file=sys.stderr)
-        return 1 if failed else 0
+        # the alert channels send it; health never imports alerts (wired in rlcockpit.defaults)
+        return PROVIDERS.get("report_sender")()(store, run, report)
     return 0

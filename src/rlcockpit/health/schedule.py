@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rlcockpit.health.checkups import OFFSET_S, HealthReport, build_report, parse_reports, report_message
+from rlcockpit.health.checkups import OFFSET_S, HealthReport, build_report, parse_reports
 
 logger = logging.getLogger("rlcockpit")
 SAVE_TIMER = "timing_s/save_checkpoint"  # verl logs it on the steps it saved a checkpoint
@@ -107,13 +107,8 @@ class ReportSchedule(threading.Thread):
             logger.warning("rlcockpit: could not send the %s health report: %s", report.kind, exc)
 
     def _send(self, report: HealthReport) -> None:
-        from rlcockpit.alerts.manager import get_manager
-
-        mgr = get_manager(self.tracked)
-        if mgr is not None and mgr.config.channels:
-            mgr.notify(report_message(report, mgr.config.dashboard_url), urgent=True)
-        else:
-            print(f"[health] {report.text()}", file=sys.stderr, flush=True)
+        """Without a sender (the alert channels, wired by :mod:`rlcockpit.defaults`) the report is printed."""
+        print(f"[health] {report.text()}", file=sys.stderr, flush=True)
 
 
 def attach_reports(run: Any, kinds: Any, **kwargs: Any) -> ReportSchedule | None:
