@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "rlcockpit.alerts.cli",  # alert-test, watchdog, preflight
     "rlcockpit.ui.cli",  # ui
     "rlcockpit.integrations.cli",  # watch, import
+    "rlcockpit.server.cli",  # server, status, sync
 )
 
 
@@ -38,7 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    _add_store_aliases(sub)
     return parser
+
+
+def _add_store_aliases(sub: argparse._SubParsersAction) -> None:
+    """``--store URL`` on every command that reads a store with ``--dir`` (same destination): a directory,
+    ``sqlite:///DIR`` or ``postgresql://...`` (see :mod:`rlcockpit.store.urls`)."""
+    for parser in {id(p): p for p in sub.choices.values()}.values():
+        dests = {a.dest for a in parser._actions}
+        if "dir" in dests and "--store" not in parser._option_string_actions:
+            parser.add_argument("--store", dest="dir", metavar="URL",
+                                help="store URL (sqlite:///DIR, postgresql://...) or directory; same as --dir")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

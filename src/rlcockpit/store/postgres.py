@@ -387,8 +387,8 @@ class PostgresStore(Store):
             self._samples_tx(tx, run_id, step, rows)
         for finding in batch.findings:
             self._finding_tx(tx, run_id, finding)
-        for kind, payload, step in batch.events:
-            self._event_tx(tx, run_id, kind, payload, step)
+        for event in batch.events:  # (kind, payload, step[, id]): an id makes a re-sent event a no-op
+            self._event_tx(tx, run_id, *event)
         for loss in batch.losses:
             self._loss_tx(tx, run_id, loss)
         fields = dict(batch.run_fields)
@@ -501,8 +501,8 @@ class PostgresStore(Store):
     def _event_tx(self, tx: _Tx, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None,
                   eid: str | None = None) -> str:
         eid = eid or uuid.uuid4().hex[:12]
-        tx.conn.execute("INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, %s, %s, %s)",
-                        (eid, run_id, step, kind, dumps(dict(payload)), time.time()))
+        tx.conn.execute("INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, %s, %s, %s) "
+                        "ON CONFLICT (id) DO NOTHING", (eid, run_id, step, kind, dumps(dict(payload)), time.time()))
         return eid
 
     def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:

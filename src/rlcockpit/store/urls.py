@@ -58,3 +58,24 @@ def open_url(url: str) -> Store:
                          "init(server=...)); read it in the browser, or open its PostgreSQL database directly")
     raise ValueError(f"unknown store URL scheme {scheme!r} in {url!r} (use sqlite:///DIR, postgresql://... or a "
                      "directory)")
+
+
+def open_run_store(dir: Path, *, dir_given: bool, store: str | os.PathLike[str] | Store | None = None,
+                   server: str | None = None, token: str | None = None) -> Store:
+    """The store a new run writes to: ``server`` (or ``$RLCOCKPIT_SERVER``) → the team server through a
+    spool in ``dir/spool``; else ``store`` (a URL, directory or Store); else ``$RLCOCKPIT_STORE`` unless a
+    ``dir`` was given; else the SQLite store in ``dir``."""
+    from rlcockpit.store.base import open_store
+
+    server = server or os.environ.get("RLCOCKPIT_SERVER") or None
+    if server:
+        from rlcockpit.store.remote import RemoteStore
+
+        return RemoteStore(server, token or os.environ.get("RLCOCKPIT_TOKEN") or None, spool_dir=dir / "spool")
+    if isinstance(store, Store):
+        return store
+    if store is not None:
+        return open_store(store)
+    if not dir_given and os.environ.get(STORE_ENV):
+        return open_store(os.environ[STORE_ENV])
+    return open_store(dir)

@@ -1,0 +1,133 @@
+"""Applying a client's ops to the team store: exactly once, in order, all of a request or none of it.
+
+One request carries the ops of one run from one client stream (see :mod:`rlcockpit.store.wire`). In
+one transaction: take the run's advisory lock (two requests of the same run never interleave, across
+server processes too), read the stream's cursor, skip the ops at or below it (a retried request),
+check what is left (the caller's role in the run's project, steps never going backwards per key),
+write it as one merged batch, and move the cursor. A retried request therefore stores nothing twice,
+and a refused one stores nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlcockpit.store.batch import WriteBatch
+from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.wire import BadBatch, decode_batch, decode_create
+
+MAX_OPS = 10_000
+
+
+class Refused(PermissionError):
+    """The caller may not write this run (HTTP 403)."""
+
+
+class UnknownRun(LookupError):
+    """Data for a run that was never created (HTTP 404)."""
+
+
+@dataclass
+class Applied:
+    applied_through: int
+    applied: int = 0
+    duplicates: int = 0
+    project: str = ""
+    created: bool = False
+    points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"applied_through": self.applied_through, "applied": self.applied, "duplicates": self.duplicates}
+
+
+def parse_request(body: bytes) -> tuple[str, list[dict[str, Any]]]:
+    """``(stream, ops)`` of a request body; :class:`BadBatch` for anything malformed."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadBatch(f"body is not JSON: {exc}") from None
+    if not isinstance(obj, Mapping):
+        raise BadBatch("body: expected {\"stream\": ..., \"ops\": [...]}")
+    stream, ops = obj.get("stream"), obj.get("ops")
+    if not isinstance(stream, str) or not 1 <= len(stream) <= 128:
+        raise BadBatch("stream: expected a client stream id (1-128 characters)")
+    if not isinstance(ops, list) or not ops:
+        raise BadBatch("ops: expected a non-empty list")
+    if len(ops) > MAX_OPS:
+        raise BadBatch(f"ops: {len(ops)} ops in one request (at most {MAX_OPS})")
+    last = 0
+    for i, op in enumerate(ops):
+        seq = op.get("seq") if isinstance(op, Mapping) else None
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq <= last:
+            raise BadBatch(f"ops[{i}].seq: expected increasing positive integers")
+        last = seq
+    return stream, ops
+
+
+def ingest(store: PostgresStore, run_id: str, stream: str, ops: Sequence[Mapping[str, Any]],
+           authorize: Callable[[str, bool], None]) -> Applied:
+    """Apply ``ops`` (see the module doc). ``authorize(project, creating)`` raises :class:`Refused`."""
+    decoded = []
+    for i, op in enumerate(ops):
+        create = decode_create(op["create"]) if op.get("create") is not None else None
+        if create is not None and create["id"] != run_id:
+            raise BadBatch(f"ops[{i}].create.id {create['id']!r} is not the run of this request ({run_id!r})")
+        batch = decode_batch(op["batch"]) if op.get("batch") is not None else None
+        decoded.append((int(op["seq"]), create, batch))
+    return store._tx(_apply, store, run_id, stream, decoded, authorize)
+
+
+def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: list, authorize) -> Applied:
+    c = tx.conn
+    c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
+    row = c.execute("SELECT last_seq FROM ingest_cursors WHERE run_id = %s AND stream = %s", (run_id, stream)).fetchone()
+    last = int(row[0]) if row else 0
+    out = Applied(applied_through=max(last, decoded[-1][0]))
+    fresh = [d for d in decoded if d[0] > last]
+    out.duplicates = len(decoded) - len(fresh)
+    if not fresh:
+        return out
+    run = c.execute("SELECT project FROM runs WHERE id = %s", (run_id,)).fetchone()
+    merged = WriteBatch()
+    for _seq, create, batch in fresh:
+        if create is not None and run is None:
+            project = create.get("project") or "default"
+            authorize(project, True)
+            store._create_tx(tx, create)
+            run, out.created = (project,), True
+        if batch is not None:
+            merged.merge(batch)
+    if run is None:
+        raise UnknownRun(f"run {run_id!r} does not exist on this server (its create op was never received)")
+    out.project = run[0]
+    if not out.created:
+        authorize(out.project, False)
+    _check_steps(store, c, run_id, merged)
+    if merged:
+        store.batch_tx(tx, run_id, merged)
+    c.execute("INSERT INTO ingest_cursors(run_id, stream, last_seq, updated_at) VALUES (%s, %s, %s, extract(epoch "
+              "FROM now())) ON CONFLICT (run_id, stream) DO UPDATE SET last_seq = EXCLUDED.last_seq, updated_at = "
+              "EXCLUDED.updated_at", (run_id, stream, fresh[-1][0]))
+    out.applied = len(fresh)
+    out.points = merged.points
+    return out
+
+
+def _check_steps(store: PostgresStore, c: Any, run_id: str, batch: WriteBatch) -> None:
+    """Refuse a batch in which a key's steps go backwards (within it, or behind what is stored)."""
+    if not batch.points:
+        return
+    for key, (steps, _, _) in batch.points.items():
+        if len(steps) > 1 and np.any(np.diff(steps) < 0):
+            raise BadBatch(f"points[{key!r}]: step going backwards across the ops of this request")
+    stored = dict(c.execute("SELECT name, last_step FROM keys WHERE run_id = %s AND name = ANY(%s)",
+                            (run_id, list(batch.points))).fetchall())
+    for key, (steps, _, _) in batch.points.items():
+        have = stored.get(key)
+        if have is not None and int(steps[0]) < int(have):
+            raise BadBatch(f"points[{key!r}]: step going backwards: step {int(steps[0])} after stored step {have}")
