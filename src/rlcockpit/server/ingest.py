@@ -24,7 +24,7 @@ from rlcockpit.store.wire import BadBatch, decode_batch, decode_create
 MAX_OPS = 10_000
 
 
-class Refused(PermissionError):
+class Refused(Exception):
     """The caller may not write this run (HTTP 403)."""
 
 

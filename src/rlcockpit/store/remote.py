@@ -63,22 +63,34 @@ class RemoteStore(Store):
             raise ValueError(f"team server URL must start with http:// or https://, got {server!r}")
         self.token = token
         self.stream = stream or uuid.uuid4().hex[:16]
-        try:
-            self.spool = Spool(Path(spool_dir) / f"{self.stream}.db")
-            self.spool.set_info(server=self.server, stream=self.stream, created=str(time.time()), pid=str(os.getpid()))
-        except OSError as exc:
-            raise StoreError(exc.errno or 5, f"cannot create the spool in {spool_dir}: {exc}") from exc
-        self.dir = f"{self.server} (spool {self.spool.path})"
+        self.spool_dir = Path(spool_dir)
+        self.upload_interval_s = upload_interval_s
+        self._open_lock = threading.Lock()
+        self._closed = True
         headers = {"content-type": "application/json", "user-agent": "rlcockpit-remote"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.client = httpx.Client(base_url=self.server, timeout=timeout_s, headers=headers)
-        self.uploader = Uploader(self, interval_s=upload_interval_s)
+        self._open(start)
+        self.dir = f"{self.server} (spool {self.spool.path})"
+
+    def _open(self, start: bool = True) -> None:
+        """(Re)open the spool and its uploader (again after :meth:`close`, if something writes late)."""
+        try:
+            self.spool = Spool(self.spool_dir / f"{self.stream}.db")
+            self.spool.set_info(server=self.server, stream=self.stream, created=str(time.time()), pid=str(os.getpid()))
+        except OSError as exc:
+            raise StoreError(exc.errno or 5, f"cannot create the spool in {self.spool_dir}: {exc}") from exc
+        self.uploader = Uploader(self, interval_s=self.upload_interval_s)
+        self._closed = False
         if start:
             self.uploader.start()
 
     # ---- writes: into the spool ---------------------------------------------------------------
     def _append(self, run_id: str, op: dict[str, Any]) -> None:
+        with self._open_lock:
+            if self._closed:
+                self._open()
         try:
             self.spool.append(run_id, op, dumps)
         except Exception as exc:  # noqa: BLE001 - the spool's disk: the writer keeps the batch and retries
@@ -177,13 +189,19 @@ class RemoteStore(Store):
             return False
         if self.uploader.had_outage:
             say(f"rlcockpit: run {run_id}: everything reached the team server {self.server}")
+        self.close(keep_client=True)
         return True
 
-    def close(self) -> None:
-        self.uploader.stop()
-        self.client.close()
-        if not self.spool.remove_if_empty():
-            self.spool.close()
+    def close(self, keep_client: bool = False) -> None:
+        with self._open_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.uploader.stop()
+            if not self.spool.remove_if_empty():
+                self.spool.close()
+        if not keep_client:
+            self.client.close()
 
 
 def _message(r: httpx.Response) -> str:
@@ -202,7 +220,7 @@ class Uploader(threading.Thread):
         self.store, self.spool, self.client = store, store.spool, store.client
         self.interval_s, self.max_bytes = interval_s, max_bytes
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._next_try = 0.0
         self._backoff = BACKOFF_START_S
         self._single_through = 0  # ops up to this seq are sent one per request (isolating a rejected one)
@@ -220,13 +238,13 @@ class Uploader(threading.Thread):
         self._wake.set()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
+        self._halt.set()
         self._wake.set()
         if self.is_alive() and self is not threading.current_thread():
             self.join(timeout)
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self._wake.wait(self.interval_s)
             self._wake.clear()
             if time.monotonic() >= self._next_try:
@@ -237,7 +255,7 @@ class Uploader(threading.Thread):
 
     def flush(self) -> bool:
         """Send everything pending; ``True`` when the spool is empty."""
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             ops = self.spool.pending(max_bytes=self.max_bytes)
             if not ops:
                 return True
