@@ -45,6 +45,15 @@ def _run_project(request: Request, run_id: str, role: str) -> dict[str, Any]:
 
 
 # ---- KPI targets and leaderboard ----------------------------------------------------------------
+@router.get("/targets")
+def all_targets(request: Request) -> Response:
+    """Every KPI target the caller may read (the dashboard draws them as lines on matching charts)."""
+    state, user = team(request), user_of(request)
+    rows = state.store._query("SELECT DISTINCT project FROM kpi_targets")
+    out = [t for (p,) in rows if user.can(p, "viewer") for t in state.kpis.targets(p)]
+    return JSON({"targets": out})
+
+
 @router.get("/projects/{project}/targets")
 def list_targets(project: str, request: Request) -> Response:
     require(user_of(request), project, "viewer")

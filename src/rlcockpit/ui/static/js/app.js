@@ -5,7 +5,7 @@
 //         #/compare?runs=a,b       compare runs
 // Each page renderer returns a dispose() that closes its live stream when the route changes.
 
-import { clear, el, errorBox, hideTip, loadGuide, setLive } from "./core.js";
+import { clear, el, errorBox, extensions, hideTip, loadGuide, setLive } from "./core.js";
 import { getLang, initLang, setLang, t } from "./i18n.js";
 import { renderCompare } from "./compare.js";
 import { renderRun } from "./run.js";
@@ -28,6 +28,7 @@ async function route() {
     if (parts.length === 0 || parts[0] === "runs") d = await renderRuns(root, params);
     else if (parts[0] === "run" && parts[1]) d = await renderRun(root, parts[1], parts[2] || "charts", params);
     else if (parts[0] === "compare") d = await renderCompare(root, params);
+    else if (extensions.routes[parts[0]]) d = await extensions.routes[parts[0]](root, parts, params);
     else root.appendChild(el("div", { class: "empty", text: t("nav.unknown") }));
     if (mine !== routing) { if (d) d(); return; }
     dispose = d || null;
