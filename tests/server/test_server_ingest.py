@@ -163,7 +163,8 @@ def test_bad_clients_are_refused_and_store_nothing(team, tmp_path, case) -> None
         headers = {"authorization": f"Bearer {team.tokens['eve']}"}
         want = (403, "may not log runs in project 'rl'")
     elif case == "malformed":
-        body = b'{"stream": "s", "ops": [{"seq": 1, "batch": {"points": {"x": {"s": "!!", "v": "", "t": ""}}}}]}'
+        body = (b'{"stream": "s", "ops": [{"seq": 1, "create": {"id": "bad", "project": "rl"}, "batch": {"points": '
+                b'{"keys": ["x"], "counts": [1], "s": "!!", "v": "", "t": ""}}}]}')
         want = (422, "not base64")
     elif case == "oversized":
         body = b"x" * (17 << 20)

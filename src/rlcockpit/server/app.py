@@ -140,7 +140,10 @@ class TeamServer:
     def __init__(self, db: str, host: str = "127.0.0.1", port: int = 6008, *, pool_size: int = 32,
                  limits: Limits | None = None, alerts: Any = None, dashboard_url: str | None = None,
                  timeouts: Timeouts | None = None) -> None:
-        self.store = PostgresStore(db, pool_size=pool_size)
+        self.store = PostgresStore(db, pool_size=pool_size, compaction="background")
+        self._stopping = threading.Event()
+        self._compactor = threading.Thread(target=self._compact_loop, name="rlcockpit-compactor", daemon=True)
+        self._compactor.start()
         self.loopback = is_loopback(host)
         self.app = create_team_app(self.store, loopback=self.loopback, limits=limits, alerts=alerts,
                                    dashboard_url=dashboard_url)
@@ -153,6 +156,14 @@ class TeamServer:
                                 date_header=False)
         self._uvicorn = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+
+    def _compact_loop(self) -> None:
+        """Merge small chunks off the ingest path (see :meth:`PostgresStore.compact_due`)."""
+        while not self._stopping.wait(1.0):
+            try:
+                self.store.compact_due()
+            except Exception as exc:  # noqa: BLE001 - the database may be down; try again later
+                logger.debug("compaction skipped: %s", exc)
 
     @property
     def url(self) -> str:
@@ -178,6 +189,7 @@ class TeamServer:
         raise RuntimeError(f"the team server did not start within {timeout} s")
 
     def shutdown(self) -> None:
+        self._stopping.set()
         self._uvicorn.should_exit = True
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(10)

@@ -84,15 +84,22 @@ def ingest(store: PostgresStore, run_id: str, stream: str, ops: Sequence[Mapping
 
 def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: list, authorize) -> Applied:
     c = tx.conn
-    c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
-    row = c.execute("SELECT last_seq FROM ingest_cursors WHERE run_id = %s AND stream = %s", (run_id, stream)).fetchone()
-    last = int(row[0]) if row else 0
+    names = sorted({k for _, _, b in decoded if b is not None for k in b.points})
+    # one round trip: the run's lock, the stream's cursor, the run's project, its keys' ids and last steps
+    lock = c.execute("SELECT pg_advisory_xact_lock(hashtext(%s)), (SELECT last_seq FROM ingest_cursors WHERE run_id = "
+                     "%s AND stream = %s), (SELECT project FROM runs WHERE id = %s), (SELECT json_agg(json_build_array("
+                     "name, id, last_step)) FROM keys WHERE run_id = %s AND name = ANY(%s))",
+                     (run_id, run_id, stream, run_id, run_id, names)).fetchone()
+    last = int(lock[1] or 0)
+    known = {name: (kid, step) for name, kid, step in (lock[3] or [])}
+    for name, (kid, _) in known.items():
+        tx.new_keys[(run_id, name)] = kid
     out = Applied(applied_through=max(last, decoded[-1][0]))
     fresh = [d for d in decoded if d[0] > last]
     out.duplicates = len(decoded) - len(fresh)
     if not fresh:
         return out
-    run = c.execute("SELECT project FROM runs WHERE id = %s", (run_id,)).fetchone()
+    run = None if lock[2] is None else (lock[2],)
     merged = WriteBatch()
     for _seq, create, batch in fresh:
         if create is not None and run is None:
@@ -107,7 +114,7 @@ def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: lis
     out.project = run[0]
     if not out.created:
         authorize(out.project, False)
-    _check_steps(store, c, run_id, merged)
+    _check_steps(merged, {k: v[1] for k, v in known.items()})
     if merged:
         store.batch_tx(tx, run_id, merged)
     c.execute("INSERT INTO ingest_cursors(run_id, stream, last_seq, updated_at) VALUES (%s, %s, %s, extract(epoch "
@@ -118,16 +125,12 @@ def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: lis
     return out
 
 
-def _check_steps(store: PostgresStore, c: Any, run_id: str, batch: WriteBatch) -> None:
+def _check_steps(batch: WriteBatch, stored: dict[str, int | None]) -> None:
     """Refuse a batch in which a key's steps go backwards (within it, or behind what is stored)."""
-    if not batch.points:
-        return
     for key, (steps, _, _) in batch.points.items():
-        if len(steps) > 1 and np.any(np.diff(steps) < 0):
-            raise BadBatch(f"points[{key!r}]: step going backwards across the ops of this request")
-    stored = dict(c.execute("SELECT name, last_step FROM keys WHERE run_id = %s AND name = ANY(%s)",
-                            (run_id, list(batch.points))).fetchall())
-    for key, (steps, _, _) in batch.points.items():
+        if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):
+            i = int(np.argmax(steps[1:] < steps[:-1])) + 1
+            raise BadBatch(f"points[{key!r}]: step going backwards: step {int(steps[i])} after step {int(steps[i - 1])}")
         have = stored.get(key)
         if have is not None and int(steps[0]) < int(have):
             raise BadBatch(f"points[{key!r}]: step going backwards: step {int(steps[0])} after stored step {have}")

@@ -102,7 +102,7 @@ class PostgresStore(Store):
     """A store in a PostgreSQL database (``postgresql://user[:password]@host[:port]/db``)."""
 
     def __init__(self, url: str, *, pool_size: int = 4, connect_timeout_s: float = 5.0,
-                 busy_timeout_s: float = 30.0) -> None:
+                 busy_timeout_s: float = 30.0, compaction: str = "inline") -> None:
         self.raw_url = url
         self.url = redact_url(url)
         self.dir = self.url  # what callers print as "the store"
@@ -111,11 +111,15 @@ class PostgresStore(Store):
         self._lock = threading.Lock()
         self._key_ids: dict[tuple[str, str], int] = {}
         self._writes: dict[int, int] = {}  # key id -> writes since its last compaction
+        if compaction not in ("inline", "background"):
+            raise ValueError(f"compaction must be 'inline' or 'background', got {compaction!r}")
+        self.compaction = compaction  # background: a server thread calls compact_due() (ingest latency)
         conninfo = url if "connect_timeout" in url else url + ("&" if "?" in url else "?") + \
             f"connect_timeout={max(1, int(connect_timeout_s))}"
         try:
             self.pool = ConnectionPool(conninfo, min_size=1, max_size=int(pool_size), open=False,
                                        kwargs={"autocommit": True}, timeout=connect_timeout_s,
+                                       configure=self._configure,
                                        reconnect_timeout=0, name=f"rlcockpit-{id(self):x}")
             self.pool.open(wait=True, timeout=connect_timeout_s)
             with self.pool.connection() as conn:
@@ -130,6 +134,11 @@ class PostgresStore(Store):
             raise err from exc
 
     # ---- plumbing ---------------------------------------------------------------------------
+    def _configure(self, conn: psycopg.Connection) -> None:
+        """Per-connection defaults, so a transaction needs no extra round trip to set them."""
+        ms = max(1, int(self._busy_s * 1000))
+        conn.execute(f"SET lock_timeout = {ms}; SET statement_timeout = {max(ms, 60_000)}")
+
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection]:
         try:
@@ -147,10 +156,9 @@ class PostgresStore(Store):
             tx = _Tx(conn)
             try:
                 with conn.transaction():
-                    busy = self._busy_s if timeout_s is None else timeout_s
-                    ms = max(1, int(busy * 1000))
-                    conn.execute(f"SET LOCAL lock_timeout = {ms}")
-                    conn.execute(f"SET LOCAL statement_timeout = {max(ms, 30_000)}")
+                    if timeout_s is not None:
+                        ms = max(1, int(timeout_s * 1000))
+                        conn.execute(f"SET LOCAL lock_timeout = {ms}; SET LOCAL statement_timeout = {max(ms, 30_000)}")
                     out = fn(tx, *args)
             except BaseException:
                 with self._lock:
@@ -211,7 +219,7 @@ class PostgresStore(Store):
         if fields:
             self._tx(self._update_tx, run_id, fields)
 
-    def _update_tx(self, tx: _Tx, run_id: str, fields: Mapping[str, Any]) -> None:
+    def _update_tx(self, tx: _Tx, run_id: str, fields: Mapping[str, Any], last_step: int | None = None) -> None:
         fields = dict(fields)
         if "group" in fields:
             fields["grp"] = fields.pop("group")
@@ -221,6 +229,9 @@ class PostgresStore(Store):
                 raise ValueError(f"unknown run field {k!r}")
             sets.append(f"{k} = %s")
             vals.append(dumps(v) if k in _JSON_COLS else v)
+        if last_step is not None:
+            sets.append("last_step = GREATEST(last_step, %s)")
+            vals.append(int(last_step))
         sets.append("updated_at = %s")
         vals.append(time.time())
         tx.conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = %s", (*vals, run_id))
@@ -259,7 +270,7 @@ class PostgresStore(Store):
         out: dict[str, int] = {}
         with self._lock:
             for n in names:
-                kid = self._key_ids.get((run_id, n))
+                kid = self._key_ids.get((run_id, n)) or tx.new_keys.get((run_id, n))
                 if kid is not None:
                     out[n] = kid
         missing = [n for n in names if n not in out]
@@ -273,10 +284,13 @@ class PostgresStore(Store):
                 tx.new_keys[(run_id, name)] = kid
         return out
 
-    def _points_tx(self, tx: _Tx, run_id: str, points: Mapping[str, Series]) -> None:
+    def _points_tx(self, tx: _Tx, run_id: str, points: Mapping[str, Series], defer_run_update: bool = False
+                   ) -> int | None:
+        """Append the points; returns the highest non-system step (the run row's ``last_step`` is updated
+        here unless ``defer_run_update``: then the caller folds it into its own UPDATE of the run)."""
         points = {k: v for k, v in points.items() if len(v[0])}
         if not points:
-            return
+            return None
         ids = self.key_ids(tx, run_id, list(points))
         rows, last_ids, last_steps, due = [], [], [], []
         max_step = None
@@ -306,10 +320,12 @@ class PostgresStore(Store):
                 copy.write_row(row)
         c.execute("UPDATE keys SET last_step = GREATEST(keys.last_step, v.s) FROM unnest(%s::bigint[], "
                   "%s::bigint[]) AS v(id, s) WHERE keys.id = v.id", (last_ids, last_steps))
-        if max_step is not None:
+        if max_step is not None and not defer_run_update:
             c.execute("UPDATE runs SET last_step = GREATEST(last_step, %s) WHERE id = %s", (max_step, run_id))
-        for kid in due:
-            self._compact(c, kid)
+        if self.compaction == "inline":
+            for kid in due:
+                self._compact(c, kid)
+        return max_step
 
     def _compact(self, c: psycopg.Connection, kid: int) -> None:
         """Merge the key's trailing small chunks into full ones, reusing their ids (order = id order)."""
@@ -332,6 +348,18 @@ class PostgresStore(Store):
                 s = steps[lo: lo + CHUNK_POINTS]
                 copy.write_row((ids[i], kid, len(s), int(s[0]), int(s[-1]), s.tobytes(),
                                 vals[lo: lo + CHUNK_POINTS].tobytes(), ts[lo: lo + CHUNK_POINTS].tobytes()))
+
+    def compact_due(self, limit: int = 200) -> int:
+        """Compact the keys written :data:`COMPACT_AFTER` times since their last compaction, each in its own short
+        transaction (the team server's background thread; ingest never waits for it). Returns keys done."""
+        with self._lock:
+            due = [k for k, n in self._writes.items() if n >= COMPACT_AFTER][:limit]
+        for kid in due:
+            def work(tx: _Tx, kid: int = kid) -> None:
+                if tx.conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (kid,)).fetchone()[0]:
+                    self._compact(tx.conn, kid)
+            self._tx(work)
+        return len(due)
 
     def keys(self, run_id: str) -> list[str]:
         rid = self.resolve_run_id(run_id)
@@ -381,8 +409,7 @@ class PostgresStore(Store):
 
     def batch_tx(self, tx: _Tx, run_id: str, batch: WriteBatch) -> None:
         """Write ``batch`` inside ``tx`` (also used by the team server's idempotent ingestion)."""
-        if batch.points:
-            self._points_tx(tx, run_id, batch.points)
+        max_step = self._points_tx(tx, run_id, batch.points, defer_run_update=True) if batch.points else None
         for step, rows in batch.samples:
             self._samples_tx(tx, run_id, step, rows)
         for finding in batch.findings:
@@ -395,8 +422,8 @@ class PostgresStore(Store):
         if batch.meta_patch:
             row = tx.conn.execute("SELECT meta FROM runs WHERE id = %s FOR UPDATE", (run_id,)).fetchone()
             fields["meta"] = {**(json.loads(row[0]) if row and row[0] else {}), **batch.meta_patch}
-        if fields:
-            self._update_tx(tx, run_id, fields)
+        if fields or max_step is not None:
+            self._update_tx(tx, run_id, fields, max_step)
 
     def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
         return self._tx(self._loss_tx, run_id, loss)

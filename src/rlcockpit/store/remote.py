@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,9 @@ INGEST_PATH = "/api/v1/runs/{run}/ingest"
 
 
 def say(message: str) -> None:
-    """A console line (stderr) and the log: remote logging problems must be seen, not only logged."""
-    logger.warning("%s", message)
+    """A console line (stderr) and the log: remote logging problems must be seen, not only logged (the log
+    record is INFO so that Python's last-resort handler does not print the line a second time)."""
+    logger.info("%s", message)
     print(message, file=sys.stderr, flush=True)
 
 
@@ -229,6 +231,7 @@ class Uploader(threading.Thread):
         self.had_outage = False
         self.sent_ops = 0
         self.requests = 0
+        self.latencies: deque[float] = deque(maxlen=100_000)  # seconds per answered request (the load bench)
 
     def wake_soon(self) -> None:
         """New data: it goes with the next round (every ``interval_s``), many ops per request."""
@@ -269,10 +272,12 @@ class Uploader(threading.Thread):
         run_id = ops[0][1]
         body = (b'{"stream":' + dumps(self.store.stream) + b',"ops":[' + b",".join(b for _, _, b in ops) + b"]}")
         path = INGEST_PATH.format(run=urllib.parse.quote(run_id, safe=""))
+        t0 = time.perf_counter()
         try:
             r = self.client.post(path, content=body)
         except httpx.HTTPError as exc:
             return self._failed(f"unreachable: {type(exc).__name__}: {exc}")
+        self.latencies.append(time.perf_counter() - t0)
         self.requests += 1
         if r.status_code == 200:
             through = int(r.json().get("applied_through", ops[-1][0]))

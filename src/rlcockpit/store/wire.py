@@ -1,8 +1,9 @@
 """The ingestion wire format: a :class:`WriteBatch` as JSON, and back — with every check the server needs.
 
 Why this shape: metric columns travel as base64 of the same little-endian arrays the stores keep
-(``steps`` int64, ``values``/``ts`` float64), so NaN/Inf survive bit-exact, encoding costs one
-``tobytes`` per key, and the server turns them back into arrays without a per-point Python loop. The
+(``steps`` int64, ``values``/``ts`` float64), all keys of a batch packed into three arrays with a count
+per key, so NaN/Inf survive bit-exact, encoding costs three ``tobytes`` per batch, and the server splits
+them back into per-key arrays without a per-point (or per-key base64) Python loop. The
 rest (samples, findings, events, losses, run fields) is plain JSON (Python's ``json``: ``NaN`` and
 ``Infinity`` tokens allowed, as Python writes them).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,7 @@ import numpy as np
 from rlcockpit.store.batch import DataLoss, WriteBatch
 
 MAX_KEY_LEN = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_KEYS_PER_BATCH = 20_000
 RUN_FIELDS = {"summary", "heartbeat_at", "heartbeat_mono", "boot_id", "status", "exit_code", "finished_at", "config",
               "notes", "tags", "group", "name", "data_lost"}
@@ -53,9 +56,12 @@ def dumps(obj: Any) -> bytes:
 def encode_batch(batch: WriteBatch) -> dict[str, Any]:
     """The JSON-ready form of ``batch``."""
     out: dict[str, Any] = {}
-    if batch.points:
-        out["points"] = {k: {"s": _b64(s, "<i8"), "v": _b64(v, "<f8"), "t": _b64(t, "<f8")}
-                         for k, (s, v, t) in batch.points.items() if len(s)}
+    cols = [(k, c) for k, c in batch.points.items() if len(c[0])]
+    if cols:  # all keys packed into three arrays: three base64 strings per batch, not three per key
+        out["points"] = {"keys": [k for k, _ in cols], "counts": [len(c[0]) for _, c in cols],
+                         "s": _b64(np.concatenate([c[0] for _, c in cols]), "<i8"),
+                         "v": _b64(np.concatenate([c[1] for _, c in cols]), "<f8"),
+                         "t": _b64(np.concatenate([c[2] for _, c in cols]), "<f8")}
     if batch.samples:
         out["samples"] = [[int(step), list(rows)] for step, rows in batch.samples]
     if batch.findings:
@@ -81,33 +87,36 @@ def _array(obj: Any, dtype: str, where: str) -> np.ndarray:
         raise BadBatch(f"{where}: not base64 ({exc})") from None
     if len(raw) % 8:
         raise BadBatch(f"{where}: {len(raw)} bytes is not a whole number of 8-byte values")
-    return np.frombuffer(raw, dtype=dtype).astype(dtype[1:] if dtype[0] == "<" else dtype)
+    return np.frombuffer(raw, dtype=dtype)
 
 
 def _decode_points(points: Any) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    if not isinstance(points, Mapping):
-        raise BadBatch("points: expected an object of key -> {s, v, t}")
-    if len(points) > MAX_KEYS_PER_BATCH:
-        raise BadBatch(f"points: {len(points)} keys in one batch (at most {MAX_KEYS_PER_BATCH})")
-    out = {}
-    for key, col in points.items():
-        if not key or len(key) > MAX_KEY_LEN or any(ord(ch) < 32 for ch in key):
-            raise BadBatch(f"points: bad metric name {key[:80]!r} (1-{MAX_KEY_LEN} printable characters)")
-        if not isinstance(col, Mapping):
-            raise BadBatch(f"points[{key!r}]: expected {{s, v, t}}")
-        s = _array(col.get("s"), "<i8", f"points[{key!r}].s")
-        v = _array(col.get("v"), "<f8", f"points[{key!r}].v")
-        t = _array(col.get("t"), "<f8", f"points[{key!r}].t")
-        if not len(s) == len(v) == len(t):
-            raise BadBatch(f"points[{key!r}]: steps, values and timestamps differ in length "
-                           f"({len(s)}, {len(v)}, {len(t)})")
-        if len(s) and (s.min() < 0 or np.any(np.diff(s) < 0)):
-            bad = int(np.argmax(np.diff(s) < 0)) + 1 if np.any(np.diff(s) < 0) else int(np.argmin(s))
-            raise BadBatch(f"points[{key!r}]: step going backwards or negative at position {bad} "
-                           f"(step {int(s[bad])})")
-        if len(s):
-            out[key] = (s, v, t)
-    return out
+    if not isinstance(points, Mapping) or not isinstance(points.get("keys"), list) \
+            or not isinstance(points.get("counts"), list):
+        raise BadBatch("points: expected {keys: [...], counts: [...], s, v, t}")
+    keys, counts = points["keys"], points["counts"]
+    if len(keys) != len(counts):
+        raise BadBatch(f"points: {len(keys)} keys but {len(counts)} counts")
+    if len(keys) > MAX_KEYS_PER_BATCH:
+        raise BadBatch(f"points: {len(keys)} keys in one batch (at most {MAX_KEYS_PER_BATCH})")
+    if len(set(keys)) != len(keys):
+        raise BadBatch("points: a key appears twice")
+    for key in keys:
+        if not isinstance(key, str) or not key or len(key) > MAX_KEY_LEN or _CONTROL.search(key):
+            raise BadBatch(f"points: bad metric name {str(key)[:80]!r} (1-{MAX_KEY_LEN} printable characters)")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts):
+        raise BadBatch("points.counts: expected positive integers")
+    s = _array(points.get("s"), "<i8", "points.s")
+    v = _array(points.get("v"), "<f8", "points.v")
+    t = _array(points.get("t"), "<f8", "points.t")
+    total = sum(counts)
+    if not len(s) == len(v) == len(t) == total:
+        raise BadBatch(f"points: {total} points announced, but steps, values and timestamps hold {len(s)}, "
+                       f"{len(v)} and {len(t)}")
+    if total and (s.min() < 0 or s.max() >= 2**62):
+        raise BadBatch("points.s: steps must be within 0..2^62")
+    bounds = np.cumsum(counts)[:-1]
+    return {k: (ks, kv, kt) for k, ks, kv, kt in zip(keys, np.split(s, bounds), np.split(v, bounds), np.split(t, bounds))}
 
 
 def _decode_list(obj: Any, name: str) -> list:
