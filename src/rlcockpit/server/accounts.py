@@ -115,6 +115,13 @@ class Accounts:
                             self._audit(c, actor, "token.revoke", None, token_id, {})))
         self._cache.clear()
 
+    def cached(self, token: str) -> tuple[bool, User | None]:
+        """``(True, user)`` when ``token`` was checked less than ``cache_s`` ago (no database call)."""
+        hit = self._cache.get(token)
+        if hit is not None and hit[0] > time.monotonic():
+            return True, hit[1]
+        return False, None
+
     def authenticate(self, token: str) -> User | None:
         """The user of ``token`` (``None``: unknown, malformed or revoked)."""
         now = time.monotonic()

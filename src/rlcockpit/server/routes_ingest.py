@@ -37,14 +37,20 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
         if not user.can(project, "member"):
             raise Refused(f"user {user.name!r} may not log runs in project {project!r} (needs the member role)")
 
+    times = [0.0, 0.0]
+
     def work() -> Any:
+        times[0] = time.perf_counter()
         stream, ops = parse_request(body)
         for op in ops:  # who ran it: recorded on the run when it is created here
             if isinstance(op.get("create"), dict):
                 op["create"].setdefault("meta", {})
                 if isinstance(op["create"]["meta"], dict):
                     op["create"]["meta"]["team_user"] = user.name
-        return ingest(state.store, run_id, stream, ops, authorize)
+        try:
+            return ingest(state.store, run_id, stream, ops, authorize)
+        finally:
+            times[1] = time.perf_counter()
 
     try:
         applied = await anyio.to_thread.run_sync(work)
@@ -57,7 +63,7 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
     except StoreUnavailable as exc:
         return JSON({"error": f"the team database is unavailable: {exc}"}, status_code=503,
                     headers={"retry-after": "1"})
-    state.metrics.observe(time.perf_counter() - t0, applied.applied)
+    state.metrics.observe(time.perf_counter() - t0, applied.applied, times[0] - t0, times[1] - times[0])
     if applied.points:
         state.kpis.after_ingest(run_id, applied.project, applied.points)
     return JSON(applied.to_json())

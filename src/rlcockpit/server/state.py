@@ -20,22 +20,26 @@ class IngestMetrics:
     """Latency and volume of recent ingest requests (``GET /api/v1/health``; the load bench reads it)."""
 
     def __init__(self, keep: int = 100_000) -> None:
-        self._lat: deque[float] = deque(maxlen=keep)
+        self._lat: deque[tuple[float, float, float]] = deque(maxlen=keep)  # (total, waiting for a thread, database)
         self._lock = threading.Lock()
         self.requests = 0
         self.ops = 0
 
-    def observe(self, seconds: float, ops: int) -> None:
+    def observe(self, seconds: float, ops: int, queued_s: float = 0.0, db_s: float = 0.0) -> None:
         with self._lock:
-            self._lat.append(seconds)
+            self._lat.append((seconds, queued_s, db_s))
             self.requests += 1
             self.ops += ops
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            lat = np.array(self._lat) if self._lat else np.zeros(1)
-        return {"requests": self.requests, "ops": self.ops, "p50_ms": float(np.percentile(lat, 50) * 1000),
-                "p99_ms": float(np.percentile(lat, 99) * 1000), "max_ms": float(lat.max() * 1000)}
+            lat = np.array(self._lat) if self._lat else np.zeros((1, 3))
+        out: dict[str, Any] = {"requests": self.requests, "ops": self.ops}
+        for i, name in enumerate(("", "queue_", "db_")):
+            out[f"{name}p50_ms"] = float(np.percentile(lat[:, i], 50) * 1000)
+            out[f"{name}p99_ms"] = float(np.percentile(lat[:, i], 99) * 1000)
+        out["max_ms"] = float(lat[:, 0].max() * 1000)
+        return out
 
 
 @dataclass

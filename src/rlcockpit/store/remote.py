@@ -58,7 +58,7 @@ class RemoteStore(Store):
     """Writes go to the spool and on to ``server``; reads of run rows ask the server (or the spool)."""
 
     def __init__(self, server: str, token: str | None = None, *, spool_dir: str | os.PathLike[str],
-                 upload_interval_s: float = 0.5, timeout_s: float = 10.0, stream: str | None = None,
+                 upload_interval_s: float = 1.0, timeout_s: float = 10.0, stream: str | None = None,
                  start: bool = True) -> None:
         self.server = server.rstrip("/")
         if not self.server.startswith(("http://", "https://")):
