@@ -127,7 +127,13 @@ def test_ratings_are_stored_shown_exported_and_count_as_evidence(team, tmp_path)
     assert json.loads(jsonl[1])["response"] == "ANSWER ANSWER \\boxed{}"
     store = team.server.store
     findings = store.findings("rated")
-    assert [f["detector"] for f in findings] == ["human_rating"] and "format gaming" in findings[0]["message"]
+    assert [f["detector"] for f in findings] == ["human_rating"] and "format gaming" in findings[0]["summary"]
+    from rlcockpit.health.diagnosis import diagnose_run
+
+    diagnosis = diagnose_run(store, "rated")  # a person's rating is evidence in the diagnosis
+    human = [f for f in diagnosis["findings"] if f["detector"] == "human_rating"]
+    assert human and human[0]["evidence"]["samples"][0]["response"] == "ANSWER ANSWER \\boxed{}"
+    assert diagnosis["counts"]["warning"] >= 1
     assert store.finding_counts(["rated"])["rated"]["warning"] == 1
     assert [e["payload"]["rating"] for e in store.events("rated", "sample_rating")] == ["good", "hacked"]
     with team.client("val") as viewer:

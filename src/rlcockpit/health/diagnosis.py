@@ -21,6 +21,7 @@ from rlcockpit.health.advice import config_causes
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
+from rlcockpit.health.reviews import reviewer_findings
 
 # story -> (detectors that are the visible outcome, mechanisms, sample evidence, config cause ids, explanation)
 STORIES: dict[str, dict[str, Any]] = {
@@ -216,4 +217,5 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     """
     run, metrics, samples = load_run(store, run_id)
     findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
     return diagnose_findings(findings, run.get("config") or {}, run)

@@ -211,12 +211,13 @@ def rate_sample(run_id: str, request: Request, data: Any = Body(None)) -> Respon
 def human_finding(run_id: str, step: int, idx: int, note: str, author: str, sample: dict[str, Any]) -> dict:
     """A reviewer's "reward hacked" rating as a finding (id per sample and author: re-rating replaces it)."""
     response = str(sample.get("response") or "")
+    summary = f"{author} rated sample {idx} of step {step} as reward-hacked" + (f": {note}" if note else "")
     return {"id": f"rating-{run_id}-{step}-{idx}-{author}"[:120], "detector": "human_rating", "severity": "warning",
-            "step": step, "title": "A reviewer rated a sample as reward hacking",
-            "message": f"{author} rated sample {idx} of step {step} as reward-hacked" + (f": {note}" if note else ""),
-            "evidence": [f"sample {idx} at step {step}: reward {sample.get('reward')}, response "
-                         f"{response[:200]!r}", *([f"note: {note}"] if note else [])],
-            "samples": [{"step": step, "idx": idx, "reward": sample.get("reward"), "response": response[:500]}],
+            "step": step, "step_start": step, "step_end": step, "title": "A reviewer rated a sample as reward hacking",
+            "summary": summary, "message": summary,
+            "evidence": {"samples": [{"step": step, "idx": idx, "prompt": str(sample.get("prompt") or "")[:500],
+                                      "reward": sample.get("reward"), "response": response[:500]}],
+                         "notes": [note] if note else [], "reviewer": author},
             "source": "human", "author": author, "created_at": time.time()}
 
 
