@@ -4,24 +4,23 @@ verl overrides must be verl key paths. Walks all detectors x the advice branches
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from rlcockpit.health import DETECTORS
 from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import VERL_KEYS, RunConfigView
 from rlcockpit.health.findings import Action, Finding
-from rlcockpit.trainer.config import Config, all_keys, parse_override, set_key
+from rlcockpit.trainer.config import Config, all_keys, canonical, parse_override, set_key, to_dict
 
 TRAINER_KEYS = set(all_keys())
 
 
 def _with(**changes: object) -> dict:
-    """The default rlcockpit config as a run stores it, with dotted ``changes`` (``actor__optim__lr``)."""
-    cfg = dataclasses.asdict(Config())
+    """The default rlcockpit config as a run stores it (verl's shape, framework=rlcockpit), with dotted ``changes``
+    in rlcockpit's short keys (``actor__optim__lr``)."""
+    cfg = to_dict(Config())
     for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
+        *parents, leaf = canonical(dotted.replace("__", ".")).split(".")
         node = cfg
         for p in parents:
             node = node[p]

@@ -40,7 +40,7 @@ def test_demo_preset_passes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = run_preflight(load_cfg(preset="arith-grpo"))
     assert not [r for r in results if r.status == "fail"], [r for r in results if r.status == "fail"]
-    assert {r.name.split(":")[0] for r in results} == {"batch", "data", "reward", "memory", "logging", "backup"}
+    assert {r.name.split(":")[0] for r in results} == {"batch", "data", "reward", "model", "memory", "logging", "backup"}
 
 
 def test_missing_file(tmp_path):
@@ -78,9 +78,13 @@ def test_missing_ground_truth_for_rule_reward(tmp_path):
 def test_prompts_too_long(tmp_path):
     rows = [_row(i, prompt="x" * (10 if i % 2 else 200)) for i in range(10)]
     path = _jsonl(tmp_path / "t.jsonl", rows)
+    r = _by_name(check_data(load_cfg(overrides=[f"data.train_files=[{path}]", "data.max_prompt_length=64",
+                                                "data.filter_overlong_prompts=true"])), "data: prompt length")
+    assert r.status == "warn" and "50.0% would be dropped" in r.detail and r.data["max"] > 200
+    # verl's default (data.truncation=error, no filtering) would stop on them: preflight says so first
     r = _by_name(check_data(load_cfg(overrides=[f"data.train_files=[{path}]", "data.max_prompt_length=64"])),
                  "data: prompt length")
-    assert r.status == "warn" and "50.0% would be dropped" in r.detail and r.data["max"] > 200
+    assert r.status == "fail" and "an error" in r.detail
     r = _by_name(check_data(load_cfg(overrides=[f"data.train_files=[{path}]", "data.max_prompt_length=4"])),
                  "data: prompt length")
     assert r.status == "fail" and "100.0%" in r.detail
@@ -95,22 +99,24 @@ def _reward_file(tmp_path, body: str) -> str:
 def test_reward_that_raises(tmp_path):
     spec = _reward_file(tmp_path, "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                                   "    return 1.0 / (len(solution_str) - len(solution_str))\n")
-    r = check_reward(load_cfg(overrides=[f"reward.custom_fn={spec}"]))[0]
+    r = check_reward(load_cfg(overrides=[f"custom_reward_function.path={spec.split(':')[0]}"]))[0]
     assert r.status == "fail" and "ZeroDivisionError" in r.detail and "row 0" in r.detail
 
 
 def test_reward_that_returns_non_numbers(tmp_path):
     spec = _reward_file(tmp_path, "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                                   "    return 'correct'\n")
-    r = check_reward(load_cfg(overrides=[f"reward.custom_fn={spec}"]))[0]
+    r = check_reward(load_cfg(overrides=[f"reward.custom_fn={spec}"]))[0]  # the older file:function key
     assert r.status == "fail" and "'correct'" in r.detail and "finite number" in r.detail
 
 
 def test_reward_unknown_name_and_constant():
-    r = check_reward(load_cfg(overrides=["reward.name=arithh"]))[0]
-    assert r.status == "fail" and "arith" in r.detail
+    from rlcockpit.trainer.config import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown reward 'arithh'.*Did you mean 'arith'"):
+        load_cfg(overrides=["reward.name=arithh"])  # a name is checked against the registry when the config loads
     r = check_reward(load_cfg(overrides=["reward.name=format"]))[0]  # 0 for right and wrong: no signal
-    assert r.status == "warn" and "no learning signal" in r.detail
+    assert r.status == "fail" and "no learning signal" in r.detail and "'arith'" in r.detail
 
 
 def test_memory_that_does_not_fit_offers_options(tmp_path):

@@ -49,3 +49,30 @@ def tiny_cfg(tmp_path, tiny_cache, monkeypatch):
                                       f"trainer.default_local_dir={tmp_path / 'ckpt'}", *extra])
 
     return make
+
+
+@pytest.fixture(scope="session")
+def hf_assets(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A trained BPE tokenizer, tiny Qwen2 / Llama / GPT-2 model folders, GSM8K-schema train/val parquet files,
+    and (built on first use, see ``warm_qwen2``) a Qwen2 warmed up to answer in GSM8K's ``#### N`` format."""
+    import torch
+    from hf_fixtures import gsm8k_rows, make_model_dir, train_bpe_tokenizer, write_parquet
+
+    torch.set_num_threads(1)  # the tiny models run fastest single-threaded on a shared machine
+    root = tmp_path_factory.mktemp("hf-assets")
+    tok = train_bpe_tokenizer(root / "tokenizer")
+    models = {arch: make_model_dir(arch, root / arch, tok) for arch in ("qwen2", "llama", "gpt2")}
+    return {"root": root, "tokenizer": tok, "models": models,
+            "train": write_parquet(gsm8k_rows(64, seed=1), root / "train.parquet"),
+            "val": write_parquet(gsm8k_rows(8, seed=2, split="test"), root / "test.parquet")}
+
+
+@pytest.fixture(scope="session")
+def warm_qwen2(hf_assets: dict) -> str:
+    import shutil
+
+    from hf_fixtures import sft_gsm8k
+
+    out = hf_assets["root"] / "qwen2-warm"
+    shutil.copytree(hf_assets["models"]["qwen2"], out)
+    return str(sft_gsm8k(out, hf_assets["tokenizer"], steps=150))

@@ -236,9 +236,9 @@ def test_collapse_preset_rolls_back_and_recovers(tmp_path, tiny_cache, monkeypat
                      .split("=", 1)[1])
     # the override reached the config: the live one, the run's stored one and the final checkpoint's
     assert cfg.actor.optim.lr == pytest.approx(final_lr) and final_lr < 3e-3
-    assert run.config["actor"]["optim"]["lr"] == pytest.approx(final_lr)
+    assert run.config["actor_rollout_ref"]["actor"]["optim"]["lr"] == pytest.approx(final_lr)
     saved = torch.load(ckpt_dir / "global_step_30" / "trainer_state.pt", weights_only=False)
-    assert saved["config"]["actor"]["optim"]["lr"] == pytest.approx(final_lr)
+    assert saved["config"]["actor_rollout_ref"]["actor"]["optim"]["lr"] == pytest.approx(final_lr)
     assert saved["guardrail"]["rollbacks"] == len(events)
     # recovered: no critical finding after the last intervention, reward back above its pre-collapse level
     late = [f for f in run.findings() if f["severity"] == "critical" and f["step_start"] > last["step"]]

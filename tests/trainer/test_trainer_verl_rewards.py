@@ -83,3 +83,21 @@ def test_fixture_is_what_verl_gives_today(tmp_path):
     live = json.loads(proc.stdout.strip().splitlines()[-1])
     stored = [c["result"] for c in json.loads((FIXTURES / "verl_reward_cases.json").read_text())["cases"]]
     assert live == stored
+
+
+@pytest.mark.slow
+def test_dict_reward_extras_are_logged_and_kept_in_samples(tiny_cfg, tmp_path):
+    import rlcockpit
+    from rlcockpit.trainer.loop import train
+
+    f = tmp_path / "r.py"
+    f.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                 "    ok = solution_str.strip() == str(ground_truth)\n"
+                 "    return {'score': float(ok), 'acc': ok, 'length_ok': len(solution_str) <= 4, 'note': 'x'}\n")
+    result = train(tiny_cfg(f"custom_reward_function.path={f}", "trainer.log_samples_freq=1"))
+    run = rlcockpit.Api(str(tmp_path / "store")).run(result.run_id)
+    hist = run.history()
+    assert {"reward_extra/acc/mean", "reward_extra/length_ok/mean", "val-aux/arith/length_ok/mean@1",
+            "val-core/arith/acc/mean@1"} <= set(hist.columns)
+    sample = run.samples(step=1)[0]
+    assert sample["note"] == "x" and "length_ok" in sample

@@ -84,7 +84,9 @@ class RunConfigView:
             raise TypeError(f"run_config must be a mapping, got {type(config).__name__}")
         self.raw: Mapping[str, Any] = config or {}
         # verl runs (watched, imported or logged in-process) are marked framework=verl even without a config
-        self.is_verl = (
+        # rlcockpit's own trainer stores its config in verl's shape too, marked framework=rlcockpit: its actions
+        # stay in rlcockpit keys (short forms the trainer accepts), so rlcockpit-only knobs are not dropped
+        self.is_verl = self.raw.get("framework") != "rlcockpit" and (
             self.raw.get("framework") == "verl"
             or _get_path(self.raw, "actor_rollout_ref") is not None
             or any(str(k).startswith("actor_rollout_ref.") for k in self.raw)

@@ -203,6 +203,9 @@ def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | N
     view = RunConfigView(run_config)
     run_info = {k: (run or {}).get(k) for k in ("id", "name", "project", "group", "tags", "status", "created_at",
                                                  "finished_at", "last_step", "exit_code")}
+    summary = (run or {}).get("summary") or {}
+    run_info["stop_reason"] = summary.get("stop_reason") or ((run or {}).get("meta") or {}).get("end_reason")
+    run_info["stop_kind"] = summary.get("stop_kind")
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("critical", "warning", "info")}
     return _clean({"run": run_info, "counts": counts, "findings": [f.to_dict() for f in findings],
                    "root_cause": root_cause(findings, view)})

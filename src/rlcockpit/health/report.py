@@ -29,6 +29,8 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
     counts = diagnosis.get("counts") or {}
     lines = [f"Run {run.get('name') or run.get('id')} ({run.get('id')}, project {run.get('project')}, status {run.get('status')})",
              f"Findings: {counts.get('critical', 0)} critical, {counts.get('warning', 0)} warning, {counts.get('info', 0)} info"]
+    if run.get("stop_reason") and run.get("stop_kind") != "finished":
+        lines.insert(1, f"Stopped ({run.get('stop_kind') or 'reason'}): {run['stop_reason']}")
     rc = diagnosis.get("root_cause")
     if rc:
         lines += ["", f"ROOT CAUSE: {rc['title']}"]

@@ -120,6 +120,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     lost = store.events(run["id"], "data_lost")
     status = run["status"] + (" (data lost: see below)" if lost else "")
     out.append(f"run {run['id']}  {run['project']}/{run['name']}  status={status}  last step={run.get('last_step')}")
+    ended = run.get("summary") or {}
+    if ended.get("stop_reason") and ended.get("stop_kind") != "finished":  # why the trainer stopped it
+        out.append(f"stopped ({ended.get('stop_kind')}): {ended['stop_reason']}")
     if run.get("group") or run.get("tags"):
         out.append(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
     meta = run.get("meta") or {}

@@ -249,6 +249,7 @@ def to_dict(cfg: Config) -> dict[str, Any]:
         getattr(cfg, f.name)) else getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if not f.metadata.get("internal")}
     for key, value in cfg.extras.items():
         _deep_set(out, key, copy.deepcopy(value))
+    out["framework"] = "rlcockpit"  # who wrote it (integrations write "verl" / "trl"); health reads keys accordingly
     return out
 
 

@@ -76,6 +76,7 @@ KEY_ALIASES: dict[str, str] = {
     "entropy_coef": "actor_rollout_ref.actor.entropy_coeff",
     "ppo_config.learning_rate": "actor_rollout_ref.actor.optim.lr",
     "learning_rate": "actor_rollout_ref.actor.optim.lr",
+    "lr": "actor_rollout_ref.actor.optim.lr",  # the articles' sweep file
     "value_update_steps": "critic.ppo_epochs",
     "ppo_config.cliprange_reward": "ppo_config.cliprange_reward",  # no effect (below), kept under its own name
     "data.micro_batch_size_per_gpu": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",

@@ -258,8 +258,8 @@ class ConfigLoader:
             self.set(ov.key, ov.value, source="command line", added=ov.op in ("add", "force"))
 
     def set(self, key: str, value: Any, *, source: str = "", added: bool = False) -> None:
-        if key.rsplit(".", 1)[-1] in IGNORED_LEAVES or value == MISSING:
-            return
+        if key.rsplit(".", 1)[-1] in IGNORED_LEAVES or value == MISSING or key == "framework":
+            return  # Hydra plumbing, unset placeholders, and the marker to_dict writes
         canonical, is_alias = canonical_key(key)
         if canonical in SHORTHAND and not isinstance(value, dict):
             canonical = f"{canonical}.{SHORTHAND[canonical]}"

@@ -340,7 +340,7 @@ class TrainerConfig:
     critic_warmup: int = opt(0, "steps that update only the critic before the actor starts")
     val_before_train: bool = opt(True, "validate before the first step")
     val_only: bool = opt(False, "validate once and stop")
-    test_freq: int = opt(25, "validate every N steps (and after the last); <= 0 = never")
+    test_freq: int = opt(25, "validate every N steps and after the last; <= 0 = only before training (val_before_train)")
     log_val_generations: int = opt(8, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view; verl's default is 0")
     save_freq: int = opt(-1, "checkpoint every N steps (and at the end); -1 = never")
     save_policy_model: bool = opt(False, "save the actor at the end even when save_freq=-1", only_here=True)

@@ -107,11 +107,21 @@ def print_config_notes(cfg: Config, log: Any = print) -> list[dict[str, Any]]:
     """The "accepted, no effect here: why" table, once per run; returns it for the run's ``config`` event."""
     table = [{"why": why, "keys": keys} for why, keys in no_effect_table(cfg)]
     if table:
-        n = sum(len(r["keys"]) for r in table)
-        log(f"[rlcockpit] {n} config key(s) accepted with no effect here (stored with the run):")
+        import io
+
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"{sum(len(r['keys']) for r in table)} config key(s) accepted, no effect here "
+                        "(stored with the run)", title_justify="left", show_lines=False)
+        t.add_column("keys", overflow="fold", ratio=1)
+        t.add_column("why", overflow="fold", ratio=1)
         for row in table:
-            shown = ", ".join(row["keys"][:3]) + (f" (+{len(row['keys']) - 3} more)" if len(row["keys"]) > 3 else "")
-            log(f"    {shown}: {row['why']}")
+            keys = row["keys"]
+            t.add_row("\n".join(keys[:4]) + (f"\n(+{len(keys) - 4} more)" if len(keys) > 4 else ""), row["why"])
+        buf = io.StringIO()
+        Console(file=buf, width=120, force_terminal=False, color_system=None).print(t)
+        log(buf.getvalue().rstrip())
     return table
 
 
@@ -231,7 +241,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
             save(st, run.id, ckpt_guard)  # a healthy point to come back to
-    if st.step == 0 and (tr.val_before_train or tr.val_only) and (tr.test_freq > 0 or tr.val_only):
+    if st.step == 0 and (tr.val_before_train or tr.val_only):  # as verl: whatever test_freq says
         _validate(st, run, result, log, progress)
     if tr.val_only:
         return

@@ -56,11 +56,22 @@ def perf_metrics(num_tokens: int, step_time: float, device: torch.device) -> dic
     return m
 
 
+_SAMPLE_FIELDS = ("prompt", "response", "reward", "ground_truth", "data_source", "response_length")
+
+
+def _extra(exp: Any, i: int) -> dict[str, Any]:
+    extras = getattr(exp, "extras", None) or []
+    ex = extras[i] if i < len(extras) else None
+    return {k: v for k, v in (ex or {}).items() if isinstance(v, (str, bool, int, float))}
+
+
 def sample_rows(exp: Any, k: int) -> list[dict[str, Any]]:
     """Rollout samples for ``run.log_samples``: the first ``k`` responses of the batch."""
     out = []
     for i in range(min(k, len(exp.texts))):
         out.append({"prompt": exp.rows[i].text, "response": exp.texts[i], "reward": float(exp.scores[i]),
                     "ground_truth": str(exp.rows[i].ground_truth), "data_source": exp.rows[i].data_source,
-                    "response_length": int(exp.out.response_mask[i].sum())})
+                    "response_length": int(exp.out.response_mask[i].sum()),
+                    # the reward function's extra keys (acc, pred, ...), as verl keeps them with the samples
+                    **{f"reward_{key}" if key in _SAMPLE_FIELDS else key: v for key, v in _extra(exp, i).items()}})
     return out

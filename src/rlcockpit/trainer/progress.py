@@ -44,7 +44,7 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self._bar = Bar(TextColumn("[bold]{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
                             TextColumn("{task.fields[info]}"), console=Console(file=self.stream),
                             redirect_stdout=True, redirect_stderr=True, transient=False)
             self._bar.__enter__()

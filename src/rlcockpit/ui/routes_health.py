@@ -55,9 +55,13 @@ def get_diagnosis(ctx: Ctx, request: Request, run: str) -> JSON:
     diag, source, error = diagnose(ctx, r["id"])
     overrides: list[str] = []
     verl: list[str] = []
-    for part in (diag.get("root_cause"), diag.get("findings")):
-        _collect(part, "overrides", overrides)
-        _collect(part, "verl_overrides", verl)
+    merged = diag.get("overrides")
+    if isinstance(merged, dict):  # the engine's one merged set: one value per key, in the run's vocabulary
+        overrides, verl = list(merged.get("apply") or []), list(merged.get("verl") or [])
+    else:
+        for part in (diag.get("root_cause"), diag.get("findings")):
+            _collect(part, "overrides", overrides)
+            _collect(part, "verl_overrides", verl)
     return JSON(analysis.clean_json({"run": r["id"], "source": source, "engine_error": error, "diagnosis": diag,
                                      "overrides": overrides, "verl_overrides": verl, "html_report": True}))
 
