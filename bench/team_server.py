@@ -97,7 +97,8 @@ def client_proc(server: str, tokens: list[tuple[str, str]], spool_root: str, met
 
 
 class ServerProc:
-    def __init__(self, db: str, port: int, rate: float) -> None:
+    def __init__(self, db: str, port: int, rate: float, log: Path) -> None:
+        self.log = log
         self.cmd = [sys.executable, "-m", "rlcockpit.cli", "server", "--db", db, "--port", str(port), "--rate",
                     str(rate)]
         self.url = f"http://127.0.0.1:{port}"
@@ -106,7 +107,8 @@ class ServerProc:
 
     def start(self, token: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        self.proc = subprocess.Popen(self.cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(self.log, "ab") as log:  # a file, not a pipe nobody reads: a full pipe would block the server
+            self.proc = subprocess.Popen(self.cmd, env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -114,7 +116,7 @@ class ServerProc:
                     return
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise RuntimeError("team server did not start: " + (self.proc.stderr.read(2000).decode() if self.proc.stderr else ""))
+        raise RuntimeError("team server did not start: " + self.log.read_text(errors="replace")[-2000:])
 
     def cpu(self) -> float:
         try:
@@ -202,7 +204,7 @@ def run_load(clients: int, metrics: int, rate: float, duration: float, procs: in
         acc.grant("bench", PROJECT, "member", actor="bench")
         tokens = [(f"run{i:04d}", acc.issue_token("bench", f"client {i}", actor="bench")) for i in range(clients)]
         store.close()
-        server = ServerProc(db, free_port(), rate=max(100.0, 4 * rate))
+        server = ServerProc(db, free_port(), rate=max(100.0, 4 * rate), log=work / "server.log")
         server.start(tokens[0][1])
         ctx = mp.get_context("spawn")
         q: mp.Queue = ctx.Queue()
@@ -259,6 +261,7 @@ def run_load(clients: int, metrics: int, rate: float, duration: float, procs: in
             "cpu_s": {"server": round(server_cpu, 1), "postgres": round(postgres_cpu, 1),
                       "clients": round(sum(r["cpu_s"] for r in results), 1)},
             "wall_s": round(wall, 1), "fast_pg": fast_pg,
+            "server_log_tail": (work / "server.log").read_text(errors="replace")[-1500:],
         }
     finally:
         if server is not None:

@@ -48,9 +48,12 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
                 if isinstance(op["create"]["meta"], dict):
                     op["create"]["meta"]["team_user"] = user.name
         try:
-            return ingest(state.store, run_id, stream, ops, authorize)
+            applied = ingest(state.store, run_id, stream, ops, authorize)
         finally:
             times[1] = time.perf_counter()
+        if applied.points:  # queued for the KPI thread; may read targets from the database: not on the event loop
+            state.kpis.after_ingest(run_id, applied.project, applied.points)
+        return applied
 
     try:
         applied = await anyio.to_thread.run_sync(work)
@@ -64,8 +67,6 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
         return JSON({"error": f"the team database is unavailable: {exc}"}, status_code=503,
                     headers={"retry-after": "1"})
     state.metrics.observe(time.perf_counter() - t0, applied.applied, times[0] - t0, times[1] - times[0])
-    if applied.points:
-        state.kpis.after_ingest(run_id, applied.project, applied.points)
     return JSON(applied.to_json())
 
 
