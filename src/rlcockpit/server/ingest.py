@@ -19,7 +19,7 @@ import numpy as np
 
 from rlcockpit.store.batch import WriteBatch
 from rlcockpit.store.postgres import PostgresStore
-from rlcockpit.store.wire import BadBatch, decode_batch, decode_create
+from rlcockpit.store.wire import BadBatch, decode_batch, decode_create, unpack
 
 MAX_OPS = 10_000
 
@@ -77,14 +77,15 @@ def ingest(store: PostgresStore, run_id: str, stream: str, ops: Sequence[Mapping
         create = decode_create(op["create"]) if op.get("create") is not None else None
         if create is not None and create["id"] != run_id:
             raise BadBatch(f"ops[{i}].create.id {create['id']!r} is not the run of this request ({run_id!r})")
-        batch = decode_batch(op["batch"]) if op.get("batch") is not None else None
-        decoded.append((int(op["seq"]), create, batch))
+        packed: list = []
+        batch = decode_batch(op["batch"], packed=packed) if op.get("batch") is not None else None
+        decoded.append((int(op["seq"]), create, batch, packed))
     return store._tx(_apply, store, run_id, stream, decoded, authorize)
 
 
 def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: list, authorize) -> Applied:
     c = tx.conn
-    names = sorted({k for _, _, b in decoded if b is not None for k in b.points})
+    names = sorted({k for *_, packed in decoded for p in packed for k in p[0]})
     # one round trip: the run's lock, the stream's cursor, the run's project, its keys' ids and last steps
     lock = c.execute("SELECT pg_advisory_xact_lock(hashtext(%s)), (SELECT last_seq FROM ingest_cursors WHERE run_id = "
                      "%s AND stream = %s), (SELECT project FROM runs WHERE id = %s), (SELECT json_agg(json_build_array("
@@ -100,13 +101,14 @@ def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: lis
     if not fresh:
         return out
     run = None if lock[2] is None else (lock[2],)
-    for _seq, create, _batch in fresh:
+    for _seq, create, _batch, _packed in fresh:
         if create is not None and run is None:
             project = create.get("project") or "default"
             authorize(project, True)
             store._create_tx(tx, create)
             run, out.created = (project,), True
-    merged = merge_batches([b for _, _, b in fresh if b is not None])
+    merged = merge_batches([b for _, _, b, _ in fresh if b is not None])
+    merged.points = unpack([p for *_, packed in fresh for p in packed])
     if run is None:
         raise UnknownRun(f"run {run_id!r} does not exist on this server (its create op was never received)")
     out.project = run[0]

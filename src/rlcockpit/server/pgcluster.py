@@ -73,7 +73,8 @@ class PgCluster:
     def __init__(self, *, fast: bool = True, base_dir: str | None = None, max_connections: int = 300) -> None:
         self.bin = find_bin_dir()
         self.user = _unprivileged_user()
-        self.root = Path(tempfile.mkdtemp(prefix="rlcockpit-pg-", dir=base_dir))
+        # as root, under /tmp: $TMPDIR may be a directory the postgres user cannot enter
+        self.root = Path(tempfile.mkdtemp(prefix="rlcockpit-pg-", dir=base_dir or ("/tmp" if self.user else None)))
         self.data = self.root / "data"
         self.log = self.root / "postgres.log"
         self.port = 0

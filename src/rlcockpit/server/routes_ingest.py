@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from rlcockpit.server.ingest import Refused, UnknownRun, ingest, parse_request
@@ -29,7 +30,10 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
     t0 = time.perf_counter()
     state = team(request)
     user = user_of(request)
-    body = await request.body()
+    try:
+        body = await request.body()
+    except ClientDisconnect:  # the client gave up (its timeout) while sending: it retries from its spool
+        return Response(status_code=400)
     if getattr(request.state, "body_too_large", False) or len(body) > state.limits.max_body_bytes:
         return JSON({"error": f"batch larger than the limit ({state.limits.max_body_bytes} bytes)"}, status_code=413)
 

@@ -90,7 +90,21 @@ def _array(obj: Any, dtype: str, where: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype)
 
 
-def _decode_points(points: Any) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+Packed = tuple[list[str], list[int], np.ndarray, np.ndarray, np.ndarray]  # keys, counts, steps, values, ts
+_GOOD_KEYS: set[str] = set()  # names already checked (the same keys arrive in every request of a run)
+
+
+def _check_key(key: Any) -> None:
+    if key in _GOOD_KEYS:
+        return
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LEN or _CONTROL.search(key):
+        raise BadBatch(f"points: bad metric name {str(key)[:80]!r} (1-{MAX_KEY_LEN} printable characters)")
+    if len(_GOOD_KEYS) < 200_000:
+        _GOOD_KEYS.add(key)
+
+
+def decode_packed(points: Any) -> Packed:
+    """The packed columns of a batch's ``points``, checked (not yet split per key)."""
     if not isinstance(points, Mapping) or not isinstance(points.get("keys"), list) \
             or not isinstance(points.get("counts"), list):
         raise BadBatch("points: expected {keys: [...], counts: [...], s, v, t}")
@@ -102,9 +116,8 @@ def _decode_points(points: Any) -> dict[str, tuple[np.ndarray, np.ndarray, np.nd
     if len(set(keys)) != len(keys):
         raise BadBatch("points: a key appears twice")
     for key in keys:
-        if not isinstance(key, str) or not key or len(key) > MAX_KEY_LEN or _CONTROL.search(key):
-            raise BadBatch(f"points: bad metric name {str(key)[:80]!r} (1-{MAX_KEY_LEN} printable characters)")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts):
+        _check_key(key)
+    if not all(type(n) is int and n > 0 for n in counts):
         raise BadBatch("points.counts: expected positive integers")
     s = _array(points.get("s"), "<i8", "points.s")
     v = _array(points.get("v"), "<f8", "points.v")
@@ -115,8 +128,34 @@ def _decode_points(points: Any) -> dict[str, tuple[np.ndarray, np.ndarray, np.nd
                        f"{len(v)} and {len(t)}")
     if total and (s.min() < 0 or s.max() >= 2**62):
         raise BadBatch("points.s: steps must be within 0..2^62")
-    bounds = np.cumsum(counts)[:-1]
-    return {k: (ks, kv, kt) for k, ks, kv, kt in zip(keys, np.split(s, bounds), np.split(v, bounds), np.split(t, bounds))}
+    return keys, counts, s, v, t
+
+
+def unpack(parts: list[Packed]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per-key columns of several packed batches, in batch order: one stable sort and one split in all
+    (not a split per batch and a concatenate per key and batch)."""
+    if not parts:
+        return {}
+    if len(parts) == 1:
+        keys, counts, s, v, t = parts[0]
+        bounds = np.cumsum(counts)[:-1]
+        return dict(zip(keys, zip(np.split(s, bounds), np.split(v, bounds), np.split(t, bounds))))
+    code: dict[str, int] = {}
+    for keys, *_ in parts:
+        for k in keys:
+            code.setdefault(k, len(code))
+    which = np.concatenate([np.repeat(np.array([code[k] for k in keys], np.int64), counts)
+                            for keys, counts, *_ in parts])
+    order = np.argsort(which, kind="stable")
+    s = np.concatenate([p[2] for p in parts])[order]
+    v = np.concatenate([p[3] for p in parts])[order]
+    t = np.concatenate([p[4] for p in parts])[order]
+    bounds = np.cumsum(np.bincount(which, minlength=len(code)))[:-1]
+    return dict(zip(code, zip(np.split(s, bounds), np.split(v, bounds), np.split(t, bounds))))
+
+
+def _decode_points(points: Any) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    return unpack([decode_packed(points)])
 
 
 def _decode_list(obj: Any, name: str) -> list:
@@ -127,8 +166,9 @@ def _decode_list(obj: Any, name: str) -> list:
     return obj
 
 
-def decode_batch(obj: Any) -> WriteBatch:
-    """A :class:`WriteBatch` from its JSON form; :class:`BadBatch` names what is wrong."""
+def decode_batch(obj: Any, *, packed: list[Packed] | None = None) -> WriteBatch:
+    """A :class:`WriteBatch` from its JSON form; :class:`BadBatch` names what is wrong. With ``packed``, the
+    points are appended there still packed (the server unpacks all batches of a request at once)."""
     if not isinstance(obj, Mapping):
         raise BadBatch("batch: expected an object")
     unknown = set(obj) - {"points", "samples", "findings", "events", "losses", "run_fields", "meta_patch"}
@@ -136,7 +176,10 @@ def decode_batch(obj: Any) -> WriteBatch:
         raise BadBatch(f"batch: unknown fields {sorted(unknown)}")
     batch = WriteBatch()
     if obj.get("points"):
-        batch.points = _decode_points(obj["points"])
+        if packed is None:
+            batch.points = _decode_points(obj["points"])
+        else:
+            packed.append(decode_packed(obj["points"]))
     for i, item in enumerate(_decode_list(obj.get("samples"), "samples")):
         if not (isinstance(item, list) and len(item) == 2 and _is_step(item[0]) and isinstance(item[1], list)
                 and all(isinstance(r, Mapping) for r in item[1])):
