@@ -60,7 +60,7 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
         return applied
 
     try:
-        applied = await anyio.to_thread.run_sync(work)
+        applied = await anyio.to_thread.run_sync(work, limiter=state.ingest_limiter())
     except BadBatch as exc:
         return JSON({"error": f"batch refused: {exc}"}, status_code=422)
     except Refused as exc:

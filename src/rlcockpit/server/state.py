@@ -50,6 +50,17 @@ class TeamState:
     limits: Limits = field(default_factory=Limits)
     metrics: IngestMetrics = field(default_factory=IngestMetrics)
     dashboard_url: str | None = None
+    ingest_threads: int = 12
+    _limiter: Any = None
+
+    def ingest_limiter(self) -> Any:
+        """Ingest's own worker threads (and so at most this many database connections): dashboard reads use
+        the default pool and never queue behind an ingest backlog."""
+        if self._limiter is None:
+            import anyio
+
+            self._limiter = anyio.CapacityLimiter(self.ingest_threads)
+        return self._limiter
 
 
 def team(request: Request) -> TeamState:
