@@ -199,3 +199,18 @@ def test_a_rejected_batch_is_isolated_dropped_and_recorded_as_lost(team, tmp_pat
     assert store.get_run("iso")["data_lost"] >= 1
     assert "rejected a batch of run iso" in capfd.readouterr().err
     remote.close()
+
+
+def test_a_remote_run_resumes_where_it_stopped(team, remote_init) -> None:
+    first = remote_init(name="long", config={"lr": 1e-6, "n": 4})
+    for i in range(10):
+        first.log({"a": i}, step=i)
+    first.finish()
+    again = remote_init(resume=first.id, config={"extra": True})
+    assert again.id == first.id and again.step == 9  # the server's last step
+    for i in range(10, 20):
+        again.log({"a": i}, step=i)
+    again.finish()
+    row = team.server.store.get_run(first.id)
+    assert _steps(team.server.store, first.id, "a") == list(range(20))
+    assert row["config"] == {"lr": 1e-6, "n": 4, "extra": True} and row["status"] == "finished"

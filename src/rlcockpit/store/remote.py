@@ -157,7 +157,7 @@ class RemoteStore(Store):
         try:
             return self._get(f"/api/v1/runs/{urllib.parse.quote(run_id, safe='')}")["run"]
         except StoreUnavailable:
-            row = self.spool.run_row(run_id)
+            row = None if self._closed else self.spool.run_row(run_id)
             if row is None:
                 raise
             return {**row, "stored_status": row.get("status"), "last_step": row.get("last_step")}
