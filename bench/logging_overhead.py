@@ -13,8 +13,9 @@ another's), for one step of ``--keys`` (50) float metrics:
   how many steps were actually logged.
 
 ``store`` section: raw ``append_points`` of big arrays, ingest through ``run.log`` with a large
-``max_queue``, and reading one key's 1M-point history downsampled to ~2k points (see
-``bench/store_read.py``). Timings depend on the machine: note its core count when quoting them.
+``max_queue_bytes``, the writer alone draining a pre-filled queue into the store (wall and thread CPU
+time), and reading one key's 1M-point history downsampled to ~2k points (see ``bench/store_read.py``).
+``rlcockpit_health`` is the ``rlcockpit`` row with the health detectors on. Timings depend on the machine: note its core count when quoting them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-TOOLS = ("rlcockpit", "wandb", "mlflow", "trackio", "tensorboard", "swanlab", "rlwatch")
+TOOLS = ("rlcockpit", "rlcockpit_health", "wandb", "mlflow", "trackio", "tensorboard", "swanlab", "rlwatch")
 Logger = tuple[Callable[[int, dict[str, float]], Any], Callable[[], Any], str]  # log, finish, note
 
 
@@ -44,6 +45,14 @@ def setup_rlcockpit(tmp: Path, keys: list[str]) -> Logger:
 
     run = rlcockpit.init(project="bench", dir=tmp, system_interval=None, health=False, capture_meta=False)
     return (lambda step, m: run.log(m, step=step)), run.finish, "embedded SQLite store (WAL), background writer thread; health off, system sampler off"
+
+
+def setup_rlcockpit_health(tmp: Path, keys: list[str]) -> Logger:
+    import rlcockpit
+
+    run = rlcockpit.init(project="bench", dir=tmp, system_interval=None, health=True, capture_meta=False)
+    return ((lambda step, m: run.log(m, step=step)), run.finish,
+            "as above with the health detectors on (they run on the observer thread, never in log())")
 
 
 def setup_wandb(tmp: Path, keys: list[str]) -> Logger:
@@ -203,7 +212,7 @@ def store_ingest(points: int, n_keys: int) -> dict[str, Any]:
         base = np.random.default_rng(1).random(n_keys)
         rows = [dict(zip(keys, (base + 1e-3 * i).tolist())) for i in range(n_steps)]
         run = rlcockpit.init(project="bench", dir=tmp, system_interval=None, health=False, capture_meta=False,
-                             max_queue=n_steps + 1)
+                             max_queue_bytes=2**40)
         t0 = time.perf_counter()
         for i, m in enumerate(rows):
             run.log(m, step=i)
@@ -219,6 +228,35 @@ def store_ingest(points: int, n_keys: int) -> dict[str, Any]:
 
 
 # ---- driver --------------------------------------------------------------------------------------
+
+def writer_throughput(n_steps: int, n_keys: int) -> dict[str, Any]:
+    """The writer alone: points per second it moves from a pre-filled queue into the store (one
+    transaction per drain), wall clock and thread CPU time (CPU time is what an idle core would give)."""
+    from collections import deque
+
+    import rlcockpit
+
+    keys = metric_keys(n_keys)
+    base = np.random.default_rng(2).random(n_keys)
+    rows = [dict(zip(keys, (base + 1e-3 * i).tolist())) for i in range(n_steps)]
+    with tempfile.TemporaryDirectory(prefix="bench-writer-") as tmp:
+        run = rlcockpit.init(project="bench", dir=tmp, system_interval=None, health=False, capture_meta=False,
+                             max_queue_bytes=2**40)
+        w = run._writer
+        mine: deque = deque((i, time.time(), r) for i, r in enumerate(rows))  # Metrics entries
+        w.queue = mine  # the writer thread keeps polling the run's (empty) queue; this thread drains ours
+        t0, c0 = time.perf_counter(), time.thread_time()
+        while mine:
+            w._write(w._drain())
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        w.queue = run._queue
+        run.finish()
+        stored = len(rlcockpit.Api(tmp).run(run.id).series(keys[0])[0])
+    assert stored == n_steps, f"stored {stored} of {n_steps}"
+    points = n_steps * n_keys
+    return {"writer_points_per_s_wall": round(points / wall), "writer_points_per_s_cpu": round(points / cpu),
+            "writer_points": points}
+
 
 def child(tool: str, args: argparse.Namespace) -> dict[str, Any]:
     steps = min(args.steps, STEP_CAPS.get(tool, args.steps))
@@ -239,7 +277,7 @@ def child(tool: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def worker(tool: str, args: argparse.Namespace) -> None:
     try:
-        __import__({"tensorboard": "torch.utils.tensorboard"}.get(tool, tool))
+        __import__({"tensorboard": "torch.utils.tensorboard", "rlcockpit_health": "rlcockpit"}.get(tool, tool))
     except ImportError as exc:
         print(json.dumps({"error": f"not installed here: {exc}"}))
         return
@@ -292,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(HERE))
         from store_read import read_benchmark
 
-        results["store"] = {**store_ingest(args.store_points, args.keys), **read_benchmark(args.store_points)}
+        results["store"] = {**store_ingest(args.store_points, args.keys),
+                            **writer_throughput(args.store_points // args.keys, args.keys),
+                            **read_benchmark(args.store_points)}
     ok = [t for t in results if t != "store" and "p50_us" in results[t]]
     if "rlcockpit" in ok:
         results["rlcockpit"]["lowest_p50"] = min(ok, key=lambda t: results[t]["p50_us"]) == "rlcockpit"

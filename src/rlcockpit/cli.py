@@ -8,20 +8,37 @@ import heavy dependencies only inside the handlers, so ``rlcockpit --help`` stay
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
+from rlcockpit.alerts import cli as alerts_cli
+from rlcockpit.artifacts import cli as artifacts_cli
+from rlcockpit.health import cli as health_cli
+from rlcockpit.integrations import cli as integrations_cli
+from rlcockpit.metrics import cli as metrics_cli
+from rlcockpit.preflight import cli as preflight_cli
+from rlcockpit.server import cli as server_cli
+from rlcockpit.sweeps import cli as sweeps_cli
+from rlcockpit.tracking import cli as tracking_cli
+from rlcockpit.trainer import cli as trainer_cli
+from rlcockpit.trainer import generate as generate_cli
+from rlcockpit.ui import cli as ui_cli
+
+# Plain imports: a broken command module fails loudly here instead of its commands quietly vanishing.
 COMMAND_MODULES = (
-    "rlcockpit.tracking.cli",  # runs, show, export
-    "rlcockpit.metrics.cli",  # explain
-    "rlcockpit.trainer.cli",  # train, demo
-    "rlcockpit.health.cli",  # diagnose
-    "rlcockpit.alerts.cli",  # alert-test, watchdog, preflight
-    "rlcockpit.ui.cli",  # ui
-    "rlcockpit.integrations.cli",  # watch, import
-    "rlcockpit.server.cli",  # server, status, sync
+    tracking_cli,  # runs, show, export
+    metrics_cli,  # explain
+    trainer_cli,  # train, demo
+    health_cli,  # diagnose
+    alerts_cli,  # alert-test, watchdog
+    preflight_cli,  # preflight
+    ui_cli,  # ui
+    integrations_cli,  # watch, import
+    sweeps_cli,  # sweep, agent, importance
+    artifacts_cli,  # artifact ls|get|rm|gc|alias
+    generate_cli,  # generate (inference test of a model artifact)
+    server_cli,  # server, status, sync
 )
 
 
@@ -31,13 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # an area not built yet, or an optional dependency missing
-            if exc.name and exc.name.startswith("rlcockpit"):
-                continue
-            raise
+    for module in COMMAND_MODULES:
         module.register(sub)
     _add_store_aliases(sub)
     return parser

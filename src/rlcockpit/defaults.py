@@ -30,10 +30,19 @@ def attach_alerts(run: Any, section: Any) -> Any:
     return attach(run, section)
 
 
+def attach_health_reports(run: Any, reports: Any) -> Any:
+    """The scheduled health reports of ``run`` (``health.reports=[1h, 6h, daily, checkpoint]``)."""
+    from rlcockpit.health.schedule import attach_reports
+
+    return attach_reports(run, reports)
+
+
 if "health" not in OBSERVERS:
     OBSERVERS.add("health", health_monitor)
 if "alerts" not in RUN_HOOKS:
     RUN_HOOKS.add("alerts", attach_alerts)
+if "health_reports" not in RUN_HOOKS:
+    RUN_HOOKS.add("health_reports", attach_health_reports)
 
 
 def trainer_keys() -> list[str]:

@@ -32,8 +32,16 @@ def subcommand_options() -> dict[str, set[str]]:
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: {opt for action in p._actions for opt in action.option_strings}
-            for name, p in sub.choices.items()}
+
+    def options(p: argparse.ArgumentParser) -> set[str]:  # nested actions (`artifact ls --project`) count too
+        out = {opt for action in p._actions for opt in action.option_strings}
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    out |= options(child)
+        return out
+
+    return {name: options(p) for name, p in sub.choices.items()}
 
 
 def cli_invocations(text: str) -> list[tuple[str, str]]:

@@ -111,13 +111,18 @@ def test_hydra_grammar():
 
 
 def test_engine_only_keys_are_accepted_stored_and_explained():
-    cfg = load_config(overrides=["actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+    cfg = load_config(overrides=["actor_rollout_ref.rollout.max_num_batched_tokens=8192",
+                                 "actor_rollout_ref.rollout.enable_chunked_prefill=True",
+                                 "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
                                  "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
                                  "actor_rollout_ref.actor.fsdp_config.param_offload=False",
                                  "trainer.n_gpus_per_node=8", "ray_kwargs.ray_init.num_cpus=4"], log=None)
-    assert cfg.extras["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 2
+    assert cfg.extras["actor_rollout_ref.rollout.max_num_batched_tokens"] == 8192
     stored = to_dict(cfg)
-    assert stored["actor_rollout_ref"]["rollout"]["gpu_memory_utilization"] == pytest.approx(0.6)
+    assert stored["actor_rollout_ref"]["rollout"]["enable_chunked_prefill"] is True
+    # the vLLM engine's own settings are real keys since rollout.name=vllm exists (issue 18), not "no effect"
+    assert cfg.rollout.tensor_model_parallel_size == 2 and cfg.rollout.gpu_memory_utilization == pytest.approx(0.6)
+    assert "actor_rollout_ref.rollout.gpu_memory_utilization" not in cfg.extras
     assert stored["ray_kwargs"]["ray_init"]["num_cpus"] == 4
     table = dict((why, keys) for why, keys in no_effect_table(cfg))
     assert any("vLLM" in why for why in table) and any("one process" in why for why in table)
@@ -188,7 +193,9 @@ def test_set_key_accepts_every_spelling():
     set_key(cfg, "actor_rollout_ref.actor.clip_ratio", 0.3)
     set_key(cfg, "reward.kwargs.length_bonus", 0.1)
     set_key(cfg, "actor_rollout_ref.rollout.gpu_memory_utilization", 0.7)
+    set_key(cfg, "actor_rollout_ref.rollout.max_num_batched_tokens", 4096)
     assert cfg.actor.optim.lr == pytest.approx(1e-5) and cfg.actor.clip_ratio == pytest.approx(0.3)
-    assert cfg.reward.kwargs == {"length_bonus": 0.1} and cfg.extras["actor_rollout_ref.rollout.gpu_memory_utilization"] == 0.7
+    assert cfg.reward.kwargs == {"length_bonus": 0.1} and cfg.rollout.gpu_memory_utilization == pytest.approx(0.7)
+    assert cfg.extras["actor_rollout_ref.rollout.max_num_batched_tokens"] == 4096
     with pytest.raises(ConfigError, match="unknown config key"):
         set_key(cfg, "actor.nope", 1)

@@ -104,12 +104,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"run_id": res.run_id, "kind": res.kind, "name": res.name, "project": res.project,
                           "steps": res.steps, "sample_rows": res.sample_rows, "skipped": res.skipped,
-                          "findings": len(res.findings), "error": res.error}, indent=2))
+                          "findings": len(res.findings), "error": res.error, "problems": res.problems[:20]},
+                         indent=2))
     else:
         print(f"imported {res.kind} run as {res.run_id} ({res.project}/{res.name}): {res.steps} steps, "
               f"{res.sample_rows} samples, {len(res.findings)} finding(s)")
         for f in res.findings[:10]:
             print(f"  [{f.get('severity')}] step {f.get('step')}: {f.get('title')}")
+    for text in res.problems[:5]:
+        print(f"rlcockpit import: {text}", file=sys.stderr)
+    if len(res.problems) > 5:
+        print(f"rlcockpit import: ... {len(res.problems) - 5} more skipped records (see the run's meta)", file=sys.stderr)
     if res.error:
         print(f"rlcockpit import: error: {res.error} (imported what came before it)", file=sys.stderr)
         return 1

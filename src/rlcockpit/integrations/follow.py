@@ -18,6 +18,7 @@ from typing import Any
 
 HEAD_BYTES = 256  # how much of the file start identifies "the same file" across truncate+rewrite
 MAX_READ = 16 * 1024 * 1024  # bytes read per poll, so one huge backlog does not starve other sources
+MAX_LINE = 256 * 1024 * 1024  # a longer line is skipped (reported as ``(line, None)``), not held in memory
 
 
 @dataclass
@@ -70,8 +71,9 @@ class LineFollower:
                 return False
         return True
 
-    def poll(self) -> list[tuple[int, str]]:
-        """Read what is new; ``[]`` when the file does not exist (yet) or nothing complete arrived."""
+    def poll(self) -> list[tuple[int, str | None]]:
+        """Read what is new; ``[]`` when the file does not exist (yet) or nothing complete arrived. A line
+        longer than the read window is read whole; one over :data:`MAX_LINE` comes back as ``(line, None)``."""
         self.reset = False
         try:
             st = os.stat(self.path)
@@ -94,13 +96,41 @@ class LineFollower:
                     s.head = _head_hash(first[: s.head_len])
             f.seek(s.offset)
             data = f.read(min(st.st_size - s.offset, MAX_READ))
-        end = data.rfind(b"\n")
+            end = data.rfind(b"\n")
+            if end < 0 and len(data) == MAX_READ:  # one line longer than the window: read on to its end
+                return self._long_line(f, data)
         if end < 0:
             return []  # a partial line: wait for its newline
         chunk = data[: end + 1]
-        out: list[tuple[int, str]] = []
+        out: list[tuple[int, str | None]] = []
         for raw in chunk.split(b"\n")[:-1]:
             s.line += 1
             out.append((s.line, raw.decode("utf-8", errors="replace").rstrip("\r")))
         s.offset += len(chunk)
         return out
+
+    def _long_line(self, f: Any, head: bytes) -> list[tuple[int, str | None]]:
+        """The line starting at the current offset, read whole (up to :data:`MAX_LINE`; a longer one is
+        skipped and returned as ``(line, None)``); ``[]`` while its newline has not arrived."""
+        s = self.state
+        parts, size = [head], len(head)
+        while True:
+            more = f.read(MAX_READ)
+            if not more:
+                return []  # still being written
+            nl = more.find(b"\n")
+            if nl >= 0:
+                size += nl + 1
+                if size <= MAX_LINE:
+                    parts.append(more[: nl + 1])
+                break
+            size += len(more)
+            if size <= MAX_LINE:
+                parts.append(more)
+            else:
+                parts = []
+        s.line += 1
+        s.offset += size
+        if size > MAX_LINE:
+            return [(s.line, None)]
+        return [(s.line, b"".join(parts)[:-1].decode("utf-8", errors="replace").rstrip("\r"))]

@@ -5,8 +5,11 @@ through the same writer thread and detectors as a live run, so ``diagnose``, ``e
 and comparisons work the same. Keys are stored verbatim as the source logged them (TRL's ``kl``,
 verl's ``actor/kl_loss``); aliases are resolved on read.
 
-A source that is bad or cut off part-way is imported up to the bad part; the result carries the error
-(file and line) and the run's ``meta["import_error"]`` records it.
+A single unusable record (a step beyond 2**63, a NaN step) is skipped and listed in ``result.problems``
+and the run's ``meta["import_problems"]``; a bad value loses only its key (one warning). A source that is
+bad or cut off part-way is imported up to the bad part (TensorBoard files: around it); the result carries
+the error (file and line or byte offset), the run's ``meta["import_error"]`` records it, and the
+unreadable part is a ``data_lost`` event (``reason: source_damaged``).
 """
 
 from __future__ import annotations
@@ -17,11 +20,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlcockpit.integrations.readers import IMPORTERS, ImportOptions, detect_kind, merge_config_file
+from rlcockpit.integrations.readers import (
+    IMPORTERS,
+    ImportOptions,
+    RowProblem,
+    detect_kind,
+    merge_config_file,
+)
 from rlcockpit.integrations.verl_files import SourceError
+from rlcockpit.tracking.values import BadStep, check_step
 
 logger = logging.getLogger("rlcockpit")
 FLUSH_EVERY = 5000  # rows; keeps the run's queue (bounded, drops when full) far from its limit
+MAX_PROBLEMS = 100  # listed in meta; the count is exact
 
 
 @dataclass
@@ -35,6 +46,7 @@ class ImportResult:
     skipped: int = 0
     findings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,10 +80,14 @@ def import_run(
     merge_config_file(imported, config_file)
     rows = iter(imported.rows)
     # read the first row before creating the run: a source that is unreadable from line 1 creates nothing
+    early: list[str] = []
     try:
         first = next(rows, None)
+        while isinstance(first, RowProblem):
+            early.append(str(first))
+            first = next(rows, None)
     except SourceError as exc:
-        if exc.line is None or exc.line <= 1:
+        if exc.line is None or exc.line <= 1 or not early:
             raise ValueError(str(exc)) from None
         raise
     run = init(project=project or imported.project or kind, name=name or imported.name, config=imported.config,
@@ -79,6 +95,8 @@ def import_run(
     source_meta = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
     run.update_meta({**imported.meta, "source": source_meta, "imported": True})
     result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project)
+    for text in early:
+        _problem(result, text)
     samples = iter(imported.samples)
     pending: tuple[int, list[dict[str, Any]]] | None = None
 
@@ -89,7 +107,17 @@ def import_run(
         pending = next_samples()
         row = first
         while row is not None:
+            if isinstance(row, RowProblem):
+                _problem(result, str(row))
+                row = next(rows, None)
+                continue
             step, metrics = row
+            try:
+                step = check_step(step)
+            except BadStep as exc:
+                _problem(result, f"{source}: record skipped: {exc}")
+                row = next(rows, None)
+                continue
             while pending is not None and pending[0] <= step:  # samples of a step go with its metrics
                 run.log_samples(pending[1], step=pending[0])
                 result.sample_rows += len(pending[1])
@@ -109,8 +137,19 @@ def import_run(
     except SourceError as exc:
         result.error = str(exc)
         logger.warning("rlcockpit import: stopped early: %s", exc)
+    if result.problems:
+        run.update_meta({"import_problems": result.problems[:MAX_PROBLEMS], "import_problem_count": result.skipped})
     if result.error:
         run.update_meta({"import_error": result.error})
+        last = max(run.step, 0)
+        run.report_loss("metrics", [], "source_damaged", f"{result.error} (stored: up to step {last})")
     run.finish(0, reason=f"import stopped early: {result.error}" if result.error else None)
     result.findings = run.store.findings(run.id)
     return result
+
+
+def _problem(result: ImportResult, text: str) -> None:
+    result.skipped += 1
+    result.problems.append(text)
+    if len(result.problems) <= 10:
+        logger.warning("rlcockpit import: %s", text)

@@ -1,9 +1,10 @@
 """Readers for ``rlcockpit import``: each turns one kind of finished-run record into an :class:`Imported`.
 
 Each reader is registered in :data:`IMPORTERS` under the ``--kind`` name with a ``detect(source)``
-companion used when no kind is given. Readers yield metric rows in step order and stop at the first
-unreadable part of a file with a :class:`~rlcockpit.integrations.verl_files.SourceError` (file and
-line), after everything before it — the importer stores what was read and reports the error.
+companion used when no kind is given. Readers yield metric rows in step order; a single unusable record
+(a step out of range) is yielded as a :class:`RowProblem` and skipped; at the first unreadable part of a
+file they stop with a :class:`~rlcockpit.integrations.verl_files.SourceError` (file and line or offset),
+after everything before it — the importer stores what was read and reports the problems and the error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.integrations.verl_files import (
+    TOO_DEEP,
+    BadRow,
     SourceError,
     load_config_file,
     looks_like_console_log,
@@ -28,7 +31,12 @@ from rlcockpit.integrations.verl_files import (
 )
 from rlcockpit.registry import Registry
 
-Rows = Iterator[tuple[int, dict[str, Any]]]
+
+class RowProblem(str):
+    """Yielded among the rows for one record that was skipped (the text names file, line and why)."""
+
+
+Rows = Iterator["tuple[int, dict[str, Any]] | RowProblem"]
 SampleBatches = Iterator[tuple[int, list[dict[str, Any]]]]
 
 
@@ -80,6 +88,9 @@ def _verl_rows(path: Path, console: bool) -> Rows:
             else:
                 try:
                     parsed = parse_file_logger_line(text, path, line_no)
+                except BadRow as exc:
+                    yield RowProblem(str(exc))
+                    continue
                 except SourceError:
                     if not raw.endswith(b"\n"):
                         raise SourceError(path, line_no, "the last line is cut off (no newline, not valid JSON): "
@@ -87,6 +98,17 @@ def _verl_rows(path: Path, console: bool) -> Rows:
                     raise
             if parsed is not None and parsed[1]:
                 yield parsed
+
+
+def _first_line_error(path: Path) -> None:
+    """Raise the precise error of the first line when it was meant as a file-logger record (JSON)."""
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, 1):
+            text = raw.decode("utf-8", errors="replace")
+            if text.strip():
+                if text.lstrip().startswith("{"):
+                    parse_file_logger_line(text, path, line_no)
+                return
 
 
 def _verl_samples(rollout_dir: str | None) -> SampleBatches:
@@ -110,6 +132,7 @@ def read_verl(source: str, opts: ImportOptions) -> Imported:
         raise FileNotFoundError(f"verl log {path} does not exist")
     console = not looks_like_file_logger(path)
     if console and not looks_like_console_log(path):
+        _first_line_error(path)
         raise SourceError(path, 1, 'neither a verl file-logger JSONL ({"step": N, "data": {...}} per line) '
                                    "nor a verl console log (step:N - key:value ...)")
     if opts.rollout_dir and not Path(opts.rollout_dir).is_dir():
@@ -157,6 +180,8 @@ def _trl_entries(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Sour
         return state, entries, None
     except json.JSONDecodeError as exc:
         err = SourceError(path, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        err = SourceError(path, 1, TOO_DEEP)
     start = text.find('"log_history"')
     if start < 0:
         raise err
@@ -170,8 +195,9 @@ def _trl_entries(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Sour
             break
         try:
             obj, pos = dec.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            err = SourceError(path, _line_of(text, pos), "log_history entry is cut off or invalid; "
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = TOO_DEEP if isinstance(exc, RecursionError) else "cut off or invalid"
+            err = SourceError(path, _line_of(text, pos), f"log_history entry is {why}; "
                                                          f"{len(entries)} entries before it were imported")
             break
         if isinstance(obj, dict):
@@ -212,34 +238,35 @@ def _detect_tensorboard(source: str) -> bool:
 
 @_register("tensorboard", _detect_tensorboard, "tb")
 def read_tensorboard(source: str, opts: ImportOptions) -> Imported:
-    from tensorboard.backend.event_processing import event_accumulator as ea
+    """Scalars of a TensorBoard log (a file, or a directory's event files). Records are checked one by one
+    (:mod:`rlcockpit.integrations.tfevents`): a damaged record is skipped, reading resumes at the next valid
+    one, and the damage (file, offset) is raised after every readable row was yielded."""
+    from rlcockpit.integrations.tfevents import read_scalars
 
     p = Path(source)
     if not p.exists():
         raise FileNotFoundError(f"TensorBoard log {p} does not exist")
-    acc = ea.EventAccumulator(str(p), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
-    acc.Reload()
-    tags = acc.Tags()
+    files = [p] if p.is_file() else sorted(p.glob("events.out.tfevents*")) or sorted(p.rglob("events.out.tfevents*"))
     by_step: dict[int, dict[str, float]] = {}
-    for tag in tags.get("scalars", []):
-        for ev in acc.Scalars(tag):
-            by_step.setdefault(int(ev.step), {})[tag] = float(ev.value)
-    for tag in tags.get("tensors", []):  # TF2-style scalar summaries are stored as 0-d tensors
-        try:
-            from tensorboard.util import tensor_util
-
-            for ev in acc.Tensors(tag):
-                arr = tensor_util.make_ndarray(ev.tensor_proto)
-                if arr.size == 1 and arr.dtype.kind in "biuf":
-                    by_step.setdefault(int(ev.step), {})[tag] = float(arr.reshape(-1)[0])
-        except Exception:  # noqa: BLE001 - a non-scalar tensor tag (text, histograms) is not a metric
-            continue
-    if not by_step:
+    damage = []
+    for f in files:
+        found: dict[int, dict[str, float]] = {}
+        damage += read_scalars(f, found)
+        prefix = "" if f.parent == p or p.is_file() else f"{f.parent.relative_to(p).as_posix()}/"
+        for step, row in found.items():
+            by_step.setdefault(step, {}).update({prefix + k: v for k, v in row.items()})
+    if not by_step and not damage:
         raise SourceError(p, None, "no scalar summaries found in the TensorBoard event files")
-    rows = iter(sorted(by_step.items()))
+
+    def rows() -> Rows:
+        yield from sorted(by_step.items())
+        if damage:
+            more = f" (and {len(damage) - 1} more damaged parts)" if len(damage) > 1 else ""
+            raise SourceError(damage[0].path, None, damage[0].describe() + more)
+
     name = p.name if p.is_dir() else p.parent.name
-    return Imported(kind="tensorboard", rows=rows, name=name, project="tensorboard",
-                    meta={"event_files": len(list(p.rglob("events.out.tfevents*"))) if p.is_dir() else 1})
+    return Imported(kind="tensorboard", rows=rows(), name=name, project="tensorboard",
+                    meta={"event_files": len(files), "damaged": [str(d) for d in damage[:20]]})
 
 
 # ---- W&B offline run -----------------------------------------------------------------------------
@@ -287,7 +314,7 @@ def _detect_mlflow(source: str) -> bool:
 def _param_value(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"True": True, "False": False, "None": None}.get(text, text)
 
 

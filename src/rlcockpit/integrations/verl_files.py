@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.tracking.values import BadStep, check_step
+
 ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
 _CONSOLE = re.compile(r"(?:^|\s|\))step:(-?\d+)((?: - [^\s:][^:]*:\S+)*)\s*$")
 _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
@@ -35,6 +37,13 @@ class SourceError(ValueError):
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {message}")
         self.path, self.line, self.reason = str(path), line, message
+
+
+class BadRow(SourceError):
+    """One record is unusable (a step out of range, NaN...), the records around it are fine: skip it."""
+
+
+TOO_DEEP = "JSON nested too deeply to read (over ~1000 levels)"
 
 
 def _nulls_to_nan(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,13 +67,18 @@ def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(path, line, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise SourceError(path, line, TOO_DEEP) from None
     if not isinstance(obj, dict) or "step" not in obj or not isinstance(obj.get("data"), dict):
         raise SourceError(path, line, 'expected verl\'s file-logger shape {"step": N, "data": {...}}')
     try:
-        step = int(obj["step"])
-    except (TypeError, ValueError):
-        raise SourceError(path, line, f"step {obj['step']!r} is not an integer") from None
-    return step, _nulls_to_nan(obj["data"])
+        step = check_step(obj["step"])
+    except BadStep as exc:
+        raise BadRow(path, line, f"record skipped: {exc}") from None
+    try:
+        return step, _nulls_to_nan(obj["data"])
+    except RecursionError:
+        raise SourceError(path, line, TOO_DEEP) from None
 
 
 def _console_value(text: str) -> float | None:
@@ -161,9 +175,9 @@ def read_rollout_file(path: str | Path, *, strict: bool = True) -> list[dict[str
                 entry = json.loads(raw)
                 if not isinstance(entry, dict):
                     raise ValueError("not a JSON object")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 if strict:
-                    err = SourceError(path, i, f"bad rollout dump line: {exc}")
+                    err = SourceError(path, i, f"bad rollout dump line: {TOO_DEEP if isinstance(exc, RecursionError) else exc}")
                     err.rows = rows  # type: ignore[attr-defined]
                     raise err from None
                 continue

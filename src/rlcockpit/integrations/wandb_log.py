@@ -90,7 +90,7 @@ def _value(text: str) -> Any:
         return -math.inf
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

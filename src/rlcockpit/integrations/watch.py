@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.integrations.follow import FollowState, LineFollower
+from rlcockpit.integrations.follow import MAX_LINE, FollowState, LineFollower
 from rlcockpit.integrations.verl_files import (
     SourceError,
     parse_console_line,
@@ -133,6 +133,11 @@ class VerlWatcher:
         n = 0
         for line_no, text in lines:
             self._state_dirty = True
+            if text is None:
+                self.bad_lines += 1
+                logger.warning("rlcockpit watch: skipping %s:%d: the line is longer than %d MiB", self.source,
+                               line_no, MAX_LINE >> 20)
+                continue
             try:
                 parsed = (parse_file_logger_line(text, self.source, line_no) if self.kind == "file"
                           else parse_console_line(text))

@@ -100,6 +100,7 @@ class TrainShape:
     needs_ref: bool = False  # KL loss / KL in reward without LoRA: a frozen copy of the actor
     needs_critic: bool = False  # GAE
     entropy_grad: bool = False  # entropy bonus: backward through the (tokens, vocab) softmax
+    temperature: float = 1.0  # rollout temperature: the log-prob pass divides the logits by it (one more copy)
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory
     device: str = "cuda"  # "cuda" adds the CUDA context; "cpu" adds nothing
@@ -142,6 +143,19 @@ def activation_bytes_per_token(m: ModelShape, e: int, grad_ckpt: bool) -> float:
     return per_layer * m.layers + 2 * e * m.hidden
 
 
+def logit_bytes_per_element(e: int, t: TrainShape) -> int:
+    """Bytes per (token, vocab) element alive at the log-prob pass's peak (measured on the 32k-vocab scenario).
+
+    The model's output (``e`` bytes), its fp32 copy when computed in half precision, a divided copy when
+    the temperature is not 1, and the entropy metric's three fp32 temporaries (max-shifted logits,
+    softmax, their product) that exist together while it is computed; with an entropy bonus its backward
+    keeps two more.  The backward of the log-prob (gradient of the logits, ``exp(z - lse)``) needs two
+    fp32 copies, fewer than the entropy's forward, so it does not set the peak.
+    """
+    copies = e + (4 if e < 4 else 0) + (4 if t.temperature not in (0, 1) else 0) + 3 * 4
+    return copies + (8 if t.entropy_grad else 0)
+
+
 def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
     """Peak bytes of one RL step; a pure function of (model shape, run shape)."""
     wb = DTYPE_BYTES[t.weight_dtype]
@@ -177,8 +191,7 @@ def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
     comp["autocast_weight_cache"] = n * e if (wb > e) else 0
     comp["activations"] = int(micro * seq * activation_bytes_per_token(m, e, t.grad_checkpointing))
     resp_tokens = micro * (t.response_length + 1)
-    logit_copies = (e + 4 + 4) + (8 if t.entropy_grad else 0)  # model output, fp32 copy, log-softmax
-    comp["logits"] = int(resp_tokens * m.vocab * logit_copies)
+    comp["logits"] = int(resp_tokens * m.vocab * logit_bytes_per_element(e, t))
     actor_phase = static + comp["actor_grads"] + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
     if t.offload_optimizer:
         notes.append(f"optimizer states and grads offloaded to host memory ({(opt + grads) / GiB:.2f} GiB)")

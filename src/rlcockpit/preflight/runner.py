@@ -65,6 +65,7 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> 
         lora_targets=len(m.target_modules) if isinstance(m.target_modules, list) else 7,
         needs_ref=bool(a.use_kl_loss or cfg.algorithm.use_kl_in_reward),
         needs_critic=cfg.algorithm.adv_estimator == "gae", entropy_grad=a.entropy_coeff != 0,
+        temperature=float(cfg.rollout.temperature),
         device="cuda" if on_gpu else "cpu")
 
 

@@ -175,7 +175,8 @@ class Store(abc.ABC):
 
     def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
         """Record that data of this run was lost (a ``data_lost`` event) and count it on the run row
-        (``data_lost``: entries lost so far). Not atomic here; implementations may override."""
+        (``data_lost``: entries lost so far). A loss with an ``id`` replaces the event of that id and adds
+        only ``entries - counted``. This default is neither atomic nor an upsert: implementations override."""
         eid = self.add_event(run_id, "data_lost", loss.payload(), loss.first_step())
         lost = int(self.get_run(run_id).get("data_lost") or 0)
         self.update_run(run_id, data_lost=lost + max(loss.entries, 1))

@@ -7,7 +7,9 @@ so the retry is still one transaction and order is kept. ``nbytes`` is what boun
 
 A :class:`DataLoss` is the record of data that did not make it — to the store or to one of the other
 loggers — stored as a ``data_lost`` event (see :meth:`DataLoss.payload` for its fields) and counted in
-the run row's ``data_lost`` column, so readers (``rlcockpit show``, the dashboard) can say so.
+the run row's ``data_lost`` column, so readers (``rlcockpit show``, the dashboard) can say so. A record
+with an ``id`` is an upsert: a loss that goes on is re-written under its id with its grown ranges, and
+only ``entries - counted`` is added to the run's count.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class DataLoss:
     message: str = ""
     first_ts: float | None = None
     last_ts: float | None = None
+    id: str | None = None  # a loss that goes on is re-written under the same id (one record per outage)
+    counted: int = 0  # entries of this record already counted in the run's ``data_lost``
 
     def first_step(self) -> int | None:
         return int(self.ranges[0][0]) if self.ranges else None

@@ -12,10 +12,8 @@ chunk per key — appends never rewrite history (unlike re-logged tables).
 
 from __future__ import annotations
 
-import errno
 import json
 import math
-import shutil
 import sqlite3
 import threading
 import time
@@ -26,17 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.store.base import (
-    STORES,
-    Series,
-    Store,
-    StoreFull,
-    StoreLocked,
-    StoreUnavailable,
-    effective_status,
-)
+from rlcockpit.store.base import STORES, Series, Store, effective_status
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.sqlite_errors import translate_error
 from rlcockpit.store.sqlite_schema import ensure_schema
 
 CHUNK_POINTS = 2048
@@ -49,8 +40,7 @@ _RUN_COLS = (
     "created_at", "updated_at", "heartbeat_at", "finished_at", "exit_code", "last_step",
     "heartbeat_mono", "boot_id", "data_lost",
 )
-# SQLite primary result codes (``sqlite3.Error.sqlite_errorcode & 0xFF``)
-_BUSY, _LOCKED, _READONLY, _IOERR, _FULL, _CANTOPEN = 5, 6, 8, 10, 13, 14
+
 
 
 def _json_default(obj: Any) -> Any:
@@ -62,37 +52,6 @@ def _json_default(obj: Any) -> Any:
 def dumps(obj: Any) -> str:
     """JSON text; NaN/Inf kept (Python's json reads them back), unknown objects as strings."""
     return json.dumps(obj, default=_json_default, ensure_ascii=False)
-
-
-def translate_error(exc: BaseException, path: Path, busy_s: float) -> BaseException:
-    """The store error a caller can act on (:class:`StoreFull`, :class:`StoreLocked`, ...) for a
-    low-level failure, or ``exc`` itself when it is not about the disk or the lock."""
-    if isinstance(exc, StoreUnavailable):
-        return exc
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return StoreFull(f"store {path}: the disk is full ({exc.strerror})")
-    if not isinstance(exc, sqlite3.Error):
-        return exc
-    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
-    text = str(exc)
-    if code == _FULL or "disk is full" in text:
-        return StoreFull(f"store {path}: the disk is full ({text})")
-    if code in (_BUSY, _LOCKED) or "locked" in text:
-        return StoreLocked(f"store {path}: locked by another process for more than {busy_s:g}s ({text})")
-    if code in (_IOERR, _CANTOPEN) or "I/O error" in text or "unable to open" in text:
-        if _disk_full(path):  # SQLite reports some ENOSPC cases (the WAL index, a file extension) as I/O errors
-            return StoreFull(f"store {path}: the disk is full ({text}; no space left on {path.parent})")
-        return StoreUnavailable("io", f"store {path}: I/O error ({text})")
-    if code == _READONLY or "readonly" in text:
-        return StoreUnavailable("readonly", f"store {path}: cannot be written ({text})")
-    return exc
-
-
-def _disk_full(path: Path) -> bool:
-    try:
-        return shutil.disk_usage(path.parent).free < 64 * 1024
-    except OSError:
-        return False
 
 
 class SQLiteStore(Store):
@@ -117,11 +76,17 @@ class SQLiteStore(Store):
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(self._busy_s * 1000)}")
-            self._conn.execute("PRAGMA journal_size_limit=67108864")  # truncate the WAL after checkpoints
+            # checkpoint the WAL every ~4 MB and truncate it to 16 MB after: a small disk must not fill up
+            # with WAL frames that were already written to the database
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={max(4 * 2**20 // self._page_size(), 64)}")
+            self._conn.execute("PRAGMA journal_size_limit=16777216")
             with self._lock:
                 ensure_schema(self._conn)
         except (sqlite3.Error, OSError) as exc:
             raise translate_error(exc, self.path, self._busy_s) from exc
+
+    def _page_size(self) -> int:
+        return int(self._conn.execute("PRAGMA page_size").fetchone()[0])
 
     def tune_for_reads(self, cache_mb: int = 64, mmap_mb: int = 1024) -> None:
         """Tune this connection for a reader such as the dashboard: a larger page cache (a 1M-point series
@@ -346,8 +311,14 @@ class SQLiteStore(Store):
         return self._tx(self._loss_tx, run_id, loss)
 
     def _loss_tx(self, run_id: str, loss: DataLoss) -> str:
-        eid = self._event_tx(run_id, "data_lost", loss.payload(), loss.first_step())
-        self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (max(loss.entries, 1), run_id))
+        eid = loss.id or uuid.uuid4().hex[:12]
+        self._conn.execute(
+            "INSERT OR REPLACE INTO events(id, run_id, step, kind, payload, ts) VALUES (?,?,?,?,?,?)",
+            (eid, run_id, loss.first_step(), "data_lost", dumps(loss.payload()), loss.first_ts or time.time()),
+        )
+        added = loss.entries - loss.counted if loss.id else max(loss.entries, 1)
+        if added:
+            self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (added, run_id))
         return eid
 
     def keys(self, run_id: str) -> list[str]:

@@ -72,3 +72,19 @@ class Api:
     def run(self, run_id: str) -> StoredRun:
         """A run by id, unique id prefix or unique name (``KeyError`` if none)."""
         return StoredRun(self.store, self.store.get_run(run_id))
+
+    def artifact(self, name: str, type: str | None = None):
+        """An artifact version: ``"policy:v3"``, ``"policy:best"``, ``"project/policy:latest"``."""
+        return self._artifacts().resolve(name, type=type)
+
+    def artifacts(self, project: str | None = None, name: str | None = None, type: str | None = None) -> list:
+        """Every stored artifact version (filtered by project, name, type)."""
+        return self._artifacts().versions(project, name, type)
+
+    def _artifacts(self):
+        from rlcockpit.store.artifacts import ArtifactRegistry
+
+        store_dir = getattr(self.store, "dir", None)
+        if store_dir is None:
+            raise ValueError("artifacts live beside a local store (a directory or sqlite:///DIR); this store has none")
+        return ArtifactRegistry(store_dir)

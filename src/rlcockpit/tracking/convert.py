@@ -21,7 +21,7 @@ from rlcockpit.tracking.values import fast_values, flatten, key_problem
 
 logger = logging.getLogger("rlcockpit")
 
-Row = tuple[int, float, dict[str, float]]  # (step, unix time, {key: value}) — what loggers and observers get
+Row = tuple[int, float, dict[str, Any]]  # (step, unix time, {key: number}) — what loggers and observers get
 SIG_CACHE_SIZE = 4096
 
 
@@ -47,49 +47,52 @@ class RowCleaner:
             self._sig_ok[sig] = ok
         return ok
 
-    def convert(self, entries: Sequence[Any]) -> tuple[list[Row], dict[str, Series]]:
-        """``entries`` (anything with ``step, ts, data``) → (rows, columns). Rows that end up empty are dropped."""
+    def convert(self, entries: Sequence[Any], want_rows: bool = True) -> tuple[list[Row], dict[str, Series],
+                                                                               dict[str, Any]]:
+        """``entries`` (``(step, ts, data)`` tuples: Metrics or Derived) → (rows, columns, last value per key). Rows that end
+        up empty are dropped; ``want_rows=False`` skips building rows (nobody but the store reads them)."""
         rows: list[Row] = []
+        last: dict[str, Any] = {}
         parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         i, n = 0, len(entries)
-        while i < n:
-            data = entries[i].data
+        while i < n:  # (entries are (step, ts, data) tuples: indexed, not named, in these loops)
+            data = entries[i][2]
             sig = tuple(data)
             j = i + 1
-            while j < n and len(entries[j].data) == len(sig) and tuple(entries[j].data) == sig:
+            while j < n and len(entries[j][2]) == len(sig) and tuple(entries[j][2]) == sig:
                 j += 1
             block = entries[i:j]
             i = j
-            vals, plain = None, False
+            vals = None
             if sig and self._keys_ok(sig):
-                vals, plain = fast_values(list(chain.from_iterable(e.data.values() for e in block)))
+                vals = fast_values(list(chain.from_iterable(map(dict.values, [e[2] for e in block]))))
             if vals is None:
-                self._careful(block, rows, parts)
+                self._careful(block, rows, parts, last)
                 continue
             vals = vals.reshape(len(block), len(sig))
-            if plain:  # the caller's dict copies are already what loggers can take
-                rows.extend((e.step, e.ts, e.data) for e in block)
-            else:  # numpy scalars: loggers get Python floats
-                rows.extend((e.step, e.ts, dict(zip(sig, v))) for e, v in zip(block, vals.tolist()))
-            steps = np.fromiter((e.step for e in block), np.int64, len(block))
-            ts = np.fromiter((e.ts for e in block), np.float64, len(block))
+            if want_rows:  # the caller's dict copies, numbers as logged (loggers take numpy scalars too)
+                rows.extend(block)  # (step, ts, data) tuples are rows already
+            last.update(block[-1][2])
+            steps = np.fromiter([e[0] for e in block], np.int64, len(block))
+            ts = np.fromiter([e[1] for e in block], np.float64, len(block))
             cols = np.ascontiguousarray(vals.T)
             for c, key in enumerate(sig):
                 parts.setdefault(key, []).append((steps, cols[c], ts))
-        return rows, _join(parts)
+        return rows, _join(parts), last
 
-    def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list]) -> None:
-        for e in block:
+    def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list], last: dict[str, Any]) -> None:
+        for step_, ts_, data in block:
             try:
-                clean = flatten(e.data, self.reject)
+                clean = flatten(data, self.reject)
             except RecursionError:  # flatten stops at MAX_DEPTH; this is only a last line of defence
                 self.reject("(nested)", "nested too deeply")
                 continue
             if not clean:
                 continue
-            rows.append((e.step, e.ts, clean))
-            step = np.array([e.step], np.int64)
-            ts = np.array([e.ts], np.float64)
+            rows.append((step_, ts_, clean))
+            last.update(clean)
+            step = np.array([step_], np.int64)
+            ts = np.array([ts_], np.float64)
             for key, v in clean.items():
                 parts.setdefault(key, []).append((step, np.array([v], np.float64), ts))
 

@@ -1,9 +1,9 @@
 """What travels on a run's queue: one small typed entry per call, and the byte budget that bounds it.
 
 Producers (the training thread's ``log``/``log_samples``, the system sampler, the observer thread) append
-entries to one deque; the writer thread pops them in order. Every entry type is a ``NamedTuple``:
-positional access is as cheap as a plain tuple, and a reader sees ``Metrics(step, ts, data)`` rather than
-``(0, 12, 1.7e9, {...})``.
+entries to one deque; the writer thread pops them in order and dispatches on each entry's type: a
+``NamedTuple`` per kind (``Samples(step, ts, rows, nbytes)``, ``Event(kind, payload, step)``...), no integer
+tags — except the hottest one, :data:`Metrics`, which is a plain ``(step, ts, data)`` tuple (see there).
 
 Memory: entries from the caller are charged to a :class:`QueueBudget` with :func:`metrics_cost` /
 :func:`samples_cost` — an estimate of the bytes the entry keeps alive (the dict copy, its value objects,
@@ -19,18 +19,18 @@ from typing import Any, NamedTuple
 
 from rlcockpit.store.batch import DataLoss
 
-ENTRY_BYTES = 360  # the entry tuple, the dict copy's fixed part, the timestamp float
-KEY_BYTES = 72  # per logged key: the dict slot (keys are shared with the caller) and the value object
+ENTRY_BYTES = 240  # the entry tuple, the dict copy's fixed part, the timestamp float
+KEY_BYTES = 56  # per logged key: the dict slot (keys are shared with the caller) and the value object
 ROW_BYTES = 400  # per sample row: the row dict copy
 CELL_BYTES = 90  # per sample cell, plus the text's own length
 
 
-class Metrics(NamedTuple):
-    """One ``log()`` call (or a system sample): ``data`` is the caller's dict, copied, not yet validated."""
-
-    step: int
-    ts: float
-    data: dict[Any, Any]
+#: One ``log()`` call (or a system sample): the plain tuple ``(step, ts, data)``, ``data`` the caller's dict,
+#: copied, not yet validated. It is the one entry without a class of its own: even a C-built tuple subclass
+#: adds ~20% to ``log()`` (a ``NamedTuple``'s Python ``__new__`` doubles it). The writer tells it apart by its
+#: exact type — every other entry is a ``NamedTuple``, a subclass — and reads it by index, like
+#: :class:`Derived`, which has the same fields in the same order.
+Metrics = tuple
 
 
 class Derived(NamedTuple):
@@ -57,9 +57,11 @@ class Event(NamedTuple):
 
 
 class FindingIn(NamedTuple):
-    """A finding: from an observer, or from ``run.log_finding``."""
+    """A finding: from an observer (its listeners were called already), or from ``run.log_finding``
+    (``notify``: the run's finding listeners are still to be called — off the training thread)."""
 
     finding: Any
+    notify: bool = False
 
 
 class SummarySet(NamedTuple):
@@ -133,18 +135,33 @@ def samples_cost(rows: list[Any]) -> int:
 
 
 class QueueBudget:
-    """Bytes queued = charged by producers − released by the writer. Two counters, each written by one
-    side, so the caller never takes a lock (a race between two *producer* threads can lose one charge:
-    the bound then loosens by one entry)."""
+    """Bytes queued = ``charged`` (written by producers) − ``released`` (written by the writer). Each counter
+    has one writing side, so the caller never takes a lock; ``mark`` (= released + soft, kept by the writer)
+    lets ``log()`` decide with one comparison. A race between two *producer* threads can lose one charge:
+    the bound then loosens by one entry."""
 
-    __slots__ = ("charged", "released", "limit", "soft")
+    __slots__ = ("charged", "released", "limit", "soft", "mark")
 
     def __init__(self, limit: int) -> None:
         self.charged = 0
         self.released = 0
         self.limit = int(limit)
-        self.soft = self.limit // 2  # past this, the caller's slow path wakes the writer before anything is lost
+        self.soft = self.limit * 3 // 4  # past this, the caller's slow path wakes the writer before anything is lost
+        self.mark = self.soft
 
     @property
     def queued(self) -> int:
         return self.charged - self.released
+
+    def release(self, nbytes: int) -> None:
+        """The writer took ``nbytes`` off the queue (writer thread only)."""
+        self.released += nbytes
+        self.mark = self.released + self.soft
+
+
+def human_bytes(n: int) -> str:
+    """``64 MiB``, ``512 KiB``, ``900 B`` (for warnings about the byte bounds)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.tracking.entries import human_bytes
 from rlcockpit.tracking.sinks.base import (
     MAX_CONSECUTIVE_FAILURES,
     EventPart,
@@ -70,6 +71,7 @@ class SinkWorker(threading.Thread):
         self._idle.set()
         self._stopping: tuple[str, int | None] | None = None
         self._lock = threading.Lock()
+        self._inflight: SinkBatch | None = None  # the batch the sink is working on
 
     # ---- writer side -------------------------------------------------------------------------
     def submit(self, batch: SinkBatch) -> None:
@@ -91,9 +93,9 @@ class SinkWorker(threading.Thread):
                 return
         if full and "queue" not in self.reported:
             self.reported.add("queue")
-            logger.warning("rlcockpit: logger %r is not keeping up (queue of %.1f MiB full); what it misses is "
+            logger.warning("rlcockpit: logger %r is not keeping up (queue of %s full); what it misses is "
                            "recorded as lost for it, the store and the other loggers go on", self.sink.name,
-                           self.max_bytes / 2**20)
+                           human_bytes(self.max_bytes))
         for part in batch.parts:
             self.on_loss(part_loss(part, reason, self.sink.name))
 
@@ -101,23 +103,29 @@ class SinkWorker(threading.Thread):
         return self._idle.wait(timeout)
 
     def stop(self, status: str, exit_code: int | None, timeout: float) -> bool:
-        """Deliver what is queued, close the sink; ``False`` if it did not end within ``timeout``."""
+        """Deliver and flush what is queued, end the thread; ``False`` if it did not end within ``timeout``."""
         self._stopping = (status, exit_code)
         self._wake.set()
         self.join(timeout)
         if self.is_alive():
             with self._lock:
-                left = list(self.queue)
+                left = ([self._inflight] if self._inflight is not None else []) + list(self.queue)
                 self.queue.clear()
             for batch in left:
                 if batch.barrier is not None:
                     batch.barrier.passed(f"sink:{self.sink.name}")
                 for part in batch.parts:
-                    self.on_loss(part_loss(part, "unwritten_at_exit", self.sink.name, "logger did not finish"))
+                    self.on_loss(part_loss(part, "unwritten_at_exit", self.sink.name,
+                                           "the logger did not finish (the part it was writing may be partial)"))
             logger.warning("rlcockpit: logger %r did not finish within %.0fs; it is left behind", self.sink.name,
                            timeout)
             return False
         return True
+
+    def close_sink(self, status: str, exit_code: int | None) -> None:
+        """Close the sink (from the thread finishing the run); skipped for a sink that is still hung."""
+        if not self.is_alive():
+            self._call("close", status, exit_code)
 
     # ---- thread ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -130,8 +138,10 @@ class SinkWorker(threading.Thread):
                     batch = self.queue.popleft() if self.queue else None
                 if batch is None:
                     break
+                self._inflight = batch
                 self._deliver(batch)
                 with self._lock:
+                    self._inflight = None
                     self.queued_bytes -= batch.nbytes
             now = time.monotonic()
             stopping = self._stopping
@@ -142,8 +152,7 @@ class SinkWorker(threading.Thread):
                 if not self.queue:
                     self._idle.set()
             if stopping is not None and not self.queue:
-                self._call("close", *stopping)
-                return
+                return  # closing is the finishing thread's job (some trackers close only on the main thread)
 
     def _deliver(self, batch: SinkBatch) -> None:
         sink = self.sink

@@ -131,7 +131,7 @@ class ObserverThread(threading.Thread):
         self.queue.append(ObserveSamples(step, rows))
         self._wake.set()
 
-    def submit(self, item: ConfigChange | Barrier | Stop) -> None:  # never skipped
+    def submit(self, item: ConfigChange | Barrier | Stop | FindingIn) -> None:  # never skipped
         self.queue.append(item)
         self._wake.set()
 
@@ -155,7 +155,10 @@ class ObserverThread(threading.Thread):
                 self._process(item)
 
     def _process(self, item: Any) -> None:
-        if isinstance(item, Barrier):
+        if isinstance(item, FindingIn):  # logged with run.log_finding: only the listeners are left to call
+            for cb in list(self.listeners):
+                self._guard(cb, item.finding)
+        elif isinstance(item, Barrier):
             item.passed("observers")
         elif isinstance(item, ConfigChange):
             self._guard(lambda: setattr(self, "observer", self._make(item.config)))

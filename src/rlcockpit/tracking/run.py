@@ -14,7 +14,6 @@ prefix with recorded gaps, never silent holes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -27,7 +26,7 @@ from typing import Any
 
 from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
-from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
+from rlcockpit.store.base import Store, StoreError, boot_id
 from rlcockpit.store.batch import DataLoss, merge_ranges
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
@@ -38,15 +37,15 @@ from rlcockpit.tracking.entries import (
     FindingIn,
     Lost,
     MetaSet,
-    Metrics,
     QueueBudget,
     Samples,
     Stop,
-    SummarySet,
+    human_bytes,
     samples_cost,
 )
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
+from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, _safe_meta  # noqa: F401 - re-exported
 from rlcockpit.tracking.sinks import Sink
 from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
 
@@ -54,43 +53,6 @@ logger = logging.getLogger("rlcockpit")
 
 _current: Run | None = None
 _time = time.time
-
-
-class Summary(dict):
-    """``run.summary``: last value of every key, plus what you set (``run.summary["best"] = 0.9``)."""
-
-    def __init__(self, run: Run) -> None:
-        super().__init__()
-        self._run = run
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        super().__setitem__(key, value)
-        self._run._put_internal(SummarySet({key: value}))
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        d = dict(*args, **kwargs)
-        super().update(d)
-        self._run._put_internal(SummarySet(d))
-
-    def _refresh(self, values: Mapping[str, Any]) -> None:
-        for k, v in values.items():
-            dict.__setitem__(self, k, v)
-
-
-def _config_to_dict(config: Any) -> dict[str, Any]:
-    if config is None:
-        return {}
-    if type(config).__module__.startswith("omegaconf"):
-        from omegaconf import OmegaConf
-
-        return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return dataclasses.asdict(config)
-    if isinstance(config, Mapping):
-        return dict(config)
-    if hasattr(config, "to_dict"):
-        return config.to_dict()
-    return dict(vars(config))
 
 
 class Run:
@@ -131,7 +93,7 @@ class Run:
         if self._parts.link is not None:
             self._parts.link._request = lambda: self._barrier("observers")
         self._parts.start()
-        attach_hooks(self, self._parts, options.alerts, config)
+        attach_hooks(self, self._parts, options.alerts, config, health=options.health)
         if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote.py)
             self.on_end(lambda *_: self.store.finish_run(self.id))
         hooks.install_exit_hooks(self)
@@ -187,8 +149,9 @@ class Run:
         b = self._budget
         if self._finished:
             return False
-        if b.charged - b.released + cost > b.soft:
-            self._writer.wake.set()  # half full: drain now rather than at the next poll
+        wake = self._writer.wake
+        if b.charged - b.released + cost > b.soft and not wake.is_set():
+            wake.set()  # three quarters full: drain now rather than at the next poll
         if self._blocked or b.charged - b.released + cost > b.limit:
             if b.charged - b.released + cost > b.limit:
                 self._drop(what, step, points, cost)
@@ -207,8 +170,8 @@ class Run:
             self._blocked = True
             if "queue" not in self._warned:
                 self._warned.add("queue")
-                logger.warning("rlcockpit: log queue full (%.1f MiB): dropping new entries; the dropped steps are "
-                               "recorded as data_lost (is the store or a logger stuck?)", self._budget.limit / 2**20)
+                logger.warning("rlcockpit: log queue full (%s): dropping new entries; the dropped steps are "
+                               "recorded as data_lost (is the store or a logger stuck?)", human_bytes(self._budget.limit))
         elif step > gap.ranges[-1][1] + 1:
             gap.ranges.append([step, step])
         else:
@@ -250,9 +213,10 @@ class Run:
 
     def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
         """Log scalar metrics at ``step`` (default: the last step + 1). Never blocks, never raises."""
+        # the hot path: every line here runs for every logged step, on the training thread
         if step is None:
             step = self._next_step
-        elif type(step) is not int or step < self._last_step or step > MAX_STEP:
+        elif type(step) is not int or not self._last_step <= step <= MAX_STEP:
             step = self._bad_step(step)
             if step is None:
                 return
@@ -263,12 +227,13 @@ class Run:
         self._last_step = step
         self._next_step = step + 1
         b = self._budget
-        cost = 360 + 72 * len(metrics)  # entries.metrics_cost, inlined: this line runs for every step
-        if self._blocked or b.charged - b.released + cost > b.soft:
-            self._charge(Metrics(step, _time(), metrics.copy()), cost, step, len(metrics), "metrics")
+        cost = 240 + 56 * len(metrics)  # entries.metrics_cost, inlined
+        charged = b.charged + cost
+        if charged > b.mark or self._blocked:  # over three quarters of the bound (or dropping): the slow path
+            self._charge((step, _time(), metrics.copy()), cost, step, len(metrics), "metrics")
             return
-        b.charged += cost
-        self._queue.append(Metrics(step, _time(), metrics.copy()))
+        b.charged = charged
+        self._queue.append((step, _time(), metrics.copy()))  # a Metrics entry (entries.Metrics: a plain tuple)
 
     def _bad_step(self, step: Any) -> int | None:
         try:
@@ -334,13 +299,9 @@ class Run:
         self._put_internal(Event(kind, redact(dict(payload or {})), step))
 
     def log_finding(self, finding: Any) -> None:
-        """Store a finding produced outside the built-in monitor (it also reaches listeners and alerts)."""
-        self._put_internal(FindingIn(finding))
-        for cb in list(self._finding_listeners):
-            try:
-                cb(finding)
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("rlcockpit: finding listener failed: %s", exc)
+        """Store a finding produced outside the built-in monitor; it also reaches the finding listeners
+        (alerts, guardrails), called from the run's threads, never from this one."""
+        self._put_internal(FindingIn(finding, notify=True))
 
     def update_meta(self, values: Mapping[str, Any]) -> None:
         """Set top-level ``meta`` keys of the stored run, written after everything logged before."""
@@ -380,6 +341,19 @@ class Run:
             except Exception as exc:  # noqa: BLE001
                 logger.warning("rlcockpit: alert failed: %s", exc)
 
+    def log_artifact(self, artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                     aliases: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None) -> Any:
+        """Store a file/directory (or an ``rlcockpit.Artifact``) as the next version ``name:vN`` (see docs/sweeps.md)."""
+        from rlcockpit.tracking.artifacts import log_artifact
+
+        return log_artifact(self, artifact_or_path, name=name, type=type, aliases=aliases, metadata=metadata)
+
+    def use_artifact(self, ref: Any, type: str | None = None) -> Any:
+        """Resolve ``"name:v3"`` / ``"name:best"`` and record this run as its consumer (lineage)."""
+        from rlcockpit.tracking.artifacts import use_artifact
+
+        return use_artifact(self, ref, type=type)
+
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is in the store, observed and handed to every logger;
         ``False`` when that did not happen within ``timeout`` (the store may be full or locked)."""
@@ -414,6 +388,8 @@ class Run:
         w.join(timeout + 5)
         if w.is_alive():
             logger.warning("rlcockpit: writer did not finish within %.0fs; the rest is not stored", timeout)
+        for worker in self._parts.workers:  # on this thread, as trackers expect (signal handlers, atexit)
+            worker.close_sink(status, exit_code)
         self.summary._refresh(w.summary())
         for cb in list(self._end_listeners):
             try:
@@ -435,25 +411,6 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<rlcockpit.Run {self.project}/{self.name} id={self.id} dir={self.dir}>"
-
-
-def _init_error(exc: StoreError, dir: Path) -> StoreError:
-    """The same store error, saying that ``init`` could not start and what to do."""
-    text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
-    if isinstance(exc, StoreUnavailable):
-        if exc.reason == "full":
-            text += " — free some space, or pass another dir="
-        return exc.with_message(text)
-    return StoreError(exc.errno, text)
-
-
-def _safe_meta(capture: bool) -> dict[str, Any]:
-    from rlcockpit.tracking.meta import collect_meta
-
-    try:
-        return collect_meta(capture_git=capture)
-    except Exception as exc:  # noqa: BLE001
-        return {"error": f"metadata capture failed: {exc}"}
 
 
 _live_runs = hooks.live_runs  # the runs the exit hooks will finish (tests clear it)
@@ -498,6 +455,11 @@ def init(
     ``$RLCOCKPIT_TOKEN``; see docs/team-server.md).
     """
     global _current
+    from rlcockpit.tracking.sweep_env import claim_trial
+
+    trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
+    if trial is not None:
+        project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
     project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
@@ -525,6 +487,17 @@ def log_samples(rows: Sequence[Mapping[str, Any]], step: int | None = None) -> N
 
 def alert(title: str, text: str = "", level: str = "warning") -> None:
     _require_run().alert(title, text, level)
+
+
+def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                 aliases: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None) -> Any:
+    """``run.log_artifact`` on the current run (as ``wandb.log_artifact``)."""
+    return _require_run().log_artifact(artifact_or_path, name=name, type=type, aliases=aliases, metadata=metadata)
+
+
+def use_artifact(ref: Any, type: str | None = None) -> Any:
+    """``run.use_artifact`` on the current run (as ``wandb.use_artifact``)."""
+    return _require_run().use_artifact(ref, type=type)
 
 
 def finish(exit_code: int = 0) -> None:

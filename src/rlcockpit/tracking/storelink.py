@@ -3,7 +3,7 @@
 The store is where a run's truth lives, so unlike the other loggers it is never disabled. When a write
 fails because the store cannot be written *now* (:class:`~rlcockpit.store.StoreUnavailable`: disk full,
 database locked by another process, I/O error), the batch is kept and retried with exponential backoff
-(0.1 s doubling to 5 s); batches that arrive meanwhile are merged into it, so the retry stays one
+(0.1 s doubling to 2 s); batches that arrive meanwhile are merged into it, so the retry stays one
 transaction and nothing is written twice. The backlog is bounded by ``max_bytes``: beyond it, new data
 batches are dropped — never the held ones, so what is stored stays a prefix — and each dropped step range
 becomes a ``data_lost`` record written with the next batch that gets through. Run fields (heartbeat,
@@ -16,52 +16,68 @@ are dropped, each recorded as a loss naming the error.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+import uuid
 from typing import Any
 
 from rlcockpit.store.base import Store, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
+from rlcockpit.tracking.entries import human_bytes
 
 logger = logging.getLogger("rlcockpit")
 
 BACKOFF_START_S = 0.1
-BACKOFF_MAX_S = 5.0
-LOSS_FLUSH_S = 2.0  # losses are coalesced this long: one record per outage, not one per batch
+BACKOFF_MAX_S = 2.0
+LOSS_FLUSH_S = 2.0  # a loss record that has not grown this long is closed; the next loss opens a new one
 
 
 class LossLedger:
-    """Losses of one kind coalesced until they can be written (one record per outage, not per batch)."""
+    """Loss records of a run, one open record per (what, reason, logger) that grows while the loss goes on.
+
+    Why open records: a loss must reach the store no later than the data logged after it (else a kill could
+    leave a silent hole), yet one outage should be one record, not one per batch. So every write carries the
+    records that changed since the last write, upserted by their id, in the same transaction as the data;
+    a record that has not grown for :data:`LOSS_FLUSH_S` is closed and the next loss opens a new one.
+    """
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, str, str | None], DataLoss] = {}
-        self.since = 0.0  # monotonic time of the oldest loss held
-
-    def due(self) -> bool:
-        return bool(self._open) and time.monotonic() - self.since >= LOSS_FLUSH_S
+        self._dirty: set[tuple[str, str, str | None]] = set()
+        self._grew: dict[tuple[str, str, str | None], float] = {}
 
     def add(self, loss: DataLoss) -> None:
-        if not self._open:
-            self.since = time.monotonic()
         key = (loss.what, loss.reason, loss.sink)
+        now = time.monotonic()
         have = self._open.get(key)
-        if have is None:
-            self._open[key] = DataLoss(loss.what, loss.reason, merge_ranges(loss.ranges), loss.entries, loss.points,
-                                       loss.sink, loss.message, loss.first_ts, loss.last_ts)
-            return
+        if have is None or now - self._grew.get(key, now) > LOSS_FLUSH_S:
+            have = self._open[key] = DataLoss(loss.what, loss.reason, [], 0, 0, loss.sink, loss.message,
+                                              loss.first_ts, loss.last_ts, id=uuid.uuid4().hex[:12])
         have.ranges = merge_ranges([*have.ranges, *loss.ranges])
         have.entries += loss.entries
         have.points += loss.points
+        have.message = loss.message or have.message
         have.last_ts = loss.last_ts or have.last_ts
         have.first_ts = have.first_ts or loss.first_ts
+        self._dirty.add(key)
+        self._grew[key] = now
 
     def take(self) -> list[DataLoss]:
-        out = list(self._open.values())
-        self._open.clear()
-        return out
+        """Snapshots of the records that changed (to write now); :meth:`written` or :meth:`unwritten` after."""
+        return [dataclasses.replace(self._open[k], ranges=[list(r) for r in self._open[k].ranges]) for k in self._dirty]
+
+    def written(self, snapshots: list[DataLoss]) -> None:
+        for snap in snapshots:
+            key = (snap.what, snap.reason, snap.sink)
+            rec = self._open.get(key)
+            if rec is not None and rec.id == snap.id:
+                rec.counted = snap.entries
+                if rec.entries == snap.entries and rec.ranges == snap.ranges:
+                    self._dirty.discard(key)
 
     def __bool__(self) -> bool:
-        return bool(self._open)
+        return bool(self._dirty)
 
 
 def batch_loss(batch: WriteBatch, reason: str, message: str = "") -> list[DataLoss]:
@@ -113,7 +129,7 @@ class StoreWriter:
 
         ``force`` retries now instead of waiting for the backoff (used while finishing)."""
         if not self.store_data and batch.has_data():
-            batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch, losses=batch.losses)
+            batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch)
         if self.pending is not None:
             if batch.has_data() and self.pending.nbytes + batch.nbytes > self.max_bytes:
                 for loss in batch_loss(batch, "store_unavailable", self._outage or ""):
@@ -123,10 +139,9 @@ class StoreWriter:
             batch = self.pending
             if not force and time.monotonic() < self._next_try:
                 return False
-        if force or self.losses.due():
-            batch.losses.extend(self.losses.take())
+        batch.losses = self.losses.take()  # every changed loss record, in the same transaction as the data
         if not batch:
-            return not self.losses
+            return True
         try:
             self.store.write_batch(self.run_id, batch, timeout_s=self.busy_timeout_s)
         except StoreUnavailable as exc:
@@ -135,23 +150,20 @@ class StoreWriter:
         except Exception as exc:  # noqa: BLE001 - about the data: isolate the parts the store refuses
             self._isolate(batch, exc)
             return self.pending is None
+        self.losses.written(batch.losses)
         self._recovered()
         return True
 
     def _failed(self, batch: WriteBatch, exc: StoreUnavailable) -> None:
-        # the losses go back to the ledger: they are written with the batch that finally gets through
-        for loss in batch.losses:
-            self.losses.add(loss)
-        batch.losses = []
-        self.losses.since = 0.0  # due as soon as the store is back
+        batch.losses = []  # the ledger still holds them (dirty): taken afresh on the next attempt
         self.pending = batch
         self._next_try = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
         if self._outage is None:
             self._outage = str(exc)
             logger.warning("rlcockpit: run %s: the store cannot be written (%s); logging goes on, the data is kept "
-                           "in memory (up to %.1f MiB) and written when the store is writable again", self.run_id,
-                           exc, self.max_bytes / 2**20)
+                           "in memory (up to %s) and written when the store is writable again", self.run_id,
+                           exc, human_bytes(self.max_bytes))
 
     def _recovered(self) -> None:
         self.pending = None
@@ -179,6 +191,8 @@ class StoreWriter:
             except Exception as err:  # noqa: BLE001
                 for loss in batch_loss(part, "rejected_by_store", f"{type(err).__name__}: {err}"):
                     self.record(loss)
+            else:
+                self.losses.written(part.losses)
         self._recovered()
 
 

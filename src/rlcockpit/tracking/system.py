@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from rlcockpit.tracking.entries import Metrics, metrics_cost
+from rlcockpit.tracking.entries import metrics_cost
 
 logger = logging.getLogger("rlcockpit")
 GB = 1024**3
@@ -138,7 +138,7 @@ class SystemSampler(threading.Thread):
                 logger.debug("system sample failed: %s", exc)
                 continue
             step = max(self._run.step, 0)
-            self._run._charge(Metrics(step, time.time(), data), metrics_cost(len(data)), step, len(data), "metrics")
+            self._run._charge((step, time.time(), data), metrics_cost(len(data)), step, len(data), "metrics")
 
     def stop(self) -> None:
         self._stop.set()

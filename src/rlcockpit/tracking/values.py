@@ -124,20 +124,19 @@ def flatten(
     return out
 
 
-_FAST_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.float16, np.int64, np.int32, np.bool_})
-_PLAIN_TYPES = frozenset({float, int, bool})
+def fast_values(values: list[Any]) -> np.ndarray | None:
+    """``values`` as float64 when every one is a plain number, else ``None`` (one C-level pass).
 
-
-def fast_values(values: list[Any]) -> tuple[np.ndarray | None, bool]:
-    """``(values as float64, all plain Python numbers?)`` when every value is a plain number (one C-level
-    pass), else ``(None, False)``."""
-    types = set(map(type, values))
-    if not _FAST_TYPES.issuperset(types):
-        return None, False
+    numpy infers one dtype for the whole list: all bools/ints/floats/numpy numbers give a numeric array;
+    a string, ``None``, an int beyond float range, a non-scalar array or tensor gives another dtype (or
+    raises) and the caller takes the careful per-value path."""
     try:
-        return np.array(values, dtype=np.float64), _PLAIN_TYPES.issuperset(types)
-    except (OverflowError, TypeError, ValueError):  # an int beyond float range
-        return None, False
+        arr = np.array(values)
+    except (OverflowError, TypeError, ValueError, RuntimeError):
+        return None
+    if arr.ndim != 1 or arr.dtype.kind not in "fiub":
+        return None
+    return arr if arr.dtype == np.float64 else arr.astype(np.float64)
 
 
 def clean_text(value: Any) -> tuple[Any, str | None]:

@@ -27,6 +27,8 @@ from rlcockpit.redact import redact
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
 from rlcockpit.tracking.convert import RowCleaner
 from rlcockpit.tracking.entries import (
+    ENTRY_BYTES,
+    KEY_BYTES,
     Barrier,
     ConfigChange,
     Derived,
@@ -39,7 +41,6 @@ from rlcockpit.tracking.entries import (
     Samples,
     Stop,
     SummarySet,
-    metrics_cost,
 )
 from rlcockpit.tracking.fanout import SinkWorker
 from rlcockpit.tracking.observers import ObserverThread
@@ -49,7 +50,7 @@ from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
 
 logger = logging.getLogger("rlcockpit")
 
-MAX_DRAIN = 50_000  # entries per store transaction
+MAX_DRAIN = 10_000  # entries per store transaction: bounds what a SIGKILL can take from inside a drain
 
 
 class Drain:
@@ -76,12 +77,14 @@ class Writer(threading.Thread):
         flush_s: float = 1.0,
         heartbeat_s: float = 5.0,
         end_meta: Callable[[], Mapping[str, Any]] | None = None,
+        listeners: list[Callable[[Any], None]] | None = None,
     ) -> None:
         super().__init__(name="rlcockpit-writer", daemon=True)
         self.queue, self.budget, self.store_writer = queue, budget, store_writer
         self.workers, self.observer = workers, observer
         self.poll_s, self.flush_s, self.heartbeat_s = poll_s, flush_s, heartbeat_s
         self.end_meta = end_meta or dict
+        self.listeners = listeners if listeners is not None else []  # the run's on_finding callbacks
         self.wake = threading.Event()
         self.ended = threading.Event()
         self.cleaner = RowCleaner()
@@ -130,7 +133,7 @@ class Writer(threading.Thread):
         except Exception:  # noqa: BLE001 - never die; what this drain held is recorded as lost
             self.errors += 1
             logger.error("rlcockpit writer error:\n%s", traceback.format_exc())
-            steps = [[e.step, e.step] for e in entries if isinstance(e, (Metrics, Samples))]
+            steps = [[e[0], e[0]] for e in entries if type(e) is Metrics or type(e) is Samples]
             self.store_writer.record(DataLoss("metrics", "internal_error", merge_ranges(steps), entries=len(entries),
                                               message=traceback.format_exc(limit=1).strip().splitlines()[-1]))
             drain.barriers = [e for e in entries if isinstance(e, Barrier)]
@@ -142,19 +145,27 @@ class Writer(threading.Thread):
         batch, parts = drain.batch, drain.parts
         released = 0
         group: list[Any] = []  # consecutive Metrics (or consecutive Derived) entries
+        gtype: type | None = None
         for e in entries:
             t = type(e)
-            if t is Metrics or t is Derived:
-                if group and type(group[0]) is not t:
+            if t is Metrics:
+                if gtype is not Metrics and group:
                     self._metrics(group, drain)
                     group = []
-                if t is Metrics:
-                    released += metrics_cost(len(e.data))
+                gtype = t
+                released += ENTRY_BYTES + KEY_BYTES * len(e[2])  # entries.metrics_cost, inlined
+                group.append(e)
+                continue
+            if t is Derived:
+                if gtype is not Derived and group:
+                    self._metrics(group, drain)
+                    group = []
+                gtype = t
                 group.append(e)
                 continue
             if group:
                 self._metrics(group, drain)
-                group = []
+                group, gtype = [], None
             if t is Samples:
                 released += e.nbytes
                 self._samples(e, drain)
@@ -164,6 +175,8 @@ class Writer(threading.Thread):
             elif t is FindingIn:
                 batch.findings.append(e.finding)
                 parts.append(FindingPart(e.finding))
+                if e.notify:
+                    self._notify(e.finding)
             elif t is SummarySet:
                 self._summary_set(e.values)
             elif t is MetaSet:
@@ -183,25 +196,26 @@ class Writer(threading.Thread):
         while self.sink_losses:
             self.store_writer.record(self.sink_losses.popleft())
         batch.nbytes += released
-        self.budget.released += released
+        self.budget.release(released)
 
     def _metrics(self, group: list[Any], drain: Drain) -> None:
-        rows, columns = self.cleaner.convert(group)
-        if not rows:
+        observe = self.observer is not None and type(group[0]) is Metrics  # derived rows came from the observer
+        rows, columns, last = self.cleaner.convert(group, want_rows=bool(self.workers) or observe)
+        if not columns:
             return
-        self.processed += len(rows)
+        count = len(group)
+        self.processed += count
         points = drain.batch.points
         for key, col in columns.items():
             have = points.get(key)
             points[key] = col if have is None else (np.concatenate([have[0], col[0]]),
                                                     np.concatenate([have[1], col[1]]), np.concatenate([have[2], col[2]]))
-        drain.batch.entries += len(rows)
-        drain.parts.append(RowsPart(rows))
-        last = self.last_values
-        for _, _, data in rows:
-            last.update(data)
+        drain.batch.entries += count
+        if rows and self.workers:
+            drain.parts.append(RowsPart(rows))
+        self.last_values.update(last)
         self._summary_dirty = True
-        if self.observer is not None and type(group[0]) is Metrics:  # derived rows came from the observer
+        if observe and rows:
             self.observer.submit_rows(rows)
 
     def _samples(self, e: Samples, drain: Drain) -> None:
@@ -224,6 +238,18 @@ class Writer(threading.Thread):
         drain.parts.append(SamplesPart(step, clean))
         if self.observer is not None:
             self.observer.submit_samples(step, clean)
+
+    def _notify(self, finding: Any) -> None:
+        """Call the finding listeners for a finding logged with ``run.log_finding`` (on the observer thread
+        when there is one: a slow listener must not hold up the store)."""
+        if self.observer is not None:
+            self.observer.submit(FindingIn(finding, notify=True))
+            return
+        for cb in list(self.listeners):
+            try:
+                cb(finding)
+            except Exception:  # noqa: BLE001 - a listener never takes the run down
+                logger.warning("rlcockpit: finding listener failed:\n%s", traceback.format_exc())
 
     def _summary_set(self, values: Mapping[Any, Any]) -> None:
         for k, v in redact(dict(values)).items():

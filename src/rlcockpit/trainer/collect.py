@@ -20,6 +20,7 @@ from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
 from rlcockpit.trainer.algo_args import wants_rollout_log_probs
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
+from rlcockpit.trainer.profiling import phase
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
 
@@ -95,7 +96,8 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     rows = [r for r in prompts for _ in range(n)]
     uids = np.repeat(np.arange(uid_offset, uid_offset + len(prompts)), n)
     t0 = time.perf_counter()
-    out = engine.generate([r.input_ids for r in rows], sampling_params(cfg))
+    with phase("timing_s/gen"):  # a named range in profiler traces
+        out = engine.generate([r.input_ids for r in rows], sampling_params(cfg))
     texts = decode(tokenizer, out)
     baselines = None
     if cfg.algorithm.adv_estimator == "remax":  # greedy rollout of each prompt = the baseline

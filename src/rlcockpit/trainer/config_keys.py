@@ -105,15 +105,14 @@ class NoEffect:
 
 
 _ROLLOUT_SERVER = tuple(f"actor_rollout_ref.rollout.{k}" for k in (
-    "mode", "dtype", "gpu_memory_utilization", "ignore_eos", "enforce_eager", "cudagraph_capture_sizes",
-    "free_cache_engine", "tensor_model_parallel_size", "data_parallel_size", "expert_parallel_size",
+    "mode", "dtype", "ignore_eos", "cudagraph_capture_sizes", "data_parallel_size", "expert_parallel_size",
     "pipeline_model_parallel_size", "max_num_batched_tokens", "max_model_len", "max_num_seqs",
     "enable_chunked_prefill", "enable_prefix_caching", "logprobs_mode", "scheduling_policy", "load_format",
     "layered_summon", "disable_log_stats", "engine_kwargs.*", "multi_stage_wake_up", "skip_tokenizer_init",
     "checkpoint_engine.*", "router_config_path", "enable_rollout_routing_replay",
     "moe_load_balance_metrics_interval", "prometheus.*", "quantization", "quantization_config_file", "mtp", "mtp.*",
     "qat", "qat.*", "disaggregation.*", "full_determinism", "seed", "over_sample_rate", "trace.*", "agent.*",
-    "free_cache_engine", "swap_space", "update_weights_bucket_megabytes", "limit_images", "val_kwargs.n_gpus"))
+    "swap_space", "update_weights_bucket_megabytes", "limit_images", "val_kwargs.n_gpus"))
 
 NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("distributed execution (FSDP/Megatron sharding and offload, sequence/tensor parallelism, dynamic "

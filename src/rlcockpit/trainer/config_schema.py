@@ -214,6 +214,12 @@ class RolloutConfig:
     calculate_log_probs: bool = opt(False, "the engine reports each sampled token's log-prob: rollout_corr/* metrics "
                                            "(on by itself with algorithm.rollout_correction)")
     val_kwargs: ValKwargsConfig = group(ValKwargsConfig)
+    # engine settings of rollout.name=vllm (verl's keys and defaults; the built-in engine has no use for them)
+    gpu_memory_utilization: float = opt(0.5, "vllm: share of GPU memory for the engine (on CPU: of RAM, caps the "
+                                             "KV cache, which is sized to the rollout batch)")
+    tensor_model_parallel_size: int = opt(1, "vllm: tensor-parallel shards; > 1 needs torchrun (one shard per rank)")
+    enforce_eager: bool = opt(True, "vllm: no CUDA graphs / torch.compile")
+    free_cache_engine: bool = opt(True, "vllm: release the KV cache between generations (sleep mode on CUDA)")
 
 
 @dataclass
@@ -326,6 +332,9 @@ class HealthConfig:
     on_critical: str = opt("warn", "what a critical finding does", choices=("warn", "stop", "rollback"),
                            only_here=True)
     max_rollbacks: int = opt(3, "after this many rollbacks a further critical finding stops the run", only_here=True)
+    reports: list[str] = opt(factory=list, help="scheduled health reports, stored with the run and sent through the "
+                             "alert channels: 1h, 6h, daily, checkpoint", choices=("1h", "6h", "daily", "checkpoint"),
+                             only_here=True)
 
 
 @dataclass
@@ -362,6 +371,8 @@ class TrainerConfig:
     device: str = opt("auto", "auto | cpu | cuda (cuda without a GPU falls back to cpu with a note)",
                       choices=("auto", "cpu", "cuda"))
     seed: int = opt(42, "global random seed", only_here=True)
+    profile_steps: list[int] = opt(factory=list, help="steps run under torch.profiler; traces stored with the run "
+                                                      "(docs/trainer.md)")
     num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)
     log_samples_freq: int = opt(10, "store rollout samples every N steps (and at step 1); 0 = never", only_here=True)
     num_log_samples: int = opt(8, "samples stored per logged step", only_here=True)

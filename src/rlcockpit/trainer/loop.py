@@ -19,14 +19,18 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
 from rlcockpit.trainer.probes import log_probes
+from rlcockpit.trainer.profiling import StepProfiler, phase
 from rlcockpit.trainer.progress import Progress
 from rlcockpit.trainer.rewards import RewardFailureError
+from rlcockpit.trainer.rollout_check import rollout_probs_metrics
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
     State,
     apply_live,
@@ -67,7 +71,8 @@ class TrainResult:
 @contextmanager
 def timed(timing: dict[str, float], name: str):
     t0 = time.perf_counter()
-    yield
+    with phase(f"timing_s/{name}"):  # a named range in profiler traces (trainer.profile_steps)
+        yield
     timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
 
@@ -82,6 +87,9 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
     policy_passes(st, batch, o.rollout_log_probs, timed, timing)
     metrics: dict[str, float] = dict(exp.metrics)
+    if o.rollout_log_probs is not None and not cfg.algorithm.rollout_correction.bypass_mode:
+        # verl's rollout-vs-trainer agreement (bypass mode uses the engine's log-probs as the old ones)
+        metrics.update(rollout_probs_metrics(o.rollout_log_probs, batch["old_log_probs"], o.response_mask))
     with timed(timing, "adv"):
         rewards_and_advantages(st, batch, exp, o.rollout_log_probs, metrics)
     if st.critic is not None:
@@ -93,6 +101,9 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
             metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref))
             st.actor_sched.step()
+    with timed(timing, "update_weights"):  # into the rollout engine (a no-op for the built-in one)
+        st.engine.sync_weights(st.actor)
+    metrics.update(st.engine.pop_metrics() if hasattr(st.engine, "pop_metrics") else {})
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     # lengths and per-token statistics over the generated tokens, rollout-correction rejections included
     metrics.update(data_metrics({**batch, "response_mask": o.response_mask}, cfg.data.max_response_length,
@@ -149,6 +160,21 @@ def loggers_for(cfg: Config) -> list[str]:
     return names
 
 
+def save_and_note(st: Any, run: Any, guard: Any) -> Any:
+    """Checkpoint ``st`` and record a ``checkpoint`` run event (``health.reports=[checkpoint]`` reports on it)."""
+    path = save(st, run.id, guard)
+    run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
+    register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoint_artifacts.py)
+    return path
+
+
+def health_section(cfg: Config) -> bool | dict[str, Any]:
+    """What ``init(health=...)`` gets: off, on, or on with the report schedule (``health.reports``)."""
+    if not cfg.health.enable:
+        return False
+    return {"reports": list(cfg.health.reports)} if cfg.health.reports else True
+
+
 def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = True) -> Any:
     import rlcockpit
 
@@ -156,7 +182,8 @@ def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = Tru
     options = {"wandb": {"entity": tr.entity}} if tr.entity else None
     return rlcockpit.init(project=tr.project_name, name=tr.experiment_name, group=tr.group, tags=list(tr.tags) or None,
                           config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
-                          loggers=loggers_for(cfg), health=cfg.health.enable and health, alerts=cfg.alerts or None,
+                          loggers=loggers_for(cfg), health=health_section(cfg) if health else False,
+                          alerts=cfg.alerts or None,
                           logger_options=options, guardrails=health)
 
 
@@ -191,7 +218,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resume_from is not None:
         resumed = restore(st, resume_from)
         log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
-    st.run_id = resumed.get("run_id") or uuid.uuid4().hex[:8]
+    st.run_id = resumed.get("run_id") or trial_run_id() or uuid.uuid4().hex[:8]  # a sweep trial has its id
     st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
     if st.ckpt_dir != Path(tr.default_local_dir):
         log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
@@ -237,10 +264,11 @@ def _finish(run: Any, st: State, result: TrainResult, t_start: float) -> None:
 def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | None, result: TrainResult,
                progress: Progress, steps: int, log: Any) -> None:
     cfg, tr = st.cfg, st.cfg.trainer
+    profiler = StepProfiler.for_run(cfg, run, st.device, log=log)  # trainer.profile_steps
     if st.step == 0:
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
-            save(st, run.id, ckpt_guard)  # a healthy point to come back to
+            save_and_note(st, run, ckpt_guard)  # a healthy point to come back to
     if st.step == 0 and (tr.val_before_train or tr.val_only):  # as verl: whatever test_freq says
         _validate(st, run, result, log, progress)
     if tr.val_only:
@@ -250,7 +278,8 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         st.step += 1
         timing: dict[str, float] = {}
         t0 = time.perf_counter()
-        metrics, exp = train_step(st, timing)
+        with profiler.step(st.step):
+            metrics, exp = train_step(st, timing)
         timing["step"] = time.perf_counter() - t0
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
@@ -269,7 +298,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-            save(st, run.id, ckpt_guard)
+            save_and_note(st, run, ckpt_guard)
         guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
     if guard.stop_requested:
         last = guard.handled[-1] if guard.handled else {}
@@ -280,7 +309,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
         _validate(st, run, result, log, progress)
     if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
-        save(st, run.id, ckpt_guard)  # the final state, as verl does
+        save_and_note(st, run, ckpt_guard)  # the final state, as verl does
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
@@ -295,6 +324,8 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
     accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
+    st.last_val = (st.step, acc)  # the checkpoint saved at this step carries it (policy:best follows it)
+    note_validation(run, st)  # ... also when that checkpoint was saved before this validation (the last step)
     if progress is not None:
         progress.val(acc)
     n = st.cfg.rollout.val_kwargs.n

@@ -96,8 +96,8 @@ class HFRolloutEngine:
     """Samples from the training model itself (no weight sync needed)."""
 
     def __init__(self, model: Any, *, pad_token_id: int, eos_token_id: int | list[int], device: Any,
-                 autocast: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
-        self.model = model
+                 autocast: Callable[[], contextlib.AbstractContextManager] | None = None, config: Any = None) -> None:
+        self.model = model  # config: the trainer Config, which engines with settings of their own read
         self.pad_token_id = pad_token_id
         self.eos_ids = torch.tensor(eos_token_id if isinstance(eos_token_id, list) else [eos_token_id])
         self.device = device

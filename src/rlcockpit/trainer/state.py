@@ -19,8 +19,10 @@ import torch
 
 from rlcockpit.algos import get_kl_controller
 from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer import rollout_vllm  # noqa: F401 - registers rollout.name=vllm
 from rlcockpit.trainer.config import Config, canonical, to_dict
 from rlcockpit.trainer.data import PromptLoader, load_datasets
+from rlcockpit.trainer.host_memory import return_freed_memory_to_os
 from rlcockpit.trainer.models import (
     autocast_factory,
     import_external_lib,
@@ -61,6 +63,7 @@ class State:
     step: int = 0
     ckpt_dir: Path | None = None  # where this run's checkpoints go (see checkpoint.claim_dir)
     run_id: str | None = None
+    last_val: tuple[int, float] | None = None  # (step, validation accuracy) of the latest validation
 
 
 def warmup_steps(optim_cfg: Any, total_steps: int) -> int:
@@ -118,7 +121,7 @@ def make_engine(cfg: Config, actor: Any, tokenizer: Any, device: torch.device, a
     try:
         factory = ROLLOUT_ENGINES.get(name)
         return factory(actor, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                       device=device, autocast=autocast)
+                       device=device, autocast=autocast, config=cfg)
     except (KeyError, ImportError) as exc:
         if name not in ("vllm", "sglang"):
             raise
@@ -134,6 +137,8 @@ def build(cfg: Config, log: Any = print) -> State:
         torch.set_num_threads(cfg.trainer.num_threads)
     seed_everything(cfg.trainer.seed)
     device = resolve_device(cfg.trainer.device, log)
+    if device.type == "cpu":
+        return_freed_memory_to_os()  # RSS follows live tensors, not glibc's heap history (host_memory.py)
     import_external_lib(cfg)
     path = resolve_model_path(cfg, log)
     tokenizer = load_tokenizer(tokenizer_path(cfg, path), trust_remote_code=cfg.model.trust_remote_code,

@@ -68,7 +68,7 @@ class JsonlSink(Sink):
     def log_metrics(self, rows: MetricRows) -> None:
         write = self._metrics.write
         for step, ts, data in rows:
-            write(json.dumps({"step": step, "ts": ts, "data": data}, ensure_ascii=False) + "\n")
+            write(json.dumps({"step": step, "ts": ts, "data": data}, ensure_ascii=False, default=float) + "\n")
 
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
         if self._samples is None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rlcockpit.redact import redact_argv
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 SAMPLE_COLUMNS = ("step", "prompt", "response", "reward")
@@ -46,7 +48,14 @@ class WandbSink(Sink):
         if "settings" not in opts:
             # rlcockpit samples system metrics and captures the environment itself
             opts["settings"] = wandb.Settings(console="off", x_disable_stats=True)
-        self.run = wandb.init(**opts)
+        # W&B records sys.argv in its run file: it sees the command line with secrets masked
+        saved = sys.argv
+        sys.argv = [saved[0] if saved else "", *redact_argv(saved[1:])]
+        try:
+            self.run = wandb.init(**opts)
+        finally:
+            sys.argv = saved
+        self._store_dir = run.dir
         self._table: Any = None
         self._columns: list[str] = []
         self._last_step = -1
@@ -89,6 +98,12 @@ class WandbSink(Sink):
         # W&B drops entries whose step went backwards; samples of an older step land on the current one
         self.run.log({"samples": table}, step=max(step, self._last_step))
         self._last_step = max(step, self._last_step)
+
+    def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
+        if kind == "artifact":  # a version logged with run.log_artifact: mirrored as a W&B artifact
+            from rlcockpit.tracking import artifacts
+
+            artifacts.mirror(self._store_dir, payload, lambda v, root: artifacts.to_wandb(self.run, v, root))
 
     def log_finding(self, finding: Any) -> None:
         d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)

