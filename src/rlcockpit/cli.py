@@ -18,6 +18,7 @@ from rlcockpit.health import cli as health_cli
 from rlcockpit.integrations import cli as integrations_cli
 from rlcockpit.metrics import cli as metrics_cli
 from rlcockpit.preflight import cli as preflight_cli
+from rlcockpit.server import cli as server_cli
 from rlcockpit.sweeps import cli as sweeps_cli
 from rlcockpit.tracking import cli as tracking_cli
 from rlcockpit.trainer import cli as trainer_cli
@@ -37,6 +38,7 @@ COMMAND_MODULES = (
     sweeps_cli,  # sweep, agent, importance
     artifacts_cli,  # artifact ls|get|rm|gc|alias
     generate_cli,  # generate (inference test of a model artifact)
+    server_cli,  # server, status, sync
 )
 
 
@@ -48,7 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
+    _add_store_aliases(sub)
     return parser
+
+
+def _add_store_aliases(sub: argparse._SubParsersAction) -> None:
+    """``--store URL`` on every command that reads a store with ``--dir`` (same destination): a directory,
+    ``sqlite:///DIR`` or ``postgresql://...`` (see :mod:`rlcockpit.store.urls`)."""
+    for parser in {id(p): p for p in sub.choices.values()}.values():
+        dests = {a.dest for a in parser._actions}
+        if "dir" in dests and "--store" not in parser._option_string_actions:
+            parser.add_argument("--store", dest="dir", metavar="URL",
+                                help="store URL (sqlite:///DIR, postgresql://...) or directory; same as --dir")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,8 +19,8 @@ def test_directory_and_sqlite_url_name_the_same_database(tmp_path: Path, monkeyp
     assert a.path == b.path == c.path == tmp_path.resolve() / "rlcockpit.db"
     monkeypatch.setenv("RLCOCKPIT_STORE", f"sqlite:///{tmp_path}")
     assert open_database().path == a.path
-    with pytest.raises(ValueError, match="postgresql:// stores are not supported for them yet"):
-        open_database("postgresql://user@localhost/db")
+    with pytest.raises(ValueError, match="mysql:// stores are not supported"):
+        open_database("mysql://user@localhost/db")  # postgresql:// is: tests/store/test_store_sql_postgres.py
 
 
 def test_read_only_reader_sees_sweeps_and_cannot_write(tmp_path: Path) -> None:

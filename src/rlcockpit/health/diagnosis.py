@@ -22,6 +22,7 @@ from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.overrides import assign_to_actions, merge_overrides
+from rlcockpit.health.reviews import reviewer_findings
 from rlcockpit.health.stories import Story, resolve_story
 
 RELATED_WINDOW = 15  # steps around the first critical finding in which other findings count as the same event
@@ -203,4 +204,5 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     """
     run, metrics, samples = load_run(store, run_id)
     findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
     return diagnose_findings(findings, run.get("config") or {}, run)

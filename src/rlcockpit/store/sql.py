@@ -138,14 +138,18 @@ class SQLiteDatabase(Database):
 
 
 def open_database(dir: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Database:
-    """The database of the store at ``dir``: a directory (see :func:`~rlcockpit.store.base.resolve_dir`) or a
-    ``sqlite:///DIR`` URL (also from ``$RLCOCKPIT_STORE`` when ``dir`` is None)."""
+    """The database of the store at ``dir``: a directory (see :func:`~rlcockpit.store.base.resolve_dir`), a
+    ``sqlite:///DIR`` URL or a ``postgresql://`` URL (also from ``$RLCOCKPIT_STORE`` when ``dir`` is None)."""
     target = os.fspath(dir) if dir is not None else (os.environ.get("RLCOCKPIT_STORE") or None)
     if target is not None and "://" in target:
         scheme = target.split("://", 1)[0].lower()
+        if scheme in ("postgresql", "postgres"):  # the team server's database (store/sql_postgres.py)
+            from rlcockpit.store.sql_postgres import PostgresDatabase
+
+            return PostgresDatabase("postgresql://" + target.split("://", 1)[1], read_only=read_only)
         if scheme != "sqlite":
             raise ValueError(f"sweeps and artifacts keep their tables in the store's database; {scheme}:// stores "
-                             "are not supported for them yet — use a SQLite store (a directory or sqlite:///DIR)")
+                             "are not supported for them — use a directory, sqlite:///DIR or postgresql://...")
         path = target.split("://", 1)[1]
         target = path[1:] if path.startswith("/") and path[1:2] == "/" else path
         if target.endswith(DB_FILE):

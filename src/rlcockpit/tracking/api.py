@@ -59,10 +59,12 @@ class StoredRun:
 
 
 class Api:
-    """Read access to a store (``dir`` arg, else ``$RLCOCKPIT_DIR``, else ``./rlcockpit``)."""
+    """Read access to a store: ``store`` (a URL — ``sqlite:///DIR``, ``postgresql://...`` — or a directory),
+    else ``dir``, else ``$RLCOCKPIT_STORE``, else ``$RLCOCKPIT_DIR``, else ``./rlcockpit``."""
 
-    def __init__(self, dir: str | os.PathLike[str] | None = None) -> None:
-        self.store = open_store(dir)
+    def __init__(self, dir: str | os.PathLike[str] | None = None, *, store: str | os.PathLike[str] | None = None
+                 ) -> None:
+        self.store = open_store(store if store is not None else dir)
 
     def runs(self, project: str | None = None) -> list[StoredRun]:
         return [StoredRun(self.store, r) for r in self.store.list_runs(project)]

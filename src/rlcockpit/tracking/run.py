@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.redact import redact
-from rlcockpit.store import open_store, resolve_dir
+from rlcockpit.store import resolve_dir
 from rlcockpit.store.base import Store, StoreError, boot_id
 from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
 from rlcockpit.tracking.entries import (
     Barrier,
@@ -59,10 +60,11 @@ class Run:
 
     def __init__(self, *, project: str, name: str | None, group: str | None, tags: Sequence[str] | None,
                  config: Any, dir: str | os.PathLike[str] | None, resume: str | None, id: str | None,
-                 notes: str | None, capture_meta: bool, options: RunOptions) -> None:
+                 notes: str | None, capture_meta: bool, options: RunOptions, store: Any = None,
+                 server: str | None = None) -> None:
         self.dir: Path = resolve_dir(dir)
         try:
-            self.store: Store = open_store(self.dir)
+            self.store: Store = open_run_store(self.dir, dir_given=dir is not None, store=store, server=server)
         except StoreError as exc:
             raise _init_error(exc, self.dir) from exc
         self.project = project
@@ -92,6 +94,8 @@ class Run:
             self._parts.link._request = lambda: self._barrier("observers")
         self._parts.start()
         attach_hooks(self, self._parts, options.alerts, config, health=options.health)
+        if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote.py)
+            self.on_end(lambda *_: self.store.finish_run(self.id))
         hooks.install_exit_hooks(self)
 
     def _open_row(self, resume: str | None, id: str | None, name: str | None, group: str | None,
@@ -433,6 +437,8 @@ def init(
     capture_meta: bool = True,
     sinks: Sequence[Sink] = (),
     print_findings: bool = True,
+    store: Any = None,
+    server: str | None = None,
 ) -> Run:
     """Start (or resume) a run and make it the current one.
 
@@ -443,7 +449,10 @@ def init(
     (or a dict of detector settings). ``alerts``: alert channel config (see ``rlcockpit.alerts``);
     environment channels alone do not enable alerts. ``guardrails``: give ``run.guardrails`` (a
     :class:`GuardrailLink`) to a trainer. ``max_queue_bytes``: the memory bound of the queue, of the
-    store's backlog while it cannot be written, and of each other logger's queue.
+    store's backlog while it cannot be written, and of each other logger's queue. ``store``: where the run is
+    stored, a URL (``sqlite:///DIR``, ``postgresql://...``) or a directory (default ``$RLCOCKPIT_STORE``, else
+    ``dir``). ``server``: log to a team server instead (default ``$RLCOCKPIT_SERVER``, token
+    ``$RLCOCKPIT_TOKEN``; see docs/team-server.md).
     """
     global _current
     from rlcockpit.tracking.sweep_env import claim_trial
@@ -456,7 +465,7 @@ def init(
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
     run = Run(project=project, name=name, group=group, tags=tags, config=config, dir=dir, resume=resume, id=id,
-              notes=notes, capture_meta=capture_meta, options=options)
+              notes=notes, capture_meta=capture_meta, options=options, store=store, server=server)
     _current = run
     return run
 

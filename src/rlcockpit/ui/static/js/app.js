@@ -6,7 +6,7 @@
 //         #/sweeps, #/sweep/<id>   sweeps; one sweep (trials, parallel coordinates, best so far, importance)
 // Each page renderer returns a dispose() that closes its live stream when the route changes.
 
-import { clear, el, errorBox, hideTip, loadGuide, setLive } from "./core.js";
+import { clear, el, errorBox, extensions, hideTip, loadGuide, setLive } from "./core.js";
 import { getLang, initLang, setLang, t } from "./i18n.js";
 import { renderCompare } from "./compare.js";
 import { renderRun } from "./run.js";
@@ -32,6 +32,7 @@ async function route() {
     else if (parts[0] === "compare") d = await renderCompare(root, params);
     else if (parts[0] === "sweeps") d = await renderSweeps(root, params);
     else if (parts[0] === "sweep" && parts[1]) d = await renderSweep(root, parts[1], params);
+    else if (extensions.routes[parts[0]]) d = await extensions.routes[parts[0]](root, parts, params);
     else root.appendChild(el("div", { class: "empty", text: t("nav.unknown") }));
     if (mine !== routing) { if (d) d(); return; }
     dispose = d || null;
