@@ -389,6 +389,7 @@ def _signal_name(num: int) -> str:
 
 
 def agent(sweep_id: str, function: Callable[[], Any] | None = None, count: int | None = None,
-          dir: str | os.PathLike[str] | None = None) -> int:
-    """``rlcockpit.agent`` (as ``wandb.agent``): run trials of ``sweep_id``; returns how many ran."""
+          dir: str | os.PathLike[str] | None = None, *, entity: str | None = None, project: str | None = None) -> int:
+    """``rlcockpit.agent`` (as ``wandb.agent``): run trials of ``sweep_id`` (also W&B's ``entity/project/id``;
+    ``entity`` and ``project`` are accepted, the sweep knows its project); returns how many ran."""
     return Agent(sweep_id, dir=dir, count=count, function=function).run()
