@@ -507,6 +507,7 @@ def init(
     trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
+        store = trial.store if trial.store and store is None else store  # the sweep's database, whatever dir says
     project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
