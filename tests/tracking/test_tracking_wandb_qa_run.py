@@ -153,3 +153,19 @@ def test_tables_histograms_images_in_log(start, store_dir: Path, caplog) -> None
     assert df.loc[1, "grads/mean"] == 2.0 and df.loc[1, "grads/max"] == 3.0 and df.loc[1, "grads/min"] == 1.0
     assert "pic" not in df.columns
     assert any("'pic' rejected" in r.getMessage() and "Image" in r.getMessage() for r in caplog.records)
+
+
+def test_trl_completions_table_keeps_its_step_column_apart(start, store_dir: Path) -> None:
+    # the columns TRL 1.16's GRPOTrainer.log puts in its wandb completions table (trl/trainer/grpo_trainer.py)
+    import pandas as pd
+
+    run = start()
+    run.log({"reward": 0.5})
+    df = pd.DataFrame({"step": [7, 7], "prompt": ["1+1=", "2+2="], "completion": ["2", "5"],
+                       "accuracy_reward": [1.0, 0.0], "advantage": [0.7, -0.7]})
+    run.log({"completions": wandb.Table(dataframe=df)}, commit=False)
+    run.finish()
+    rows = rlcockpit.Api(store_dir).run(run.id).samples(step=1)
+    assert [(r["step"], r["table_step"], r["response"], r["advantage"]) for r in rows] == [(1, 7, "2", 0.7),
+                                                                                         (1, 7, "5", -0.7)]
+

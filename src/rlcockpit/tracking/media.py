@@ -4,7 +4,8 @@ Why: W&B scripts (and TRL's W&B logging) put these in ``log()`` dicts; without t
 on ``AttributeError`` at ``wandb.Table``, and a rejected value would lose the data. What is kept:
 
 * ``Table`` → sample rows at the logged step (``run.log_samples``), one row per table row, plus a ``table``
-  column with the logged key; a ``completion`` column (TRL's name) is also the ``response``.
+  column with the logged key; a ``completion`` column (TRL's name) is also the ``response``; columns named
+  ``step`` / ``idx`` become ``table_step`` / ``table_idx``.
 * ``Histogram`` → four points: ``<key>/mean``, ``<key>/std``, ``<key>/min``, ``<key>/max``.
 * ``Image`` (and other media) → not stored: the key is rejected with one warning saying so.
 
@@ -64,7 +65,9 @@ class Table:
         """The table as sample rows (see the module docstring)."""
         out = []
         for r in self.data:
-            row = {c: _plain(v) for c, v in zip(self.columns, r)}
+            # "step" and "idx" name the sample's own place in the store: a table's columns of those names
+            # (TRL's completions table has "step") are kept as "table_step" / "table_idx"
+            row = {(f"table_{c}" if c in ("step", "idx") else c): _plain(v) for c, v in zip(self.columns, r)}
             if "response" not in row and "completion" in row:
                 row["response"] = row["completion"]
             row.setdefault("table", key)
