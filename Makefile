@@ -11,7 +11,7 @@ export WANDB_MODE := offline
 export WANDB_SILENT := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system-deps verl-env vllm-env demo test test-quick lint bench ui-screenshots clean
+.PHONY: setup system-deps postgres-deps verl-env vllm-env demo test test-quick lint bench ui-screenshots clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -32,6 +32,13 @@ system-deps:
 	  echo "installing fonts-noto-cjk (Debian) for the dashboard's Chinese UI in Chromium"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; }
 
+# PostgreSQL for the store and team-server tests: the tests start their own throwaway cluster (initdb in a temp
+# dir, loopback, ephemeral port, as the unprivileged 'postgres' user) and stop it at the end.
+postgres-deps:
+	@{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || { \
+	  echo "installing postgresql (Debian) for the team-server tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
 demo: setup
 	$(VENV)/bin/rlcockpit demo
 
@@ -43,10 +50,10 @@ verl-env:
 vllm-env:
 	bash scripts/setup_vllm_env.sh
 
-test: setup system-deps verl-env vllm-env
+test: setup system-deps postgres-deps verl-env vllm-env
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test-quick: setup
+test-quick: setup postgres-deps
 	$(PY) -m pytest -q -m "not slow"
 
 lint: setup

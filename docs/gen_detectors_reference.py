@@ -19,10 +19,13 @@ OUTPUT = Path(__file__).resolve().with_name("detectors-reference.md")
 
 # detector module -> section title, in display order
 GROUPS = {
-    "rlcockpit.health.detectors_training": "Optimisation: loss, KL, update size, entropy, gradients, critic",
-    "rlcockpit.health.detectors_reward": "Reward and response length",
+    "rlcockpit.health.detectors_loss": "Optimisation: loss, gradients, critic",
+    "rlcockpit.health.detectors_policy": "Policy: KL, update size, entropy",
+    "rlcockpit.health.detectors_reward": "Reward",
+    "rlcockpit.health.detectors_length": "Response length",
     "rlcockpit.health.detectors_samples": "Samples (from `run.log_samples`)",
-    "rlcockpit.health.detectors_system": "System and performance",
+    "rlcockpit.health.detectors_memory": "Memory",
+    "rlcockpit.health.detectors_system": "Pipeline and performance",
 }
 
 
@@ -42,7 +45,6 @@ def _value(v: Any) -> str:
 
 def render() -> str:
     from rlcockpit.health import DETECTORS
-    from rlcockpit.health.monitor import TRIGGERS_ALL
 
     aliases: dict[str, list[str]] = {}
     for alias, target in sorted(DETECTORS._aliases.items()):
@@ -86,11 +88,13 @@ def render() -> str:
                 lines.append(f"- Watches: {', '.join(f'`{k}`' for k in cls.keys)} (fires on a NaN/±Inf value of "
                              "any of them, aliases included)")
             elif cls.keys:
-                trig = ("any of " if name in TRIGGERS_ALL and len(cls.keys) > 1 else "")
-                first = cls.keys if trig else cls.keys[:1]
+                first = cls.trigger_keys()
+                trig = "any of " if len(first) > 1 else ""
                 lines.append(f"- Watches: {', '.join(f'`{k}`' for k in cls.keys)} "
                              f"(evaluated when {trig}{', '.join(f'`{k}`' for k in first)} is logged; aliases "
                              "count)")
+            story = cls.story_of()
+            lines.append(f"- Root-cause story: {story.title} (`{story.name}`), as {cls.role}")
             if aliases.get(name):
                 lines.append(f"- Aliases: {', '.join(f'`{a}`' for a in aliases[name])}")
             settings = {**cls.common, **cls.defaults}

@@ -30,10 +30,20 @@ def attach_alerts(run: Any, section: Any) -> Any:
     return attach(run, section)
 
 
+def attach_health_reports(run: Any, reports: Any) -> Any:
+    """The scheduled health reports of ``run`` (``health.reports=[1h, 6h, daily, checkpoint]``)."""
+    from rlcockpit.alerts.reports import send_report_live
+    from rlcockpit.health.schedule import attach_reports
+
+    return attach_reports(run, reports, send=lambda report: send_report_live(run, report))
+
+
 if "health" not in OBSERVERS:
     OBSERVERS.add("health", health_monitor)
 if "alerts" not in RUN_HOOKS:
     RUN_HOOKS.add("alerts", attach_alerts)
+if "health_reports" not in RUN_HOOKS:
+    RUN_HOOKS.add("health_reports", attach_health_reports)
 
 
 def trainer_keys() -> list[str]:
@@ -43,5 +53,14 @@ def trainer_keys() -> list[str]:
     return list(all_keys())
 
 
+def report_sender() -> Any:
+    """``rlcockpit report --send``: the alert channels' sender of a stored run's health report."""
+    from rlcockpit.alerts.reports import send_report_now
+
+    return send_report_now
+
+
 if "trainer_keys" not in PROVIDERS:
     PROVIDERS.add("trainer_keys", trainer_keys)
+if "report_sender" not in PROVIDERS:
+    PROVIDERS.add("report_sender", report_sender)

@@ -20,7 +20,7 @@ from rlcockpit.health import HealthMonitor
 from rlcockpit.health.diagnosis import load_run
 from rlcockpit.metrics.guide import canonical_name
 
-CONFIG_SECTIONS = ("algorithm", "actor", "rollout", "data", "reward", "critic")
+CONFIG_SECTIONS = ("algorithm", "actor", "rollout", "data", "reward", "critic", "actor_rollout_ref")
 SAMPLE_FIELDS = ("response", "reward", "response_length")
 
 
@@ -50,7 +50,7 @@ def compact(run: dict[str, Any], metrics: dict[int, dict[str, float]], samples: 
     }
     return {"name": run.get("name"), "preset": cfg.get("preset") or (cfg.get("trainer") or {}).get("preset"),
             "config": {k: cfg[k] for k in CONFIG_SECTIONS if k in cfg}
-            | {"trainer": {"total_training_steps": (cfg.get("trainer") or {}).get("total_training_steps")}},
+            | {"trainer": {k: (cfg.get("trainer") or {}).get(k) for k in ("total_training_steps", "preflight")}},
             "steps": steps, "series": series, "samples": kept_samples}
 
 

@@ -16,8 +16,8 @@ TRAINER_KEYS = set(all_keys())
 
 
 def _with(**changes: object) -> dict:
-    """The default rlcockpit config as a run stores it (verl's shape, framework=rlcockpit), with dotted ``changes``
-    in rlcockpit's short keys (``actor__optim__lr``)."""
+    """The default rlcockpit config as a run stores it (verl's shape, framework=rlcockpit), with ``changes`` in any
+    key form the trainer accepts (``actor_rollout_ref__actor__optim__lr`` or ``actor__optim__lr``)."""
     cfg = to_dict(Config())
     for dotted, value in changes.items():
         *parents, leaf = canonical(dotted.replace("__", ".")).split(".")
@@ -30,13 +30,14 @@ def _with(**changes: object) -> dict:
 
 # configs that steer advice into each of its branches (KL in loss / in reward / none, low lr warm-up,
 # unclipped gradients, micro-batches to halve, a PPO critic...)
+A = "actor_rollout_ref__actor__"
 OURS = {
     "empty": {},
     "default": _with(),
-    "kl_loss": _with(actor__use_kl_loss=True, actor__kl_loss_coef=0.0001),
+    "kl_loss": _with(**{A + "use_kl_loss": True, A + "kl_loss_coef": 0.0001}),
     "kl_reward": _with(algorithm__use_kl_in_reward=True, algorithm__kl_ctrl__kl_coef=0.001),
-    "no_clip": _with(actor__grad_clip=0.0, actor__ppo_micro_batch_size=8, rollout__temperature=0.5,
-                     actor__optim__lr_warmup_steps_ratio=0.0),
+    "no_clip": _with(**{A + "grad_clip": 0.0, A + "ppo_micro_batch_size_per_gpu": 8,
+                        "actor_rollout_ref__rollout__temperature": 0.5, A + "optim__lr_warmup_steps_ratio": 0.0}),
 }
 VERL = {
     "verl": {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "use_kl_loss": True, "kl_loss_coef": 0.001,
@@ -90,7 +91,7 @@ def test_verl_overrides_use_verl_paths(shape):
         for text in action.verl_overrides:
             key = text.split("=", 1)[0]
             assert key in VERL_PATHS, (name, text)
-        # a knob both have appears on both sides: the rlcockpit side is never silently emptier
+        # a knob both have appears on both sides: the rlcockpit side (its short keys) is never silently emptier
         ours = {o.split("=", 1)[0] for o in action.overrides}
         for text in action.verl_overrides:
             key = text.split("=", 1)[0]
@@ -110,8 +111,10 @@ def test_a_verl_run_gets_verl_paths_only(shape):
 
 def test_verl_only_knobs_are_not_offered_to_the_rlcockpit_trainer():
     actions = [a for _n, a in _actions(OURS["default"])]
+    # the KV-cache share is a knob of the trainer's vLLM rollout (rollout.name=vllm) too, so it is offered
     kv = next(a for a in actions if "KV cache" in a.title)
-    assert kv.overrides == [] and kv.verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]
+    assert kv.overrides == ["rollout.gpu_memory_utilization=0.7"]
+    assert kv.verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]
     workers = [a for a in actions if "dataloader" in a.title]
     assert workers and all(a.overrides == [] and a.verl_overrides[0].startswith("data.dataloader_num_workers=")
                            for a in workers)

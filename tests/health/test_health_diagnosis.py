@@ -44,8 +44,11 @@ def test_collapse_chain_links_reward_kl_samples_and_config(store):
     rc = diag["root_cause"]
     assert rc["story"] == "collapse" and abs(rc["step"] - trace.onset) <= 3
     roles = [link["role"] for link in rc["chain"]]
-    assert roles[0] == "outcome" and "mechanism" in roles and "samples" in roles and "config" in roles
-    assert rc["chain"][0]["detector"] == "reward_cliff"
+    # the chain starts with the first failure in time (here the reward cliff), then what followed it
+    assert roles[0] == "root" and "mechanism" in roles and "samples" in roles and "config" in roles
+    assert rc["chain"][0]["detector"] == "reward_cliff" and rc["root"]["detector"] == "reward_cliff"
+    starts = [link["step_start"] for link in rc["chain"] if link["role"] != "config"]
+    assert starts == sorted(starts)
     assert any(link["detector"] == "kl_spike" for link in rc["chain"])
     assert any("kl_coef=0.001 is far below" in link["text"] for link in rc["chain"])
     assert "too weak" in rc["explanation"]

@@ -8,6 +8,12 @@ already past a fixed threshold or far from an EMA) or every ``every`` steps.
 Baselines are the run's own: detectors compare against a robust median/MAD of the values at warm-up end
 (frozen) or of a trailing window. A fixed threshold (a blog-post number such as "KL > 0.1") may only raise a
 *warning*; a *critical* always needs a change relative to the run's own baseline, or a non-finite value.
+
+A detector carries everything about itself: its thresholds (``defaults``), the metrics that trigger it
+(``triggers``), its advice (:meth:`Detector.advise`: causes ranked from the finding's evidence, config changes),
+and its place in root-cause stories (``story``, ``role``, :meth:`Detector.chain_text`). A detector a user
+registers is therefore as complete as a built-in one: it runs live, in ``diagnose``, and appears in the
+root-cause chain with its own story and advice.
 """
 
 from __future__ import annotations
@@ -20,19 +26,23 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.findings import Finding, severity_rank
+from rlcockpit.health.findings import Action, Cause, Finding, severity_rank
+from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
+ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
 
 
 class Track:
-    """Recent finite values of one canonical metric (non-finite values are reported, never stored)."""
+    """Recent finite values of one canonical metric (non-finite values are reported, never stored). ``raw`` is
+    the name the run logged it under (``kl`` for TRL's KL): evidence cites what the user logged."""
 
-    __slots__ = ("key", "values", "steps", "n", "last", "last_step")
+    __slots__ = ("key", "raw", "values", "steps", "n", "last", "last_step")
 
-    def __init__(self, key: str, maxlen: int = 256) -> None:
+    def __init__(self, key: str, maxlen: int = 256, raw: str | None = None) -> None:
         self.key = key
+        self.raw = raw or key
         self.values: deque[float] = deque(maxlen=maxlen)
         self.steps: deque[int] = deque(maxlen=maxlen)
         self.n = 0
@@ -74,6 +84,33 @@ class Track:
         """The value ``k`` observations before the newest (NaN if not that many)."""
         return self.values[-1 - k] if len(self.values) > k else math.nan
 
+    def mean_steps(self, steps: int, most: int = 3) -> float:
+        """Mean of the values logged within the last ``steps`` steps (at least the newest, at most ``most``):
+        smoothing over the same time span whether a run logs every step or every tenth."""
+        v, st = self.values, self.steps
+        if not v:
+            return math.nan
+        if len(st) >= most and st[-1] - st[-most] < steps:  # a dense log: the plain mean of the last ``most``
+            return self.mean_last(most)
+        k, total, cut = 0, 0.0, self.last_step - steps
+        for i in range(len(v) - 1, max(len(v) - 1 - most, -1), -1):
+            if k and st[i] <= cut:
+                break
+            total += v[i]
+            k += 1
+        return total / k
+
+    def back(self, steps: int) -> float:
+        """The newest value logged at least ``steps`` *steps* (not observations) before the newest one: lags
+        mean the same time span whether a run logs every step or every tenth (NaN if none is that old)."""
+        if not self.steps:
+            return math.nan
+        target = self.last_step - steps
+        for i in range(len(self.steps) - 2, -1, -1):
+            if self.steps[i] <= target:
+                return self.values[i]
+        return math.nan
+
     def points(self, k: int = EVIDENCE_POINTS) -> list[list[float]]:
         """The last ``k`` (step, value) pairs as JSON-ready lists (values are floats already: the monitor
         converts on the way in)."""
@@ -97,6 +134,16 @@ def median(values: list[float]) -> float:
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
 
 
+def tie_safe(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
+    """:func:`robust`, with the scale at least 1.2533 x the mean absolute deviation from the median (the normal
+    distribution's standard deviation): a reward that is a mean over a few dozen 0/1 scores takes few distinct
+    values, many of them equal to the median, and its MAD then says "no noise" where there is plenty."""
+    med, scale = robust(values, rel_floor, abs_floor)
+    if values and med == med:
+        scale = max(scale, 1.2533 * sum(abs(v - med) for v in values) / len(values))
+    return med, scale
+
+
 def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
     """(median, scale) with scale = 1.4826·MAD, floored at ``rel_floor``·|median| and ``abs_floor``.
 
@@ -108,6 +155,57 @@ def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-1
         return med, math.nan
     mad = median([abs(v - med) for v in values]) * 1.4826
     return med, max(mad, rel_floor * abs(med), abs_floor)
+
+
+def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since: int = 0
+          ) -> tuple[float, float, float, int, float] | None:
+    """A steady climb of ``track``: ``(a, b, c, window, noise)`` for the first of ``windows`` (observations)
+    whose thirds' medians rise a < b < c, each step by at least a quarter of the rise, and by ``z`` noise units
+    of a third's median — the noise measured inside the window (robust, floored at ``floor``), so a jittery and
+    a smooth series are each judged on their own scale. Windows longer than the observations since ``since``
+    (the warm-up) are not tried. A single jump is not a climb."""
+    for window in windows:
+        if window > track.n - since:
+            break
+        vals = track.tail(window)
+        third = window // 3
+        parts = (vals[:third], vals[third : 2 * third], vals[2 * third :])
+        a, b, c = (median(list(part)) for part in parts)
+        rise = c - a
+        if not (a < b < c) or b - a < 0.25 * rise or c - b < 0.25 * rise:
+            continue
+        resid = [abs(v - m) for part, m in zip(parts, (a, b, c)) for v in part]
+        noise = max(1.4826 * median(resid) / math.sqrt(third), floor)
+        if rise >= z * noise:
+            return a, b, c, window, noise
+    return None
+
+
+def span(track: Track, steps: float, lo: int = 2, hi: int = 10) -> int:
+    """How many recent observations of ``track`` cover ``steps`` steps (between ``lo`` and ``hi``): windows
+    meant in steps, whatever the run's logging cadence."""
+    st = track.steps
+    if len(st) < 2:
+        return lo
+    spacing = max((st[-1] - st[0]) / (len(st) - 1), 1e-9)
+    return max(lo, min(hi, math.ceil(steps / spacing)))
+
+
+def turn_up(values: list[float], w: int, min_rise: float, accel: float = 1.5, z: float = 3.0
+            ) -> tuple[float, float, float, float] | None:
+    """``(a, b, c, noise)`` when the last ``w`` values (median ``c``) rose above the ``w`` before (``b``) by more
+    than ``min_rise`` and by more than ``accel`` x the rise of the ``w`` before those (``a`` -> ``b``) plus ``z``
+    noise units of a window median: a series that *turned* upwards. A series that has been climbing at a steady
+    or slowing pace all along (a healthy KL, a reasoning run's length) does not turn."""
+    if len(values) < 3 * w:
+        return None
+    parts = (values[-3 * w : -2 * w], values[-2 * w : -w], values[-w:])
+    a, b, c = (median(part) for part in parts)
+    resid = [abs(v - m) for part, m in zip(parts, (a, b, c)) for v in part]  # pooled over the three windows
+    noise = 1.4826 * median(resid) / math.sqrt(w)
+    if c - b > min_rise and c - b > accel * max(b - a, 0.0) + z * noise:
+        return a, b, c, noise
+    return None
 
 
 class DetectorContext:
@@ -128,8 +226,10 @@ class DetectorContext:
 
 
 class Detector:
-    """Base class. Subclasses set ``name``, ``keys`` (canonical metrics; ``keys[0]`` triggers ``check``),
-    ``defaults`` (documented thresholds) and implement :meth:`check`.
+    """Base class. Subclasses set ``name``, ``keys`` (canonical metrics it reads), ``defaults`` (documented
+    thresholds) and implement :meth:`check`; optionally ``triggers`` (the keys whose logging runs ``check``;
+    default ``keys[0]``), ``story``/``role`` (see :mod:`rlcockpit.health.stories`), ``cause`` (the generic
+    probable cause) and :meth:`advise` / :meth:`chain_text`.
 
     Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
     detector may fire) and ``cooldown`` (steps after a finding during which the same or a lower severity is
@@ -138,9 +238,13 @@ class Detector:
 
     name: ClassVar[str] = ""
     keys: ClassVar[tuple[str, ...]] = ()
+    triggers: ClassVar[tuple[str, ...] | None] = None  # None: keys[0] alone
     prefixes: ClassVar[tuple[str, ...]] = ()  # metric families tracked for this detector (``timing_s/``)
     common: ClassVar[dict[str, Any]] = {"enabled": True, "warmup": 10, "cooldown": 30}
     defaults: ClassVar[dict[str, Any]] = {}
+    story: ClassVar[str | Story] = "other"  # the root-cause story this detector's findings belong to
+    role: ClassVar[str] = "mechanism"  # "outcome" (what the user sees) or "mechanism" (what led there)
+    cause: ClassVar[str] = ""  # generic probable cause, ranked below evidence- and config-based ones
 
     def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
         merged = {**self.common, **self.defaults}
@@ -164,6 +268,31 @@ class Detector:
         self._phase = zlib.crc32(self.name.encode()) & 0xFFFF
         self.plain_observe = type(self).observe is Detector.observe  # the monitor may inline observe()
 
+    @classmethod
+    def trigger_keys(cls) -> tuple[str, ...]:
+        """The canonical keys whose logging at a step runs this detector's check."""
+        return cls.triggers if cls.triggers is not None else cls.keys[:1]
+
+    @classmethod
+    def story_of(cls) -> Story:
+        return resolve_story(cls.story)
+
+    @classmethod
+    def chain_text(cls, finding: Finding) -> str:
+        """This finding as one link of a root-cause chain."""
+        return f"{finding.title} (step {finding.step_start})"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        """Ranked probable causes and config changes for ``finding``. The default: the config causes of this
+        detector's story, then the generic ``cause``; no actions. Built-in detectors rank causes from the
+        finding's evidence (what else moved in this run at the same time) and suggest overrides."""
+        from rlcockpit.health.advice import ranked, story_causes
+
+        causes = story_causes(self.ctx.view, self.story_of().config)
+        if self.cause:
+            causes.append(Cause(self.cause, 0.4))
+        return ranked(causes), []
+
     def due(self, every: int) -> bool:
         """True on one of every ``every`` observations (phase-shifted per detector)."""
         return every <= 1 or (self.seen + self._phase) % every == 0
@@ -173,10 +302,24 @@ class Detector:
         the monitor runs the same three lines inline: one Python call less per detector and step.)"""
         self.seen += 1
         if self.seen <= self.warmup:
-            return None
+            if self.seen == ADAPT_AT:
+                self.adapt_warmup()
+            if self.seen <= self.warmup:
+                return None
         if self.seen == self.warmup + 1:
             self.on_warm()
         return self.check(step)
+
+    def adapt_warmup(self) -> None:
+        """Called on the ``ADAPT_AT``-th observation: a warm-up of N observations means N steps of a run that
+        logs every step, but N x 10 steps of one that logs every tenth — past the failure onsets of a short run.
+        So the warm-up is capped at the observations covering ``warmup`` steps (never fewer than ``ADAPT_AT``)."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        if track is None or track.n < 2 or self.warmup <= ADAPT_AT:
+            return
+        spacing = (track.last_step - track.steps[0]) / (len(track.steps) - 1)
+        if spacing > 1.0:
+            self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
 
     def on_warm(self) -> None:
         """Called once, on the first observation after the warm-up, before that step's :meth:`check`."""
@@ -218,13 +361,11 @@ class Detector:
         for key in (*self.keys, *extra_keys):
             track = self.ctx.tracks.get(key)
             if track is not None and track.n:
-                metrics[key] = track.points()
+                metrics[track.raw] = track.points()  # under the name the run logged
         evidence: dict[str, Any] = {"metrics": metrics, "values": dict(values or {})}
         if samples and self.ctx.excerpts:
             evidence["samples"] = list(self.ctx.excerpts)
             evidence["samples_step"] = self.ctx.excerpt_step
-        from rlcockpit.health.advice import advise
-
         finding = Finding(
             detector=self.name,
             severity=severity,
@@ -235,8 +376,24 @@ class Detector:
             metric=metric or (self.keys[0] if self.keys else None),
             evidence=evidence,
         )
-        finding.causes, finding.actions = advise(finding, self.ctx.view)
+        self.ctx.view.revalidate()
+        finding.causes, finding.actions = self.advise(finding)
         return finding
+
+
+class FrozenBaseline(Detector):
+    """A detector whose baseline is the robust median/scale of the trigger metric at warm-up end."""
+
+    base_rel_floor = 0.05
+
+    def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+        self.scale = math.nan
+
+    def on_warm(self) -> None:
+        track = self.ctx.tracks[self.keys[0]]
+        self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
 
 
 DETECTORS: Registry[type[Detector]] = Registry("detector")

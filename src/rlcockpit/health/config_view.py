@@ -1,10 +1,12 @@
 """Read a run's config whichever shape it has, and write actions in the key paths that run understands.
 
 Diagnosis consults the run's config ("``kl_coef=0.001`` is far below the usual 0.01-0.1"). Configs arrive
-as rlcockpit's nested dict (``actor.optim.lr``), as verl's (``actor_rollout_ref.actor.optim.lr``), flat
-with dotted keys, or seed-article style (``kl_coef``, ``ppo_config.target_kl``, ``kl_controller.type``).
-:class:`RunConfigView` answers questions in rlcockpit key names for all of them, and
-:func:`make_action` renders a suggested change with rlcockpit keys and verl keys side by side.
+as rlcockpit's nested dict (``actor.optim.lr``), as verl's (``actor_rollout_ref.actor.optim.lr``), as TRL's
+``GRPOConfig`` (``learning_rate``, ``beta``, ``num_generations``), flat with dotted keys, or seed-article style
+(``kl_coef``, ``ppo_config.target_kl``, ``kl_controller.type``). :class:`RunConfigView` answers questions in
+rlcockpit key names for all of them, and :func:`make_action` writes a suggested change in the run's own
+vocabulary (verl paths for a verl run, ``GRPOConfig`` names for a TRL run, trainer keys for ours), so what a
+diagnosis prints can be pasted back into the launcher the run came from.
 """
 
 from __future__ import annotations
@@ -49,6 +51,37 @@ VERL_KEYS: dict[str, str | None] = {
     "trainer.total_training_steps": "trainer.total_training_steps",
 }
 
+# advice key -> TRL ``GRPOConfig`` field (None: TRL has no such knob). TRL's KL term is always in the loss,
+# weighted by ``beta``; warm-up is ``warmup_steps`` (a float in [0, 1) is a ratio of the total steps).
+TRL_KEYS: dict[str, str | None] = {
+    "actor.optim.lr": "learning_rate",
+    "actor.optim.lr_warmup_steps_ratio": "warmup_steps",
+    "actor.optim.warmup_style": "lr_scheduler_type",
+    "actor.kl_loss_coef": "beta",
+    "algorithm.kl_ctrl.kl_coef": "beta",
+    "actor.entropy_coeff": "entropy_coef",
+    "actor.clip_ratio": "epsilon",
+    "actor.clip_ratio_high": "epsilon_high",
+    "actor.grad_clip": "max_grad_norm",
+    "actor.ppo_epochs": "num_iterations",
+    "actor.ppo_micro_batch_size": "per_device_train_batch_size",
+    "actor.model.enable_gradient_checkpointing": "gradient_checkpointing",
+    "actor.model.path": "model_name_or_path",
+    "rollout.temperature": "temperature",
+    "rollout.n": "num_generations",
+    "rollout.gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "data.max_response_length": "max_completion_length",
+    "data.dataloader_num_workers": "dataloader_num_workers",
+    "data.train_batch_size": "per_device_train_batch_size",
+    "trainer.total_training_steps": "max_steps",
+    "actor.mask_truncated_completions": "mask_truncated_completions",  # TRL only
+}
+FRAMEWORKS = ("rlcockpit", "verl", "trl")
+# knobs only rlcockpit's trainer has, under the verl-shaped paths its config uses
+RLCOCKPIT_PATHS: dict[str, str] = {"actor.target_kl": "actor_rollout_ref.actor.target_kl"}
+# trainer settings verl does not have: a verl-shaped config carrying one was written by rlcockpit's trainer
+RLCOCKPIT_MARKERS = ("trainer.preflight", "trainer.rlcockpit_dir", "trainer.log_samples_freq")
+
 # extra spellings people type (seed articles, TRL) for an rlcockpit key; tried after the two main shapes
 ALIASES: dict[str, tuple[str, ...]] = {
     "algorithm.kl_ctrl.kl_coef": ("kl_coef", "reward_config.kl_coef", "ppo_config.kl_coef", "beta", "init_kl_coef"),
@@ -83,14 +116,9 @@ class RunConfigView:
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"run_config must be a mapping, got {type(config).__name__}")
         self.raw: Mapping[str, Any] = config or {}
-        # verl runs (watched, imported or logged in-process) are marked framework=verl even without a config
-        # rlcockpit's own trainer stores its config in verl's shape too, marked framework=rlcockpit: its actions
-        # stay in rlcockpit keys (short forms the trainer accepts), so rlcockpit-only knobs are not dropped
-        self.is_verl = self.raw.get("framework") != "rlcockpit" and (
-            self.raw.get("framework") == "verl"
-            or _get_path(self.raw, "actor_rollout_ref") is not None
-            or any(str(k).startswith("actor_rollout_ref.") for k in self.raw)
-        )
+        self.framework = detect_framework(self.raw)
+        self.is_verl = self.framework == "verl"
+        self.is_trl = self.framework == "trl"
         # answers are memoised (advice asks ~20 questions per finding, on the tracking writer thread);
         # :meth:`revalidate` drops them when a top-level section of the config was added or replaced
         self._memo: dict[str, Any] = {}
@@ -127,6 +155,9 @@ class RunConfigView:
         verl = VERL_KEYS.get(key)
         if verl:
             candidates.insert(0 if self.is_verl else 1, verl)
+        trl = TRL_KEYS.get(key)
+        if trl and self.is_trl:
+            candidates.insert(0, trl)
         candidates.extend(ALIASES.get(key, ()))
         for path in candidates:
             value = _get_path(self.raw, path)
@@ -171,11 +202,34 @@ class RunConfigView:
         size = float(match.group(1))
         return size / 1000.0 if match.group(2).lower() == "m" else size
 
-    def key_for(self, key: str) -> str:
-        """The key path to write ``key`` as in this run's own config shape."""
+    def key_for(self, key: str) -> str | None:
+        """The key to write advice key ``key`` as in this run's own vocabulary (``None``: the run's launcher has
+        no such knob): verl paths for verl, ``GRPOConfig`` names for TRL, and for rlcockpit's trainer its short
+        keys (``actor.optim.lr``, ``actor.target_kl``), which its guardrails apply and ``rlcockpit train``
+        accepts, else the verl path it accepts."""
         if self.is_verl:
-            return VERL_KEYS.get(key) or key
-        return key
+            return VERL_KEYS.get(key)
+        if self.is_trl:
+            return TRL_KEYS.get(key)
+        known = trainer_keys()
+        for path in (key, VERL_KEYS.get(key), RLCOCKPIT_PATHS.get(key)):
+            if path and (path in known or not known):
+                return path
+        return None
+
+
+def detect_framework(config: Mapping[str, Any]) -> str:
+    """"verl", "trl" or "rlcockpit": which launcher's vocabulary a stored run config speaks. Runs watched,
+    imported or logged in-process from verl or TRL are marked ``framework``; a bare verl config is recognised
+    by ``actor_rollout_ref``, a bare ``GRPOConfig``/``TrainingArguments`` dict by its argument names."""
+    marked = config.get("framework")
+    if marked in FRAMEWORKS:
+        return str(marked)
+    if _get_path(config, "actor_rollout_ref") is not None or any(str(k).startswith("actor_rollout_ref.") for k in config):
+        return "rlcockpit" if any(_get_path(config, m) is not None for m in RLCOCKPIT_MARKERS) else "verl"
+    if "learning_rate" in config and ("num_generations" in config or "per_device_train_batch_size" in config):
+        return "trl"
+    return "rlcockpit"
 
 
 def format_value(value: Any) -> str:
@@ -196,19 +250,29 @@ def trainer_keys() -> frozenset[str]:
     return frozenset(PROVIDERS.get("trainer_keys")()) if "trainer_keys" in PROVIDERS else frozenset()
 
 
+def _render(changes: Mapping[str, Any], name: Callable[[str], str | None]) -> list[str]:
+    """``key=value`` texts for ``changes`` under the naming ``name`` (keys it cannot name are left out; two
+    advice keys naming one knob, as TRL's ``beta`` for both KL coefficients, keep the first value)."""
+    out: dict[str, str] = {}
+    for key, value in changes.items():
+        target = name(key)
+        if target and target not in out:
+            out[target] = f"{target}={format_value(value)}"
+    return list(out.values())
+
+
 def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, Any], why: str = "") -> Action:
     """An :class:`Action` setting ``changes`` (advice keys -> values).
 
-    ``overrides`` are written in the run's own shape, as users paste them back into the same launcher: verl
-    paths for a verl config (keys verl lacks left out), else rlcockpit trainer keys (keys the trainer lacks
-    left out; the trainer's guardrails apply these). ``verl_overrides`` always carries verl's paths where verl
-    has the key. An action whose knob exists only in verl thus has empty ``overrides`` for an rlcockpit run.
+    ``overrides`` are written in the run's own vocabulary, as users paste them back into the same launcher:
+    verl paths for a verl config (keys verl lacks left out), ``GRPOConfig`` names for a TRL run (keys TRL
+    lacks left out), else rlcockpit trainer keys (keys the trainer lacks left out; the trainer's guardrails
+    apply these). ``verl_overrides`` carries verl's paths where verl has the key (empty for TRL runs, whose
+    users do not launch verl). An action whose knob exists only in verl thus has empty ``overrides`` for an
+    rlcockpit run. ``changes`` itself is kept (advice keys) so diagnosis can merge actions by knob.
     """
-    is_verl = bool(view and view.is_verl)
-    ours_keys = trainer_keys()
-    verl = [f"{VERL_KEYS[k]}={format_value(v)}" for k, v in changes.items() if VERL_KEYS.get(k)]
-    if is_verl:
-        ours = list(verl)
-    else:
-        ours = [f"{k}={format_value(v)}" for k, v in changes.items() if k in ours_keys]
-    return Action(title=title, overrides=ours, verl_overrides=verl, why=why)
+    view = view if view is not None else RunConfigView(None)
+    verl = _render(changes, VERL_KEYS.get) if not view.is_trl else []
+    ours = _render(changes, view.key_for)
+    return Action(title=title, overrides=ours, verl_overrides=verl, why=why,
+                  changes={k: v for k, v in changes.items()})

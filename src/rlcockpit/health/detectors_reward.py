@@ -1,4 +1,4 @@
-"""Outcome detectors: reward (cliff, stagnation, variance collapse, hacking) and response length.
+"""Outcome detectors: reward (cliff, stagnation, variance collapse, hacking); response length is in detectors_length.
 
 Reward scales differ between tasks (0/1 accuracy, reward-model logits), so every test here is phrased
 against the run's own level and noise: robust median/MAD of a trailing window or of the warm-up.
@@ -8,13 +8,35 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.base import Detector, fmt, median, register_detector, robust
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.advice import (
+    ENTROPY,
+    GRAD,
+    KL,
+    kl_action,
+    moved,
+    ranked,
+    story_causes,
+)
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    fmt,
+    median,
+    register_detector,
+    robust,
+    span,
+    tie_safe,
+)
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
+from rlcockpit.health.findings import Action, Cause, Finding
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
 S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distinct_2", "samples/at_limit_rate"
 S_ZERO_STD = "samples/zero_std_group_rate"
+LEN_MAX = "response_length/max"
+VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -22,7 +44,9 @@ class RewardCliff(Detector):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
     ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
     Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
-    Critical: ``z_critical`` units and ``drop_critical`` x the level.
+    Critical: ``z_critical`` units and ``drop_critical`` x the level. Either only once the low level held for
+    ``hold_steps`` steps or three observations (the reference frozen where the drop began): a dip that recovers
+    at once is the run's noise.
 
     During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
     before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it (a
@@ -30,7 +54,16 @@ class RewardCliff(Detector):
 
     keys = (REWARD,)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
-                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25}
+                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25, "hold_steps": 4}
+    story, role = "collapse", "outcome"
+    cause = "policy update too large: the policy drifted far from the reference and collapsed"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = collapse_causes(self, finding)
+        if not any(moved(self.ctx, k, up=1.5, down=0.67) for k in (KL, GRAD, ENTROPY)):
+            causes.append(Cause("the reward itself changed (reward function, reward server or data), not the policy: "
+                                "KL, entropy and gradient norm did not move", 0.65))
+        return ranked(causes), collapse_actions(self)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -38,9 +71,14 @@ class RewardCliff(Detector):
         self._emad = 0.0
         self._lo, self._hi = math.inf, -math.inf
         self._start = math.nan
+        self._low_since: int | None = None
+        self._low_n = 0
+        self._frozen = (math.nan, math.nan)
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
         if self.seen <= self.warmup:
             return self._check_early(step)
         return self.check(step)
@@ -76,14 +114,22 @@ class RewardCliff(Detector):
         self._ema += p["ema"] * (v - self._ema)
         self._lo, self._hi = min(self._lo, v), max(self._hi, v)
         if not gated:
+            self._low_since = None
             return None
-        ref, scale = robust(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+        if self._low_since is None:  # the reference is frozen when the drop starts
+            self._low_since, self._low_n = step, 0
+            self._frozen = tie_safe(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+        self._low_n += 1
+        ref, scale = self._frozen
         noise = scale / math.sqrt(p["smooth"])
         drop = ref - s
         level = max(abs(ref), self._hi - self._lo, 1e-9)
         z, rel = drop / noise, drop / level
         vals = {"reward": s, "reward_before": ref, "drop": drop, "z": z, "relative_drop": rel}
-        onset = step - p["smooth"] + 1
+        onset = self._low_since - (p["smooth"] - 1) * max(1, track.last_step - track.tail_steps(2)[0])
+        held = step - self._low_since >= p["hold_steps"] or self._low_n >= 3  # a dip that recovers is noise
+        if not held:
+            return None
         if z > p["z_critical"] and rel > p["drop_critical"]:
             return self.fire(step, "critical", f"Reward fell off a cliff: {fmt(ref)} -> {fmt(s)} ({rel:.0%} drop)",
                              "A sudden drop, far outside the run's own noise.", values=vals, step_start=onset,
@@ -101,6 +147,7 @@ class RewardStagnation(Detector):
     keys = (REWARD,)
     defaults = {"window": 100, "min_gain_z": 1.0, "every": 10}
     common = {"enabled": True, "warmup": 30, "cooldown": 200}
+    cause = "the task is too hard or too easy for the model, or the learning rate is too low"
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[REWARD]
@@ -123,6 +170,19 @@ class RewardVarianceCollapse(Detector):
 
     keys = (REWARD_STD, GROUP_STD, S_ZERO_STD)
     defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": 0.8, "sustain": 3}
+    triggers = keys  # whichever spread the run logs
+    story = "entropy"
+    cause = "every sample of a group gets the same reward (tasks too easy/hard for the model)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = story_causes(view, ("rollout_n", "temperature", "entropy_coeff")) + [Cause(self.cause, 0.6)]
+        e = moved(self.ctx, ENTROPY, down=0.5)
+        if e is not None:
+            causes.append(Cause("the policy stopped exploring: entropy fell with the reward spread", 0.65, e.text))
+        n = view.number("rollout.n") or 4
+        return ranked(causes), [make_action(view, "More and more diverse samples per prompt; drop zero-variance groups",
+                                            {"rollout.n": int(n) * 2, "algorithm.filter_groups.enable": True})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -158,24 +218,70 @@ class RewardVarianceCollapse(Detector):
         return None
 
 
+def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[float, float] | None:
+    """(first third's median, last third's median) when one of ``windows`` recent ``values`` falls steadily:
+    the medians of its thirds fall, each step by a quarter of the fall or more, by ``z`` noise units of a
+    third's median (the mirror of :func:`~rlcockpit.health.base.climb`)."""
+    for window in windows:
+        if len(values) < window:
+            break
+        vals = values[-window:]
+        third = window // 3
+        parts = (vals[:third], vals[third : 2 * third], vals[2 * third :])
+        a, b, c = (median(list(part)) for part in parts)
+        fall = a - c
+        if not (a > b > c) or a - b < 0.25 * fall or b - c < 0.25 * fall:
+            continue
+        resid = [abs(v - mm) for part, mm in zip(parts, (a, b, c)) for v in part]
+        if fall >= z * max(1.4826 * median(resid) / math.sqrt(third), 1e-12):
+            return a, c
+    return None
+
+
 @register_detector("reward_hacking")
 class RewardHacking(Detector):
     """Reward rising while sample quality degrades. The reward must be ``gain_z`` warm-up noise units above
-    its warm-up level; degradation signals, each relative to the run's own warm-up level:
+    its warm-up level (``gain_z_held_out`` when a held-out score or a reward component is falling: that
+    evidence is direct); degradation signals, each relative to the run's own warm-up level:
     repetition (``samples/repeat_ngram_rate`` > max(``repeat_abs``, 2x warm-up)), length at the limit
     (truncation ratio > warm-up + ``limit_rise``), diversity (``samples/distinct_2`` < ``distinct_ratio``
-    x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up).
-    Critical: >= 2 signals, at least one of them repetition or length (identical-but-correct samples are an
-    entropy collapse, not hacking). Warning: one such signal."""
+    x warm-up), entropy (< ``entropy_ratio`` x warm-up), KL (> ``kl_band`` and ``kl_ratio`` x warm-up), and
+    held-out validation scores (``val-core/*``, ``val/test_score/*``) or per-function reward components falling:
+    the median of their last ``val_points`` values ``val_drop`` (relative) and ``val_z`` noise units below the
+    three before (a learned reward model being exploited).
+    Critical: >= 2 signals, at least one of them repetition, length or validation (identical-but-correct
+    samples are an entropy collapse, not hacking). Warning: one such signal."""
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
-                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 2}
-    common = {"enabled": True, "warmup": 20, "cooldown": 50}
+                "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 3, "val_points": 2,
+                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0}
+    common = {"enabled": True, "warmup": 12, "cooldown": 50}
+    prefixes = (*VAL_PREFIXES, "critic/score/")  # held-out scores, and reward components (rewards/<fn>/mean)
+    story, role = "hacking", "outcome"
+    cause = "the reward function can be satisfied without solving the task (length, keywords, format)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = story_causes(view, ("kl", "entropy_coeff"))
+        signals = " ".join(finding.evidence.get("values", {}).get("signals", []))
+        if "validation" in signals:
+            causes.append(Cause("the (learned) reward model is being exploited: its score rises while held-out "
+                                "accuracy falls", 0.85, signals))
+        if "repetition" in signals or "length" in signals:
+            causes.append(Cause("the reward favours length or repeated phrases", 0.75, signals))
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [make_action(view, "Penalise the exploit in the reward (repetition/length penalty, "
+                                            "stricter checks, a validation-gated reward model)", {}), kl_action(view)]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, tuple[float, float]] = {}
+        self._val_scan: int | None = None
+        self._val_keys: list[str] = []
+        self._val_seen: dict[str, int] = {}
+        self._every: int | None = None
+        self._val_hit: dict[str, tuple[str, str, float]] = {}
 
     def _baseline(self, key: str) -> tuple[float, float] | None:
         if key in self._base:
@@ -186,8 +292,57 @@ class RewardHacking(Detector):
         k = max(2, min(self.warmup, track.n // 2)) if key.startswith("samples/") else self.warmup
         if track.n <= k and not key.startswith("samples/"):
             return None
-        self._base[key] = robust(list(track.values)[:k], 0.05, 1e-9)
+        warm = list(track.values)[:k]
+        med, scale = robust(warm, 0.05, 1e-9)
+        if key == REWARD and len(warm) > 3:  # noise from step-to-step changes: a reward already rising during
+            diffs = [abs(b - a) for a, b in zip(warm, warm[1:])]  # warm-up must not widen its own noise band
+            scale = max(1.4826 * median(diffs) / math.sqrt(2), 0.01 * abs(med), 1e-9)
+        self._base[key] = (med, scale)
         return self._base[key]
+
+    def _validation_falling(self) -> list[tuple[str, str, float]]:
+        """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``; per-function reward components such as
+        TRL's ``rewards/accuracy/mean``) falling while the training reward rose: the reward (model) is being
+        exploited. A fall of ``val_drop`` (relative) that is either sudden — the mean of the values of the last
+        ``val_span_steps`` steps (at least ``val_points``, at most 8) ``val_z`` noise units below the mean of the
+        twice as many before them, at least three (noise: from the series' own successive differences,
+        detrended) — or steady (the medians of the thirds of the last 9 or 24 values falling by ``val_z`` + 1 noise
+        units, and by 1.5 x ``val_drop``). One signal, however many such series fall."""
+        k0 = int(self.p["val_points"])
+        if self._val_scan is None or self.seen - self._val_scan >= 20:  # held-out series appear rarely
+            self._val_scan = self.seen
+            self._val_keys = [key for key in self.ctx.tracks if (key.startswith(VAL_PREFIXES) or (
+                key.startswith("critic/score/") and key.endswith("/mean") and key != REWARD))
+                and not any(x in key for x in ("/std", "worst", "/max", "/min"))]
+        for key in self._val_keys:
+            track = self.ctx.tracks[key]
+            if self._val_seen.get(key) == track.n:  # nothing new logged since the last look
+                if key in self._val_hit:
+                    return [self._val_hit[key]]
+                continue
+            self._val_seen[key] = track.n
+            self._val_hit.pop(key, None)
+            component = not key.startswith(VAL_PREFIXES)
+            k = span(track, self.p["val_span_steps"], lo=k0, hi=8)  # a series logged every step: 8 points
+            m = max(3, 2 * k)
+            if track.n < k + m + 1:
+                continue
+            vals = track.tail(64)
+            ref, recent = sum(vals[-(k + m) : -k]) / m, sum(vals[-k:]) / k  # means: the most power per point
+            diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
+            mid = median(diffs)
+            noise = 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
+            drop = ref - recent
+            sudden = drop > self.p["val_z"] * noise * math.sqrt(1 / k + 1 / m)
+            steady = falling(vals, (9, 24), self.p["val_z"] + 1.0)
+            if steady is not None:
+                ref, recent, drop = steady[0], steady[1], steady[0] - steady[1]
+            need = self.p["val_drop"] * (1.5 if steady is not None else 1.0)  # a slow wobble is not a fall
+            if drop > need * max(abs(ref), 1e-9) and (sudden or steady is not None):
+                what = "validation" if not component else "reward component"
+                self._val_hit[key] = ("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)
+                return [self._val_hit[key]]
+        return []
 
     def _signals(self) -> list[tuple[str, str, float]]:
         """The degradation signals present now. Runs every ``every`` steps while the reward is up, so the
@@ -208,6 +363,7 @@ class RewardHacking(Detector):
             if lim is not None and b and lim > b[0] + p["limit_rise"]:
                 out.append(("sample", f"responses at the length limit {fmt(b[0])} -> {fmt(lim)}", lim))
                 break
+        out += self._validation_falling()
         b_d2, b_ent, b_kl = self._baseline(S_DISTINCT2), self._baseline("actor/entropy"), self._baseline("actor/kl_loss")
         if not out:
             return out
@@ -223,7 +379,9 @@ class RewardHacking(Detector):
         return out
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
+        if self._every is None:  # every ``every`` steps: every observation of a sparse log
+            self._every = span(self.ctx.tracks[REWARD], self.p["every"], lo=1, hi=int(self.p["every"]))
+        if not self.due(self._every):
             return None
         base = self._baseline(REWARD)
         if base is None:
@@ -231,15 +389,17 @@ class RewardHacking(Detector):
         track = self.ctx.tracks[REWARD]
         s = track.mean_last(5)
         gain_z = (s - base[0]) / (base[1] / math.sqrt(5))
-        if gain_z < self.p["gain_z"] or s < median(track.tail(10, skip=10)) - base[1]:
+        if gain_z < self.p["gain_z_held_out"] or s < median(track.tail(10, skip=10)) - base[1]:
             return None  # not rising (a falling reward is the cliff detector's business)
         signals = self._signals()
         sample_side = [sig for sig in signals if sig[0] == "sample"]
-        if not sample_side:
+        held_out = any(sig[1].startswith(("validation", "reward component")) for sig in sample_side)
+        if not sample_side or (gain_z < self.p["gain_z"] and not held_out):
             return None
         desc = "; ".join(sig[1] for sig in signals)
         vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}
-        keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT)
+        keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT,
+                *(k for k in self.ctx.tracks if k.startswith(VAL_PREFIXES)))
         if len(signals) >= 2:
             return self.fire(step, "critical", f"Reward hacking: reward up {fmt(base[0])} -> {fmt(s)} while {desc}",
                              "The policy is exploiting the reward rather than solving the task.",
@@ -247,61 +407,3 @@ class RewardHacking(Detector):
         return self.fire(step, "warning", f"Possible reward hacking: reward up while {desc}", values=vals,
                          extra_keys=keys, samples=True)
 
-
-@register_detector("length_explosion", "response_length")
-class LengthExplosion(Detector):
-    """Response length running away. Warning: smoothed length > ``warn_ratio`` x the warm-up level and still
-    rising. Critical: > ``critical_ratio`` x warm-up and (truncation > ``clip_critical`` or length within
-    ``limit_frac`` of ``data.max_response_length``)."""
-
-    keys = (LEN,)
-    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "lag": 10}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self.base: float | None = None
-
-    def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[LEN]
-        if self.base is None:
-            self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
-        s = track.mean_last(3)
-        ratio = s / self.base
-        if ratio <= self.p["warn_ratio"] or s < track.ago(self.p["lag"]):
-            return None
-        clip = self.ctx.tracks.get(CLIP)
-        clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
-        limit = self.ctx.max_response_length()
-        near_limit = limit is not None and s >= self.p["limit_frac"] * limit
-        vals = {"length": s, "baseline": self.base, "ratio": ratio, "clip_ratio": clip_now, "max_response_length": limit}
-        if ratio > self.p["critical_ratio"] and (clip_now > self.p["clip_critical"] or near_limit):
-            return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), hitting the limit",
-                             values=vals, extra_keys=(CLIP,), samples=True)
-        return self.fire(step, "warning", f"Response length growing: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x)",
-                         values=vals, extra_keys=(CLIP,))
-
-
-@register_detector("truncation", "clip_ratio")
-class Truncation(Detector):
-    """Many responses truncated at ``data.max_response_length``. Warning: smoothed
-    ``response_length/clip_ratio`` > ``warn_abs``. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
-
-    keys = (CLIP,)
-    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self.base: float | None = None
-
-    def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[CLIP]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        s = track.mean_last(3)
-        if not self.sustained(s > self.p["warn_abs"], self.p["sustain"]):
-            return None
-        vals = {"clip_ratio": s, "baseline": self.base}
-        if s > self.p["critical_abs"] and s > self.base + self.p["critical_rise"]:
-            return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})", values=vals,
-                             extra_keys=(LEN,), samples=True)
-        return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals, extra_keys=(LEN,))

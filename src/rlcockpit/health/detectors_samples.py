@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 
+from rlcockpit.health.advice import ranked, story_causes
 from rlcockpit.health.base import Detector, fmt, median, register_detector
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
+from rlcockpit.health.findings import Action, Cause, Finding
 
 REPEAT, RUN, DISTINCT2 = "samples/repeat_ngram_rate", "samples/longest_repeat_run", "samples/distinct_2"
 EMPTY, NONPRINT = "samples/empty_rate", "samples/nonprintable_rate"
@@ -36,6 +38,17 @@ class SampleDegeneration(Detector):
                 "empty_warn": 0.2, "empty_critical": 0.5, "char_run_warn": 0.5, "cross_dup_warn": 0.8,
                 "cross_dup_critical": 0.95, "short_rise": 0.4}
     common = {"enabled": True, "warmup": 1, "cooldown": 30}
+    story, role = "collapse", "samples"
+    cause = "policy update too large: the policy drifted far from the reference and collapsed"
+
+    @classmethod
+    def chain_text(cls, finding: Finding) -> str:
+        excerpts = [s.get("response", "") for s in finding.evidence.get("samples", [])[:2]]
+        return f"Samples from step {finding.step}: {finding.title}" + (
+            " — e.g. " + " | ".join(repr(e[:60]) for e in excerpts) if excerpts else "")
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return collapse_causes(self, finding), collapse_actions(self)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -115,6 +128,11 @@ class RewardBimodal(Detector):
     keys = ("samples/reward_mean",)
     defaults = {"bc_warn": 0.7, "bc_rise": 0.15, "min_samples": 64, "min_distinct": 10}
     common = {"enabled": True, "warmup": 0, "cooldown": 50}
+    story = "hacking"
+    cause = "some prompts are being exploited while others are not"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return ranked(story_causes(self.ctx.view, ("kl",)) + [Cause(self.cause, 0.5)]), []
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)

@@ -1,241 +1,303 @@
-"""Resource and pipeline detectors: memory, GPU utilisation, throughput, bottlenecks, lr schedule, rollout
-log-prob mismatch.
+"""Pipeline detectors: GPU utilisation, throughput, bottlenecks, lr schedule, rollout log-prob mismatch.
 
-Per-GPU metrics (``system/gpu/<i>/utilization``, ``system/gpu/<i>/memory_percent``) are aggregated by the
-monitor into ``system/gpu/utilization`` (mean over devices) and ``system/gpu/memory_percent`` (max).
+Per-GPU metrics (``system/gpu/<i>/utilization``) are aggregated by the monitor into ``system/gpu/utilization``
+(mean over devices).
 """
 
 from __future__ import annotations
 
 import math
 
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.advice import moved, ranked
+from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.findings import Action, Cause, Finding
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
-HOST_MEM, RSS = "system/memory_percent", "system/proc_rss_gb"
-ALLOC, THROUGHPUT, STEP_TIME = "perf/max_memory_allocated_gb", "perf/throughput", "timing_s/step"
+THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
+SAMPLES_PER_S = "perf/samples_per_second"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
 
 
-def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, float, float] | None:
-    """Medians of three consecutive thirds of the last ``window`` values when they rise monotonically (by more
-    than ``min_rise`` in all: the medians lie within the window's range, so a narrower range skips the sorts)."""
-    if track.n < window:
-        return None
-    third = window // 3
-    vals = track.tail(window)
-    if max(vals) - min(vals) <= min_rise:
-        return None
-    a, b, c = median(vals[:third]), median(vals[third : 2 * third]), median(vals[2 * third :])
-    if not (a < b < c):
-        return None
-    rise = c - a
-    if b - a < 0.25 * rise or c - b < 0.25 * rise:
-        return None  # one jump, not a creep
-    return a, b, c
-
-
-class _Memory(Detector):
-    """Shared logic: a percent-of-capacity metric above ``warn_percent`` (warning), creeping by more than
-    ``creep_points`` over ``window`` steps (warning, with an ETA to 100%), critical when above
-    ``critical_percent`` AND ``critical_rise`` points above its warm-up level (the run's own baseline)."""
-
-    defaults = {"warn_percent": 80.0, "critical_percent": 90.0, "critical_rise": 10.0, "window": 12,
-                "creep_points": 3.0, "every": 3}
-    label = "memory"
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self.base: float | None = None
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        track = self.ctx.tracks[self.keys[0]]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        s = track.mean_last(3)
-        if s > p["critical_percent"] and s - self.base > p["critical_rise"]:
-            return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {self.base:.0f}%): OOM imminent",
-                             values={"percent": s, "baseline": self.base})
-        if self.due(p["every"]):
-            trend = creep(track, p["window"], p["creep_points"])
-            if trend and trend[2] - trend[0] > p["creep_points"]:
-                slope = (trend[2] - trend[0]) / (2 * (p["window"] // 3))
-                eta = (100.0 - s) / slope if slope > 0 else math.inf
-                vals = {"percent": s, "baseline": self.base, "slope_per_step": slope, "steps_to_full": eta}
-                return self.fire(step, "warning", f"{self.label} creeping up: {trend[0]:.0f}% -> {trend[2]:.0f}% (full in ~{eta:.0f} steps)",
-                                 values=vals, step_start=step - p["window"])
-        if s > p["warn_percent"]:
-            return self.fire(step, "warning", f"{self.label} at {s:.0f}% (above the 80% safety margin)",
-                             values={"percent": s, "baseline": self.base})
-        return None
-
-
-@register_detector("gpu_memory", "oom_risk")
-class GPUMemory(_Memory):
-    __doc__ = "Device memory (max over GPUs of ``system/gpu/<i>/memory_percent``). " + _Memory.__doc__
-    keys = (GPU_MEM,)
-    label = "GPU memory"
-
-
-@register_detector("host_memory", "host_memory_creep")
-class HostMemory(_Memory):
-    __doc__ = "Host memory (``system/memory_percent``). " + _Memory.__doc__
-    keys = (HOST_MEM,)
-    label = "Host memory"
-    defaults = {**_Memory.defaults, "window": 30}
-
-
-@register_detector("memory_growth", "rss_creep")
-class MemoryGrowth(Detector):
-    """Absolute memory series (``perf/max_memory_allocated_gb``, ``system/proc_rss_gb``) growing monotonically
-    by > ``growth_ratio`` over ``window`` steps (warning; a leak). With ``device_memory_gb`` set, allocated
-    memory above 80% of it is a warning too."""
-
-    keys = (ALLOC, RSS)
-    defaults = {"window": 30, "growth_ratio": 0.15, "device_memory_gb": None, "every": 5}
-
-    def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
-            return None
-        for key in self.keys:
-            track = self.ctx.tracks.get(key)
-            if track is None or track.last_step != step:
-                continue
-            dev = self.p["device_memory_gb"]
-            if key == ALLOC and dev and track.last > 0.8 * float(dev):
-                return self.fire(step, "warning", f"Device memory {fmt(track.last)} GB > 80% of {fmt(float(dev))} GB",
-                                 metric=key, values={"gb": track.last})
-            trend = creep(track, self.p["window"])
-            if trend and trend[2] > (1 + self.p["growth_ratio"]) * max(trend[0], 1e-9):
-                return self.fire(step, "warning", f"{key} growing steadily: {fmt(trend[0])} -> {fmt(trend[2])} GB",
-                                 "Memory that only grows is a leak (cached tensors, growing buffers).",
-                                 metric=key, values={"from": trend[0], "to": trend[2]}, step_start=step - self.p["window"])
-        return None
+def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Action]]:
+    """Causes and fixes for a GPU that waits: read from the ``timing_s/*`` split of the step."""
+    view = det.ctx.view
+    values = finding.evidence.get("values", {})
+    label = str(values.get("bottleneck") or "")
+    share = max((values.get("shares") or {"": 0.0}).values())
+    if "data" in label:
+        return [Cause("data loading / host work stalls the GPU (data-bound)", 0.7,
+                      f"{share:.0%} of the step is outside any GPU phase")], [make_action(
+            view, "More dataloader workers (verl; rlcockpit's trainer has no worker knob: look at reward functions "
+            "and host-side work)", {"data.dataloader_num_workers": 8})]
+    if "generation" in label:
+        return [Cause("rollout generation dominates the step (generation-bound)", 0.7, f"{share:.0%} of the step")], [
+            make_action(view, "Give the rollout engine more memory for KV cache (a vLLM/SGLang rollout; the HF "
+                        "rollout has no such knob)", {"rollout.gpu_memory_utilization": 0.7})]
+    if "update" in label:
+        return [Cause("the policy update dominates the step (update-bound)", 0.6, f"{share:.0%} of the step")], [
+            make_action(view, "Larger micro-batches (if memory allows)", {})]
+    if "inference" in label:
+        return [Cause("reference / old log-prob passes dominate the step", 0.55, f"{share:.0%} of the step")], []
+    return [Cause("small batches, communication or I/O waits leave the GPU idle", 0.4)], []
 
 
 @register_detector("gpu_utilization", "low_gpu_util")
 class GPUUtilization(Detector):
-    """GPU under-used: median of the last ``window`` samples of ``system/gpu/utilization`` below ``low``
-    percent (warning), or below ``drop_ratio`` x its warm-up level (warning; a pipeline stall)."""
+    """GPU under-used (mean over devices of ``system/gpu/<i>/utilization``, W&B's ``system/gpu.<i>.gpu``).
+
+    From the start (no healthy level of the run's own to compare with, so absolute bounds): the median of the
+    recent ``window`` samples below ``low`` percent, or below ``target`` percent while the ``timing_s/*`` split
+    shows more than ``host_share`` of the step outside any GPU phase (data loading, host work). The first sample
+    (start-up) is skipped unless it is below ``first_low`` percent (W&B samples its system metrics on its own
+    clock, sometimes only every 15 steps). Later, against the run's own level after ``warmup`` samples: below ``drop_ratio`` x
+    that level (a data-loader stall, a slow reward server). Warning only; ``sustain`` consecutive checks when
+    the run logs every step or two, one check at sparser cadences."""
 
     keys = (GPU_UTIL,)
-    defaults = {"low": 50.0, "drop_ratio": 0.6, "window": 5}
+    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
+                "first_low": 30.0}
+    common = {"enabled": True, "warmup": 10, "cooldown": 50}
+    story, role = "speed", "outcome"
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
 
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen == 1:  # one reading; far below any healthy level it speaks on its own (W&B samples sparsely)
+            m = self.ctx.tracks[GPU_UTIL].last
+            if m >= self.p["first_low"]:
+                return None
+            label, shares = attribute_bottleneck(self.ctx.tracks)
+            return self.fire(step, "warning", f"GPU utilisation {m:.0f}% from the first reading"
+                             + (f"; {label}" if label else ""), values={"utilization": m, "bottleneck": label,
+                                                                        "shares": shares},
+                             extra_keys=(THROUGHPUT, STEP_TIME))
+        return self.check(step)
+
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[GPU_UTIL]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        if track.mean_last(self.p["window"]) >= max(self.p["low"], self.p["drop_ratio"] * self.base):
+        if self.base is None and self.seen > self.warmup:
+            self.base = median(track.tail(self.warmup - 1))
+        recent = track.tail(min(p["window"], track.n - 1) if track.n > 2 else 2)
+        m = median(recent)
+        low = m < p["low"]
+        drop = self.base is not None and m < p["drop_ratio"] * self.base
+        host = 0.0
+        label, shares = "", {}
+        if not low and not drop and m < p["target"]:
+            label, shares = attribute_bottleneck(self.ctx.tracks)
+            host = shares.get("data", 0.0) + shares.get("other", 0.0)
+        waiting = host > p["host_share"]
+        steps = track.tail_steps(2)
+        needed = p["sustain"] if len(steps) == 2 and steps[1] - steps[0] < 5 else 1
+        if not self.sustained(low or drop or waiting, needed):
             return None
-        m = median(track.tail(self.p["window"]))
-        if m >= self.p["low"] and m >= self.p["drop_ratio"] * self.base:
-            return None
-        label, shares = attribute_bottleneck(self.ctx.tracks)
+        if not label:
+            label, shares = attribute_bottleneck(self.ctx.tracks)
         vals = {"utilization": m, "baseline": self.base, "bottleneck": label, "shares": shares}
-        return self.fire(step, "warning", f"GPU utilisation {m:.0f}% (was {self.base:.0f}%)" + (f"; {label}" if label else ""),
-                         values=vals, extra_keys=(THROUGHPUT, STEP_TIME))
+        was = f" (was {self.base:.0f}%)" if drop else (f" (below the {p['low']:.0f}% floor)" if low else
+                                                          f"; {host:.0%} of the step is host time")
+        return self.fire(step, "warning", f"GPU utilisation {m:.0f}%{was}" + (f"; {label}" if label else ""),
+                         values=vals, step_start=track.tail_steps(len(recent))[0], extra_keys=(THROUGHPUT, STEP_TIME))
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
+
+
+MARKERS = ("timing_s/testing", "timing_s/save_checkpoint")  # steps that also evaluated or saved
+MARKER_PREFIXES = ("val-core/", "val-aux/", "val/", "eval/", "eval_")
 
 
 @register_detector("throughput_drop", "throughput")
 class ThroughputDrop(Detector):
-    """``perf/throughput`` (median of 3) below ``warn_ratio`` x the median of a trailing ``window`` ending
-    ``gap`` steps earlier: a warning (a temporary dip, e.g. another process stealing CPU cores, is worth a look,
-    no more). Critical only when the drop is both large and lasting: below ``critical_ratio`` x the level
-    before the dip for ``sustain`` consecutive steps. The reference is frozen while the dip lasts, so a long
-    drop is measured against the speed before it, not against itself."""
+    """Training slowed down: ``perf/throughput`` or ``perf/samples_per_second`` (or, where a run logs neither, the
+    inverse of its step
+    time: ``timing_s/step``, ``perf/time_per_step``, W&B's ``step_time``) against the run's own recent speed.
+    Steps that also evaluated or saved a checkpoint (``timing_s/testing``, ``timing_s/save_checkpoint``,
+    ``val-core/*``, ``eval/*`` logged at that step) are left out: they are slow by design.
 
-    keys = (THROUGHPUT,)
-    defaults = {"warn_ratio": 0.6, "critical_ratio": 0.35, "window": 30, "gap": 3, "sustain": 20}
+    Warning: the median of the last ``recent`` speeds (2 when the run logs every few steps) below ``warn_ratio``
+    x the median of a trailing ``window`` ending ``gap`` observations earlier, and the median of the whole low
+    stretch so far (up to 10 observations) ``z_warn`` of that window's noise scales below it, in log space (speed
+    noise is multiplicative; on a noisy shared machine a real slowdown shows after a few more steps). Critical only when the drop is both large and lasting:
+    below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
+    dip lasts, so a long drop is measured against the speed before it, not against itself."""
+
+    keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
+    triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
+    prefixes = MARKER_PREFIXES
+    defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
+                "sustain": 20}
+    story, role = "speed", "outcome"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self._ref = math.nan
-        self._ref_step = -10**9
-        self._low = 0  # consecutive steps below warn_ratio (the reference stays frozen meanwhile)
+        self._clean: list[tuple[int, float]] = []
+        self._speeds: list[float] = []
+        self._ref = self._noise = math.nan
+        self._ref_at = self._noise_at = -10**9
+        self._low_n = 0
         self._onset: int | None = None
+        self._markers: list[Track] = []
+        self._scanned: int | None = None
 
-    def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[THROUGHPUT]
-        if self._low == 0 and (step - self._ref_step >= 5 or self._ref != self._ref):  # refresh every 5 steps
-            self._ref, self._ref_step = median(track.tail(self.p["window"], skip=self.p["gap"])), step
-        if track.last >= self.p["warn_ratio"] * self._ref:
-            self._low = self._streak = 0
+    def _busy(self, step: int) -> bool:
+        """True when this step also evaluated or saved (its step time is not training speed)."""
+        if self._scanned != len(self.ctx.tracks):  # a key logged for the first time: look for new markers
+            self._scanned = len(self.ctx.tracks)
+            self._markers = [t for k, t in self.ctx.tracks.items() if k in MARKERS or k.startswith(MARKER_PREFIXES)]
+        return any(t.last_step == step for t in self._markers)
+
+    def _speed(self, step: int) -> float | None:
+        tracks = self.ctx.tracks
+        for key in (THROUGHPUT, SAMPLES_PER_S):
+            t = tracks.get(key)
+            if t is not None and t.n:
+                return t.last if t.last_step == step else None
+        for key in (STEP_TIME, TIME_PER_STEP):
+            t = tracks.get(key)
+            if t is not None and t.last_step == step and t.last > 0:
+                return 1.0 / t.last
+        return None
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        speed = self._speed(step)
+        if speed is None or self._busy(step):
             return None
-        s = median(track.tail(3))
+        self._clean.append((step, speed))
+        self._speeds.append(speed)
+        if len(self._clean) > 4 * self.p["window"]:
+            del self._clean[: len(self._clean) - 2 * self.p["window"]]
+            del self._speeds[: len(self._speeds) - 2 * self.p["window"]]
+        n = len(self._clean)
+        if n == ADAPT_AT:
+            spacing = (self._clean[-1][0] - self._clean[0][0]) / (n - 1)
+            self._sparse = spacing >= 3
+            if spacing > 1:
+                self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
+        if n <= max(self.warmup, self.p["gap"] + 3):
+            return None
+        return self.judge(step)
+
+    def judge(self, step: int) -> Finding | None:
+        p = self.p
+        vals = self._speeds
+        if not self._low_n and (step - self._ref_at >= 5 or self._ref != self._ref):  # frozen while low
+            ref_window = vals[-(p["window"] + p["gap"]) : -p["gap"]]
+            self._ref, self._ref_at = median(ref_window), step
+            logs = [math.log(max(v, 1e-12)) for v in ref_window]
+            mid = median(logs)
+            self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
+        k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+        if median(vals[-k0:]) >= p["warn_ratio"] * self._ref:
+            self._low_n, self._onset = 0, None
+            return None
+        self._low_n += 1
+        k = min(max(k0, self._low_n + k0 - 1), 10)  # judge the whole low stretch so far: a noisy run needs it
+        s = median(vals[-k:])
         ratio = s / max(self._ref, 1e-12)
-        if ratio >= self.p["warn_ratio"]:
-            self._low = self._streak = 0
+        if math.log(max(self._ref, 1e-12) / max(s, 1e-12)) <= p["z_warn"] * self._noise / math.sqrt(k):
             return None
-        if self._low == 0:
-            self._onset = step
-        self._low += 1
-        lasting = self.sustained(ratio < self.p["critical_ratio"], self.p["sustain"])
+        if self._onset is None:
+            self._onset = self._clean[-k][0]
         label, shares = attribute_bottleneck(self.ctx.tracks)
-        vals = {"throughput": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
-                "steps_low": self._low}
+        vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
+                    "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
-        if lasting:
-            return self.fire(step, "critical", f"Throughput down to {ratio:.0%} of its earlier level for {self._low} steps "
-                             f"({fmt(self._ref)} -> {fmt(s)}){where}", values=vals, step_start=self._onset,
+        what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
+        if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
+            return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
+                             f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
                              extra_keys=(STEP_TIME, GPU_UTIL))
-        return self.fire(step, "warning", f"Throughput dropped to {ratio:.0%} of its recent level ({fmt(self._ref)} -> "
-                         f"{fmt(s)}){where}", "A dip that recovers (e.g. another process on the same cores) is harmless.",
-                         values=vals, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
+        return self.fire(step, "warning", f"{what} dropped to {ratio:.0%} of its recent level{where}",
+                         "A dip that recovers (e.g. another process on the same cores) is harmless.",
+                         values=vals_out, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
 
 
 PHASES = {
     "generation": ("timing_s/gen", "timing_s/generate", "timing_s/rollout"),
-    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update"),
+    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update", "timing_s/update_weights"),
     "inference": ("timing_s/old_log_prob", "timing_s/ref", "timing_s/values", "timing_s/reward", "timing_s/adv"),
     "data": ("timing_s/data", "timing_s/dataloader", "timing_s/data_loading"),
 }
+NOT_TRAINING = MARKERS  # evaluation and checkpoint time: taken out of the step before the split
+LABELS = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
+          "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)"}
 
 
 def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[str, dict[str, float]]:
-    """Which phase dominates ``timing_s/step``: ``"generation-bound"``, ``"update-bound"``, ``"data-bound"``
-    (data loading or unaccounted host time) or ``""``; plus each phase's share of the step."""
+    """Which phase dominates ``timing_s/step`` at its latest logged step: ``"generation-bound"``,
+    ``"update-bound"``, ``"data-bound"`` (data loading or time outside every timed phase) or ``""``; plus each
+    phase's share of the training part of the step (evaluation and checkpoint time taken out). Only phases logged
+    at that same step count (an evaluation's time is not carried into the steps after it)."""
     step_t = tracks.get(STEP_TIME)
     if step_t is None or not step_t.n:
         return "", {}
-    total = max(step_t.mean_last(3), 1e-9)
+    at = step_t.last_step
+    aside = sum(tracks[k].last for k in NOT_TRAINING if k in tracks and tracks[k].last_step == at)
+    total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
     for phase, keys in PHASES.items():
-        t = sum(tracks[k].mean_last(3) for k in keys if k in tracks and tracks[k].n)
-        shares[phase] = t / total
+        t = sum(tracks[k].last for k in keys if k in tracks and tracks[k].last_step == at)
+        if t:
+            shares[phase] = t / total
     shares["other"] = max(0.0, 1.0 - sum(shares.values()))
     top = max(shares, key=shares.get)
-    if shares[top] < bound:
+    if shares[top] < bound or len(shares) == 1:  # nothing but the step time: nothing to attribute
         return "", shares
-    label = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
-             "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)"}[top]
-    return label, shares
+    return LABELS[top], shares
 
 
 @register_detector("bottleneck")
 class Bottleneck(Detector):
-    """Info: which phase of ``timing_s/*`` dominates the step (more than ``bound`` of ``timing_s/step``);
-    reported once and again whenever the attribution changes. Evaluated every ``every`` steps."""
+    """Which phase of ``timing_s/*`` dominates the step. Warning (an absolute bound, so it speaks from the first
+    steps, when there is no healthy level of the run's own yet): more than ``host_share`` of the training part of
+    the step (evaluation and checkpoint time taken out) is outside
+    every timed GPU phase (data loading, host-side reward, waits) on ``sustain`` consecutive observations (one
+    when the run logs every 5 steps or less often) — the
+    GPUs idle for most of each step. Info: the dominant phase (more than ``bound`` of ``timing_s/step``), reported
+    once and again whenever the attribution changes, evaluated every ``every`` observations."""
 
     keys = (STEP_TIME,)
     prefixes = ("timing_s/",)
-    defaults = {"bound": 0.6, "every": 20}
-    common = {"enabled": True, "warmup": 10, "cooldown": 0}
+    defaults = {"bound": 0.6, "every": 20, "host_share": 0.3, "sustain": 2}
+    common = {"enabled": True, "warmup": 0, "cooldown": 0}
+    story = "speed"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return speed_advice(self, finding)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._label = ""
+        self._warned = False
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
-            return None
-        label, shares = attribute_bottleneck(self.ctx.tracks, self.p["bound"])
-        if not label or label == self._label:
+        p = self.p
+        if self.seen > 20 and not self._streak and not self.due(5) and not self.due(p["every"]):
+            return None  # after the first steps, the split is looked at every fifth observation
+        label, shares = attribute_bottleneck(self.ctx.tracks, p["bound"])
+        host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
+        steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
+        needed = p["sustain"] if len(steps) < 2 or steps[1] - steps[0] < 5 else 1  # sparse logs: one reading
+        if self.sustained(host > p["host_share"], needed) and not self._warned:
+            self._warned = True
+            return self.fire(step, "warning", f"The GPUs wait most of each step: {host:.0%} of the step is outside "
+                             "every timed GPU phase (data loading, host work)", values={"shares": shares,
+                             "bottleneck": LABELS["other"] if shares.get("other", 0) >= shares.get("data", 0)
+                             else LABELS["data"], "host_share": host},
+                             step_start=self.ctx.tracks[STEP_TIME].tail_steps(p["sustain"])[0])
+        if host <= p["host_share"] and self._streak == 0:
+            self._warned = False
+        if not self.due(p["every"]) or not label or label == self._label:
             return None
         self._label = label
         desc = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0.01)
@@ -244,70 +306,110 @@ class Bottleneck(Detector):
 
 @register_detector("lr_schedule", "learning_rate")
 class LRSchedule(Detector):
-    """``actor/lr`` not following the configured schedule (warning only): above 1.5x the configured peak,
-    away from the peak by more than ``tolerance`` after warm-up under a constant schedule, zero after warm-up,
-    rising after warm-up under cosine, or (no config) jumping ``jump_ratio``x between steps."""
+    """``actor/lr`` not what the run asked for (warning only). Decays are left alone — step decay, cosine,
+    linear to zero are all schedules people plan. Flagged: the lr above ``peak_ratio`` x the configured peak for
+    ``sustain`` observations (a resumed scheduler, a unit error), an upward jump of more than ``jump_ratio`` x
+    between two observations after the lr had reached its peak (a schedule restarted by accident), or an lr of 0
+    for ``sustain`` observations before the last ``end_share`` of the configured steps (nothing is learned)."""
 
     keys = (LR,)
-    defaults = {"tolerance": 0.5, "jump_ratio": 10.0, "sustain": 3}
+    defaults = {"peak_ratio": 1.5, "jump_ratio": 3.0, "sustain": 3, "end_share": 0.1}
     common = {"enabled": True, "warmup": 0, "cooldown": 100}
+    cause = "the scheduler is not the one configured (resumed state, wrong total steps)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return [Cause(self.cause, 0.5)], [make_action(self.ctx.view, "Check the scheduler; warm up over 10% of "
+                                                       "the steps", {"actor.optim.lr_warmup_steps_ratio": 0.1})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self._schedule: tuple[float | None, int | None, str] | None = None
+        self._config: tuple[float | None, float | None] | None = None
+        self._max = 0.0
 
     def check(self, step: int) -> Finding | None:
-        if self._schedule is None:  # the config does not change during a run: read it once
+        if self._config is None:  # the config does not change during a run: read it once
             view = self.ctx.view
-            total = view.number("trainer.total_training_steps")
-            ratio = view.number("actor.optim.lr_warmup_steps_ratio") or 0.0
-            self._schedule = (view.number("actor.optim.lr"), math.ceil(ratio * total) if total else None,
-                              str(view.get("actor.optim.warmup_style") or "constant"))
-        peak, warm_steps, style = self._schedule
+            self._config = (view.number("actor.optim.lr"), view.number("trainer.total_training_steps"))
+        peak, total = self._config
         track = self.ctx.tracks[LR]
         lr, prev = track.last, track.ago(1)
-        problem = ""
-        if peak:
-            after_warmup = warm_steps is not None and track.n > warm_steps + 1
-            if lr > 1.5 * peak:
-                problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
-            elif after_warmup and lr <= 0:
-                problem = "lr is zero after warm-up"
-            elif after_warmup and style == "constant" and abs(lr - peak) > self.p["tolerance"] * peak:
-                problem = f"lr {fmt(lr)} should be {fmt(peak)} after warm-up (constant schedule)"
-            elif after_warmup and style == "cosine" and prev == prev and lr > prev * 1.01:
-                problem = f"lr rising {fmt(prev)} -> {fmt(lr)} under a cosine schedule"
-        elif prev == prev and prev > 0 and (lr > self.p["jump_ratio"] * prev or lr * self.p["jump_ratio"] < prev):
-            problem = f"lr jumped {fmt(prev)} -> {fmt(lr)}"
-        if not self.sustained(bool(problem), 1 if "jumped" in problem else self.p["sustain"]):
+        problem, needed = "", self.p["sustain"]
+        if peak and lr > self.p["peak_ratio"] * peak:
+            problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
+        elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max:
+            problem, needed = f"lr jumped up {fmt(prev)} -> {fmt(lr)} after it had decayed", 1
+        elif lr <= 0 and self._max > 0 and (not total or step < (1 - self.p["end_share"]) * total):
+            problem = "lr is zero in the middle of the run"
+        self._max = max(self._max, lr)
+        if not self.sustained(bool(problem), needed):
             return None
         return self.fire(step, "warning", f"Learning rate not following its schedule: {problem}",
-                         values={"lr": lr, "configured_lr": peak, "warmup_steps": warm_steps})
+                         values={"lr": lr, "configured_lr": peak, "max_lr": self._max})
+
+
+MISMATCH_KEYS = (MISMATCH, "rollout_corr/log_ppl_abs_diff", "rollout_corr/k3_kl", "rollout_corr/kl",
+                 "sampling/sampling_logp_difference/mean")  # the first one a run logs is judged
 
 
 @register_detector("rollout_mismatch", "logprob_mismatch")
 class RolloutMismatch(Detector):
-    """Rollout engine and trainer disagree on log-probs: smoothed ``training/rollout_probs_diff_mean`` >
-    ``warn_abs`` (warning); critical when also > ``critical_ratio`` x its warm-up level for ``sustain`` steps."""
+    """Rollout engine and trainer disagree on log-probs: verl's ``training/rollout_probs_diff_mean`` or
+    ``rollout_corr/*`` divergences, TRL's ``sampling/sampling_logp_difference/mean``. Judged against the run's
+    own level after warm-up (the mismatch of a healthy run is small and flat; dtype, kernel or weight-sync
+    problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
+    ``floor``) and ``z_warn`` noise scales above it; or ``creep_ratio`` x the baseline while climbing steadily
+    over one of ``windows`` recent observations. A mismatch that is high but stable is the run's baseline (bf16
+    rollouts differ from an fp32 trainer), not a finding. Only the first of the keys the run logs is judged.
+    Critical:
+    > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
-    keys = (MISMATCH,)
-    defaults = {"warn_abs": 0.01, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2}
+    keys = MISMATCH_KEYS
+    triggers = MISMATCH_KEYS
+    defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
+                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60)}
+    common = {"enabled": True, "warmup": 15, "cooldown": 30}
+    story, role = "mismatch", "outcome"
+    cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
+             "after sync)")
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self.base: float | None = None
+        self._base: dict[str, tuple[float, float]] = {}
 
     def check(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[MISMATCH]
-        if self.base is None:
-            self.base = median(track.tail(self.warmup, skip=1))
-        s = track.mean_last(2)
-        if s <= self.p["warn_abs"]:
+        key = next((k for k in self.keys if k in self.ctx.tracks and self.ctx.tracks[k].n), None)
+        track = self.ctx.tracks.get(key) if key else None
+        if track is None or track.last_step != step or track.n <= self.warmup:
+            return None
+        if key not in self._base:
+            self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
+        return self._judge(step, key, track)
+
+    def _judge(self, step: int, key: str, track: Track) -> Finding | None:
+        p = self.p
+        base, scale = self._base[key]
+        s = track.mean_last(p["smooth"])
+        ref = max(base, p["floor"])
+        ratio = s / ref
+        relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
+        creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
+                                                      self.warmup // 2) is not None
+        if not (relative or creeping):
             self._streak = 0
             return None
-        ratio = s / max(self.base, self.p["floor"])
-        vals = {"probs_diff": s, "baseline": self.base, "ratio": ratio}
-        if self.sustained(ratio > self.p["critical_ratio"], self.p["sustain"]):
-            return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {fmt(s)} ({ratio:.0f}x its earlier level)",
-                             "The samples are no longer on-policy for the trainer: updates use wrong ratios.", values=vals)
-        return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch {fmt(s)} (> {self.p['warn_abs']:g})", values=vals)
+        vals = {"mismatch": s, "baseline": base, "ratio": ratio}
+        if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
+            return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
+                             "its earlier level)", "The samples are no longer on-policy for the trainer: updates use "
+                             "wrong ratios.", metric=key, values=vals)
+        return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
+                         f"{fmt(s)} ({ratio:.1f}x)", metric=key, values=vals)
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = [Cause(self.cause, 0.7)]
+        length = moved(self.ctx, "response_length/mean", up=1.3, window=60, recent=5)
+        if length is not None:
+            causes.append(Cause("longer responses accumulate more numerical mismatch per sequence", 0.5, length.text))
+        return ranked(causes), [make_action(self.ctx.view, "Use the same dtype and sampling params in rollout and "
+                                            "trainer; check the weight sync; correct the ratios (verl's "
+                                            "rollout_corr / TRL's vllm_importance_sampling_correction)", {})]

@@ -14,64 +14,20 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
-from rlcockpit.health.advice import config_causes
+from rlcockpit.health.advice import story_causes
+from rlcockpit.health.base import DETECTORS, Detector
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
+from rlcockpit.health.overrides import assign_to_actions, merge_overrides
+from rlcockpit.health.reviews import reviewer_findings
+from rlcockpit.health.stories import Story, resolve_story
 
-# story -> (detectors that are the visible outcome, mechanisms, sample evidence, config cause ids, explanation)
-STORIES: dict[str, dict[str, Any]] = {
-    "collapse": {
-        "title": "Policy collapse",
-        "outcome": ("reward_cliff",), "mechanism": ("kl_spike", "kl_rising", "update_size", "entropy_explosion"),
-        "config": ("kl", "lr", "warmup", "clip", "epochs"),
-        "explain": "the policy moved too far from the reference in one go{because}; its outputs degenerated and the "
-                   "reward collapsed",
-    },
-    "hacking": {
-        "title": "Reward hacking",
-        "outcome": ("reward_hacking",), "mechanism": ("length_explosion", "truncation", "kl_rising", "entropy_collapse"),
-        "config": ("kl", "entropy_coeff"),
-        "explain": "the reward kept rising while the outputs got worse{because}: the policy learned to exploit the "
-                   "reward function instead of solving the task",
-    },
-    "entropy": {
-        "title": "Entropy collapse",
-        "outcome": ("entropy_collapse",), "mechanism": ("reward_variance_collapse", "reward_stagnation", "kl_rising"),
-        "config": ("entropy_coeff", "temperature", "lr", "kl"),
-        "explain": "the policy became nearly deterministic{because}; with identical samples per prompt the "
-                   "advantages vanish and learning stalls",
-    },
-    "divergence": {
-        "title": "Optimisation diverged",
-        "outcome": ("nonfinite", "loss_spike", "value_divergence", "loss_oscillation"), "mechanism": ("grad_spike",),
-        "config": ("lr", "warmup", "grad_clip"),
-        "explain": "the optimiser took steps too large for the loss surface{because} and the loss blew up",
-    },
-    "memory": {
-        "title": "Out-of-memory risk",
-        "outcome": ("gpu_memory", "memory_growth", "host_memory"), "mechanism": (), "config": ("ckpt",),
-        "explain": "memory use grew towards the device limit{because}",
-    },
-    "speed": {
-        "title": "Training slowed down",
-        "outcome": ("throughput_drop", "gpu_utilization"), "mechanism": ("bottleneck",), "config": (),
-        "explain": "the GPU is waiting on another stage of the step{because}",
-    },
-    "mismatch": {
-        "title": "Rollout/trainer mismatch",
-        "outcome": ("rollout_mismatch",), "mechanism": (), "config": (),
-        "explain": "the rollout engine's log-probs no longer match the trainer's, so importance ratios are wrong"
-                   "{because}",
-    },
-    "other": {"title": "Training problem", "outcome": (), "mechanism": (), "config": ("lr", "kl", "warmup"),
-              "explain": "{because}"},
-}
-SAMPLE_DETECTORS = ("sample_degeneration",)
-RELATED_WINDOW = 15  # steps around the anchor in which other findings count as the same event
+RELATED_WINDOW = 15  # steps around the first critical finding in which other findings count as the same event
+LOOKBACK = 60  # steps before it in which findings of the same story count as its precursors
+ROLE_ORDER = {"mechanism": 0, "outcome": 1, "samples": 2}
 
 
 def replay(monitor: HealthMonitor, metrics_by_step: Mapping[int, Mapping[str, float]],
@@ -112,76 +68,102 @@ def _finding_id(f: Finding) -> str:
     return f.id or f"{f.detector}@{f.step}"
 
 
-def _story_of(detector: str) -> str:
-    for name, story in STORIES.items():
-        if detector in story["outcome"] or detector in story["mechanism"]:
-            return name
-    return "collapse" if detector in SAMPLE_DETECTORS else "other"
+def _detector(name: str) -> type[Detector] | None:
+    return DETECTORS.get(name) if name in DETECTORS else None
 
 
-def _link(f: Finding, text: str, role: str) -> dict[str, Any]:
+def _story(f: Finding) -> Story:
+    cls = _detector(f.detector)
+    return cls.story_of() if cls is not None else resolve_story("other")
+
+
+def _role(f: Finding) -> str:
+    cls = _detector(f.detector)
+    return cls.role if cls is not None else "mechanism"
+
+
+def _link(f: Finding, role: str) -> dict[str, Any]:
+    cls = _detector(f.detector)
+    text = cls.chain_text(f) if cls is not None else f"{f.title} (step {f.step_start})"
     return {"role": role, "finding_id": _finding_id(f), "detector": f.detector, "severity": f.severity,
             "step": f.step, "step_start": f.step_start, "text": text, "metric": f.metric,
             "values": f.evidence.get("values", {}), "samples": f.evidence.get("samples", [])[:3]}
 
 
-def root_cause(findings: list[Finding], view: RunConfigView) -> dict[str, Any] | None:
-    """Link ``findings`` into one root-cause chain, or ``None`` when nothing critical happened."""
+def event_findings(findings: list[Finding]) -> tuple[Finding, list[Finding]] | None:
+    """(anchor, linked findings in time order) for the run's first critical event, or ``None``. The anchor is
+    the earliest critical finding (an outcome before a mechanism at the same step); linked are the warnings
+    and criticals around it, and the earlier findings of the same story that led up to it — one per detector,
+    its first, so the chain starts with the first failure in time."""
     critical = [f for f in findings if f.severity == "critical"]
     if not critical:
         return None
-    # the event: the earliest critical finding; an outcome detector beats a mechanism at the same step
-    def order(f: Finding) -> tuple[int, int]:
-        return (f.step_start or f.step, 0 if any(f.detector in s["outcome"] for s in STORIES.values()) else 1)
+    anchor = min(critical, key=lambda f: (f.step_start, 0 if _role(f) == "outcome" else 1))
+    story = _story(anchor).name
+    start = anchor.step_start
+    lo, hi = start - RELATED_WINDOW, anchor.step + RELATED_WINDOW
+    linked: dict[str, Finding] = {}
+    for f in sorted(findings, key=lambda f: (f.step_start, ROLE_ORDER.get(_role(f), 3))):
+        if severity_rank(f.severity) < 1:
+            continue
+        near = lo <= f.step_start <= hi
+        precursor = _story(f).name == story and start - LOOKBACK <= f.step_start <= start
+        if (near or precursor or f is anchor) and f.detector not in linked:
+            linked[f.detector] = f
+    return anchor, list(linked.values())
 
-    anchor = min(critical, key=order)
-    story_name = _story_of(anchor.detector)
-    story = STORIES[story_name]
-    lo, hi = (anchor.step_start or anchor.step) - RELATED_WINDOW, anchor.step + RELATED_WINDOW
-    near = [f for f in findings if severity_rank(f.severity) >= 1 and lo <= f.step <= hi + RELATED_WINDOW and f is not anchor]
 
-    def best(detectors: tuple[str, ...]) -> Finding | None:
-        cands = [f for f in near if f.detector in detectors]
-        return max(cands, key=lambda f: (severity_rank(f.severity), -f.step)) if cands else None
-
-    chain = []
-    outcome = anchor if anchor.detector in story["outcome"] else best(story["outcome"]) or anchor
-    chain.append(_link(outcome, f"{outcome.title} (step {outcome.step_start})", "outcome"))
-    seen = {id(outcome)}
-    for det in story["mechanism"]:
-        f = best((det,))
-        if f is not None and id(f) not in seen:
-            seen.add(id(f))
-            chain.append(_link(f, f"{f.title} (step {f.step_start})", "mechanism"))
-    sample_f = best(SAMPLE_DETECTORS)
-    if sample_f is None and id(anchor) not in seen and anchor.detector in SAMPLE_DETECTORS:
-        sample_f = anchor
-    if sample_f is not None and id(sample_f) not in seen:
-        seen.add(id(sample_f))
-        excerpts = [s.get("response", "") for s in sample_f.evidence.get("samples", [])[:2]]
-        text = f"Samples from step {sample_f.step}: {sample_f.title}" + (
-            " — e.g. " + " | ".join(repr(e[:60]) for e in excerpts) if excerpts else "")
-        chain.append(_link(sample_f, text, "samples"))
-    if id(anchor) not in seen:
-        chain.insert(1, _link(anchor, f"{anchor.title} (step {anchor.step_start})", "mechanism"))
-    causes = config_causes(view)
-    picked = [causes[c] for c in story["config"] if c in causes]
+def root_cause(findings: list[Finding], view: RunConfigView) -> dict[str, Any] | None:
+    """Link ``findings`` into one root-cause chain, or ``None`` when nothing critical happened: the first
+    failure in time (``root``), then what followed (mechanisms, the visible outcome, degenerate samples), then
+    the config settings that commonly cause this story; the explanation; the fixes, one value per key."""
+    event = event_findings(findings)
+    if event is None:
+        return None
+    anchor, linked = event
+    story = _story(anchor)
+    outcome = next((f for f in linked if _role(f) == "outcome" and _story(f).name == story.name), anchor)
+    root = linked[0]
+    chain = [_link(f, "root" if f is root else _role(f)) for f in linked]
+    picked = story_causes(view, story.config)
     for c in picked:
         chain.append({"role": "config", "finding_id": None, "detector": None, "severity": None, "step": None,
                       "step_start": None, "text": c.title + (f" ({c.evidence})" if c.evidence else ""), "values": {},
                       "samples": []})
-    because = f" because {picked[0].title}" + (f" ({picked[0].evidence})" if picked[0].evidence else "") if picked else (
-        f" ({outcome.causes[0].title})" if outcome.causes else "")
-    explanation = story["explain"].format(because=because).strip()
+    top = picked[0] if picked else (root.causes[0] if root.causes else None)
+    because = (f" because {top.title}" + (f" ({top.evidence})" if top.evidence else "")) if top is not None else ""
+    explanation = story.explain.format(because=because).strip()
     explanation = explanation[0].upper() + explanation[1:] + "." if explanation else anchor.title
-    actions, seen_titles = [], set()
-    for f in [anchor, outcome] + [f for f in near if f.severity == "critical"]:
-        for a in f.actions:
-            if a.title not in seen_titles:
-                seen_titles.add(a.title)
-                actions.append(asdict(a))
-    return {"title": f"{story['title']} at step {outcome.step_start}", "story": story_name, "step": outcome.step_start,
-            "chain": chain, "explanation": explanation, "actions": actions[:4]}
+    fixing = fixes_for(anchor, linked)
+    merged = merge_overrides(fixing, view)
+    return {"title": f"{story.title} at step {outcome.step_start}", "story": story.name, "step": outcome.step_start,
+            "root": {"detector": root.detector, "step": root.step_start, "title": root.title,
+                     "finding_id": _finding_id(root)},
+            "chain": chain, "explanation": explanation, "actions": assign_to_actions(fixing, merged, view)}
+
+
+def fixes_for(anchor: Finding, linked: list[Finding]) -> list[Finding]:
+    """The findings of an event whose fixes count: the first failure and those of the event's own story. The
+    others around it are consequences — a collapsed policy's answers run to the length limit, but giving them
+    more room fixes nothing."""
+    story = _story(anchor).name
+    return [f for i, f in enumerate(linked) if i == 0 or _story(f).name == story]
+
+
+def priority_order(findings: list[Finding]) -> list[Finding]:
+    """The order in which findings' fixes take precedence: the root-cause event's findings of its own story (in
+    chain order; the event's other findings are its consequences and propose nothing), then the other
+    criticals, then the warnings, each in time order (info findings propose nothing)."""
+    event = event_findings(findings)
+    first = fixes_for(*event) if event else []
+    ids = {id(f) for f in (event[1] if event else [])}
+    if event:  # the event's consequences (also their later findings within the event) propose nothing
+        anchor, linked = event
+        after = {f.detector for f in linked} - {f.detector for f in first}
+        ids |= {id(f) for f in findings if f.detector in after and f.step_start <= anchor.step + 2 * RELATED_WINDOW}
+    rest = sorted((f for f in findings if id(f) not in ids and severity_rank(f.severity) >= 1),
+                  key=lambda f: (-severity_rank(f.severity), f.step_start))
+    return first + rest
 
 
 def _clean(value: Any) -> Any:
@@ -207,16 +189,20 @@ def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | N
     run_info["stop_kind"] = summary.get("stop_kind")
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("critical", "warning", "info")}
     return _clean({"run": run_info, "counts": counts, "findings": [f.to_dict() for f in findings],
-                   "root_cause": root_cause(findings, view)})
+                   "root_cause": root_cause(findings, view),
+                   "overrides": merge_overrides(priority_order(findings), view)})
 
 
 def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Replay the stored run ``run_id`` (id, unique name or id prefix) and diagnose it.
 
     Returns ``{"run": {...}, "counts": {...}, "findings": [finding dicts with "id"], "root_cause": {"title",
-    "story", "step", "chain": [{"role", "finding_id", "detector", "step", "text", "values", "samples"}],
-    "explanation", "actions": [...]} | None}``. ``root_cause`` is ``None`` unless something critical happened.
+    "story", "step", "root": {"detector", "step", "title", "finding_id"}, "chain": [{"role", "finding_id",
+    "detector", "step", "text", "values", "samples"}], "explanation", "actions": [...]} | None, "overrides":
+    {"vocabulary", "apply", "verl", "choices", "not_applicable"}}``. ``root_cause`` is ``None`` unless something
+    critical happened; ``overrides`` is the one merged set to paste (see :func:`merge_overrides`).
     """
     run, metrics, samples = load_run(store, run_id)
     findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
     return diagnose_findings(findings, run.get("config") or {}, run)

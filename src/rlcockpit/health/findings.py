@@ -23,13 +23,16 @@ def severity_rank(severity: str) -> int:
 
 @dataclass
 class Action:
-    """One thing to change. ``overrides`` are rlcockpit trainer keys (``actor.optim.lr=5e-7``);
-    ``verl_overrides`` the same change in verl's full key paths, where they differ."""
+    """One thing to change. ``overrides`` are written in the run's own vocabulary (rlcockpit trainer keys such
+    as ``actor.optim.lr=5e-7``, verl paths for a verl run, ``GRPOConfig`` names for a TRL run);
+    ``verl_overrides`` the same change in verl's full key paths; ``changes`` the same change keyed by
+    rlcockpit's names (what diagnosis merges on, whatever vocabulary the run speaks)."""
 
     title: str
     overrides: list[str] = field(default_factory=list)
     verl_overrides: list[str] = field(default_factory=list)
     why: str = ""
+    changes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -13,29 +13,38 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rlcockpit.health import detectors_reward, detectors_samples, detectors_system, detectors_training  # noqa: F401
+from rlcockpit.health import (  # noqa: F401 - importing registers the built-in detectors
+    detectors_length,
+    detectors_loss,
+    detectors_memory,
+    detectors_policy,
+    detectors_reward,
+    detectors_samples,
+    detectors_system,
+)
 from rlcockpit.health.advice import config_causes
-from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
+from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.detectors_system import GPU_MEM, GPU_UTIL
-from rlcockpit.health.detectors_training import NonFinite
+from rlcockpit.health.detectors_loss import NonFinite
+from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_USED
+from rlcockpit.health.detectors_system import GPU_UTIL
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
 from rlcockpit.metrics.guide import canonical_name
 
-TRIGGERS_ALL = {"update_size", "reward_variance_collapse", "memory_growth"}  # fire on any of their keys
+# per-GPU series -> the key the detectors read: utilisation is averaged over devices, memory takes the fullest
+GPU_AGGREGATES = {"utilization": GPU_UTIL, "memory_percent": GPU_MEM, "memory_used_gb": GPU_USED,
+                  "memory_allocated_bytes": GPU_BYTES}
+MAX_AGGREGATES = frozenset({GPU_MEM, GPU_USED, GPU_BYTES})
 
 
 def _gpu_aggregate(key: str) -> str | None:
-    """``system/gpu/<i>/utilization`` -> the mean-over-devices key; ``.../memory_percent`` -> the max key."""
+    """``system/gpu/<i>/utilization`` -> the mean-over-devices key; ``.../memory_*`` -> the max-over-devices key."""
     if not key.startswith("system/gpu/"):
         return None
     parts = key.split("/")
     if len(parts) == 4 and parts[2].isdigit():
-        if parts[3] == "utilization":
-            return GPU_UTIL
-        if parts[3] == "memory_percent":
-            return GPU_MEM
+        return GPU_AGGREGATES.get(parts[3])
     return None
 
 
@@ -58,6 +67,7 @@ class _Plan:
         self.detectors = detectors
 
 
+RUN_SETTINGS = frozenset({"reports"})  # health.reports: the report schedule (rlcockpit.health.schedule)
 PLAN_CACHE_SIZE = 64  # distinct key sets remembered; a run whose key set never repeats just re-plans
 
 
@@ -65,7 +75,8 @@ class HealthMonitor:
     """Streaming health checks for one run.
 
     ``settings`` maps a detector name (or alias) to overrides of its thresholds, e.g.
-    ``{"kl_spike": {"critical_ratio": 4.0}, "gpu_utilization": {"enabled": False}}``; every detector documents
+    ``{"kl_spike": {"critical_ratio": 4.0}, "gpu_utilization": {"enabled": False}}`` (a ``reports`` entry, the
+    run's report schedule, is not a detector and is left to :mod:`rlcockpit.health.schedule`); every detector documents
     its defaults in its docstring (``rlcockpit.health.DETECTORS.get(name).__doc__``). ``run_config`` is the
     run's config (rlcockpit or verl shape): causes and actions consult it.
     """
@@ -75,6 +86,8 @@ class HealthMonitor:
             raise TypeError(f"health settings must be a mapping of detector name -> overrides, got {type(settings).__name__}")
         per_detector: dict[str, Mapping[str, Any]] = {}
         for name, params in (settings or {}).items():
+            if name in RUN_SETTINGS:  # settings of the run's health section that are not detectors
+                continue
             canonical = DETECTORS.canonical(name)  # KeyError naming the closest detector
             if not isinstance(params, Mapping):
                 raise TypeError(f"health setting {name!r} must be a mapping of threshold overrides, got {params!r}")
@@ -120,17 +133,17 @@ class HealthMonitor:
                 continue
             name = agg or key
             track = tracks.get(name)
-            if track is None:
-                track = tracks[name] = Track(name)
+            if track is None:  # evidence cites the logged name; a multi-GPU aggregate keeps its own
+                solo = agg is None or sum(1 for r in sig if self._resolve(r)[1] == agg) == 1
+                track = tracks[name] = Track(name, raw=raw if solo else name)
             entries.append((raw, key, track, agg))
             if agg is not None or key in self._tracked or key.startswith(self._prefixes):
                 present.add(name)
         dets = []
         for det in self.detectors:
-            if det is self._nonfinite or not det.keys:
+            if not det.keys:
                 continue
-            triggers = det.keys if det.name in TRIGGERS_ALL else det.keys[:1]
-            if any(t in present for t in triggers):
+            if any(t in present for t in det.trigger_keys()):
                 dets.append(det)
         plans = self._plans_no_samples if skip_samples else self._plans
         if len(plans) >= PLAN_CACHE_SIZE:
@@ -146,7 +159,7 @@ class HealthMonitor:
             plan = self._plans_no_samples.get(sig) or self._plan(sig, True)
         else:
             plan = self._plans.get(sig) or self._plan(sig, False)
-        bad: dict[str, float] | None = None
+        bad: dict[str, tuple[str, float]] | None = None
         agg: dict[str, list[float]] | None = None
         for raw, key, track, agg_key in plan.entries:
             v = metrics[raw]
@@ -158,7 +171,7 @@ class HealthMonitor:
             if v - v != 0:  # NaN or +-Inf
                 if bad is None:
                     bad = {}
-                bad[key] = v
+                bad[key] = (raw, v)
                 continue
             if agg_key is None:  # Track.push, inlined: this loop runs for every logged key of every step
                 track.values.append(v)
@@ -173,7 +186,7 @@ class HealthMonitor:
         if agg:
             tracks = self.ctx.tracks
             for key, vals in agg.items():
-                tracks[key].push(step, max(vals) if key == GPU_MEM else sum(vals) / len(vals))
+                tracks[key].push(step, max(vals) if key in MAX_AGGREGATES else sum(vals) / len(vals))
         if step > self.last_step:
             self.last_step = step
         out: list[Finding] = []
@@ -182,11 +195,16 @@ class HealthMonitor:
             if f is not None:
                 out.append(f)
         for det in plan.detectors:
-            if det.plain_observe:  # Detector.observe, inlined
+            if det is self._nonfinite:  # non-finite values were reported above; this is its skipped-update check
+                f = det.check(step)
+            elif det.plain_observe:  # Detector.observe, inlined
                 seen = det.seen = det.seen + 1
+                if seen <= det.warmup:
+                    if seen == ADAPT_AT:
+                        det.adapt_warmup()
+                    if seen <= det.warmup:
+                        continue
                 warmup = det.warmup
-                if seen <= warmup:
-                    continue
                 if seen == warmup + 1:
                     det.on_warm()
                 f = det.check(step)

@@ -23,6 +23,29 @@ def _num(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+VOCABULARY = {"verl": "verl key paths", "trl": "TRL GRPOConfig arguments", "rlcockpit": "rlcockpit train overrides"}
+
+
+def format_overrides_text(merged: dict[str, Any] | None) -> list[str]:
+    """The "Overrides to apply" block: one line to paste (one value per key), then why a value was chosen
+    where findings disagreed, and the changes the run's launcher has no setting for."""
+    if not merged or not (merged.get("apply") or merged.get("not_applicable")):
+        return []
+    lines = ["", f"Overrides to apply ({VOCABULARY.get(merged.get('vocabulary'), merged.get('vocabulary'))}, "
+             "one value per key):"]
+    if merged.get("apply"):
+        lines.append("  " + " ".join(merged["apply"]))
+    if merged.get("vocabulary") == "rlcockpit" and merged.get("verl"):
+        lines.append("  verl: " + " ".join(merged["verl"]))
+    disputed = [c for c in merged.get("choices", []) if c.get("alternatives")]
+    for c in disputed:
+        others = "; ".join(f"{a['value']} for {a['for']}" for a in c["alternatives"])
+        lines.append(f"  - {c['key']}={c['value']} (for {c['for']}): {c['reason']}; not {others}")
+    for text in merged.get("not_applicable", []):
+        lines.append(f"  - not set: {text}")
+    return lines
+
+
 def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
     """The terminal report printed by ``rlcockpit diagnose``."""
     run = diagnosis.get("run") or {}
@@ -39,13 +62,14 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
             lines.append(f"{prefix}{link['text']}")
         lines += ["", f"Why: {rc['explanation']}", "", "Fix:"]
         for a in rc["actions"]:
-            lines.append(f"  - {a['title']}")
+            lines.append(f"  - {a['title']}" + (f" (for {a['for']})" if a.get("for") else ""))
             if a.get("overrides"):
                 lines.append(f"      {' '.join(a['overrides'])}")
             if a.get("verl_overrides") and a["verl_overrides"] != a.get("overrides"):
                 lines.append(f"      verl: {' '.join(a['verl_overrides'])}")
     else:
         lines += ["", "No critical problem found."]
+    lines += format_overrides_text(diagnosis.get("overrides"))
     shown = [f for f in diagnosis.get("findings", []) if f["severity"] != "info"]
     if shown:
         lines += ["", "All warnings and criticals:"]
@@ -55,16 +79,21 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
 
 
 def _series(store: Any, run_id: str, key: str, diagnosis: dict[str, Any]) -> tuple[list[float], list[float]]:
-    if store is not None:
-        try:
-            steps, values, _ts = store.series(run_id, key, max_points=600)
-            return [float(s) for s in steps], [float(v) for v in values]
-        except KeyError:
-            pass
-    for f in diagnosis.get("findings", []):  # fall back to the points kept in the evidence
-        pts = (f.get("evidence") or {}).get("metrics", {}).get(key)
-        if pts:
-            return [p[0] for p in pts], [float(p[1]) if not isinstance(p[1], str) else math.nan for p in pts]
+    from rlcockpit.metrics.guide import canonical_name
+
+    if store is not None:  # the key as stored, or the name the run logged it under (``kl`` for actor/kl_loss)
+        names = [key] + [raw for raw in store.keys(run_id) if raw != key and canonical_name(raw) == key]
+        for name in names:
+            try:
+                steps, values, _ts = store.series(run_id, name, max_points=600)
+                return [float(s) for s in steps], [float(v) for v in values]
+            except KeyError:
+                continue
+
+    for f in diagnosis.get("findings", []):  # fall back to the points kept in the evidence (logged names)
+        for name, pts in ((f.get("evidence") or {}).get("metrics") or {}).items():
+            if pts and (name == key or canonical_name(name) == key):
+                return [p[0] for p in pts], [float(p[1]) if not isinstance(p[1], str) else math.nan for p in pts]
     return [], []
 
 

@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 # Data files, in display order (``rlcockpit explain --list`` and the dashboard follow it).
-DATA_FILES = ("guide_actor.yaml", "guide_critic.yaml", "guide_perf.yaml", "guide_system.yaml", "guide_rollout_corr.yaml")
+DATA_FILES = ("guide_actor.yaml", "guide_critic.yaml", "guide_perf.yaml", "guide_system.yaml", "guide_verl.yaml",
+              "guide_rollout_corr.yaml", "guide_trl.yaml")
 
 GUIDE: Registry[MetricInfo] = Registry("metric")
 _ORDER: list[str] = []
@@ -95,8 +96,27 @@ class Match:
     parts: Mapping[str, str]  # placeholder values for pattern matches ({"i": "3"})
 
 
+# prefixes trackers put in front of a trainer's own names: TRL/transformers logged through W&B or TensorBoard
+# appear as ``train/kl``, ``train/rewards/<fn>/mean``; such a key means what the rest means
+TRACKER_PREFIXES = ("train/",)
+
+
 def match(key: str) -> Match | None:
-    """Resolve ``key`` to its guide entry, saying how it matched; ``None`` if the guide doesn't know it."""
+    """Resolve ``key`` to its guide entry, saying how it matched; ``None`` if the guide doesn't know it.
+    A tracker prefix (``train/kl`` as W&B shows TRL's ``kl``) is tried last, so ``train/`` aliases the
+    guide names explicitly still win."""
+    found = _match(key)
+    if found is None:
+        for prefix in TRACKER_PREFIXES:
+            if key.startswith(prefix) and len(key) > len(prefix):
+                inner = _match(key[len(prefix):])
+                if inner is not None:
+                    return Match(key, inner.canonical, inner.info, "alias" if inner.via != "pattern" else "alias-pattern",
+                                 inner.parts)
+    return found
+
+
+def _match(key: str) -> Match | None:
     if key in GUIDE:
         info = GUIDE.get(key)
         if key == info.key:

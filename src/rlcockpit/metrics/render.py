@@ -25,6 +25,8 @@ _LABELS = {
         "knobs": "Config keys",
         "related": "See also",
         "origin_rl": "rlcockpit metric (verl has no such key)",
+        "origin_wandb": "W&B's system monitor (verl has no such key)",
+        "origin_trl": "TRL's trainers (verl has no such key)",
         "origin": "Defined by",
         "none": "none",
         "unknown": "Unknown metric {key!r}: it is not in the metric guide.",
@@ -47,6 +49,8 @@ _LABELS = {
         "knobs": "相关配置项",
         "related": "相关指标",
         "origin_rl": "rlcockpit 指标（verl 中没有该键）",
+        "origin_wandb": "W&B 系统监控（verl 中没有该键）",
+        "origin_trl": "TRL 训练器（verl 中没有该键）",
         "origin": "来源",
         "none": "无",
         "unknown": "未知指标 {key!r}：指标指南中没有这个键。",
@@ -129,7 +133,7 @@ def render_entry(info: MetricInfo, lang: str = "en", found: Match | None = None)
     aliases = list(info.aliases) + list(info.alias_patterns)
     lines.append(f"{labels['aliases']}{sep}{', '.join(aliases) if aliases else labels['none']}")
     if info.origin != "verl":
-        lines.append(f"{labels['origin']}{sep}{labels['origin_rl']}")
+        lines.append(f"{labels['origin']}{sep}{labels.get('origin_' + info.origin, labels['origin_rl'])}")
     lines.append(f"{labels['unit']}{sep}{info.unit or labels['none']}")
     lines.append(f"{labels['direction']}{sep}{_DIRECTION[lang][info.direction]}")
     lines.append(f"{labels['healthy']}{sep}{format_range(info.healthy, lang)}")

@@ -287,7 +287,13 @@ class Store(abc.ABC):
 
 
 def open_store(dir: str | os.PathLike[str] | None = None, kind: str = "sqlite") -> Store:
-    """Open (creating if needed) the store at ``dir`` (see :func:`resolve_dir`)."""
+    """Open (creating if needed) the store at ``dir``: a directory (see :func:`resolve_dir`) or a store URL
+    (``sqlite:///DIR``, ``postgresql://...``; ``None``: ``$RLCOCKPIT_STORE`` first, see :mod:`rlcockpit.store.urls`)."""
+    from rlcockpit.store.urls import open_url, store_url
+
+    url = store_url(dir)
+    if url is not None:
+        return open_url(url)
     import rlcockpit.store.sqlite  # noqa: F401 - registers the sqlite store
 
     return STORES.get(kind)(resolve_dir(dir))

@@ -107,17 +107,24 @@ def build_parts(run: Any, opts: RunOptions) -> RunParts:
     return parts
 
 
-def attach_hooks(run: Any, parts: RunParts, alerts: Any, config: Any) -> None:
-    """Run the hooks a run asked for (after its threads started: a hook may log)."""
+def attach_hooks(run: Any, parts: RunParts, alerts: Any, config: Any, health: Any = None) -> None:
+    """Run the hooks a run asked for (after its threads started: a hook may log). ``health``: the health
+    section of ``init()``; its ``reports`` entry starts the ``"health_reports"`` hook (after alerts: the
+    reports are sent through the alert channels)."""
     if alerts is None and isinstance(config, Mapping) and config.get("alerts"):
         alerts = config["alerts"]
-    if alerts is None or alerts is False:
-        return
-    try:
-        parts.hooks["alerts"] = RUN_HOOKS.get("alerts")(run, alerts)
-    except Exception as exc:  # noqa: BLE001 - a broken alert config never stops training
-        logger.warning("rlcockpit: alerts disabled: %s", exc)
-        print(f"rlcockpit: alerts disabled: {exc}", file=sys.stderr)
+    if alerts is not None and alerts is not False:
+        try:
+            parts.hooks["alerts"] = RUN_HOOKS.get("alerts")(run, alerts)
+        except Exception as exc:  # noqa: BLE001 - a broken alert config never stops training
+            logger.warning("rlcockpit: alerts disabled: %s", exc)
+            print(f"rlcockpit: alerts disabled: {exc}", file=sys.stderr)
+    if isinstance(health, Mapping) and health.get("reports") and "health_reports" in RUN_HOOKS:
+        try:
+            parts.hooks["health_reports"] = RUN_HOOKS.get("health_reports")(run, health["reports"])
+        except Exception as exc:  # noqa: BLE001 - a report schedule never stops training
+            logger.warning("rlcockpit: health reports disabled: %s", exc)
+            print(f"rlcockpit: health reports disabled: {exc}", file=sys.stderr)
 
 
 def _observer_factory(health: bool | Mapping[str, Any]) -> Callable[[dict[str, Any]], Any] | None:

@@ -173,8 +173,9 @@ def check_choice(key: str, value: Any, info: FieldInfo) -> None:
     """Registry-backed and fixed choices (``None`` passes: a null optional means "unset")."""
     if value is None:
         return
-    if info.choices and value not in info.choices:
-        raise ConfigError(f"config key {key!r} must be one of {', '.join(map(str, info.choices))}; got {value!r}")
+    for item in value if isinstance(value, (list, tuple)) and info.choices else [value]:  # a list: each entry
+        if info.choices and item not in info.choices:
+            raise ConfigError(f"config key {key!r} must be one of {', '.join(map(str, info.choices))}; got {item!r}")
     if info.registry and value not in info.extra_choices:
         registry = _registry(info.registry)
         if value not in registry:

@@ -332,6 +332,9 @@ class HealthConfig:
     on_critical: str = opt("warn", "what a critical finding does", choices=("warn", "stop", "rollback"),
                            only_here=True)
     max_rollbacks: int = opt(3, "after this many rollbacks a further critical finding stops the run", only_here=True)
+    reports: list[str] = opt(factory=list, help="scheduled health reports, stored with the run and sent through the "
+                             "alert channels: 1h, 6h, daily, checkpoint", choices=("1h", "6h", "daily", "checkpoint"),
+                             only_here=True)
 
 
 @dataclass

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.guardrails import Guardrails
@@ -158,6 +160,21 @@ def loggers_for(cfg: Config) -> list[str]:
     return names
 
 
+def save_and_note(st: Any, run: Any, guard: Any) -> Any:
+    """Checkpoint ``st`` and record a ``checkpoint`` run event (``health.reports=[checkpoint]`` reports on it)."""
+    path = save(st, run.id, guard)
+    run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
+    register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoint_artifacts.py)
+    return path
+
+
+def health_section(cfg: Config) -> bool | dict[str, Any]:
+    """What ``init(health=...)`` gets: off, on, or on with the report schedule (``health.reports``)."""
+    if not cfg.health.enable:
+        return False
+    return {"reports": list(cfg.health.reports)} if cfg.health.reports else True
+
+
 def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = True) -> Any:
     import rlcockpit
 
@@ -165,7 +182,8 @@ def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = Tru
     options = {"wandb": {"entity": tr.entity}} if tr.entity else None
     return rlcockpit.init(project=tr.project_name, name=tr.experiment_name, group=tr.group, tags=list(tr.tags) or None,
                           config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
-                          loggers=loggers_for(cfg), health=cfg.health.enable and health, alerts=cfg.alerts or None,
+                          loggers=loggers_for(cfg), health=health_section(cfg) if health else False,
+                          alerts=cfg.alerts or None,
                           logger_options=options, guardrails=health)
 
 
@@ -200,7 +218,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resume_from is not None:
         resumed = restore(st, resume_from)
         log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
-    st.run_id = resumed.get("run_id") or uuid.uuid4().hex[:8]
+    st.run_id = resumed.get("run_id") or trial_run_id() or uuid.uuid4().hex[:8]  # a sweep trial has its id
     st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
     if st.ckpt_dir != Path(tr.default_local_dir):
         log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
@@ -250,7 +268,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if st.step == 0:
         run.log(dict(st.data_stats), step=0)
         if cfg.health.on_critical == "rollback":
-            save(st, run.id, ckpt_guard)  # a healthy point to come back to
+            save_and_note(st, run, ckpt_guard)  # a healthy point to come back to
     if st.step == 0 and (tr.val_before_train or tr.val_only):  # as verl: whatever test_freq says
         _validate(st, run, result, log, progress)
     if tr.val_only:
@@ -280,7 +298,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
-            save(st, run.id, ckpt_guard)
+            save_and_note(st, run, ckpt_guard)
         guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
     if guard.stop_requested:
         last = guard.handled[-1] if guard.handled else {}
@@ -291,7 +309,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
         _validate(st, run, result, log, progress)
     if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
-        save(st, run.id, ckpt_guard)  # the final state, as verl does
+        save_and_note(st, run, ckpt_guard)  # the final state, as verl does
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
@@ -306,6 +324,8 @@ def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Prog
     accs = [v for k, v in metrics.items() if k.startswith("val-core/") and "/acc/mean@" in k]
     acc = float(np.mean(accs))
     result.val.append((st.step, acc))
+    st.last_val = (st.step, acc)  # the checkpoint saved at this step carries it (policy:best follows it)
+    note_validation(run, st)  # ... also when that checkpoint was saved before this validation (the last step)
     if progress is not None:
         progress.val(acc)
     n = st.cfg.rollout.val_kwargs.n

@@ -63,6 +63,7 @@ class State:
     step: int = 0
     ckpt_dir: Path | None = None  # where this run's checkpoints go (see checkpoint.claim_dir)
     run_id: str | None = None
+    last_val: tuple[int, float] | None = None  # (step, validation accuracy) of the latest validation
 
 
 def warmup_steps(optim_cfg: Any, total_steps: int) -> int:

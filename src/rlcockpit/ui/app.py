@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from rlcockpit import __version__
 from rlcockpit.store.base import Store
-from rlcockpit.ui import routes_health, routes_live, routes_runs, routes_samples, routes_series
+from rlcockpit.ui import routes_health, routes_live, routes_runs, routes_samples, routes_series, routes_sweeps
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, validation_message
 from rlcockpit.ui.security import Auth, Guard
 
@@ -112,7 +112,7 @@ def create_app(store: Store, *, auth: Auth | None = None, check_host: bool = Tru
     app = FastAPI(title="rlcockpit dashboard API", version=__version__, description=API_DESCRIPTION,
                   openapi_url="/api/openapi.json", docs_url=None, redoc_url=None, default_response_class=JSON)
     app.state.cockpit = Cockpit(store=store, live_interval_s=live_interval_s)
-    for module in (routes_runs, routes_series, routes_samples, routes_health, routes_live):
+    for module in (routes_runs, routes_series, routes_samples, routes_health, routes_live, routes_sweeps):
         app.include_router(module.router)
     _add_static_routes(app)
     _add_error_handlers(app)

@@ -66,6 +66,7 @@ class MlflowSink(Sink):
             raise MissingExtra("mlflow", "mlflow", "mlflow") from None
         self._Metric, self._Param = Metric, Param
         opts = dict(run.options.get(self.name) or {})
+        self._store_dir = run.dir
         base = run.dir / "mlflow"
         base.mkdir(parents=True, exist_ok=True)
         self.tracking_uri = opts.get("tracking_uri") or f"sqlite:///{base / 'mlflow.db'}"
@@ -126,6 +127,13 @@ class MlflowSink(Sink):
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
         text = "".join(json.dumps({"step": step, **r}, ensure_ascii=False, default=str) + "\n" for r in rows)
         self.client.log_text(self.mlflow_run_id, text, f"samples/step_{step:08d}.jsonl")
+
+    def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
+        if kind == "artifact":  # a version logged with run.log_artifact: mirrored as MLflow run artifacts
+            from rlcockpit.tracking import artifacts
+
+            artifacts.mirror(self._store_dir, payload,
+                             lambda v, root: artifacts.to_mlflow(self.client, self.mlflow_run_id, v, root))
 
     def log_finding(self, finding: Any) -> None:
         d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)

@@ -55,6 +55,7 @@ class WandbSink(Sink):
             self.run = wandb.init(**opts)
         finally:
             sys.argv = saved
+        self._store_dir = run.dir
         self._table: Any = None
         self._columns: list[str] = []
         self._last_step = -1
@@ -97,6 +98,12 @@ class WandbSink(Sink):
         # W&B drops entries whose step went backwards; samples of an older step land on the current one
         self.run.log({"samples": table}, step=max(step, self._last_step))
         self._last_step = max(step, self._last_step)
+
+    def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
+        if kind == "artifact":  # a version logged with run.log_artifact: mirrored as a W&B artifact
+            from rlcockpit.tracking import artifacts
+
+            artifacts.mirror(self._store_dir, payload, lambda v, root: artifacts.to_wandb(self.run, v, root))
 
     def log_finding(self, finding: Any) -> None:
         d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)

@@ -3,13 +3,15 @@
 // Routes: #/                       runs list (?project=&q=&status=&group=&tag=&filter=&cols=&sort=&desc=)
 //         #/run/<id>[/<tab>]       run page: charts (default), samples, phases, mismatch, diagnosis, config
 //         #/compare?runs=a,b       compare runs
+//         #/sweeps, #/sweep/<id>   sweeps; one sweep (trials, parallel coordinates, best so far, importance)
 // Each page renderer returns a dispose() that closes its live stream when the route changes.
 
-import { clear, el, errorBox, hideTip, loadGuide, setLive } from "./core.js";
+import { clear, el, errorBox, extensions, hideTip, loadGuide, setLive } from "./core.js";
 import { getLang, initLang, setLang, t } from "./i18n.js";
 import { renderCompare } from "./compare.js";
 import { renderRun } from "./run.js";
 import { renderRuns } from "./runs.js";
+import { renderSweep, renderSweeps } from "./sweeps.js";
 import { hashParts } from "./state.js";
 
 let dispose = null;
@@ -28,6 +30,9 @@ async function route() {
     if (parts.length === 0 || parts[0] === "runs") d = await renderRuns(root, params);
     else if (parts[0] === "run" && parts[1]) d = await renderRun(root, parts[1], parts[2] || "charts", params);
     else if (parts[0] === "compare") d = await renderCompare(root, params);
+    else if (parts[0] === "sweeps") d = await renderSweeps(root, params);
+    else if (parts[0] === "sweep" && parts[1]) d = await renderSweep(root, parts[1], params);
+    else if (extensions.routes[parts[0]]) d = await extensions.routes[parts[0]](root, parts, params);
     else root.appendChild(el("div", { class: "empty", text: t("nav.unknown") }));
     if (mine !== routing) { if (d) d(); return; }
     dispose = d || null;
@@ -44,6 +49,7 @@ function chrome() {
   const lang = document.getElementById("lang-select");
   lang.value = getLang();
   document.getElementById("brand-name").textContent = "rlcockpit";
+  document.getElementById("nav-sweeps").textContent = t("nav.sweeps");
 }
 
 function initTheme() {

@@ -36,7 +36,7 @@ export class SyncGroup {
 }
 
 const DEFAULTS = { smoothing: { kind: "none", weight: 0.6 }, xMode: "step", xMetric: null, log: false, showRaw: true,
-  healthy: null, height: 170, xLabel: null };
+  healthy: null, targets: null, height: 170, xLabel: null };
 
 function withAlpha(hex, a) {
   const n = Math.round(a * 255).toString(16).padStart(2, "0");
@@ -194,7 +194,7 @@ export class Chart {
     if (fmt) xAxis.values = fmt;
     const cfg = {
       ...this.size(), series, bands, legend: { show: false },
-      scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : { auto: true } },
+      scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : this.yScale() },
       axes: [xAxis, { ...axis, size: 54, values: (u, splits) => splits.map((v) => fmtNum(v)) }],
       cursor: {
         sync: { key: this.group.key, setSeries: false },
@@ -209,7 +209,7 @@ export class Chart {
         setSelect: [(u) => this.onSelect(u)],
         setCursor: [(u) => this.onCursor(u)],
         drawAxes: [(u) => this.drawHealthy(u)],
-        draw: [(u) => this.drawMarkers(u)],
+        draw: [(u) => this.drawMarkers(u), (u) => this.drawTargets(u)],
         ready: [(u) => { if (this.group.range) u.setScale("x", this.group.range); }],
         setScale: [(u, key) => { if (key === "x") { this.box.dataset.xmin = u.scales.x.min; this.box.dataset.xmax = u.scales.x.max; } }],
       },
@@ -346,6 +346,34 @@ export class Chart {
     u.ctx.fillStyle = "rgba(63, 185, 80, 0.07)";
     u.ctx.fillRect(left, yHi, width, yLo - yHi);
     u.ctx.restore();
+  }
+
+  /** The y scale: auto, widened to keep KPI target lines (opts.targets) in view. */
+  yScale() {
+    const ts = (this.opts.targets || []).map((x) => x.value).filter(Number.isFinite);
+    if (!ts.length) return { auto: true };
+    return { auto: true, range: (u, min, max) => {
+      const lo = Math.min(min ?? ts[0], ...ts), hi = Math.max(max ?? ts[0], ...ts), pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
+      return [lo - pad, hi + pad];
+    } };
+  }
+
+  /** KPI targets (opts.targets: [{value, label}]) as dashed horizontal lines with their label. */
+  drawTargets(u) {
+    const targets = this.opts.targets || [];
+    if (!targets.length) return;
+    const { left, top, width, height } = u.bbox, ctx = u.ctx, dpr = window.devicePixelRatio || 1;
+    ctx.save();
+    ctx.strokeStyle = cssVar("--warn") || "#d29922"; ctx.fillStyle = ctx.strokeStyle;
+    ctx.lineWidth = 1.5 * dpr; ctx.setLineDash([6 * dpr, 4 * dpr]); ctx.font = `${11 * dpr}px sans-serif`;
+    for (const tg of targets) {
+      const y = u.valToPos(tg.value, "y", true);
+      if (!Number.isFinite(y) || y < top || y > top + height) continue;
+      ctx.beginPath(); ctx.moveTo(left, y); ctx.lineTo(left + width, y); ctx.stroke();
+      ctx.fillText(tg.label || String(tg.value), left + 4 * dpr, y - 3 * dpr);
+    }
+    ctx.restore();
+    this.box.dataset.targets = String(targets.length);
   }
 
   drawMarkers(u) {

@@ -1,7 +1,7 @@
 // Chart cards (title with the metric guide's tooltip, last value, per-chart log / enlarge / PNG / CSV,
 // a legend whose entries toggle runs), the enlarge dialog, and the reward-vs-KL path plot.
 
-import { attachTip, clear, download, el, fmtNum, guideEntry, healthyRange, hideTip, metricTip, safeFileName, showTip } from "./core.js";
+import { attachTip, clear, download, el, fmtNum, guideEntry, healthyRange, hideTip, kpiTargets, metricTip, safeFileName, showTip } from "./core.js";
 import { t } from "./i18n.js";
 import { Chart } from "./chart.js";
 
@@ -18,7 +18,7 @@ export function chartCard(key, opts = {}) {
   const csvBtn = el("button", { type: "button", class: "btn tiny csv-btn", title: t("chart.csv.title"), text: "CSV" });
   const card = el("div", { class: "chart-card", dataset: { key } },
     el("div", { class: "chart-title" }, name, last, el("span", { class: "chart-tools" }, logBtn, bigBtn, pngBtn, csvBtn)), box, legend);
-  const chart = new Chart(box, { healthy: healthyRange(key), ...opts });
+  const chart = new Chart(box, { healthy: healthyRange(key), targets: kpiTargets(key), ...opts });
   const refresh = () => {
     last.textContent = fmtNum(chart.lastValue());
     logBtn.classList.toggle("on", Boolean(chart.opts.log));

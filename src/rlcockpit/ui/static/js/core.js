@@ -126,6 +126,15 @@ export function guideEntry(key) {
   return null;
 }
 
+// Extension points for another front-end module loaded on the same page (the team server's team.js):
+// targets(key) -> [{value, label}] drawn as horizontal lines on that metric's charts; routes[name] ->
+// async (root, parts, params) => dispose, for hash routes "#/<name>/..." this dashboard does not know.
+export const extensions = { targets: () => [], routes: {} };
+
+export function kpiTargets(key) {
+  try { return extensions.targets(key) || []; } catch (e) { return []; }
+}
+
 export function healthyRange(key) {
   const e = guideEntry(key);
   return e && Array.isArray(e.healthy) ? e.healthy : null;

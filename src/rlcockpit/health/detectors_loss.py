@@ -1,55 +1,95 @@
-"""Optimisation detectors: loss, KL to the reference, PPO update size, entropy, gradients, the critic.
+"""Optimisation detectors: non-finite values, the policy loss, gradient norms and the critic.
 
 Every threshold below is a default; override per detector with
-``HealthMonitor(settings={"kl_spike": {"critical_ratio": 4.0}})``.
+``HealthMonitor(settings={"loss_spike": {"z_warn": 10.0}})``.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import islice
 
-from rlcockpit.health.base import Detector, Track, fmt, median, register_detector, robust
-from rlcockpit.health.findings import Finding
+from rlcockpit.health.advice import (
+    ENTROPY,
+    GRAD,
+    KL,
+    config_causes,
+    grad_clip_action,
+    lr_action,
+    moved,
+    ranked,
+    story_causes,
+)
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    FrozenBaseline,
+    Track,
+    fmt,
+    median,
+    register_detector,
+    robust,
+)
+from rlcockpit.health.config_view import format_value, make_action
+from rlcockpit.health.findings import Action, Cause, Finding
 
-LOSS, KL, PPO_KL, CLIPFRAC = "actor/pg_loss", "actor/kl_loss", "actor/ppo_kl", "actor/pg_clipfrac"
-ENTROPY, GRAD, VF_LOSS, EV = "actor/entropy", "actor/grad_norm", "critic/vf_loss", "critic/vf_explained_var"
+LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
+SKIPPED = "actor/nonfinite_skipped"
 
-
-class _Frozen(Detector):
-    """A detector whose baseline is the robust median/scale of the trigger metric at warm-up end."""
-
-    base_rel_floor = 0.05
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self.base: float | None = None
-        self.scale = math.nan
-
-    def on_warm(self) -> None:
-        track = self.ctx.tracks[self.keys[0]]
-        self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
+def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
+    """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
+    gradient norm blew up first in this run, then the detector's generic cause; lower lr, clip gradients."""
+    view = det.ctx.view
+    causes = story_causes(view, ("lr", "warmup", "grad_clip"))
+    g = moved(det.ctx, GRAD, up=3.0)
+    if g is not None and det.name != "grad_spike":
+        causes.append(Cause(f"the gradient norm blew up first ({g.ratio:.0f}x its recent level)", 0.75, g.text))
+    causes.append(Cause(det.cause or "an outlier batch or too large a step made the optimiser diverge", 0.5))
+    actions = [lr_action(view, factor)]
+    clip = grad_clip_action(view)
+    if clip is not None:
+        actions.append(clip)
+    return ranked(causes), actions
 
 
 @register_detector("nonfinite", "loss_nonfinite", "grad_nonfinite", "loss_nan")
 class NonFinite(Detector):
-    """NaN/Inf in a loss, the gradient norm, KL, entropy or reward: critical at once (no warm-up)."""
+    """NaN/Inf in a loss, the gradient norm, KL, entropy or reward: critical at once (no warm-up). Also an
+    update the trainer skipped because its loss or gradients were non-finite (rlcockpit's
+    ``actor/nonfinite_skipped`` > 0: the step then logs no loss at all)."""
 
-    keys = (LOSS, GRAD, VF_LOSS, KL, ENTROPY, "critic/score/mean")
+    keys = (LOSS, GRAD, VF_LOSS, KL, ENTROPY, "critic/score/mean", SKIPPED)
+    triggers = (SKIPPED,)
     common = {"enabled": True, "warmup": 0, "cooldown": 50}
+    story, role = "divergence", "outcome"
+    cause = "an outlier batch or too large a step made the optimiser diverge"
 
-    def report(self, step: int, bad: dict[str, float]) -> Finding | None:
-        watched = {k: v for k, v in bad.items() if k in self.keys}
+    def report(self, step: int, bad: dict[str, tuple[str, float]]) -> Finding | None:
+        """``bad``: canonical key -> (the name it was logged under, its non-finite value)."""
+        watched = {k: rv for k, rv in bad.items() if k in self.keys}
         if not watched:
             return None
-        names = ", ".join(f"{k}={v}" for k, v in watched.items())
+        names = ", ".join(f"{raw}={v}" for raw, v in watched.values())
         first = next(iter(watched))
         return self.fire(step, "critical", f"Non-finite value: {names}",
                          "The optimiser has blown up; any further update corrupts the policy.",
-                         metric=first, values={k: str(v) for k, v in watched.items()}, extra_keys=(GRAD, LOSS))
+                         metric=first, values={raw: str(v) for raw, v in watched.values()}, extra_keys=(GRAD, LOSS))
 
     def check(self, step: int) -> Finding | None:
-        return None
+        track = self.ctx.tracks[SKIPPED]
+        if track.last_step != step or track.last <= 0:
+            return None
+        return self.fire(step, "critical", f"Update skipped: non-finite loss or gradients ({track.raw}="
+                         f"{fmt(track.last)})", "The optimiser has blown up; the trainer is skipping updates.",
+                         metric=SKIPPED, values={track.raw: track.last}, extra_keys=(GRAD, LOSS))
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        bad = set(finding.evidence.get("values", {})) - {SKIPPED}
+        reward_keys = {t.raw for k, t in self.ctx.tracks.items() if k == "critic/score/mean"} | {"critic/score/mean"}
+        if bad and bad <= reward_keys:  # only the reward is non-finite: the optimiser is fine so far
+            return [Cause("the reward function returned NaN/Inf for some samples", 0.85, ", ".join(sorted(bad)))], [
+                make_action(self.ctx.view, "Make the reward function return finite scores (catch its exceptions, "
+                            "clip its outputs)", {})]
+        return divergence_advice(self, finding)
 
 
 def zero_centred(values: list[float], base: float, scale: float, band: float = 3.0) -> bool:
@@ -92,7 +132,7 @@ def corroboration(tracks: dict[str, Track], window: int, grad_ratio: float, kl_r
 
 
 @register_detector("loss_spike", "loss_rise")
-class LossSpike(_Frozen):
+class LossSpike(FrozenBaseline):
     """Sharp loss excursion, judged in one of two modes chosen at warm-up end.
 
     Zero-centred loss (a policy-gradient ``actor/pg_loss`` hovering around 0): the smoothed loss deviates from
@@ -109,6 +149,13 @@ class LossSpike(_Frozen):
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
                 "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
+    story, role = "divergence", "outcome"
+    cause = "an outlier batch or too large a step made the optimiser diverge"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if finding.severity != "critical":  # a loss excursion alone: look before changing anything
+            return [Cause("one unusual batch (policy-gradient losses are noisy)", 0.5)], []
+        return divergence_advice(self, finding)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -173,7 +220,7 @@ class LossSpike(_Frozen):
 
 
 @register_detector("loss_oscillation")
-class LossOscillation(_Frozen):
+class LossOscillation(FrozenBaseline):
     """Loss oscillating (only for a loss bounded away from zero; a zero-centred policy-gradient loss changes
     sign by design and its outliers are ``loss_spike``'s job): the step-to-step variability over ``window``
     steps is ``warn_ratio`` (warning) or ``critical_ratio`` (critical, on ``sustain`` consecutive checks) times
@@ -182,6 +229,11 @@ class LossOscillation(_Frozen):
     keys = (LOSS,)
     defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
+    story, role = "divergence", "outcome"
+    cause = "the learning rate is too high for this loss surface: each step overshoots"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return divergence_advice(self, finding, 3.0)
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -189,6 +241,8 @@ class LossOscillation(_Frozen):
 
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
         if self.seen <= self.warmup or self.centred:
             return None
         if self.centred is None:
@@ -221,13 +275,14 @@ class LossOscillation(_Frozen):
 
 
 @register_detector("loss_plateau", "loss_no_decrease")
-class LossPlateau(_Frozen):
+class LossPlateau(FrozenBaseline):
     """Loss not decreasing over ``window`` steps (info). Only for a positive, SFT-like loss; a policy-gradient
     loss hovers around zero by construction and is never judged this way."""
 
     keys = (LOSS,)
     defaults = {"window": 100, "min_drop": 0.01, "every": 10}
     common = {"enabled": True, "warmup": 20, "cooldown": 200}
+    cause = "the learning rate is too low, or the task is too hard for the model at this size"
 
     def check(self, step: int) -> Finding | None:
         if not self.due(self.p["every"]) or self.base <= 3 * self.scale:
@@ -243,225 +298,6 @@ class LossPlateau(_Frozen):
         return None
 
 
-@register_detector("kl_rising", "kl_drift", "kl_band")
-class KLRising(Detector):
-    """KL to the reference rising out of the usual band. Warning: smoothed KL > ``band_high`` and
-    ``rise_ratio`` x its median ``lag`` steps earlier. Critical: also > ``critical_ratio`` x that median and
-    > 2 x ``band_high``. A KL above the band but stable (short answers give a high per-token KL) is info."""
-
-    keys = (KL,)
-    defaults = {"band_high": 0.1, "lag": 30, "rise_ratio": 1.5, "critical_ratio": 3.0, "smooth": 5}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self._noted_stable = False
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        track = self.ctx.tracks[KL]
-        s = track.mean_last(p["smooth"])
-        if s <= p["band_high"]:
-            return None
-        hist = track.values
-        end = len(hist) - p["lag"]
-        lo = self.warmup if track.n == len(hist) else 0  # KL starts at 0 by definition: skip the initial ramp
-        ref = median(list(islice(hist, max(end - 20, lo), max(end, lo + 5))))
-        ratio = s / max(ref, 1e-9)
-        vals = {"kl": s, "kl_before": ref, "ratio": ratio, "band_high": p["band_high"]}
-        if ratio > p["critical_ratio"] and s > 2 * p["band_high"]:
-            return self.fire(step, "critical", f"KL to reference rising fast: {fmt(ref)} -> {fmt(s)} ({ratio:.1f}x)",
-                             "The policy is moving away from the reference much faster than before.", values=vals)
-        if ratio > p["rise_ratio"]:
-            return self.fire(step, "warning", f"KL to reference {fmt(s)} rising above the usual 0.01-0.1 band",
-                             values=vals)
-        if not self._noted_stable:
-            self._noted_stable = True
-            return self.fire(step, "info", f"KL to reference {fmt(s)} is above 0.1 but stable for this run",
-                             "Short-answer tasks give a high per-token KL; judged against the run's own level.",
-                             values=vals)
-        return None
-
-
-@register_detector("kl_spike")
-class KLSpike(Detector):
-    """Sudden KL jump. Warning (seed rule): KL > ``warn_abs`` right after < ``prev_abs``. Critical: KL >
-    ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
-    it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
-    before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
-    ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
-
-    keys = (KL,)
-    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "critical_ratio": 3.0, "window": 20, "min_abs": 0.01,
-                "z": 6.0, "sustain": 2, "early_abs": 1.0, "early_ratio": 10.0}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self._ref = math.nan
-        self._ref_scale = math.nan
-        self._onset: int | None = None
-        self._start = math.nan
-
-    def observe(self, step: int) -> Finding | None:
-        self.seen += 1
-        if self.seen <= self.warmup:
-            return self._check_early(step)
-        return self.check(step)
-
-    def _check_early(self, step: int) -> Finding | None:
-        p = self.p
-        track = self.ctx.tracks[KL]
-        if self._start != self._start:
-            self._start = track.last
-            return None
-        recent = track.tail(p["sustain"])
-        if len(recent) < p["sustain"] or self.seen <= p["sustain"]:
-            return None
-        bar = max(p["early_abs"], p["early_ratio"] * abs(self._start))
-        if min(recent) <= bar:
-            return None
-        v = track.last
-        return self.fire(step, "critical", f"KL to reference jumped to {fmt(v)} within {self.seen} steps of the start "
-                         f"({fmt(self._start)})", "The first updates moved the policy far from the reference.",
-                         values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
-                         step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        track = self.ctx.tracks[KL]
-        v, prev = track.last, track.ago(1)
-        if self._streak == 0:  # freeze the reference at the start of a candidate spike
-            gate = v > p["warn_abs"] or v > 0.8 * p["critical_ratio"] * max(prev, p["min_abs"] / p["critical_ratio"])
-            if not gate:
-                return None
-            self._ref, self._ref_scale = robust(track.tail(p["window"], skip=1), 0.1)
-            self._onset = step
-        ref = max(self._ref, p["min_abs"])
-        hit = v > p["critical_ratio"] * ref and v - self._ref > p["z"] * self._ref_scale
-        vals = {"kl": v, "kl_before": self._ref, "ratio": v / max(self._ref, 1e-9)}
-        if self.sustained(hit, p["sustain"]):
-            return self.fire(step, "critical", f"KL spiked to {fmt(v)}, {v / ref:.1f}x its level before ({fmt(self._ref)})",
-                             "A sudden jump of the policy away from the reference; often the start of a collapse.",
-                             values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
-        if v > p["warn_abs"] and prev < p["prev_abs"]:
-            return self.fire(step, "warning", f"KL jumped from {fmt(prev)} to {fmt(v)}", values=vals)
-        return None
-
-
-@register_detector("kl_stuck", "kl_zero")
-class KLStuck(Detector):
-    """KL to the reference stays below ``eps`` for ``window`` steps after warm-up: the policy is not moving
-    (learning rate too low, zero advantages). Warning only."""
-
-    keys = (KL,)
-    defaults = {"eps": 1e-4, "window": 30, "every": 10}
-    common = {"enabled": True, "warmup": 30, "cooldown": 200}
-
-    def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
-            return None
-        recent = self.ctx.tracks[KL].tail(self.p["window"])
-        if recent and max(abs(v) for v in recent) < self.p["eps"]:
-            return self.fire(step, "warning", f"KL to reference stuck near zero (< {self.p['eps']:g}) for {len(recent)} steps",
-                             "The policy is not moving away from the reference: learning is not happening.",
-                             values={"kl_max": max(recent)}, step_start=step - len(recent))
-        return None
-
-
-@register_detector("update_size", "ppo_kl", "clipfrac")
-class UpdateSize(Detector):
-    """PPO updates too large: ``actor/ppo_kl`` > ``ppo_kl_warn`` or ``actor/pg_clipfrac`` > ``clipfrac_warn``
-    (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
-    ``clipfrac_floor``) for ``sustain`` steps."""
-
-    keys = (PPO_KL, CLIPFRAC)
-    defaults = {"ppo_kl_warn": 0.05, "clipfrac_warn": 0.3, "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
-                "clipfrac_floor": 0.05, "sustain": 3}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self._base: dict[str, float] = {}
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        hits = []
-        for key, warn, floor in ((PPO_KL, p["ppo_kl_warn"], p["ppo_kl_floor"]),
-                                 (CLIPFRAC, p["clipfrac_warn"], p["clipfrac_floor"])):
-            track = self.ctx.tracks.get(key)
-            if track is None or track.n <= self.warmup:
-                continue
-            if key not in self._base:
-                self._base[key] = median(track.tail(self.warmup, skip=1))
-            s = track.mean_last(3)
-            if s > warn:
-                hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
-        critical = self.sustained(any(h[2] for h in hits), p["sustain"])
-        if not hits:
-            return None
-        desc = ", ".join(f"{k}={fmt(v)}" for k, v, _ in hits)
-        vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
-        if critical:
-            return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
-        return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
-
-
-@register_detector("entropy_collapse")
-class EntropyCollapse(_Frozen):
-    """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: <
-    ``warn_ratio`` x warm-up, or halving within ``fall_lag`` steps while below ``fall_guard`` x warm-up."""
-
-    keys = (ENTROPY,)
-    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
-                "smooth": 3, "sustain": 2}
-
-    def __init__(self, params, ctx) -> None:
-        super().__init__(params, ctx)
-        self._first = math.nan
-
-    def observe(self, step: int) -> Finding | None:
-        if self.seen == 0:
-            self._first = self.ctx.tracks[ENTROPY].last
-        return super().observe(step)
-
-    def check(self, step: int) -> Finding | None:
-        p = self.p
-        if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
-            # the policy before any update is the natural reference: an entropy that collapsed during the
-            # warm-up steps must not become the baseline
-            self.base = max(self.base, self._first)
-        track = self.ctx.tracks[ENTROPY]
-        s = track.mean_last(p["smooth"])
-        if s >= p["fall_guard"] * self.base:
-            self._streak = 0
-            return None
-        ratio = s / max(self.base, 1e-12)
-        before = track.ago(p["fall_lag"])
-        vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
-        if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
-            return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
-                             "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
-        if ratio < p["warn_ratio"] or (before == before and s < p["fall_ratio"] * before):
-            return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
-                             values=vals)
-        return None
-
-
-@register_detector("entropy_explosion")
-class EntropyExplosion(_Frozen):
-    """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) x the warm-up level for ``sustain`` steps."""
-
-    keys = (ENTROPY,)
-    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
-
-    def check(self, step: int) -> Finding | None:
-        s = self.ctx.tracks[ENTROPY].mean_last(self.p["smooth"])
-        ratio = s / max(self.base, 1e-12)
-        if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
-            return None
-        sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
-        return self.fire(step, sev, f"Entropy exploding: {fmt(s)} ({ratio:.1f}x its warm-up level)",
-                         values={"entropy": s, "baseline": self.base, "ratio": ratio}, samples=True)
-
 
 def _trailing_ratio(track: Track, window: int, value: float) -> tuple[float, float]:
     ref = median(track.tail(window, skip=1))
@@ -469,12 +305,24 @@ def _trailing_ratio(track: Track, window: int, value: float) -> tuple[float, flo
 
 
 @register_detector("grad_spike", "grad_norm")
-class GradSpike(_Frozen):
+class GradSpike(FrozenBaseline):
     """Gradient-norm spike. Warning: > ``warn_ratio`` x the trailing ``window`` median. Critical: >
     ``critical_ratio`` x that median, or smoothed > ``critical_ratio`` x the warm-up level (steady growth)."""
 
     keys = (GRAD,)
     defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1}
+    story, role = "divergence", "mechanism"
+    cause = "an outlier batch or too large a step made the optimiser diverge"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes, actions = divergence_advice(self, finding)
+        view = self.ctx.view
+        ratio, lr = finding.evidence.get("values", {}).get("ratio"), view.number("actor.optim.lr")
+        if isinstance(ratio, (int, float)) and lr is not None and "lr" not in config_causes(view):
+            # no size-based norm applies (or the lr is within it): phrase the cause relative to this run
+            causes.append(Cause(f"at lr={format_value(lr)} this run's gradient norm reached {ratio:.0f}x its own recent "
+                                "median: the step is large for this run's loss surface", 0.55))
+        return ranked(causes), actions
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -500,12 +348,24 @@ class GradSpike(_Frozen):
 
 
 @register_detector("value_divergence", "vf_loss")
-class ValueDivergence(_Frozen):
+class ValueDivergence(FrozenBaseline):
     """Critic (PPO) value loss diverging: smoothed > ``warn_ratio`` (warning) / ``critical_ratio`` (critical)
     x the trailing ``window`` median or the warm-up level."""
 
     keys = (VF_LOSS,)
     defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30}
+    story, role = "divergence", "outcome"
+    cause = "the critic's learning rate is too high, or the reward scale changed under it"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = [Cause(self.cause, 0.5)]
+        r = moved(self.ctx, "critic/score/mean", up=2.0, down=0.5)
+        if r is not None:
+            causes.append(Cause("the reward scale changed under the critic", 0.65, r.text))
+        clr = view.number("critic.optim.lr")
+        return ranked(causes), [make_action(view, "Lower the critic learning rate 3x",
+                                            {"critic.optim.lr": float(f"{clr / 3:.3g}") if clr else 1e-6})]
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[VF_LOSS]
@@ -530,6 +390,13 @@ class ExplainedVariance(Detector):
     keys = (EV,)
     defaults = {"good_level": 0.3, "smooth": 5, "sustain": 5}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
+    cause = "the critic cannot predict returns (critic lr too low or too high, reward scale changed)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        clr = view.number("critic.optim.lr")
+        return [Cause(self.cause, 0.5)], [make_action(view, "Tune the critic learning rate",
+                                                      {"critic.optim.lr": clr * 2 if clr else 1e-5})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)

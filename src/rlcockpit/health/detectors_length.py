@@ -1,0 +1,185 @@
+"""Response-length detectors: answers running away, and answers cut off at the length limit.
+
+Healthy reasoning runs lengthen their answers as they learn; what these detectors look for is a length that
+*turns* upwards against the run's own trend, and truncation that jumps or creeps against its own level.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rlcockpit.health.advice import kl_action, length_action, moved, ranked
+from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, span, turn_up
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors_reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
+from rlcockpit.health.findings import Action, Cause, Finding
+
+
+@register_detector("length_explosion", "response_length")
+class LengthExplosion(Detector):
+    """Response length running away. Warning: the length *turned* upwards — over the last window of
+    ``span_steps`` steps its median rose ``turn_ratio`` x above the window before, faster (``accel`` x plus ``z``
+    noise units) than in the window before that. Reasoning runs whose answers lengthen steadily as they learn do
+    not turn; a lost stop token or a length-loving reward does. Critical: > ``critical_ratio`` x the warm-up
+    level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``)."""
+
+    keys = (LEN,)
+    defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.2,
+                "accel": 2.0, "z": 3.0}
+    story, role = "length", "outcome"
+    cause = "responses run to the length limit (looping, or the reward favours length)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = [Cause(self.cause, 0.55)]
+        rep = moved(self.ctx, S_REPEAT, up=2.0)
+        if rep is not None:
+            causes.append(Cause("the model loops: repetition rose with the length", 0.75, rep.text))
+        r = moved(self.ctx, REWARD, up=1.1)
+        if r is not None:
+            causes.append(Cause("the reward favours longer answers: it rose with the length", 0.65, r.text))
+        return ranked(causes), [length_action(self.ctx.view), kl_action(self.ctx.view)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[LEN]
+        if self.base is None:
+            self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
+        s = track.mean_last(3)
+        ratio = s / self.base
+        w = span(track, p["span_steps"], lo=3)
+        before = (track.ago(w) + track.ago(w + 1) + track.ago(w + 2)) / 3
+        rising = track.mean_last(3) >= p["turn_ratio"] * before or before != before  # cheap gate
+        if ratio <= p["critical_ratio"] and not rising:
+            return None
+        clip = self.ctx.tracks.get(CLIP)
+        clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
+        limit = self.ctx.max_response_length()
+        near_limit = limit is not None and s >= p["limit_frac"] * limit
+        vals = {"length": s, "baseline": self.base, "ratio": ratio, "clip_ratio": clip_now, "max_response_length": limit}
+        if ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit) and s >= track.ago(1):
+            return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), "
+                             "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
+        if not rising:
+            return None
+        logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
+        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
+        if turned is None:
+            return None
+        a, b, c, _noise = (math.exp(x) for x in turned)
+        vals |= {"before": b, "now": c, "trend_before": b / a}
+        return self.fire(step, "warning", f"Response length turned upwards: {fmt(b)} -> {fmt(c)} in {w} logged steps "
+                         f"(it had moved {b / a - 1:+.0%} before)", values=vals, extra_keys=(CLIP,),
+                         step_start=track.tail_steps(w)[0])
+
+
+@register_detector("truncation", "clip_ratio")
+class Truncation(Detector):
+    """Responses truncated at the length limit. Warning: the smoothed ``response_length/clip_ratio`` (TRL:
+    ``completions/clipped_ratio``) above ``warn_abs``; or jumped — its median over the last ``span_steps`` steps
+    ``jump`` above the trailing ``window`` and ``jump_z`` of that window's noise, to above ``jump_min``; or creeping — climbing steadily (see ``climb``: medians of
+    thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
+    warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
+    (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting) after growing
+    ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
+
+    keys = (CLIP, LEN, LEN_MAX)
+    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
+                "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
+                "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30}
+    story = "length"
+    cause = "responses run to the length limit (looping, or the reward favours length)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = [Cause(self.cause, 0.55)]
+        rep = moved(self.ctx, S_REPEAT, up=2.0)
+        if rep is not None:
+            causes.append(Cause("the model loops until the limit: repetition rose too", 0.75, rep.text))
+        actions = [length_action(view)]
+        if view.is_trl:
+            actions.append(make_action(view, "Leave truncated completions out of the loss", {"actor.mask_truncated_completions": True}))
+        return ranked(causes), actions
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+
+    def limit(self) -> float | None:
+        """The response length limit: the config's, else the maximum length the run keeps hitting."""
+        limit = self.ctx.max_response_length()
+        if limit:
+            return limit
+        top = self.ctx.tracks.get(LEN_MAX)
+        if top is None or top.n < 3:
+            return None
+        cap = max(top.values)
+        hits = sum(1 for v in top.tail(20) if v >= cap)
+        return cap if hits >= 3 else None
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[CLIP]
+        if self.base is None:
+            self.base = median(track.tail(self.warmup, skip=1))
+            self._len_base = self._median_of(LEN)
+        s = track.mean_last(3)
+        vals = {"clip_ratio": s, "baseline": self.base}
+        if self.sustained(s > p["warn_abs"], p["sustain"]):
+            if s > p["critical_abs"] and s > self.base + p["critical_rise"]:
+                return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
+                                 values=vals, extra_keys=(LEN,), samples=True)
+            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
+                             extra_keys=(LEN,))
+        jumped = self._jump(track)
+        if jumped is not None:
+            ref, now = jumped
+            return self.fire(step, "warning", f"Truncation jumped: {ref:.1%} -> {now:.1%} of responses cut at the "
+                             "length limit", "Answers that no longer fit get no reward and bias the update.",
+                             values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
+                             step_start=track.tail_steps(span(track, p["span_steps"]))[0])
+        if s > p["min_abs"] and s - self.base > p["rise_warn"]:
+            found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
+            if found is not None:
+                vals |= {"window": found[3], "noise": found[4]}
+                return self.fire(step, "warning", f"Truncation creeping up: {self.base:.1%} -> {s:.1%} of responses "
+                                 "cut at the length limit", "Answers that no longer fit get no reward and bias the "
+                                 "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
+                                 extra_keys=(LEN,))
+        return self._near_limit(step)
+
+    def _jump(self, track: Track) -> tuple[float, float] | None:
+        """(before, now) when the clip ratio of the last ``span_steps`` steps rose ``jump`` above the trailing
+        ``window`` and ``jump_z`` of that window's noise (of a median), to above ``jump_min``."""
+        p = self.p
+        now3 = track.mean_last(3)
+        if now3 <= p["jump_min"] or (self.base is not None and now3 - self.base <= p["jump"]):
+            return None  # the usual case, at the cost of two comparisons
+        k = span(track, p["span_steps"])
+        ref_vals = track.tail(p["window"], skip=k)
+        if len(ref_vals) < 5:
+            return None
+        ref, now = median(ref_vals), median(track.tail(k))
+        noise = 1.4826 * median([abs(v - ref) for v in ref_vals]) / math.sqrt(k)
+        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise):
+            return ref, now
+        return None
+
+    def _median_of(self, key: str) -> float | None:
+        t = self.ctx.tracks.get(key)
+        return median(t.tail(self.warmup, skip=1)) if t is not None and t.n > 2 else None
+
+    def _near_limit(self, step: int) -> Finding | None:
+        length, limit = self.ctx.tracks.get(LEN), self.limit()
+        if length is None or not length.n or not limit or not self._len_base:
+            return None
+        s = length.mean_last(3)
+        if s < self.p["near_frac"] * limit or s < self.p["len_growth"] * self._len_base:
+            return None
+        return self.fire(step, "warning", f"Mean response length {fmt(s)} is {s / limit:.0%} of the {fmt(limit)}-token "
+                         f"limit (was {fmt(self._len_base)})", "Longer answers will soon be cut off.", metric=LEN,
+                         values={"length": s, "limit": limit, "baseline_length": self._len_base})
+

@@ -1,0 +1,261 @@
+"""Memory detectors: device and host memory creeping towards an out-of-memory kill.
+
+Runs log memory in two shapes, and both are judged: a percent of capacity (W&B's
+``system/gpu.0.memoryAllocated``, ``system/memory_percent``) and an absolute amount without the device total
+(verl's ``perf/max_memory_allocated_gb``, ``system/proc_rss_gb``, W&B's ``system/proc.memory.rssMB``). The
+absolute amounts are judged relative to the run's own level after warm-up, so the unit (GB, MB, bytes) does not
+matter. A healthy run's memory is flat after warm-up or steps up a few times (the allocator's peak, a longer
+batch); a leak, or memory that grows with the response length, climbs step after step. Per-GPU series are
+aggregated by the monitor (max over devices).
+"""
+
+from __future__ import annotations
+
+import math
+
+from rlcockpit.health.advice import LEN, memory_action, moved, ranked, story_causes
+from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, robust
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.findings import Action, Cause, Finding
+
+GPU_MEM, HOST_MEM = "system/gpu/memory_percent", "system/memory_percent"
+ALLOC, RESERVED = "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb"
+RSS, RSS_MB, CPU_USED = "system/proc_rss_gb", "system/proc_rss_mb", "perf/cpu_memory_used_gb"
+GPU_USED, GPU_BYTES = "system/gpu/memory_used_gb", "system/gpu/memory_allocated_bytes"
+ABSOLUTE = (ALLOC, RESERVED, GPU_USED, GPU_BYTES, RSS, RSS_MB, CPU_USED)
+DEVICE_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_BYTES)
+
+
+def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, float, float] | None:
+    """Medians of three consecutive thirds of the last ``window`` values when they rise monotonically (by more
+    than ``min_rise`` in all: the medians lie within the window's range, so a narrower range skips the sorts)."""
+    if track.n < window:
+        return None
+    third = window // 3
+    vals = track.tail(window)
+    if max(vals) - min(vals) <= min_rise:
+        return None
+    a, b, c = median(vals[:third]), median(vals[third : 2 * third]), median(vals[2 * third :])
+    if not (a < b < c):
+        return None
+    rise = c - a
+    if b - a < 0.25 * rise or c - b < 0.25 * rise:
+        return None  # one jump, not a creep
+    return a, b, c
+
+
+class MemoryTrend(Detector):
+    """Shared rule for one memory series, against its own level at warm-up end (``base``, robust ``scale``).
+
+    Creep (warning): the series climbs steadily over one of ``windows`` recent observations (medians of its
+    thirds rising by ``z_warn`` noise units of the window's own jitter) and is ``min_growth`` above its warm-up
+    level; or each of the last ``run`` observations rose by more than twice the warm-up's step-to-step jitter
+    and the newest is 2 x ``min_growth`` above the warm-up level (a sparse log sees only a few points of a
+    climb). Checked every ``every`` observations. Subclasses say how big ``min_growth`` is (percent points, or a share of the
+    baseline for absolute amounts)."""
+
+    story, role = "memory", "outcome"
+    cause = "activation/cache memory grows with batch and sequence length, or leaks"
+    defaults = {"z_warn": 5.0, "windows": (9, 24, 60), "run": 2, "every": 1, "rel_floor": 0.001,
+                "warmup_steps": 20}
+    common = {"enabled": True, "warmup": 6, "cooldown": 100}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._base: dict[str, tuple[float, float]] = {}
+        self._first: dict[str, int] = {}
+        self._warm_n: dict[str, int] = {}
+
+    def ready(self, key: str, track: Track) -> bool:
+        """Warm once the series has ``warmup`` observations spanning ``warmup_steps`` steps (memory settles in
+        steps, not in log lines: the allocator's peak keeps rising over the first batches however sparse the log)."""
+        first = self._first.setdefault(key, track.steps[0])
+        if key in self._base:
+            return True
+        if track.n < self.warmup or track.last_step - first < self.p["warmup_steps"]:
+            return False
+        self.baseline(key, track)
+        return True
+    def baseline(self, key: str, track: Track) -> tuple[float, float]:
+        """(level, step-to-step jitter) at warm-up end; the warm-up's first third (allocator warm-up, the
+        first batches) is left out."""
+        if key not in self._base:
+            first = self._first.get(key, track.steps[0])
+            cut = first + (track.last_step - first) / 3
+            warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+            self._warm_n[key] = track.n
+            med, _ = robust(warm, self.p["rel_floor"], 1e-9)
+            diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
+            jitter = max(1.4826 * median(diffs) if diffs else 0.0, self.p["rel_floor"] * abs(med), 1e-9)
+            self._base[key] = (med, jitter)
+        return self._base[key]
+
+    def rising_run(self, key: str, track: Track) -> dict[str, float] | None:
+        """A climb seen in only a few observations (a run that logs every 10 steps has two of them within 15
+        steps of a leak's start): each of the last ``run`` values is above the one before by more than the
+        warm-up's step-to-step jitter, and the newest is ``min_growth`` above the warm-up level."""
+        base, jitter = self.baseline(key, track)
+        k = int(self.p["run"])
+        vals = track.tail(k + 1)
+        if len(vals) < k + 1 or track.n < self._warm_n.get(key, 0) + k:
+            return None
+        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base):
+            return None
+        return {"value": vals[-1], "baseline": base, "growth": vals[-1] - base,
+                "relative_growth": (vals[-1] - base) / max(abs(base), 1e-12),
+                "slope_per_observation": (vals[-1] - vals[0]) / k, "window": k + 1, "noise": jitter}
+
+    def min_growth(self, base: float) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def creeping(self, key: str, track: Track) -> dict[str, float] | None:
+        """The creep evidence for ``track`` now, or ``None``: over one of ``windows`` recent observations the
+        medians of the three thirds rise, each third by at least a quarter of the rise, by ``z_warn`` noise units
+        of a third's median (the noise measured inside the window, so a jittery percent and a smooth running peak
+        are both judged on their own scale); and the newest third is ``min_growth`` above the warm-up level."""
+        base, _jitter = self.baseline(key, track)
+        if track.mean_last(3) - base < self.min_growth(base):  # the usual case: nowhere near a creep
+            return None
+        floor = self.p["rel_floor"] * max(abs(base), 1e-9)
+        found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
+        if found is not None and found[2] - base >= self.min_growth(base):
+            a, _b, c, window, noise = found
+            return {"value": c, "baseline": base, "growth": c - base, "relative_growth": (c - base) / max(abs(base), 1e-12),
+                    "slope_per_observation": (c - a) / (2 * (window // 3)), "window": window, "noise": noise}
+        return self.rising_run(key, track)
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        causes = story_causes(view, ("ckpt",))
+        length = moved(self.ctx, LEN, up=1.2, window=60, recent=5)
+        if length is not None:
+            causes.append(Cause("memory grows with the response length: longer sequences need more activation "
+                                "and KV-cache memory", 0.7, length.text))
+            limit = view.number("data.max_response_length")
+            cap = make_action(view, "Cap the response length (or penalise overlong answers)",
+                              {"data.max_response_length": int(limit * 0.75)} if limit else {})
+            return ranked(causes + [Cause(self.cause, 0.5)]), [memory_action(view), cap]
+        causes.append(Cause("a leak: memory climbs while the response length stays flat (tensors kept across steps, "
+                            "growing buffers)", 0.6))
+        return ranked(causes), [memory_action(view)]
+
+
+class _Percent(MemoryTrend):
+    """A percent-of-capacity series: creep by more than ``creep_points`` over its baseline (warning, with an
+    estimate of the steps left until 100%); critical when above ``critical_percent`` and ``critical_rise``
+    points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
+    for its KV cache) is the run's baseline, not a finding."""
+
+    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    label = "memory"
+
+    def min_growth(self, base: float) -> float:
+        return self.p["creep_points"]
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        key = self.keys[0]
+        track = self.ctx.tracks[key]
+        if not self.ready(key, track):
+            return None
+        base, _jitter = self.baseline(key, track)
+        s = track.mean_last(3)
+        if s > p["critical_percent"] and s - base > p["critical_rise"]:
+            return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {base:.0f}%): OOM imminent",
+                             values={"percent": s, "baseline": base}, extra_keys=(LEN,))
+        if not self.due(p["every"]):
+            return None
+        ev = self.creeping(key, track)
+        if ev is None:
+            return None
+        slope = ev["slope_per_observation"]
+        eta = (100.0 - s) / slope if slope > 0 else math.inf
+        ev["observations_to_full"] = eta
+        return self.fire(step, "warning", f"{self.label} creeping up: {base:.0f}% -> {s:.0f}% (full in ~{eta:.0f} "
+                         "more logged steps at this rate)", "Memory that keeps climbing ends in an out-of-memory kill.",
+                         values=ev, step_start=step - int(ev["window"]), extra_keys=(LEN,))
+
+
+@register_detector("gpu_memory", "oom_risk")
+class GPUMemory(_Percent):
+    __doc__ = "Device memory in percent of capacity (max over GPUs of ``system/gpu/<i>/memory_percent``). " + _Percent.__doc__
+    keys = (GPU_MEM,)
+    label = "GPU memory"
+
+
+@register_detector("host_memory", "host_memory_creep")
+class HostMemory(_Percent):
+    __doc__ = "Host memory (``system/memory_percent``). " + _Percent.__doc__
+    keys = (HOST_MEM,)
+    label = "Host memory"
+    defaults = {**_Percent.defaults, "creep_points": 3.0}  # host memory wanders more (page cache, workers)
+    cause = "host memory leak (growing buffers, dataloader workers, cached samples)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        # rlcockpit's trainer loads data in-process (no worker knob): the override is verl's only
+        return [Cause(self.cause, 0.5)], [make_action(
+            self.ctx.view, "Check for growing buffers (cached samples, logged tensors); in verl, fewer dataloader "
+            "workers", {"data.dataloader_num_workers": 2})]
+
+
+@register_detector("memory_growth", "rss_creep", "memory_creep")
+class MemoryGrowth(MemoryTrend):
+    """Absolute memory series without a device total (``perf/max_memory_allocated_gb``,
+    ``perf/max_memory_reserved_gb``, per-GPU used GB or allocated bytes, ``system/proc_rss_gb`` or MB,
+    ``perf/cpu_memory_used_gb``): a creep of more than ``growth_ratio`` x the run's own level after warm-up, and
+    ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
+    above 80% of it is a warning and above ``critical_percent`` of it while ``growth_ratio`` above its own
+    level is critical."""
+
+    keys = ABSOLUTE
+    triggers = ABSOLUTE  # whichever of them the run logs
+    defaults = {**MemoryTrend.defaults, "growth_ratio": 0.03, "device_memory_gb": None, "critical_percent": 92.0}
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._present: list[str] = []
+        self._present_at = -1
+
+    def min_growth(self, base: float) -> float:
+        return self.p["growth_ratio"] * abs(base)
+
+    def check(self, step: int) -> Finding | None:
+        if not self.due(self.p["every"]):
+            return None
+        if self._present_at != len(self.ctx.tracks):  # which of the memory series this run logs
+            self._present_at = len(self.ctx.tracks)
+            self._present = [k for k in self.keys if k in self.ctx.tracks]
+        for key in self._present:
+            track = self.ctx.tracks[key]
+            if track.last_step != step or not self.ready(key, track):
+                continue
+            found = self._device_limit(step, key, track) or self._creep(step, key, track)
+            if found is not None:
+                return found
+        return None
+
+    def _device_limit(self, step: int, key: str, track: Track) -> Finding | None:
+        dev = self.p["device_memory_gb"]
+        if not dev or key not in (ALLOC, RESERVED, GPU_USED):
+            return None
+        share = 100.0 * track.mean_last(3) / float(dev)
+        base = self.baseline(key, track)[0]
+        vals = {"gb": track.last, "percent_of_device": share, "baseline_gb": base}
+        if share > self.p["critical_percent"] and track.mean_last(3) > (1 + self.p["growth_ratio"]) * base:
+            return self.fire(step, "critical", f"Device memory {fmt(track.last)} GB = {share:.0f}% of "
+                             f"{fmt(float(dev))} GB and growing: OOM imminent", metric=key, values=vals)
+        if share > 80.0:
+            return self.fire(step, "warning", f"Device memory {fmt(track.last)} GB > 80% of {fmt(float(dev))} GB",
+                             metric=key, values=vals)
+        return None
+
+    def _creep(self, step: int, key: str, track: Track) -> Finding | None:
+        ev = self.creeping(key, track)
+        if ev is None:
+            return None
+        where = "device" if key in DEVICE_KEYS else "host"
+        return self.fire(step, "warning", f"{track.raw} ({where} memory) creeping up: {fmt(ev['baseline'])} -> "
+                         f"{fmt(ev['value'])} (+{ev['relative_growth']:.0%} since warm-up)",
+                         "Memory that only grows ends in an out-of-memory kill: a leak, or memory that grows with "
+                         "the response length.", metric=key, values=ev, step_start=step - int(ev["window"]),
+                         extra_keys=(LEN,))

@@ -1,0 +1,372 @@
+"""Policy detectors: KL to the reference, PPO update size, entropy.
+
+Every threshold below is a default; override per detector with
+``HealthMonitor(settings={"kl_spike": {"critical_ratio": 4.0}})``.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import islice
+
+from rlcockpit.health.advice import (
+    CLIPFRAC,
+    ENTROPY,
+    KL,
+    PPO_KL,
+    REWARD,
+    clip_action,
+    entropy_action,
+    kl_action,
+    lr_action,
+    moved,
+    ranked,
+    story_causes,
+    update_causes,
+)
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Detector,
+    FrozenBaseline,
+    Track,
+    fmt,
+    median,
+    register_detector,
+    robust,
+)
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.findings import Action, Cause, Finding
+
+
+def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
+    """Why the policy ran away from the reference, ranked from this run's config and from what moved together
+    with the finding: the gradient norm, the PPO clip fraction / KL, the entropy, the KL itself."""
+    causes = story_causes(det.ctx.view, ("kl", "lr", "warmup", "clip", "epochs"))
+    causes += update_causes(det.ctx)
+    if det.keys[0] != KL:
+        k = moved(det.ctx, KL, up=3.0)
+        if k is not None:
+            causes.append(Cause(f"the policy left the reference: KL rose {k.ratio:.0f}x at the same time", 0.7, k.text))
+    e = moved(det.ctx, ENTROPY, up=1.5)
+    if e is not None and det.keys[0] != ENTROPY:
+        causes.append(Cause("sampling turned to noise: entropy rose with it", 0.6, e.text))
+    causes.append(Cause(det.cause or "policy update too large: the policy drifted far from the reference", 0.55))
+    return ranked(causes)
+
+
+def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
+    view = det.ctx.view
+    return [kl_action(view), lr_action(view, lr_factor), clip_action(view)]
+
+
+@register_detector("kl_rising", "kl_drift", "kl_band")
+class KLRising(Detector):
+    """KL to the reference rising out of the usual band *faster and faster*. A healthy run's KL climbs from 0
+    and levels off (each stretch of the run adds less than the one before), and on short-answer tasks it sits
+    at 0.1-0.2 per token for the whole run; a run that is drifting away accelerates. Compared are the medians
+    ``a``, ``b``, ``c`` of three consecutive windows of ``span`` observations (``c`` the newest). Warning: ``c`` >
+    ``band_high``, ``c`` > ``rise_ratio`` x ``a``, and the last window's rise ``c - b`` exceeds ``accel`` x the
+    rise before it (``b - a``) plus the window's own noise. Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
+
+    keys = (KL,)
+    defaults = {"band_high": 0.1, "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
+    story = "collapse"
+    cause = "the policy is drifting away from the reference faster than it learns"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if finding.severity == "info":
+            return [Cause("a high but stable per-token KL is normal for short answers", 0.5)], []
+        return collapse_causes(self, finding), [kl_action(self.ctx.view), lr_action(self.ctx.view, 3)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._noted_stable = False
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[KL]
+        if track.last <= p["band_high"] or not self.due(p["every"]):
+            return None
+        span = int(p["span"])
+        vals = track.tail(3 * span)
+        if len(vals) < 3 * span:
+            return None
+        a, b, c = median(vals[:span]), median(vals[span : 2 * span]), median(vals[2 * span :])
+        if c <= p["band_high"]:
+            return None
+        last = vals[2 * span :]
+        noise = median([abs(v - c) for v in last]) * 1.4826 / math.sqrt(span)
+        accelerating = c - b > p["accel"] * max(b - a, 0.0) + 2 * noise
+        ratio = c / max(a, 1e-9)
+        info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
+        mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
+        start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
+        if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
+            return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
+                             f"({ratio:.1f}x)", "The policy is moving away from the reference faster and faster.",
+                             values=info, step_start=start)
+        if accelerating and ratio > p["rise_ratio"]:
+            return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
+                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)})", values=info, step_start=start)
+        if not self._noted_stable:
+            self._noted_stable = True
+            return self.fire(step, "info", f"KL to reference {fmt(c)} is above 0.1 but not accelerating",
+                             "Short-answer tasks give a high per-token KL; judged against the run's own trend.",
+                             values=info)
+        return None
+
+
+@register_detector("kl_spike")
+class KLSpike(Detector):
+    """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
+    right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
+    (a KL that wanders between 0.1 and 0.2 all run long is not a jump). Critical: KL >
+    ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
+    it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
+    before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
+    ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
+
+    keys = (KL,)
+    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
+                "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 3, "early_abs": 1.0, "early_ratio": 10.0}
+    story = "collapse"
+    cause = "policy update too large: the policy drifted far from the reference"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        return collapse_causes(self, finding), collapse_actions(self)
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._ref = math.nan
+        self._ref_scale = math.nan
+        self._onset: int | None = None
+        self._start = math.nan
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
+        if self.seen <= self.warmup:
+            return self._check_early(step)
+        return self.check(step)
+
+    def _check_early(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[KL]
+        if self._start != self._start:
+            self._start = track.last
+            return None
+        recent = track.tail(p["sustain"])
+        if len(recent) < p["sustain"] or self.seen <= p["sustain"]:
+            return None
+        bar = max(p["early_abs"], p["early_ratio"] * abs(self._start))
+        if min(recent) <= bar:
+            return None
+        v = track.last
+        return self.fire(step, "critical", f"KL to reference jumped to {fmt(v)} within {self.seen} steps of the start "
+                         f"({fmt(self._start)})", "The first updates moved the policy far from the reference.",
+                         values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
+                         step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[KL]
+        v, prev = track.last, track.ago(1)
+        if self._streak == 0:  # freeze the reference at the start of a candidate spike
+            gate = v > p["warn_abs"] or v > 0.8 * p["critical_ratio"] * max(prev, p["min_abs"] / p["critical_ratio"])
+            if not gate:
+                return None
+            self._ref, self._ref_scale = robust(track.tail(p["window"], skip=1), 0.1)
+            self._onset = step
+        ref = max(self._ref, p["min_abs"])
+        hit = v > p["critical_ratio"] * ref and v - self._ref > p["z"] * self._ref_scale
+        vals = {"kl": v, "kl_before": self._ref, "ratio": v / max(self._ref, 1e-9)}
+        if self.sustained(hit, p["sustain"]):
+            return self.fire(step, "critical", f"KL spiked to {fmt(v)}, {v / ref:.1f}x its level before ({fmt(self._ref)})",
+                             "A sudden jump of the policy away from the reference; often the start of a collapse.",
+                             values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
+        jumped = v > p["warn_ratio"] * ref and v - self._ref > p["z_warn"] * self._ref_scale
+        if v > p["warn_abs"] and prev < p["prev_abs"] and jumped:
+            return self.fire(step, "warning", f"KL jumped from {fmt(prev)} to {fmt(v)}", values=vals)
+        return None
+
+
+@register_detector("kl_stuck", "kl_zero")
+class KLStuck(Detector):
+    """KL to the reference stays below ``eps`` for ``window`` steps after warm-up: the policy is not moving
+    (learning rate too low, zero advantages). Warning only."""
+
+    keys = (KL,)
+    defaults = {"eps": 1e-4, "window": 30, "every": 10}
+    common = {"enabled": True, "warmup": 30, "cooldown": 200}
+    cause = "learning rate too low or advantages all zero: the policy is not updating"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        std = self.ctx.tracks.get("critic/score/std")
+        if std is not None and std.n and std.mean_last(5) < 1e-6:
+            return [Cause("every sample gets the same reward: the advantages are all zero", 0.75,
+                          f"{std.raw} = {fmt(std.mean_last(5))}")], []
+        lr = view.number("actor.optim.lr")
+        return [Cause(self.cause, 0.6)], [make_action(view, "Raise the learning rate 3x",
+                                                      {"actor.optim.lr": float(f"{lr * 3:.3g}") if lr else 1e-6})]
+
+    def check(self, step: int) -> Finding | None:
+        if not self.due(self.p["every"]):
+            return None
+        recent = self.ctx.tracks[KL].tail(self.p["window"])
+        if recent and max(abs(v) for v in recent) < self.p["eps"]:
+            return self.fire(step, "warning", f"KL to reference stuck near zero (< {self.p['eps']:g}) for {len(recent)} steps",
+                             "The policy is not moving away from the reference: learning is not happening.",
+                             values={"kl_max": max(recent)}, step_start=step - len(recent))
+        return None
+
+
+@register_detector("update_size", "ppo_kl", "clipfrac")
+class UpdateSize(Detector):
+    """PPO updates too large: ``actor/ppo_kl`` > ``ppo_kl_warn`` or ``actor/pg_clipfrac`` > ``clipfrac_warn``
+    (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
+    ``clipfrac_floor``) for ``sustain`` steps."""
+
+    keys = (PPO_KL, CLIPFRAC)
+    defaults = {"ppo_kl_warn": 0.05, "clipfrac_warn": 0.3, "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
+                "clipfrac_floor": 0.05, "sustain": 3}
+    triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
+    story = "collapse"
+    cause = "each PPO update moves the policy too far"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = story_causes(self.ctx.view, ("clip", "epochs", "lr")) + [Cause(self.cause, 0.6)]
+        return ranked(causes), [clip_action(self.ctx.view), lr_action(self.ctx.view, 2)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._base: dict[str, float] = {}
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        hits = []
+        for key, warn, floor in ((PPO_KL, p["ppo_kl_warn"], p["ppo_kl_floor"]),
+                                 (CLIPFRAC, p["clipfrac_warn"], p["clipfrac_floor"])):
+            track = self.ctx.tracks.get(key)
+            if track is None or track.n <= self.warmup:
+                continue
+            if key not in self._base:
+                self._base[key] = median(track.tail(self.warmup, skip=1))
+            s = track.mean_last(3)
+            if s > warn:
+                hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
+        critical = self.sustained(any(h[2] for h in hits), p["sustain"])
+        if not hits:
+            return None
+        desc = ", ".join(f"{k}={fmt(v)}" for k, v, _ in hits)
+        vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
+        if critical:
+            return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
+        return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
+
+
+def reward_climbing(track: Track | None, window: int) -> bool:
+    """True while the reward's median over the last ``window`` observations is clearly above the median of the
+    ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
+    if track is None or len(track.values) < 2 * window:
+        return False
+    before = track.tail(window, skip=window)
+    med, scale = robust(before, 0.0, 1e-12)
+    now = median(track.tail(window))
+    return now - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
+@register_detector("entropy_collapse")
+class EntropyCollapse(FrozenBaseline):
+    """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
+    within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    reward spread below half its early level). A policy that sharpens gradually onto right answers — how
+    short-answer tasks converge — is learning, not collapsing."""
+
+    keys = (ENTROPY,)
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
+                "smooth": 3, "sustain": 2}
+    story, role = "entropy", "outcome"
+    cause = "the policy sharpened onto a few answers (mode collapse)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = story_causes(self.ctx.view, ("entropy_coeff", "temperature", "lr", "kl"))
+        std = moved(self.ctx, "critic/score/std", down=0.3)
+        if std is not None:
+            causes.append(Cause("samples of a prompt now agree: the reward spread fell with the entropy", 0.65, std.text))
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [entropy_action(self.ctx.view), lr_action(self.ctx.view, 3)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._first = math.nan
+
+    def _stalling(self) -> bool:
+        """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
+        run logs a reward spread, the spread collapsed too (identical samples, zero advantages)."""
+        tracks = self.ctx.tracks
+        if reward_climbing(tracks.get(REWARD), 3 * self.p["fall_lag"]):
+            return False
+        spread = tracks.get("critic/score/group_std") or tracks.get("critic/score/std")
+        if spread is None or spread.n < 2 * self.warmup:
+            return True
+        early = median(list(islice(spread.values, 0, self.warmup))) if spread.n == len(spread.values) else None
+        return early is None or spread.mean_last(5) < 0.5 * early
+
+    def observe(self, step: int) -> Finding | None:
+        if self.seen == 0:
+            self._first = self.ctx.tracks[ENTROPY].last
+        return super().observe(step)
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
+            # the policy before any update is the natural reference: an entropy that collapsed during the
+            # warm-up steps must not become the baseline
+            self.base = max(self.base, self._first)
+        track = self.ctx.tracks[ENTROPY]
+        s = track.mean_steps(p["smooth"])
+        if s >= p["fall_guard"] * self.base:
+            self._streak = 0
+            return None
+        ratio = s / max(self.base, 1e-12)
+        before = track.back(p["fall_lag"])
+        vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
+        if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
+            return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
+                             "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
+        fast = before == before and s < p["fall_ratio"] * before
+        if fast or (ratio < p["warn_ratio"] and self._stalling()):
+            return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
+                             values=vals)
+        return None
+
+
+@register_detector("entropy_explosion")
+class EntropyExplosion(FrozenBaseline):
+    """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
+    ``critical_ratio`` (critical) x the warm-up level for ``sustain`` steps."""
+
+    keys = (ENTROPY,)
+    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
+    story = "collapse"
+    cause = "updates are destroying the language model (lr too high / corrupted weights)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = story_causes(self.ctx.view, ("lr", "temperature")) + update_causes(self.ctx)
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [lr_action(self.ctx.view), kl_action(self.ctx.view)]
+
+    def check(self, step: int) -> Finding | None:
+        s = self.ctx.tracks[ENTROPY].mean_steps(self.p["smooth"])
+        ratio = s / max(self.base, 1e-12)
+        if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
+            return None
+        sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
+        return self.fire(step, sev, f"Entropy exploding: {fmt(s)} ({ratio:.1f}x its warm-up level)",
+                         values={"entropy": s, "baseline": self.base, "ratio": ratio}, samples=True)
+
+

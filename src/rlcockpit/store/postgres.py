@@ -1,0 +1,582 @@
+"""The team store: the run store interface over PostgreSQL (psycopg 3, plain SQL, a connection pool).
+
+Same data model as the SQLite store — per-key chunks of three little-endian numpy arrays (steps int64,
+values float64, timestamps float64) — with one difference made for many concurrent writers: a write
+never rewrites a chunk. Each write appends one chunk per key (binary ``COPY``), and every
+:data:`COMPACT_AFTER` writes of a key its small tail chunks are merged into full ones in the same
+transaction (the merged rows reuse the ids they replace, and chunk order is id order), so readers see
+few chunks and the table no dead tuples from tail rewrites.
+
+Errors: a server that cannot be reached (refused, restarting, pool exhausted) is
+:class:`StoreUnavailable` (``io``), a lock or statement timeout :class:`StoreLocked`, a full disk
+:class:`StoreFull` — the tracking writer keeps the batch and retries; anything else is about the data.
+Secrets: the URL's password never appears in messages (:func:`redact_url`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from rlcockpit.store.base import (
+    STORES,
+    Series,
+    Store,
+    StoreFull,
+    StoreLocked,
+    StoreUnavailable,
+    effective_status,
+)
+from rlcockpit.store.batch import DataLoss, WriteBatch
+from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.postgres_schema import ensure_schema
+from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
+from rlcockpit.store.sqlite import dumps
+
+CHUNK_POINTS = 2048
+COMPACT_AFTER = 32  # writes of one key between tail compactions
+INSERT_ROWS = 2000  # chunks per write up to which one INSERT ... unnest() is used instead of COPY
+_JSON_COLS = ("tags", "config", "summary", "meta")
+_RUN_COLS = (
+    "id", "project", "name", "grp", "tags", "status", "config", "summary", "meta", "notes",
+    "created_at", "updated_at", "heartbeat_at", "finished_at", "exit_code", "last_step",
+    "heartbeat_mono", "boot_id", "data_lost",
+)
+_EMPTY_I, _EMPTY_F = np.empty(0, np.int64), np.empty(0, np.float64)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (and any ``password=`` query value) replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        cred, host = netloc.rsplit("@", 1)
+        if ":" in cred:
+            cred = cred.split(":", 1)[0] + ":***"
+        netloc = f"{cred}@{host}"
+    query = "&".join(("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&")
+                     if q)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def translate_error(exc: BaseException, where: str) -> BaseException:
+    """The store error a caller can act on for a psycopg failure, or ``exc`` (about the data)."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, (psycopg.Error, PoolTimeout)):  # libpq's messages span lines: one line for consoles
+        exc.args = (" ".join(str(exc).split()),) if exc.args else exc.args
+    return _translate(exc, where)
+
+
+def _translate(exc: BaseException, where: str) -> BaseException:
+    if isinstance(exc, PoolTimeout):
+        return StoreUnavailable("io", f"store {where}: no connection to the server ({exc})")
+    if isinstance(exc, pg_errors.DiskFull):
+        return StoreFull(f"store {where}: the server's disk is full ({exc})")
+    if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected,
+                        pg_errors.SerializationFailure)):
+        return StoreLocked(f"store {where}: timed out waiting ({str(exc).strip()})")
+    if isinstance(exc, (pg_errors.AdminShutdown, pg_errors.CannotConnectNow, pg_errors.ConnectionFailure,
+                        pg_errors.TooManyConnections, pg_errors.ReadOnlySqlTransaction)):
+        return StoreUnavailable("io", f"store {where}: server unavailable ({str(exc).strip()})")
+    if isinstance(exc, psycopg.OperationalError) or (isinstance(exc, psycopg.InterfaceError)
+                                                     and "closed" in str(exc)):
+        return StoreUnavailable("io", f"store {where}: server unreachable ({str(exc).strip()})")
+    if isinstance(exc, OSError):
+        return StoreUnavailable("io", f"store {where}: {exc}")
+    return exc
+
+
+_HINTS = (
+    ("no password supplied", "the server wants a password: postgresql://USER:PASSWORD@HOST/DB (or PGPASSWORD, ~/.pgpass)"),
+    ("password authentication failed", "check the user and password in the URL"),
+    ("does not exist", "create it: createuser USER; createdb -O USER DB (docs/team-server.md)"),
+    ("connection refused", "is PostgreSQL running on that host and port? (service postgresql start)"),
+    ("no pg_hba.conf entry", "allow this host in the server's pg_hba.conf"),
+)
+
+
+def _probe(conninfo: str, where: str) -> None:
+    """One direct connection before the pool opens: the pool would retry silently and report only a timeout
+    after ``connect_timeout``, hiding libpq's reason (a missing password, an unknown database)."""
+    try:
+        psycopg.connect(conninfo, autocommit=True).close()
+    except psycopg.OperationalError as exc:
+        text = " ".join(str(exc).split())
+        hint = next((h for needle, h in _HINTS if needle in text.lower()), "")
+        raise StoreUnavailable("io", f"store {where}: cannot connect: {text}" + (f" — {hint}" if hint else "")
+                               ) from exc
+
+
+class _Tx:
+    """One write transaction: its connection, and key ids it created (published only after commit)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.new_keys: dict[tuple[str, str], int] = {}
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database (``postgresql://user[:password]@host[:port]/db``)."""
+
+    def __init__(self, url: str, *, pool_size: int = 4, connect_timeout_s: float = 5.0,
+                 busy_timeout_s: float = 30.0, compaction: str = "inline") -> None:
+        self.raw_url = url
+        self.url = redact_url(url)
+        self.dir = self.url  # what callers print as "the store"
+        self._busy_s = float(busy_timeout_s)
+        self._connect_s = float(connect_timeout_s)
+        self._lock = threading.Lock()
+        self._key_ids: dict[tuple[str, str], int] = {}
+        self._writes: dict[int, int] = {}  # key id -> writes since its last compaction
+        if compaction not in ("inline", "background"):
+            raise ValueError(f"compaction must be 'inline' or 'background', got {compaction!r}")
+        self.compaction = compaction  # background: a server thread calls compact_due() (ingest latency)
+        conninfo = url if "connect_timeout" in url else url + ("&" if "?" in url else "?") + \
+            f"connect_timeout={max(1, int(connect_timeout_s))}"
+        _probe(conninfo, self.url)  # a wrong password or database fails now, with the server's own words
+        try:
+            self.pool = ConnectionPool(conninfo, min_size=1, max_size=int(pool_size), open=False,
+                                       kwargs={"autocommit": True}, timeout=connect_timeout_s,
+                                       configure=self._configure,
+                                       reconnect_timeout=0, name=f"rlcockpit-{id(self):x}")
+            self.pool.open(wait=True, timeout=connect_timeout_s)
+            with self.pool.connection() as conn:
+                ensure_schema(conn)
+        except BaseException as exc:
+            pool = getattr(self, "pool", None)
+            if pool is not None:
+                pool.close(timeout=0)
+            err = translate_error(exc, self.url)
+            if err is exc:
+                raise
+            raise err from exc
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    def _configure(self, conn: psycopg.Connection) -> None:
+        """Per-connection defaults, so a transaction needs no extra round trip to set them."""
+        ms = max(1, int(self._busy_s * 1000))
+        conn.execute(f"SET lock_timeout = {ms}; SET statement_timeout = {max(ms, 60_000)}")
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection]:
+        try:
+            with self.pool.connection(timeout=self._connect_s) as conn:
+                yield conn
+        except BaseException as exc:
+            err = translate_error(exc, self.url)
+            if err is exc:
+                raise
+            raise err from exc
+
+    def _tx(self, fn, *args, timeout_s: float | None = None):
+        """Run ``fn(tx, *args)`` in one transaction; the error that says what happened on failure."""
+        with self._conn() as conn:
+            tx = _Tx(conn)
+            try:
+                with conn.transaction():
+                    if timeout_s is not None:
+                        ms = max(1, int(timeout_s * 1000))
+                        conn.execute(f"SET LOCAL lock_timeout = {ms}; SET LOCAL statement_timeout = {max(ms, 30_000)}")
+                    out = fn(tx, *args)
+            except BaseException:
+                with self._lock:
+                    for kid in tx.new_keys.values():
+                        self._writes.pop(kid, None)
+                raise
+            if tx.new_keys:
+                with self._lock:
+                    self._key_ids.update(tx.new_keys)
+            return out
+
+    def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[tuple]:
+        with self._conn() as conn:
+            return conn.cursor(binary=binary).execute(sql, params).fetchall()
+
+    def _run_row(self, row: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(_RUN_COLS, row))
+        for c in _JSON_COLS:
+            d[c] = json.loads(d[c]) if d[c] else ({} if c != "tags" else [])
+        d["group"] = d.pop("grp")
+        d["stored_status"] = d["status"]
+        d["status"] = effective_status(d, time.time())
+        return d
+
+    def resolve_run_id(self, run_id: str) -> str:
+        """An exact id; else the newest run with that name; else a unique id prefix."""
+        rows = self._query("SELECT id, 0 AS o FROM runs WHERE id = %s UNION ALL (SELECT id, 1 FROM runs WHERE "
+                           "name = %s ORDER BY created_at DESC LIMIT 1) ORDER BY o LIMIT 1", (run_id, run_id))
+        if rows:
+            return rows[0][0]
+        like = escape_like(run_id) + "%"
+        ids = [r[0] for r in self._query("SELECT id FROM runs WHERE id LIKE %s ORDER BY created_at DESC LIMIT 6",
+                                         (like,))]
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise KeyError(f"no run {run_id!r} in store {self.url}")
+        raise KeyError(f"run {run_id!r} is ambiguous in store {self.url}: matches {', '.join(ids[:5])}")
+
+    # ---- runs -------------------------------------------------------------------------------
+    def create_run(self, run: Mapping[str, Any]) -> None:
+        self._tx(self._create_tx, run)
+
+    def _create_tx(self, tx: _Tx, run: Mapping[str, Any]) -> None:
+        now = time.time()
+        row = {
+            "id": run["id"], "project": run.get("project") or "default", "name": run.get("name") or run["id"],
+            "grp": run.get("group"), "tags": dumps(list(run.get("tags") or [])),
+            "status": run.get("status", "running"), "config": dumps(run.get("config") or {}),
+            "summary": dumps(run.get("summary") or {}), "meta": dumps(run.get("meta") or {}),
+            "notes": run.get("notes"), "created_at": run.get("created_at", now), "updated_at": now,
+            "heartbeat_at": now,
+        }
+        tx.conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(['%s'] * len(row))})",
+                        tuple(row.values()))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if fields:
+            self._tx(self._update_tx, run_id, fields)
+
+    def _update_tx(self, tx: _Tx, run_id: str, fields: Mapping[str, Any], last_step: int | None = None) -> None:
+        fields = dict(fields)
+        if "group" in fields:
+            fields["grp"] = fields.pop("group")
+        sets, vals = [], []
+        for k, v in fields.items():
+            if k not in _RUN_COLS or k == "id":
+                raise ValueError(f"unknown run field {k!r}")
+            sets.append(f"{k} = %s")
+            vals.append(dumps(v) if k in _JSON_COLS else v)
+        if last_step is not None:
+            sets.append("last_step = GREATEST(last_step, %s)")
+            vals.append(int(last_step))
+        sets.append("updated_at = %s")
+        vals.append(time.time())
+        tx.conn.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = %s", (*vals, run_id))
+
+    def list_runs(self, project: str | None = None, *, fields: Collection[str] | None = None) -> list[dict[str, Any]]:
+        cols = _RUN_COLS if fields is None else tuple(
+            c if c not in _JSON_COLS or c in fields else f"NULL AS {c}" for c in _RUN_COLS)
+        sql = f"SELECT {', '.join(cols)} FROM runs"
+        params: tuple = ()
+        if project is not None:
+            sql += " WHERE project = %s"
+            params = (project,)
+        return [self._run_row(r) for r in self._query(sql + " ORDER BY created_at DESC", params)]
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        rid = self.resolve_run_id(run_id)
+        rows = self._query(f"SELECT {', '.join(_RUN_COLS)} FROM runs WHERE id = %s", (rid,))
+        if not rows:
+            raise KeyError(f"no run {run_id!r} in store {self.url}")
+        return self._run_row(rows[0])
+
+    def delete_run(self, run_id: str) -> None:
+        rid = self.resolve_run_id(run_id)
+        self._tx(lambda tx: tx.conn.execute("DELETE FROM runs WHERE id = %s", (rid,)))  # tables cascade
+        with self._lock:
+            for k in [k for k in self._key_ids if k[0] == rid]:
+                self._writes.pop(self._key_ids.pop(k), None)
+
+    # ---- metrics ----------------------------------------------------------------------------
+    def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
+        if points:
+            self._tx(self._points_tx, run_id, points)
+
+    def key_ids(self, tx: _Tx, run_id: str, names: Sequence[str]) -> dict[str, int]:
+        """Ids of the run's keys ``names``, created when missing (inside ``tx``)."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for n in names:
+                kid = self._key_ids.get((run_id, n)) or tx.new_keys.get((run_id, n))
+                if kid is not None:
+                    out[n] = kid
+        missing = [n for n in names if n not in out]
+        if missing:
+            c = tx.conn
+            c.execute("INSERT INTO keys(run_id, name) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                      (run_id, missing))
+            for name, kid in c.execute("SELECT name, id FROM keys WHERE run_id = %s AND name = ANY(%s)",
+                                       (run_id, missing)).fetchall():
+                out[name] = kid
+                tx.new_keys[(run_id, name)] = kid
+        return out
+
+    def _points_tx(self, tx: _Tx, run_id: str, points: Mapping[str, Series], defer_run_update: bool = False
+                   ) -> int | None:
+        """Append the points; returns the highest non-system step (the run row's ``last_step`` is updated
+        here unless ``defer_run_update``: then the caller folds it into its own UPDATE of the run)."""
+        points = {k: v for k, v in points.items() if len(v[0])}
+        if not points:
+            return None
+        ids = self.key_ids(tx, run_id, list(points))
+        rows, last_ids, last_steps, due = [], [], [], []
+        max_step = None
+        for key, (steps, vals, ts) in points.items():
+            steps = np.ascontiguousarray(steps, dtype="<i8")
+            vals = np.ascontiguousarray(vals, dtype="<f8")
+            ts = np.ascontiguousarray(ts, dtype="<f8")
+            kid = ids[key]
+            for lo in range(0, len(steps), CHUNK_POINTS):
+                s = steps[lo: lo + CHUNK_POINTS]
+                rows.append((kid, len(s), int(s[0]), int(s[-1]), s.tobytes(), vals[lo: lo + CHUNK_POINTS].tobytes(),
+                             ts[lo: lo + CHUNK_POINTS].tobytes()))
+            last_ids.append(kid)
+            last_steps.append(int(steps.max()))
+            if not key.startswith("system/"):
+                max_step = last_steps[-1] if max_step is None else max(max_step, last_steps[-1])
+            with self._lock:
+                n = self._writes.get(kid, 0) + 1
+                self._writes[kid] = n
+            if n >= COMPACT_AFTER:
+                due.append(kid)
+        c = tx.conn
+        if len(rows) <= INSERT_ROWS:  # one statement of seven arrays: fewer round trips and less Python than COPY
+            cols = list(zip(*rows))
+            c.execute("INSERT INTO chunks (key_id, n, step_lo, step_hi, steps, vals, ts) SELECT * FROM unnest(%b::int8[], "
+                      "%b::int4[], %b::int8[], %b::int8[], %b::bytea[], %b::bytea[], %b::bytea[])",
+                      [list(col) for col in cols])
+        else:  # bulk (a sync, a long backlog): binary COPY
+            with c.cursor().copy("COPY chunks (key_id, n, step_lo, step_hi, steps, vals, ts) FROM STDIN "
+                                 "(FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "int4", "int8", "int8", "bytea", "bytea", "bytea"])
+                for row in rows:
+                    copy.write_row(row)
+        c.execute("UPDATE keys SET last_step = GREATEST(keys.last_step, v.s) FROM unnest(%s::bigint[], "
+                  "%s::bigint[]) AS v(id, s) WHERE keys.id = v.id", (last_ids, last_steps))
+        if max_step is not None and not defer_run_update:
+            c.execute("UPDATE runs SET last_step = GREATEST(last_step, %s) WHERE id = %s", (max_step, run_id))
+        if self.compaction == "inline":
+            for kid in due:
+                self._compact(c, kid)
+        return max_step
+
+    def _compact(self, c: psycopg.Connection, kid: int) -> None:
+        """Merge the key's trailing small chunks into full ones, reusing their ids (order = id order)."""
+        rows = c.cursor(binary=True).execute(
+            "SELECT id, steps, vals, ts FROM chunks WHERE key_id = %s AND id > COALESCE((SELECT max(id) FROM chunks "
+            "WHERE key_id = %s AND n >= %s), -1) ORDER BY id", (kid, kid, CHUNK_POINTS)).fetchall()
+        with self._lock:
+            self._writes[kid] = 0
+        if len(rows) < 2:
+            return
+        ids = [r[0] for r in rows]
+        steps = np.frombuffer(b"".join(r[1] for r in rows), "<i8")
+        vals = np.frombuffer(b"".join(r[2] for r in rows), "<f8")
+        ts = np.frombuffer(b"".join(r[3] for r in rows), "<f8")
+        c.execute("DELETE FROM chunks WHERE id = ANY(%s)", (ids,))
+        with c.cursor().copy("COPY chunks (id, key_id, n, step_lo, step_hi, steps, vals, ts) FROM STDIN "
+                             "(FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int8", "int4", "int8", "int8", "bytea", "bytea", "bytea"])
+            for i, lo in enumerate(range(0, len(steps), CHUNK_POINTS)):
+                s = steps[lo: lo + CHUNK_POINTS]
+                copy.write_row((ids[i], kid, len(s), int(s[0]), int(s[-1]), s.tobytes(),
+                                vals[lo: lo + CHUNK_POINTS].tobytes(), ts[lo: lo + CHUNK_POINTS].tobytes()))
+
+    def compact_due(self, limit: int = 200) -> int:
+        """Compact the keys written :data:`COMPACT_AFTER` times since their last compaction, each in its own short
+        transaction (the team server's background thread; ingest never waits for it). Returns keys done."""
+        with self._lock:
+            due = [k for k, n in self._writes.items() if n >= COMPACT_AFTER][:limit]
+        for kid in due:
+            def work(tx: _Tx, kid: int = kid) -> None:
+                if tx.conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (kid,)).fetchone()[0]:
+                    self._compact(tx.conn, kid)
+            self._tx(work)
+        return len(due)
+
+    def keys(self, run_id: str) -> list[str]:
+        rid = self.resolve_run_id(run_id)
+        return [r[0] for r in self._query("SELECT name FROM keys WHERE run_id = %s ORDER BY name", (rid,))]
+
+    def key_last_steps(self, run_id: str, names: Sequence[str]) -> dict[str, int | None]:
+        """The last stored step of each of the run's keys ``names`` that exists."""
+        rows = self._query("SELECT name, last_step FROM keys WHERE run_id = %s AND name = ANY(%s)", (run_id, list(names)))
+        return dict(rows)
+
+    def series(self, run_id: str, key: str, *, start_step: int | None = None, end_step: int | None = None,
+               max_points: int | None = None, with_ts: bool = True) -> Series:
+        rid = self.resolve_run_id(run_id)
+        ts_col = "c.ts" if with_ts else "NULL"
+        sql = (f"SELECT c.steps, c.vals, {ts_col} FROM chunks c JOIN keys k ON k.id = c.key_id "
+               "WHERE k.run_id = %s AND k.name = %s")
+        params: list[Any] = [rid, key]
+        if start_step is not None:
+            sql += " AND c.step_hi >= %s"
+            params.append(int(start_step))
+        if end_step is not None:
+            sql += " AND c.step_lo <= %s"
+            params.append(int(end_step))
+        rows = self._query(sql + " ORDER BY c.id", params, binary=True)
+        if not rows:
+            return _EMPTY_I.copy(), _EMPTY_F.copy(), _EMPTY_F.copy()
+        steps = np.frombuffer(b"".join(r[0] for r in rows), "<i8").astype(np.int64)
+        vals = np.frombuffer(b"".join(r[1] for r in rows), "<f8").astype(np.float64)
+        ts = (np.frombuffer(b"".join(r[2] for r in rows), "<f8").astype(np.float64) if with_ts
+              else np.broadcast_to(np.nan, steps.shape))
+        if start_step is not None or end_step is not None:
+            m = np.ones(len(steps), bool)
+            if start_step is not None:
+                m &= steps >= start_step
+            if end_step is not None:
+                m &= steps <= end_step
+            steps, vals, ts = steps[m], vals[m], ts[m]
+        if max_points is not None and len(steps) > max_points:
+            steps, vals, ts = minmax_downsample(steps, vals, ts, max_points)
+        return steps, vals, ts
+
+    # ---- batched writes -----------------------------------------------------------------------
+    def write_batch(self, run_id: str, batch: WriteBatch, *, timeout_s: float | None = None) -> None:
+        """Everything in ``batch`` in one transaction (see :meth:`Store.write_batch`)."""
+        if batch:
+            self._tx(self.batch_tx, run_id, batch, timeout_s=timeout_s)
+
+    def batch_tx(self, tx: _Tx, run_id: str, batch: WriteBatch) -> None:
+        """Write ``batch`` inside ``tx`` (also used by the team server's idempotent ingestion)."""
+        max_step = self._points_tx(tx, run_id, batch.points, defer_run_update=True) if batch.points else None
+        for step, rows in batch.samples:
+            self._samples_tx(tx, run_id, step, rows)
+        for finding in batch.findings:
+            self._finding_tx(tx, run_id, finding)
+        for event in batch.events:  # (kind, payload, step[, id]): an id makes a re-sent event a no-op
+            self._event_tx(tx, run_id, *event)
+        for loss in batch.losses:
+            self._loss_tx(tx, run_id, loss)
+        fields = dict(batch.run_fields)
+        if batch.meta_patch:
+            row = tx.conn.execute("SELECT meta FROM runs WHERE id = %s FOR UPDATE", (run_id,)).fetchone()
+            fields["meta"] = {**(json.loads(row[0]) if row and row[0] else {}), **batch.meta_patch}
+        if fields or max_step is not None:
+            self._update_tx(tx, run_id, fields, max_step)
+
+    def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
+        return self._tx(self._loss_tx, run_id, loss)
+
+    def _loss_tx(self, tx: _Tx, run_id: str, loss: DataLoss) -> str:
+        lid = getattr(loss, "id", None)
+        eid = lid or uuid.uuid4().hex[:12]
+        tx.conn.execute(
+            "INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, 'data_lost', %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET step = EXCLUDED.step, payload = EXCLUDED.payload",
+            (eid, run_id, loss.first_step(), dumps(loss.payload()), loss.first_ts or time.time()))
+        added = loss_increment(loss)
+        if added:
+            tx.conn.execute("UPDATE runs SET data_lost = data_lost + %s WHERE id = %s", (added, run_id))
+        return eid
+
+    # ---- samples ------------------------------------------------------------------------------
+    def append_samples(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._tx(self._samples_tx, run_id, step, rows)
+
+    def _samples_tx(self, tx: _Tx, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        c = tx.conn
+        base = c.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM samples WHERE run_id = %s AND step = %s",
+                         (run_id, int(step))).fetchone()[0]
+        data = []
+        for i, row in enumerate(rows):
+            extra = {k: v for k, v in row.items() if k not in ("prompt", "response", "reward")}
+            reward = row.get("reward")
+            data.append((run_id, int(step), base + i, _text(row.get("prompt")), _text(row.get("response")),
+                         None if reward is None else float(reward), dumps(extra) if extra else None))
+        c.cursor().executemany("INSERT INTO samples(run_id, step, idx, prompt, response, reward, extra) "
+                               "VALUES (%s, %s, %s, %s, %s, %s, %s)", data)
+
+    def samples(self, run_id: str, step: int | None = None, *, limit: int | None = None, offset: int = 0,
+                query: str | None = None) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        sql = "SELECT step, idx, prompt, response, reward, extra FROM samples WHERE run_id = %s"
+        params: list[Any] = [rid]
+        if step is not None:
+            sql += " AND step = %s"
+            params.append(int(step))
+        if query:
+            like = "%" + escape_like(query) + "%"
+            sql += " AND (prompt ILIKE %s OR response ILIKE %s OR extra ILIKE %s)"
+            params += [like, like, like]
+        sql += " ORDER BY step, idx"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        sql += " OFFSET %s"
+        params.append(int(offset))
+        return sample_dicts(self._query(sql, params))
+
+    def sample_steps(self, run_id: str) -> list[int]:
+        rid = self.resolve_run_id(run_id)
+        return [r[0] for r in self._query("SELECT DISTINCT step FROM samples WHERE run_id = %s ORDER BY step", (rid,))]
+
+    # ---- findings and events ------------------------------------------------------------------
+    def add_finding(self, run_id: str, finding: Any) -> str:
+        return self._tx(self._finding_tx, run_id, finding)
+
+    def _finding_tx(self, tx: _Tx, run_id: str, finding: Any) -> str:
+        d = finding_record(finding)
+        fid = d["id"]
+        resolved = bool(d.get("resolved")) or d.get("status") == "resolved"
+        tx.conn.execute(
+            "INSERT INTO findings(id, run_id, detector, severity, step, title, payload, created_at, resolved) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET detector = EXCLUDED.detector, "
+            "severity = EXCLUDED.severity, step = EXCLUDED.step, title = EXCLUDED.title, payload = EXCLUDED.payload, "
+            "created_at = EXCLUDED.created_at, resolved = EXCLUDED.resolved",
+            (fid, run_id, d.get("detector"), d.get("severity"), d.get("step"), d.get("title"), dumps(d),
+             d.get("created_at", time.time()), resolved))
+        return fid
+
+    def findings(self, run_id: str) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        rows = self._query("SELECT payload FROM findings WHERE run_id = %s ORDER BY step, created_at", (rid,))
+        return [json.loads(r[0]) for r in rows]
+
+    def finding_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        out = {rid: {"critical": 0, "warning": 0, "info": 0} for rid in run_ids}
+        rows = self._query("SELECT run_id, severity, count(*) FROM findings WHERE NOT resolved AND run_id = ANY(%s) "
+                           "GROUP BY run_id, severity", (list(out),))
+        for rid, sev, n in rows:
+            out[rid][sev if sev in out[rid] else "info"] += n
+        return out
+
+    def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str:
+        return self._tx(self._event_tx, run_id, kind, payload, step)
+
+    def _event_tx(self, tx: _Tx, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None,
+                  eid: str | None = None) -> str:
+        eid = eid or uuid.uuid4().hex[:12]
+        tx.conn.execute("INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, %s, %s, %s) "
+                        "ON CONFLICT (id) DO NOTHING", (eid, run_id, step, kind, dumps(dict(payload)), time.time()))
+        return eid
+
+    def events(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+        rid = self.resolve_run_id(run_id)
+        sql = "SELECT id, step, kind, payload, ts FROM events WHERE run_id = %s"
+        params: list[Any] = [rid]
+        if kind is not None:
+            sql += " AND kind = %s"
+            params.append(kind)
+        rows = self._query(sql + " ORDER BY ts, seq", params)
+        return [{"id": i, "step": s, "kind": k, "payload": json.loads(p), "ts": t} for i, s, k, p, t in rows]
+
+    def close(self) -> None:
+        self.pool.close(timeout=5)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value if isinstance(value, str) else dumps(value)
+
+
+STORES.add("postgresql", PostgresStore)
