@@ -63,8 +63,11 @@ def test_fused_logprobs_entropy_loss_and_grads_match_the_logits_path(share, tie,
         torch.testing.assert_close(plain[3][k], fused[3][k], atol=1e-5, rtol=1e-4, msg=k)
 
 
-def test_fused_logprobs_over_several_chunks_match_log_softmax(monkeypatch):
-    """Chunks smaller than the rows (the big-vocabulary case) give the same values and gradients."""
+@pytest.mark.parametrize("save_bytes", [0, 2**20])
+def test_fused_logprobs_over_several_chunks_match_log_softmax(save_bytes, monkeypatch):
+    """Chunks smaller than the rows (the big-vocabulary case) give the same values and gradients, with the
+    log-softmax kept for the backward or recomputed there."""
+    monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.SAVE_BYTES", save_bytes)
     monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.MIN_CHUNK_ROWS", 3)
     monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.CHUNK_BYTES", 4 * 50 * 3)
     assert chunk_rows(50, 20) == 3
@@ -140,3 +143,59 @@ def test_rollout_with_the_preallocated_cache_matches_transformers_dynamic_cache(
                 logits = model(input_ids=torch.tensor([[tok]]), use_cache=True, **ck).logits[:, -1]
     ids, mask = left_pad(prompts, 0, "cpu")
     assert torch.equal(out.prompts, ids) and torch.equal(out.prompt_mask, mask)
+
+
+def _family(kind: str, seed: int = 0):
+    import transformers
+
+    torch.manual_seed(seed)
+    common = dict(vocab_size=200, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=256)
+    if kind == "qwen2":
+        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common)).eval()
+    if kind == "qwen3":
+        return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(head_dim=16, **common)).eval()
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(attention_bias=True, **common)).eval()
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "qwen3", "llama"])
+def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind):
+    """Left-padded prompts, then decode steps with the preallocated cache: the same last-position logits
+    as the model's forward over the whole sequence (with its mask and positions)."""
+    from rlcockpit.trainer.kv_cache import preallocated_cache
+    from rlcockpit.trainer.lean_decoder import lean_forward
+
+    model = _family(kind)
+    fwd = lean_forward(model)
+    assert fwd is not None
+    prompts = [list(range(5, 12)), list(range(20, 24)), list(range(40, 49))]
+    ids, mask = left_pad(prompts, 0, "cpu")
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = preallocated_cache(3, ids.size(1) + 4)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        logits = fwd(ids, mask, pos, cache)
+        for _ in range(4):
+            full = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
+            torch.testing.assert_close(logits, full, atol=1e-5, rtol=1e-5)
+            new = torch.randint(5, 200, (3, 1), generator=g)
+            ids, mask = torch.cat([ids, new], 1), torch.cat([mask, torch.ones_like(new)], 1)
+            pos = torch.cat([pos, pos[:, -1:] + 1], 1)
+            logits = fwd(new, mask, pos[:, -1:], cache)
+
+
+def test_lean_decoder_refuses_what_it_does_not_compute_exactly():
+    from peft import LoraConfig, get_peft_model
+
+    from rlcockpit.trainer.lean_decoder import lean_forward
+
+    model = _family("qwen2")
+    handle = model.model.layers[0].register_forward_hook(lambda m, a, o: o)
+    assert lean_forward(model) is None
+    handle.remove()
+    lora = get_peft_model(_family("qwen2"), LoraConfig(r=4, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    assert lean_forward(lora.eval()) is None
+    import transformers
+
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=50)).eval()
+    assert lean_forward(gpt2) is None

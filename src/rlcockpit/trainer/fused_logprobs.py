@@ -12,7 +12,8 @@ chunks too.
 Here the output layer runs over row chunks whose logits fit a bounded buffer: the forward keeps only each
 row's log-sum-exp, the backward recomputes the chunk's logits and forms the gradient
 ``(onehot - softmax) / temperature`` there.  Same function, same gradient (up to float rounding: one
-extra output-layer matmul per chunk in the backward is the price).  The entropy (verl's ``actor/entropy``)
+extra output-layer matmul per chunk in the backward is the price; while the whole log-softmax fits
+``SAVE_BYTES`` the forward keeps it instead and the backward has no extra matmul).  The entropy (verl's ``actor/entropy``)
 comes from the same pass; its gradient (``entropy_coeff != 0``) is ``-p (log p + H)``.
 
 Only for model families whose logits are exactly ``lm_head(hidden)`` (no soft-capping or scaling):
@@ -28,6 +29,9 @@ import torch
 # families whose CausalLM forward is `logits = lm_head(decoder(...).last_hidden_state)`, nothing after it
 FUSED_MODEL_TYPES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 CHUNK_BYTES = 16 * 2**20  # fp32 logits per chunk buffer
+# up to this size the forward keeps the log-softmax for the backward instead of recomputing the logits
+# (one output-layer matmul less: ~4% of the realistic benchmark's update); beyond it, memory wins
+SAVE_BYTES = 128 * 2**20
 MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 128, 1024
 
 
@@ -78,13 +82,16 @@ class _TokenLogProbs(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor,
-                temperature: float, entropy: str, mm_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+                temperature: float, entropy: str, mm_dtype: torch.dtype, backward: bool
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         n = hidden.size(0)
         h, w = hidden.to(mm_dtype), weight.to(mm_dtype)
         logp = hidden.new_empty(n, dtype=torch.float32)
         lse = torch.empty_like(logp)
         ent = torch.empty_like(logp) if entropy != "none" else logp.new_empty(0)
         step = chunk_rows(weight.size(0), n)
+        keep = backward and n * weight.size(0) * 4 <= SAVE_BYTES
+        logq_all = hidden.new_empty((n, weight.size(0)), dtype=torch.float32) if keep else lse.new_empty(0)
         for s in range(0, n, step):
             z = _logits(h[s:s + step], w, bias, temperature)
             m = z.amax(-1, keepdim=True)
@@ -96,7 +103,10 @@ class _TokenLogProbs(torch.autograd.Function):
             lse[s:s + step] = log_se + m.squeeze(-1)
             if entropy != "none":
                 ent[s:s + step] = log_se - ez.mul_(z).sum(-1) / se
-        ctx.save_for_backward(hidden, weight, bias, labels, lse, ent if entropy == "grad" else ent.new_empty(0))
+            if keep:
+                torch.sub(z, log_se[:, None], out=logq_all[s:s + step])
+        ctx.save_for_backward(hidden, weight, bias, labels, lse, ent if entropy == "grad" else ent.new_empty(0),
+                              logq_all)
         ctx.temperature, ctx.mm_dtype, ctx.entropy = temperature, mm_dtype, entropy
         if entropy != "grad":
             ctx.mark_non_differentiable(ent)
@@ -104,7 +114,7 @@ class _TokenLogProbs(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, g_logp: torch.Tensor, g_ent: torch.Tensor | None) -> tuple[Any, ...]:
-        hidden, weight, bias, labels, lse, ent = ctx.saved_tensors
+        hidden, weight, bias, labels, lse, ent, logq_all = ctx.saved_tensors
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         h, w = hidden.to(ctx.mm_dtype), weight.to(ctx.mm_dtype)
         dh = torch.empty_like(hidden) if need_h else None
@@ -115,8 +125,11 @@ class _TokenLogProbs(torch.autograd.Function):
         for s in range(0, hidden.size(0), step):
             e = min(s + step, hidden.size(0))
             g = g_logp[s:e, None].float()
-            logq = _logits(h[s:e], w, bias, ctx.temperature)
-            logq -= lse[s:e, None]  # log softmax of the chunk
+            if logq_all.numel():
+                logq = logq_all[s:e]
+            else:  # recompute the chunk's logits: log softmax = z - log-sum-exp
+                logq = _logits(h[s:e], w, bias, ctx.temperature)
+                logq -= lse[s:e, None]
             p = torch.exp(logq)
             # d log p(y) / dz = onehot(y) - p;  d H / dz = -p (log p + H)
             coef = -g if not with_ent else -g - g_ent[s:e, None].float() * (logq + ent[s:e, None])
@@ -132,7 +145,7 @@ class _TokenLogProbs(torch.autograd.Function):
             if need_b:
                 db += dz.sum(0)
         return (dh, None if dw is None else dw.to(weight.dtype), None if db is None else db.to(bias.dtype),
-                None, None, None, None)
+                None, None, None, None, None)
 
 
 def token_logprobs(hidden: torch.Tensor, head: torch.nn.Linear, labels: torch.Tensor, *, temperature: float = 1.0,
@@ -147,7 +160,8 @@ def token_logprobs(hidden: torch.Tensor, head: torch.nn.Linear, labels: torch.Te
     with torch.autocast(dev, enabled=False):
         logp, ent = _TokenLogProbs.apply(hidden.reshape(bs * T, H), head.weight, head.bias,
                                          labels.reshape(bs * T).long(), float(temperature or 1.0), with_entropy,
-                                         mm_dtype)
+                                         mm_dtype, torch.is_grad_enabled() and (hidden.requires_grad
+                                                                               or head.weight.requires_grad))
     out = {"log_probs": logp.view(bs, T)}
     if with_entropy != "none":
         out["entropy"] = ent.view(bs, T)

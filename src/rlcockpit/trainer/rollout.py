@@ -19,6 +19,7 @@ import torch
 
 from rlcockpit.registry import Registry
 from rlcockpit.trainer.kv_cache import preallocated_cache
+from rlcockpit.trainer.lean_decoder import lean_forward
 
 
 @dataclass
@@ -155,7 +156,8 @@ class HFRolloutEngine:
         sampling is exactly what one forward per row would give; when rows draw different tokens the
         node splits (its cache row is copied), and finished rows drop out of the computation.  The cache
         and the nodes' attention masks are allocated once for the whole rollout (``kv_cache.py``) and
-        nothing is re-indexed on the steps where the nodes stay the same.
+        nothing is re-indexed on the steps where the nodes stay the same.  Llama-family models run
+        through ``lean_decoder.py`` (the same layers without transformers' per-token glue).
         """
         model = self.model
         ids, mask = left_pad(prompts, self.pad_token_id, self.device)
@@ -173,7 +175,7 @@ class HFRolloutEngine:
         length, nodes = P, len(node_rows)
         node_pos = (node_mask[:nodes, :P].cumsum(-1) - 1).clamp(min=0)
         cache = preallocated_cache(bs, width)
-        ck = {_cache_kwarg(model): cache}
+        forward = lean_forward(model) or _model_forward(model)
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
         out_logps: list[torch.Tensor] = []
@@ -181,8 +183,7 @@ class HFRolloutEngine:
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
         identity = torch.arange(bs, device=self.device)
         with self.autocast():
-            logits = model(input_ids=ids[node_rows], attention_mask=node_mask[:nodes, :P], position_ids=node_pos,
-                           use_cache=True, logits_to_keep=1, **ck).logits[:, -1]
+            logits = forward(ids[node_rows], node_mask[:nodes, :P], node_pos, cache)
             next_pos = node_pos[:, -1:] + 1
             for t in range(params.max_new_tokens):
                 vocab = logits.size(-1)
@@ -209,12 +210,22 @@ class HFRolloutEngine:
                 length += 1
                 node_of_row = torch.zeros_like(node_of_row)
                 node_of_row[live] = inverse
-                logits = model(input_ids=new_tok[:, None], attention_mask=node_mask[:nodes, :length],
-                               position_ids=next_pos, use_cache=True, **ck).logits[:, -1]
+                logits = forward(new_tok[:, None], node_mask[:nodes, :length], next_pos, cache)
                 next_pos = next_pos + 1
         responses = torch.stack(out_tokens, dim=1)
         logps = torch.stack(out_logps, dim=1) if out_logps else None
         return RolloutOutput(ids, mask, responses, response_mask_from_eos(responses, eos), logps)
+
+
+def _model_forward(model: Any) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor]:
+    """The model's own forward as the rollout calls it: (ids, mask, positions, cache) -> last logits."""
+    ck = _cache_kwarg(model)
+
+    def forward(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any) -> torch.Tensor:
+        return model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                     **{ck: cache}).logits[:, -1]
+
+    return forward
 
 
 def _cache_kwarg(model: Any) -> str:
