@@ -110,8 +110,8 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     scores = torch.tensor(raw_scores, dtype=torch.float32)
     ob = cfg.reward.overlong_buffer
     if ob.enable:
-        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(), cfg.data.max_response_length,
-                                           ob.len, ob.penalty_factor)
+        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(),
+                                           ob.max_resp_len or cfg.data.max_response_length, ob.len, ob.penalty_factor)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
     return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras)
 

@@ -206,14 +206,21 @@ def finalize(cfg: Config) -> Config:
     mini_samples = a.ppo_mini_batch_size * n
     micro = micro_batch_size(cfg)
     if micro is not None and not (1 <= micro <= mini_samples):
+        which = "ppo_micro_batch_size_per_gpu" if a.ppo_micro_batch_size_per_gpu is not None else "ppo_micro_batch_size"
         raise ConfigError(
-            f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro} must be in [1, ppo_mini_batch_size*rollout.n="
+            f"actor_rollout_ref.actor.{which}={micro} must be in [1, ppo_mini_batch_size*rollout.n="
             f"{mini_samples}]: it would give zero micro-batches")
     if a.ppo_epochs < 1:
         raise ConfigError("actor_rollout_ref.actor.ppo_epochs must be >= 1")
     if cfg.algorithm.adv_estimator in ("grpo", "rloo") and n < 2:
         raise ConfigError(f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} needs "
                           "actor_rollout_ref.rollout.n >= 2 (groups)")
+    ob = cfg.reward.overlong_buffer
+    if ob.enable:  # verl's DAPO reward manager asserts the same
+        limit = ob.max_resp_len or d.max_response_length
+        if not 0 < ob.len <= limit:
+            raise ConfigError(f"reward.overlong_buffer.len={ob.len} must be in [1, max_resp_len={limit}] "
+                              "(reward.overlong_buffer.max_resp_len, else data.max_response_length)")
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")

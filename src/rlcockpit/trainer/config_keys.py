@@ -33,10 +33,13 @@ PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
     ("fsdp_config.", "actor_rollout_ref.actor.fsdp_config."),
     ("kl_controller.", "algorithm.kl_ctrl."),
     ("kl_ctrl.", "algorithm.kl_ctrl."),
+    # verl's DAPO reward manager reads its overlong punishment from the manager's kwargs (verl 0.9 moves
+    # reward_model.reward_kwargs to reward.reward_kwargs); the other manager kwargs reach no reward function
+    ("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
+    ("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     ("reward_model.overlong_buffer.", "reward.overlong_buffer."),
-    ("reward_model.reward_kwargs.", "reward.kwargs."),
     ("custom_reward_function.reward_kwargs.", "reward.kwargs."),
-    ("reward.reward_kwargs.", "reward.kwargs."),
+    ("reward.custom_reward_function.reward_kwargs.", "reward.kwargs."),
     ("reward.custom_reward_function.", "custom_reward_function."),
 )
 
@@ -53,6 +56,10 @@ KEY_ALIASES: dict[str, str] = {
     "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    "reward_model.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
+    "reward.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
+    "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
+    "reward.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     # rlcockpit's older keys
     "critic.model_path": "critic.model.path",
     "reward.model_path": "reward_model.model.path",
@@ -172,6 +179,11 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "reward_model.micro_batch_size*", "reward_model.max_length", "reward_model.strategy",
                  "reward_model.use_dynamic_bsz", "reward_model.forward_max_token_len_per_gpu", "reward.num_workers",
                  "reward.reward_manager.*", "reward.reward_model.*", "reward.sandbox_fusion.*", "sandbox_fusion.*")),
+    NoEffect("keyword arguments of verl's reward manager class (not of the reward function; DAPO's "
+             "overlong_buffer_cfg and max_resp_len are read, as reward.overlong_buffer.*)", (
+                 "reward_model.reward_kwargs.*", "reward.reward_kwargs.*")),
+    NoEffect("rlcockpit does not log the per-sample overlong penalty (verl: reward_extra overlong_reward, overlong)",
+             ("reward.overlong_buffer.log",)),
     NoEffect("optimizer implementation details: rlcockpit uses torch.optim.AdamW and derives the step count from "
              "trainer.total_training_steps", (
                  "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",

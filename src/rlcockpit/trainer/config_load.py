@@ -327,8 +327,31 @@ class ConfigLoader:
                 out[key] = raw  # an engine-only key: keep the text, it is only stored
         return out
 
+    def apply_verl_defaults(self) -> None:
+        """verl's defaults where a verl command line relies on them and rlcockpit's demo defaults differ.
+
+        * ``trainer.total_epochs`` given without ``trainer.total_training_steps``: verl trains that many epochs
+          (its ``total_training_steps`` defaults to null); rlcockpit's default of 100 steps must not win.
+        * a critic configured (``critic.*``) without ``algorithm.adv_estimator``: verl's default estimator is
+          ``gae`` (PPO) with ``rollout.n=1``; every verl PPO script relies on it, and rlcockpit's demo default
+          (``grpo``, n=8) would silently train another algorithm and leave the critic unused.
+        """
+        given = self.typed_as
+        if "trainer.total_epochs" in given and "trainer.total_training_steps" not in given:
+            self.values["trainer.total_training_steps"] = None
+            self.notes.append("trainer.total_epochs given without trainer.total_training_steps: training runs "
+                              "total_epochs over the data, as verl does")
+        if "algorithm.adv_estimator" not in given and any(k.startswith("critic.") for k in given):
+            self.values["algorithm.adv_estimator"] = "gae"
+            set_n = "actor_rollout_ref.rollout.n" not in given
+            if set_n:
+                self.values["actor_rollout_ref.rollout.n"] = 1
+            self.notes.append("critic.* set without algorithm.adv_estimator: verl's defaults apply, "
+                              "algorithm.adv_estimator=gae" + (" and actor_rollout_ref.rollout.n=1" if set_n else ""))
+
     def build(self) -> Config:
         """Classify every resolved leaf and build the config; all problems in one :class:`ConfigError`."""
+        self.apply_verl_defaults()
         resolved = self.resolve()
         fields = schema_fields()
         free = free_form_keys()

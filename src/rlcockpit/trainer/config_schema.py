@@ -271,6 +271,8 @@ class OverlongBufferConfig:
     enable: bool = opt(False, "DAPO soft overlong punishment")
     len: int = opt(4, "tokens before data.max_response_length where the penalty ramps up")
     penalty_factor: float = opt(1.0, "penalty at the length limit")
+    max_resp_len: int | None = opt(None, "length the penalty ramps to; null = data.max_response_length (verl's "
+                                   "DAPO reward manager: reward_model.reward_kwargs.max_resp_len)", only_here=True)
 
 
 @dataclass

@@ -1,0 +1,94 @@
+"""QA with verl's real launch scripts (fixtures/verl/, verbatim from volcengine/verl; docs/qa/verl-inputs.md):
+what each script means in verl must be what it means here.
+
+* ``recipe/dapo/test_dapo_7b_math.sh`` sets DAPO's overlong punishment through the reward manager's kwargs
+  (``+reward_model.reward_kwargs.overlong_buffer_cfg.*``, ``max_resp_len``): it was passed to the reward
+  *function* as keyword arguments, so the penalty never applied and verl's gsm8k rule raised on every call;
+* ``examples/ppo_trainer/run_qwen2-7b_seq_balance.sh`` configures a critic and relies on verl's default
+  estimator (``gae``): rlcockpit's demo default (``grpo``, n=8) silently trained GRPO without the critic;
+* every example sets ``trainer.total_epochs`` and relies on verl's ``total_training_steps: null``:
+  rlcockpit's default of 100 steps silently won.
+"""
+
+from __future__ import annotations
+
+import pytest
+from verl_scripts import replace_values, script_overrides
+
+from rlcockpit.trainer.config import ConfigError, load_config
+
+SMALL = {"data.train_batch_size": 4, "actor_rollout_ref.actor.ppo_mini_batch_size": 4,
+         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 4}
+
+
+def test_extractor_reads_the_dapo_script_as_bash_does():
+    ov = script_overrides("test_dapo_7b_math.sh")
+    assert len(ov) == 70
+    assert "data.max_response_length=8192" in ov and "trainer.nnodes=8" in ov  # $((1024 * 8)), ${NNODES:-8}
+    assert "+reward_model.reward_kwargs.overlong_buffer_cfg.len=4096" in ov
+
+
+def test_dapo_reward_manager_kwargs_are_the_overlong_buffer_not_reward_function_kwargs():
+    cfg = load_config(overrides=replace_values(script_overrides("test_dapo_7b_math.sh"), SMALL), log=None)
+    ob = cfg.reward.overlong_buffer
+    assert (ob.enable, ob.len, ob.penalty_factor, ob.max_resp_len) == (True, 4096, 1.0, 8192)
+    assert cfg.reward.kwargs == {}  # nothing reaches compute_score: verl's DAPO manager does not pass them on
+    assert "reward.overlong_buffer.log" in cfg.extras  # accepted, listed as no effect
+
+
+def test_dapo_reward_kwargs_do_not_break_a_gsm8k_reward_call():
+    from rlcockpit.trainer.rewards import RewardManager
+
+    cfg = load_config(overrides=[
+        "+reward_model.reward_kwargs.overlong_buffer_cfg.enable=True", "+reward_model.reward_kwargs.max_resp_len=16",
+        "+reward_model.reward_kwargs.overlong_buffer_cfg.len=4", "data.max_response_length=16"], log=None)
+    manager = RewardManager.from_config(cfg)
+
+    class Row:
+        data_source, ground_truth, extra_info = "openai/gsm8k", "72", {"index": 0}
+
+    scores, _ = manager([Row(), Row()], ["so #### 72", "#### 71"])
+    assert scores == [1.0, 0.0] and manager.failures == 0
+
+
+def test_overlong_buffer_as_a_dict_and_in_verl_09_location():
+    cfg = load_config(overrides=["+reward.reward_kwargs.overlong_buffer_cfg={enable: true, len: 2}",
+                                 "+reward.reward_kwargs.max_resp_len=8", "data.max_response_length=8"], log=None)
+    ob = cfg.reward.overlong_buffer
+    assert (ob.enable, ob.len, ob.max_resp_len) == (True, 2, 8)
+
+
+def test_overlong_buffer_longer_than_the_response_is_refused_naming_the_key():
+    with pytest.raises(ConfigError, match="reward.overlong_buffer.len=32"):
+        load_config(overrides=["reward_model.overlong_buffer.enable=true", "reward_model.overlong_buffer.len=32",
+                               "data.max_response_length=16"], log=None)
+
+
+def test_ppo_script_without_estimator_gets_verls_gae_and_one_sample():
+    small = {**SMALL, "actor_rollout_ref.actor.ppo_micro_batch_size": 4}
+    cfg = load_config(overrides=replace_values(script_overrides("ppo_run_qwen2-7b_seq_balance.sh"), small),
+                      log=None)
+    assert cfg.algorithm.adv_estimator == "gae" and cfg.rollout.n == 1
+    assert cfg.critic.model.path == "Qwen/Qwen2.5-Math-PRM-7B"
+    assert any("adv_estimator=gae" in n for n in cfg.notes)  # said, not silent
+
+
+def test_an_explicit_estimator_or_n_is_kept_with_a_critic():
+    cfg = load_config(overrides=["critic.optim.lr=1e-5", "algorithm.adv_estimator=grpo"], log=None)
+    assert cfg.algorithm.adv_estimator == "grpo" and cfg.rollout.n == 8
+    cfg = load_config(overrides=["critic.optim.lr=1e-5", "actor_rollout_ref.rollout.n=2"], log=None)
+    assert cfg.algorithm.adv_estimator == "gae" and cfg.rollout.n == 2
+    assert load_config(overrides=[], log=None).algorithm.adv_estimator == "grpo"  # the demo default stays
+
+
+def test_batch_error_names_the_micro_batch_key_the_script_set():
+    with pytest.raises(ConfigError, match=r"actor_rollout_ref\.actor\.ppo_micro_batch_size=128 must be"):
+        load_config(overrides=replace_values(script_overrides("ppo_run_qwen2-7b_seq_balance.sh"), SMALL), log=None)
+
+
+def test_total_epochs_without_total_training_steps_trains_epochs_as_verl():
+    cfg = load_config(overrides=replace_values(script_overrides("rloo_run_qwen2-7b.sh"), SMALL), log=None)
+    assert cfg.trainer.total_epochs == 15 and cfg.trainer.total_training_steps is None
+    both = load_config(overrides=["trainer.total_epochs=3", "trainer.total_training_steps=7"], log=None)
+    assert both.trainer.total_training_steps == 7  # verl: total_training_steps wins when given
+    assert load_config(overrides=[], log=None).trainer.total_training_steps == 100
