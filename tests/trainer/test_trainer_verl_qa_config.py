@@ -92,3 +92,22 @@ def test_total_epochs_without_total_training_steps_trains_epochs_as_verl():
     both = load_config(overrides=["trainer.total_epochs=3", "trainer.total_training_steps=7"], log=None)
     assert both.trainer.total_training_steps == 7  # verl: total_training_steps wins when given
     assert load_config(overrides=[], log=None).trainer.total_training_steps == 100
+
+
+def test_verl_older_trainer_yaml_loads_through_config():
+    """recipe/dapo/src/config/dapo_trainer.yaml (an older verl layout): ``min_lr_ratio: null``, FIRE sampling
+    off, ``use_efficient_resharding``, ``remove_previous_ckpt_in_save``, the reward model's ``fsdp_config``."""
+    from verl_scripts import FIXTURES
+
+    cfg = load_config(config_file=FIXTURES / "dapo_trainer.yaml", log=None)
+    assert cfg.actor.optim.min_lr_ratio == 0.0 and cfg.critic.optim.min_lr_ratio == 0.0  # null = verl's default
+    assert cfg.algorithm.adv_estimator == "gae" and cfg.trainer.total_training_steps is None
+    assert cfg.trainer.total_epochs == 30 and cfg.algorithm.filter_groups.max_num_gen_batches == 0
+    for key in ("actor_rollout_ref.rollout.use_fire_sampling", "actor_rollout_ref.model.use_efficient_resharding",
+                "trainer.remove_previous_ckpt_in_save", "reward_model.model.fsdp_config.param_offload"):
+        assert key in cfg.extras, key
+
+
+def test_fire_sampling_on_is_refused_with_the_reason():
+    with pytest.raises(ConfigError, match="use_fire_sampling'=True: FIRE sampling"):
+        load_config(overrides=["actor_rollout_ref.rollout.use_fire_sampling=True"], log=None)

@@ -125,6 +125,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("distributed execution (FSDP/Megatron sharding and offload, sequence/tensor parallelism, dynamic "
              "batching, Ray): rlcockpit trains in one process on one device", (
                  "actor_rollout_ref.actor.fsdp_config.*", "actor_rollout_ref.ref.fsdp_config.*", "critic.fsdp_config.*",
+                 "reward_model.model.fsdp_config.*", "reward_model.fsdp_config.*",
                  "critic.fsdp.*", "*.megatron.*", "*.strategy", "*.ulysses_sequence_parallel_size", "*.use_dynamic_bsz",
                  "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n", "trainer.n_gpus_per_node",
                  "trainer.nnodes", "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
@@ -138,7 +139,8 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "actor_rollout_ref.model.tiled_mlp.*", "*.use_torch_compile", "*.entropy_from_logits_with_chunking",
                  "*.entropy_from_logits_chunk_size", "*.entropy_checkpointing", "*.pad_to_length", "*.use_shm",
                  "actor_rollout_ref.actor.qat.*", "actor_rollout_ref.model.mtp.*", "actor_rollout_ref.model.hf_config_path",
-                 "actor_rollout_ref.model.lora.*", "model.use_liger")),
+                 "actor_rollout_ref.model.lora.*", "model.use_liger",
+                 "actor_rollout_ref.model.use_efficient_resharding")),
     NoEffect("micro-batching of verl's log-prob passes: rlcockpit scores a step's batch in one prompt-sharing "
              "forward (actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu splits the update)", (
                  "*.log_prob_micro_batch_size", "*.log_prob_micro_batch_size_per_gpu", "*.log_prob_use_dynamic_bsz",
@@ -158,6 +160,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("checkpoint contents and HDFS upload: rlcockpit saves the model in HF format, optimizer and trainer "
              "state locally; trainer.max_actor_ckpt_to_keep rotates whole global_step_N folders (actor and critic)", (
                  "*.checkpoint.*", "trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load",
+                 "trainer.remove_previous_ckpt_in_save",
                  "trainer.checkpoint_callback_class", "trainer.esi_redundant_time", "trainer.max_critic_ckpt_to_keep")),
     NoEffect("JSONL dumps of rollouts: rlcockpit stores samples with the run (rlcockpit show, rlcockpit ui)", (
         "trainer.rollout_data_dir", "trainer.validation_data_dir")),
@@ -207,7 +210,12 @@ UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
     "actor_rollout_ref.rollout.multi_turn.enable": ((False, None), "multi-turn/tool rollouts are not supported"),
     "distillation.enabled": ((False, None), "knowledge distillation is not supported"),
     "algorithm.use_pf_ppo": ((False, None), "PF-PPO sample reweighting is not implemented"),
+    "actor_rollout_ref.rollout.use_fire_sampling": ((False, None), "FIRE sampling (a high temperature for the "
+                                                    "first token) is not implemented"),
 }
+
+# verl's older YAML files write null for "unset" where the key now has a number: null means verl's default.
+NULL_IS_DEFAULT: tuple[str, ...] = ("actor_rollout_ref.actor.optim.min_lr_ratio", "critic.optim.min_lr_ratio")
 
 # Hydra plumbing inside verl's YAML files: dropped silently (they name classes, not settings).
 IGNORED_LEAVES = ("_target_",)

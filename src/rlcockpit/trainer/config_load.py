@@ -24,6 +24,7 @@ from typing import Any
 
 from rlcockpit.trainer.config_keys import (
     IGNORED_LEAVES,
+    NULL_IS_DEFAULT,
     SHORTHAND,
     UNSUPPORTED,
     canonical_key,
@@ -390,6 +391,8 @@ class ConfigLoader:
     def _place(self, cfg: Config, key: str, value: Any, fields: dict[str, FieldInfo]) -> None:
         info = fields.get(key)
         if info is not None:
+            if value is None and key in NULL_IS_DEFAULT:
+                return  # keep the default
             value = coerce(key, value, info.type)
             check_choice(key, value, info)
             set_path(cfg, key, value)
