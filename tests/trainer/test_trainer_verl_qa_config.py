@@ -111,3 +111,16 @@ def test_verl_older_trainer_yaml_loads_through_config():
 def test_fire_sampling_on_is_refused_with_the_reason():
     with pytest.raises(ConfigError, match="use_fire_sampling'=True: FIRE sampling"):
         load_config(overrides=["actor_rollout_ref.rollout.use_fire_sampling=True"], log=None)
+
+
+def test_first_dapo_recipe_script_keys():
+    """recipe/dapo/run_dapo_qwen2.5_32b.sh @03150d4 (``ray job submit ... -- python3 -m recipe.dapo...``):
+    ``custom_reward_function.overlong_buffer.*`` and ``actor.use_token_level_loss`` (verl <= 0.3) were unknown."""
+    ov = script_overrides("run_dapo_qwen2.5_32b.sh")
+    assert len(ov) == 69 and "data.gen_batch_size=1536" in ov
+    cfg = load_config(overrides=replace_values(ov, {**SMALL, "data.gen_batch_size": 8}), log=None)
+    ob = cfg.reward.overlong_buffer
+    assert (ob.enable, ob.len, ob.penalty_factor) == (True, 4096, 1.0)
+    assert cfg.actor.loss_agg_mode == "token-mean" and cfg.algorithm.filter_groups.enable
+    off = load_config(overrides=["actor_rollout_ref.actor.use_token_level_loss=False"], log=None)
+    assert off.actor.loss_agg_mode == "seq-mean-token-mean"  # verl: per-sequence token mean, then batch mean

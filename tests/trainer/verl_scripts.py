@@ -2,7 +2,8 @@
 
 The scripts compute their overrides from shell variables (``max_response_length=$((1024 * 8))``,
 ``${NNODES:-8}``), so a plain ``shlex`` split is not enough: bash runs the script with ``python3`` replaced by
-a function that prints the arguments of ``python3 -m verl.trainer.main_ppo`` NUL-separated.
+a function that prints the arguments of ``python3 -m verl.trainer.main_ppo`` (or ``recipe.dapo...main_dapo``)
+NUL-separated; ``ray job submit ... -- python3 ...`` runs the command after ``--``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ _SHIM = r"""
 python3() { if [ "$1" = "-m" ]; then shift 2; printf '%s\0' "$@" >&3; fi; }
 python() { :; }
 conda() { :; }
+ray() { while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done; shift; "$@"; }  # ray job submit ... -- cmd
 set +x
 source "$0" 3>&1 >/dev/null 2>&1 || true
 """

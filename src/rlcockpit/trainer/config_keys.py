@@ -38,6 +38,7 @@ PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
     ("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     ("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     ("reward_model.overlong_buffer.", "reward.overlong_buffer."),
+    ("custom_reward_function.overlong_buffer.", "reward.overlong_buffer."),  # the first DAPO recipe's scripts
     ("custom_reward_function.reward_kwargs.", "reward.kwargs."),
     ("reward.custom_reward_function.reward_kwargs.", "reward.kwargs."),
     ("reward.custom_reward_function.", "custom_reward_function."),

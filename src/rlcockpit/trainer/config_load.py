@@ -273,6 +273,11 @@ class ConfigLoader:
         if canonical == "use_wandb":
             self._use_wandb(value)
             return
+        if canonical == "actor_rollout_ref.actor.use_token_level_loss":  # verl <= 0.3 (the first DAPO scripts)
+            mode = "token-mean" if coerce(key, value, bool) else "seq-mean-token-mean"
+            self.set("actor_rollout_ref.actor.loss_agg_mode", mode, source=source)
+            self.aliases[key] = f"actor_rollout_ref.actor.loss_agg_mode={mode}"
+            return
         if canonical == "reward.custom_fn":  # rlcockpit's older "file.py:function" form
             path, _, name = str(value).rpartition(":")
             self.set("custom_reward_function.path", path or value, source=source)
