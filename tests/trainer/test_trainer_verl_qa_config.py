@@ -124,3 +124,26 @@ def test_first_dapo_recipe_script_keys():
     assert cfg.actor.loss_agg_mode == "token-mean" and cfg.algorithm.filter_groups.enable
     off = load_config(overrides=["actor_rollout_ref.actor.use_token_level_loss=False"], log=None)
     assert off.actor.loss_agg_mode == "seq-mean-token-mean"  # verl: per-sequence token mean, then batch mean
+
+
+def test_gpg_example_use_gpg_loss_selects_the_gpg_policy_loss():
+    """examples/gpg_trainer/run_qwen2-7b_math.sh @9bc2e8e: ``actor.use_gpg_loss=True`` was refused with the
+    suggestion 'use_kl_loss' (a different switch)."""
+    cfg = load_config(overrides=["algorithm.adv_estimator=gpg", "actor_rollout_ref.actor.use_gpg_loss=True",
+                                 "actor_rollout_ref.actor.use_kl_loss=False"], log=None)
+    assert cfg.actor.policy_loss.loss_mode == "gpg" and cfg.actor.use_kl_loss is False
+    off = load_config(overrides=["actor_rollout_ref.actor.use_gpg_loss=False"], log=None)
+    assert off.actor.policy_loss.loss_mode == "vanilla"
+
+
+def test_first_rollout_correction_example_keys():
+    """examples/rollout_correction/run_with_rollout_corr.sh @b5c19ff: four keys of verl's first rollout-correction
+    release were unknown (one with the misleading suggestion 'rollout_rs_threshold')."""
+    ov = script_overrides("run_with_rollout_corr.sh")
+    assert len(ov) == 26
+    cfg = load_config(overrides=replace_values(ov, SMALL), log=None)
+    rc = cfg.algorithm.rollout_correction
+    assert (rc.rollout_is, rc.rollout_is_threshold, rc.rollout_is_batch_normalize) == ("sequence", 2.0, True)
+    assert rc.bypass_mode is True and rc.loss_type == "reinforce"  # "pure IS": policy gradient with IS weights
+    with pytest.raises(ConfigError, match="rollout_rs_threshold_lower'=0.5: give the bounds"):
+        load_config(overrides=["algorithm.rollout_correction.rollout_rs_threshold_lower=0.5"], log=None)

@@ -57,6 +57,7 @@ KEY_ALIASES: dict[str, str] = {
     "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
     "reward_model.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
     "reward.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
     "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
@@ -213,6 +214,12 @@ UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
     "algorithm.use_pf_ppo": ((False, None), "PF-PPO sample reweighting is not implemented"),
     "actor_rollout_ref.rollout.use_fire_sampling": ((False, None), "FIRE sampling (a high temperature for the "
                                                     "first token) is not implemented"),
+    # keys of verl's first rollout-correction release (examples/rollout_correction before verl 0.9)
+    "algorithm.rollout_correction.rollout_rs_threshold_lower": ((None,), "give the bounds in "
+                                                                "algorithm.rollout_correction.rollout_rs_threshold "
+                                                                "as 'lower_upper', as verl 0.9 does"),
+    "algorithm.rollout_correction.rollout_token_veto_threshold": ((None,), "the per-token veto is gone in verl "
+                                                                  "0.9; use algorithm.rollout_correction.rollout_rs"),
 }
 
 # verl's older YAML files write null for "unset" where the key now has a number: null means verl's default.

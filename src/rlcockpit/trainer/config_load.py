@@ -278,6 +278,16 @@ class ConfigLoader:
             self.set("actor_rollout_ref.actor.loss_agg_mode", mode, source=source)
             self.aliases[key] = f"actor_rollout_ref.actor.loss_agg_mode={mode}"
             return
+        if canonical == "actor_rollout_ref.actor.use_gpg_loss":  # verl's examples/gpg_trainer scripts
+            if coerce(key, value, bool):
+                self.set("actor_rollout_ref.actor.policy_loss.loss_mode", "gpg", source=source)
+            self.aliases[key] = "actor_rollout_ref.actor.policy_loss.loss_mode=gpg (when true)"
+            return
+        if canonical == "algorithm.rollout_correction.use_pure_rollout_correction":  # verl's first release
+            if coerce(key, value, bool):
+                self.set("algorithm.rollout_correction.loss_type", "reinforce", source=source)
+            self.aliases[key] = "algorithm.rollout_correction.loss_type=reinforce (when true)"
+            return
         if canonical == "reward.custom_fn":  # rlcockpit's older "file.py:function" form
             path, _, name = str(value).rpartition(":")
             self.set("custom_reward_function.path", path or value, source=source)
