@@ -147,3 +147,12 @@ def test_first_rollout_correction_example_keys():
     assert rc.bypass_mode is True and rc.loss_type == "reinforce"  # "pure IS": policy gradient with IS weights
     with pytest.raises(ConfigError, match="rollout_rs_threshold_lower'=0.5: give the bounds"):
         load_config(overrides=["algorithm.rollout_correction.rollout_rs_threshold_lower=0.5"], log=None)
+
+
+def test_demo_defaults_that_differ_from_verl_are_said_for_user_data():
+    """examples/rollout_correction/run_with_rollout_corr.sh sets no rollout.n (verl: 1): the 8 samples per prompt
+    rlcockpit uses instead are said, not silent."""
+    cfg = load_config(overrides=replace_values(script_overrides("run_with_rollout_corr.sh"), SMALL), log=None)
+    (note,) = [n for n in cfg.notes if "verl's differ" in n]
+    assert "actor_rollout_ref.rollout.n=8 (verl: 1)" in note and "adv_estimator" not in note  # rloo was given
+    assert not [n for n in load_config(overrides=[], log=None).notes if "verl's differ" in n]  # the demo task

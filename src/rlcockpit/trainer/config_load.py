@@ -35,6 +35,9 @@ from rlcockpit.trainer.config_schema import Config, ConfigError, FieldInfo, sche
 
 MISSING = "???"
 
+# rlcockpit's defaults (tuned for the built-in task) that differ from verl's and change the experiment
+VERL_DEMO_DEFAULTS = {"algorithm.adv_estimator": "gae", "actor_rollout_ref.rollout.n": 1}
+
 
 # --------------------------------------------------------------------------- one override
 
@@ -353,6 +356,7 @@ class ConfigLoader:
           (``grpo``, n=8) would silently train another algorithm and leave the critic unused.
         """
         given = self.typed_as
+        self._note_demo_defaults(given)
         if "trainer.total_epochs" in given and "trainer.total_training_steps" not in given:
             self.values["trainer.total_training_steps"] = None
             self.notes.append("trainer.total_epochs given without trainer.total_training_steps: training runs "
@@ -364,6 +368,15 @@ class ConfigLoader:
                 self.values["actor_rollout_ref.rollout.n"] = 1
             self.notes.append("critic.* set without algorithm.adv_estimator: verl's defaults apply, "
                               "algorithm.adv_estimator=gae" + (" and actor_rollout_ref.rollout.n=1" if set_n else ""))
+
+    def _note_demo_defaults(self, given: dict[str, str]) -> None:
+        """Say which of rlcockpit's demo defaults that change the experiment stand in for verl's, when the
+        user brings their own data (a verl command line) and leaves them unset."""
+        if not self.values.get("data.train_files") or any(k.startswith("critic.") for k in given):
+            return  # the built-in demo task; or a PPO script, which gets verl's gae/n=1 below
+        differ = [f"{k}={self.values[k]} (verl: {v})" for k, v in VERL_DEMO_DEFAULTS.items() if k not in given]
+        if differ:
+            self.notes.append("not set, so rlcockpit's defaults apply where verl's differ: " + ", ".join(differ))
 
     def build(self) -> Config:
         """Classify every resolved leaf and build the config; all problems in one :class:`ConfigError`."""
