@@ -63,3 +63,33 @@ def test_a_reward_file_importing_missing_verl_names_key_file_line_and_way_out(tm
     msg = str(err.value)
     assert "custom_reward_function.path" in msg and f"{f}, line 2" in msg and "No module named 'verl'" in msg
     assert "reward.name=auto" in msg
+
+
+BATCH_FN = '''
+def compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
+    # verl's BatchRewardManager signature: one call per batch, lists in, one result per response out
+    return [{"score": float(s.endswith(g)), "n": len(solution_strs)} for s, g in zip(solution_strs, ground_truths)]
+'''
+
+
+def test_batch_reward_manager_calls_the_function_once_with_lists(tmp_path):
+    """reward_model.reward_manager=batch (verl's BatchRewardManager) was listed as "no effect": a function with
+    the batch signature was called once per response and failed on every call."""
+    f = tmp_path / "batch_reward.py"
+    f.write_text(BATCH_FN)
+    cfg = load_config(overrides=[f"custom_reward_function.path={f}", "reward_model.reward_manager=batch"], log=None)
+    manager = RewardManager.from_config(cfg)
+    scores, extras = manager([Row()] * 3, ["#### 72", "#### 1", "72"])
+    assert scores == [1.0, 0.0, 1.0] and manager.failures == 0 and extras[0] == {"n": 3}
+    assert manager.score_one(Row(), "#### 72")["score"] == 1.0  # preflight's single call: a list of one
+
+
+def test_batch_reward_returning_the_wrong_count_is_named(tmp_path):
+    f = tmp_path / "short.py"
+    f.write_text("def compute_score(data_sources, solution_strs, ground_truths, extra_infos):\n    return [1.0]\n")
+    cfg = load_config(overrides=[f"custom_reward_function.path={f}", "reward_model.reward_manager=batch"], log=None)
+    manager = RewardManager.from_config(cfg)
+    scores, _ = manager([Row()] * 2, ["a", "b"])
+    assert scores == [0.0, 0.0] and manager.failures == 2
+    assert "reward_manager=batch" in manager.last_error and "one score per response (2), got 1 results" in \
+        manager.last_error

@@ -177,7 +177,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "actor_rollout_ref.actor.data_loader_seed", "actor_rollout_ref.actor.freeze_vision_tower")),
     NoEffect("verl's reward workers and managers: rlcockpit scores each response in-process (verl's naive "
              "manager) with custom_reward_function.* or reward.name", (
-                 "reward_model.num_workers", "reward_model.reward_manager", "reward_model.enable_resource_pool",
+                 "reward_model.num_workers", "reward_model.enable_resource_pool",
                  "reward_model.n_gpus_per_node", "reward_model.nnodes", "reward_model.reward_loop_*",
                  "reward_model.model.external_lib", "reward_model.model.trust_remote_code", "reward_model.model.input_tokenizer",
                  "reward_model.rollout.*", "reward_model.launch_reward_fn_async", "reward_model.sandbox_fusion.*",

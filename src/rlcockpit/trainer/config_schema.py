@@ -258,6 +258,9 @@ class RewardModelPathConfig:
 class RewardModelConfig:
     enable: bool | None = opt(None, "score with the reward model; null = on when model.path is set")
     model: RewardModelPathConfig = group(RewardModelPathConfig)
+    reward_manager: str | None = opt(None, "verl's reward manager: null / naive / dapo / prime call the reward "
+                                     "function once per response; batch calls it once per batch with lists "
+                                     "(data_sources, solution_strs, ground_truths, extra_infos)")
 
 
 @dataclass

@@ -174,8 +174,9 @@ class RewardManager:
     """Scores a batch, turning per-sample exceptions into 0 and tracking the failure rate."""
 
     def __init__(self, fn: RewardFn | None = None, *, label: str = "reward", kwargs: dict[str, Any] | None = None,
-                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None) -> None:
+                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False) -> None:
         self.fn, self.model, self.label = fn, model, label
+        self.batched = batched  # verl's BatchRewardManager: one call with lists per batch
         self.kwargs = dict(kwargs or {})
         self.max_failure_rate = max_failure_rate
         self.calls = 0
@@ -189,14 +190,33 @@ class RewardManager:
             return cls(label=f"reward model {path}", model=RewardModelScorer(path, device),
                        max_failure_rate=cfg.reward.max_failure_rate)
         fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
-        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate)
+        batched = cfg.reward_model.reward_manager == "batch" and bool(cfg.custom_reward_function.path) and \
+            not (validation and cfg.reward.val_name)
+        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched)
 
     def score_one(self, row: Any, response: str) -> Any:
         """The raw result for one response (verl passes these by keyword)."""
-        (out,) = _call_all(self.fn, [dict(data_source=row.data_source, solution_str=response,  # type: ignore[arg-type]
-                                          ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)])
+        (out,) = self._results([row], [response])
         if isinstance(out, BaseException):
             raise out
+        return out
+
+    def _results(self, rows: list[Any], responses: list[str]) -> list[Any]:
+        """One result (or the exception raised) per response."""
+        if not self.batched:
+            return _call_all(self.fn, [dict(data_source=row.data_source, solution_str=resp,  # type: ignore[arg-type]
+                                            ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
+                                       for row, resp in zip(rows, responses)])
+        (out,) = _call_all(self.fn, [dict(  # type: ignore[arg-type]
+            data_sources=[r.data_source for r in rows], solution_strs=list(responses),
+            ground_truths=[r.ground_truth for r in rows], extra_infos=[r.extra_info for r in rows], **self.kwargs)])
+        if isinstance(out, BaseException):
+            return [out] * len(rows)
+        out = list(out) if isinstance(out, (list, tuple)) or hasattr(out, "tolist") else out
+        if not isinstance(out, list) or len(out) != len(rows):
+            got = f"{len(out)} results" if isinstance(out, list) else type(out).__name__
+            return [ValueError(f"reward_model.reward_manager=batch: {self.label} must return one score per "
+                               f"response ({len(rows)}), got {got}")] * len(rows)
         return out
 
     def __call__(self, rows: list[Any], responses: list[str]) -> tuple[list[float], list[Any]]:
@@ -204,9 +224,7 @@ class RewardManager:
         if self.model is not None:
             return self.model([r.text for r in rows], responses), [None] * len(rows)
         scores, extras = [], []
-        calls = [dict(data_source=row.data_source, solution_str=resp, ground_truth=row.ground_truth,
-                      extra_info=row.extra_info, **self.kwargs) for row, resp in zip(rows, responses)]
-        for out in _call_all(self.fn, calls):  # type: ignore[arg-type]
+        for out in self._results(rows, responses):
             self.calls += 1
             try:
                 if isinstance(out, BaseException):
