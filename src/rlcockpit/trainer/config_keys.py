@@ -58,8 +58,6 @@ KEY_ALIASES: dict[str, str] = {
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
     "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
-    "reward_model.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
-    "reward.reward_kwargs.overlong_buffer_cfg": "reward.overlong_buffer",
     "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     "reward.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     # rlcockpit's older keys

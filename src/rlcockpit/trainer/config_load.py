@@ -265,6 +265,10 @@ class ConfigLoader:
     def set(self, key: str, value: Any, *, source: str = "", added: bool = False) -> None:
         if key.rsplit(".", 1)[-1] in IGNORED_LEAVES or value == MISSING or key == "framework":
             return  # Hydra plumbing, unset placeholders, and the marker to_dict writes
+        if isinstance(value, dict) and value and canonical_key(key)[0] not in SHORTHAND:
+            for sub, leaf in flatten(value):  # a section given as a mapping: each leaf by its own alias
+                self.set(f"{key}.{sub}", leaf, source=source, added=added)
+            return
         canonical, is_alias = canonical_key(key)
         if canonical in SHORTHAND and not isinstance(value, dict):
             canonical = f"{canonical}.{SHORTHAND[canonical]}"
