@@ -52,3 +52,17 @@ def test_dict_rewards_keep_acc_core_and_other_keys_aux(tmp_path):
     metrics, _ = validate(cfg, EchoEngine(), ByteTokenizer(), RewardManager.from_config(cfg), _rows("mine"))
     assert metrics == {"val-core/mine/acc/mean@1": 0.5, "val-aux/mine/reward/mean@1": 0.5,
                        "val-aux/mine/fmt/mean@1": 1.0}
+
+
+def test_kl_in_reward_logs_verls_coefficient_key(tiny_cfg):
+    """verl's apply_kl_penalty logs ``actor/reward_kl_penalty`` and ``actor/reward_kl_penalty_coeff`` (checked
+    with examples/rloo_trainer/run_qwen2-7b.sh's KL-in-reward settings: already right, kept as a guard)."""
+    import rlcockpit
+    from rlcockpit.trainer.loop import train
+
+    cfg = tiny_cfg("algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.kl_coef=0.001", "trainer.total_training_steps=1",
+                   "trainer.val_before_train=false", "trainer.test_freq=0")
+    result = train(cfg, log=lambda *_: None)
+    hist = rlcockpit.Api(cfg.trainer.rlcockpit_dir).run(result.run_id).history()
+    assert hist["actor/reward_kl_penalty_coeff"].dropna().tolist() == [0.001]
+    assert "actor/reward_kl_penalty" in hist.columns
