@@ -156,3 +156,10 @@ def test_demo_defaults_that_differ_from_verl_are_said_for_user_data():
     (note,) = [n for n in cfg.notes if "verl's differ" in n]
     assert "actor_rollout_ref.rollout.n=8 (verl: 1)" in note and "adv_estimator" not in note  # rloo was given
     assert not [n for n in load_config(overrides=[], log=None).notes if "verl's differ" in n]  # the demo task
+
+
+def test_old_use_rmpad_key_is_no_effect():
+    """examples/ppo_trainer/run_qwen2-7b_rm.sh @52485ff writes verl's old name of use_remove_padding."""
+    cfg = load_config(overrides=["actor_rollout_ref.model.use_rmpad=True", "reward_model.model.use_rmpad=True",
+                                 "critic.model.use_rmpad=True"], log=None)
+    assert {"actor_rollout_ref.model.use_rmpad", "reward_model.model.use_rmpad"} <= set(cfg.extras)

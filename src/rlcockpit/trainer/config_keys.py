@@ -134,7 +134,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "actor_rollout_ref.rollout.n_gpus_per_node", "ray_kwargs.*", "ray_init.*", "transfer_queue.*")),
     NoEffect("GPU kernel and memory optimisations (remove-padding, Liger, fused kernels, torch.compile, chunked "
              "entropy, activation offload, QAT, MTP): the math is the same without them", (
-                 "*.use_remove_padding", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
+                 "*.use_remove_padding", "*.use_rmpad", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
                  "actor_rollout_ref.model.fused_kernel_options.*", "actor_rollout_ref.model.enable_activation_offload",
                  "actor_rollout_ref.model.tiled_mlp.*", "*.use_torch_compile", "*.entropy_from_logits_with_chunking",
                  "*.entropy_from_logits_chunk_size", "*.entropy_checkpointing", "*.pad_to_length", "*.use_shm",
