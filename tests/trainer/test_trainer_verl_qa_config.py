@@ -163,3 +163,30 @@ def test_old_use_rmpad_key_is_no_effect():
     cfg = load_config(overrides=["actor_rollout_ref.model.use_rmpad=True", "reward_model.model.use_rmpad=True",
                                  "critic.model.use_rmpad=True"], log=None)
     assert {"actor_rollout_ref.model.use_rmpad", "reward_model.model.use_rmpad"} <= set(cfg.extras)
+
+
+def test_an_empty_value_from_an_unset_shell_variable_keeps_the_default():
+    """examples/gdpo/run_qwen_1.5b_math.sh @40964dd passes ``algorithm.gamma=$gae_gamma algorithm.lam=$gae_lam``
+    with both variables unset: verl keeps going (GDPO never reads them); here it was 'expects float, got '''."""
+    cfg = load_config(overrides=["algorithm.gamma=", "algorithm.lam=", "trainer.project_name="], log=None)
+    assert cfg.algorithm.gamma == 1.0 and cfg.algorithm.lam == 1.0
+    assert [n for n in cfg.notes if n.startswith("algorithm.gamma= is empty")]
+    assert cfg.trainer.project_name == ""  # a text key takes the empty string, as Hydra does
+
+
+def test_vllm_settings_are_listed_as_no_effect_when_the_built_in_engine_runs():
+    """verl's scripts set rollout.name=vllm with tensor_model_parallel_size / gpu_memory_utilization; since these
+    became real keys (the vLLM engine reads them) nothing said they do nothing where vLLM is missing (and
+    test_trainer_verl_dropin's 'tensor_model_parallel_size' check had gone red on main)."""
+    import importlib.util
+
+    from rlcockpit.trainer.config import no_effect_table
+
+    cfg = load_config(overrides=replace_values(script_overrides("rloo_run_qwen2-7b.sh"), SMALL), log=None)
+    table = dict(no_effect_table(cfg))
+    vllm_rows = [keys for why, keys in table.items() if why.startswith("read by the vLLM engine only")]
+    if importlib.util.find_spec("vllm") is None:
+        assert vllm_rows == [["actor_rollout_ref.rollout.tensor_model_parallel_size",
+                              "actor_rollout_ref.rollout.gpu_memory_utilization"]]
+    else:
+        assert vllm_rows == []  # .venv-vllm: the engine reads them

@@ -266,13 +266,53 @@ def from_dict(data: dict[str, Any]) -> Config:
     return finalize(loader.build())
 
 
+# schema keys only the vLLM engine reads: with the built-in engine standing in they do nothing
+ENGINE_ONLY_KEYS = ("actor_rollout_ref.rollout.tensor_model_parallel_size",
+                    "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.rollout.enforce_eager",
+                    "actor_rollout_ref.rollout.free_cache_engine")
+
+
+def engine_fallback(cfg: Config) -> str | None:
+    """Why the built-in engine will run (``rollout.name=hf``, vllm not importable, sglang not built in), else None."""
+    import importlib.util
+
+    name = cfg.rollout.name
+    if name in ("hf", "torch"):
+        return f"rollout.name={name}"
+    if name == "sglang":
+        return "rlcockpit has no SGLang engine"
+    if name == "vllm" and importlib.util.find_spec("vllm") is None:
+        return "vllm is not installed in this environment"
+    return None
+
+
 def no_effect_table(cfg: Config) -> list[tuple[str, list[str]]]:
-    """``[(why, [keys])]`` for the accepted keys that steer only verl's engines, grouped by reason."""
+    """``[(why, [keys])]`` for the accepted keys that steer only verl's engines, grouped by reason; with
+    ``rollout.name=vllm|sglang`` falling back to the built-in engine, the vLLM settings given too."""
     groups: dict[str, list[str]] = {}
     for key in cfg.extras:
         why = no_effect_reason(key) or "added with '+': not a key rlcockpit reads (stored with the run)"
         groups.setdefault(why, []).append(key)
+    fallback = engine_fallback(cfg)
+    if fallback:
+        from rlcockpit.trainer.config_load import defaults_table
+
+        defaults, values = defaults_table(), flat_values(cfg)
+        given = [k for k in ENGINE_ONLY_KEYS if values.get(k) != defaults.get(k)]
+        if given:
+            groups[f"read by the vLLM engine only ({fallback}: the built-in engine runs)"] = given
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def flat_values(cfg: Config) -> dict[str, Any]:
+    """Every schema key's value in ``cfg``, by dotted key."""
+    out = {}
+    for key in schema_fields():
+        value: Any = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        out[key] = value
+    return out
 
 
 def coerce_value(key: str, value: Any) -> Any:

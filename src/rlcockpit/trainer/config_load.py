@@ -425,6 +425,10 @@ class ConfigLoader:
         if info is not None:
             if value is None and key in NULL_IS_DEFAULT:
                 return  # keep the default
+            if value == "" and not _takes_text(info.type):  # `algorithm.gamma=$gae_gamma`, the variable unset
+                self.notes.append(f"{self.typed_as.get(key, key)}= is empty (an unset shell variable?): the "
+                                  f"default {_default(key)!r} is kept")
+                return
             value = coerce(key, value, info.type)
             check_choice(key, value, info)
             set_path(cfg, key, value)
@@ -439,6 +443,15 @@ class ConfigLoader:
         typed = self.typed_as.get(key, key)
         shown = f"{typed!r}" + (f" ({key})" if typed != key else "")
         raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}")
+
+
+def _takes_text(tp: Any) -> bool:
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+    return any(a is str or a is Any for a in args)
+
+
+def _default(key: str) -> Any:
+    return dict(defaults_table_cached()).get(key)
 
 
 def set_path(cfg: Config, key: str, value: Any) -> None:
