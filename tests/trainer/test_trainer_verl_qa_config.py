@@ -158,11 +158,12 @@ def test_demo_defaults_that_differ_from_verl_are_said_for_user_data():
     assert not [n for n in load_config(overrides=[], log=None).notes if "verl's differ" in n]  # the demo task
 
 
-def test_old_use_rmpad_key_is_no_effect():
+def test_old_use_rmpad_key_is_accepted():
     """examples/ppo_trainer/run_qwen2-7b_rm.sh @52485ff writes verl's old name of use_remove_padding."""
     cfg = load_config(overrides=["actor_rollout_ref.model.use_rmpad=True", "reward_model.model.use_rmpad=True",
                                  "critic.model.use_rmpad=True"], log=None)
-    assert {"actor_rollout_ref.model.use_rmpad", "reward_model.model.use_rmpad"} <= set(cfg.extras)
+    assert cfg.model.use_remove_padding is True  # the actor's: an alias of the key the trainer now reads
+    assert {"reward_model.model.use_rmpad", "critic.model.use_rmpad"} <= set(cfg.extras)
 
 
 def test_an_empty_value_from_an_unset_shell_variable_keeps_the_default():
