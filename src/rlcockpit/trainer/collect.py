@@ -110,8 +110,8 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     scores = torch.tensor(raw_scores, dtype=torch.float32)
     ob = cfg.reward.overlong_buffer
     if ob.enable:
-        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(), cfg.data.max_response_length,
-                                           ob.len, ob.penalty_factor)
+        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(),
+                                           ob.max_resp_len or cfg.data.max_response_length, ob.len, ob.penalty_factor)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
     return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras)
 
@@ -168,7 +168,7 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
 def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, rows: list[PromptRow],
              max_samples: int = 8) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Validation metrics per data source under verl's names: ``val-core/<src>/acc/mean@<n>`` (the
-    function's ``acc`` when it returns one, else the score), ``val-core/<src>/reward/mean@<n>``, and
+    function's ``acc`` when it returns one, else the score), ``val-aux/<src>/reward/mean@<n>``, and
     ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys; ``n`` = ``val_kwargs.n`` responses per
     prompt, greedy unless ``val_kwargs.do_sample``."""
     if not rows:
@@ -196,6 +196,6 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
     metrics: dict[str, float] = {}
     for src, var in values.items():
         for k, vals in var.items():
-            section = "val-core" if k in ("acc", "reward") else "val-aux"
+            section = "val-core" if k == "acc" else "val-aux"  # verl: only the core variable (acc) is core
             metrics[f"{section}/{src}/{k}/mean@{n}"] = float(np.mean(vals))
     return metrics, samples

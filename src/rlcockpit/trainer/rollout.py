@@ -20,6 +20,7 @@ import torch
 from rlcockpit.registry import Registry
 from rlcockpit.trainer.kv_cache import preallocated_cache
 from rlcockpit.trainer.lean_decoder import lean_forward
+from rlcockpit.trainer.rollout_seeds import row_uniforms, sample_with_uniforms
 
 
 @dataclass
@@ -30,6 +31,7 @@ class SamplingParams:
     top_k: int = -1
     greedy: bool = False
     logprobs: bool = False  # report each sampled token's log-prob (RolloutOutput.rollout_log_probs)
+    seeds: list[int] | None = None  # one per prompt row: its draws come from its own generator (rollout_seeds.py)
 
 
 @dataclass
@@ -182,13 +184,18 @@ class HFRolloutEngine:
         temp = params.temperature if params.temperature > 0 else 1.0  # the training pass scores at this temperature
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
         identity = torch.arange(bs, device=self.device)
+        draws = row_uniforms(params.seeds, params.max_new_tokens, self.device) if params.seeds else None
         with self.autocast():
             logits = forward(ids[node_rows], node_mask[:nodes, :P], node_pos, cache)
             next_pos = node_pos[:, -1:] + 1
             for t in range(params.max_new_tokens):
                 vocab = logits.size(-1)
                 rows = None if nodes == bs and bool((node_of_row == identity).all()) else node_of_row
-                tok = torch.where(finished, pad, sample_next_token(logits, params, rows=rows))
+                if draws is None:  # one distribution per node; each row draws from its node's
+                    tok = sample_next_token(logits, params, rows=rows)
+                else:  # per-row seeds (rollout_seeds.py): the row's own uniform
+                    tok = sample_with_uniforms(logits if rows is None else logits[rows], params, draws[:, t])
+                tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
                 if params.logprobs:  # of the tempered, unfiltered distribution: what the training pass scores
                     logp = torch.log_softmax(logits.float() / temp, dim=-1)
