@@ -47,10 +47,15 @@ def run_rlcockpit(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     import rlcockpit
     from rlcockpit.trainer.loop import train
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_vs_trl
+
+    cpu = gpu_vs_trl._time_our_steps()  # CPU seconds per step (a shared machine's wall time is its neighbours')
     result = train(_cfg(args, workdir))
     hist = rlcockpit.Api(f"{workdir}/store").run(result.run_id).history()
     times = hist["timing_s/step"].dropna().tolist()[1:]  # drop the first (warm-up) step
     return {"sec_per_step_median": statistics.median(times), "sec_per_step_min": min(times),
+            "cpu_sec_per_step_median": statistics.median(cpu[1:] or cpu),
             "val_acc_start": result.val[0][1],
             "val_acc_end": result.val[-1][1], "steps": result.steps}
 
@@ -93,13 +98,15 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
         return [1.0 if c[0]["content"].strip() == g else 0.0 for c, g in zip(completions, ground_truth)]
 
     times: list[float] = []
+    cpu: list[float] = []
 
     class StepTimer(TrainerCallback):
         def on_step_begin(self, *a: Any, **k: Any) -> None:
-            self.t0 = time.perf_counter()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
             times.append(time.perf_counter() - self.t0)
+            cpu.append(time.process_time() - self.c0)
 
     n, bsz = cfg.rollout.n, cfg.data.train_batch_size
     targs = GRPOConfig(
@@ -117,6 +124,7 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
     trainer.save_model(out)
     tok.save_pretrained(out)
     return {"sec_per_step_median": statistics.median(times[1:] or times), "sec_per_step_min": min(times[1:] or times),
+            "cpu_sec_per_step_median": statistics.median(cpu[1:] or cpu),
             "val_acc_end": evaluate(out, args, workdir),
             "steps": len(times)}
 
@@ -245,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from rlcockpit.trainer.loop import resolve_model_path
+    from rlcockpit.trainer.state import resolve_model_path
 
     with tempfile.TemporaryDirectory(prefix="rlcockpit-bench-") as workdir:
         model_path = resolve_model_path(_cfg(args, workdir))
@@ -259,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         accs = [r["val_acc_end"] for r in runs]
         return {"sec_per_step_median": statistics.median(r["sec_per_step_median"] for r in runs),
                 "sec_per_step_min": min(r["sec_per_step_min"] for r in runs),
+                "cpu_sec_per_step_median": statistics.median(r["cpu_sec_per_step_median"] for r in runs),
                 "val_acc_end": statistics.fmean(accs), "val_acc_end_per_seed": accs,
                 "val_acc_start": runs[0].get("val_acc_start"), "steps": runs[0]["steps"]}
 
@@ -269,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"task": "2-digit addition, tiny Qwen2 4.2M, 16 prompts x 8 samples, max 8 new tokens",
               "dtype": args.dtype, "threads": args.threads, "steps": args.steps, "seeds": args.seeds,
               "val_acc_start": ours["val_acc_start"], "rlcockpit": ours, "trl": trl,
-              "speedup_steps_per_sec": speedup, "speedup_fastest_step": speedup_fastest}
+              "speedup_steps_per_sec": speedup, "speedup_fastest_step": speedup_fastest,
+              "speedup_cpu_time": trl["cpu_sec_per_step_median"] / ours["cpu_sec_per_step_median"]}
     if args.json or not args.markdown:
         print(json.dumps(result, indent=2))
     if args.markdown:
@@ -280,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {r['sec_per_step_median']:.3f} | {r['sec_per_step_min']:.3f} | "
                   f"{1 / r['sec_per_step_median']:.2f} | {r['val_acc_end']:.3f} | "
                   f"{', '.join(f'{a:.3f}' for a in r['val_acc_end_per_seed'])} |")
-        print(f"\nrlcockpit / TRL steps per second: **{speedup:.2f}x** median, {speedup_fastest:.2f}x fastest step "
-              f"({args.dtype}, {args.threads} threads)")
+        print(f"\nrlcockpit / TRL steps per second: **{speedup:.2f}x** median, {speedup_fastest:.2f}x fastest step, "
+              f"CPU seconds per step {result['speedup_cpu_time']:.2f}x ({args.dtype}, {args.threads} threads)")
     return 0
 
 
