@@ -76,7 +76,7 @@ def evaluate(path: str, args: argparse.Namespace, workdir: str) -> float:
     _, val, _ = load_datasets(cfg.data, tok)
     engine = ROLLOUT_ENGINES.get("hf")(model, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
                                        device="cpu", autocast=autocast_factory(cfg.actor.model.dtype, torch.device("cpu")))
-    metrics, _ = validate(cfg, engine, tok, RewardManager(cfg.reward), val)
+    metrics, _ = validate(cfg, engine, tok, RewardManager.from_config(cfg, validation=True), val)
     return metrics["val-core/arith/acc/mean@1"]
 
 
