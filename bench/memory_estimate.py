@@ -43,21 +43,21 @@ SCENARIOS: list[dict[str, Any]] = [
                "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 32000, "tie_word_embeddings": True},
      "train": {"batch": 4, "n": 4, "micro": 8, "prompt": 64, "response": 64}},
     {"name": "llama 8k untied + KL ref", "split": "tune",
-     "model": {"model_type": "llama", "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 6,
+     "model": {"model_type": "llama", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
                "num_key_value_heads": 6, "intermediate_size": 1024, "vocab_size": 8192, "tie_word_embeddings": False},
-     "train": {"batch": 8, "n": 4, "micro": 16, "prompt": 48, "response": 48, "kl_loss": True}},
+     "train": {"batch": 4, "n": 4, "micro": 8, "prompt": 48, "response": 48, "kl_loss": True}},
     {"name": "qwen2 4k grad-ckpt micro 32", "split": "tune",
-     "model": {"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
-               "num_key_value_heads": 8, "intermediate_size": 1536, "vocab_size": 4096, "tie_word_embeddings": True},
-     "train": {"batch": 8, "n": 4, "micro": 32, "prompt": 64, "response": 64, "ckpt": True}},
+     "model": {"model_type": "qwen2", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
+               "num_key_value_heads": 6, "intermediate_size": 1536, "vocab_size": 4096, "tie_word_embeddings": True},
+     "train": {"batch": 4, "n": 4, "micro": 16, "prompt": 64, "response": 64, "ckpt": True}},
     {"name": "qwen2 152k bf16", "split": "tune",
      "model": {"model_type": "qwen2", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
                "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 151936, "tie_word_embeddings": True},
      "train": {"batch": 2, "n": 4, "micro": 4, "prompt": 48, "response": 64, "dtype": "bf16"}},
     {"name": "qwen2 16k LoRA r8 + KL", "split": "tune",
-     "model": {"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
-               "num_key_value_heads": 4, "intermediate_size": 1536, "vocab_size": 16384, "tie_word_embeddings": True},
-     "train": {"batch": 4, "n": 8, "micro": 16, "prompt": 48, "response": 64, "lora": 8, "kl_loss": True}},
+     "model": {"model_type": "qwen2", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
+               "num_key_value_heads": 2, "intermediate_size": 1536, "vocab_size": 16384, "tie_word_embeddings": True},
+     "train": {"batch": 2, "n": 8, "micro": 16, "prompt": 48, "response": 48, "lora": 8, "kl_loss": True}},
     {"name": "qwen2 32k 2 epochs, entropy, T=0.7", "split": "tune",
      "model": {"model_type": "qwen2", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
                "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 32000, "tie_word_embeddings": True},
@@ -68,29 +68,29 @@ SCENARIOS: list[dict[str, Any]] = [
                "num_key_value_heads": 4, "intermediate_size": 2048, "vocab_size": 32000, "tie_word_embeddings": False},
      "train": {"batch": 2, "n": 2, "micro": 4, "prompt": 32, "response": 32}},
     {"name": "llama 8k bf16 + KL ref", "split": "tune",
-     "model": {"model_type": "llama", "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 6,
+     "model": {"model_type": "llama", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 6,
                "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 8192, "tie_word_embeddings": True},
-     "train": {"batch": 8, "n": 4, "micro": 16, "prompt": 48, "response": 64, "dtype": "bf16", "kl_loss": True}},
+     "train": {"batch": 4, "n": 4, "micro": 8, "prompt": 48, "response": 64, "dtype": "bf16", "kl_loss": True}},
     # ---- heldout: never used to fit the estimator
     {"name": "qwen2 50k GQA 5/1 + KL ref, r96", "split": "heldout",
-     "model": {"model_type": "qwen2", "hidden_size": 320, "num_hidden_layers": 5, "num_attention_heads": 5,
+     "model": {"model_type": "qwen2", "hidden_size": 320, "num_hidden_layers": 3, "num_attention_heads": 5,
                "num_key_value_heads": 1, "intermediate_size": 960, "vocab_size": 50257, "tie_word_embeddings": True},
      "train": {"batch": 4, "n": 4, "micro": 4, "prompt": 40, "response": 96, "kl_loss": True}},
     {"name": "llama 12k bf16 LoRA r16 ckpt", "split": "heldout",
-     "model": {"model_type": "llama", "hidden_size": 448, "num_hidden_layers": 7, "num_attention_heads": 7,
+     "model": {"model_type": "llama", "hidden_size": 448, "num_hidden_layers": 4, "num_attention_heads": 7,
                "num_key_value_heads": 7, "intermediate_size": 1536, "vocab_size": 12000, "tie_word_embeddings": False},
      "train": {"batch": 4, "n": 4, "micro": 8, "prompt": 56, "response": 56, "dtype": "bf16", "lora": 16,
                "ckpt": True}},
     {"name": "qwen2 100k entropy bonus", "split": "heldout",
-     "model": {"model_type": "qwen2", "hidden_size": 640, "num_hidden_layers": 6, "num_attention_heads": 10,
+     "model": {"model_type": "qwen2", "hidden_size": 640, "num_hidden_layers": 3, "num_attention_heads": 10,
                "num_key_value_heads": 2, "intermediate_size": 1792, "vocab_size": 100000, "tie_word_embeddings": True},
      "train": {"batch": 2, "n": 4, "micro": 8, "prompt": 40, "response": 48, "entropy": 0.01}},
-    {"name": "qwen2 152k rollout 8x8", "split": "heldout",
+    {"name": "qwen2 152k rollout 4x8", "split": "heldout",
      "model": {"model_type": "qwen2", "hidden_size": 192, "num_hidden_layers": 3, "num_attention_heads": 3,
                "num_key_value_heads": 3, "intermediate_size": 768, "vocab_size": 151936, "tie_word_embeddings": True},
-     "train": {"batch": 8, "n": 8, "micro": 16, "prompt": 40, "response": 32}},
+     "train": {"batch": 4, "n": 8, "micro": 16, "prompt": 40, "response": 32}},
     {"name": "mistral 32k 2 epochs mini 2", "split": "heldout",
-     "model": {"model_type": "mistral", "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 8,
+     "model": {"model_type": "mistral", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 8,
                "num_key_value_heads": 4, "intermediate_size": 1280, "vocab_size": 32768, "tie_word_embeddings": False},
      "train": {"batch": 4, "n": 4, "mini": 2, "micro": 8, "prompt": 64, "response": 48, "epochs": 2}},
 ]
@@ -273,7 +273,7 @@ def run_scenario(spec: dict[str, Any]) -> dict[str, Any]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
     t0 = time.time()
     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                          env=env, timeout=2400)
+                          env=env, timeout=1800)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not line:
         raise RuntimeError(f"scenario {spec['name']!r} failed:\n{proc.stderr[-3000:]}")
@@ -281,6 +281,9 @@ def run_scenario(spec: dict[str, Any]) -> dict[str, Any]:
     measured["seconds"] = round(time.time() - t0, 1)
     row = compare(spec, measured)
     print(f"done {spec['name']!r}: {row['measured_mib']} MiB measured, {row['error_pct']:+}%", file=sys.stderr)
+    if spec.get("out"):  # one JSON line per finished scenario: a long run loses nothing when stopped
+        with open(spec["out"], "a") as f:
+            f.write(json.dumps(row) + "\n")
     return row
 
 
@@ -324,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="scenarios run at once (RSS is per process)")
     ap.add_argument("--rescore", metavar="JSON", help="re-estimate the measurements of an earlier --json output "
                     "with the current estimator (no runs)")
+    ap.add_argument("--out", help="append each finished scenario's row to this JSON-lines file")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="cuda: torch.cuda.max_memory_allocated on a GPU (estimate without the CUDA context)")
     args = ap.parse_args(argv)
@@ -332,10 +336,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.rescore:
         with open(args.rescore) as f:
-            rows = [rescore(r) for r in json.load(f)["scenarios"]
-                    if args.split in ("all", r["split"]) and (not args.only or args.only in r["scenario"])]
+            text = f.read()
+        try:
+            stored = json.loads(text)["scenarios"]  # a --json output
+        except json.JSONDecodeError:  # an --out file: one row a line
+            stored = [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+        rows = [rescore(r) for r in stored
+                if args.split in ("all", r["split"]) and (not args.only or args.only in r["scenario"])]
         return report(rows, args.json)
-    specs = [{**s, "device": args.device} for s in SCENARIOS
+    specs = [{**s, "device": args.device, "out": args.out} for s in SCENARIOS
              if (args.split in ("all", s["split"])) and (not args.only or args.only in s["name"])]
     if args.device == "cuda":  # on a GPU the trainer runs bf16 autocast
         specs = [{**s, "train": {**s["train"], "dtype": "bf16", "device": "cuda"}} for s in specs]

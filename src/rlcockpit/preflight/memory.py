@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlcockpit.preflight.memory_terms import DTYPE_BYTES, phase_bytes, static_bytes
+from rlcockpit.preflight.memory_terms import CPU_HEAP_BYTES, DTYPE_BYTES, phase_bytes, static_bytes
 
 GiB = 1024**3
 __all__ = ["DTYPE_BYTES", "LORA_MODULES", "SAFETY_MARGIN", "GiB", "MemoryEstimate", "ModelShape", "TrainShape",
@@ -175,8 +175,9 @@ def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
     comp.update(transient)
     phases = {k: static + v for k, v in phases.items()}
     overhead = int(0.75 * GiB) if t.device == "cuda" else 0
-    comp["framework_overhead"] = overhead
-    peak = max(phases.values()) + overhead
+    comp["framework_overhead"] = overhead  # the CUDA context (outside torch's allocator)
+    comp["cpu_heap_overhead"] = CPU_HEAP_BYTES if t.device == "cpu" else 0
+    peak = max(phases.values()) + overhead + comp["cpu_heap_overhead"]
     return MemoryEstimate(components=comp, phases=phases, peak_bytes=int(peak), trainable_params=trainable,
                           n_params=n, notes=notes)
 

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 FP32 = 4
+# CPU: what the process's heap holds above its live tensors at the step's peak, measured on the tune scenarios of
+# bench/memory_estimate.py (peak RSS minus the live terms below: 58-107 MiB; ~140-200 MiB stay resident after the
+# update). Small tensors (< the 4 MiB mmap threshold) are served from glibc's heap and their holes are reused,
+# not returned; the figure did not grow with activations, weights or vocabulary in those scenarios.
+CPU_HEAP_BYTES = 90 * 2**20
 
 
 def static_bytes(m: ModelShape, t: TrainShape, n: int, lora: int, trainable: int) -> dict[str, int]:
@@ -64,10 +69,9 @@ def activation_bytes(m: ModelShape, t: TrainShape, rows: int, prompts: int) -> i
     per_layer = layer_activation_bytes(m, e)
     seq = t.prompt_length + t.response_length
     if t.grad_checkpointing:
-        # measured (transformers 5, non-reentrant, fp32): each layer keeps its input plus rotary/mask tensors
-        # (~6·e·h bytes a token); the backward recomputes one layer at a time and holds about two layers
-        tokens = rows * seq
-        return tokens * (6 * e * m.hidden * m.layers + 2 * per_layer + 12 * m.hidden)
+        # non-reentrant checkpointing keeps each layer's fp32 input (4·h a token); the backward recomputes one
+        # layer at a time, holding that layer's activations
+        return rows * seq * (4 * m.hidden * m.layers + per_layer + 12 * m.hidden)
     if t.share_prefix and prompts < rows:  # models._shared_prefix_logits: each prompt once, then the responses
         tokens = prompts * t.prompt_length + rows * t.response_length
         prompt_kv = rows * t.prompt_length * 2 * m.kv_dim * e * m.layers  # every row attends over its prompt
