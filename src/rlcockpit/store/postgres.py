@@ -41,6 +41,7 @@ from rlcockpit.store.base import (
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
 from rlcockpit.store.postgres_schema import ensure_schema
+from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite import dumps
 
 CHUNK_POINTS = 2048
@@ -97,6 +98,27 @@ def _translate(exc: BaseException, where: str) -> BaseException:
     return exc
 
 
+_HINTS = (
+    ("no password supplied", "the server wants a password: postgresql://USER:PASSWORD@HOST/DB (or PGPASSWORD, ~/.pgpass)"),
+    ("password authentication failed", "check the user and password in the URL"),
+    ("does not exist", "create it: createuser USER; createdb -O USER DB (docs/team-server.md)"),
+    ("connection refused", "is PostgreSQL running on that host and port? (service postgresql start)"),
+    ("no pg_hba.conf entry", "allow this host in the server's pg_hba.conf"),
+)
+
+
+def _probe(conninfo: str, where: str) -> None:
+    """One direct connection before the pool opens: the pool would retry silently and report only a timeout
+    after ``connect_timeout``, hiding libpq's reason (a missing password, an unknown database)."""
+    try:
+        psycopg.connect(conninfo, autocommit=True).close()
+    except psycopg.OperationalError as exc:
+        text = " ".join(str(exc).split())
+        hint = next((h for needle, h in _HINTS if needle in text.lower()), "")
+        raise StoreUnavailable("io", f"store {where}: cannot connect: {text}" + (f" — {hint}" if hint else "")
+                               ) from exc
+
+
 class _Tx:
     """One write transaction: its connection, and key ids it created (published only after commit)."""
 
@@ -123,6 +145,7 @@ class PostgresStore(Store):
         self.compaction = compaction  # background: a server thread calls compact_due() (ingest latency)
         conninfo = url if "connect_timeout" in url else url + ("&" if "?" in url else "?") + \
             f"connect_timeout={max(1, int(connect_timeout_s))}"
+        _probe(conninfo, self.url)  # a wrong password or database fails now, with the server's own words
         try:
             self.pool = ConnectionPool(conninfo, min_size=1, max_size=int(pool_size), open=False,
                                        kwargs={"autocommit": True}, timeout=connect_timeout_s,
@@ -196,7 +219,7 @@ class PostgresStore(Store):
                            "name = %s ORDER BY created_at DESC LIMIT 1) ORDER BY o LIMIT 1", (run_id, run_id))
         if rows:
             return rows[0][0]
-        like = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        like = escape_like(run_id) + "%"
         ids = [r[0] for r in self._query("SELECT id FROM runs WHERE id LIKE %s ORDER BY created_at DESC LIMIT 6",
                                          (like,))]
         if len(ids) == 1:
@@ -448,7 +471,7 @@ class PostgresStore(Store):
             "INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, 'data_lost', %s, %s) "
             "ON CONFLICT (id) DO UPDATE SET step = EXCLUDED.step, payload = EXCLUDED.payload",
             (eid, run_id, loss.first_step(), dumps(loss.payload()), loss.first_ts or time.time()))
-        added = loss.entries - int(getattr(loss, "counted", 0) or 0) if lid else max(loss.entries, 1)
+        added = loss_increment(loss)
         if added:
             tx.conn.execute("UPDATE runs SET data_lost = data_lost + %s WHERE id = %s", (added, run_id))
         return eid
@@ -481,7 +504,7 @@ class PostgresStore(Store):
             sql += " AND step = %s"
             params.append(int(step))
         if query:
-            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            like = "%" + escape_like(query) + "%"
             sql += " AND (prompt ILIKE %s OR response ILIKE %s OR extra ILIKE %s)"
             params += [like, like, like]
         sql += " ORDER BY step, idx"
@@ -490,13 +513,7 @@ class PostgresStore(Store):
             params.append(int(limit))
         sql += " OFFSET %s"
         params.append(int(offset))
-        out = []
-        for st, idx, prompt, response, reward, extra in self._query(sql, params):
-            d = {"step": st, "idx": idx, "prompt": prompt, "response": response, "reward": reward}
-            if extra:
-                d.update(json.loads(extra))
-            out.append(d)
-        return out
+        return sample_dicts(self._query(sql, params))
 
     def sample_steps(self, run_id: str) -> list[int]:
         rid = self.resolve_run_id(run_id)
@@ -507,11 +524,8 @@ class PostgresStore(Store):
         return self._tx(self._finding_tx, run_id, finding)
 
     def _finding_tx(self, tx: _Tx, run_id: str, finding: Any) -> str:
-        d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
-        fid = d.get("id") or uuid.uuid4().hex[:12]
-        d["id"] = fid
-        if hasattr(finding, "id"):
-            finding.id = fid
+        d = finding_record(finding)
+        fid = d["id"]
         resolved = bool(d.get("resolved")) or d.get("status") == "resolved"
         tx.conn.execute(
             "INSERT INTO findings(id, run_id, detector, severity, step, title, payload, created_at, resolved) "

@@ -112,6 +112,8 @@ def _train(args: argparse.Namespace) -> int:
 
     from rlcockpit.preflight import PreflightFailed
     from rlcockpit.trainer.config import load_config, to_dict
+    from rlcockpit.trainer.distributed_run import env_rank
+    from rlcockpit.trainer.launch import finish_group, launch, needs_launch
     from rlcockpit.trainer.loop import train
 
     overrides = config_overrides(args, args._parser, TRAIN_OPTIONS)
@@ -119,12 +121,20 @@ def _train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         return 0
+    if needs_launch(cfg):  # trainer.n_gpus_per_node=N outside torchrun: start N ranks running this command
+        return launch(cfg, ["train", *(["--preset", args.preset] if args.preset else []),
+                            *(["--config", args.config] if args.config else []), *overrides])
     try:
         result = train(cfg)
     except PreflightFailed as exc:
         run = getattr(exc, "run_id", None)
-        print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))
+        if env_rank() == 0:
+            print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))
         return 1
+    finally:
+        finish_group()
+    if env_rank() != 0:
+        return 0 if result.status == "finished" else 1
     if result.val:
         print(f"[rlcockpit] validation accuracy {result.val[0][1]:.3f} (step {result.val[0][0]}) -> "
               f"{result.val[-1][1]:.3f} (step {result.val[-1][0]})")

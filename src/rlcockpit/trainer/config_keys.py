@@ -116,17 +116,17 @@ _ROLLOUT_SERVER = tuple(f"actor_rollout_ref.rollout.{k}" for k in (
 
 NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("distributed execution (FSDP/Megatron sharding and offload, sequence/tensor parallelism, dynamic "
-             "batching, Ray): rlcockpit trains in one process on one device", (
+             "batching, Ray): rlcockpit trains data-parallel on one node (trainer.n_gpus_per_node)", (
                  "actor_rollout_ref.actor.fsdp_config.*", "actor_rollout_ref.ref.fsdp_config.*", "critic.fsdp_config.*",
                  "critic.fsdp.*", "*.megatron.*", "*.strategy", "*.ulysses_sequence_parallel_size", "*.use_dynamic_bsz",
-                 "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n", "trainer.n_gpus_per_node",
-                 "trainer.nnodes", "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
+                 "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n",
+                 "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
                  "trainer.v1.*", "trainer.use_legacy_worker_impl", "actor_rollout_ref.hybrid_engine",
                  "actor_rollout_ref.nccl_timeout", "actor_rollout_ref.rollout.nnodes",
                  "actor_rollout_ref.rollout.n_gpus_per_node", "ray_kwargs.*", "ray_init.*", "transfer_queue.*")),
     NoEffect("GPU kernel and memory optimisations (remove-padding, Liger, fused kernels, torch.compile, chunked "
              "entropy, activation offload, QAT, MTP): the math is the same without them", (
-                 "*.use_remove_padding", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
+                 "critic.model.use_remove_padding", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
                  "actor_rollout_ref.model.fused_kernel_options.*", "actor_rollout_ref.model.enable_activation_offload",
                  "actor_rollout_ref.model.tiled_mlp.*", "*.use_torch_compile", "*.entropy_from_logits_with_chunking",
                  "*.entropy_from_logits_chunk_size", "*.entropy_checkpointing", "*.pad_to_length", "*.use_shm",

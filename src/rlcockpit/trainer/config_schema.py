@@ -145,6 +145,8 @@ class ModelConfig:
     lora_adapter_path: str | None = opt(None, "start from this saved peft adapter instead of a fresh one")
     dtype: str = opt("fp32", "bf16 = autocast on CPU, bf16 weights on CUDA", choices=("fp32", "bf16"),
                      only_here=True)
+    use_remove_padding: bool = opt(False, "pack each micro-batch's rows without their padding (position_ids restart "
+                                          "per row; same log-probs) in the actor/reference/old-policy passes")
     tiny: TinyModelConfig = group(TinyModelConfig)
 
 
@@ -371,6 +373,10 @@ class TrainerConfig:
     device: str = opt("auto", "auto | cpu | cuda (cuda without a GPU falls back to cpu with a note)",
                       choices=("auto", "cpu", "cuda"))
     seed: int = opt(42, "global random seed", only_here=True)
+    n_gpus_per_node: int = opt(1, "data-parallel processes on this node (GPUs, or CPU processes with gloo); > 1 "
+                                  "launches them with torch.distributed.run unless torchrun already did "
+                                  "(docs/trainer.md)")
+    nnodes: int = opt(1, "nodes; only 1 here (several nodes: verl on Ray, watched with `rlcockpit watch`)")
     profile_steps: list[int] = opt(factory=list, help="steps run under torch.profiler; traces stored with the run "
                                                       "(docs/trainer.md)")
     num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)
