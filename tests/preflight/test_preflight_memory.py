@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
@@ -77,13 +76,12 @@ def test_alternatives_each_have_an_estimate_and_overrides():
 
 @pytest.mark.slow
 def test_measured_error_within_bound():
-    """A real short RL step of a small Qwen2 on CPU: the estimate is within ±35% of peak RSS growth
-    (measured -27% on this scenario in two runs; the estimate is low on CPU, see the bench docstring)."""
+    """Two real RL steps of a small Qwen2 (32k vocabulary) on CPU through the trainer's own components: the
+    estimate is within -10%/+15% of the peak RSS growth (measured +0.6%; issue 18's bound is no
+    underestimate worse than -10%)."""
     bench = Path(__file__).resolve().parents[2] / "bench" / "memory_estimate.py"
-    spec = importlib.util.spec_from_file_location("memory_estimate_bench", bench)
-    assert spec and spec.loader
-    out = subprocess.run([sys.executable, str(bench), "--json", "--only", "fp32 full"], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run([sys.executable, str(bench), "--json", "--only", "qwen2 32k fp32"], capture_output=True,
+                         text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-2000:]
-    row = json.loads(out.stdout)["scenarios"][0]
-    assert abs(row["error_pct"]) <= 35, row
+    (row,) = json.loads(out.stdout)["scenarios"]
+    assert -10 <= row["error_pct"] <= 15, row

@@ -111,6 +111,7 @@ class TrainShape:
     temperature: float = 1.0  # rollout temperature: the log-prob pass divides the logits by it (one more copy)
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory
+    world_size: int = 1  # trainer.n_gpus_per_node: data-parallel ranks (per device on GPUs; summed on CPU)
     device: str = "cuda"  # "cuda" adds the CUDA context and foreach AdamW; "cpu" the heap's overhead
 
 
@@ -171,13 +172,18 @@ def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
         notes.append(f"optimizer states and grads offloaded to host memory "
                      f"({trainable * (t.optimizer_state_bytes + 4) / GiB:.2f} GiB)")
     static = sum(comp.values())
-    phases, transient = phase_bytes(m, t, trainable)
+    world = max(1, t.world_size)  # data-parallel ranks: each generates and scores its share of the prompts
+    phases, transient = phase_bytes(m, dataclasses.replace(t, train_batch_size=-(-t.train_batch_size // world)),
+                                    trainable)
     comp.update(transient)
     phases = {k: static + v for k, v in phases.items()}
     overhead = int(0.75 * GiB) if t.device == "cuda" else 0
     comp["framework_overhead"] = overhead  # the CUDA context (outside torch's allocator)
     comp["cpu_heap_overhead"] = CPU_HEAP_BYTES if t.device == "cpu" else 0
     peak = max(phases.values()) + overhead + comp["cpu_heap_overhead"]
+    if world > 1 and t.device == "cpu":  # the ranks are processes sharing the host's RAM
+        notes.append(f"{world} data-parallel processes share host RAM: {world} x {peak / GiB:.2f} GiB")
+        peak *= world
     return MemoryEstimate(components=comp, phases=phases, peak_bytes=int(peak), trainable_params=trainable,
                           n_params=n, notes=notes)
 

@@ -78,8 +78,9 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> 
         grad_checkpointing=m.enable_gradient_checkpointing, lora_rank=m.lora_rank if lora else 0,
         lora_targets=lora_targets, needs_ref=needs_reference(cfg),
         needs_critic=alg.adv_estimator == "gae", old_log_prob_pass=needs_old_pass(cfg, rows, None),
-        full_vocab_kl=full_kl, share_prefix=bool(a.share_prefix), entropy_grad=a.entropy_coeff != 0,
-        temperature=float(cfg.rollout.temperature), device="cuda" if on_gpu else "cpu")
+        full_vocab_kl=full_kl, share_prefix=bool(a.share_prefix) and not m.use_remove_padding,  # packing.py
+        entropy_grad=a.entropy_coeff != 0, temperature=float(cfg.rollout.temperature),
+        world_size=max(1, int(cfg.trainer.n_gpus_per_node)), device="cuda" if on_gpu else "cpu")
 
 
 def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: int | None = None,
