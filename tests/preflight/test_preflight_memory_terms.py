@@ -56,7 +56,7 @@ def test_whole_batch_pass_scales_with_the_batch_not_the_micro_batch():
 def test_optimizer_step_temporaries_per_device():
     m = ModelShape.from_hf_config({**SMALL, "vocab_size": 151936})
     t = TrainShape(device="cpu", compute_dtype="fp32")
-    cpu = estimate_memory(m, t).components["optimizer_step"]
+    cpu = estimate_memory(m, t).components["adamw_temporaries"]
     assert cpu == 2 * 4 * m.vocab * m.hidden  # sqrt(v) and its quotient of the largest parameter, one at a time
-    cuda = estimate_memory(m, dataclasses.replace(t, device="cuda")).components["optimizer_step"]
+    cuda = estimate_memory(m, dataclasses.replace(t, device="cuda")).components["adamw_temporaries"]
     assert cuda == 4 * int(m.n_params or 0)  # foreach: one fp32 copy of every parameter at once

@@ -153,8 +153,8 @@ def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str,
     comp["activations"] = activation_bytes(m, t, micro, prompts)
     comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
     phases["actor_update"] = grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
-    comp["optimizer_step"] = optimizer_step_bytes(m, t, trainable)
-    phases["optimizer_step"] = grads + comp["optimizer_step"]
+    comp["adamw_temporaries"] = optimizer_step_bytes(m, t, trainable)
+    phases["optimizer_step"] = grads + comp["adamw_temporaries"]
     if t.needs_critic:
         critic_n = n - (0 if m.tie_embeddings else m.vocab * m.hidden)
         phases["critic_update"] = (critic_n * FP32 + comp["autocast_weight_cache"]
