@@ -200,7 +200,7 @@ class ValKwargsConfig:
     temperature: float = opt(0.0, "validation sampling temperature; 0 = greedy")
     top_p: float = opt(1.0, "validation nucleus sampling")
     top_k: int = opt(-1, "validation top-k; -1 = off")
-    n: int = opt(1, "responses per validation prompt (accuracy is mean@n)")
+    n: int = opt(1, "responses per validation prompt (accuracy is mean@n; n > 1 adds std@n, best@k, worst@k, maj@k)")
     do_sample: bool = opt(False, "false = greedy validation")
 
 
