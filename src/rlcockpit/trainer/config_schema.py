@@ -200,7 +200,7 @@ class ValKwargsConfig:
     temperature: float = opt(0.0, "validation sampling temperature; 0 = greedy")
     top_p: float = opt(1.0, "validation nucleus sampling")
     top_k: int = opt(-1, "validation top-k; -1 = off")
-    n: int = opt(1, "responses per validation prompt (accuracy is mean@n)")
+    n: int = opt(1, "responses per validation prompt (accuracy is mean@n; n > 1 adds std@n, best@k, worst@k, maj@k)")
     do_sample: bool = opt(False, "false = greedy validation")
 
 
@@ -260,6 +260,9 @@ class RewardModelPathConfig:
 class RewardModelConfig:
     enable: bool | None = opt(None, "score with the reward model; null = on when model.path is set")
     model: RewardModelPathConfig = group(RewardModelPathConfig)
+    reward_manager: str | None = opt(None, "verl's reward manager: null / naive / dapo / prime call the reward "
+                                     "function once per response; batch calls it once per batch with lists "
+                                     "(data_sources, solution_strs, ground_truths, extra_infos)")
 
 
 @dataclass
@@ -273,6 +276,8 @@ class OverlongBufferConfig:
     enable: bool = opt(False, "DAPO soft overlong punishment")
     len: int = opt(4, "tokens before data.max_response_length where the penalty ramps up")
     penalty_factor: float = opt(1.0, "penalty at the length limit")
+    max_resp_len: int | None = opt(None, "length the penalty ramps to; null = data.max_response_length (verl's "
+                                   "DAPO reward manager: reward_model.reward_kwargs.max_resp_len)", only_here=True)
 
 
 @dataclass
