@@ -60,3 +60,15 @@ def test_optimizer_step_temporaries_per_device():
     assert cpu == 2 * 4 * m.vocab * m.hidden  # sqrt(v) and its quotient of the largest parameter, one at a time
     cuda = estimate_memory(m, dataclasses.replace(t, device="cuda")).components["adamw_temporaries"]
     assert cuda == 4 * int(m.n_params or 0)  # foreach: one fp32 copy of every parameter at once
+
+
+def test_data_parallel_ranks_share_host_ram_but_not_a_gpu():
+    m = ModelShape.from_hf_config(SMALL)
+    one = train_shape_for(load_cfg(overrides=["data.train_batch_size=8", "actor.ppo_mini_batch_size=8"]), "cpu")
+    two = dataclasses.replace(one, world_size=2)
+    e1, e2 = estimate_memory(m, one), estimate_memory(m, two)
+    assert e2.peak_bytes > 1.5 * e1.peak_bytes and any("share host RAM" in n for n in e2.notes)
+    g1 = estimate_memory(m, dataclasses.replace(one, device="cuda"))
+    g2 = estimate_memory(m, dataclasses.replace(two, device="cuda"))
+    assert g2.components["kv_cache"] == g1.components["kv_cache"] // 2  # each rank generates half the prompts
+    assert g2.peak_bytes <= g1.peak_bytes

@@ -101,6 +101,9 @@ def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: 
     parts = ", ".join(f"{k} {v / GiB:.2f}" for k, v in top)
     detail = (f"{est.peak_gib:.2f} GiB peak at {est.peak_phase} ({shape.n_params / 1e6:.1f}M params; {parts} GiB) vs "
               f"{capacity / GiB:.1f} GiB {where}")
+    if cfg.rollout.name == "vllm" and dev == "cuda":  # vLLM's pool is its own, sized by a fraction of the device
+        detail += (f"; vLLM reserves actor_rollout_ref.rollout.gpu_memory_utilization="
+                   f"{cfg.rollout.gpu_memory_utilization} of the device on top (not in this estimate)")
     data = {"estimate": est.to_dict(), "capacity_bytes": capacity, "device": where}
     if fits(est.peak_bytes, capacity):
         return [CheckResult(name, "pass", detail, data)]
