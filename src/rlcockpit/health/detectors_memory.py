@@ -73,15 +73,14 @@ class MemoryTrend(Detector):
         self._base: dict[str, tuple[float, float, float]] = {}
         self._first: dict[str, int] = {}
         self._warm_n: dict[str, int] = {}
-        self._top: dict[str, tuple[float, int, int]] = {}  # key -> (highest so far, records in a row, n seen)
-        self._eps: dict[str, float] = {}
+        self._top: dict[str, list] = {}  # key -> [highest so far, records in a row, n seen, record margin, gate]
 
     def ready(self, key: str, track: Track) -> bool:
         """Warm once the series has ``warmup`` observations spanning ``warmup_steps`` steps (memory settles in
         steps, not in log lines: the allocator's peak keeps rising over the first batches however sparse the log)."""
-        first = self._first.setdefault(key, track.steps[0])
         if key in self._base:
             return True
+        first = self._first.setdefault(key, track.steps[0])
         if track.n < self.warmup or track.last_step - first < self.p["warmup_steps"]:
             return False
         self.baseline(key, track)
@@ -102,25 +101,25 @@ class MemoryTrend(Detector):
             self._base[key] = (med, jitter, max(warm))
             # a record must beat the top by half the measured jitter: in a noisy series a hair above is chance,
             # in a running peak (jitter 0) any rise is a record
-            self._top[key] = (max(warm), 0, track.n - 1)
-            self._eps[key] = 0.5 * measured
+            self._top[key] = [max(warm), 0, track.n - 1, 0.5 * measured, self.min_growth(med)]
         return self._base[key]
 
     def records(self, key: str, track: Track) -> int:
         """How many of the newest observations in a row each set a new high of the series since warm-up
         (updated from the observations since the last call: a comparison per observation)."""
-        top, streak, seen = self._top[key]
-        new = min(track.n - seen, len(track.values))
+        rec = self._top[key]
+        new = min(track.n - rec[2], len(track.values))
         if new > 0:
-            vals, eps = track.values, self._eps[key]
+            vals, eps = track.values, rec[3]
             for i in range(len(vals) - new, len(vals)):
                 v = vals[i]
-                if v > top + eps:
-                    top, streak = v, streak + 1
+                if v > rec[0] + eps:
+                    rec[0] = v
+                    rec[1] += 1
                 else:
-                    streak = 0
-            self._top[key] = (top, streak, track.n)
-        return streak
+                    rec[1] = 0
+            rec[2] = track.n
+        return rec[1]
 
     def min_growth(self, base: float) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -165,11 +164,11 @@ class MemoryTrend(Detector):
         """The creep evidence for ``track`` now, or ``None`` (see the class docstring)."""
         base, jitter, high = self.baseline(key, track)
         streak = self.records(key, track)
-        if streak >= 2:
+        if streak >= 2 and track.last - high >= max(self.record_growth(base), jitter):
             ev = self.record_run(key, track, streak)
             if ev is not None:
                 return ev
-        if track.mean_last(3) - base < self.min_growth(base):  # the usual case: nowhere near a creep
+        if track.mean_last(3) - base < self._top[key][4]:  # the usual case: nowhere near a creep (min_growth)
             return None
         floor = self.p["rel_floor"] * max(abs(base), 1e-9)
         found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
@@ -320,11 +319,17 @@ class MemoryGrowth(MemoryTrend):
             self._present = [k for k in self.keys if k in self.ctx.tracks]
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
+        tracks, state = self.ctx.tracks, self._top
         for key in self._present:
-            track = self.ctx.tracks[key]
-            if track.last_step != step or not self.ready(key, track):
+            track = tracks[key]
+            if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
-            found = self._device_limit(step, key, track) or self._creep(step, key, track)
+            rec = state[key]  # the usual step, inlined: no new high and nowhere near min_growth above the level
+            if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and not self.p["device_memory_gb"]:
+                rec[1], rec[2] = 0, track.n
+                if track.mean_last(3) - self._base[key][0] < rec[4]:
+                    continue
+            found = (self.p["device_memory_gb"] and self._device_limit(step, key, track)) or self._creep(step, key, track)
             if found is not None:
                 return found
         return None
