@@ -73,7 +73,9 @@ class MemoryTrend(Detector):
         self._base: dict[str, tuple[float, float, float]] = {}
         self._first: dict[str, int] = {}
         self._warm_n: dict[str, int] = {}
-        self._top: dict[str, list] = {}  # key -> [highest so far, records in a row, n seen, record margin, gate]
+        # key -> [highest so far, records in a row, n seen, record margin, min_growth, n to refine the baseline at]
+        self._top: dict[str, list] = {}
+        self._cut: dict[str, float] = {}
 
     def ready(self, key: str, track: Track) -> bool:
         """Warm once the series has ``warmup`` observations spanning ``warmup_steps`` steps (memory settles in
@@ -91,18 +93,35 @@ class MemoryTrend(Detector):
         warm-up, the first batches) is left out."""
         if key not in self._base:
             first = self._first.get(key, track.steps[0])
-            cut = first + (track.last_step - first) / 3
-            warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+            self._cut[key] = cut = first + (track.last_step - first) / 3
             self._warm_n[key] = track.n
-            med, _ = robust(warm, self.p["rel_floor"], 1e-9)
-            diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
-            measured = 1.4826 * median(diffs) if diffs else 0.0
-            jitter = max(measured, self.p["rel_floor"] * abs(med), 1e-9)
-            self._base[key] = (med, jitter, max(warm))
-            # a record must beat the top by half the measured jitter: in a noisy series a hair above is chance,
-            # in a running peak (jitter 0) any rise is a record
-            self._top[key] = [max(warm), 0, track.n - 1, 0.5 * measured, self.min_growth(med)]
+            self._measure(key, track, cut, refine_at=2 * track.n)
         return self._base[key]
+
+    def _measure(self, key: str, track: Track, cut: float, refine_at: int) -> None:
+        warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+        med, _ = robust(warm, self.p["rel_floor"], 1e-9)
+        diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
+        measured = 1.4826 * median(diffs) if diffs else 0.0
+        jitter = max(measured, self.p["rel_floor"] * abs(med), 1e-9)
+        self._base[key] = (med, jitter, max(warm))
+        # a record must beat the top by half the measured jitter: in a noisy series a hair above is chance, in
+        # a running peak (jitter 0) any rise is a record
+        top = max(max(warm), self._top[key][0]) if key in self._top else max(warm)
+        self._top[key] = [top, 0, track.n - 1, 0.5 * measured, self.min_growth(med, key), refine_at]
+
+    def refine(self, key: str, track: Track) -> None:
+        """Measure the baseline again from everything since the warm-up's first third once the series has
+        twice, and again four times, the warm-up's observations — while it shows no rise (no record run, not
+        half ``min_growth`` above its level): a handful of warm-up readings misjudge a noisy series' jitter and
+        top (a sparse W&B clock gives six), a longer healthy stretch does not."""
+        rec = self._top[key]
+        warm_n = self._warm_n[key]
+        nxt = 2 * rec[5] if rec[5] < 4 * warm_n else -1
+        if rec[1] == 0 and track.mean_last(3) - self._base[key][0] < 0.5 * rec[4]:
+            self._measure(key, track, self._cut[key], nxt)
+        else:
+            rec[5] = nxt
 
     def records(self, key: str, track: Track) -> int:
         """How many of the newest observations in a row each set a new high of the series since warm-up
@@ -121,11 +140,11 @@ class MemoryTrend(Detector):
             rec[2] = track.n
         return rec[1]
 
-    def min_growth(self, base: float) -> float:  # pragma: no cover - abstract
+    def min_growth(self, base: float, key: str = "") -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def record_growth(self, base: float) -> float:
-        return 0.5 * self.min_growth(base)
+    def record_growth(self, base: float, key: str = "") -> float:
+        return 0.5 * self.min_growth(base, key)
 
     def record_run(self, key: str, track: Track, streak: int) -> dict[str, float] | None:
         """The last observations each set a new high, and the newest is ``record_growth`` above the warm-up's
@@ -134,7 +153,7 @@ class MemoryTrend(Detector):
         st = track.steps
         spacing = (st[-1] - st[0]) / max(len(st) - 1, 1)
         need = max(2, min(int(self.p["records"]), math.ceil(self.p["records_steps"] / max(spacing, 1e-9))))
-        if streak < need or track.last - high < max(self.record_growth(base), jitter):
+        if streak < need or track.last - high < max(self.record_growth(base, key), jitter):
             return None
         k = min(streak, len(track.values) - 1)
         first = track.ago(k)
@@ -153,7 +172,7 @@ class MemoryTrend(Detector):
         vals = track.tail(k + 1)
         if len(vals) < k + 1 or track.n < self._warm_n.get(key, 0) + k:
             return None
-        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base) \
+        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base, key) \
                 or vals[-1] <= high:
             return None
         return {"value": vals[-1], "baseline": base, "growth": vals[-1] - base,
@@ -162,9 +181,11 @@ class MemoryTrend(Detector):
 
     def creeping(self, key: str, track: Track) -> dict[str, float] | None:
         """The creep evidence for ``track`` now, or ``None`` (see the class docstring)."""
+        if track.n == self._top.get(key, (0,) * 6)[5]:
+            self.refine(key, track)
         base, jitter, high = self.baseline(key, track)
         streak = self.records(key, track)
-        if streak >= 2 and track.last - high >= max(self.record_growth(base), jitter):
+        if streak >= 2 and track.last - high >= max(self.record_growth(base, key), jitter):
             ev = self.record_run(key, track, streak)
             if ev is not None:
                 return ev
@@ -172,7 +193,7 @@ class MemoryTrend(Detector):
             return None
         floor = self.p["rel_floor"] * max(abs(base), 1e-9)
         found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
-        if found is not None and found[2] - base >= self.min_growth(base) and found[2] > high:
+        if found is not None and found[2] - base >= self.min_growth(base, key) and found[2] > high:
             a, _b, c, window, noise = found
             vals = track.tail(window)
             third = window // 3
@@ -209,11 +230,12 @@ class _Percent(MemoryTrend):
     points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
     for its KV cache) is the run's baseline, not a finding."""
 
-    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "spread_points": 1.0, "critical_percent": 92.0,
+                "critical_rise": 8.0}
     label = "memory"
 
-    def min_growth(self, base: float) -> float:
-        return self.p["creep_points"]
+    def min_growth(self, base: float, key: str = "") -> float:
+        return self.p["spread_points"] if key == GPU_SPREAD else self.p["creep_points"]
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -308,7 +330,7 @@ class MemoryGrowth(MemoryTrend):
         self._present: list[str] = []
         self._present_at = -1
 
-    def min_growth(self, base: float) -> float:
+    def min_growth(self, base: float, key: str = "") -> float:
         return self.p["growth_ratio"] * abs(base)
 
     def check(self, step: int) -> Finding | None:
@@ -325,7 +347,8 @@ class MemoryGrowth(MemoryTrend):
             if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
             rec = state[key]  # the usual step, inlined: no new high and nowhere near min_growth above the level
-            if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and not self.p["device_memory_gb"]:
+            if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5] \
+                    and not self.p["device_memory_gb"]:
                 rec[1], rec[2] = 0, track.n
                 if track.mean_last(3) - self._base[key][0] < rec[4]:
                     continue
