@@ -45,6 +45,16 @@ def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, floa
     return a, b, c
 
 
+def steps_to_full(track: Track, level: float, slope_per_observation: float, full: float = 100.0) -> float:
+    """Steps (not log lines) until ``level`` reaches ``full`` at ``slope_per_observation``, from the series'
+    logging cadence: the "OOM in ~N steps" projection (infinite when not rising)."""
+    if slope_per_observation <= 0:
+        return math.inf
+    st = track.steps
+    spacing = (st[-1] - st[0]) / max(len(st) - 1, 1) if len(st) > 1 else 1.0
+    return max(full - level, 0.0) / slope_per_observation * max(spacing, 1.0)
+
+
 class MemoryTrend(Detector):
     """Shared rule for one memory series, against its own behaviour after warm-up: its level (``base``), its
     step-to-step jitter and the highest value it reached (``high``: the top of a healthy sawtooth, the
@@ -101,8 +111,10 @@ class MemoryTrend(Detector):
     def _measure(self, key: str, track: Track, cut: float, refine_at: int) -> None:
         warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
         med, _ = robust(warm, self.p["rel_floor"], 1e-9)
-        diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
-        measured = 1.4826 * median(diffs) if diffs else 0.0
+        # step-to-step jitter from the upper quartile of the changes (/1.15: the scale of a normal difference), not
+        # their median: a sawtooth's changes are half tiny (same tooth) and half a whole tooth
+        diffs = sorted(abs(y - x) for x, y in zip(warm, warm[1:]))
+        measured = diffs[(3 * len(diffs)) // 4] / 1.15 if diffs else 0.0
         jitter = max(measured, self.p["rel_floor"] * abs(med), 1e-9)
         self._base[key] = (med, jitter, max(warm))
         # a record must beat the top by half the measured jitter: in a noisy series a hair above is chance, in
@@ -153,6 +165,8 @@ class MemoryTrend(Detector):
         st = track.steps
         spacing = (st[-1] - st[0]) / max(len(st) - 1, 1)
         need = max(2, min(int(self.p["records"]), math.ceil(self.p["records_steps"] / max(spacing, 1e-9))))
+        if track.n < 2 * self._warm_n[key]:  # a baseline of a few readings is provisional: one record more
+            need += 1
         if streak < need or track.last - high < max(self.record_growth(base, key), jitter):
             return None
         k = min(streak, len(track.values) - 1)
@@ -211,6 +225,12 @@ class MemoryTrend(Detector):
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
         causes = story_causes(view, ("ckpt",))
+        frag = finding.evidence.get("values", {}).get("allocated_growth")
+        if frag is not None:
+            causes.append(Cause("the caching allocator fragments: reserved memory grows while allocated memory does "
+                                "not (variable sequence lengths leave unusable blocks; PYTORCH_CUDA_ALLOC_CONF="
+                                "expandable_segments:True lets PyTorch reuse them)", 0.8,
+                                f"allocated {frag:+.0%} since warm-up"))
         length = moved(self.ctx, LEN, up=1.2, window=60, recent=5)
         if length is not None:
             causes.append(Cause("memory grows with the response length: longer sequences need more activation "
@@ -256,11 +276,9 @@ class _Percent(MemoryTrend):
             if spread is not None:
                 return spread
             return None
-        slope = ev["slope_per_observation"]
-        eta = (100.0 - s) / slope if slope > 0 else math.inf
-        ev["observations_to_full"] = eta
-        return self.fire(step, "warning", f"{self.label} creeping up: {base:.0f}% -> {s:.0f}% (full in ~{eta:.0f} "
-                         "more logged steps at this rate)", "Memory that keeps climbing ends in an out-of-memory kill.",
+        eta = ev["steps_to_full"] = steps_to_full(track, track.last, ev["slope_per_observation"])
+        return self.fire(step, "warning", f"{self.label} creeping up: {base:.0f}% -> {track.last:.0f}% (full in "
+                         f"~{eta:.0f} steps at this rate)", "Memory that keeps climbing ends in an out-of-memory kill.",
                          values=ev, step_start=step - int(ev["window"]), extra_keys=(LEN,))
 
 
@@ -275,7 +293,7 @@ class GPUMemory(_Percent):
                "(``system/gpu/memory_percent_spread``), judged by the same rule: data-parallel ranks fill their "
                "devices in lockstep, so one rank leaking shows as a lead that grows, free of the sawtooth all "
                "ranks share (rollout and update phases).")
-    keys = (GPU_MEM, GPU_SPREAD)
+    keys = (GPU_MEM,)  # the lead is derived, not logged: evidence cites the devices' memory, the lead is in values
     label = "GPU memory"
 
     def spread(self, step: int) -> Finding | None:
@@ -286,12 +304,10 @@ class GPUMemory(_Percent):
         if ev is None:
             return None
         total = self.ctx.tracks[GPU_MEM]
-        slope = ev["slope_per_observation"]
-        eta = (100.0 - total.last) / slope if slope > 0 else math.inf
-        ev["observations_to_full"] = eta
+        eta = ev["steps_to_full"] = steps_to_full(track, total.last, ev["slope_per_observation"])
         return self.fire(step, "warning", f"GPU memory of one device pulling away from the others: "
                          f"+{ev['growth']:.1f} points above its peers since warm-up, now {total.last:.0f}% (full in "
-                         f"~{eta:.0f} more logged steps at this rate)",
+                         f"~{eta:.0f} steps at this rate)",
                          "One rank's memory climbs while the others hold: a leak on that rank (tensors kept "
                          "across steps, a rank-local cache) or a growing imbalance.", metric=GPU_MEM, values=ev,
                          step_start=step - int(ev["window"]), extra_keys=(LEN,))
@@ -377,8 +393,19 @@ class MemoryGrowth(MemoryTrend):
         if ev is None:
             return None
         where = "device" if key in DEVICE_KEYS else "host"
-        return self.fire(step, "warning", f"{track.raw} ({where} memory) creeping up: {fmt(ev['baseline'])} -> "
-                         f"{fmt(ev['value'])} (+{ev['relative_growth']:.0%} since warm-up)",
-                         "Memory that only grows ends in an out-of-memory kill: a leak, or memory that grows with "
-                         "the response length.", metric=key, values=ev, step_start=step - int(ev["window"]),
-                         extra_keys=(LEN,))
+        dev = self.p["device_memory_gb"]
+        eta = ""
+        if dev and key in (ALLOC, RESERVED, GPU_USED):
+            ev["steps_to_full"] = steps_to_full(track, track.last, ev["slope_per_observation"], float(dev))
+            eta = f"; {fmt(float(dev))} GB full in ~{ev['steps_to_full']:.0f} steps at this rate"
+        title = f"{track.raw} ({where} memory) creeping up: {fmt(ev['baseline'])} -> {fmt(track.last)} " \
+                f"(+{ev['relative_growth']:.0%} since warm-up{eta})"
+        alloc = self.ctx.tracks.get(ALLOC)
+        if key == RESERVED and alloc is not None and alloc.n and ALLOC in self._base:
+            grown = (alloc.mean_last(3) - self._base[ALLOC][0]) / max(abs(self._base[ALLOC][0]), 1e-12)
+            if grown < ev["relative_growth"] / 3:  # reserved climbs, allocated does not: the allocator's cache
+                ev["allocated_growth"] = grown
+                title += f" while {alloc.raw} holds ({grown:+.0%}): allocator fragmentation"
+        return self.fire(step, "warning", title, "Memory that only grows ends in an out-of-memory kill: a leak, or "
+                         "memory that grows with the response length.", metric=key, values=ev,
+                         step_start=step - int(ev["window"]), extra_keys=(LEN, ALLOC))
