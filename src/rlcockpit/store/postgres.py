@@ -41,6 +41,7 @@ from rlcockpit.store.base import (
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
 from rlcockpit.store.postgres_schema import ensure_schema
+from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite import dumps
 
 CHUNK_POINTS = 2048
@@ -196,7 +197,7 @@ class PostgresStore(Store):
                            "name = %s ORDER BY created_at DESC LIMIT 1) ORDER BY o LIMIT 1", (run_id, run_id))
         if rows:
             return rows[0][0]
-        like = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        like = escape_like(run_id) + "%"
         ids = [r[0] for r in self._query("SELECT id FROM runs WHERE id LIKE %s ORDER BY created_at DESC LIMIT 6",
                                          (like,))]
         if len(ids) == 1:
@@ -448,7 +449,7 @@ class PostgresStore(Store):
             "INSERT INTO events(id, run_id, step, kind, payload, ts) VALUES (%s, %s, %s, 'data_lost', %s, %s) "
             "ON CONFLICT (id) DO UPDATE SET step = EXCLUDED.step, payload = EXCLUDED.payload",
             (eid, run_id, loss.first_step(), dumps(loss.payload()), loss.first_ts or time.time()))
-        added = loss.entries - int(getattr(loss, "counted", 0) or 0) if lid else max(loss.entries, 1)
+        added = loss_increment(loss)
         if added:
             tx.conn.execute("UPDATE runs SET data_lost = data_lost + %s WHERE id = %s", (added, run_id))
         return eid
@@ -481,7 +482,7 @@ class PostgresStore(Store):
             sql += " AND step = %s"
             params.append(int(step))
         if query:
-            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            like = "%" + escape_like(query) + "%"
             sql += " AND (prompt ILIKE %s OR response ILIKE %s OR extra ILIKE %s)"
             params += [like, like, like]
         sql += " ORDER BY step, idx"
@@ -490,13 +491,7 @@ class PostgresStore(Store):
             params.append(int(limit))
         sql += " OFFSET %s"
         params.append(int(offset))
-        out = []
-        for st, idx, prompt, response, reward, extra in self._query(sql, params):
-            d = {"step": st, "idx": idx, "prompt": prompt, "response": response, "reward": reward}
-            if extra:
-                d.update(json.loads(extra))
-            out.append(d)
-        return out
+        return sample_dicts(self._query(sql, params))
 
     def sample_steps(self, run_id: str) -> list[int]:
         rid = self.resolve_run_id(run_id)
@@ -507,11 +502,8 @@ class PostgresStore(Store):
         return self._tx(self._finding_tx, run_id, finding)
 
     def _finding_tx(self, tx: _Tx, run_id: str, finding: Any) -> str:
-        d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
-        fid = d.get("id") or uuid.uuid4().hex[:12]
-        d["id"] = fid
-        if hasattr(finding, "id"):
-            finding.id = fid
+        d = finding_record(finding)
+        fid = d["id"]
         resolved = bool(d.get("resolved")) or d.get("status") == "resolved"
         tx.conn.execute(
             "INSERT INTO findings(id, run_id, detector, severity, step, title, payload, created_at, resolved) "

@@ -35,6 +35,7 @@ import httpx
 
 from rlcockpit.store.base import Series, Store, StoreError, StoreFull, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch
+from rlcockpit.store.rows import finding_record
 from rlcockpit.store.spool import Spool
 from rlcockpit.store.wire import dumps, encode_batch, op_losses
 
@@ -122,10 +123,7 @@ class RemoteStore(Store):
         self.write_batch(run_id, WriteBatch(samples=[(int(step), [dict(r) for r in rows])]))
 
     def add_finding(self, run_id: str, finding: Any) -> str:
-        d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
-        d["id"] = d.get("id") or uuid.uuid4().hex[:12]
-        if hasattr(finding, "id"):
-            finding.id = d["id"]
+        d = finding_record(finding)
         self.write_batch(run_id, WriteBatch(findings=[d]))
         return d["id"]
 

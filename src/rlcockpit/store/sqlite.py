@@ -27,6 +27,7 @@ import numpy as np
 from rlcockpit.store.base import STORES, Series, Store, effective_status
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite_errors import translate_error
 from rlcockpit.store.sqlite_schema import ensure_schema
 
@@ -316,7 +317,7 @@ class SQLiteStore(Store):
             "INSERT OR REPLACE INTO events(id, run_id, step, kind, payload, ts) VALUES (?,?,?,?,?,?)",
             (eid, run_id, loss.first_step(), "data_lost", dumps(loss.payload()), loss.first_ts or time.time()),
         )
-        added = loss.entries - loss.counted if loss.id else max(loss.entries, 1)
+        added = loss_increment(loss)
         if added:
             self._conn.execute("UPDATE runs SET data_lost = data_lost + ? WHERE id = ?", (added, run_id))
         return eid
@@ -399,18 +400,12 @@ class SQLiteStore(Store):
             sql += " AND step = ?"
             params.append(int(step))
         if query:
-            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            like = "%" + escape_like(query) + "%"
             sql += " AND (prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\' OR extra LIKE ? ESCAPE '\\')"
             params += [like, like, like]
         sql += " ORDER BY step, idx LIMIT ? OFFSET ?"
         params += [-1 if limit is None else int(limit), int(offset)]
-        out = []
-        for st, idx, prompt, response, reward, extra in self._query(sql, params):
-            d = {"step": st, "idx": idx, "prompt": prompt, "response": response, "reward": reward}
-            if extra:
-                d.update(json.loads(extra))
-            out.append(d)
-        return out
+        return sample_dicts(self._query(sql, params))
 
     def sample_steps(self, run_id: str) -> list[int]:
         rid = self.resolve_run_id(run_id)
@@ -421,11 +416,8 @@ class SQLiteStore(Store):
         return self._tx(self._finding_tx, run_id, finding)
 
     def _finding_tx(self, run_id: str, finding: Any) -> str:
-        d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)
-        fid = d.get("id") or uuid.uuid4().hex[:12]
-        d["id"] = fid
-        if hasattr(finding, "id"):
-            finding.id = fid
+        d = finding_record(finding)
+        fid = d["id"]
         self._conn.execute(
             "INSERT OR REPLACE INTO findings(id, run_id, detector, severity, step, title, payload, created_at) "
             "VALUES (?,?,?,?,?,?,?,?)",
