@@ -15,9 +15,11 @@ __version__ = "0.1.0"
 from rlcockpit import defaults  # noqa: E402, F401 - registers the health observer and the alerts hook
 from rlcockpit.tracking.api import Api  # noqa: E402
 from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
+from rlcockpit.tracking.media import Histogram, Image, Table  # noqa: E402
 from rlcockpit.tracking.run import (  # noqa: E402
     Run,
     alert,
+    define_metric,
     finish,
     init,
     log,
@@ -25,6 +27,35 @@ from rlcockpit.tracking.run import (  # noqa: E402
     log_samples,
     use_artifact,
 )
+from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked
+    """``rlcockpit.run`` (the current run or ``None``), ``rlcockpit.config`` and ``rlcockpit.summary`` (the
+    current run's), as ``wandb.run`` / ``wandb.config`` / ``wandb.summary``."""
+    from rlcockpit.tracking import run as _run_module
+
+    current = _run_module._current
+    if name == "run":
+        return current
+    if name == "config":
+        return current.config if current is not None else Config()
+    if name == "summary":
+        return current.summary if current is not None else {}
+    raise AttributeError(f"module 'rlcockpit' has no attribute {name!r}")
+
+
+def login(*args, **kwargs) -> bool:  # noqa: ANN002, ANN003 - W&B's signature
+    """``wandb.login``: nothing to log in to offline (a team server reads ``RLCOCKPIT_TOKEN``)."""
+    return True
+
+
+def watch(*args, **kwargs) -> None:  # noqa: ANN002, ANN003 - W&B's signature
+    """``wandb.watch``: accepted; gradient histograms are not logged."""
+
+
+def save(*args, **kwargs) -> None:  # noqa: ANN002, ANN003 - W&B's signature
+    """``wandb.save``: accepted; files go in artifacts (``log_artifact``)."""
 
 
 def sweep(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.sweeps.sweep
@@ -41,5 +72,6 @@ def agent(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.swee
     return _agent(*args, **kwargs)
 
 
-__all__ = ["Api", "Artifact", "Run", "__version__", "agent", "alert", "finish", "init", "log", "log_artifact",
-           "log_samples", "sweep", "use_artifact"]
+__all__ = ["Api", "Artifact", "Config", "Histogram", "Image", "Run", "Table", "__version__", "agent", "alert",
+           "define_metric", "finish", "init", "log", "log_artifact", "log_samples", "login", "save", "sweep",
+           "use_artifact", "watch"]

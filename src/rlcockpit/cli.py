@@ -19,6 +19,7 @@ from rlcockpit.integrations import cli as integrations_cli
 from rlcockpit.metrics import cli as metrics_cli
 from rlcockpit.preflight import cli as preflight_cli
 from rlcockpit.server import cli as server_cli
+from rlcockpit.store.base import StoreError
 from rlcockpit.sweeps import cli as sweeps_cli
 from rlcockpit.tracking import cli as tracking_cli
 from rlcockpit.trainer import cli as trainer_cli
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (FileNotFoundError, KeyError, ValueError) as exc:
+    except (FileNotFoundError, KeyError, ValueError, StoreError) as exc:
         if os.environ.get("RLCOCKPIT_DEBUG"):
             raise
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -98,6 +98,27 @@ def _translate(exc: BaseException, where: str) -> BaseException:
     return exc
 
 
+_HINTS = (
+    ("no password supplied", "the server wants a password: postgresql://USER:PASSWORD@HOST/DB (or PGPASSWORD, ~/.pgpass)"),
+    ("password authentication failed", "check the user and password in the URL"),
+    ("does not exist", "create it: createuser USER; createdb -O USER DB (docs/team-server.md)"),
+    ("connection refused", "is PostgreSQL running on that host and port? (service postgresql start)"),
+    ("no pg_hba.conf entry", "allow this host in the server's pg_hba.conf"),
+)
+
+
+def _probe(conninfo: str, where: str) -> None:
+    """One direct connection before the pool opens: the pool would retry silently and report only a timeout
+    after ``connect_timeout``, hiding libpq's reason (a missing password, an unknown database)."""
+    try:
+        psycopg.connect(conninfo, autocommit=True).close()
+    except psycopg.OperationalError as exc:
+        text = " ".join(str(exc).split())
+        hint = next((h for needle, h in _HINTS if needle in text.lower()), "")
+        raise StoreUnavailable("io", f"store {where}: cannot connect: {text}" + (f" — {hint}" if hint else "")
+                               ) from exc
+
+
 class _Tx:
     """One write transaction: its connection, and key ids it created (published only after commit)."""
 
@@ -124,6 +145,7 @@ class PostgresStore(Store):
         self.compaction = compaction  # background: a server thread calls compact_due() (ingest latency)
         conninfo = url if "connect_timeout" in url else url + ("&" if "?" in url else "?") + \
             f"connect_timeout={max(1, int(connect_timeout_s))}"
+        _probe(conninfo, self.url)  # a wrong password or database fails now, with the server's own words
         try:
             self.pool = ConnectionPool(conninfo, min_size=1, max_size=int(pool_size), open=False,
                                        kwargs={"autocommit": True}, timeout=connect_timeout_s,

@@ -52,15 +52,29 @@ class Stop:
     reason: str
 
 
+def _store_target(dir: str | os.PathLike[str] | None) -> tuple[str | None, Path]:
+    """``(database URL or None, local directory)`` for ``--dir``/``--store``: a ``postgresql://`` URL (also from
+    ``$RLCOCKPIT_STORE``) is the sweep's and trials' store, the directory then only holds the agent's files
+    (``${args_json_file}``); ``sqlite:///DIR`` is that directory."""
+    from rlcockpit.store.urls import sqlite_dir, store_url
+
+    url = store_url(dir)
+    if url is None:
+        return None, resolve_dir(dir)
+    if url.split("://", 1)[0].lower() == "sqlite":
+        return None, sqlite_dir(url)
+    return url, resolve_dir(None)
+
+
 class Agent:
     """Runs trials of one sweep until ``count`` trials ran or the sweep has none left."""
 
     def __init__(self, sweep_id: str, *, dir: str | os.PathLike[str] | None = None, count: int | None = None,
                  function: Callable[[], Any] | None = None, poll_s: float = 1.0,
                  kill_grace_s: float = KILL_GRACE_S, out: TextIO | None = None) -> None:
-        self.dir = resolve_dir(dir)
-        self.store = open_store(self.dir)
-        self.state = SweepState(open_database(self.dir))
+        self.url, self.dir = _store_target(dir)
+        self.store = open_store(self.url or self.dir)
+        self.state = SweepState(open_database(self.url or self.dir))
         self.sweep = self.state.get(sweep_id)
         self.sweep_id = self.sweep["id"]
         self.cfg: SweepConfig = parse_sweep(self.sweep["config"])
@@ -84,7 +98,7 @@ class Agent:
         self.state.register_agent(self.agent_id, self.sweep_id, socket.gethostname(), os.getpid())
         metric = self.cfg.metric
         self.say(f"agent {self.agent_id} on sweep {self.sweep_id} ({self.cfg.method}"
-                 + (f", {metric.goal} {metric.name}" if metric else "") + f"), store {self.dir}"
+                 + (f", {metric.goal} {metric.name}" if metric else "") + f"), store {redact_text(self.url) if self.url else self.dir}"
                  + (f", at most {self.count} trials" if self.count else ""))
         restore = self._install_signals()
         done, waiting = 0, False
@@ -147,6 +161,8 @@ class Agent:
         env = dict(os.environ)
         bindir = str(Path(sys.executable).parent)
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+        if self.url:  # a team database: the trial's init() opens the same store (RLCOCKPIT_STORE wins over a dir)
+            env[sweep_env.ENV_STORE] = self.url
         env.update({sweep_env.ENV_DIR: str(self.dir), sweep_env.ENV_PROJECT: self.sweep["project"],
                     sweep_env.ENV_SWEEP_ID: self.sweep_id, sweep_env.ENV_RUN_ID: claim.run_id,
                     sweep_env.ENV_PARAMS: json.dumps(claim.params)})
@@ -389,6 +405,7 @@ def _signal_name(num: int) -> str:
 
 
 def agent(sweep_id: str, function: Callable[[], Any] | None = None, count: int | None = None,
-          dir: str | os.PathLike[str] | None = None) -> int:
-    """``rlcockpit.agent`` (as ``wandb.agent``): run trials of ``sweep_id``; returns how many ran."""
+          dir: str | os.PathLike[str] | None = None, *, entity: str | None = None, project: str | None = None) -> int:
+    """``rlcockpit.agent`` (as ``wandb.agent``): run trials of ``sweep_id`` (also W&B's ``entity/project/id``;
+    ``entity`` and ``project`` are accepted, the sweep knows its project); returns how many ran."""
     return Agent(sweep_id, dir=dir, count=count, function=function).run()

@@ -46,6 +46,8 @@ def _sweep_options(s: argparse.ArgumentParser) -> None:
                                      "$RLCOCKPIT_PROJECT, else 'default')")
     s.add_argument("--name", help="a name for the sweep (default: the file's)")
     s.add_argument("--dir", help="store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
+    s.add_argument("--store", dest="dir", metavar="URL",
+                   help="store URL (sqlite:///DIR, postgresql://...) or directory; same as --dir")
     s.add_argument("--seed", type=int, help="seed of the search (default: random, stored with the sweep)")
     s.add_argument("--sampler", default="auto", choices=("auto", "tpe", "gp"),
                    help="Bayesian sampler: auto = Gaussian process for a few numeric parameters, else TPE")

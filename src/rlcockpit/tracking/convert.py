@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.store.batch import Series
+from rlcockpit.tracking.media import split_media
 from rlcockpit.tracking.values import fast_values, flatten, key_problem
 
 logger = logging.getLogger("rlcockpit")
@@ -31,6 +32,7 @@ class RowCleaner:
     def __init__(self, warn: Callable[[str], None] | None = None) -> None:
         self._sig_ok: dict[tuple[Any, ...], bool] = {}
         self.rejected: set[str] = set()
+        self.tables: list[Any] = []  # (step, ts, key, Table) found in logged dicts, for the writer to store
         self._warn = warn or (lambda msg: logger.warning("%s", msg))
 
     def reject(self, key: str, why: str) -> None:
@@ -82,6 +84,8 @@ class RowCleaner:
 
     def _careful(self, block: Sequence[Any], rows: list[Row], parts: dict[str, list], last: dict[str, Any]) -> None:
         for step_, ts_, data in block:
+            data, tables = split_media(step_, ts_, data, self.reject)
+            self.tables.extend(tables)
             try:
                 clean = flatten(data, self.reject)
             except RecursionError:  # flatten stops at MAX_DEPTH; this is only a last line of defence

@@ -82,6 +82,18 @@ class ConfigChange(NamedTuple):
     config: dict[str, Any]
 
 
+class ConfigSet(NamedTuple):
+    """``run.config.update(...)`` / ``run.config["k"] = v``: the whole config as it is now, stored in order."""
+
+    config: dict[str, Any]
+
+
+class DefineMetric(NamedTuple):
+    """``run.define_metric(...)``: a :class:`rlcockpit.tracking.wandb_compat.MetricDef` for the summary."""
+
+    metric: Any
+
+
 class Lost(NamedTuple):
     """Data that never reached the queue (or a logger): recorded in order, as a ``data_lost`` event."""
 

@@ -48,6 +48,14 @@ from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach
 from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, _safe_meta  # noqa: F401 - re-exported
 from rlcockpit.tracking.sinks import Sink
 from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
+from rlcockpit.tracking.wandb_compat import (
+    Config,
+    DisabledRun,
+    WandbRunMethods,
+    check_init_args,
+    filter_config,
+    normalize_resume,
+)
 
 logger = logging.getLogger("rlcockpit")
 
@@ -55,13 +63,13 @@ _current: Run | None = None
 _time = time.time
 
 
-class Run:
+class Run(WandbRunMethods):
     """A live run. Create it with :func:`rlcockpit.init`."""
 
     def __init__(self, *, project: str, name: str | None, group: str | None, tags: Sequence[str] | None,
                  config: Any, dir: str | os.PathLike[str] | None, resume: str | None, id: str | None,
                  notes: str | None, capture_meta: bool, options: RunOptions, store: Any = None,
-                 server: str | None = None) -> None:
+                 server: str | None = None, extra_meta: Mapping[str, Any] | None = None) -> None:
         self.dir: Path = resolve_dir(dir)
         try:
             self.store: Store = open_run_store(self.dir, dir_given=dir is not None, store=store, server=server)
@@ -82,9 +90,11 @@ class Run:
         self._warned: set[str] = set()
         self._end_reason: str | None = None
         try:
-            self._open_row(resume, id, name, group, tags, notes, capture_meta)
+            self._open_row(resume, id, name, group, tags, notes, capture_meta, dict(extra_meta or {}))
         except StoreError as exc:
             raise _init_error(exc, self.dir) from exc
+        self.config = Config(self.config, self)
+        self.notes = notes
         self._next_step = self._last_step + 1
         self._parts = build_parts(self, options)
         self.sinks: list[Sink] = self._parts.sinks
@@ -99,7 +109,7 @@ class Run:
         hooks.install_exit_hooks(self)
 
     def _open_row(self, resume: str | None, id: str | None, name: str | None, group: str | None,
-                  tags: Sequence[str] | None, notes: str | None, capture_meta: bool) -> None:
+                  tags: Sequence[str] | None, notes: str | None, capture_meta: bool, extra_meta: dict[str, Any]) -> None:
         beat = {"heartbeat_at": time.time(), "heartbeat_mono": time.monotonic(), "boot_id": boot_id()}
         resumed = self._find_resume(resume, name)
         if resumed is not None:
@@ -109,15 +119,17 @@ class Run:
             last = resumed.get("last_step")
             self._last_step = -1 if last is None else int(last)
             self.config = {**(resumed.get("config") or {}), **self.config}
-            self.meta = resumed.get("meta") or {}
+            self.meta = {**(resumed.get("meta") or {}), **extra_meta}
             self.store.update_run(self.id, status="running", finished_at=None, exit_code=None, config=self.config,
                                   **beat)
+            if extra_meta:
+                self.store.update_run(self.id, meta=self.meta)
         else:
             self.id = id or uuid.uuid4().hex[:8]
             self.name = name or f"run-{self.id}"
             self.group, self.tags = group, list(tags or [])
             self._last_step = -1
-            self.meta = _safe_meta(capture_meta)
+            self.meta = {**_safe_meta(capture_meta), **extra_meta}
             self.store.create_run({"id": self.id, "project": self.project, "name": self.name, "group": group,
                                    "tags": self.tags, "config": self.config, "meta": self.meta, "notes": notes})
             self.store.update_run(self.id, **beat)
@@ -128,6 +140,20 @@ class Run:
 
     def _find_resume(self, resume: str | None, name: str | None) -> dict[str, Any] | None:
         if not resume:
+            return None
+        if isinstance(resume, tuple):  # ("id", run id, W&B mode): resume that run if it exists
+            _, run_id, mode = resume
+            try:
+                row = self.store.get_run(run_id)
+            except KeyError:
+                row = None
+            row = row if row is not None and row["id"] == run_id else None  # an id, not a prefix or a name
+            if row is not None and mode == "never":
+                raise ValueError(f"resume='never': run id {run_id!r} exists already in {self.dir}")
+            if row is None and mode == "must":
+                raise KeyError(f"resume='must': no run with id {run_id!r} in {self.dir}")
+            return row
+        if resume == "never":
             return None
         if resume in ("auto", "allow", "must"):
             candidates = [r for r in self.store.list_runs(self.project) if name and r["name"] == name]
@@ -225,7 +251,7 @@ class Run:
             if metrics is None:
                 return
         self._last_step = step
-        self._next_step = step + 1
+        self._next_step = step if commit is False else step + 1  # commit=False: W&B's "more of this step"
         b = self._budget
         cost = 240 + 56 * len(metrics)  # entries.metrics_cost, inlined
         charged = b.charged + cost
@@ -329,7 +355,7 @@ class Run:
         (updated by ``config`` and stored). After a guardrail rollback the old monitor's baselines describe
         the abandoned trajectory; the new one judges the restored policy, with the changed config."""
         if config is not None:
-            self.config = {**self.config, **redact(_config_to_dict(config))}
+            self.config = Config({**self.config, **redact(_config_to_dict(config))}, self)
         self._put_internal(ConfigChange(dict(self.config)))
 
     def alert(self, title: str, text: str = "", level: str = "warning") -> None:
@@ -366,8 +392,8 @@ class Run:
             self._end_gap()
         return self._barrier(*parts).done.wait(timeout)
 
-    def finish(self, exit_code: int = 0, *, status: str | None = None, reason: str | None = None,
-               timeout: float = 30.0) -> None:
+    def finish(self, exit_code: int = 0, quiet: bool | None = None, *, status: str | None = None,
+               reason: str | None = None, timeout: float = 30.0) -> None:
         """End the run: drain the queue, close loggers, mark it finished (or failed for a non-zero exit code)."""
         with self._lock:
             if self._finished:
@@ -439,6 +465,11 @@ def init(
     print_findings: bool = True,
     store: Any = None,
     server: str | None = None,
+    job_type: str | None = None,
+    entity: str | None = None,
+    mode: str | None = None,
+    reinit: bool | str | None = None,
+    **wandb_args: Any,
 ) -> Run:
     """Start (or resume) a run and make it the current one.
 
@@ -453,19 +484,38 @@ def init(
     stored, a URL (``sqlite:///DIR``, ``postgresql://...``) or a directory (default ``$RLCOCKPIT_STORE``, else
     ``dir``). ``server``: log to a team server instead (default ``$RLCOCKPIT_SERVER``, token
     ``$RLCOCKPIT_TOKEN``; see docs/team-server.md).
+
+    W&B's arguments work too (docs/tracking.md#coming-from-wb): ``job_type``/``entity`` (stored in ``meta``),
+    ``mode="disabled"`` (a run that stores nothing), ``reinit`` (``True``/``"finish_previous"`` finishes the
+    current run first, ``"return_previous"`` returns it), ``resume=True``/``"allow"``/``"must"``/``"never"``
+    with ``id=`` (that run id), ``config_include_keys``/``config_exclude_keys``; cloud-only ones are accepted.
     """
     global _current
     from rlcockpit.tracking.sweep_env import claim_trial
 
+    check_init_args(wandb_args)
+    if mode not in (None, "online", "offline", "shared", "disabled"):
+        raise ValueError(f"init(mode={mode!r}): expected 'online', 'offline', 'shared' or 'disabled'")
+    if _current is not None and not _current.finished and reinit in (True, "finish_previous"):
+        _current.finish()
+    if _current is not None and not getattr(_current, "finished", True) and reinit == "return_previous":
+        return _current
+    if mode == "disabled":
+        _current = DisabledRun(filter_config(_config_to_dict(config), wandb_args))  # type: ignore[assignment]
+        return _current  # type: ignore[return-value]
+
     trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
+        store = trial.store if trial.store and store is None else store  # the sweep's database, whatever dir says
     project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
-    run = Run(project=project, name=name, group=group, tags=tags, config=config, dir=dir, resume=resume, id=id,
-              notes=notes, capture_meta=capture_meta, options=options, store=store, server=server)
+    extra_meta = {k: v for k, v in (("job_type", job_type), ("entity", entity)) if v is not None}
+    run = Run(project=project, name=name, group=group, tags=tags, config=filter_config(_config_to_dict(config),
+              wandb_args), dir=dir, resume=normalize_resume(resume, id), id=id, notes=notes, capture_meta=capture_meta,
+              options=options, store=store, server=server, extra_meta=extra_meta)
     _current = run
     return run
 
@@ -500,7 +550,13 @@ def use_artifact(ref: Any, type: str | None = None) -> Any:
     return _require_run().use_artifact(ref, type=type)
 
 
-def finish(exit_code: int = 0) -> None:
+def finish(exit_code: int = 0, quiet: bool | None = None) -> None:
     """Finish the current run (no-op when there is none)."""
     if _current is not None:
         _current.finish(exit_code)
+
+
+def define_metric(name: str, step_metric: Any = None, step_sync: bool | None = None, hidden: bool | None = None,
+                  summary: str | None = None, goal: str | None = None, overwrite: bool | None = None) -> Any:
+    """``run.define_metric`` on the current run (as ``wandb.define_metric``)."""
+    return _require_run().define_metric(name, step_metric, step_sync, hidden, summary, goal, overwrite)

@@ -20,6 +20,7 @@ ENV_RUN_ID = "RLCOCKPIT_RUN_ID"
 ENV_PARAMS = "RLCOCKPIT_SWEEP_PARAMS"
 ENV_PROJECT = "RLCOCKPIT_PROJECT"
 ENV_DIR = "RLCOCKPIT_DIR"
+ENV_STORE = "RLCOCKPIT_STORE"  # set by an agent whose sweep lives in a database (postgresql://...)
 _claimed = False
 
 
@@ -30,6 +31,7 @@ class Trial:
     params: dict[str, Any]
     project: str | None
     dir: str | None
+    store: str | None = None
 
     def apply(self, project: str | None, group: str | None, id: str | None, dir: Any,
               config: dict[str, Any]) -> tuple[str | None, str, str, Any, dict[str, Any]]:
@@ -63,7 +65,7 @@ def claim_trial() -> Trial | None:
         params = {}
     return Trial(sweep_id=os.environ[ENV_SWEEP_ID], run_id=os.environ[ENV_RUN_ID],
                  params=params if isinstance(params, dict) else {}, project=os.environ.get(ENV_PROJECT),
-                 dir=os.environ.get(ENV_DIR))
+                 dir=os.environ.get(ENV_DIR), store=os.environ.get(ENV_STORE) or None)
 
 
 def trial_run_id() -> str | None:

@@ -31,6 +31,8 @@ from rlcockpit.tracking.entries import (
     KEY_BYTES,
     Barrier,
     ConfigChange,
+    ConfigSet,
+    DefineMetric,
     Derived,
     Event,
     FindingIn,
@@ -47,6 +49,7 @@ from rlcockpit.tracking.observers import ObserverThread
 from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
 from rlcockpit.tracking.storelink import StoreWriter, describe_unwritten
 from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
+from rlcockpit.tracking.wandb_compat import Aggregates
 
 logger = logging.getLogger("rlcockpit")
 
@@ -90,6 +93,7 @@ class Writer(threading.Thread):
         self.cleaner = RowCleaner()
         self.last_values: dict[str, Any] = {}
         self.user_summary: dict[str, Any] = {}
+        self.aggregates = Aggregates()  # define_metric(summary=...) per key
         self.sink_losses: deque[DataLoss] = deque()  # reported by logger threads
         self.processed = 0
         self.errors = 0
@@ -183,6 +187,11 @@ class Writer(threading.Thread):
                 batch.meta_patch.update(e.values)
             elif t is Lost:
                 self.store_writer.record(e.loss)
+            elif t is ConfigSet:
+                batch.run_fields["config"] = e.config
+            elif t is DefineMetric:
+                self.aggregates.add(e.metric)
+                self._summary_dirty = True
             elif t is ConfigChange:
                 batch.run_fields["config"] = e.config
                 if self.observer is not None:
@@ -201,6 +210,9 @@ class Writer(threading.Thread):
     def _metrics(self, group: list[Any], drain: Drain) -> None:
         observe = self.observer is not None and type(group[0]) is Metrics  # derived rows came from the observer
         rows, columns, last = self.cleaner.convert(group, want_rows=bool(self.workers) or observe)
+        while self.cleaner.tables:  # W&B Tables logged with log(): stored as sample rows of their step
+            step, ts, key, table = self.cleaner.tables.pop(0)
+            self._samples(Samples(step, ts, table.sample_rows(key), 0), drain)
         if not columns:
             return
         count = len(group)
@@ -215,6 +227,9 @@ class Writer(threading.Thread):
             drain.parts.append(RowsPart(rows))
         self.last_values.update(last)
         self._summary_dirty = True
+        if self.aggregates.defs:
+            for key, col in columns.items():
+                self.aggregates.update(key, col[1])
         if observe and rows:
             self.observer.submit_rows(rows)
 
@@ -262,7 +277,7 @@ class Writer(threading.Thread):
         self._summary_dirty = True
 
     def summary(self) -> dict[str, Any]:
-        return {**self.last_values, **self.user_summary}
+        return {**self.aggregates.apply(self.last_values), **self.user_summary}
 
     def _add_summary(self, drain: Drain) -> None:
         if self._summary_dirty:

@@ -1,0 +1,141 @@
+"""W&B's public-API habits on the read side: ``"entity/project"`` paths, MongoDB-style ``filters``, ``order``,
+``history(samples=, pandas=)`` and ``scan_history()`` rows with ``_step``.
+
+Why: analysis notebooks written against ``wandb.Api()`` are the other half of a W&B user's code; with
+these they read an rlcockpit store unchanged. Filters are evaluated here, on the run rows (a store holds
+thousands of runs, not millions), with W&B's field names: ``state``, ``display_name``, ``config.<key>``,
+``summary_metrics.<key>``, ``tags``, ``group``, ``jobType``, ``created_at``, and the operators ``$eq $ne
+$gt $gte $lt $lte $in $nin $exists $regex $and $or $nor``. An unknown operator is a ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+_MISSING = object()
+_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$regex", "$options")
+
+
+def split_path(path: str | None) -> tuple[str | None, str | None]:
+    """``"entity/project"`` or ``"project"`` → ``(entity, project)``."""
+    if not path:
+        return None, None
+    parts = path.split("/")
+    return ("/".join(parts[:-1]) or None, parts[-1]) if len(parts) > 1 else (None, path)
+
+
+def run_ref(path: str) -> str:
+    """``"entity/project/run_id"``, ``"project/run_id"``, ``"entity/project/runs/run_id"`` → ``run_id``."""
+    parts = [p for p in path.split("/") if p]
+    return parts[-1] if parts else path
+
+
+def _field(row: Mapping[str, Any], name: str) -> Any:
+    if name in ("state", "status"):
+        return row.get("status")
+    if name in ("display_name", "displayName", "name"):
+        return row.get("name")
+    if name in ("jobType", "job_type"):
+        return (row.get("meta") or {}).get("job_type")
+    if name in ("createdAt", "created_at"):
+        return row.get("created_at")
+    for prefix, col in (("config.", "config"), ("summary_metrics.", "summary"), ("summary.", "summary")):
+        if name.startswith(prefix):
+            value: Any = row.get(col) or {}
+            rest = name[len(prefix):]
+            if rest.endswith(".value"):  # W&B's filter paths name config values as config.lr.value
+                rest = rest[: -len(".value")]
+            if rest in value:
+                return value[rest]
+            for part in rest.split("."):
+                if not isinstance(value, Mapping) or part not in value:
+                    return _MISSING
+                value = value[part]
+            return value
+    return row.get(name, _MISSING)
+
+
+def _cmp(value: Any, op: str, arg: Any, opts: str = "") -> bool:
+    if op == "$exists":
+        return (value is not _MISSING) == bool(arg)
+    if value is _MISSING:
+        return op in ("$ne", "$nin")
+    if isinstance(value, list) and op in ("$eq", "$in", "$ne", "$nin"):  # tags: any element matches
+        hit = any(_cmp(v, "$in" if op in ("$in", "$nin") else "$eq", arg) for v in value)
+        return hit if op in ("$eq", "$in") else not hit
+    try:
+        if op == "$eq":
+            return value == arg
+        if op == "$ne":
+            return value != arg
+        if op == "$in":
+            return value in arg
+        if op == "$nin":
+            return value not in arg
+        if op == "$regex":
+            return isinstance(value, str) and re.search(arg, value, re.I if "i" in opts else 0) is not None
+        if op in ("$gt", "$gte", "$lt", "$lte"):
+            return {"$gt": value > arg, "$gte": value >= arg, "$lt": value < arg, "$lte": value <= arg}[op]
+    except TypeError:  # comparing a number to a string: no match, as in MongoDB
+        return False
+    raise ValueError(f"filters: unknown operator {op!r} (supported: {', '.join(_OPS)}, $and, $or, $nor)")
+
+
+def matches(row: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
+    """Does a run row satisfy a W&B (MongoDB-style) filter?"""
+    for key, cond in flt.items():
+        if key in ("$and", "$or", "$nor"):
+            hits = [matches(row, c) for c in cond]
+            ok = all(hits) if key == "$and" else any(hits) if key == "$or" else not any(hits)
+            if not ok:
+                return False
+            continue
+        if key.startswith("$"):
+            raise ValueError(f"filters: unknown operator {key!r} at the top level")
+        value = _field(row, key)
+        if isinstance(cond, Mapping) and cond and all(str(k).startswith("$") for k in cond):
+            opts = cond.get("$options", "")
+            if not all(_cmp(value, op, arg, opts) for op, arg in cond.items() if op != "$options"):
+                return False
+        elif not _cmp(value, "$eq", cond):
+            return False
+    return True
+
+
+def order_rows(rows: list[dict[str, Any]], order: str | None) -> list[dict[str, Any]]:
+    """W&B's ``order="-created_at"`` (default, newest first), ``"+summary_metrics.acc"``..."""
+    if not order:
+        return rows
+    desc = order.startswith("-")
+    name = order.lstrip("+-")
+    present = [r for r in rows if _field(r, name) not in (_MISSING, None)]
+    missing = [r for r in rows if _field(r, name) in (_MISSING, None)]
+    try:
+        present.sort(key=lambda r: _field(r, name), reverse=desc)
+    except TypeError:
+        present.sort(key=lambda r: str(_field(r, name)), reverse=desc)
+    return present + missing
+
+
+def wandb_rows(df: Any, keys: Sequence[str] | None) -> Iterator[dict[str, Any]]:
+    """History rows as W&B gives them: ``{"_step": N, key: value, ...}`` (missing keys left out; with ``keys``,
+    only the rows where every one of them was logged, as ``scan_history(keys=...)`` does)."""
+    import math
+
+    for step, values in zip(df.index.tolist(), df.to_dict("records")):
+        row = {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
+        if keys and any(k not in row for k in keys):
+            continue
+        yield {"_step": int(step), **row}
+
+
+def sample_rows(rows: list[dict[str, Any]], samples: int | None) -> list[dict[str, Any]]:
+    """At most ``samples`` rows, evenly spaced, first and last kept (W&B's ``history(samples=500)``)."""
+    if not samples or len(rows) <= samples:
+        return rows
+    if samples == 1:
+        return [rows[-1]]
+    idx = sorted({round(i * (len(rows) - 1) / (samples - 1)) for i in range(samples)})
+    return [rows[i] for i in idx]
