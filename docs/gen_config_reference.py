@@ -53,7 +53,9 @@ def choices_of(info: Any) -> list[str]:
     from rlcockpit.trainer.config_load import _registry
 
     reg = _registry(info.registry)
-    return reg.names() + sorted(reg._aliases) + [c for c in info.extra_choices if c not in reg]
+    # one sorted list: whether a name is registered yet (rollout.name=vllm registers on import) or only an extra
+    # accepted name depends on which modules the process imported first; the page must not
+    return sorted({*reg.names(), *reg._aliases, *info.extra_choices})
 
 
 def _section(key: str) -> str:

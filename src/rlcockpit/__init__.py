@@ -16,17 +16,16 @@ from rlcockpit import defaults  # noqa: E402, F401 - registers the health observ
 from rlcockpit.tracking.api import Api  # noqa: E402
 from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
 from rlcockpit.tracking.media import Histogram, Image, Table  # noqa: E402
-from rlcockpit.tracking.run import (  # noqa: E402
-    Run,
+from rlcockpit.tracking.module_api import (  # noqa: E402
     alert,
     define_metric,
     finish,
-    init,
     log,
     log_artifact,
     log_samples,
     use_artifact,
 )
+from rlcockpit.tracking.run import Run, init  # noqa: E402
 from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
 
 

@@ -82,9 +82,10 @@ def test_preflight_accepts_the_same_flags_as_train(tmp_path, capsys, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["preflight", "--preset", "arith-grpo", "--use_wandb", "False", "--exp_name", "x y",
                  "rollout.n=4", "--json", "--skip", "backup", "--kl_coef=0.02"]) == 0
-    out = capsys.readouterr().out
-    assert "exp_name -> trainer.experiment_name" in out and "use_wandb" in out  # the flags were read as aliases
-    rows = json.loads(out[out.index("[\n"):])
+    captured = capsys.readouterr()
+    err, out = captured.err, captured.out
+    assert "exp_name -> trainer.experiment_name" in err and "use_wandb" in err  # the flags were read as aliases
+    rows = json.loads(out)  # --json: stdout is the JSON alone (the alias notes went to stderr)
     assert rows and not [r for r in rows if r["status"] == "fail"] and not any(r["name"].startswith("backup") for r in rows)
 
 

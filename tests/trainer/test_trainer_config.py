@@ -125,7 +125,9 @@ def test_engine_only_keys_are_accepted_stored_and_explained():
     assert "actor_rollout_ref.rollout.gpu_memory_utilization" not in cfg.extras
     assert stored["ray_kwargs"]["ray_init"]["num_cpus"] == 4
     table = dict((why, keys) for why, keys in no_effect_table(cfg))
-    assert any("vLLM" in why for why in table) and any("one process" in why for why in table)
+    assert any("vLLM" in why for why in table) and any("one node" in why for why in table)
+    # data-parallel on one node is real since issue 18: trainer.n_gpus_per_node is a schema field
+    assert cfg.trainer.n_gpus_per_node == 8 and "trainer.n_gpus_per_node" not in cfg.extras
     with pytest.raises(ConfigError, match="multi-turn"):
         load_config(overrides=["actor_rollout_ref.rollout.multi_turn.enable=true"], log=None)
 
@@ -163,8 +165,9 @@ def test_seed_article_yaml_snippets(tmp_path):
     assert cfg.algorithm.kl_ctrl.target_kl == pytest.approx(0.05)
     no_effect = {k for _why, keys in no_effect_table(cfg) for k in keys}
     assert {"ppo_config.cliprange_reward", "data.dataloader_num_workers", "data.prefetch_factor",
-            "actor_rollout_ref.model.use_remove_padding", "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+            "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
             "actor_rollout_ref.actor.fsdp_config.offload_params"} <= no_effect
+    assert cfg.model.use_remove_padding is True  # a real key since issue 18 (packing.py)
 
 
 def test_zero_micro_batches_fails_at_start():

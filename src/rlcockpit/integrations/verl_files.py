@@ -26,7 +26,13 @@ from typing import Any
 from rlcockpit.tracking.values import BadStep, check_step
 
 ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
-_CONSOLE = re.compile(r"(?:^|\s|\))step:(-?\d+)((?: - [^\s:][^:]*:\S+)*)\s*$")
+# verl's LocalLogger prints ``step:N - key:value - ...`` as a whole line; what may stand before it is a launcher's
+# prefix: Ray's ``(TaskRunner pid=N)`` (colored when Ray's output was a terminal), ``srun --label``'s ``0:``, or a
+# timestamp. Anchored, so that a sampled response printed by the reward manager (``[response] ... step:9 - x:1``)
+# is never read as metrics.
+_CONSOLE = re.compile(r"^\s*(?:\d+:\s+)?(?:\([^()]*\)\s*)*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:[|-]\s*)?)?"
+                      r"step:(-?\d+)((?: - [^\s:][^:]*:\S+)*)\s*$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
 
 
@@ -96,7 +102,7 @@ def _console_value(text: str) -> float | None:
 
 def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output."""
-    m = _CONSOLE.search(text.rstrip())
+    m = _CONSOLE.match(_ANSI.sub("", text).rstrip())
     if not m:
         return None
     metrics: dict[str, float] = {}

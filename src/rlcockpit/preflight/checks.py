@@ -39,11 +39,13 @@ class CheckResult:
         return dataclasses.asdict(self)
 
 
-def load_cfg(preset: str | None = None, config_file: str | None = None, overrides: list[str] | None = None) -> Any:
-    """The trainer config *without* its batch-arithmetic validation, so preflight can report it as a row."""
+def load_cfg(preset: str | None = None, config_file: str | None = None, overrides: list[str] | None = None,
+             log: Any = print) -> Any:
+    """The trainer config *without* its batch-arithmetic validation, so preflight can report it as a row.
+    ``log`` receives the config notes (aliases used...): stderr under ``--json``, so stdout stays JSON."""
     from rlcockpit.trainer.config import load_config
 
-    return load_config(preset=preset, config_file=config_file, overrides=overrides, validate=False)
+    return load_config(preset=preset, config_file=config_file, overrides=overrides, validate=False, log=log)
 
 
 # --------------------------------------------------------------------------- batch arithmetic

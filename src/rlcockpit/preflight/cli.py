@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,11 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from rlcockpit.preflight import print_report, run_preflight
     from rlcockpit.preflight.checks import load_cfg
-    from rlcockpit.trainer.cli import config_overrides
+    from rlcockpit.trainer.cli import HYDRA_OPTIONS, config_file, config_overrides
 
-    options = {"--preset": 1, "--config": 1, "--json": 0, "--backup-dir": 1, "--skip": -1}
+    options = {"--preset": 1, "--config": 1, "--json": 0, "--backup-dir": 1, "--skip": -1, **HYDRA_OPTIONS}
     overrides = config_overrides(args, args._parser, options)
-    cfg = load_cfg(preset=args.preset, config_file=args.config, overrides=overrides)
+    log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print  # --json: stdout is the JSON only
+    cfg = load_cfg(preset=args.preset, config_file=config_file(args, args._parser, log=log), overrides=overrides,
+                   log=log)
     results = run_preflight(cfg, skip=args.skip, backup_dir=args.backup_dir)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))

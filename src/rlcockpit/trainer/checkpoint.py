@@ -164,17 +164,39 @@ def list_checkpoints(root: str | Path, run_id: str | None = None) -> list[Path]:
     return sorted(found, key=checkpoint_step)
 
 
+def is_verl_checkpoint(path: str | Path) -> bool:
+    """A ``global_step_N`` written by verl itself (FSDP shards ``actor/model_world_size_W_rank_R.pt``, or
+    Megatron's ``actor/dist_ckpt``), which rlcockpit cannot continue from."""
+    actor = Path(path) / "actor"
+    return not (Path(path) / STATE).is_file() and actor.is_dir() and (
+        any(actor.glob("model_world_size_*_rank_*.pt")) or (actor / "dist_ckpt").is_dir())
+
+
+class ForeignCheckpointError(ValueError):
+    """``resume_mode=auto`` found verl's own checkpoint: continuing it would silently be a fresh run."""
+
+
 def find_latest(root: str | Path) -> Path | None:
     """What verl's ``resume_mode=auto`` picks: the step in ``latest_checkpointed_iteration.txt`` when that
-    checkpoint is complete, else the newest complete one."""
+    checkpoint is complete, else the newest complete one. A latest checkpoint written by verl itself raises
+    :class:`ForeignCheckpointError` saying what to do instead of quietly starting from step 0."""
     root = Path(root)
     try:
         step = int((root / LATEST).read_text().strip())
         named = root / f"global_step_{step}"
         if (named / STATE).is_file():
             return named
-    except (OSError, ValueError):
-        pass
+        if is_verl_checkpoint(named):
+            hf = named / "actor" / "huggingface"
+            raise ForeignCheckpointError(
+                f"trainer.resume_mode=auto: {named} is a checkpoint verl wrote (sharded model and optimizer "
+                "states): rlcockpit cannot continue it. Start from its weights with actor_rollout_ref.model.path="
+                f"{hf if (hf / 'config.json').is_file() else named / 'actor'} (a Hugging Face folder, e.g. verl's "
+                "actor/huggingface with checkpoint.contents incl. hf_model, or verl's model_merger output), "
+                "a new trainer.default_local_dir and trainer.resume_mode=disable")
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ForeignCheckpointError):
+            raise
     ckpts = list_checkpoints(root)
     return ckpts[-1] if ckpts else None
 
@@ -212,6 +234,7 @@ def claim_dir(root: str | Path, run_id: str, *, resuming: bool) -> Path:
     project/name never overwrite or rotate each other's checkpoints)."""
     root = Path(root)
     others = [p for p in list_checkpoints(root) if checkpoint_run_id(p) != run_id]
+    others += [p for p in root.glob("global_step_*") if is_verl_checkpoint(p)]  # never write into verl's folder
     if resuming or not others:
         return root
     return root.with_name(f"{root.name}-{run_id}")

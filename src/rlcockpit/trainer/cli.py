@@ -20,6 +20,10 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """``--preset``, ``--config``, the article flags and the overrides (which may be interleaved with options)."""
     p.add_argument("--preset", help="a preset shipped with rlcockpit (arith-grpo, arith-collapse, ...)")
     p.add_argument("--config", help="a YAML config in verl's shape (verl's own config files work)")
+    p.add_argument("--config-path", dest="config_path", help="Hydra's form, as verl scripts pass it: the folder of "
+                                                              "--config-name")
+    p.add_argument("--config-name", dest="config_name", help="Hydra's form: a YAML in --config-path (verl's own "
+                                                              "ppo_trainer / ppo_megatron_trainer: the defaults)")
     for flag in SEED_FLAGS:
         p.add_argument(f"--{flag}", nargs="?", const="true", default=None, metavar="VALUE",
                        help=argparse.SUPPRESS)
@@ -83,6 +87,39 @@ def config_overrides(args: argparse.Namespace, parser: argparse.ArgumentParser,
     return overrides
 
 
+# verl's own trainer configs, named by verl scripts with --config-name and no file of the user's
+VERL_CONFIG_NAMES = ("ppo_trainer", "ppo_megatron_trainer", "ppo_torchtitan_trainer", "ppo_veomni_trainer",
+                     "_generated_ppo_trainer", "_generated_ppo_megatron_trainer")
+HYDRA_OPTIONS = {"--config-path": 1, "--config-name": 1}
+
+
+def config_file(args: argparse.Namespace, parser: argparse.ArgumentParser, log: Any = print) -> str | None:
+    """The config file the arguments name: ``--config FILE``, or Hydra's ``--config-path DIR --config-name NAME``
+    as verl's scripts write it (``NAME`` with or without ``.yaml``). verl's own trainer configs by name
+    (``--config-name=ppo_megatron_trainer.yaml``, no file of the user's) are its defaults: rlcockpit's stand in."""
+    name, folder = getattr(args, "config_name", None), getattr(args, "config_path", None)
+    if name is None:
+        if folder is not None:
+            parser.error("--config-path needs --config-name (Hydra's form), or give the file with --config FILE")
+        return args.config
+    if args.config:
+        parser.error("give either --config FILE or --config-path/--config-name, not both")
+    from pathlib import Path
+
+    stem = name[:-5] if name.endswith(".yaml") else name
+    for cand in ([Path(folder) / f"{stem}.yaml", Path(folder) / name] if folder else []):
+        if cand.is_file():
+            return str(cand)
+    if stem in VERL_CONFIG_NAMES:
+        log(f"[rlcockpit] config: --config-name={name} is verl's own trainer config: its defaults are rlcockpit's "
+            "here (under verl's keys)")
+        return None
+    where = f"{Path(folder) / (stem + '.yaml')}" if folder else "no --config-path given"
+    parser.error(f"--config-name={name}: no such config file ({where}); verl's own configs accepted by name: "
+                 + ", ".join(VERL_CONFIG_NAMES))
+    return None
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("train", help="train a model with RL (verl's config keys and command line)",
                               description="Train with RL. Config = defaults <- --preset <- --config <- overrides, "
@@ -104,7 +141,7 @@ def register(subparsers: Any) -> None:
     register_export(subparsers)
 
 
-TRAIN_OPTIONS = {"--preset": 1, "--config": 1, "--print-config": 0}
+TRAIN_OPTIONS = {"--preset": 1, "--config": 1, "--print-config": 0, **HYDRA_OPTIONS}
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -112,19 +149,29 @@ def _train(args: argparse.Namespace) -> int:
 
     from rlcockpit.preflight import PreflightFailed
     from rlcockpit.trainer.config import load_config, to_dict
+    from rlcockpit.trainer.distributed_run import env_rank
+    from rlcockpit.trainer.launch import finish_group, launch, needs_launch
     from rlcockpit.trainer.loop import train
 
     overrides = config_overrides(args, args._parser, TRAIN_OPTIONS)
-    cfg = load_config(preset=args.preset, config_file=args.config, overrides=overrides)
+    cfg = load_config(preset=args.preset, config_file=config_file(args, args._parser), overrides=overrides)
     if args.print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         return 0
+    if needs_launch(cfg):  # trainer.n_gpus_per_node=N outside torchrun: start N ranks running this command
+        return launch(cfg, ["train", *(["--preset", args.preset] if args.preset else []),
+                            *(["--config", args.config] if args.config else []), *overrides])
     try:
         result = train(cfg)
     except PreflightFailed as exc:
         run = getattr(exc, "run_id", None)
-        print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))
+        if env_rank() == 0:
+            print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))
         return 1
+    finally:
+        finish_group()
+    if env_rank() != 0:
+        return 0 if result.status == "finished" else 1
     if result.val:
         print(f"[rlcockpit] validation accuracy {result.val[0][1]:.3f} (step {result.val[0][0]}) -> "
               f"{result.val[-1][1]:.3f} (step {result.val[-1][0]})")

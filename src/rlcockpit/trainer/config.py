@@ -206,14 +206,21 @@ def finalize(cfg: Config) -> Config:
     mini_samples = a.ppo_mini_batch_size * n
     micro = micro_batch_size(cfg)
     if micro is not None and not (1 <= micro <= mini_samples):
+        which = "ppo_micro_batch_size_per_gpu" if a.ppo_micro_batch_size_per_gpu is not None else "ppo_micro_batch_size"
         raise ConfigError(
-            f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro} must be in [1, ppo_mini_batch_size*rollout.n="
+            f"actor_rollout_ref.actor.{which}={micro} must be in [1, ppo_mini_batch_size*rollout.n="
             f"{mini_samples}]: it would give zero micro-batches")
     if a.ppo_epochs < 1:
         raise ConfigError("actor_rollout_ref.actor.ppo_epochs must be >= 1")
     if cfg.algorithm.adv_estimator in ("grpo", "rloo") and n < 2:
         raise ConfigError(f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} needs "
                           "actor_rollout_ref.rollout.n >= 2 (groups)")
+    ob = cfg.reward.overlong_buffer
+    if ob.enable:  # verl's DAPO reward manager asserts the same
+        limit = ob.max_resp_len or d.max_response_length
+        if not 0 < ob.len <= limit:
+            raise ConfigError(f"reward.overlong_buffer.len={ob.len} must be in [1, max_resp_len={limit}] "
+                              "(reward.overlong_buffer.max_resp_len, else data.max_response_length)")
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")
@@ -259,13 +266,53 @@ def from_dict(data: dict[str, Any]) -> Config:
     return finalize(loader.build())
 
 
+# schema keys only the vLLM engine reads: with the built-in engine standing in they do nothing
+ENGINE_ONLY_KEYS = ("actor_rollout_ref.rollout.tensor_model_parallel_size",
+                    "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.rollout.enforce_eager",
+                    "actor_rollout_ref.rollout.free_cache_engine")
+
+
+def engine_fallback(cfg: Config) -> str | None:
+    """Why the built-in engine will run (``rollout.name=hf``, vllm not importable, sglang not built in), else None."""
+    import importlib.util
+
+    name = cfg.rollout.name
+    if name in ("hf", "torch"):
+        return f"rollout.name={name}"
+    if name == "sglang":
+        return "rlcockpit has no SGLang engine"
+    if name == "vllm" and importlib.util.find_spec("vllm") is None:
+        return "vllm is not installed in this environment"
+    return None
+
+
 def no_effect_table(cfg: Config) -> list[tuple[str, list[str]]]:
-    """``[(why, [keys])]`` for the accepted keys that steer only verl's engines, grouped by reason."""
+    """``[(why, [keys])]`` for the accepted keys that steer only verl's engines, grouped by reason; with
+    ``rollout.name=vllm|sglang`` falling back to the built-in engine, the vLLM settings given too."""
     groups: dict[str, list[str]] = {}
     for key in cfg.extras:
         why = no_effect_reason(key) or "added with '+': not a key rlcockpit reads (stored with the run)"
         groups.setdefault(why, []).append(key)
+    fallback = engine_fallback(cfg)
+    if fallback:
+        from rlcockpit.trainer.config_load import defaults_table
+
+        defaults, values = defaults_table(), flat_values(cfg)
+        given = [k for k in ENGINE_ONLY_KEYS if values.get(k) != defaults.get(k)]
+        if given:
+            groups[f"read by the vLLM engine only ({fallback}: the built-in engine runs)"] = given
     return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
+def flat_values(cfg: Config) -> dict[str, Any]:
+    """Every schema key's value in ``cfg``, by dotted key."""
+    out = {}
+    for key in schema_fields():
+        value: Any = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        out[key] = value
+    return out
 
 
 def coerce_value(key: str, value: Any) -> Any:

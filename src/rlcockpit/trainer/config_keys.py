@@ -33,10 +33,14 @@ PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
     ("fsdp_config.", "actor_rollout_ref.actor.fsdp_config."),
     ("kl_controller.", "algorithm.kl_ctrl."),
     ("kl_ctrl.", "algorithm.kl_ctrl."),
+    # verl's DAPO reward manager reads its overlong punishment from the manager's kwargs (verl 0.9 moves
+    # reward_model.reward_kwargs to reward.reward_kwargs); the other manager kwargs reach no reward function
+    ("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
+    ("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     ("reward_model.overlong_buffer.", "reward.overlong_buffer."),
-    ("reward_model.reward_kwargs.", "reward.kwargs."),
+    ("custom_reward_function.overlong_buffer.", "reward.overlong_buffer."),  # the first DAPO recipe's scripts
     ("custom_reward_function.reward_kwargs.", "reward.kwargs."),
-    ("reward.reward_kwargs.", "reward.kwargs."),
+    ("reward.custom_reward_function.reward_kwargs.", "reward.kwargs."),
     ("reward.custom_reward_function.", "custom_reward_function."),
 )
 
@@ -53,6 +57,10 @@ KEY_ALIASES: dict[str, str] = {
     "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
+    "actor_rollout_ref.model.use_rmpad": "actor_rollout_ref.model.use_remove_padding",  # verl's old name
+    "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
+    "reward.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     # rlcockpit's older keys
     "critic.model_path": "critic.model.path",
     "reward.model_path": "reward_model.model.path",
@@ -116,22 +124,25 @@ _ROLLOUT_SERVER = tuple(f"actor_rollout_ref.rollout.{k}" for k in (
 
 NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("distributed execution (FSDP/Megatron sharding and offload, sequence/tensor parallelism, dynamic "
-             "batching, Ray): rlcockpit trains in one process on one device", (
+             "batching, Ray): rlcockpit trains data-parallel on one node (trainer.n_gpus_per_node)", (
                  "actor_rollout_ref.actor.fsdp_config.*", "actor_rollout_ref.ref.fsdp_config.*", "critic.fsdp_config.*",
+                 "reward_model.model.fsdp_config.*", "reward_model.fsdp_config.*",
                  "critic.fsdp.*", "*.megatron.*", "*.strategy", "*.ulysses_sequence_parallel_size", "*.use_dynamic_bsz",
-                 "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n", "trainer.n_gpus_per_node",
-                 "trainer.nnodes", "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
+                 "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n",
+                 "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
                  "trainer.v1.*", "trainer.use_legacy_worker_impl", "actor_rollout_ref.hybrid_engine",
                  "actor_rollout_ref.nccl_timeout", "actor_rollout_ref.rollout.nnodes",
                  "actor_rollout_ref.rollout.n_gpus_per_node", "ray_kwargs.*", "ray_init.*", "transfer_queue.*")),
     NoEffect("GPU kernel and memory optimisations (remove-padding, Liger, fused kernels, torch.compile, chunked "
              "entropy, activation offload, QAT, MTP): the math is the same without them", (
-                 "*.use_remove_padding", "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
+                 "critic.model.use_remove_padding", "reward_model.model.use_remove_padding", "*.use_rmpad",
+                 "actor_rollout_ref.model.use_liger", "*.use_fused_kernels",
                  "actor_rollout_ref.model.fused_kernel_options.*", "actor_rollout_ref.model.enable_activation_offload",
                  "actor_rollout_ref.model.tiled_mlp.*", "*.use_torch_compile", "*.entropy_from_logits_with_chunking",
                  "*.entropy_from_logits_chunk_size", "*.entropy_checkpointing", "*.pad_to_length", "*.use_shm",
                  "actor_rollout_ref.actor.qat.*", "actor_rollout_ref.model.mtp.*", "actor_rollout_ref.model.hf_config_path",
-                 "actor_rollout_ref.model.lora.*", "model.use_liger")),
+                 "actor_rollout_ref.model.lora.*", "model.use_liger",
+                 "actor_rollout_ref.model.use_efficient_resharding")),
     NoEffect("micro-batching of verl's log-prob passes: rlcockpit scores a step's batch in one prompt-sharing "
              "forward (actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu splits the update)", (
                  "*.log_prob_micro_batch_size", "*.log_prob_micro_batch_size_per_gpu", "*.log_prob_use_dynamic_bsz",
@@ -151,6 +162,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("checkpoint contents and HDFS upload: rlcockpit saves the model in HF format, optimizer and trainer "
              "state locally; trainer.max_actor_ckpt_to_keep rotates whole global_step_N folders (actor and critic)", (
                  "*.checkpoint.*", "trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load",
+                 "trainer.remove_previous_ckpt_in_save",
                  "trainer.checkpoint_callback_class", "trainer.esi_redundant_time", "trainer.max_critic_ckpt_to_keep")),
     NoEffect("JSONL dumps of rollouts: rlcockpit stores samples with the run (rlcockpit show, rlcockpit ui)", (
         "trainer.rollout_data_dir", "trainer.validation_data_dir")),
@@ -165,13 +177,18 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "actor_rollout_ref.actor.data_loader_seed", "actor_rollout_ref.actor.freeze_vision_tower")),
     NoEffect("verl's reward workers and managers: rlcockpit scores each response in-process (verl's naive "
              "manager) with custom_reward_function.* or reward.name", (
-                 "reward_model.num_workers", "reward_model.reward_manager", "reward_model.enable_resource_pool",
+                 "reward_model.num_workers", "reward_model.enable_resource_pool",
                  "reward_model.n_gpus_per_node", "reward_model.nnodes", "reward_model.reward_loop_*",
                  "reward_model.model.external_lib", "reward_model.model.trust_remote_code", "reward_model.model.input_tokenizer",
                  "reward_model.rollout.*", "reward_model.launch_reward_fn_async", "reward_model.sandbox_fusion.*",
                  "reward_model.micro_batch_size*", "reward_model.max_length", "reward_model.strategy",
                  "reward_model.use_dynamic_bsz", "reward_model.forward_max_token_len_per_gpu", "reward.num_workers",
                  "reward.reward_manager.*", "reward.reward_model.*", "reward.sandbox_fusion.*", "sandbox_fusion.*")),
+    NoEffect("keyword arguments of verl's reward manager class (not of the reward function; DAPO's "
+             "overlong_buffer_cfg and max_resp_len are read, as reward.overlong_buffer.*)", (
+                 "reward_model.reward_kwargs.*", "reward.reward_kwargs.*")),
+    NoEffect("rlcockpit does not log the per-sample overlong penalty (verl: reward_extra overlong_reward, overlong)",
+             ("reward.overlong_buffer.log",)),
     NoEffect("optimizer implementation details: rlcockpit uses torch.optim.AdamW and derives the step count from "
              "trainer.total_training_steps", (
                  "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",
@@ -195,7 +212,18 @@ UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
     "actor_rollout_ref.rollout.multi_turn.enable": ((False, None), "multi-turn/tool rollouts are not supported"),
     "distillation.enabled": ((False, None), "knowledge distillation is not supported"),
     "algorithm.use_pf_ppo": ((False, None), "PF-PPO sample reweighting is not implemented"),
+    "actor_rollout_ref.rollout.use_fire_sampling": ((False, None), "FIRE sampling (a high temperature for the "
+                                                    "first token) is not implemented"),
+    # keys of verl's first rollout-correction release (examples/rollout_correction before verl 0.9)
+    "algorithm.rollout_correction.rollout_rs_threshold_lower": ((None,), "give the bounds in "
+                                                                "algorithm.rollout_correction.rollout_rs_threshold "
+                                                                "as 'lower_upper', as verl 0.9 does"),
+    "algorithm.rollout_correction.rollout_token_veto_threshold": ((None,), "the per-token veto is gone in verl "
+                                                                  "0.9; use algorithm.rollout_correction.rollout_rs"),
 }
+
+# verl's older YAML files write null for "unset" where the key now has a number: null means verl's default.
+NULL_IS_DEFAULT: tuple[str, ...] = ("actor_rollout_ref.actor.optim.min_lr_ratio", "critic.optim.min_lr_ratio")
 
 # Hydra plumbing inside verl's YAML files: dropped silently (they name classes, not settings).
 IGNORED_LEAVES = ("_target_",)

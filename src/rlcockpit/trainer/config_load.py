@@ -24,6 +24,7 @@ from typing import Any
 
 from rlcockpit.trainer.config_keys import (
     IGNORED_LEAVES,
+    NULL_IS_DEFAULT,
     SHORTHAND,
     UNSUPPORTED,
     canonical_key,
@@ -33,6 +34,9 @@ from rlcockpit.trainer.config_keys import (
 from rlcockpit.trainer.config_schema import Config, ConfigError, FieldInfo, schema_fields
 
 MISSING = "???"
+
+# rlcockpit's defaults (tuned for the built-in task) that differ from verl's and change the experiment
+VERL_DEMO_DEFAULTS = {"algorithm.adv_estimator": "gae", "actor_rollout_ref.rollout.n": 1}
 
 
 # --------------------------------------------------------------------------- one override
@@ -261,6 +265,10 @@ class ConfigLoader:
     def set(self, key: str, value: Any, *, source: str = "", added: bool = False) -> None:
         if key.rsplit(".", 1)[-1] in IGNORED_LEAVES or value == MISSING or key == "framework":
             return  # Hydra plumbing, unset placeholders, and the marker to_dict writes
+        if isinstance(value, dict) and value and canonical_key(key)[0] not in SHORTHAND:
+            for sub, leaf in flatten(value):  # a section given as a mapping: each leaf by its own alias
+                self.set(f"{key}.{sub}", leaf, source=source, added=added)
+            return
         canonical, is_alias = canonical_key(key)
         if canonical in SHORTHAND and not isinstance(value, dict):
             canonical = f"{canonical}.{SHORTHAND[canonical]}"
@@ -271,6 +279,21 @@ class ConfigLoader:
             self.aliases.setdefault(key, canonical)
         if canonical == "use_wandb":
             self._use_wandb(value)
+            return
+        if canonical == "actor_rollout_ref.actor.use_token_level_loss":  # verl <= 0.3 (the first DAPO scripts)
+            mode = "token-mean" if coerce(key, value, bool) else "seq-mean-token-mean"
+            self.set("actor_rollout_ref.actor.loss_agg_mode", mode, source=source)
+            self.aliases[key] = f"actor_rollout_ref.actor.loss_agg_mode={mode}"
+            return
+        if canonical == "actor_rollout_ref.actor.use_gpg_loss":  # verl's examples/gpg_trainer scripts
+            if coerce(key, value, bool):
+                self.set("actor_rollout_ref.actor.policy_loss.loss_mode", "gpg", source=source)
+            self.aliases[key] = "actor_rollout_ref.actor.policy_loss.loss_mode=gpg (when true)"
+            return
+        if canonical == "algorithm.rollout_correction.use_pure_rollout_correction":  # verl's first release
+            if coerce(key, value, bool):
+                self.set("algorithm.rollout_correction.loss_type", "reinforce", source=source)
+            self.aliases[key] = "algorithm.rollout_correction.loss_type=reinforce (when true)"
             return
         if canonical == "reward.custom_fn":  # rlcockpit's older "file.py:function" form
             path, _, name = str(value).rpartition(":")
@@ -327,8 +350,41 @@ class ConfigLoader:
                 out[key] = raw  # an engine-only key: keep the text, it is only stored
         return out
 
+    def apply_verl_defaults(self) -> None:
+        """verl's defaults where a verl command line relies on them and rlcockpit's demo defaults differ.
+
+        * ``trainer.total_epochs`` given without ``trainer.total_training_steps``: verl trains that many epochs
+          (its ``total_training_steps`` defaults to null); rlcockpit's default of 100 steps must not win.
+        * a critic configured (``critic.*``) without ``algorithm.adv_estimator``: verl's default estimator is
+          ``gae`` (PPO) with ``rollout.n=1``; every verl PPO script relies on it, and rlcockpit's demo default
+          (``grpo``, n=8) would silently train another algorithm and leave the critic unused.
+        """
+        given = self.typed_as
+        self._note_demo_defaults(given)
+        if "trainer.total_epochs" in given and "trainer.total_training_steps" not in given:
+            self.values["trainer.total_training_steps"] = None
+            self.notes.append("trainer.total_epochs given without trainer.total_training_steps: training runs "
+                              "total_epochs over the data, as verl does")
+        if "algorithm.adv_estimator" not in given and any(k.startswith("critic.") for k in given):
+            self.values["algorithm.adv_estimator"] = "gae"
+            set_n = "actor_rollout_ref.rollout.n" not in given
+            if set_n:
+                self.values["actor_rollout_ref.rollout.n"] = 1
+            self.notes.append("critic.* set without algorithm.adv_estimator: verl's defaults apply, "
+                              "algorithm.adv_estimator=gae" + (" and actor_rollout_ref.rollout.n=1" if set_n else ""))
+
+    def _note_demo_defaults(self, given: dict[str, str]) -> None:
+        """Say which of rlcockpit's demo defaults that change the experiment stand in for verl's, when the
+        user brings their own data (a verl command line) and leaves them unset."""
+        if not self.values.get("data.train_files") or any(k.startswith("critic.") for k in given):
+            return  # the built-in demo task; or a PPO script, which gets verl's gae/n=1 below
+        differ = [f"{k}={self.values[k]} (verl: {v})" for k, v in VERL_DEMO_DEFAULTS.items() if k not in given]
+        if differ:
+            self.notes.append("not set, so rlcockpit's defaults apply where verl's differ: " + ", ".join(differ))
+
     def build(self) -> Config:
         """Classify every resolved leaf and build the config; all problems in one :class:`ConfigError`."""
+        self.apply_verl_defaults()
         resolved = self.resolve()
         fields = schema_fields()
         free = free_form_keys()
@@ -367,6 +423,12 @@ class ConfigLoader:
     def _place(self, cfg: Config, key: str, value: Any, fields: dict[str, FieldInfo]) -> None:
         info = fields.get(key)
         if info is not None:
+            if value is None and key in NULL_IS_DEFAULT:
+                return  # keep the default
+            if value == "" and not _takes_text(info.type):  # `algorithm.gamma=$gae_gamma`, the variable unset
+                self.notes.append(f"{self.typed_as.get(key, key)}= is empty (an unset shell variable?): the "
+                                  f"default {_default(key)!r} is kept")
+                return
             value = coerce(key, value, info.type)
             check_choice(key, value, info)
             set_path(cfg, key, value)
@@ -381,6 +443,15 @@ class ConfigLoader:
         typed = self.typed_as.get(key, key)
         shown = f"{typed!r}" + (f" ({key})" if typed != key else "")
         raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}")
+
+
+def _takes_text(tp: Any) -> bool:
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+    return any(a is str or a is Any for a in args)
+
+
+def _default(key: str) -> Any:
+    return dict(defaults_table_cached()).get(key)
 
 
 def set_path(cfg: Config, key: str, value: Any) -> None:

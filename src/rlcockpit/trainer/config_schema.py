@@ -145,6 +145,8 @@ class ModelConfig:
     lora_adapter_path: str | None = opt(None, "start from this saved peft adapter instead of a fresh one")
     dtype: str = opt("fp32", "bf16 = autocast on CPU, bf16 weights on CUDA", choices=("fp32", "bf16"),
                      only_here=True)
+    use_remove_padding: bool = opt(False, "pack each micro-batch's rows without their padding (position_ids restart "
+                                          "per row; same log-probs) in the actor/reference/old-policy passes")
     tiny: TinyModelConfig = group(TinyModelConfig)
 
 
@@ -198,7 +200,7 @@ class ValKwargsConfig:
     temperature: float = opt(0.0, "validation sampling temperature; 0 = greedy")
     top_p: float = opt(1.0, "validation nucleus sampling")
     top_k: int = opt(-1, "validation top-k; -1 = off")
-    n: int = opt(1, "responses per validation prompt (accuracy is mean@n)")
+    n: int = opt(1, "responses per validation prompt (accuracy is mean@n; n > 1 adds std@n, best@k, worst@k, maj@k)")
     do_sample: bool = opt(False, "false = greedy validation")
 
 
@@ -258,6 +260,9 @@ class RewardModelPathConfig:
 class RewardModelConfig:
     enable: bool | None = opt(None, "score with the reward model; null = on when model.path is set")
     model: RewardModelPathConfig = group(RewardModelPathConfig)
+    reward_manager: str | None = opt(None, "verl's reward manager: null / naive / dapo / prime call the reward "
+                                     "function once per response; batch calls it once per batch with lists "
+                                     "(data_sources, solution_strs, ground_truths, extra_infos)")
 
 
 @dataclass
@@ -271,6 +276,8 @@ class OverlongBufferConfig:
     enable: bool = opt(False, "DAPO soft overlong punishment")
     len: int = opt(4, "tokens before data.max_response_length where the penalty ramps up")
     penalty_factor: float = opt(1.0, "penalty at the length limit")
+    max_resp_len: int | None = opt(None, "length the penalty ramps to; null = data.max_response_length (verl's "
+                                   "DAPO reward manager: reward_model.reward_kwargs.max_resp_len)", only_here=True)
 
 
 @dataclass
@@ -371,6 +378,10 @@ class TrainerConfig:
     device: str = opt("auto", "auto | cpu | cuda (cuda without a GPU falls back to cpu with a note)",
                       choices=("auto", "cpu", "cuda"))
     seed: int = opt(42, "global random seed", only_here=True)
+    n_gpus_per_node: int = opt(1, "data-parallel processes on this node (GPUs, or CPU processes with gloo); > 1 "
+                                  "launches them with torch.distributed.run unless torchrun already did "
+                                  "(docs/trainer.md)")
+    nnodes: int = opt(1, "nodes; only 1 here (several nodes: verl on Ray, watched with `rlcockpit watch`)")
     profile_steps: list[int] = opt(factory=list, help="steps run under torch.profiler; traces stored with the run "
                                                       "(docs/trainer.md)")
     num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)

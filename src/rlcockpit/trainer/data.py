@@ -73,13 +73,29 @@ def builtin_sft_pairs(cfg: BuiltinDataConfig, tokenizer: Any) -> list[tuple[str,
 # --------------------------------------------------------------------------- files
 
 def _read_file(path: str) -> list[dict[str, Any]]:
+    if "://" in str(path):  # verl copies hdfs:// files with copy_to_local before reading them
+        raise FileNotFoundError(f"data file not found: {path} (remote paths such as hdfs:// are not read here: "
+                                "copy the file to a local path and give that)")
     p = Path(path).expanduser()
     if not p.is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
+        raise FileNotFoundError(f"data file not found: {path}" + (" (a directory: give the .parquet files in it)"
+                                                                  if p.is_dir() else ""))
     if p.suffix == ".parquet":
         import pandas as pd
 
-        return pd.read_parquet(p).to_dict(orient="records")
+        try:
+            return pd.read_parquet(p).to_dict(orient="records")
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no file
+            raise DataError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
+    if p.suffix == ".json" and p.read_text(errors="replace").lstrip().startswith("["):
+        try:  # one JSON array of rows (what datasets' to_json(lines=False) and most hand-written files are)
+            rows = json.loads(p.read_text())
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+        if bad is not None:
+            raise DataError(f"{path}: row {bad}: expected an object, got {type(rows[bad]).__name__}")
+        return rows
     if p.suffix in (".jsonl", ".json"):
         rows = []
         with p.open() as fh:

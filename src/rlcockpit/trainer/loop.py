@@ -24,6 +24,15 @@ from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
+from rlcockpit.trainer.distributed_rollout import sharded_policy_passes
+from rlcockpit.trainer.distributed_run import (
+    GuardrailMirror,
+    NullRun,
+    NullStream,
+    env_rank,
+    quiet,
+    rank_metrics,
+)
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
 from rlcockpit.trainer.probes import log_probes
@@ -43,7 +52,7 @@ from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's pu
     total_steps,
 )
 from rlcockpit.trainer.state import rollback as _rollback
-from rlcockpit.trainer.step_inputs import policy_passes, rewards_and_advantages
+from rlcockpit.trainer.step_inputs import rewards_and_advantages
 from rlcockpit.trainer.update import update_actor, update_critic
 
 
@@ -85,7 +94,7 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
-    policy_passes(st, batch, o.rollout_log_probs, timed, timing)
+    sharded_policy_passes(st, batch, o.rollout_log_probs, timed, timing)  # each rank its rows, gathered
     metrics: dict[str, float] = dict(exp.metrics)
     if o.rollout_log_probs is not None and not cfg.algorithm.rollout_correction.bypass_mode:
         # verl's rollout-vs-trainer agreement (bypass mode uses the engine's log-probs as the old ones)
@@ -94,12 +103,12 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
         rewards_and_advantages(st, batch, exp, o.rollout_log_probs, metrics)
     if st.critic is not None:
         with timed(timing, "update_critic"):
-            metrics.update(update_critic(cfg, st.critic, st.critic_opt, batch, st.autocast))
+            metrics.update(update_critic(cfg, st.critic, st.critic_opt, batch, st.autocast, dist=st.dist))
             st.critic_sched.step()
     if st.step > cfg.trainer.critic_warmup:  # verl: the first critic_warmup steps train only the critic
         with timed(timing, "update_actor"), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
-            metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref))
+            metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref, dist=st.dist))
             st.actor_sched.step()
     with timed(timing, "update_weights"):  # into the rollout engine (a no-op for the built-in one)
         st.engine.sync_weights(st.actor)
@@ -161,8 +170,13 @@ def loggers_for(cfg: Config) -> list[str]:
 
 
 def save_and_note(st: Any, run: Any, guard: Any) -> Any:
-    """Checkpoint ``st`` and record a ``checkpoint`` run event (``health.reports=[checkpoint]`` reports on it)."""
+    """Checkpoint ``st`` and record a ``checkpoint`` run event (``health.reports=[checkpoint]`` reports on it).
+    Data-parallel: rank 0 writes (every rank holds the same weights and optimizer state), the others wait."""
+    if not st.dist.is_main:
+        st.dist.barrier()
+        return None
     path = save(st, run.id, guard)
+    st.dist.barrier()
     run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
     register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoint_artifacts.py)
     return path
@@ -206,11 +220,13 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
 
     t_start = time.time()
     tr = cfg.trainer
+    main = env_rank() == 0  # data-parallel: rank 0 speaks, tracks and checkpoints (trainer/distributed.py)
+    log = log if main else quiet
     no_effect = print_config_notes(cfg, log)
     try:
         preflight_gate(cfg, log=log, skip=tuple(tr.preflight_skip))  # strict raises before any work
     except PreflightFailed as exc:
-        exc.run_id = record_preflight_failure(cfg, str(exc))
+        exc.run_id = record_preflight_failure(cfg, str(exc)) if main else None
         raise
     st = state or build(cfg, log)
     resume_from = resume_point(cfg)
@@ -219,22 +235,28 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
         resumed = restore(st, resume_from)
         log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
     st.run_id = resumed.get("run_id") or trial_run_id() or uuid.uuid4().hex[:8]  # a sweep trial has its id
-    st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
+    if main:
+        st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
+    st.run_id, st.ckpt_dir = st.dist.broadcast_object((st.run_id, st.ckpt_dir))
     if st.ckpt_dir != Path(tr.default_local_dir):
         log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
         tr.default_local_dir = str(st.ckpt_dir)
-    run = open_run(cfg, st.run_id, resumed.get("run_id"))
+    run = open_run(cfg, st.run_id, resumed.get("run_id")) if main else None
+    run_dir = st.dist.broadcast_object(str(run.dir) if main else None)
+    run = run or NullRun(st.run_id, f"{run_dir}/rank{st.dist.rank}")  # its profiler traces (profile_steps) go there
     run.log_event("config", {"no_effect": no_effect, "aliases": dict(cfg.aliases)}, step=st.step)
-    guard = Guardrails(cfg, run, rollback=lambda s: _rollback(st, s), apply_live=lambda k, v: apply_live(st, k, v),
-                       log=log, link=run.guardrails)
+    mirror = GuardrailMirror(st.dist, cfg, rollback=lambda s: _rollback(st, s),
+                             apply_live=lambda k, v: apply_live(st, k, v))
+    guard = Guardrails(cfg, run, rollback=mirror.rollback, apply_live=mirror.apply_live, log=log, link=run.guardrails)
     ckpt_guard = guard if cfg.health.on_critical == "rollback" else None  # only rollback tracks healthy checkpoints
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=str(ckpt_root(st)))
     steps = total_steps(cfg, st.loader)
     try:
-        with Progress(steps, start=st.step) as progress:
-            _run_steps(st, run, guard, ckpt_guard, result, progress, steps, log)
+        with Progress(steps, start=st.step, live=None if main else False,
+                      stream=None if main else NullStream()) as progress:
+            _run_steps(st, run, guard, ckpt_guard, result, progress, steps, log, mirror)
     except TrainingStopped as exc:
         result.status, result.reason = "stopped", str(exc)
         record_stop(run, exc.kind, str(exc), st.step)
@@ -262,7 +284,7 @@ def _finish(run: Any, st: State, result: TrainResult, t_start: float) -> None:
 
 
 def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | None, result: TrainResult,
-               progress: Progress, steps: int, log: Any) -> None:
+               progress: Progress, steps: int, log: Any, mirror: GuardrailMirror | None = None) -> None:
     cfg, tr = st.cfg, st.cfg.trainer
     profiler = StepProfiler.for_run(cfg, run, st.device, log=log)  # trainer.profile_steps
     if st.step == 0:
@@ -285,6 +307,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
         metrics.update({"reward/failures": float(st.reward.failures), "reward/failure_rate": st.reward.failure_rate,
                         "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
+        metrics.update(rank_metrics(st.dist, timing["step"]))  # system/rank{r}/... (data-parallel only)
         run.log(metrics, step=st.step)
         if exp is not None and tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
             run.log_samples(sample_rows(exp, tr.num_log_samples), step=st.step)
@@ -300,6 +323,8 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
             save_and_note(st, run, ckpt_guard)
         guard.poll(st.step)  # waits for this step's findings unless on_critical=warn
+        if mirror is not None:
+            mirror.sync(guard)  # data-parallel: rank 0's decisions on every rank
     if guard.stop_requested:
         last = guard.handled[-1] if guard.handled else {}
         result.status = "stopped"

@@ -9,7 +9,9 @@ failure rate passes ``reward.max_failure_rate`` (a broken reward should not sile
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import math
 import re
 import traceback
@@ -85,13 +87,47 @@ def load_custom_fn(path: str, name: str | None = None) -> RewardFn:
         raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
     mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
     module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
-    mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    try:
+        mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as exc:  # the user's file: name it, the line and what to do, not just the exception
+        raise ImportError(_import_failure(file, exc)) from exc
     fn = getattr(module, name, None)
     if not callable(fn):
         funcs = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
         raise ValueError(f"custom_reward_function.name: {file} has no function {name!r}; it defines: "
                          f"{', '.join(funcs) or 'nothing callable'}")
     return fn
+
+
+def _import_failure(file: Path, exc: BaseException) -> str:
+    line = next((f.lineno for f in reversed(traceback.extract_tb(exc.__traceback__)) if f.filename == str(file)),
+                getattr(exc, "lineno", None))
+    where = f"{file}" + (f", line {line}" if line else "")
+    msg = f"custom_reward_function.path: importing {where} failed: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "verl":
+        msg += (" (the file imports verl, which is not installed in this environment: install verl here, or use "
+                "the built-in rules: reward.name=auto scores gsm8k, MATH and DAPO/AIME data as verl's "
+                "default_compute_score does)")
+    return msg
+
+
+def _call_all(fn: RewardFn, calls: list[dict[str, Any]]) -> list[Any]:
+    """Results (or the exception raised) of ``fn(**kw)`` for each call. An ``async def compute_score`` (verl
+    0.9's reward loop awaits those) has all of the batch's calls awaited concurrently in one event loop."""
+    out: list[Any] = []
+    for kw in calls:
+        try:
+            out.append(fn(**kw))
+        except Exception as exc:  # noqa: BLE001 - counted by the caller
+            out.append(exc)
+    pending = [i for i, r in enumerate(out) if inspect.isawaitable(r)]
+    if pending:
+        async def gather() -> list[Any]:
+            return await asyncio.gather(*(out[i] for i in pending), return_exceptions=True)
+
+        for i, result in zip(pending, asyncio.run(gather())):
+            out[i] = result
+    return out
 
 
 def reward_model_enabled(cfg: Any) -> bool:
@@ -138,8 +174,9 @@ class RewardManager:
     """Scores a batch, turning per-sample exceptions into 0 and tracking the failure rate."""
 
     def __init__(self, fn: RewardFn | None = None, *, label: str = "reward", kwargs: dict[str, Any] | None = None,
-                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None) -> None:
+                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False) -> None:
         self.fn, self.model, self.label = fn, model, label
+        self.batched = batched  # verl's BatchRewardManager: one call with lists per batch
         self.kwargs = dict(kwargs or {})
         self.max_failure_rate = max_failure_rate
         self.calls = 0
@@ -153,22 +190,45 @@ class RewardManager:
             return cls(label=f"reward model {path}", model=RewardModelScorer(path, device),
                        max_failure_rate=cfg.reward.max_failure_rate)
         fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
-        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate)
+        batched = cfg.reward_model.reward_manager == "batch" and bool(cfg.custom_reward_function.path) and \
+            not (validation and cfg.reward.val_name)
+        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched)
 
     def score_one(self, row: Any, response: str) -> Any:
         """The raw result for one response (verl passes these by keyword)."""
-        return self.fn(data_source=row.data_source, solution_str=response,  # type: ignore[misc]
-                       ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
+        (out,) = self._results([row], [response])
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    def _results(self, rows: list[Any], responses: list[str]) -> list[Any]:
+        """One result (or the exception raised) per response."""
+        if not self.batched:
+            return _call_all(self.fn, [dict(data_source=row.data_source, solution_str=resp,  # type: ignore[arg-type]
+                                            ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
+                                       for row, resp in zip(rows, responses)])
+        (out,) = _call_all(self.fn, [dict(  # type: ignore[arg-type]
+            data_sources=[r.data_source for r in rows], solution_strs=list(responses),
+            ground_truths=[r.ground_truth for r in rows], extra_infos=[r.extra_info for r in rows], **self.kwargs)])
+        if isinstance(out, BaseException):
+            return [out] * len(rows)
+        out = list(out) if isinstance(out, (list, tuple)) or hasattr(out, "tolist") else out
+        if not isinstance(out, list) or len(out) != len(rows):
+            got = f"{len(out)} results" if isinstance(out, list) else type(out).__name__
+            return [ValueError(f"reward_model.reward_manager=batch: {self.label} must return one score per "
+                               f"response ({len(rows)}), got {got}")] * len(rows)
+        return out
 
     def __call__(self, rows: list[Any], responses: list[str]) -> tuple[list[float], list[Any]]:
         """Scores and per-sample extra dicts (``acc`` etc. when the function returns a dict)."""
         if self.model is not None:
             return self.model([r.text for r in rows], responses), [None] * len(rows)
         scores, extras = [], []
-        for row, resp in zip(rows, responses):
+        for out in self._results(rows, responses):
             self.calls += 1
             try:
-                out = self.score_one(row, resp)
+                if isinstance(out, BaseException):
+                    raise out
                 extra = {k: v for k, v in out.items() if k != "score"} if isinstance(out, dict) else None
                 value = float(out["score"] if isinstance(out, dict) else out)
                 if not math.isfinite(value):

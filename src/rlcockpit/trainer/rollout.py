@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import torch
 
 from rlcockpit.registry import Registry
+from rlcockpit.trainer.rollout_seeds import row_uniforms, sample_with_uniforms
 
 
 @dataclass
@@ -28,6 +29,7 @@ class SamplingParams:
     top_k: int = -1
     greedy: bool = False
     logprobs: bool = False  # report each sampled token's log-prob (RolloutOutput.rollout_log_probs)
+    seeds: list[int] | None = None  # one per prompt row: its draws come from its own generator (rollout_seeds.py)
 
 
 @dataclass
@@ -148,13 +150,15 @@ class HFRolloutEngine:
         out_logps: list[torch.Tensor] = []
         temp = params.temperature if params.temperature > 0 else 1.0  # the training pass scores at this temperature
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
+        draws = row_uniforms(params.seeds, params.max_new_tokens, self.device) if params.seeds else None
         with self.autocast():
             logits = model(input_ids=ids[node_rows], attention_mask=node_mask, position_ids=node_pos, use_cache=True,
                            logits_to_keep=1, **ck).logits[:, -1]
             next_pos = node_pos[:, -1:] + 1
             for t in range(params.max_new_tokens):
                 vocab = logits.size(-1)
-                tok = sample_next_token(logits[node_of_row], params)
+                tok = (sample_next_token(logits[node_of_row], params) if draws is None
+                       else sample_with_uniforms(logits[node_of_row], params, draws[:, t]))
                 tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
                 if params.logprobs:  # of the tempered, unfiltered distribution: what the training pass scores

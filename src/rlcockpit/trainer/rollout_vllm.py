@@ -222,16 +222,19 @@ class VLLMRolloutEngine:
             requests, sampling = [], []
             for prompt, rows in rows_of.items():
                 requests.append({"prompt_token_ids": list(prompt)})
-                sampling.append(self._vllm_params(params, 1 if greedy else len(rows), greedy))
+                sampling.append(self._vllm_params(params, 1 if greedy else len(rows), greedy,
+                                                  params.seeds[rows[0]] if params.seeds else None))
             outputs = self.llm.generate(requests, sampling, use_tqdm=False)
         finally:
             self._release_kv_cache()
         return self._to_rollout(prompts, rows_of, outputs, greedy)
 
-    def _vllm_params(self, params: SamplingParams, n: int, greedy: bool) -> Any:
+    def _vllm_params(self, params: SamplingParams, n: int, greedy: bool, seed: int | None = None) -> Any:
         from vllm import SamplingParams as VLLMSamplingParams
 
-        seed = int(torch.randint(0, 2**31 - 1, (1,)))  # from torch's RNG: seeded runs (and resumes) repeat
+        if seed is None:  # from torch's RNG: seeded runs (and resumes) repeat
+            seed = int(torch.randint(0, 2**31 - 1, (1,)))
+        seed %= 2**31 - 1  # per-row seeds (rollout_seeds.py): the request's first row
         return VLLMSamplingParams(
             n=n, temperature=0.0 if greedy else float(params.temperature),
             top_p=1.0 if greedy else float(params.top_p),

@@ -22,6 +22,9 @@ from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer import rollout_vllm  # noqa: F401 - registers rollout.name=vllm
 from rlcockpit.trainer.config import Config, canonical, to_dict
 from rlcockpit.trainer.data import PromptLoader, load_datasets
+from rlcockpit.trainer.distributed import SINGLE, Dist, check_batch_layout
+from rlcockpit.trainer.distributed import setup as setup_distributed
+from rlcockpit.trainer.distributed_rollout import ShardedEngine, ShardedReward
 from rlcockpit.trainer.host_memory import return_freed_memory_to_os
 from rlcockpit.trainer.models import (
     autocast_factory,
@@ -64,6 +67,7 @@ class State:
     ckpt_dir: Path | None = None  # where this run's checkpoints go (see checkpoint.claim_dir)
     run_id: str | None = None
     last_val: tuple[int, float] | None = None  # (step, validation accuracy) of the latest validation
+    dist: Dist = SINGLE  # this process's rank in the data-parallel group (trainer/distributed.py)
 
 
 def warmup_steps(optim_cfg: Any, total_steps: int) -> int:
@@ -133,6 +137,8 @@ def make_engine(cfg: Config, actor: Any, tokenizer: Any, device: torch.device, a
 
 
 def build(cfg: Config, log: Any = print) -> State:
+    dist = setup_distributed(cfg, log)  # torchrun's process group, if launched that way (splits CPU threads)
+    check_batch_layout(cfg, dist)
     if cfg.trainer.num_threads > 0:
         torch.set_num_threads(cfg.trainer.num_threads)
     seed_everything(cfg.trainer.seed)
@@ -153,15 +159,19 @@ def build(cfg: Config, log: Any = print) -> State:
     critic_opt = make_optimizer(critic.parameters(), cfg.critic.optim) if critic is not None else None
     autocast = autocast_factory(cfg.model.dtype, device)
     kc = cfg.algorithm.kl_ctrl
+    for model in (actor, ref, critic):
+        dist.broadcast_params(model)  # every rank starts from rank 0's weights
+    # rollout and rewards: each rank its share of the rows, per-row seeds, gathered (distributed_rollout.py)
+    engine = ShardedEngine(make_engine(cfg, actor, tokenizer, device, autocast, log), dist,
+                           pad_token_id=tokenizer.pad_token_id)
     return State(
         cfg=cfg, device=device, tokenizer=tokenizer, model_path=path, actor=actor, ref=ref, critic=critic,
         actor_opt=actor_opt, actor_sched=make_scheduler(actor_opt, cfg.actor.optim, steps),
         critic_opt=critic_opt, critic_sched=make_scheduler(critic_opt, cfg.critic.optim, steps) if critic_opt else None,
-        loader=loader, val_rows=val_rows, reward=RewardManager.from_config(cfg, device=device),
-        val_reward=RewardManager.from_config(cfg, validation=True, device=device),
-        engine=make_engine(cfg, actor, tokenizer, device, autocast, log),
-        kl_ctrl=clamp_kl(get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon), cfg),
-        autocast=autocast, data_stats=data_stats)
+        loader=loader, val_rows=val_rows, reward=ShardedReward(RewardManager.from_config(cfg, device=device), dist),
+        val_reward=ShardedReward(RewardManager.from_config(cfg, validation=True, device=device), dist),
+        engine=engine, kl_ctrl=clamp_kl(get_kl_controller(kc.type, kc.kl_coef, kc.target_kl, kc.horizon), cfg),
+        autocast=autocast, data_stats=data_stats, dist=dist)
 
 
 def clamp_kl(ctrl: Any, cfg: Config) -> Any:

@@ -34,6 +34,7 @@ from rlcockpit.trainer.algo_args import (
     rollout_correction_on,
 )
 from rlcockpit.trainer.models import forward_policy, forward_values, needs_reference, reference_context
+from rlcockpit.trainer.packing import forward_packed
 from rlcockpit.trainer.state import clamp_kl
 
 Batch = dict[str, torch.Tensor]
@@ -52,23 +53,26 @@ def needs_old_pass(cfg: Any, bs: int, rollout_log_probs: torch.Tensor | None) ->
             or "old_log_probs" in wanted)
 
 
-def policy_passes(st: Any, batch: Batch, rollout_log_probs: torch.Tensor | None, timed: Any, timing: dict) -> None:
-    """Fill ``old_log_probs`` (+ ``sum_pi_squared``), ``ref_log_prob`` and ``values`` into ``batch`` (no grad)."""
+def policy_passes(st: Any, batch: Batch, rollout_log_probs: torch.Tensor | None, timed: Any, timing: dict,
+                  global_bs: int | None = None) -> None:
+    """Fill ``old_log_probs`` (+ ``sum_pi_squared``), ``ref_log_prob`` and ``values`` into ``batch`` (no grad).
+    ``global_bs``: the whole step's batch size when ``batch`` is one data-parallel rank's share of it."""
     cfg = st.cfg
-    T, bs = batch["responses"].shape[1], batch["responses"].shape[0]
+    T, bs = batch["responses"].shape[1], global_bs or batch["responses"].shape[0]
     if rollout_correction_on(cfg) and rollout_log_probs is None:
         raise ValueError(f"algorithm.rollout_correction needs the rollout engine's log-probs; rollout.name="
                          f"{cfg.rollout.name} did not report them")
     full_kl = cfg.algorithm.use_kl_in_reward and kl_needs_full_vocab(cfg.algorithm.kl_penalty)
     fwd = {"temperature": cfg.rollout.temperature, "share_prefix": cfg.actor.share_prefix}
     ids, am = batch["input_ids"], batch["attention_mask"]
+    score = forward_packed if cfg.model.use_remove_padding else forward_policy  # same log-probs (packing.py)
     with torch.no_grad():
         if cfg.algorithm.rollout_correction.bypass_mode:
             batch["old_log_probs"] = rollout_log_probs
         if needs_old_pass(cfg, bs, rollout_log_probs) or full_kl:
             with timed(timing, "old_log_prob"), st.autocast():
                 st.actor.eval()
-                out = forward_policy(st.actor, ids, am, T, sum_pi_squared=needs_sum_pi_squared(cfg),
+                out = score(st.actor, ids, am, T, sum_pi_squared=needs_sum_pi_squared(cfg),
                                      full_log_probs=full_kl, **fwd)
             batch.setdefault("old_log_probs", out["log_probs"])  # bypass mode keeps the rollout's
             if "sum_pi_squared" in out:
@@ -79,7 +83,7 @@ def policy_passes(st: Any, batch: Batch, rollout_log_probs: torch.Tensor | None,
             with timed(timing, "ref"):
                 model, ctx = reference_context(st.actor, st.ref)
                 with ctx, st.autocast():
-                    out = forward_policy(model, ids, am, T, full_log_probs=full_kl, **fwd)
+                    out = score(model, ids, am, T, full_log_probs=full_kl, **fwd)
             batch["ref_log_prob"] = out["log_probs"]
             if full_kl:
                 batch["ref_full_log_probs"] = out["full_log_probs"]

@@ -7,6 +7,10 @@ gradient is then the same however the mini-batch is split (``actor.ppo_micro_bat
 
 Non-finite losses or gradients do not reach the optimizer: that mini-batch's update is skipped and
 counted (``actor/nonfinite_skipped``); the loop stops the run after too many in a row.
+
+Data-parallel (``dist``, :mod:`rlcockpit.trainer.distributed`): every rank holds the whole batch, takes
+its share of each mini-batch, aggregates with the whole mini-batch's counts and sums gradients over the
+ranks before the step, so the update is the single-process one.
 """
 
 from __future__ import annotations
@@ -31,13 +35,28 @@ from rlcockpit.algos import (
 )
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
+from rlcockpit.trainer.distributed import SINGLE, Dist
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
+from rlcockpit.trainer.packing import forward_packed
 
 Batch = dict[str, torch.Tensor]
 
 
 def _chunks(idx: torch.Tensor, size: int) -> list[torch.Tensor]:
     return [idx[i: i + size] for i in range(0, len(idx), size)]
+
+
+def _micro(cfg: Config, mini: int, dist: Dist) -> int:
+    """Per-rank micro-batch: ``ppo_micro_batch_size_per_gpu``, or verl's global form split over the ranks."""
+    size = micro_batch_size(cfg)
+    if size is not None and cfg.actor.ppo_micro_batch_size_per_gpu is None:
+        size = max(1, size // dist.world_size)
+    return min(mini, size or mini)
+
+
+def _forward(cfg: Config) -> Any:
+    """The scoring pass: packed rows with ``model.use_remove_padding``, else the padded one (same log-probs)."""
+    return forward_packed if cfg.model.use_remove_padding else forward_policy
 
 
 def _select(batch: Batch, idx: torch.Tensor) -> Batch:
@@ -64,7 +83,7 @@ def _kl_loss(cfg: Config, actor: Any, ref: Any, mb: Batch, out: dict[str, torch.
     if kl_needs_full_vocab(a.kl_loss_type):  # the reference's full distribution, for this micro-batch only
         model, ctx = reference_context(actor, ref)
         with torch.no_grad(), ctx, autocast():
-            ref_full = forward_policy(model, mb["input_ids"], mb["attention_mask"], mask.shape[1], full_log_probs=True,
+            ref_full = _forward(cfg)(model, mb["input_ids"], mb["attention_mask"], mask.shape[1], full_log_probs=True,
                                       temperature=cfg.rollout.temperature, share_prefix=a.share_prefix)
         return compute_kl_loss(out["full_log_probs"], ref_full["full_log_probs"], mask, kl_loss_type=a.kl_loss_type,
                                loss_agg_mode=a.loss_agg_mode, **info)
@@ -80,7 +99,7 @@ def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, fl
     T = mask.shape[1]
     full_kl = a.use_kl_loss and kl_needs_full_vocab(a.kl_loss_type)
     with autocast():
-        out = forward_policy(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
+        out = _forward(cfg)(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
                              with_entropy="grad" if a.entropy_coeff != 0 else "nograd", share_prefix=a.share_prefix,
                              full_log_probs=full_kl)
     logp, ent = out["log_probs"], out["entropy"]
@@ -107,15 +126,17 @@ _SUMMED = ("actor/pg_loss", "actor/kl_loss")
 
 
 def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batch: Batch,
-                 autocast: Callable[[], contextlib.AbstractContextManager], ref: Any = None) -> dict[str, float]:
+                 autocast: Callable[[], contextlib.AbstractContextManager], ref: Any = None,
+                 dist: Dist = SINGLE) -> dict[str, float]:
     """One training step of the policy. ``batch`` needs input_ids, attention_mask, responses,
     response_mask, advantages, and old_log_probs unless the update is a single on-policy pass
     (then the log-probs of this very forward pass, detached, are the old ones: no extra forward).
-    ``ref`` is the frozen reference model (``None`` with LoRA), used by the exact ``full`` KL loss."""
+    ``ref`` is the frozen reference model (``None`` with LoRA), used by the exact ``full`` KL loss.
+    ``dist``: the data-parallel group (this rank trains on its share of each mini-batch)."""
     a = cfg.actor
     bs = batch["responses"].size(0)
     mini = max(1, min(bs, a.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, micro_batch_size(cfg) or mini)
+    micro = _micro(cfg, mini, dist)
     global_ok = _takes_global_info(policy_loss_name(cfg))
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
@@ -127,7 +148,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
             finite, per_mini = True, defaultdict(list)
-            for mc_idx in _chunks(mb_idx, micro):
+            for mc_idx in _chunks(dist.part(mb_idx), micro):
                 share = 1.0 if global_ok else len(mc_idx) / len(mb_idx)
                 loss, m = _micro_step(cfg, actor, ref, _select(batch, mc_idx), info, share, autocast)
                 if not torch.isfinite(loss):
@@ -136,17 +157,21 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 loss.backward()
                 for k, v in m.items():
                     per_mini[k].append(v)
+            finite = dist.all_true(finite)  # one rank's non-finite loss skips the step on every rank
+            if finite:
+                dist.all_reduce_grads(params)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, a.grad_clip) if finite else torch.tensor(float("nan"))
             if not finite or not torch.isfinite(grad_norm):
                 optimizer.zero_grad(set_to_none=True)
                 skipped += 1
                 continue
             optimizer.step()
-            for k, v in per_mini.items():
-                sums[k].append(sum(v) if k in _SUMMED else sum(v) / len(v))
+            reduced = dist.reduce_metrics(per_mini, _SUMMED)
+            for k, v in reduced.items():
+                sums[k].append(v)
             sums["actor/grad_norm"].append(float(grad_norm))
-            kls = per_mini.get("actor/ppo_kl", [])
-            if a.target_kl is not None and a.early_stopping and kls and abs(sum(kls) / len(kls)) > a.target_kl:
+            kl = reduced.get("actor/ppo_kl")
+            if a.target_kl is not None and a.early_stopping and kl is not None and abs(kl) > a.target_kl:
                 stopped_early = True
                 break
         if stopped_early:
@@ -160,11 +185,11 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
 
 
 def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, batch: Batch,
-                  autocast: Callable[[], contextlib.AbstractContextManager]) -> dict[str, float]:
+                  autocast: Callable[[], contextlib.AbstractContextManager], dist: Dist = SINGLE) -> dict[str, float]:
     c = cfg.critic
     bs, T = batch["responses"].shape
     mini = max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
-    micro = min(mini, micro_batch_size(cfg) or mini)
+    micro = _micro(cfg, mini, dist)
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
     critic.train()
@@ -173,7 +198,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
             ok, vf_total, clipfracs = True, 0.0, []
-            for mc_idx in _chunks(mb_idx, micro):
+            for mc_idx in _chunks(dist.part(mb_idx), micro):
                 mb = _select(batch, mc_idx)
                 with autocast():
                     vpreds = forward_values(critic, mb["input_ids"], mb["attention_mask"], T)
@@ -186,13 +211,18 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
                 vf_loss.backward()
                 vf_total += float(vf_loss.detach())
                 clipfracs.append(float(clipfrac))
+            ok = dist.all_true(ok)
+            if ok:
+                dist.all_reduce_grads([p for p in critic.parameters() if p.requires_grad])
             norm = torch.nn.utils.clip_grad_norm_(critic.parameters(), c.grad_clip) if ok else None
             if norm is None or not math.isfinite(float(norm)):
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
-            sums["critic/vf_loss"].append(vf_total)
-            sums["critic/vf_clipfrac"].append(sum(clipfracs) / len(clipfracs))
+            reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/vf_clipfrac": clipfracs},
+                                          ("critic/vf_loss",))
+            sums["critic/vf_loss"].append(reduced["critic/vf_loss"])
+            sums["critic/vf_clipfrac"].append(reduced["critic/vf_clipfrac"])
             sums["critic/grad_norm"].append(float(norm))
     optimizer.zero_grad(set_to_none=True)
     metrics = {k: sum(v) / len(v) for k, v in sums.items() if v}

@@ -7,11 +7,18 @@ The mode comes from ``logger_options={"wandb": {"mode": ...}}``, else ``$WANDB_M
 Samples are logged incrementally: one ``wandb.Table(log_mode="INCREMENTAL")`` per run, each step
 appends only that step's rows (W&B writes one small increment file per step) instead of
 re-logging a growing table, which costs O(steps²) bytes.
+
+W&B keeps one current step and silently drops anything logged to an earlier one ("Tried to log to step 1 that
+is less than the current step 2"), while rlcockpit accepts rows of an earlier step (a validation pass, metrics
+derived from samples on the observer thread). So the sink holds the newest ``HOLD_STEPS`` steps back, merges
+what arrives for them, and hands W&B whole steps in order; a row older than everything already handed over is
+counted and reported in one warning at the end instead of vanishing (the rlcockpit store has it either way).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,7 +28,10 @@ from rlcockpit.redact import redact_argv
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 SAMPLE_COLUMNS = ("step", "prompt", "response", "reward")
+HOLD_STEPS = 2  # steps kept back for late rows before W&B gets them (W&B shows them that many steps later)
+log = logging.getLogger("rlcockpit")
 EXIT_CODES = {"finished": 0, "failed": 1}
+_SAMPLE_LINES = "\0samples"  # key of a held step's sample lines (no logged key starts with NUL)
 
 
 @SINKS.register("wandb")
@@ -58,14 +68,30 @@ class WandbSink(Sink):
         self._store_dir = run.dir
         self._table: Any = None
         self._columns: list[str] = []
-        self._last_step = -1
+        self._sent_step = -1  # the newest step handed to W&B: it drops anything logged below it
+        self._pending: dict[int, dict[str, Any]] = {}  # held-back steps -> merged metrics (+ "samples" lines)
+        self._late_rows = 0
 
     def log_metrics(self, rows: MetricRows) -> None:
-        log = self.run.log
         for step, _, data in rows:
-            log(dict(data), step=step)
-            if step > self._last_step:
-                self._last_step = step
+            if step < self._sent_step:
+                self._late_rows += 1
+                continue
+            self._pending.setdefault(step, {}).update(data)
+        self._send(hold=HOLD_STEPS)
+
+    def _send(self, hold: int) -> None:
+        """Hand W&B, in step order, every held step older than the newest ``hold`` ones."""
+        if not self._pending:
+            return
+        limit = max(self._pending) - hold
+        for step in sorted(s for s in self._pending if s <= limit):
+            data = self._pending.pop(step)
+            lines = data.pop(_SAMPLE_LINES, None)
+            if lines:
+                data["samples"] = self._table_with(lines)
+            self.run.log(data, step=step)
+            self._sent_step = step
 
     def _new_table(self, rows: Sequence[Mapping[str, Any]]) -> Any:
         columns = list(SAMPLE_COLUMNS)
@@ -89,15 +115,19 @@ class WandbSink(Sink):
             line = [step if c == "step" else row.get(c) for c in cols[:-1]]
             line.append(json.dumps(extra, ensure_ascii=False, default=str) if extra else None)
             data.append(line)
+        # held with the step's metrics; samples of a step W&B has passed land on the oldest open step (their
+        # own step stays in the table's "step" column)
+        at = max(step, self._sent_step)
+        self._pending.setdefault(at, {}).setdefault(_SAMPLE_LINES, []).extend(data)
+        self._send(hold=HOLD_STEPS)
+
+    def _table_with(self, lines: list[list[Any]]) -> Any:
         table = self._table
         if table is None:
-            table = self._wandb.Table(columns=cols, data=data)
-        else:
-            for line in data:
-                table.add_data(*line)
-        # W&B drops entries whose step went backwards; samples of an older step land on the current one
-        self.run.log({"samples": table}, step=max(step, self._last_step))
-        self._last_step = max(step, self._last_step)
+            return self._wandb.Table(columns=self._columns, data=lines)
+        for line in lines:
+            table.add_data(*line)
+        return table
 
     def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
         if kind == "artifact":  # a version logged with run.log_artifact: mirrored as a W&B artifact
@@ -110,5 +140,9 @@ class WandbSink(Sink):
         self.run.summary[f"rlcockpit/finding/{d.get('detector', 'unknown')}"] = d.get("title", "")
 
     def close(self, status: str, exit_code: int | None) -> None:
+        self._send(hold=0)
+        if self._late_rows:
+            log.warning("rlcockpit: %d metric row(s) arrived for a step W&B had already passed and are not in the "
+                        "W&B run (W&B cannot go back a step); the rlcockpit store has them", self._late_rows)
         code = EXIT_CODES.get(status, 1) if exit_code is None else exit_code
         self.run.finish(exit_code=code)

@@ -1,0 +1,57 @@
+"""``trainer.n_gpus_per_node=N`` without torchrun: start the N ranks with ``torch.distributed.run``.
+
+The same elastic agent as ``torchrun --standalone --nproc-per-node N -m rlcockpit train ...`` (a free
+rendezvous port on localhost, every rank's environment: RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT),
+run from this process, which waits for the ranks and returns their outcome.  Under torchrun (WORLD_SIZE
+set) nothing is launched: the command line is already one of the ranks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from rlcockpit.trainer.distributed import MULTI_NODE_MESSAGE, env_world_size
+
+
+def needs_launch(cfg: Any) -> bool:
+    """``trainer.n_gpus_per_node`` > 1 and this process is not already a rank."""
+    return cfg.trainer.n_gpus_per_node > 1 and env_world_size() <= 1
+
+
+def check_launch(cfg: Any) -> None:
+    """One node only; on CUDA no more processes than GPUs (CPU ranks use gloo, any number)."""
+    tr = cfg.trainer
+    if tr.nnodes > 1:
+        raise ValueError(MULTI_NODE_MESSAGE.format(n=tr.nnodes))
+    if tr.n_gpus_per_node < 1:
+        raise ValueError(f"trainer.n_gpus_per_node={tr.n_gpus_per_node}: needs at least 1")
+    if tr.device != "cpu" and torch.cuda.is_available() and torch.cuda.device_count() < tr.n_gpus_per_node:
+        raise ValueError(f"trainer.n_gpus_per_node={tr.n_gpus_per_node} but torch sees {torch.cuda.device_count()} "
+                         "GPU(s) on this node; lower it (or trainer.device=cpu for CPU processes)")
+
+
+def launch(cfg: Any, argv: list[str], log: Any = print) -> int:
+    """Run ``python -m rlcockpit <argv>`` as ``trainer.n_gpus_per_node`` ranks; 0 when every rank succeeded."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import get_args_parser, run
+
+    check_launch(cfg)
+    n = cfg.trainer.n_gpus_per_node
+    where = "GPUs" if cfg.trainer.device != "cpu" and torch.cuda.is_available() else "CPU processes (gloo)"
+    log(f"[rlcockpit] trainer.n_gpus_per_node={n}: launching {n} {where} with torch.distributed.run")
+    args = get_args_parser().parse_args(["--standalone", f"--nproc-per-node={n}", "--module", "rlcockpit", *argv])
+    try:
+        run(args)
+    except ChildFailedError as exc:
+        failures = "; ".join(f"rank {r}: exit code {f.exitcode}" for r, f in sorted(exc.failures.items()))
+        log(f"rlcockpit train: a rank failed ({failures}); its error is printed above")
+        return 1
+    return 0
+
+
+def finish_group() -> None:
+    """Leave the process group at the end of a rank's run (quietly, so gloo/NCCL do not warn at exit)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
