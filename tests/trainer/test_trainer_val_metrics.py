@@ -86,3 +86,23 @@ def test_statistics_equal_verls(tmp_path, seed):
     assert any("/maj@8/" in k for k in ours) and any(k.startswith("val-core/math/acc/best@") for k in ours)
     differ = {k: (ours[k], expected[k]) for k in ours if abs(ours[k] - expected[k]) > 1e-12}
     assert not differ, differ
+
+
+def test_aborted_responses_are_counted_as_verl_does():
+    """``response/aborted_ratio`` and ``response_length_non_aborted/*`` (verl's compute_data_metrics; found by
+    qa-verl: the trainer did not log them). A response with no token is aborted."""
+    import torch
+
+    from rlcockpit.trainer.metrics import data_metrics
+
+    mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0], [1, 0, 0, 0]])
+    zeros = torch.zeros(4, 4)
+    batch = {"response_mask": mask, "prompt_mask": torch.ones(4, 3), "token_level_scores": zeros,
+             "token_level_rewards": zeros, "advantages": zeros, "returns": zeros}
+    m = data_metrics(batch, max_response_length=4, max_prompt_length=8)
+    assert m["response/aborted_ratio"] == 0.25
+    assert m["response_length_non_aborted/mean"] == pytest.approx(7 / 3) and m["response_length_non_aborted/min"] == 1
+    assert m["response_length_non_aborted/clip_ratio"] == pytest.approx(1 / 3) and m["response_length/min"] == 0.0
+    none = data_metrics({**batch, "response_mask": torch.zeros(4, 4, dtype=torch.long)}, 4, 8)
+    assert none["response/aborted_ratio"] == 1.0 and none["response_length_non_aborted/mean"] != \
+        none["response_length_non_aborted/mean"]  # NaN: every response aborted
