@@ -72,8 +72,10 @@ def test_run_qwen2_7b_overrides_train_unchanged(hf_assets, tmp_path):
     assert cfg["actor_rollout_ref"]["actor"]["use_kl_loss"] is True and cfg["trainer"]["logger"] == ["console", "wandb"]
     (event,) = run.events("config")
     listed = {k for row in event["payload"]["no_effect"] for k in row["keys"]}
-    assert {"actor_rollout_ref.rollout.gpu_memory_utilization", "trainer.n_gpus_per_node",
+    assert {"actor_rollout_ref.rollout.gpu_memory_utilization",
             "actor_rollout_ref.actor.fsdp_config.param_offload"} <= listed
+    # the script's 8 GPUs on a machine without one: one process, said (not 8 CPU processes on a few cores)
+    assert "trainer.n_gpus_per_node=8 but this node has no GPU: training in one process" in out
     assert (ckpts / "global_step_2" / "actor" / "config.json").is_file()  # verl saves at the end too
     assert list((store / "wandb").rglob("*.wandb"))  # the wandb logger from the script ran (offline)
 

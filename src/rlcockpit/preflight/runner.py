@@ -55,6 +55,7 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> 
     """The memory-relevant settings of a trainer config, as the trainer will run them on ``device``."""
     from rlcockpit.algos import kl_needs_full_vocab
     from rlcockpit.trainer.config import micro_batch_size
+    from rlcockpit.trainer.launch import node_ranks
     from rlcockpit.trainer.models import needs_reference
     from rlcockpit.trainer.step_inputs import needs_old_pass
 
@@ -80,7 +81,7 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> 
         needs_critic=alg.adv_estimator == "gae", old_log_prob_pass=needs_old_pass(cfg, rows, None),
         full_vocab_kl=full_kl, share_prefix=bool(a.share_prefix) and not m.use_remove_padding,  # packing.py
         entropy_grad=a.entropy_coeff != 0, temperature=float(cfg.rollout.temperature),
-        world_size=max(1, int(cfg.trainer.n_gpus_per_node)), device="cuda" if on_gpu else "cpu")
+        world_size=node_ranks(cfg), device="cuda" if on_gpu else "cpu")
 
 
 def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: int | None = None,
