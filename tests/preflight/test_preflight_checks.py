@@ -124,7 +124,7 @@ def test_memory_that_does_not_fit_offers_options(tmp_path):
     ok = check_memory(cfg, capacity_bytes=64 * 2**30)[0]
     assert ok.status == "pass"
     peak = ok.data["estimate"]["peak_bytes"]
-    r = check_memory(cfg, capacity_bytes=int(peak * 0.5))[0]
+    r = check_memory(cfg, capacity_bytes=int(peak * 0.75))[0]  # CPU: ~90 MiB of heap no option removes
     assert r.status == "fail" and "Options:" in r.detail
     assert any("gradient checkpointing" in o for o in r.data["options"])
     assert any("actor.ppo_micro_batch_size=" in o for o in r.data["options"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
@@ -35,7 +34,7 @@ def test_qwen2_7b_from_config_dict():
     m = ModelShape.from_hf_config(QWEN2_7B)
     assert 7.6e9 < m.n_params < 7.63e9  # Qwen2-7B has 7.62B parameters
     est = estimate_memory(m, TrainShape(micro_batch_size=8, prompt_length=1024, response_length=1024))
-    assert est.components["actor_weights"] == m.n_params * 2
+    assert est.components["actor_weights"] == m.n_params * 4  # the trainer keeps fp32 weights (autocast)
     assert est.components["optimizer_states"] == m.n_params * 8  # AdamW fp32 states
     assert not fits(est.peak_bytes, 80 * 2**30)
 
@@ -45,18 +44,21 @@ def test_each_knob_moves_the_estimate_the_right_way():
     base = TrainShape(micro_batch_size=8, prompt_length=512, response_length=512)
     e0 = estimate_memory(m, base)
     ck = estimate_memory(m, dataclasses.replace(base, grad_checkpointing=True))
-    assert ck.components["activations"] < e0.components["activations"] / 3
+    plain = estimate_memory(m, dataclasses.replace(base, share_prefix=False))
+    assert ck.components["activations"] < plain.components["activations"] / 3
+    assert e0.components["activations"] < 0.7 * plain.components["activations"]  # the group's prompt runs once
     lora = estimate_memory(m, dataclasses.replace(base, lora_rank=16))
     assert lora.trainable_params < m.n_params / 100 and lora.components["optimizer_states"] < 0.01 * e0.components[
         "optimizer_states"]
-    ref = estimate_memory(m, dataclasses.replace(base, needs_ref=True))
-    assert ref.peak_bytes - e0.peak_bytes == m.n_params * 2
+    ref = estimate_memory(m, dataclasses.replace(base, needs_ref=True, ref_dtype="bf16"))
+    assert ref.components["reference"] == m.n_params * 2  # the frozen copy in bf16 on a GPU
+    assert ref.peak_bytes - e0.peak_bytes >= m.n_params * 2  # + the no-grad reference pass
     ref_lora = estimate_memory(m, dataclasses.replace(base, needs_ref=True, lora_rank=16))
     assert ref_lora.components["reference"] == 0  # adapters off = reference
     critic = estimate_memory(m, dataclasses.replace(base, needs_critic=True))
     assert critic.components["critic_weights"] > 0 and "critic_update" in critic.phases
-    small = estimate_memory(m, dataclasses.replace(base, micro_batch_size=2))
-    assert small.components["activations"] == e0.components["activations"] // 4
+    small = estimate_memory(m, dataclasses.replace(base, micro_batch_size=2, share_prefix=False))
+    assert small.components["activations"] == plain.components["activations"] // 4
     more_rollout = estimate_memory(m, dataclasses.replace(base, rollout_n=16))
     assert more_rollout.components["kv_cache"] > 1.9 * e0.components["kv_cache"]
 
@@ -74,13 +76,12 @@ def test_alternatives_each_have_an_estimate_and_overrides():
 
 @pytest.mark.slow
 def test_measured_error_within_bound():
-    """A real short RL step of a small Qwen2 on CPU: the estimate is within ±35% of peak RSS growth
-    (measured -27% on this scenario in two runs; the estimate is low on CPU, see the bench docstring)."""
+    """Two real RL steps of a small Qwen2 (32k vocabulary) on CPU through the trainer's own components: the
+    estimate is within -10%/+15% of the peak RSS growth (measured +0.6%; issue 18's bound is no
+    underestimate worse than -10%)."""
     bench = Path(__file__).resolve().parents[2] / "bench" / "memory_estimate.py"
-    spec = importlib.util.spec_from_file_location("memory_estimate_bench", bench)
-    assert spec and spec.loader
-    out = subprocess.run([sys.executable, str(bench), "--json", "--only", "fp32 full"], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run([sys.executable, str(bench), "--json", "--only", "qwen2 32k fp32"], capture_output=True,
+                         text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-2000:]
-    row = json.loads(out.stdout)["scenarios"][0]
-    assert abs(row["error_pct"]) <= 35, row
+    (row,) = json.loads(out.stdout)["scenarios"]
+    assert -10 <= row["error_pct"] <= 15, row

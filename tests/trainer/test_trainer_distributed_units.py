@@ -8,7 +8,7 @@ import torch
 
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.distributed import Dist, setup
-from rlcockpit.trainer.launch import check_launch, needs_launch
+from rlcockpit.trainer.launch import check_launch, needs_launch, node_ranks
 from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
 from rlcockpit.trainer.rollout_seeds import row_seed
 
@@ -70,8 +70,14 @@ def test_more_than_one_node_points_to_verl_on_ray_and_watch(monkeypatch):
     with pytest.raises(ValueError, match="trainer.nnodes=2"):
         check_launch(cfg)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert needs_launch(load_config(overrides=["trainer.n_gpus_per_node=2"], log=None))
+    assert needs_launch(load_config(overrides=["trainer.n_gpus_per_node=2", "trainer.device=cpu"], log=None))
     assert not needs_launch(load_config(overrides=[], log=None))
+    # a verl script's GPU count on a machine without a GPU: one process, said once
+    notes: list[str] = []
+    verl_script = load_config(overrides=["trainer.n_gpus_per_node=8"], log=None)
+    if not torch.cuda.is_available():
+        assert not needs_launch(verl_script, log=notes.append) and node_ranks(verl_script) == 1
+        assert len(notes) == 1 and "no GPU" in notes[0] and "trainer.device=cpu" in notes[0]
     monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun the command is already a rank
     assert not needs_launch(load_config(overrides=["trainer.n_gpus_per_node=2"], log=None))
 

@@ -52,7 +52,8 @@ def test_run_qwen2_7b_overrides_train_unchanged(hf_assets, tmp_path):
     store, ckpts = tmp_path / "store", tmp_path / "ckpt"
     extra = ["trainer.total_training_steps=2", f"trainer.rlcockpit_dir={store}", f"trainer.default_local_dir={ckpts}",
              "trainer.num_threads=1"]  # two steps on CPU, this test's folders, one thread on a shared machine
-    proc = subprocess.run([sys.executable, "-m", "rlcockpit.cli", "train", *overrides, *extra], cwd=tmp_path,
+    # verl's own entry point name with one word changed (python3 -m verl.trainer.main_ppo -> rlcockpit...)
+    proc = subprocess.run([sys.executable, "-m", "rlcockpit.trainer.main_ppo", *overrides, *extra], cwd=tmp_path,
                           env=_env(tmp_path), capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
@@ -71,8 +72,10 @@ def test_run_qwen2_7b_overrides_train_unchanged(hf_assets, tmp_path):
     assert cfg["actor_rollout_ref"]["actor"]["use_kl_loss"] is True and cfg["trainer"]["logger"] == ["console", "wandb"]
     (event,) = run.events("config")
     listed = {k for row in event["payload"]["no_effect"] for k in row["keys"]}
-    assert {"actor_rollout_ref.rollout.gpu_memory_utilization", "trainer.n_gpus_per_node",
+    assert {"actor_rollout_ref.rollout.gpu_memory_utilization",
             "actor_rollout_ref.actor.fsdp_config.param_offload"} <= listed
+    # the script's 8 GPUs on a machine without one: one process, said (not 8 CPU processes on a few cores)
+    assert "trainer.n_gpus_per_node=8 but this node has no GPU: training in one process" in out
     assert (ckpts / "global_step_2" / "actor" / "config.json").is_file()  # verl saves at the end too
     assert list((store / "wandb").rglob("*.wandb"))  # the wandb logger from the script ran (offline)
 
@@ -118,3 +121,12 @@ def test_gsm8k_default_reward_gives_a_warmed_model_varying_rewards(hf_assets, wa
     assert score_max.max() == 1.0  # correct "#### N" answers are rewarded...
     assert (score_max > score_min).any()  # ...and not all of them: the groups carry a learning signal
     assert (hist["actor/pg_clipfrac"].dropna() >= 0).all() and "val-core/openai/gsm8k/acc/mean@1" in hist.columns
+
+
+def test_verls_entry_point_name_takes_a_verl_script_unchanged(tmp_path):
+    """``python3 -m rlcockpit.trainer.main_ppo`` + verl's run_qwen2-7b.sh overrides, as the script has them."""
+    overrides = script_overrides(FIXTURES / "run_qwen2-7b.sh")
+    proc = subprocess.run([sys.executable, "-m", "rlcockpit.trainer.main_ppo", "--print-config", *overrides],
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "adv_estimator: grpo" in proc.stdout and "tensor_model_parallel_size: 2" in proc.stdout

@@ -42,6 +42,7 @@ class LengthExplosion(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
+        self._w, self._w_at = 3, 0
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -50,9 +51,12 @@ class LengthExplosion(Detector):
             self.base = max(median(track.tail(self.warmup, skip=1)), 1e-9)
         s = track.mean_last(3)
         ratio = s / self.base
-        w = span(track, p["span_steps"], lo=3)
+        if self._w_at <= 0:  # the window in observations follows the logging cadence: re-measured now and then
+            self._w, self._w_at = span(track, p["span_steps"], lo=3), 16
+        self._w_at -= 1
+        w = self._w
         before = (track.ago(w) + track.ago(w + 1) + track.ago(w + 2)) / 3
-        rising = track.mean_last(3) >= p["turn_ratio"] * before or before != before  # cheap gate
+        rising = s >= p["turn_ratio"] * before or before != before  # cheap gate
         if ratio <= p["critical_ratio"] and not rising:
             return None
         clip = self.ctx.tracks.get(CLIP)
@@ -128,6 +132,9 @@ class Truncation(Detector):
             self._len_base = self._median_of(LEN)
         s = track.mean_last(3)
         vals = {"clip_ratio": s, "baseline": self.base}
+        if s <= p["warn_abs"] and s <= p["jump_min"] and s <= p["min_abs"]:  # the usual step: below every bound
+            self._streak = 0
+            return self._near_limit(step)
         if self.sustained(s > p["warn_abs"], p["sustain"]):
             if s > p["critical_abs"] and s > self.base + p["critical_rise"]:
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",

@@ -22,6 +22,7 @@ GPU_MEM, HOST_MEM = "system/gpu/memory_percent", "system/memory_percent"
 ALLOC, RESERVED = "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb"
 RSS, RSS_MB, CPU_USED = "system/proc_rss_gb", "system/proc_rss_mb", "perf/cpu_memory_used_gb"
 GPU_USED, GPU_BYTES = "system/gpu/memory_used_gb", "system/gpu/memory_allocated_bytes"
+GPU_SPREAD = "system/gpu/memory_percent_spread"  # fullest GPU minus the median GPU (the monitor derives it)
 ABSOLUTE = (ALLOC, RESERVED, GPU_USED, GPU_BYTES, RSS, RSS_MB, CPU_USED)
 DEVICE_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_BYTES)
 
@@ -44,89 +45,192 @@ def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, floa
     return a, b, c
 
 
-class MemoryTrend(Detector):
-    """Shared rule for one memory series, against its own level at warm-up end (``base``, robust ``scale``).
+def steps_to_full(track: Track, level: float, slope_per_observation: float, full: float = 100.0) -> float:
+    """Steps (not log lines) until ``level`` reaches ``full`` at ``slope_per_observation``, from the series'
+    logging cadence: the "OOM in ~N steps" projection (infinite when not rising)."""
+    if slope_per_observation <= 0:
+        return math.inf
+    st = track.steps
+    spacing = (st[-1] - st[0]) / max(len(st) - 1, 1) if len(st) > 1 else 1.0
+    return max(full - level, 0.0) / slope_per_observation * max(spacing, 1.0)
 
-    Creep (warning): the series climbs steadily over one of ``windows`` recent observations (medians of its
-    thirds rising by ``z_warn`` noise units of the window's own jitter) and is ``min_growth`` above its warm-up
-    level; or each of the last ``run`` observations rose by more than twice the warm-up's step-to-step jitter
-    and the newest is 2 x ``min_growth`` above the warm-up level (a sparse log sees only a few points of a
-    climb). Checked every ``every`` observations. Subclasses say how big ``min_growth`` is (percent points, or a share of the
-    baseline for absolute amounts)."""
+
+class MemoryTrend(Detector):
+    """Shared rule for one memory series, against its own behaviour after warm-up: its level (``base``), its
+    step-to-step jitter and the highest value it reached (``high``: the top of a healthy sawtooth, the
+    allocator's settled peak).
+
+    Creep (warning), any of:
+    - a steady climb over one of ``windows`` recent observations (medians of its thirds rising by ``z_warn``
+      noise units of the window's own jitter, the rise spread over the window rather than one jump) whose newest
+      third lies above the warm-up's highest value and ``min_growth`` above its level;
+    - a run of records: each of the last ``records`` observations (fewer for a sparse log: those covering
+      ``records_steps`` steps, at least 2) above every earlier one, ``record_growth`` above the warm-up's highest
+      value (a healthy running peak steps up now and then and stays; a leak sets a new high at every log);
+    - each of the last ``run`` observations rose by more than twice the warm-up's jitter and the newest is
+      2 x ``min_growth`` above the warm-up level (a sparse log sees only a few points of a climb).
+    Checked every ``every`` observations. Subclasses say how big ``min_growth`` / ``record_growth`` are
+    (percent points, or a share of the baseline for absolute amounts)."""
 
     story, role = "memory", "outcome"
     cause = "activation/cache memory grows with batch and sequence length, or leaks"
-    defaults = {"z_warn": 5.0, "windows": (9, 24, 60), "run": 2, "every": 1, "rel_floor": 0.001,
-                "warmup_steps": 20}
+    defaults = {"z_warn": 5.0, "windows": (9, 24, 60), "run": 2, "records": 6, "records_steps": 8, "every": 1,
+                "rel_floor": 0.001, "warmup_steps": 20}
     common = {"enabled": True, "warmup": 6, "cooldown": 100}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
-        self._base: dict[str, tuple[float, float]] = {}
+        self._base: dict[str, tuple[float, float, float]] = {}
         self._first: dict[str, int] = {}
         self._warm_n: dict[str, int] = {}
+        # key -> [highest so far, records in a row, n seen, record margin, min_growth, n to refine the baseline at]
+        self._top: dict[str, list] = {}
+        self._cut: dict[str, float] = {}
 
     def ready(self, key: str, track: Track) -> bool:
         """Warm once the series has ``warmup`` observations spanning ``warmup_steps`` steps (memory settles in
         steps, not in log lines: the allocator's peak keeps rising over the first batches however sparse the log)."""
-        first = self._first.setdefault(key, track.steps[0])
         if key in self._base:
             return True
+        first = self._first.setdefault(key, track.steps[0])
         if track.n < self.warmup or track.last_step - first < self.p["warmup_steps"]:
             return False
         self.baseline(key, track)
         return True
-    def baseline(self, key: str, track: Track) -> tuple[float, float]:
-        """(level, step-to-step jitter) at warm-up end; the warm-up's first third (allocator warm-up, the
-        first batches) is left out."""
+
+    def baseline(self, key: str, track: Track) -> tuple[float, float, float]:
+        """(level, step-to-step jitter, highest value) at warm-up end; the warm-up's first third (allocator
+        warm-up, the first batches) is left out."""
         if key not in self._base:
             first = self._first.get(key, track.steps[0])
-            cut = first + (track.last_step - first) / 3
-            warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+            self._cut[key] = cut = first + (track.last_step - first) / 3
             self._warm_n[key] = track.n
-            med, _ = robust(warm, self.p["rel_floor"], 1e-9)
-            diffs = [abs(y - x) for x, y in zip(warm, warm[1:])]
-            jitter = max(1.4826 * median(diffs) if diffs else 0.0, self.p["rel_floor"] * abs(med), 1e-9)
-            self._base[key] = (med, jitter)
+            self._measure(key, track, cut, refine_at=2 * track.n)
         return self._base[key]
+
+    def _measure(self, key: str, track: Track, cut: float, refine_at: int) -> None:
+        warm = [v for st, v in zip(track.steps, track.values) if st >= cut][:-1] or [track.last]
+        med, _ = robust(warm, self.p["rel_floor"], 1e-9)
+        # step-to-step jitter from the upper quartile of the changes (/1.15: the scale of a normal difference), not
+        # their median: a sawtooth's changes are half tiny (same tooth) and half a whole tooth
+        diffs = sorted(abs(y - x) for x, y in zip(warm, warm[1:]))
+        measured = diffs[(3 * len(diffs)) // 4] / 1.15 if diffs else 0.0
+        jitter = max(measured, self.p["rel_floor"] * abs(med), 1e-9)
+        self._base[key] = (med, jitter, max(warm))
+        # a record must beat the top by half the measured jitter: in a noisy series a hair above is chance, in
+        # a running peak (jitter 0) any rise is a record
+        top = max(max(warm), self._top[key][0]) if key in self._top else max(warm)
+        self._top[key] = [top, 0, track.n - 1, 0.5 * measured, self.min_growth(med, key), refine_at]
+
+    def refine(self, key: str, track: Track) -> None:
+        """Measure the baseline again from everything since the warm-up's first third once the series has
+        twice, and again four times, the warm-up's observations — while it shows no rise (no record run, not
+        half ``min_growth`` above its level): a handful of warm-up readings misjudge a noisy series' jitter and
+        top (a sparse W&B clock gives six), a longer healthy stretch does not."""
+        rec = self._top[key]
+        warm_n = self._warm_n[key]
+        nxt = 2 * rec[5] if rec[5] < 4 * warm_n else -1
+        if rec[1] == 0 and track.mean_last(3) - self._base[key][0] < 0.5 * rec[4]:
+            self._measure(key, track, self._cut[key], nxt)
+        else:
+            rec[5] = nxt
+
+    def records(self, key: str, track: Track) -> int:
+        """How many of the newest observations in a row each set a new high of the series since warm-up
+        (updated from the observations since the last call: a comparison per observation)."""
+        rec = self._top[key]
+        new = min(track.n - rec[2], len(track.values))
+        if new > 0:
+            vals, eps = track.values, rec[3]
+            for i in range(len(vals) - new, len(vals)):
+                v = vals[i]
+                if v > rec[0] + eps:
+                    rec[0] = v
+                    rec[1] += 1
+                else:
+                    rec[1] = 0
+            rec[2] = track.n
+        return rec[1]
+
+    def min_growth(self, base: float, key: str = "") -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def record_growth(self, base: float, key: str = "") -> float:
+        return 0.5 * self.min_growth(base, key)
+
+    def record_run(self, key: str, track: Track, streak: int) -> dict[str, float] | None:
+        """The last observations each set a new high, and the newest is ``record_growth`` above the warm-up's
+        highest value: how a leak looks in a running peak, or in any series whose rise outpaces its noise."""
+        base, jitter, high = self._base[key]
+        st = track.steps
+        spacing = (st[-1] - st[0]) / max(len(st) - 1, 1)
+        need = max(2, min(int(self.p["records"]), math.ceil(self.p["records_steps"] / max(spacing, 1e-9))))
+        if track.n < 2 * self._warm_n[key]:  # a baseline of a few readings is provisional: one record more
+            need += 1
+        if streak < need or track.last - high < max(self.record_growth(base, key), jitter):
+            return None
+        k = min(streak, len(track.values) - 1)
+        first = track.ago(k)
+        if track.last - first < 3 * jitter:  # records inside the noise band of a jittery series are chance
+            return None
+        return {"value": track.last, "baseline": base, "growth": track.last - base,
+                "relative_growth": (track.last - base) / max(abs(base), 1e-12),
+                "slope_per_observation": (track.last - first) / k, "window": k + 1, "records": streak}
 
     def rising_run(self, key: str, track: Track) -> dict[str, float] | None:
         """A climb seen in only a few observations (a run that logs every 10 steps has two of them within 15
         steps of a leak's start): each of the last ``run`` values is above the one before by more than the
         warm-up's step-to-step jitter, and the newest is ``min_growth`` above the warm-up level."""
-        base, jitter = self.baseline(key, track)
+        base, jitter, high = self._base[key]
         k = int(self.p["run"])
         vals = track.tail(k + 1)
         if len(vals) < k + 1 or track.n < self._warm_n.get(key, 0) + k:
             return None
-        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base):
+        if any(y - x <= 2 * jitter for x, y in zip(vals, vals[1:])) or vals[-1] - base < 2 * self.min_growth(base, key) \
+                or vals[-1] <= high:
             return None
         return {"value": vals[-1], "baseline": base, "growth": vals[-1] - base,
                 "relative_growth": (vals[-1] - base) / max(abs(base), 1e-12),
                 "slope_per_observation": (vals[-1] - vals[0]) / k, "window": k + 1, "noise": jitter}
 
-    def min_growth(self, base: float) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def creeping(self, key: str, track: Track) -> dict[str, float] | None:
-        """The creep evidence for ``track`` now, or ``None``: over one of ``windows`` recent observations the
-        medians of the three thirds rise, each third by at least a quarter of the rise, by ``z_warn`` noise units
-        of a third's median (the noise measured inside the window, so a jittery percent and a smooth running peak
-        are both judged on their own scale); and the newest third is ``min_growth`` above the warm-up level."""
-        base, _jitter = self.baseline(key, track)
-        if track.mean_last(3) - base < self.min_growth(base):  # the usual case: nowhere near a creep
+        """The creep evidence for ``track`` now, or ``None`` (see the class docstring)."""
+        if track.n == self._top.get(key, (0,) * 6)[5]:
+            self.refine(key, track)
+        base, jitter, high = self.baseline(key, track)
+        streak = self.records(key, track)
+        if streak >= 2 and track.last - high >= max(self.record_growth(base, key), jitter):
+            ev = self.record_run(key, track, streak)
+            if ev is not None:
+                return ev
+        if track.mean_last(3) - base < self._top[key][4]:  # the usual case: nowhere near a creep (min_growth)
             return None
         floor = self.p["rel_floor"] * max(abs(base), 1e-9)
         found = climb(track, tuple(self.p["windows"]), self.p["z_warn"], floor, self._warm_n.get(key, 0) // 2)
-        if found is not None and found[2] - base >= self.min_growth(base):
+        if found is not None and found[2] - base >= self.min_growth(base, key) and found[2] > high:
             a, _b, c, window, noise = found
-            return {"value": c, "baseline": base, "growth": c - base, "relative_growth": (c - base) / max(abs(base), 1e-12),
-                    "slope_per_observation": (c - a) / (2 * (window // 3)), "window": window, "noise": noise}
+            vals = track.tail(window)
+            third = window // 3
+            jump = max(y - x for x, y in zip(vals, vals[1:]))
+            last = vals[2 * third :]
+            # a creep, not a step up: the rise is spread over the window, it exceeds what the warm-up's jitter
+            # makes of thirds' medians (a sawtooth's thirds land on either tooth), and the newest third still moves
+            if jump <= 0.5 * (c - a) + 3 * jitter and c - a >= self.p["z_warn"] * 0.9 * jitter / math.sqrt(third) \
+                    and max(last) - min(last) > floor:
+                return {"value": c, "baseline": base, "growth": c - base,
+                        "relative_growth": (c - base) / max(abs(base), 1e-12),
+                        "slope_per_observation": (c - a) / (2 * (window // 3)), "window": window, "noise": noise}
         return self.rising_run(key, track)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
         causes = story_causes(view, ("ckpt",))
+        frag = finding.evidence.get("values", {}).get("allocated_growth")
+        if frag is not None:
+            causes.append(Cause("the caching allocator fragments: reserved memory grows while allocated memory does "
+                                "not (variable sequence lengths leave unusable blocks; PYTORCH_CUDA_ALLOC_CONF="
+                                "expandable_segments:True lets PyTorch reuse them)", 0.8,
+                                f"allocated {frag:+.0%} since warm-up"))
         length = moved(self.ctx, LEN, up=1.2, window=60, recent=5)
         if length is not None:
             causes.append(Cause("memory grows with the response length: longer sequences need more activation "
@@ -146,11 +250,12 @@ class _Percent(MemoryTrend):
     points above its own warm-up level. A level that was high from the start (vLLM reserves 90% of the device
     for its KV cache) is the run's baseline, not a finding."""
 
-    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "critical_percent": 92.0, "critical_rise": 8.0}
+    defaults = {**MemoryTrend.defaults, "creep_points": 2.0, "spread_points": 1.0, "critical_percent": 92.0,
+                "critical_rise": 8.0}
     label = "memory"
 
-    def min_growth(self, base: float) -> float:
-        return self.p["creep_points"]
+    def min_growth(self, base: float, key: str = "") -> float:
+        return self.p["spread_points"] if key == GPU_SPREAD else self.p["creep_points"]
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -158,7 +263,7 @@ class _Percent(MemoryTrend):
         track = self.ctx.tracks[key]
         if not self.ready(key, track):
             return None
-        base, _jitter = self.baseline(key, track)
+        base = self.baseline(key, track)[0]
         s = track.mean_last(3)
         if s > p["critical_percent"] and s - base > p["critical_rise"]:
             return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {base:.0f}%): OOM imminent",
@@ -167,20 +272,45 @@ class _Percent(MemoryTrend):
             return None
         ev = self.creeping(key, track)
         if ev is None:
+            spread = self.spread(step)
+            if spread is not None:
+                return spread
             return None
-        slope = ev["slope_per_observation"]
-        eta = (100.0 - s) / slope if slope > 0 else math.inf
-        ev["observations_to_full"] = eta
-        return self.fire(step, "warning", f"{self.label} creeping up: {base:.0f}% -> {s:.0f}% (full in ~{eta:.0f} "
-                         "more logged steps at this rate)", "Memory that keeps climbing ends in an out-of-memory kill.",
+        eta = ev["steps_to_full"] = steps_to_full(track, track.last, ev["slope_per_observation"])
+        return self.fire(step, "warning", f"{self.label} creeping up: {base:.0f}% -> {track.last:.0f}% (full in "
+                         f"~{eta:.0f} steps at this rate)", "Memory that keeps climbing ends in an out-of-memory kill.",
                          values=ev, step_start=step - int(ev["window"]), extra_keys=(LEN,))
+
+
+    def spread(self, step: int) -> Finding | None:  # only device memory has peers to compare with
+        return None
 
 
 @register_detector("gpu_memory", "oom_risk")
 class GPUMemory(_Percent):
-    __doc__ = "Device memory in percent of capacity (max over GPUs of ``system/gpu/<i>/memory_percent``). " + _Percent.__doc__
-    keys = (GPU_MEM,)
+    __doc__ = ("Device memory in percent of capacity (max over GPUs of ``system/gpu/<i>/memory_percent``). "
+               + _Percent.__doc__ + " With several GPUs, also the fullest GPU's lead over the median GPU "
+               "(``system/gpu/memory_percent_spread``), judged by the same rule: data-parallel ranks fill their "
+               "devices in lockstep, so one rank leaking shows as a lead that grows, free of the sawtooth all "
+               "ranks share (rollout and update phases).")
+    keys = (GPU_MEM,)  # the lead is derived, not logged: evidence cites the devices' memory, the lead is in values
     label = "GPU memory"
+
+    def spread(self, step: int) -> Finding | None:
+        track = self.ctx.tracks.get(GPU_SPREAD)
+        if track is None or track.last_step != step or not self.ready(GPU_SPREAD, track):
+            return None
+        ev = self.creeping(GPU_SPREAD, track)
+        if ev is None:
+            return None
+        total = self.ctx.tracks[GPU_MEM]
+        eta = ev["steps_to_full"] = steps_to_full(track, total.last, ev["slope_per_observation"])
+        return self.fire(step, "warning", f"GPU memory of one device pulling away from the others: "
+                         f"+{ev['growth']:.1f} points above its peers since warm-up, now {total.last:.0f}% (full in "
+                         f"~{eta:.0f} steps at this rate)",
+                         "One rank's memory climbs while the others hold: a leak on that rank (tensors kept "
+                         "across steps, a rank-local cache) or a growing imbalance.", metric=GPU_MEM, values=ev,
+                         step_start=step - int(ev["window"]), extra_keys=(LEN,))
 
 
 @register_detector("host_memory", "host_memory_creep")
@@ -216,8 +346,14 @@ class MemoryGrowth(MemoryTrend):
         self._present: list[str] = []
         self._present_at = -1
 
-    def min_growth(self, base: float) -> float:
+    def min_growth(self, base: float, key: str = "") -> float:
         return self.p["growth_ratio"] * abs(base)
+
+    def record_growth(self, base: float, key: str = "") -> float:
+        """Device memory: half ``min_growth`` (a device's peak only rises with a leak or a longer batch). Host
+        memory creeps slowly in healthy runs too (page cache, Python heap, logging buffers: +1-2% over a thousand
+        steps), so a run of records there needs the full ``min_growth``."""
+        return self.min_growth(base, key) * (0.5 if key in DEVICE_KEYS else 1.0)
 
     def check(self, step: int) -> Finding | None:
         if not self.due(self.p["every"]):
@@ -225,11 +361,20 @@ class MemoryGrowth(MemoryTrend):
         if self._present_at != len(self.ctx.tracks):  # which of the memory series this run logs
             self._present_at = len(self.ctx.tracks)
             self._present = [k for k in self.keys if k in self.ctx.tracks]
+            if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
+                self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
+        tracks, state = self.ctx.tracks, self._top
         for key in self._present:
-            track = self.ctx.tracks[key]
-            if track.last_step != step or not self.ready(key, track):
+            track = tracks[key]
+            if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
-            found = self._device_limit(step, key, track) or self._creep(step, key, track)
+            rec = state[key]  # the usual step, inlined: no new high and nowhere near min_growth above the level
+            if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5] \
+                    and not self.p["device_memory_gb"]:
+                rec[1], rec[2] = 0, track.n
+                if track.mean_last(3) - self._base[key][0] < rec[4]:
+                    continue
+            found = (self.p["device_memory_gb"] and self._device_limit(step, key, track)) or self._creep(step, key, track)
             if found is not None:
                 return found
         return None
@@ -254,8 +399,19 @@ class MemoryGrowth(MemoryTrend):
         if ev is None:
             return None
         where = "device" if key in DEVICE_KEYS else "host"
-        return self.fire(step, "warning", f"{track.raw} ({where} memory) creeping up: {fmt(ev['baseline'])} -> "
-                         f"{fmt(ev['value'])} (+{ev['relative_growth']:.0%} since warm-up)",
-                         "Memory that only grows ends in an out-of-memory kill: a leak, or memory that grows with "
-                         "the response length.", metric=key, values=ev, step_start=step - int(ev["window"]),
-                         extra_keys=(LEN,))
+        dev = self.p["device_memory_gb"]
+        eta = ""
+        if dev and key in (ALLOC, RESERVED, GPU_USED):
+            ev["steps_to_full"] = steps_to_full(track, track.last, ev["slope_per_observation"], float(dev))
+            eta = f"; {fmt(float(dev))} GB full in ~{ev['steps_to_full']:.0f} steps at this rate"
+        title = f"{track.raw} ({where} memory) creeping up: {fmt(ev['baseline'])} -> {fmt(track.last)} " \
+                f"(+{ev['relative_growth']:.0%} since warm-up{eta})"
+        alloc = self.ctx.tracks.get(ALLOC)
+        if key == RESERVED and alloc is not None and alloc.n and ALLOC in self._base:
+            grown = (alloc.mean_last(3) - self._base[ALLOC][0]) / max(abs(self._base[ALLOC][0]), 1e-12)
+            if grown < ev["relative_growth"] / 3:  # reserved climbs, allocated does not: the allocator's cache
+                ev["allocated_growth"] = grown
+                title += f" while {alloc.raw} holds ({grown:+.0%}): allocator fragmentation"
+        return self.fire(step, "warning", title, "Memory that only grows ends in an out-of-memory kill: a leak, or "
+                         "memory that grows with the response length.", metric=key, values=ev,
+                         step_start=step - int(ev["window"]), extra_keys=(LEN, ALLOC))

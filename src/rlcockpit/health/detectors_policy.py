@@ -257,9 +257,10 @@ class UpdateSize(Detector):
             s = track.mean_last(3)
             if s > warn:
                 hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
-        critical = self.sustained(any(h[2] for h in hits), p["sustain"])
-        if not hits:
+        if not hits:  # the usual step (sustained(False) would only reset the streak)
+            self._streak = 0
             return None
+        critical = self.sustained(any(h[2] for h in hits), p["sustain"])
         desc = ", ".join(f"{k}={fmt(v)}" for k, v, _ in hits)
         vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
         if critical:

@@ -82,6 +82,11 @@ class GPUUtilization(Detector):
         track = self.ctx.tracks[GPU_UTIL]
         if self.base is None and self.seen > self.warmup:
             self.base = median(track.tail(self.warmup - 1))
+        vals, half = track.values, p["window"] // 2 + 1
+        if track.n > p["window"] and self._streak == 0:  # the usual step: a majority of the window is healthy
+            lo = min(vals[-i] for i in range(1, half + 1))  # so its median is too: no sort, no phase split
+            if lo >= p["target"] and (self.base is None or lo >= p["drop_ratio"] * self.base):
+                return None
         recent = track.tail(min(p["window"], track.n - 1) if track.n > 2 else 2)
         m = median(recent)
         low = m < p["low"]
@@ -153,7 +158,10 @@ class ThroughputDrop(Detector):
         if self._scanned != len(self.ctx.tracks):  # a key logged for the first time: look for new markers
             self._scanned = len(self.ctx.tracks)
             self._markers = [t for k, t in self.ctx.tracks.items() if k in MARKERS or k.startswith(MARKER_PREFIXES)]
-        return any(t.last_step == step for t in self._markers)
+        for t in self._markers:
+            if t.last_step == step:
+                return True
+        return False
 
     def _speed(self, step: int) -> float | None:
         tracks = self.ctx.tracks
@@ -197,7 +205,13 @@ class ThroughputDrop(Detector):
             mid = median(logs)
             self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
         k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
-        if median(vals[-k0:]) >= p["warn_ratio"] * self._ref:
+        bar = p["warn_ratio"] * self._ref
+        if k0 == 3:  # the usual step: the median of the last three at or above the bar, without a sort
+            x, y, z = vals[-3], vals[-2], vals[-1]
+            if (x >= bar) + (y >= bar) + (z >= bar) >= 2:
+                self._low_n, self._onset = 0, None
+                return None
+        if median(vals[-k0:]) >= bar:
             self._low_n, self._onset = 0, None
             return None
         self._low_n += 1
@@ -375,10 +389,16 @@ class RolloutMismatch(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, tuple[float, float]] = {}
+        self._key: str | None = None
+        self._key_at = -1  # len(tracks) when the judged key was chosen: a new series may come first in order
 
     def check(self, step: int) -> Finding | None:
-        key = next((k for k in self.keys if k in self.ctx.tracks and self.ctx.tracks[k].n), None)
-        track = self.ctx.tracks.get(key) if key else None
+        tracks = self.ctx.tracks
+        if self._key_at != len(tracks):
+            self._key_at = len(tracks)
+            self._key = next((k for k in self.keys if k in tracks and tracks[k].n), None)
+        key = self._key
+        track = tracks.get(key) if key else None
         if track is None or track.last_step != step or track.n <= self.warmup:
             return None
         if key not in self._base:

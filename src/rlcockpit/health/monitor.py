@@ -26,7 +26,7 @@ from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.detectors_loss import NonFinite
-from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_USED
+from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_SPREAD, GPU_USED
 from rlcockpit.health.detectors_system import GPU_UTIL
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
@@ -187,6 +187,14 @@ class HealthMonitor:
             tracks = self.ctx.tracks
             for key, vals in agg.items():
                 tracks[key].push(step, max(vals) if key in MAX_AGGREGATES else sum(vals) / len(vals))
+                if key == GPU_MEM and len(vals) > 1:  # the fullest GPU's lead over the median one
+                    srt = sorted(vals)
+                    mid = len(srt) // 2
+                    med = srt[mid] if len(srt) % 2 else 0.5 * (srt[mid - 1] + srt[mid])
+                    spread = tracks.get(GPU_SPREAD)
+                    if spread is None:
+                        spread = tracks[GPU_SPREAD] = Track(GPU_SPREAD)
+                    spread.push(step, srt[-1] - med)
         if step > self.last_step:
             self.last_step = step
         out: list[Finding] = []

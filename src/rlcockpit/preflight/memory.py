@@ -1,19 +1,17 @@
 """Peak-memory estimate for an RL run, from shapes alone (no weights are loaded).
 
 Why a pure function: a 7B config must be checkable on a laptop before a GPU job is queued, so the
-estimate takes a Hugging Face ``config.json`` dict (or the tiny model's settings) plus the batch
-settings and returns bytes per component. The phases of one RL step do not overlap, so the peak is
+estimate takes a Hugging Face ``config.json`` dict (or the tiny model's settings) plus the run settings
+(``preflight.runner.train_shape_for`` reads them from the trainer config) and returns bytes per component.
+The phases of one RL step do not overlap, so the peak is
 
     static (actor weights, reference, critic, optimizer states)
-    + max(rollout: KV cache + prefill,  actor update: grads + activations + logits,
-          critic update: critic grads + activations)
+    + max(rollout: KV cache + prefill + sampler,  old-log-prob / reference passes over the whole batch,
+          actor update: grads + activations + logits,  optimizer step: grads + AdamW temporaries,
+          critic update)
 
-Activation bytes per token per decoder layer follow what a Qwen2/Llama block saves for backward:
-the norms' inputs/outputs and q/k/v/o inputs (≈10·h), rotated q/k and v (≈4·kv), and the gated
-MLP's four intermediate tensors (4·I). Gradient checkpointing keeps only each layer's input
-(measured: ≈6·h per layer in transformers) plus about two layers' activations during the recompute. The log-prob pass keeps fp32
-logits and their log-softmax for the response tokens only (``logits_to_keep``), which dominates
-for 150k-token vocabularies. See ``bench/memory_estimate.py`` for the measured error.
+What each term counts, and why, is in ``memory_terms``; ``bench/memory_estimate.py`` measures the error
+on real steps of the trainer (BENCHMARKS.md, "Memory estimate").
 """
 
 from __future__ import annotations
@@ -23,8 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlcockpit.preflight.memory_terms import CPU_HEAP_BYTES, DTYPE_BYTES, phase_bytes, static_bytes
+
 GiB = 1024**3
-DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
+__all__ = ["DTYPE_BYTES", "LORA_MODULES", "SAFETY_MARGIN", "GiB", "MemoryEstimate", "ModelShape", "TrainShape",
+           "alternatives", "count_params", "device_capacity", "estimate_memory", "fits", "lora_params"]
 SAFETY_MARGIN = 0.20
 
 
@@ -83,6 +84,9 @@ def count_params(m: ModelShape) -> int:
     return embed + m.layers * per_layer + h + (0 if m.tie_embeddings else embed)
 
 
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
 @dataclass
 class TrainShape:
     """The run settings that drive memory. Lengths are tokens; batch sizes as in verl's config."""
@@ -92,18 +96,23 @@ class TrainShape:
     micro_batch_size: int = 128  # samples per forward/backward (actor.ppo_micro_batch_size)
     prompt_length: int = 512
     response_length: int = 512
-    compute_dtype: str = "bf16"
-    weight_dtype: str = "bf16"  # the trainer keeps fp32 weights on CPU (autocast), compute dtype on GPU
+    compute_dtype: str = "bf16"  # bf16 = autocast: the trainer's weights stay fp32 (weight_dtype)
+    weight_dtype: str = "fp32"  # the actor's weights, grads and the update's copies of them
+    ref_dtype: str | None = None  # the frozen reference copy; None = weight_dtype
     grad_checkpointing: bool = False
     lora_rank: int = 0
-    lora_targets: int = 4  # adapted projections per layer (q, k, v, o by default)
+    lora_targets: int | tuple[str, ...] = LORA_MODULES  # adapted projections (names, or a count of q/k/v/o-sized)
     needs_ref: bool = False  # KL loss / KL in reward without LoRA: a frozen copy of the actor
     needs_critic: bool = False  # GAE
+    old_log_prob_pass: bool = False  # a no-grad pass over the whole batch for the old log-probs
+    full_vocab_kl: bool = False  # the exact KL keeps (tokens, vocab) log-softmaxes of the passes
+    share_prefix: bool = True  # actor.share_prefix: a group's prompt runs once in the update
     entropy_grad: bool = False  # entropy bonus: backward through the (tokens, vocab) softmax
     temperature: float = 1.0  # rollout temperature: the log-prob pass divides the logits by it (one more copy)
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory
-    device: str = "cuda"  # "cuda" adds the CUDA context; "cpu" adds nothing
+    world_size: int = 1  # trainer.n_gpus_per_node: data-parallel ranks (per device on GPUs; summed on CPU)
+    device: str = "cuda"  # "cuda" adds the CUDA context and foreach AdamW; "cpu" the heap's overhead
 
 
 @dataclass
@@ -119,93 +128,62 @@ class MemoryEstimate:
     def peak_gib(self) -> float:
         return self.peak_bytes / GiB
 
+    @property
+    def peak_phase(self) -> str:
+        return max(self.phases, key=self.phases.__getitem__)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "peak_gib": round(self.peak_gib, 3)}
+        return {**dataclasses.asdict(self), "peak_gib": round(self.peak_gib, 3), "peak_phase": self.peak_phase}
 
 
-def lora_params(m: ModelShape, rank: int, targets: int) -> int:
-    """Trainable LoRA parameters: r·(in + out) per adapted projection (q/k/v/o-sized)."""
+def _projection_dims(m: ModelShape) -> dict[str, tuple[int, int]]:
+    q = m.heads * int(m.head_dim or 0)
+    return {"q_proj": (m.hidden, q), "k_proj": (m.hidden, m.kv_dim), "v_proj": (m.hidden, m.kv_dim),
+            "o_proj": (q, m.hidden), "gate_proj": (m.hidden, m.intermediate), "up_proj": (m.hidden, m.intermediate),
+            "down_proj": (m.intermediate, m.hidden)}
+
+
+def lora_params(m: ModelShape, rank: int, targets: int | tuple[str, ...] | list[str]) -> int:
+    """Trainable LoRA parameters: r·(in + out) per adapted projection.
+
+    ``targets``: module names (peft's ``target_modules``; ``all-linear`` = every projection of a decoder
+    layer), or a count of q/k/v/o-sized projections."""
     if rank <= 0:
         return 0
-    q = m.heads * int(m.head_dim or 0)
-    dims = [(m.hidden, q), (m.hidden, m.kv_dim), (m.hidden, m.kv_dim), (q, m.hidden)]
-    dims = (dims * ((targets + 3) // 4))[:targets]
-    return m.layers * sum(rank * (i + o) for i, o in dims)
-
-
-def activation_bytes_per_token(m: ModelShape, e: int, grad_ckpt: bool) -> float:
-    """Bytes kept for backward per token of a training micro-batch (all layers)."""
-    per_layer = e * (10 * m.hidden + 4 * m.kv_dim + 4 * m.intermediate)
-    if grad_ckpt:
-        # measured (transformers 5, non-reentrant): ~6·h kept per layer (input, rotary/mask tensors),
-        # and the backward holds about two layers' activations (recompute + gradient buffers)
-        return 6 * e * m.hidden * m.layers + 2 * per_layer + 2 * e * m.hidden
-    return per_layer * m.layers + 2 * e * m.hidden
-
-
-def logit_bytes_per_element(e: int, t: TrainShape) -> int:
-    """Bytes per (token, vocab) element alive at the log-prob pass's peak (measured on the 32k-vocab scenario).
-
-    The model's output (``e`` bytes), its fp32 copy when computed in half precision, a divided copy when
-    the temperature is not 1, and the entropy metric's three fp32 temporaries (max-shifted logits,
-    softmax, their product) that exist together while it is computed; with an entropy bonus its backward
-    keeps two more.  The backward of the log-prob (gradient of the logits, ``exp(z - lse)``) needs two
-    fp32 copies, fewer than the entropy's forward, so it does not set the peak.
-    """
-    copies = e + (4 if e < 4 else 0) + (4 if t.temperature not in (0, 1) else 0) + 3 * 4
-    return copies + (8 if t.entropy_grad else 0)
+    dims = _projection_dims(m)
+    if isinstance(targets, int):
+        chosen = [dims[k] for k in ("q_proj", "k_proj", "v_proj", "o_proj")]
+        chosen = (chosen * ((targets + 3) // 4))[:targets]
+    else:
+        chosen = [dims[t] for t in targets if t in dims]
+    return m.layers * sum(rank * (i + o) for i, o in chosen)
 
 
 def estimate_memory(m: ModelShape, t: TrainShape) -> MemoryEstimate:
-    """Peak bytes of one RL step; a pure function of (model shape, run shape)."""
-    wb = DTYPE_BYTES[t.weight_dtype]
-    e = DTYPE_BYTES[t.compute_dtype]
+    """Peak bytes of one RL step; a pure function of (model shape, run shape). See ``memory_terms``."""
     n = int(m.n_params or count_params(m))
     lora = lora_params(m, t.lora_rank, t.lora_targets)
     trainable = lora if lora else n
     notes: list[str] = []
-    comp: dict[str, int] = {}
-    comp["actor_weights"] = n * wb + lora * wb
-    comp["reference"] = n * wb if (t.needs_ref and not lora) else 0
+    comp = static_bytes(m, t, n, lora, trainable)
     if t.needs_ref and lora:
         notes.append("reference = actor with LoRA adapters disabled (no copy)")
-    opt = trainable * t.optimizer_state_bytes
-    comp["optimizer_states"] = 0 if t.offload_optimizer else opt
-    critic_n = n - (0 if m.tie_embeddings else m.vocab * m.hidden) + m.hidden if t.needs_critic else 0
-    comp["critic_weights"] = critic_n * wb
-    comp["critic_optimizer"] = 0 if t.offload_optimizer else critic_n * t.optimizer_state_bytes
-    static = sum(comp.values())
-
-    # rollout: the whole batch generates at once; KV cache for prompt + response, plus prefill transients
-    roll_b = t.train_batch_size * t.rollout_n
-    seq = t.prompt_length + t.response_length
-    comp["kv_cache"] = int(2 * m.layers * m.kv_dim * seq * roll_b * e * 1.1)  # +10%: cache growth by concat
-    prefill = roll_b * t.prompt_length * e * (4 * m.hidden + 3 * m.intermediate) + roll_b * m.vocab * 4 * 2
-    comp["rollout_transient"] = int(prefill)
-    rollout_phase = static + comp["kv_cache"] + comp["rollout_transient"]
-
-    # actor update: grads, autocast weight copies, activations and fp32 logits of one micro-batch
-    micro = max(1, t.micro_batch_size)
-    grads = trainable * (4 if t.offload_optimizer else wb)
-    comp["actor_grads"] = 0 if t.offload_optimizer else trainable * wb
-    comp["autocast_weight_cache"] = n * e if (wb > e) else 0
-    comp["activations"] = int(micro * seq * activation_bytes_per_token(m, e, t.grad_checkpointing))
-    resp_tokens = micro * (t.response_length + 1)
-    comp["logits"] = int(resp_tokens * m.vocab * logit_bytes_per_element(e, t))
-    actor_phase = static + comp["actor_grads"] + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
     if t.offload_optimizer:
-        notes.append(f"optimizer states and grads offloaded to host memory ({(opt + grads) / GiB:.2f} GiB)")
-
-    critic_phase = 0
-    if t.needs_critic:
-        critic_phase = (static + critic_n * wb + comp["autocast_weight_cache"]
-                        + int(micro * seq * activation_bytes_per_token(m, e, t.grad_checkpointing)))
-    phases = {"rollout": rollout_phase, "actor_update": actor_phase}
-    if critic_phase:
-        phases["critic_update"] = critic_phase
+        notes.append(f"optimizer states and grads offloaded to host memory "
+                     f"({trainable * (t.optimizer_state_bytes + 4) / GiB:.2f} GiB)")
+    static = sum(comp.values())
+    world = max(1, t.world_size)  # data-parallel ranks: each generates and scores its share of the prompts
+    phases, transient = phase_bytes(m, dataclasses.replace(t, train_batch_size=-(-t.train_batch_size // world)),
+                                    trainable)
+    comp.update(transient)
+    phases = {k: static + v for k, v in phases.items()}
     overhead = int(0.75 * GiB) if t.device == "cuda" else 0
-    comp["framework_overhead"] = overhead
-    peak = max(phases.values()) + overhead
+    comp["framework_overhead"] = overhead  # the CUDA context (outside torch's allocator)
+    comp["cpu_heap_overhead"] = CPU_HEAP_BYTES if t.device == "cpu" else 0
+    peak = max(phases.values()) + overhead + comp["cpu_heap_overhead"]
+    if world > 1 and t.device == "cpu":  # the ranks are processes sharing the host's RAM
+        notes.append(f"{world} data-parallel processes share host RAM: {world} x {peak / GiB:.2f} GiB")
+        peak *= world
     return MemoryEstimate(components=comp, phases=phases, peak_bytes=int(peak), trainable_params=trainable,
                           n_params=n, notes=notes)
 

@@ -16,6 +16,7 @@ from rlcockpit.preflight.checks import (
     check_logging,
 )
 from rlcockpit.preflight.memory import (
+    LORA_MODULES,
     SAFETY_MARGIN,
     GiB,
     ModelShape,
@@ -51,22 +52,36 @@ def model_shape_for(cfg: Any) -> ModelShape:
 
 
 def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> TrainShape:
+    """The memory-relevant settings of a trainer config, as the trainer will run them on ``device``."""
+    from rlcockpit.algos import kl_needs_full_vocab
     from rlcockpit.trainer.config import micro_batch_size
+    from rlcockpit.trainer.launch import node_ranks
+    from rlcockpit.trainer.models import needs_reference
+    from rlcockpit.trainer.step_inputs import needs_old_pass
 
     a, d, m = cfg.actor, cfg.data, cfg.model
     mini = a.ppo_mini_batch_size * cfg.rollout.n
     on_gpu = device == "cuda"
+    rows = d.train_batch_size * cfg.rollout.n
+    lora = m.lora_rank > 0 or bool(m.lora_adapter_path)
+    targets = m.target_modules
+    lora_targets = LORA_MODULES if targets == "all-linear" else ((targets,) if isinstance(targets, str)
+                                                                  else tuple(targets))
+    alg = cfg.algorithm
+    full_kl = (a.use_kl_loss and kl_needs_full_vocab(a.kl_loss_type)) or (
+        alg.use_kl_in_reward and kl_needs_full_vocab(alg.kl_penalty))
     return TrainShape(
         train_batch_size=d.train_batch_size, rollout_n=cfg.rollout.n,
-        micro_batch_size=max(1, micro_batch_size(cfg) or mini),
+        micro_batch_size=max(1, min(mini, micro_batch_size(cfg) or mini)),
         prompt_length=prompt_length or d.max_prompt_length, response_length=d.max_response_length,
-        compute_dtype=m.dtype, weight_dtype=(m.dtype if on_gpu else "fp32"),
-        grad_checkpointing=m.enable_gradient_checkpointing, lora_rank=m.lora_rank,
-        lora_targets=len(m.target_modules) if isinstance(m.target_modules, list) else 7,
-        needs_ref=bool(a.use_kl_loss or cfg.algorithm.use_kl_in_reward),
-        needs_critic=cfg.algorithm.adv_estimator == "gae", entropy_grad=a.entropy_coeff != 0,
-        temperature=float(cfg.rollout.temperature),
-        device="cuda" if on_gpu else "cpu")
+        compute_dtype=m.dtype, weight_dtype="fp32",  # the trainer keeps fp32 weights and autocasts (models.py)
+        ref_dtype="bf16" if (on_gpu and m.dtype == "bf16") else "fp32",
+        grad_checkpointing=m.enable_gradient_checkpointing, lora_rank=m.lora_rank if lora else 0,
+        lora_targets=lora_targets, needs_ref=needs_reference(cfg),
+        needs_critic=alg.adv_estimator == "gae", old_log_prob_pass=needs_old_pass(cfg, rows, None),
+        full_vocab_kl=full_kl, share_prefix=bool(a.share_prefix) and not m.use_remove_padding,  # packing.py
+        entropy_grad=a.entropy_coeff != 0, temperature=float(cfg.rollout.temperature),
+        world_size=node_ranks(cfg), device="cuda" if on_gpu else "cpu")
 
 
 def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: int | None = None,
@@ -85,8 +100,11 @@ def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: 
     est = estimate_memory(shape, train)
     top = sorted(((k, v) for k, v in est.components.items() if v), key=lambda kv: -kv[1])[:4]
     parts = ", ".join(f"{k} {v / GiB:.2f}" for k, v in top)
-    detail = (f"{est.peak_gib:.2f} GiB peak ({shape.n_params / 1e6:.1f}M params; {parts} GiB) vs "
+    detail = (f"{est.peak_gib:.2f} GiB peak at {est.peak_phase} ({shape.n_params / 1e6:.1f}M params; {parts} GiB) vs "
               f"{capacity / GiB:.1f} GiB {where}")
+    if cfg.rollout.name == "vllm" and dev == "cuda":  # vLLM's pool is its own, sized by a fraction of the device
+        detail += (f"; vLLM reserves actor_rollout_ref.rollout.gpu_memory_utilization="
+                   f"{cfg.rollout.gpu_memory_utilization} of the device on top (not in this estimate)")
     data = {"estimate": est.to_dict(), "capacity_bytes": capacity, "device": where}
     if fits(est.peak_bytes, capacity):
         return [CheckResult(name, "pass", detail, data)]

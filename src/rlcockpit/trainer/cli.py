@@ -158,7 +158,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         return 0
-    if needs_launch(cfg):  # trainer.n_gpus_per_node=N outside torchrun: start N ranks running this command
+    if needs_launch(cfg, log=print):  # trainer.n_gpus_per_node=N outside torchrun: start N ranks running this
         return launch(cfg, ["train", *(["--preset", args.preset] if args.preset else []),
                             *(["--config", args.config] if args.config else []), *overrides])
     try:

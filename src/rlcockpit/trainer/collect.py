@@ -23,6 +23,7 @@ from rlcockpit.trainer.data import PromptLoader, PromptRow
 from rlcockpit.trainer.profiling import phase
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
+from rlcockpit.trainer.val_metrics import validation_metrics
 
 
 @dataclass
@@ -168,34 +169,37 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
 def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, rows: list[PromptRow],
              max_samples: int = 8) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Validation metrics per data source under verl's names: ``val-core/<src>/acc/mean@<n>`` (the
-    function's ``acc`` when it returns one, else the score), ``val-aux/<src>/reward/mean@<n>``, and
-    ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys; ``n`` = ``val_kwargs.n`` responses per
-    prompt, greedy unless ``val_kwargs.do_sample``."""
+    function's ``acc`` when it returns one, else the score, as verl 0.9's reward loop sets it),
+    ``val-aux/<src>/reward/mean@<n>``, and ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys; with
+    ``n`` = ``val_kwargs.n`` > 1 also verl's std@n, best@k, worst@k and (with a ``pred``) maj@k estimates
+    (:mod:`rlcockpit.trainer.val_metrics`). Greedy unless ``val_kwargs.do_sample``."""
     if not rows:
         return {}, []
     params = val_sampling_params(cfg)
     n = max(1, cfg.rollout.val_kwargs.n)
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    sources: list[str] = []
+    uids: list[int] = []
+    infos: dict[str, list[Any]] = defaultdict(list)
     samples: list[dict[str, Any]] = []
     batch = cfg.data.val_batch_size or 256
     for i in range(0, len(rows), batch):
         chunk = [r for r in rows[i: i + batch] for _ in range(n)]
         texts = decode(tokenizer, engine.generate([r.input_ids for r in chunk], params))
         scores, extras = reward(chunk, texts)
-        for row, text, s, ex in zip(chunk, texts, scores, extras):
-            var = values[row.data_source]
-            var["acc"].append(float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s))
-            var["reward"].append(float(s))
+        for j, (row, text, s, ex) in enumerate(zip(chunk, texts, scores, extras)):
+            at = len(sources)  # every variable's list is as long as the responses (None where a row lacks it)
+            sources.append(row.data_source)
+            uids.append(i + j // n)
+            infos["acc"].append(float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s))
+            infos["reward"].append(float(s))
             for k, v in (ex or {}).items():
-                if k != "acc" and isinstance(v, (bool, int, float)):
-                    var[k].append(float(v))
+                if k != "acc" and (isinstance(v, (bool, int, float)) or k == "pred"):
+                    infos[k].extend([None] * (at - len(infos[k])))
+                    infos[k].append(v if k == "pred" else float(v))
             if len(samples) < max_samples:
                 samples.append({"prompt": row.text, "response": text, "reward": float(s),
                                 "ground_truth": str(row.ground_truth), "data_source": row.data_source,
                                 **{k: v for k, v in (ex or {}).items() if isinstance(v, (str, bool, int, float))}})
-    metrics: dict[str, float] = {}
-    for src, var in values.items():
-        for k, vals in var.items():
-            section = "val-core" if k == "acc" else "val-aux"  # verl: only the core variable (acc) is core
-            metrics[f"{section}/{src}/{k}/mean@{n}"] = float(np.mean(vals))
-    return metrics, samples
+    for values in infos.values():
+        values.extend([None] * (len(sources) - len(values)))
+    return validation_metrics(sources, uids, infos), samples

@@ -59,6 +59,8 @@ KEY_ALIASES: dict[str, str] = {
     "reward.reward_model.model_path": "reward_model.model.path",
     "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
     "actor_rollout_ref.model.use_rmpad": "actor_rollout_ref.model.use_remove_padding",  # verl's old name
+    # verl's generated trainer config repeats it under the actor as ${oc.select:...model.use_remove_padding}
+    "actor_rollout_ref.actor.use_remove_padding": "actor_rollout_ref.model.use_remove_padding",
     "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     "reward.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
     # rlcockpit's older keys

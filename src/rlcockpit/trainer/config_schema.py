@@ -143,7 +143,7 @@ class ModelConfig:
     target_modules: str | list[str] = opt("all-linear", "modules LoRA adapts (a list, or all-linear)")
     exclude_modules: str | list[str] | None = opt(None, "modules LoRA leaves alone")
     lora_adapter_path: str | None = opt(None, "start from this saved peft adapter instead of a fresh one")
-    dtype: str = opt("fp32", "bf16 = autocast on CPU, bf16 weights on CUDA", choices=("fp32", "bf16"),
+    dtype: str = opt("fp32", "bf16 = autocast over fp32 weights (the frozen reference model is bf16 on CUDA)", choices=("fp32", "bf16"),
                      only_here=True)
     use_remove_padding: bool = opt(False, "pack each micro-batch's rows without their padding (position_ids restart "
                                           "per row; same log-probs) in the actor/reference/old-policy passes")
@@ -200,7 +200,7 @@ class ValKwargsConfig:
     temperature: float = opt(0.0, "validation sampling temperature; 0 = greedy")
     top_p: float = opt(1.0, "validation nucleus sampling")
     top_k: int = opt(-1, "validation top-k; -1 = off")
-    n: int = opt(1, "responses per validation prompt (accuracy is mean@n)")
+    n: int = opt(1, "responses per validation prompt (accuracy is mean@n; n > 1 adds std@n, best@k, worst@k, maj@k)")
     do_sample: bool = opt(False, "false = greedy validation")
 
 

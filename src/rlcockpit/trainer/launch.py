@@ -14,10 +14,31 @@ import torch
 
 from rlcockpit.trainer.distributed import MULTI_NODE_MESSAGE, env_world_size
 
+NO_GPU_NOTE = ("[rlcockpit] trainer.n_gpus_per_node={n} but this node has no GPU: training in one process "
+               "(for CPU data-parallel say so: trainer.device=cpu trainer.n_gpus_per_node=N, or torchrun)")
 
-def needs_launch(cfg: Any) -> bool:
-    """``trainer.n_gpus_per_node`` > 1 and this process is not already a rank."""
-    return cfg.trainer.n_gpus_per_node > 1 and env_world_size() <= 1
+
+def node_ranks(cfg: Any) -> int:
+    """Data-parallel processes ``trainer.n_gpus_per_node`` asks for on this node.
+
+    A verl launch script names the GPUs of the machine it was written for (``n_gpus_per_node=8``); run as it is on
+    a machine without a GPU (``trainer.device=auto``), 8 CPU processes sharing a few cores would only be slower
+    and 8x the memory, so it means one process. CPU ranks are started when asked for: ``trainer.device=cpu``."""
+    tr = cfg.trainer
+    if tr.n_gpus_per_node > 1 and tr.device == "auto" and not torch.cuda.is_available():
+        return 1
+    return max(1, int(tr.n_gpus_per_node))
+
+
+def needs_launch(cfg: Any, log: Any = None) -> bool:
+    """More than one rank asked for (:func:`node_ranks`) and this process is not already a rank."""
+    if env_world_size() > 1 or cfg.trainer.n_gpus_per_node <= 1:
+        return False
+    if node_ranks(cfg) == 1:
+        if log is not None:
+            log(NO_GPU_NOTE.format(n=cfg.trainer.n_gpus_per_node))
+        return False
+    return True
 
 
 def check_launch(cfg: Any) -> None:

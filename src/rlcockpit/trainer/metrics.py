@@ -38,10 +38,25 @@ def data_metrics(batch: dict[str, torch.Tensor], max_response_length: int, max_p
         m["critic/vf_explained_var"] = float(1.0 - masked_var(batch["returns"] - batch["values"], fmask) / (var_ret + 1e-5))
     m.update(_stats("response_length", resp_len))
     m["response_length/clip_ratio"] = float((resp_len >= max_response_length).float().mean())
+    m.update(_aborted_metrics(resp_len, max_response_length))
     m.update(_stats("prompt_length", prompt_len))
     m["prompt_length/clip_ratio"] = float((prompt_len >= max_prompt_length).float().mean())
     if "ref_log_prob" in batch and "old_log_probs" in batch:
         m["actor/ref_kl"] = float(masked_mean(batch["old_log_probs"] - batch["ref_log_prob"], batch["response_mask"].float()))
+    return m
+
+
+def _aborted_metrics(resp_len: torch.Tensor, max_response_length: int) -> dict[str, float]:
+    """verl's ``response/aborted_ratio`` (responses with no token: an aborted or failed generation) and the
+    length statistics of the others, ``response_length_non_aborted/*`` (NaN when every response aborted)."""
+    aborted = resp_len == 0
+    kept = resp_len[~aborted]
+    m = {"response/aborted_ratio": float(aborted.float().mean())}
+    if kept.numel():
+        m.update(_stats("response_length_non_aborted", kept))
+        m["response_length_non_aborted/clip_ratio"] = float((kept >= max_response_length).float().mean())
+    else:
+        m.update({f"response_length_non_aborted/{s}": float("nan") for s in ("mean", "max", "min", "clip_ratio")})
     return m
 
 

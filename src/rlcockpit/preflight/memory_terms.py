@@ -1,0 +1,162 @@
+"""The terms of the memory estimate: what the trainer holds in each phase of a step, in bytes.
+
+Why phases: the phases of one RL step do not overlap, so the peak is the static part plus the largest
+phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inputs.py``, ``models.py``,
+``update.py``) and was checked against the phase peaks ``bench/memory_estimate.py`` measures:
+
+* static: actor weights (fp32: the trainer keeps fp32 weights and autocasts), the reference copy, AdamW's two
+  fp32 states per trainable parameter (they exist from the first optimizer step on, so every later phase
+  carries them);
+* rollout: the KV cache of every row for prompt + response, one layer's copy while it grows, the prefill of
+  each distinct prompt, and the sampler's (rows, vocab) temporaries;
+* old-log-prob / reference passes: no-grad forwards over the *whole* batch at once (not micro-batched), so
+  (rows, response, vocab) logits with their fp32 copy and the log-sum-exp temporary, or the shared-prefix
+  pass's KV cache for every row;
+* actor update (one micro-batch): gradients, autocast's half-precision weight copies saved for backward,
+  activations (a group's prompt counted once with ``share_prefix``), the logits with their copies and the
+  entropy metric's temporaries;
+* optimizer step: gradients plus AdamW's temporaries (CPU: the largest parameter's ``sqrt`` and quotient;
+  CUDA's foreach kernels: one fp32 copy of every parameter at once).
+
+On CPU, peak RSS is above the live tensors: glibc's heap keeps what smaller freed tensors leave behind
+(the trainer returns tensors >= 4 MiB to the OS, ``trainer/host_memory.py``), which ``cpu_heap_bytes`` models.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlcockpit.preflight.memory import ModelShape, TrainShape
+
+DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
+FP32 = 4
+# CPU: what the process's heap holds above its live tensors at the step's peak, measured on the tune scenarios of
+# bench/memory_estimate.py (peak RSS minus the live terms below: 58-107 MiB; ~140-200 MiB stay resident after the
+# update). Small tensors (< the 4 MiB mmap threshold) are served from glibc's heap and their holes are reused,
+# not returned; the figure did not grow with activations, weights or vocabulary in those scenarios.
+CPU_HEAP_BYTES = 90 * 2**20
+
+
+def static_bytes(m: ModelShape, t: TrainShape, n: int, lora: int, trainable: int) -> dict[str, int]:
+    """Weights and optimizer states, held through the whole step."""
+    wb = DTYPE_BYTES[t.weight_dtype]
+    comp = {"actor_weights": n * wb + lora * FP32}
+    comp["reference"] = n * DTYPE_BYTES[t.ref_dtype or t.weight_dtype] if (t.needs_ref and not lora) else 0
+    comp["optimizer_states"] = 0 if t.offload_optimizer else trainable * t.optimizer_state_bytes
+    critic_n = n - (0 if m.tie_embeddings else m.vocab * m.hidden) + m.hidden if t.needs_critic else 0
+    comp["critic_weights"] = critic_n * wb
+    comp["critic_optimizer"] = 0 if t.offload_optimizer else critic_n * t.optimizer_state_bytes
+    return comp
+
+
+def layer_activation_bytes(m: ModelShape, e: int) -> int:
+    """Bytes one decoder layer saves for backward per token (Qwen2/Llama block under autograd).
+
+    The two RMSNorms compute in fp32 whatever the compute dtype (input and normalised output each: 16·h);
+    in half precision autocast casts the attention input once per projection (3·h) and the MLP input once
+    per gate/up projection (2·h); rotary saves q, k and their rotated halves (2·q + 2·kv), attention saves
+    q, k, v and its output (2·q + 2·kv), o_proj its input (q), and the gated MLP four (tokens, I) tensors.
+    """
+    q = m.heads * int(m.head_dim or 0)
+    casts = (3 + 2) * m.hidden if e < FP32 else 2 * m.hidden
+    return 16 * m.hidden + e * (casts + 5 * q + 4 * m.kv_dim + 4 * m.intermediate)
+
+
+def activation_bytes(m: ModelShape, t: TrainShape, rows: int, prompts: int) -> int:
+    """Saved activations of one training micro-batch of ``rows`` rows from ``prompts`` distinct prompts."""
+    e = DTYPE_BYTES[t.compute_dtype]
+    per_layer = layer_activation_bytes(m, e)
+    seq = t.prompt_length + t.response_length
+    if t.grad_checkpointing:
+        # non-reentrant checkpointing keeps each layer's fp32 input (4·h a token); the backward recomputes one
+        # layer at a time, holding that layer's activations
+        return rows * seq * (4 * m.hidden * m.layers + per_layer + 12 * m.hidden)
+    if t.share_prefix and prompts < rows:  # models._shared_prefix_logits: each prompt once, then the responses
+        tokens = prompts * t.prompt_length + rows * t.response_length
+        prompt_kv = rows * t.prompt_length * 2 * m.kv_dim * e * m.layers  # every row attends over its prompt
+        return tokens * (per_layer * m.layers + 12 * m.hidden) + prompt_kv
+    return rows * seq * (per_layer * m.layers + 12 * m.hidden)
+
+
+def logit_bytes_per_element(e: int, t: TrainShape) -> int:
+    """Bytes per (token, vocab) element alive at the update's log-prob peak.
+
+    The model's output (``e`` bytes), its fp32 copy when computed in half precision, a divided copy when
+    the temperature is not 1, and the entropy's three fp32 tensors (max-shifted logits, softmax, their
+    product) that exist together while it is computed. With an entropy bonus two of them are saved for
+    backward instead of freed, which does not raise the peak (measured: ~17.5 bytes per element with
+    temperature 0.7 and an entropy bonus in fp32, against 20 here). The backward of the log-prob (gradient
+    of the logits, ``exp(z - lse)``) needs two fp32 copies, fewer than the entropy's forward.
+    """
+    copies = e + (FP32 if e < FP32 else 0) + (FP32 if t.temperature not in (0, 1) else 0) + 3 * FP32
+    return copies + (FP32 if t.full_vocab_kl else 0)
+
+
+def pass_bytes(m: ModelShape, t: TrainShape) -> int:
+    """The no-grad old-log-prob / reference pass over the whole batch (``step_inputs.policy_passes``)."""
+    e = DTYPE_BYTES[t.compute_dtype]
+    rows, resp = t.train_batch_size * t.rollout_n, t.response_length
+    elems = rows * resp * m.vocab
+    # scoring: the model's logits, their fp32 (and divided) copies, logsumexp's exp temporary, the exact KL's
+    scoring = elems * (e + (FP32 if e < FP32 else 0) + (FP32 if t.temperature not in (0, 1) else 0) + FP32
+                       + (FP32 if t.full_vocab_kl else 0))
+    forward = rows * (t.prompt_length + resp) * e * (3 * m.intermediate + 4 * m.hidden)  # one layer's transients
+    if t.share_prefix and t.rollout_n > 1:
+        # the response pass holds every row's KV cache; its logits are concatenated with the first token's
+        cache = 2 * m.layers * m.kv_dim * rows * (t.prompt_length + resp) * e
+        forward = max(forward, cache + 2 * elems * e)
+    return max(scoring, forward)
+
+
+def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
+    """(KV cache, transients) of generating the whole batch at once (``trainer/rollout.py``)."""
+    e = DTYPE_BYTES[t.compute_dtype]
+    rows = t.train_batch_size * t.rollout_n
+    seq = t.prompt_length + t.response_length
+    per_layer = 2 * m.kv_dim * seq * rows * e
+    kv = per_layer * m.layers
+    prompts = t.train_batch_size  # each distinct prompt is prefilled once
+    prefill = prompts * t.prompt_length * e * (4 * m.hidden + 3 * m.intermediate)
+    sampler = rows * m.vocab * (e + 3 * FP32)  # the rows' logits, tempered fp32 copy, softmax, draw
+    return kv, per_layer + max(prefill, sampler)  # + one layer's copy while DynamicCache grows by cat
+
+
+def optimizer_step_bytes(m: ModelShape, t: TrainShape, trainable: int) -> int:
+    """AdamW's temporaries: CPU's single-tensor loop holds ``sqrt(v)`` and its quotient of one parameter at a
+    time (the largest is the embedding); CUDA's foreach kernels one fp32 copy of every parameter at once."""
+    if t.offload_optimizer:
+        return 0
+    if t.device == "cuda":
+        return trainable * FP32
+    largest = m.vocab * m.hidden if not t.lora_rank else max(
+        t.lora_rank * max(i, o) for i, o in [(m.hidden, m.intermediate), (m.hidden, m.hidden)])
+    return 2 * largest * FP32
+
+
+def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(phase -> bytes above the static part, named transient components)."""
+    e = DTYPE_BYTES[t.compute_dtype]
+    wb = DTYPE_BYTES[t.weight_dtype]
+    n = int(m.n_params or 0)
+    comp: dict[str, int] = {}
+    comp["kv_cache"], comp["rollout_transient"] = rollout_bytes(m, t)
+    phases = {"rollout": comp["kv_cache"] + comp["rollout_transient"]}
+    comp["log_prob_pass"] = pass_bytes(m, t) if (t.old_log_prob_pass or t.needs_ref) else 0
+    if comp["log_prob_pass"]:
+        phases["log_prob_passes"] = comp["log_prob_pass"]
+    micro = max(1, t.micro_batch_size)
+    prompts = -(-micro // max(1, t.rollout_n))  # a group's rows are contiguous: ceil(micro / n) prompts
+    grads = 0 if t.offload_optimizer else trainable * FP32
+    comp["actor_grads"] = grads
+    comp["autocast_weight_cache"] = n * e if wb > e else 0  # every linear saves its half-precision weight
+    comp["activations"] = activation_bytes(m, t, micro, prompts)
+    comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
+    phases["actor_update"] = grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
+    comp["adamw_temporaries"] = optimizer_step_bytes(m, t, trainable)
+    phases["optimizer_step"] = grads + comp["adamw_temporaries"]
+    if t.needs_critic:
+        critic_n = n - (0 if m.tie_embeddings else m.vocab * m.hidden)
+        phases["critic_update"] = (critic_n * FP32 + comp["autocast_weight_cache"]
+                                   + activation_bytes(m, t, micro, micro))
+    return phases, comp
