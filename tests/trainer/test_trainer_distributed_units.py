@@ -74,7 +74,7 @@ def test_more_than_one_node_points_to_verl_on_ray_and_watch(monkeypatch):
     assert not needs_launch(load_config(overrides=[], log=None))
     # a verl script's GPU count on a machine without a GPU: one process, said once
     notes: list[str] = []
-    verl_script = load_config(overrides=["trainer.n_gpus_per_node=8"], log=None)
+    verl_script = load_config(overrides=["trainer.n_gpus_per_node=8", "trainer.device=cuda"], log=None)
     if not torch.cuda.is_available():
         assert not needs_launch(verl_script, log=notes.append) and node_ranks(verl_script) == 1
         assert len(notes) == 1 and "no GPU" in notes[0] and "trainer.device=cpu" in notes[0]

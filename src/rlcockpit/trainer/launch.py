@@ -22,10 +22,11 @@ def node_ranks(cfg: Any) -> int:
     """Data-parallel processes ``trainer.n_gpus_per_node`` asks for on this node.
 
     A verl launch script names the GPUs of the machine it was written for (``n_gpus_per_node=8``); run as it is on
-    a machine without a GPU (``trainer.device=auto``), 8 CPU processes sharing a few cores would only be slower
-    and 8x the memory, so it means one process. CPU ranks are started when asked for: ``trainer.device=cpu``."""
+    a machine without a GPU (``trainer.device`` auto, or verl's ``cuda`` which falls back to the CPU), 8 CPU
+    processes sharing a few cores would only be slower and 8x the memory, so it means one process. CPU ranks are
+    started when asked for: ``trainer.device=cpu``."""
     tr = cfg.trainer
-    if tr.n_gpus_per_node > 1 and tr.device == "auto" and not torch.cuda.is_available():
+    if tr.n_gpus_per_node > 1 and tr.device != "cpu" and not torch.cuda.is_available():
         return 1
     return max(1, int(tr.n_gpus_per_node))
 
