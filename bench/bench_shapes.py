@@ -23,9 +23,10 @@ SHAPES: dict[str, dict[str, Any]] = {
     "qwen2.5-0.5b": {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
                      "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
                      "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True},
-    # ~13M parameters with a 8k BPE vocabulary: the CPU "realistic" shape of bench/trainer_vs_trl.py
-    "cpu-13m": {"hidden_size": 256, "intermediate_size": 1024, "num_hidden_layers": 6, "num_attention_heads": 4,
-                "num_key_value_heads": 4, "vocab_size": 8192, "max_position_embeddings": 1024,
+    # 13.1M parameters with an 8k BPE vocabulary, Qwen2.5's proportions scaled down (MLP 6x wide, GQA 4/2,
+    # tied embeddings): the CPU "realistic" shape of bench/trainer_vs_trl.py
+    "cpu-13m": {"hidden_size": 256, "intermediate_size": 1536, "num_hidden_layers": 8, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "vocab_size": 8192, "max_position_embeddings": 1024,
                 "tie_word_embeddings": True},
     # a toy for smoke runs (head size 32: vLLM's CPU attention has kernels for it)
     "toy": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -36,10 +37,34 @@ WORDS = ("the a an of to in and or is are was what how many which number sum tot
          "students class teacher books pages read write answer question step explain carefully final").split()
 
 
+def lexicon(n: int = 6000, seed: int = 1) -> list[str]:
+    """``n`` made-up words of 1-4 syllables: enough distinct text for a BPE to learn a real-sized vocabulary
+    (the few English words above alone stop it after ~500 merges), and words a prompt splits into pieces."""
+    rng = random.Random(seed)
+    onsets, vowels, codas = "b c d f g h j k l m n p r s t v w z br ch pl st tr sh".split(), "a e i o u ai ea ou".split(), \
+        ["", "", "n", "r", "s", "t", "l", "ng"]
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas)
+                          for _ in range(rng.choice((1, 2, 2, 3, 3, 4)))))
+    return sorted(words)
+
+
+LEXICON = lexicon()
+
+
+def filler_word(rng: random.Random) -> str:
+    """Mostly common words, sometimes a rarer one (Zipf-like: low lexicon indices are drawn more often)."""
+    if rng.random() < 0.7:
+        return rng.choice(WORDS)
+    return LEXICON[min(len(LEXICON) - 1, int(rng.paretovariate(1.0)) - 1)] if rng.random() < 0.5 else \
+        rng.choice(LEXICON)
+
+
 def question(rng: random.Random) -> tuple[str, str]:
-    """A short word problem (~35 words) and its integer answer."""
+    """A short word problem (~30 words, ~47 tokens as a chat prompt) and its integer answer."""
     a, b, c = rng.randint(2, 99), rng.randint(2, 99), rng.randint(2, 9)
-    filler = " ".join(rng.choice(WORDS) for _ in range(rng.randint(14, 20)))
+    filler = " ".join(filler_word(rng) for _ in range(rng.randint(5, 9)))
     text = (f"A shop has {a} boxes with {c} apples in each box and sells {b} apples. {filler}. "
             f"How many apples are left? Put the final answer after ####.")
     return text, str(a * c - b)
@@ -51,7 +76,8 @@ def build_bpe_tokenizer(out_dir: str | Path, vocab_size: int = 8192, seed: int =
     from transformers import PreTrainedTokenizerFast
 
     rng = random.Random(seed)
-    corpus = [question(rng)[0] + " " + " ".join(rng.choice(WORDS) for _ in range(30)) for _ in range(4000)]
+    corpus = [question(rng)[0] + " " + " ".join(filler_word(rng) for _ in range(30)) for _ in range(4000)]
+    corpus += [" ".join(rng.choice(LEXICON) for _ in range(40)) for _ in range(max(1000, vocab_size))]
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()

@@ -75,16 +75,38 @@ def run_ours(workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[st
         f"actor.ppo_micro_batch_size={s['micro']}", f"actor.model.dtype={s['dtype']}", "actor.optim.lr=1e-6",
         f"rollout.name={'vllm' if uses_vllm(s) else 'hf'}", f"rollout.gpu_memory_utilization={s['gpu_mem']}",
         f"trainer.total_training_steps={s['steps']}", "trainer.test_freq=0", f"trainer.device={s['device']}",
+        f"trainer.seed={s.get('seed', 42)}", f"actor.model.enable_gradient_checkpointing={s.get('gradient_checkpointing', False)}", f"trainer.num_threads={s.get('threads', 0)}", *s.get("overrides", []),
         "trainer.logger=[rlcockpit]", "health.enable=false", "trainer.preflight=off",
         f"trainer.rlcockpit_dir={workdir / 'store'}", f"trainer.default_local_dir={workdir / 'ckpt'}"])
+    cpu_steps = _time_our_steps()
     result = train(cfg)
     hist = rlcockpit.Api(str(workdir / "store")).run(result.run_id).history().iloc[1:]  # step 0 = data stats
     steady = hist.iloc[1:] if len(hist) > 1 else hist  # the first step warms kernels and the engine up
     phases = {c.split("/", 1)[1]: float(steady[c].median()) for c in steady.columns if c.startswith("timing_s/")}
     return {"engine": cfg.rollout.name, "sec_per_step": phases.pop("step"), "phases": phases,
+            "step_times": [float(x) for x in steady["timing_s/step"]], "step_cpu_times": cpu_steps[1:] or cpu_steps,
             "response_tokens_per_step": float(steady["response_length/mean"].median()) * s["prompts"] * s["n"],
             "prompt_tokens_per_step": float(steady["prompt_length/mean"].median()) * s["prompts"] * s["n"],
             **_peak_memory(torch), "memory_estimate": _estimate(cfg)}
+
+
+def _time_our_steps() -> list[float]:
+    """Process CPU seconds of each of our training steps (both threads' work): on a shared machine the
+    wall time says how busy the neighbours were, the CPU time what the step cost."""
+    from rlcockpit.trainer import loop
+
+    cpu: list[float] = []
+    plain = loop.train_step
+
+    def timed_step(*a: Any, **k: Any) -> Any:
+        c0 = time.process_time()
+        try:
+            return plain(*a, **k)
+        finally:
+            cpu.append(time.process_time() - c0)
+
+    loop.train_step = timed_step
+    return cpu
 
 
 def run_trl(workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
@@ -113,13 +135,15 @@ def run_trl(workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[str
 
     grpo_mod.profiling_context = Timed
     steps: list[float] = []
+    cpu_steps: list[float] = []
 
     class StepTimer(TrainerCallback):
         def on_step_begin(self, *a: Any, **k: Any) -> None:
-            self.t0 = time.perf_counter()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
             steps.append(time.perf_counter() - self.t0)
+            cpu_steps.append(time.process_time() - self.c0)
 
     total = s["prompts"] * s["n"]
     vllm = uses_vllm(s)
@@ -127,9 +151,12 @@ def run_trl(workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[str
         output_dir=str(workdir / "trl"), per_device_train_batch_size=min(total, s["micro"]), num_generations=s["n"],
         gradient_accumulation_steps=max(1, total // s["micro"]), max_completion_length=s["response"],
         learning_rate=1e-6, beta=0.0, temperature=1.0, bf16=s["dtype"] == "bf16", use_cpu=s["device"] == "cpu",
-        max_steps=s["steps"], logging_steps=1, report_to=[], save_strategy="no", seed=42, dataloader_num_workers=0,
+        max_steps=s["steps"], logging_steps=1, report_to=[], save_strategy="no", seed=s.get("seed", 42),
+        dataloader_num_workers=0,
         use_vllm=vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=s["gpu_mem"],
-        vllm_enable_sleep_mode=vllm and s["device"] == "cuda")
+        vllm_enable_sleep_mode=vllm and s["device"] == "cuda",
+        # TRL turns gradient checkpointing on by default; equal settings = ours (off unless asked)
+        gradient_checkpointing=s.get("gradient_checkpointing", False))
     tok = AutoTokenizer.from_pretrained(paths["model"])
     model = AutoModelForCausalLM.from_pretrained(paths["model"], dtype=torch.bfloat16 if s["dtype"] == "bf16"
                                                  else torch.float32)
@@ -141,6 +168,7 @@ def run_trl(workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[str
     per_step = {k: sum(v) / max(1, len(steps)) for k, v in phases.items()}
     resp = [m["completions/mean_length"] for m in trainer.state.log_history if "completions/mean_length" in m]
     return {"engine": "vllm colocate" if vllm else "transformers.generate", "sec_per_step": statistics.median(steady),
+            "step_times": steady, "step_cpu_times": cpu_steps[1:] or cpu_steps,
             "phases": per_step, "response_tokens_per_step": statistics.median(resp[1:] or resp) * total
             if resp else float("nan"), **_peak_memory(torch)}
 
@@ -190,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         side, spec = args.child[0], json.loads(args.child[1])
+        if spec["settings"].get("threads"):
+            import torch
+
+            torch.set_num_threads(spec["settings"]["threads"])  # before TRL or the trainer start any work
         out = (run_ours if side == "ours" else run_trl)(Path(spec["workdir"]), spec["settings"], spec["paths"])
         print("RESULT " + json.dumps(out, default=float))
         return 0
@@ -208,17 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         for side in ("ours", "trl"):
             if args.only and side != args.only:
                 continue
-            spec = {"workdir": str(workdir / side), "settings": s, "paths": paths}
-            t0 = time.time()
-            proc = subprocess.run([sys.executable, __file__, "--child", side, json.dumps(spec)], capture_output=True,
-                                  text=True, timeout=3600)
-            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-            if proc.returncode != 0 or not line:
-                print(f"gpu_vs_trl: {side} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}", file=sys.stderr)
+            r = run_side(side, workdir / side, s, paths)
+            if r is None:
                 return 1
-            r = json.loads(line[0][7:])
-            r["wall_s"] = time.time() - t0
-            r["tokens_per_s"] = r["response_tokens_per_step"] / r["sec_per_step"]
             peak = args.peak_tflops or next((v for k, v in PEAK_TFLOPS.items() if k in str(r.get("device"))), None)
             r["mfu"] = flops_per_step(n_params, r) / r["sec_per_step"] / (peak * 1e12) if peak else None
             results[side] = r
@@ -227,6 +251,22 @@ def main(argv: list[str] | None = None) -> int:
         results["tokens_per_s_ratio"] = results["ours"]["tokens_per_s"] / results["trl"]["tokens_per_s"]
     print(json.dumps(results, indent=2, default=float) if args.json else _table(results))
     return 0
+
+
+def run_side(side: str, workdir: Path, s: dict[str, Any], paths: dict[str, str]) -> dict[str, Any] | None:
+    """One trainer (``ours`` | ``trl``) in its own subprocess; its figures, or None (the error is printed)."""
+    spec = {"workdir": str(workdir), "settings": s, "paths": paths}
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, __file__, "--child", side, json.dumps(spec)], capture_output=True,
+                          text=True, timeout=3600)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not line:
+        print(f"{Path(__file__).name}: {side} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}", file=sys.stderr)
+        return None
+    r = json.loads(line[0][7:])
+    r["wall_s"] = time.time() - t0
+    r["tokens_per_s"] = r["response_tokens_per_step"] / r["sec_per_step"]
+    return r
 
 
 def _count_params(path: str) -> int:

@@ -18,6 +18,7 @@ import torch
 
 from rlcockpit.algos import entropy_from_logits, logprobs_from_logits
 from rlcockpit.trainer.config import Config
+from rlcockpit.trainer.fused_logprobs import output_head, token_logprobs
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -192,25 +193,45 @@ def forward_policy(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     row instead of once per row); with gradient checkpointing only identical rows are shared.
     """
     extras = {"sum_pi_squared": sum_pi_squared, "full_log_probs": full_log_probs}
+    # log-probs/entropy straight from the hidden states where the logits are a plain output layer
+    # (fused_logprobs.py); the vocabulary-wide extras need the logits themselves
+    head = None if (sum_pi_squared or full_log_probs) else output_head(model)
     if not share_prefix or _dropout_active(model):
-        logits = _response_logits(model, input_ids, attention_mask, response_len)
-        return _score(logits, input_ids[:, -response_len:], temperature, with_entropy, **extras)
+        states = _response_states(model, input_ids, attention_mask, response_len, head)
+        return _score_states(states, head, input_ids[:, -response_len:], temperature, with_entropy, extras)
     uniq_ids, uniq_mask, row_of = _dedupe_rows(input_ids, attention_mask)
-    logits = None
+    states = None
     # gradient checkpointing turns the KV cache off while training
     if input_ids.size(1) > response_len and not (model.training and _checkpointing(model)):
-        logits = _shared_prefix_logits(model, uniq_ids, uniq_mask, response_len)
-    if logits is None:
-        logits = _response_logits(model, uniq_ids, uniq_mask, response_len)
-    out = _score(logits, uniq_ids[:, -response_len:], temperature, with_entropy, **extras)
+        states = _shared_prefix_states(model, uniq_ids, uniq_mask, response_len, head)
+    if states is None:
+        states = _response_states(model, uniq_ids, uniq_mask, response_len, head)
+    out = _score_states(states, head, uniq_ids[:, -response_len:], temperature, with_entropy, extras)
     return out if row_of is None else {k: v[row_of] for k, v in out.items()}
 
 
-def _response_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int) -> torch.Tensor:
-    """The plain path: one forward over whole rows, logits predicting the response tokens, (bs, T, V)."""
+def _score_states(states: torch.Tensor, head: Any, labels: torch.Tensor, temperature: float, with_entropy: str,
+                  extras: dict[str, bool]) -> dict[str, torch.Tensor]:
+    """Score hidden states through the fused output layer (``head`` = (decoder, lm_head)) or logits."""
+    if head is None:
+        return _score(states, labels, temperature, with_entropy, **extras)
+    return token_logprobs(states, head[1], labels, temperature=temperature, with_entropy=with_entropy)
+
+
+def _forward(model: Any, head: Any, keep: int, **kwargs: Any) -> torch.Tensor:
+    """The last ``keep`` positions' logits, or their hidden states when ``head`` (decoder, lm_head) is set."""
+    if head is None:
+        return model(logits_to_keep=keep, **kwargs).logits
+    return head[0](**kwargs).last_hidden_state[:, -keep:]
+
+
+def _response_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
+                     head: Any = None) -> torch.Tensor:
+    """The plain path: one forward over whole rows; the logits (or hidden states, with ``head``) that
+    predict the response tokens, (bs, T, V|H)."""
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    return model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                 use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
+    return _forward(model, head, response_len + 1, input_ids=input_ids, attention_mask=attention_mask,
+                    position_ids=positions, use_cache=False)[:, :-1]
 
 
 def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float, with_entropy: str, *,
@@ -245,10 +266,11 @@ def _dedupe_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor
     return uniq[:, :width], uniq[:, width:].to(attention_mask.dtype), row_of
 
 
-def _shared_prefix_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                          response_len: int) -> torch.Tensor | None:
-    """Response logits computed with each distinct prompt run once; None when that saves < 10% of tokens."""
-    from rlcockpit.trainer.rollout import _cache_kwarg
+def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
+                          head: Any = None) -> torch.Tensor | None:
+    """Response logits (hidden states with ``head``) computed with each distinct prompt run once; None when
+    that saves < 10% of tokens."""
+    from rlcockpit.trainer.rollout import _cache_kwarg, _cache_kwarg_of
 
     prompt_len = input_ids.size(1) - response_len
     prompts, prompt_of = torch.unique(torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(
@@ -263,17 +285,18 @@ def _shared_prefix_logits(model: Any, input_ids: torch.Tensor, attention_mask: t
     p_ids, p_mask = prompts[:, :prompt_len], prompts[:, prompt_len:].to(attention_mask.dtype)
     p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache()
-    ck = {_cache_kwarg(model): cache}
+    ck = {(_cache_kwarg(model) if head is None else _cache_kwarg_of(type(head[0]))): cache}
     # the logits at the last prompt position predict the first response token
-    first = model(input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True, logits_to_keep=1,
-                  **ck).logits[:, -1:][prompt_of]
+    first = _forward(model, head, 1, input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
+                     **ck)[:, -1:][prompt_of]
     if response_len == 1:
         return first
     cache.batch_select_indices(prompt_of)  # differentiable gather: gradients flow back into the prompt pass
     # feed response tokens 0..T-2: their logits predict tokens 1..T-1 (the last token predicts nothing)
     end = prompt_len + response_len - 1
-    rest = model(input_ids=input_ids[:, prompt_len:end], attention_mask=attention_mask[:, :end],
-                 position_ids=positions[:, prompt_len:end], use_cache=True, **ck).logits
+    rest = _forward(model, head, response_len - 1, input_ids=input_ids[:, prompt_len:end],
+                    attention_mask=attention_mask[:, :end], position_ids=positions[:, prompt_len:end], use_cache=True,
+                    **ck)
     return torch.cat([first, rest], dim=1)
 
 

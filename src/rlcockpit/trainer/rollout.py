@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import torch
 
 from rlcockpit.registry import Registry
+from rlcockpit.trainer.kv_cache import preallocated_cache
+from rlcockpit.trainer.lean_decoder import lean_forward
 from rlcockpit.trainer.rollout_seeds import row_uniforms, sample_with_uniforms
 
 
@@ -75,12 +77,39 @@ def filter_logits(logits: torch.Tensor, top_k: int = -1, top_p: float = 1.0) -> 
     return logits
 
 
-def sample_next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_categorical(probs: torch.Tensor, rows: torch.Tensor | None = None,
+                       generator: torch.Generator | None = None) -> torch.Tensor:
+    """One draw per row from ``probs`` (n, V) (rows need not sum to 1); ``rows`` (bs,) picks each draw's
+    distribution (None: one draw per row of ``probs``).
+
+    Inverse-CDF sampling: one uniform per draw, located in the row's cumulative sum (float64).  The same
+    distribution as ``torch.multinomial(probs, 1)``, which draws an exponential for *every* vocabulary entry
+    (32 rows x 8k vocabulary: 7 ms per decoded token on this CPU, a sixth of the realistic rollout); this
+    costs one cumulative sum.  A token of probability 0 is never drawn: the first cumulative sum above ``u``
+    is always reached by a positive step.
+    """
+    cdf = probs.double().cumsum(-1)
+    if rows is not None:
+        cdf = cdf[rows]
+    u = torch.rand((cdf.size(0), 1), dtype=torch.float64, device=cdf.device, generator=generator)
+    idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+    over = idx >= cdf.size(-1)
+    if bool(over.any()):  # u * total rounded up to the total: the last token with probability > 0
+        p = probs if rows is None else probs[rows]
+        last = p.size(-1) - 1 - (p > 0).flip(-1).int().argmax(-1)
+        idx = torch.where(over, last, idx)
+    return idx
+
+
+def sample_next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None = None,
+                      rows: torch.Tensor | None = None) -> torch.Tensor:
+    """Next tokens from ``logits`` (n, V) under ``params``; ``rows`` (bs,): the logits row of each draw
+    (rows that share a history share one logits row), None = one draw per logits row."""
     if params.greedy or params.temperature <= 0:
-        return logits.argmax(dim=-1)
+        tok = logits.argmax(dim=-1)
+        return tok if rows is None else tok[rows]
     logits = filter_logits(logits.float() / params.temperature, params.top_k, params.top_p)
-    probs = torch.softmax(logits, dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return sample_categorical(torch.softmax(logits, dim=-1), rows, generator)
 
 
 def left_pad(seqs: list[list[int]], pad_id: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,13 +156,14 @@ class HFRolloutEngine:
         prompt start as one node) share one forward pass and one KV-cache row, since their next-token
         distributions are the same.  Each row still draws its own token from that distribution, so
         sampling is exactly what one forward per row would give; when rows draw different tokens the
-        node splits (its cache row is copied), and finished rows drop out of the computation.
+        node splits (its cache row is copied), and finished rows drop out of the computation.  The cache
+        and the nodes' attention masks are allocated once for the whole rollout (``kv_cache.py``) and
+        nothing is re-indexed on the steps where the nodes stay the same.  Llama-family models run
+        through ``lean_decoder.py`` (the same layers without transformers' per-token glue).
         """
-        from transformers import DynamicCache
-
         model = self.model
         ids, mask = left_pad(prompts, self.pad_token_id, self.device)
-        bs = ids.size(0)
+        bs, P = ids.shape
         eos = self.eos_ids.to(self.device)
         first_row: dict[tuple[int, ...], int] = {}  # distinct prompt -> its first row
         for row, p in enumerate(prompts):
@@ -141,29 +171,36 @@ class HFRolloutEngine:
         node_of_prompt = {p: node for node, p in enumerate(first_row)}
         node_of_row = torch.tensor([node_of_prompt[tuple(p)] for p in prompts], device=self.device)
         node_rows = torch.tensor(list(first_row.values()), device=self.device)
-        node_mask = mask[node_rows]
-        node_pos = (node_mask.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache()
-        ck = {_cache_kwarg(model): cache}
+        width = P + params.max_new_tokens
+        node_mask = torch.zeros((bs, width), dtype=mask.dtype, device=self.device)  # columns [:length] in use
+        node_mask[:len(node_rows), :P] = mask[node_rows]
+        length, nodes = P, len(node_rows)
+        node_pos = (node_mask[:nodes, :P].cumsum(-1) - 1).clamp(min=0)
+        cache = preallocated_cache(bs, width)
+        forward = lean_forward(model) or _model_forward(model)
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
         out_logps: list[torch.Tensor] = []
         temp = params.temperature if params.temperature > 0 else 1.0  # the training pass scores at this temperature
         pad = torch.full((bs,), self.pad_token_id, dtype=torch.long, device=self.device)
+        identity = torch.arange(bs, device=self.device)
         draws = row_uniforms(params.seeds, params.max_new_tokens, self.device) if params.seeds else None
         with self.autocast():
-            logits = model(input_ids=ids[node_rows], attention_mask=node_mask, position_ids=node_pos, use_cache=True,
-                           logits_to_keep=1, **ck).logits[:, -1]
+            logits = forward(ids[node_rows], node_mask[:nodes, :P], node_pos, cache)
             next_pos = node_pos[:, -1:] + 1
             for t in range(params.max_new_tokens):
                 vocab = logits.size(-1)
-                tok = (sample_next_token(logits[node_of_row], params) if draws is None
-                       else sample_with_uniforms(logits[node_of_row], params, draws[:, t]))
+                rows = None if nodes == bs and bool((node_of_row == identity).all()) else node_of_row
+                if draws is None:  # one distribution per node; each row draws from its node's
+                    tok = sample_next_token(logits, params, rows=rows)
+                else:  # per-row seeds (rollout_seeds.py): the row's own uniform
+                    tok = sample_with_uniforms(logits if rows is None else logits[rows], params, draws[:, t])
                 tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
                 if params.logprobs:  # of the tempered, unfiltered distribution: what the training pass scores
-                    logp = torch.log_softmax(logits[node_of_row].float() / temp, dim=-1)
-                    out_logps.append(logp.gather(-1, tok[:, None]).squeeze(-1).masked_fill(finished, 0.0))
+                    logp = torch.log_softmax(logits.float() / temp, dim=-1)
+                    logp = logp[node_of_row, tok] if rows is not None else logp.gather(-1, tok[:, None]).squeeze(-1)
+                    out_logps.append(logp.masked_fill(finished, 0.0))
                 finished = finished | (tok[:, None] == eos).any(-1)
                 if t + 1 == params.max_new_tokens or bool(finished.all()):
                     break
@@ -171,17 +208,31 @@ class HFRolloutEngine:
                 live = (~finished).nonzero().squeeze(-1)
                 keys, inverse = torch.unique(node_of_row[live] * vocab + tok[live], return_inverse=True)
                 parent, new_tok = keys // vocab, keys % vocab
-                cache.batch_select_indices(parent)
-                node_mask = torch.cat([node_mask[parent], torch.ones_like(node_mask[parent, :1])], dim=1)
-                next_pos = next_pos[parent]
+                if parent.numel() != nodes or not bool((parent == identity[:nodes]).all()):
+                    cache.batch_select_indices(parent)
+                    node_mask[:parent.numel(), :length] = node_mask[parent, :length]
+                    next_pos = next_pos[parent]
+                nodes = parent.numel()
+                node_mask[:nodes, length] = 1
+                length += 1
                 node_of_row = torch.zeros_like(node_of_row)
                 node_of_row[live] = inverse
-                logits = model(input_ids=new_tok[:, None], attention_mask=node_mask, position_ids=next_pos,
-                               use_cache=True, **ck).logits[:, -1]
+                logits = forward(new_tok[:, None], node_mask[:nodes, :length], next_pos, cache)
                 next_pos = next_pos + 1
         responses = torch.stack(out_tokens, dim=1)
         logps = torch.stack(out_logps, dim=1) if out_logps else None
         return RolloutOutput(ids, mask, responses, response_mask_from_eos(responses, eos), logps)
+
+
+def _model_forward(model: Any) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor]:
+    """The model's own forward as the rollout calls it: (ids, mask, positions, cache) -> last logits."""
+    ck = _cache_kwarg(model)
+
+    def forward(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any) -> torch.Tensor:
+        return model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                     **{ck: cache}).logits[:, -1]
+
+    return forward
 
 
 def _cache_kwarg(model: Any) -> str:
