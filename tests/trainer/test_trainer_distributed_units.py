@@ -65,10 +65,17 @@ def test_each_rank_gets_a_contiguous_share():
 
 def test_more_than_one_node_points_to_verl_on_ray_and_watch(monkeypatch):
     cfg = load_config(overrides=["trainer.nnodes=2", "trainer.n_gpus_per_node=8"], log=None)
-    with pytest.raises(ValueError, match=r"verl on Ray.*rlcockpit watch"):
-        setup(cfg, log=None)
-    with pytest.raises(ValueError, match="trainer.nnodes=2"):
-        check_launch(cfg)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with monkeypatch.context() as gpu_node:  # on a GPU node: refused (each node would train alone)
+        gpu_node.setattr(torch.cuda, "is_available", lambda: True)
+        with pytest.raises(ValueError, match=r"verl on Ray.*rlcockpit watch"):
+            setup(cfg, log=None)
+        with pytest.raises(ValueError, match="trainer.nnodes=2"):
+            check_launch(cfg)
+    if not torch.cuda.is_available():  # a cluster script tried on a machine without a GPU: here, said once
+        notes: list[str] = []
+        assert setup(cfg, log=notes.append).world_size == 1
+        assert len(notes) == 1 and "trainer.nnodes=2" in notes[0] and "this node only" in notes[0]
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert needs_launch(load_config(overrides=["trainer.n_gpus_per_node=2", "trainer.device=cpu"], log=None))
     assert not needs_launch(load_config(overrides=[], log=None))

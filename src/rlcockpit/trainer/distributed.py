@@ -41,6 +41,21 @@ MULTI_NODE_MESSAGE = (
     "trainer.nnodes={n}: rlcockpit trains on one node (trainer.n_gpus_per_node processes). For several nodes "
     "run verl on Ray and watch it with rlcockpit: `rlcockpit watch <verl log or output dir>`, or add "
     "trainer.logger=['console','rlcockpit'] to verl's command line (docs/trainer.md, docs/integrations.md)")
+NO_GPU_NODES_NOTE = ("[rlcockpit] trainer.nnodes={n}: this node has no GPU, so the script's cluster is not here; "
+                     "training on this node only (for several nodes run verl on Ray and `rlcockpit watch` it)")
+
+
+def check_nodes(cfg: Any, log: Callable[[str], None] | None = print) -> None:
+    """``trainer.nnodes`` > 1: refused on a GPU node (every node would train alone and write the same
+    checkpoints); on a machine without a GPU a verl cluster script is being tried out here, so it trains on
+    this node, said once."""
+    n = cfg.trainer.nnodes
+    if n <= 1:
+        return
+    if torch.cuda.is_available():
+        raise ValueError(MULTI_NODE_MESSAGE.format(n=n))
+    if log is not None and int(os.environ.get("RANK", "0")) == 0:
+        log(NO_GPU_NODES_NOTE.format(n=n))
 
 
 @dataclass(frozen=True)
@@ -181,8 +196,7 @@ def setup(cfg: Any, log: Callable[[str], None] | None = print) -> Dist:
     NCCL on CUDA and gloo otherwise, binds this rank to GPU ``LOCAL_RANK``, and splits the CPU cores
     between the local ranks when ``trainer.num_threads`` is 0."""
     tr = cfg.trainer
-    if tr.nnodes > 1:
-        raise ValueError(MULTI_NODE_MESSAGE.format(n=tr.nnodes))
+    check_nodes(cfg, log)
     world = env_world_size()
     if world <= 1:
         return SINGLE

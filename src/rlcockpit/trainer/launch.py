@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.distributed import MULTI_NODE_MESSAGE, env_world_size
+from rlcockpit.trainer.distributed import check_nodes, env_world_size
 
 NO_GPU_NOTE = ("[rlcockpit] trainer.n_gpus_per_node={n} but this node has no GPU: training in one process "
                "(for CPU data-parallel say so: trainer.device=cpu trainer.n_gpus_per_node=N, or torchrun)")
@@ -45,8 +45,7 @@ def needs_launch(cfg: Any, log: Any = None) -> bool:
 def check_launch(cfg: Any) -> None:
     """One node only; on CUDA no more processes than GPUs (CPU ranks use gloo, any number)."""
     tr = cfg.trainer
-    if tr.nnodes > 1:
-        raise ValueError(MULTI_NODE_MESSAGE.format(n=tr.nnodes))
+    check_nodes(cfg, log=None)  # the ranks say it
     if tr.n_gpus_per_node < 1:
         raise ValueError(f"trainer.n_gpus_per_node={tr.n_gpus_per_node}: needs at least 1")
     if tr.device != "cpu" and torch.cuda.is_available() and torch.cuda.device_count() < tr.n_gpus_per_node:
