@@ -29,6 +29,7 @@ print("id", run.id, run.step, flush=True)
 keys = [f"k{i}" for i in range(KEYS)]
 step = run.step + 1
 end = step + (20000 if mode == "finish" else 10**9)
+t0, first = time.monotonic(), step
 while step < end:
     run.log({k: step * 0.5 + i for i, k in enumerate(keys)}, step=step)
     step += 1
@@ -36,6 +37,8 @@ while step < end:
         time.sleep(0.01)
     elif step % 1000 == 0:
         print("at", step, flush=True)
+        if mode == "fast":  # 20,000 steps/s (400k points/s): far above any trainer, within the writer's rate
+            time.sleep(max(0.0, (step - first) / 20000 - (time.monotonic() - t0)))
 print("finishing", step, flush=True)
 run.finish()
 print("done", flush=True)
