@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.parse
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,20 +25,17 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
 from rlcockpit.store.base import (
     STORES,
     Series,
     Store,
-    StoreFull,
-    StoreLocked,
-    StoreUnavailable,
     effective_status,
 )
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.postgres_errors import probe, redact_url, translate_error
 from rlcockpit.store.postgres_schema import ensure_schema
 from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite import dumps
@@ -54,69 +50,6 @@ _RUN_COLS = (
     "heartbeat_mono", "boot_id", "data_lost",
 )
 _EMPTY_I, _EMPTY_F = np.empty(0, np.int64), np.empty(0, np.float64)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (and any ``password=`` query value) replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        cred, host = netloc.rsplit("@", 1)
-        if ":" in cred:
-            cred = cred.split(":", 1)[0] + ":***"
-        netloc = f"{cred}@{host}"
-    query = "&".join(("password=***" if q.lower().startswith("password=") else q) for q in parts.query.split("&")
-                     if q)
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def translate_error(exc: BaseException, where: str) -> BaseException:
-    """The store error a caller can act on for a psycopg failure, or ``exc`` (about the data)."""
-    if isinstance(exc, StoreUnavailable):
-        return exc
-    if isinstance(exc, (psycopg.Error, PoolTimeout)):  # libpq's messages span lines: one line for consoles
-        exc.args = (" ".join(str(exc).split()),) if exc.args else exc.args
-    return _translate(exc, where)
-
-
-def _translate(exc: BaseException, where: str) -> BaseException:
-    if isinstance(exc, PoolTimeout):
-        return StoreUnavailable("io", f"store {where}: no connection to the server ({exc})")
-    if isinstance(exc, pg_errors.DiskFull):
-        return StoreFull(f"store {where}: the server's disk is full ({exc})")
-    if isinstance(exc, (pg_errors.LockNotAvailable, pg_errors.QueryCanceled, pg_errors.DeadlockDetected,
-                        pg_errors.SerializationFailure)):
-        return StoreLocked(f"store {where}: timed out waiting ({str(exc).strip()})")
-    if isinstance(exc, (pg_errors.AdminShutdown, pg_errors.CannotConnectNow, pg_errors.ConnectionFailure,
-                        pg_errors.TooManyConnections, pg_errors.ReadOnlySqlTransaction)):
-        return StoreUnavailable("io", f"store {where}: server unavailable ({str(exc).strip()})")
-    if isinstance(exc, psycopg.OperationalError) or (isinstance(exc, psycopg.InterfaceError)
-                                                     and "closed" in str(exc)):
-        return StoreUnavailable("io", f"store {where}: server unreachable ({str(exc).strip()})")
-    if isinstance(exc, OSError):
-        return StoreUnavailable("io", f"store {where}: {exc}")
-    return exc
-
-
-_HINTS = (
-    ("no password supplied", "the server wants a password: postgresql://USER:PASSWORD@HOST/DB (or PGPASSWORD, ~/.pgpass)"),
-    ("password authentication failed", "check the user and password in the URL"),
-    ("does not exist", "create it: createuser USER; createdb -O USER DB (docs/team-server.md)"),
-    ("connection refused", "is PostgreSQL running on that host and port? (service postgresql start)"),
-    ("no pg_hba.conf entry", "allow this host in the server's pg_hba.conf"),
-)
-
-
-def _probe(conninfo: str, where: str) -> None:
-    """One direct connection before the pool opens: the pool would retry silently and report only a timeout
-    after ``connect_timeout``, hiding libpq's reason (a missing password, an unknown database)."""
-    try:
-        psycopg.connect(conninfo, autocommit=True).close()
-    except psycopg.OperationalError as exc:
-        text = " ".join(str(exc).split())
-        hint = next((h for needle, h in _HINTS if needle in text.lower()), "")
-        raise StoreUnavailable("io", f"store {where}: cannot connect: {text}" + (f" — {hint}" if hint else "")
-                               ) from exc
 
 
 class _Tx:
@@ -145,7 +78,7 @@ class PostgresStore(Store):
         self.compaction = compaction  # background: a server thread calls compact_due() (ingest latency)
         conninfo = url if "connect_timeout" in url else url + ("&" if "?" in url else "?") + \
             f"connect_timeout={max(1, int(connect_timeout_s))}"
-        _probe(conninfo, self.url)  # a wrong password or database fails now, with the server's own words
+        probe(conninfo, self.url)  # a wrong password or database fails now, with the server's own words
         try:
             self.pool = ConnectionPool(conninfo, min_size=1, max_size=int(pool_size), open=False,
                                        kwargs={"autocommit": True}, timeout=connect_timeout_s,
