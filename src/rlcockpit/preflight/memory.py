@@ -43,6 +43,7 @@ class ModelShape:
     head_dim: int | None = None
     attention_bias: bool = False
     n_params: int | None = None  # computed from the shape when not given
+    model_type: str | None = None  # config.json's model_type (decides the trainer's fused log-prob path)
 
     def __post_init__(self) -> None:
         if self.head_dim is None:
@@ -72,7 +73,7 @@ class ModelShape:
                    kv_heads=int(cfg.get("num_key_value_heads") or heads),
                    intermediate=int(cfg.get("intermediate_size") or cfg.get("n_inner") or 4 * hidden),
                    vocab=vocab, tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-                   head_dim=cfg.get("head_dim"), attention_bias=bool(bias))
+                   head_dim=cfg.get("head_dim"), attention_bias=bool(bias), model_type=cfg.get("model_type"))
 
 
 def count_params(m: ModelShape) -> int:
@@ -109,6 +110,8 @@ class TrainShape:
     share_prefix: bool = True  # actor.share_prefix: a group's prompt runs once in the update
     entropy_grad: bool = False  # entropy bonus: backward through the (tokens, vocab) softmax
     temperature: float = 1.0  # rollout temperature: the log-prob pass divides the logits by it (one more copy)
+    fused_head: bool | None = None  # log-probs from hidden states in chunks (trainer/fused_logprobs.py); None:
+    # decided from the model type (Qwen2/Qwen3/Llama/Mistral without LoRA or the exact KL use it)
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory
     world_size: int = 1  # trainer.n_gpus_per_node: data-parallel ranks (per device on GPUs; summed on CPU)

@@ -93,6 +93,26 @@ def logit_bytes_per_element(e: int, t: TrainShape) -> int:
     return copies + (FP32 if t.full_vocab_kl else 0)
 
 
+def uses_fused_head(m: ModelShape, t: TrainShape) -> bool:
+    """Whether the trainer scores with the chunked output layer (``trainer/fused_logprobs.py``): the families it
+    knows, unless LoRA wraps the head or the exact KL needs the full log-softmax."""
+    if t.fused_head is not None:
+        return t.fused_head
+    from rlcockpit.trainer.fused_logprobs import FUSED_MODEL_TYPES
+
+    return m.model_type in FUSED_MODEL_TYPES and not t.full_vocab_kl and not t.lora_rank
+
+
+def fused_logit_bytes(m: ModelShape, tokens: int, backward: bool) -> int:
+    """The chunked path's (token, vocab) memory: a chunk's logits with the max-shift and softmax temporaries,
+    plus, when a backward follows and it fits ``SAVE_BYTES``, the whole log-softmax kept for it."""
+    from rlcockpit.trainer.fused_logprobs import SAVE_BYTES, chunk_rows
+
+    chunk = chunk_rows(m.vocab, tokens) * m.vocab * FP32
+    full = tokens * m.vocab * FP32
+    return 3 * chunk + (full if backward and full <= SAVE_BYTES else 0)
+
+
 def pass_bytes(m: ModelShape, t: TrainShape) -> int:
     """The no-grad old-log-prob / reference pass over the whole batch (``step_inputs.policy_passes``)."""
     e = DTYPE_BYTES[t.compute_dtype]
@@ -101,6 +121,8 @@ def pass_bytes(m: ModelShape, t: TrainShape) -> int:
     # scoring: the model's logits, their fp32 (and divided) copies, logsumexp's exp temporary, the exact KL's
     scoring = elems * (e + (FP32 if e < FP32 else 0) + (FP32 if t.temperature not in (0, 1) else 0) + FP32
                        + (FP32 if t.full_vocab_kl else 0))
+    if uses_fused_head(m, t):
+        scoring = fused_logit_bytes(m, rows * resp, backward=False)
     forward = rows * (t.prompt_length + resp) * e * (3 * m.intermediate + 4 * m.hidden)  # one layer's transients
     if t.share_prefix and t.rollout_n > 1:
         # the response pass holds every row's KV cache; its logits are concatenated with the first token's
@@ -151,7 +173,10 @@ def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str,
     comp["actor_grads"] = grads
     comp["autocast_weight_cache"] = n * e if wb > e else 0  # every linear saves its half-precision weight
     comp["activations"] = activation_bytes(m, t, micro, prompts)
-    comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
+    if uses_fused_head(m, t):
+        comp["logits"] = fused_logit_bytes(m, micro * t.response_length, backward=True)
+    else:
+        comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
     phases["actor_update"] = grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
     comp["adamw_temporaries"] = optimizer_step_bytes(m, t, trainable)
     phases["optimizer_step"] = grads + comp["adamw_temporaries"]

@@ -44,7 +44,7 @@ def model_shape_for(cfg: Any) -> ModelShape:
         t = m.tiny
         return ModelShape(hidden=t.hidden_size, layers=t.num_layers, heads=t.num_heads, kv_heads=t.num_heads,
                           intermediate=t.intermediate_size, vocab=len(build_char_tokenizer()), tie_embeddings=True,
-                          attention_bias=True)
+                          attention_bias=True, model_type="qwen2")  # trainer/tiny.py builds a Qwen2
     path = Path(m.path).expanduser() / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"actor_rollout_ref.model.path={m.path!r} has no config.json (rlcockpit never downloads)")
