@@ -13,6 +13,8 @@ import rlcockpit
 from rlcockpit.cli import main
 from rlcockpit.redact import MASK, redact, redact_argv
 
+# Every secret below is made up for this test (shaped like the real thing so the value-shape rules fire; each
+# carries a unique needle that is searched for in everything written): none is a real credential.
 SLACK = "https://hooks.slack.com/services/T0AAA/B0BBB/slacksecret123456"
 SECRETS = {
     "secret_key": "s3cr3t-value-aaaa",
