@@ -35,7 +35,7 @@ def _cfg(args: argparse.Namespace, workdir: str, extra: list[str] | None = None)
     from rlcockpit.trainer.config import load_config
 
     return load_config(preset="arith-grpo", overrides=[
-        f"trainer.total_training_steps={args.steps}", f"trainer.test_freq={args.steps}",
+        f"trainer.total_training_steps={args.steps}", f"trainer.test_freq={getattr(args, 'val_every', 0) or args.steps}",
         f"trainer.rlcockpit_dir={workdir}/store", f"trainer.default_local_dir={workdir}/ckpt",
         f"actor.model.dtype={args.dtype}", f"trainer.num_threads={args.threads}", "health.enable=false",
         "trainer.logger=[rlcockpit]",
@@ -51,32 +51,46 @@ def run_rlcockpit(args: argparse.Namespace, workdir: str) -> dict[str, Any]:
     import gpu_vs_trl
 
     cpu = gpu_vs_trl._time_our_steps()  # CPU seconds per step (a shared machine's wall time is its neighbours')
-    result = train(_cfg(args, workdir))
+    result = train(_cfg(args, workdir, ["trainer.save_policy_model=true"]))
     hist = rlcockpit.Api(f"{workdir}/store").run(result.run_id).history()
     times = hist["timing_s/step"].dropna().tolist()[1:]  # drop the first (warm-up) step
+    # the final weights scored by the very evaluation TRL's model gets (a loop-side scoring defect would show)
+    final = f"{workdir}/ckpt/global_step_{result.steps}/actor"
     return {"sec_per_step_median": statistics.median(times), "sec_per_step_min": min(times),
             "cpu_sec_per_step_median": statistics.median(cpu[1:] or cpu),
             "val_acc_start": result.val[0][1],
-            "val_acc_end": result.val[-1][1], "steps": result.steps}
+            "val_acc_end": result.val[-1][1], "val_acc_end_reloaded": evaluate(final, args, workdir),
+            "val_curve": [list(v) for v in result.val], "steps": result.steps}
 
 
 def evaluate(path: str, args: argparse.Namespace, workdir: str) -> float:
     """The same greedy held-out evaluation rlcockpit logs as val-core/arith/acc/mean@1."""
+    import torch
+
+    from rlcockpit.trainer.models import load_actor_and_ref, load_tokenizer
+
+    model, _ = load_actor_and_ref(_cfg(args, workdir), path, torch.device("cpu"))
+    return evaluate_model(model, load_tokenizer(path), args, workdir)
+
+
+def evaluate_model(model: Any, tok: Any, args: argparse.Namespace, workdir: str) -> float:
+    """:func:`evaluate` on a model in memory (TRL's, during its run: the validation curve)."""
+    import torch
+
     from rlcockpit.trainer.collect import validate
     from rlcockpit.trainer.data import load_datasets
-    from rlcockpit.trainer.models import autocast_factory, load_actor_and_ref, load_tokenizer
+    from rlcockpit.trainer.models import autocast_factory
     from rlcockpit.trainer.rewards import RewardManager
     from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
 
     cfg = _cfg(args, workdir)
-    tok = load_tokenizer(path)
-    import torch
-
-    model, _ = load_actor_and_ref(cfg, path, torch.device("cpu"))
     _, val, _ = load_datasets(cfg.data, tok)
+    was_training = model.training
+    model.eval()
     engine = ROLLOUT_ENGINES.get("hf")(model, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
                                        device="cpu", autocast=autocast_factory(cfg.actor.model.dtype, torch.device("cpu")))
     metrics, _ = validate(cfg, engine, tok, RewardManager.from_config(cfg, validation=True), val)
+    model.train(was_training)
     return metrics["val-core/arith/acc/mean@1"]
 
 
@@ -99,14 +113,19 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
 
     times: list[float] = []
     cpu: list[float] = []
+    curve: list[list[float]] = []
+    every = getattr(args, "val_every", 0)
+    tok = load_tokenizer(model_path)
 
     class StepTimer(TrainerCallback):
         def on_step_begin(self, *a: Any, **k: Any) -> None:
             self.t0, self.c0 = time.perf_counter(), time.process_time()
 
-        def on_step_end(self, *a: Any, **k: Any) -> None:
+        def on_step_end(self, targs: Any, state: Any, control: Any, **k: Any) -> None:
             times.append(time.perf_counter() - self.t0)
             cpu.append(time.process_time() - self.c0)
+            if every and state.global_step % every == 0 and state.global_step < args.steps:
+                curve.append([state.global_step, evaluate_model(k["model"], tok, args, workdir)])  # untimed
 
     n, bsz = cfg.rollout.n, cfg.data.train_batch_size
     targs = GRPOConfig(
@@ -115,7 +134,6 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
         max_steps=args.steps, beta=0.0, loss_type="grpo", temperature=1.0, use_cpu=True, bf16=(args.dtype == "bf16"),
         logging_steps=1, report_to=[], save_strategy="no", seed=cfg.trainer.seed, lr_scheduler_type="constant",
         max_grad_norm=cfg.actor.grad_clip, epsilon=cfg.actor.clip_ratio, dataloader_num_workers=0)
-    tok = load_tokenizer(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     trainer = GRPOTrainer(model=model, reward_funcs=[exact_match], args=targs, train_dataset=ds,
                           processing_class=tok, callbacks=[StepTimer()])
@@ -123,9 +141,10 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
     out = f"{workdir}/trl-final"
     trainer.save_model(out)
     tok.save_pretrained(out)
+    end = evaluate(out, args, workdir)
     return {"sec_per_step_median": statistics.median(times[1:] or times), "sec_per_step_min": min(times[1:] or times),
             "cpu_sec_per_step_median": statistics.median(cpu[1:] or cpu),
-            "val_acc_end": evaluate(out, args, workdir),
+            "val_acc_end": end, "val_curve": curve + [[len(times), end]],
             "steps": len(times)}
 
 
@@ -235,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=None,
                     help="repeat both trainers with this many seeds (demo 1: accuracy = mean; realistic 3)")
     ap.add_argument("--seed", type=int, default=42, help="first seed")
+    ap.add_argument("--val-every", type=int, default=0, metavar="K",
+                    help="demo shape: also score both models every K steps (val_curve; TRL's scoring is untimed)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table for BENCHMARKS.md")
     args = ap.parse_args(argv)
@@ -269,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                 "sec_per_step_min": min(r["sec_per_step_min"] for r in runs),
                 "cpu_sec_per_step_median": statistics.median(r["cpu_sec_per_step_median"] for r in runs),
                 "val_acc_end": statistics.fmean(accs), "val_acc_end_per_seed": accs,
+                "val_curve_per_seed": [r["val_curve"] for r in runs],
+                **({"val_acc_end_reloaded_per_seed": [r["val_acc_end_reloaded"] for r in runs]}
+                   if "val_acc_end_reloaded" in runs[0] else {}),
                 "val_acc_start": runs[0].get("val_acc_start"), "steps": runs[0]["steps"]}
 
     ours, trl = summary([o for o, _ in per_seed]), summary([t for _, t in per_seed])

@@ -22,6 +22,7 @@ from rlcockpit.algos import (
     accepted_params,
 )
 from rlcockpit.algos.rollout_corr import parse_is_threshold, parse_rs_options, parse_rs_thresholds
+from rlcockpit.trainer.filter_metric import validate_filter_metric
 
 if TYPE_CHECKING:
     from rlcockpit.trainer.config import Config
@@ -136,6 +137,7 @@ def validate_algorithm(cfg: Config, error: type[Exception] = ValueError) -> None
             raise ValueError(f"loss_type must be ppo_clip or reinforce, got {rc.loss_type!r}")
     except (ValueError, TypeError) as exc:
         raise error(f"algorithm.rollout_correction: {exc}") from exc
+    validate_filter_metric(cfg, error)
     if policy_loss_name(cfg) == "dro" and not (cfg.actor.policy_loss.dro_beta or 0) > 0:
         raise error("config key 'actor.policy_loss.dro_beta' must be > 0 with loss_mode=dro")
     if cfg.algorithm.adv_estimator == "gdpo" and not cfg.algorithm.gdpo_reward_keys:

@@ -1,9 +1,10 @@
 """Collecting experience: sample n responses per prompt, score them, apply DAPO's filters; validation.
 
 Scores are per sequence (rule rewards, reward models); the loop turns them into token-level rewards.
-With ``algorithm.filter_groups.enable`` (DAPO dynamic sampling), groups whose n responses all got the
-same score carry no learning signal under group baselines, so they are dropped and more prompts are
-sampled until the batch is full or ``max_num_gen_batches`` rounds have been spent.
+With ``algorithm.filter_groups.enable`` (DAPO dynamic sampling, verl's recipe/dapo trainer), groups whose n
+responses all got the same value of ``algorithm.filter_groups.metric`` carry no learning signal under group
+baselines, so they are dropped and more prompts are sampled until ``data.train_batch_size`` prompts are kept;
+past ``max_num_gen_batches`` generation batches (``<= 0``: no limit) it raises, as verl does.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
 from rlcockpit.trainer.algo_args import wants_rollout_log_probs
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
+from rlcockpit.trainer.filter_metric import filter_metric_values
 from rlcockpit.trainer.profiling import phase
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
@@ -36,6 +38,7 @@ class Experience:
     baselines: torch.Tensor | None = None  # (bs,) ReMax greedy-rollout scores
     metrics: dict[str, float] = field(default_factory=dict)
     extras: list[Any] = field(default_factory=list)  # per response: the reward function's extra dict or None
+    raw_scores: torch.Tensor | None = None  # (bs,) the reward function's scores before the overlong penalty
 
 
 def sampling_params(cfg: Config, *, greedy: bool = False) -> SamplingParams:
@@ -88,7 +91,8 @@ def _select(exp: Experience, keep: torch.Tensor) -> Experience:
                           None if o.rollout_log_probs is None else o.rollout_log_probs[idx]),
         texts=[exp.texts[i] for i in idx.tolist()], scores=exp.scores[idx],
         baselines=None if exp.baselines is None else exp.baselines[idx],
-        extras=[exp.extras[i] for i in idx.tolist()] if exp.extras else [])
+        extras=[exp.extras[i] for i in idx.tolist()] if exp.extras else [],
+        raw_scores=None if exp.raw_scores is None else exp.raw_scores[idx])
 
 
 def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager,
@@ -108,18 +112,26 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
     raw_scores, extras = reward(rows, texts)
-    scores = torch.tensor(raw_scores, dtype=torch.float32)
+    scores = raw = torch.tensor(raw_scores, dtype=torch.float32)
     ob = cfg.reward.overlong_buffer
     if ob.enable:
         scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(),
                                            ob.max_resp_len or cfg.data.max_response_length, ob.len, ob.penalty_factor)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
-    return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras)
+    return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras,
+                      raw_scores=raw)
+
+
+class DynamicSamplingExhausted(ValueError):
+    """``max_num_gen_batches`` generation batches did not give ``train_batch_size`` informative prompts
+    (verl's DAPO trainer raises a ValueError here too)."""
 
 
 def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardManager, loader: PromptLoader,
-            step: int, timing: dict[str, float]) -> Experience | None:
-    """One step's experience (None when dynamic sampling found no informative group at all)."""
+            step: int, timing: dict[str, float]) -> Experience:
+    """One step's experience. With dynamic sampling: generation batches of ``data.gen_batch_size`` prompts
+    until ``train_batch_size`` prompts whose filter metric varies within the group are kept (verl's loop;
+    ``train/num_gen_batches`` counts the batches), then trimmed to ``train_batch_size`` whole groups."""
     bsz = cfg.data.train_batch_size
     fg = cfg.algorithm.filter_groups
     gen_bsz = cfg.data.gen_batch_size or bsz if fg.enable else bsz
@@ -131,21 +143,26 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
     while True:
         rounds += 1
         total_groups += len(set(exp.uids.tolist()))
-        keep = dynamic_sampling_mask(exp.scores, exp.uids)
+        keep = dynamic_sampling_mask(filter_metric_values(cfg, exp), exp.uids)
         if keep.any():
             part = _select(exp, keep)
             kept.append(part)
             n_kept_groups += len(set(part.uids.tolist()))
-        if n_kept_groups >= bsz or (fg.max_num_gen_batches > 0 and rounds >= fg.max_num_gen_batches):
+        if n_kept_groups >= bsz:
             break
+        if 0 < fg.max_num_gen_batches <= rounds:
+            raise DynamicSamplingExhausted(
+                f"step {step}: {rounds} generation batches (algorithm.filter_groups.max_num_gen_batches="
+                f"{fg.max_num_gen_batches}) kept {n_kept_groups} of data.train_batch_size={bsz} prompts whose "
+                f"{fg.metric or 'seq_reward'!r} differs within the group: the data may be too easy or too hard "
+                "for the model; set algorithm.filter_groups.max_num_gen_batches=0 to keep generating (no limit)")
+        print(f"[rlcockpit] step {step}: dynamic sampling kept {n_kept_groups} < data.train_batch_size={bsz} "
+              f"prompts after {rounds} generation batch(es); generating more")
         exp = generate_once(cfg, engine, tokenizer, reward, loader.next_batch(gen_bsz),
                             step * 1_000_000 + rounds * gen_bsz, timing)
     metrics = {"train/num_gen_batches": float(rounds), "train/kept_group_ratio": n_kept_groups / max(1, total_groups)}
-    if not kept:
-        print(f"[rlcockpit] step {step}: dynamic sampling kept no group after {rounds} rounds; skipping the update")
-        return None
     # trim to the batch size in whole groups, as verl does
-    merged_rows, merged_uids, outs, texts, scores, bases, extras = [], [], [], [], [], [], []
+    merged_rows, merged_uids, outs, texts, scores, raws, bases, extras = [], [], [], [], [], [], [], []
     for part in kept:
         merged_rows += part.rows
         extras += part.extras or [None] * len(part.rows)
@@ -153,12 +170,13 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
         outs.append(part.out)
         texts += part.texts
         scores.append(part.scores)
+        raws.append(part.scores if part.raw_scores is None else part.raw_scores)
         if part.baselines is not None:
             bases.append(part.baselines)
     uids = np.concatenate(merged_uids)
     out = _pad_cat(outs, tokenizer.pad_token_id)
     merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None,
-                        extras=extras)
+                        extras=extras, raw_scores=torch.cat(raws))
     groups = list(dict.fromkeys(uids.tolist()))[:bsz]
     merged = _select(merged, torch.from_numpy(np.isin(uids, groups)))
     merged.metrics = {**metrics, **extra_metrics(merged.extras)}

@@ -197,7 +197,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "*.optim.total_training_steps", "*.optim.weight_decay_incl_bias")),
     NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet (docs/trainer.md lists why)", (
         "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.use_pf_ppo", "algorithm.pf_ppo.*",
-        "algorithm.filter_groups.metric", "algorithm.filter_groups.max_inflight_gen_batches")),
+        "algorithm.filter_groups.max_inflight_gen_batches")),
     NoEffect("rlcockpit always logs the policy entropy (actor/entropy)", ("actor_rollout_ref.actor.calculate_entropy",)),
     NoEffect("verl features this trainer does not have: knowledge distillation, multi-turn/tool rollouts, the "
              "rollout debug cache", ("distillation.*", "actor_rollout_ref.rollout.multi_turn.*", "skip.*")),

@@ -52,8 +52,13 @@ class KLCtrlConfig:
 class FilterGroupsConfig:
     """DAPO dynamic sampling: drop groups whose rewards are all equal and refill the batch."""
 
-    enable: bool = opt(False, "drop prompt groups whose rewards are all equal and generate more prompts")
-    max_num_gen_batches: int = opt(4, "generation rounds allowed per step (0 = unlimited)")
+    enable: bool = opt(False, "drop prompt groups whose `metric` is the same for all responses and generate more "
+                              "prompts")
+    metric: str | None = opt(None, "the per-response value groups are compared on: acc, score, seq_reward, "
+                                   "seq_final_reward (verl 0.9: reward) or any key the reward function returns "
+                                   "in its dict; null = seq_reward (verl requires it set)")
+    max_num_gen_batches: int = opt(0, "generation batches allowed per step before it raises (<= 0 = no limit, "
+                                      "as verl)")
 
 
 @dataclass

@@ -116,7 +116,7 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     # lengths and per-token statistics over the generated tokens, rollout-correction rejections included
     metrics.update(data_metrics({**batch, "response_mask": o.response_mask}, cfg.data.max_response_length,
-                                cfg.data.max_prompt_length))
+                                cfg.data.max_prompt_length, timing=timing))
     metrics["perf/total_num_tokens_int"] = float(batch["attention_mask"].sum())
     return metrics, exp
 

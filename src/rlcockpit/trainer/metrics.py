@@ -1,6 +1,9 @@
 """Per-step data metrics under verl's keys (``critic/score/mean``, ``response_length/clip_ratio``...).
 
-Keeping verl's names means dashboards, detectors and users' muscle memory carry over unchanged.
+Keeping verl's names means dashboards, detectors and users' muscle memory carry over unchanged, and so do
+their semantics (verl's ``metric_utils.compute_data_metrics`` / ``compute_timing_metrics``): score and reward
+statistics leave out aborted (empty) responses, statistics of an empty selection are NaN rather than missing,
+and the value function's explained variance is over all valid tokens (unbiased variances).
 """
 
 from __future__ import annotations
@@ -11,31 +14,62 @@ from typing import Any
 
 import torch
 
-from rlcockpit.algos import masked_mean, masked_var
+from rlcockpit.algos import masked_mean
+
+# verl's compute_timing_metrics: generation per response token, the passes over whole sequences per token
+_TOKENS_OF_SECTION = {"gen": "response", **{k: "overall" for k in ("ref", "values", "adv", "update_critic",
+                                                                   "update_actor")}}
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
-    if values.numel() == 0:
-        return {}
+    if values.numel() == 0:  # verl logs NaN (with a warning) when nothing is selected
+        return {f"{prefix}/{s}": float("nan") for s in ("mean", "max", "min")}
     v = values.float()
     return {f"{prefix}/mean": float(v.mean()), f"{prefix}/max": float(v.max()), f"{prefix}/min": float(v.min())}
 
 
-def data_metrics(batch: dict[str, torch.Tensor], max_response_length: int, max_prompt_length: int) -> dict[str, float]:
+def value_metrics(values: torch.Tensor, returns: torch.Tensor, response_mask: torch.Tensor) -> dict[str, float]:
+    """``critic/values/{mean,max,min}`` and ``critic/vf_explained_var`` = 1 - Var(returns - values) /
+    (Var(returns) + 1e-5) over the valid tokens (verl; NaN when there are none, or one: no variance)."""
+    mask = response_mask.bool()
+    v, r = values[mask].float(), returns[mask].float()
+    m = _stats("critic/values", v)
+    if v.numel() < 2:
+        m["critic/vf_explained_var"] = float("nan")
+    else:
+        m["critic/vf_explained_var"] = float(1.0 - torch.var(r - v) / (torch.var(r) + 1e-5))
+    return m
+
+
+def timing_per_token(timing: dict[str, float], response_mask: torch.Tensor,
+                     prompt_mask: torch.Tensor) -> dict[str, float]:
+    """verl's ``timing_per_token_ms/{gen,ref,values,adv,update_critic,update_actor}``: milliseconds per
+    response token for generation, per prompt + response token for the others (0 with no tokens)."""
+    tokens = {"response": float(response_mask.sum())}
+    tokens["overall"] = tokens["response"] + float(prompt_mask.sum())
+    out = {}
+    for name, kind in _TOKENS_OF_SECTION.items():
+        if name in timing:
+            out[f"timing_per_token_ms/{name}"] = timing[name] * 1000 / tokens[kind] if tokens[kind] > 0 else 0.0
+    return out
+
+
+def data_metrics(batch: dict[str, torch.Tensor], max_response_length: int, max_prompt_length: int,
+                 timing: dict[str, float] | None = None) -> dict[str, float]:
     mask = batch["response_mask"].bool()
     valid = lambda x: x[mask]  # noqa: E731
     resp_len = batch["response_mask"].sum(-1).float()
     prompt_len = batch["prompt_mask"].sum(-1).float()
+    answered = resp_len > 0  # verl: score and reward statistics over the non-aborted responses only
     m: dict[str, float] = {}
-    m.update(_stats("critic/score", batch["token_level_scores"].sum(-1)))
-    m.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)))
+    m.update(_stats("critic/score", batch["token_level_scores"].sum(-1)[answered]))
+    m.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)[answered]))
     m.update(_stats("critic/advantages", valid(batch["advantages"])))
     m.update(_stats("critic/returns", valid(batch["returns"])))
     if "values" in batch:
-        m.update(_stats("critic/values", valid(batch["values"])))
-        fmask = batch["response_mask"].float()
-        var_ret = masked_var(batch["returns"], fmask)
-        m["critic/vf_explained_var"] = float(1.0 - masked_var(batch["returns"] - batch["values"], fmask) / (var_ret + 1e-5))
+        m.update(value_metrics(batch["values"], batch["returns"], batch["response_mask"]))
+    if timing is not None:
+        m.update(timing_per_token(timing, batch["response_mask"], batch["prompt_mask"]))
     m.update(_stats("response_length", resp_len))
     m["response_length/clip_ratio"] = float((resp_len >= max_response_length).float().mean())
     m.update(_aborted_metrics(resp_len, max_response_length))
