@@ -1,9 +1,13 @@
 """rlcockpit's GRPO vs TRL's GRPOTrainer on the same model, task, batch and precision, side by side.
 
 ``--shape demo`` (default): both start from the same warmed-up tiny Qwen2 (rlcockpit's demo model, saved
-as an ordinary HF directory), train on 2-digit addition with 16 prompts x 8 samples per step, the same
-completion length, learning rate and fp32/bf16 setting, for the same number of steps; both trained models
-are then scored with the same greedy held-out evaluation.  Reports median seconds/step and accuracy.
+as an ordinary HF directory), train on 2-digit addition with 16 prompts x 8 samples per step for the same
+number of steps, with equal update settings taken from the ``arith-grpo`` config: the same prompts in the
+same order (our loader's; TRL's sampler does not shuffle), completion length, sampling (temperature, top-p/k),
+one optimizer step per batch, loss aggregation (verl's token-mean = TRL's ``loss_type="dapo"``), group std
+scaling, clip range, lr (constant), AdamW betas/weight decay, grad clip and fp32/bf16. Both trained models are
+then scored with the same greedy held-out evaluation (``--val-every K``: also every K steps).  Reports median
+seconds/step and accuracy.
 
 ``--shape realistic``: a 13M-parameter random-init Qwen2 (8 layers, 256 wide, GQA 4/2) and a byte-level BPE
 tokenizer (8k vocabulary) built in code, ~47-token chat prompts, 64-token responses (a random model rarely
@@ -94,19 +98,26 @@ def evaluate_model(model: Any, tok: Any, args: argparse.Namespace, workdir: str)
     return metrics["val-core/arith/acc/mean@1"]
 
 
+# verl's loss_agg_mode -> TRL's loss_type with the same aggregation (TRL's default "dapo" is verl's token-mean)
+TRL_LOSS_TYPE = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
+
+
 def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlcockpit.trainer.data import arith_rows
+    from rlcockpit.trainer.data import PromptLoader, load_datasets
     from rlcockpit.trainer.models import load_tokenizer
 
     cfg = _cfg(args, workdir)
-    train_rows, _ = arith_rows(cfg.data.builtin)
-    ds = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"]}
-                            for r in train_rows[: cfg.data.train_batch_size * (args.steps + 2)]])
+    # the very prompts rlcockpit trains on, step by step (its loader's order; TRL's sampler does not shuffle)
+    train_rows, _, _ = load_datasets(cfg.data, load_tokenizer(model_path))
+    loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
+                          seed=1 if cfg.data.seed is None else cfg.data.seed)
+    ds = Dataset.from_list([{"prompt": r.prompt, "ground_truth": str(r.ground_truth)}
+                            for _ in range(args.steps + 2) for r in loader.next_batch()])
 
     def exact_match(completions: list, ground_truth: list, **kw: Any) -> list[float]:
         return [1.0 if c[0]["content"].strip() == g else 0.0 for c, g in zip(completions, ground_truth)]
@@ -128,12 +139,16 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
                 curve.append([state.global_step, evaluate_model(k["model"], tok, args, workdir)])  # untimed
 
     n, bsz = cfg.rollout.n, cfg.data.train_batch_size
-    targs = GRPOConfig(
+    a, r = cfg.actor, cfg.rollout
+    targs = GRPOConfig(  # every setting that changes the update set from ours (docs: BENCHMARKS.md, demo shape)
         output_dir=f"{workdir}/trl", per_device_train_batch_size=bsz * n, num_generations=n, gradient_accumulation_steps=1,
-        max_completion_length=cfg.data.max_response_length, learning_rate=cfg.actor.optim.lr, weight_decay=0.0,
-        max_steps=args.steps, beta=0.0, loss_type="grpo", temperature=1.0, use_cpu=True, bf16=(args.dtype == "bf16"),
+        steps_per_generation=1, num_iterations=a.ppo_epochs, max_completion_length=cfg.data.max_response_length,
+        learning_rate=a.optim.lr, weight_decay=a.optim.weight_decay, adam_beta1=a.optim.betas[0],
+        adam_beta2=a.optim.betas[1], max_steps=args.steps, beta=0.0, loss_type=TRL_LOSS_TYPE[a.loss_agg_mode],
+        scale_rewards="group" if cfg.algorithm.norm_adv_by_std_in_grpo else "none", temperature=r.temperature,
+        top_p=r.top_p, top_k=max(0, r.top_k), use_cpu=True, bf16=(args.dtype == "bf16"), shuffle_dataset=False,
         logging_steps=1, report_to=[], save_strategy="no", seed=cfg.trainer.seed, lr_scheduler_type="constant",
-        max_grad_norm=cfg.actor.grad_clip, epsilon=cfg.actor.clip_ratio, dataloader_num_workers=0)
+        max_grad_norm=a.grad_clip, epsilon=a.clip_ratio, dataloader_num_workers=0)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     trainer = GRPOTrainer(model=model, reward_funcs=[exact_match], args=targs, train_dataset=ds,
                           processing_class=tok, callbacks=[StepTimer()])
@@ -281,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         per_seed = []
         for i in range(args.seeds):
             # same warmed-up model for every seed; the seed changes sampling, data order and TRL's RNG
-            args.run_overrides = [f"actor.model.path={model_path}", f"trainer.seed={args.seed + i}"]
+            # the seed changes sampling and (data.seed) the prompt order, the same prompts on both sides
+            args.run_overrides = [f"actor.model.path={model_path}", f"trainer.seed={args.seed + i}",
+                                  f"data.seed={args.seed + i}"]
             per_seed.append((run_rlcockpit(args, f"{workdir}/s{i}"), run_trl(args, f"{workdir}/s{i}", model_path)))
 
     def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
