@@ -102,22 +102,45 @@ def evaluate_model(model: Any, tok: Any, args: argparse.Namespace, workdir: str)
 TRL_LOSS_TYPE = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
 
 
+def trl_prompts(cfg: Any, tokenizer: Any, steps: int) -> list[dict[str, Any]]:
+    """The very prompts rlcockpit trains on, step by step (its loader's order; TRL's sampler does not shuffle)."""
+    from rlcockpit.trainer.data import PromptLoader, load_datasets
+
+    train_rows, _, _ = load_datasets(cfg.data, tokenizer)
+    loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
+                          seed=1 if cfg.data.seed is None else cfg.data.seed)
+    return [{"prompt": r.prompt, "ground_truth": str(r.ground_truth)} for _ in range(steps) for r in loader.next_batch()]
+
+
+def trl_config(cfg: Any, args: argparse.Namespace, workdir: str) -> Any:
+    """TRL's GRPOConfig with every setting that shapes the update taken from our config: one optimizer step per
+    batch of train_batch_size x n completions, the same aggregation, std scaling, clip, lr, AdamW, clip norm."""
+    from trl import GRPOConfig
+
+    n, bsz = cfg.rollout.n, cfg.data.train_batch_size
+    a, r = cfg.actor, cfg.rollout
+    return GRPOConfig(
+        output_dir=f"{workdir}/trl", per_device_train_batch_size=bsz * n, num_generations=n, gradient_accumulation_steps=1,
+        steps_per_generation=1, num_iterations=a.ppo_epochs, max_completion_length=cfg.data.max_response_length,
+        learning_rate=a.optim.lr, weight_decay=a.optim.weight_decay, adam_beta1=a.optim.betas[0],
+        adam_beta2=a.optim.betas[1], max_steps=args.steps, beta=0.0, loss_type=TRL_LOSS_TYPE[a.loss_agg_mode],
+        scale_rewards="group" if cfg.algorithm.norm_adv_by_std_in_grpo else "none", temperature=r.temperature,
+        top_p=r.top_p, top_k=max(0, r.top_k), use_cpu=True, bf16=(args.dtype == "bf16"), shuffle_dataset=False,
+        logging_steps=1, report_to=[], save_strategy="no", seed=cfg.trainer.seed, lr_scheduler_type="constant",
+        max_grad_norm=a.grad_clip, epsilon=a.clip_ratio if a.clip_ratio_low is None else a.clip_ratio_low,
+        epsilon_high=a.clip_ratio if a.clip_ratio_high is None else a.clip_ratio_high, dataloader_num_workers=0)
+
+
 def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from rlcockpit.trainer.data import PromptLoader, load_datasets
     from rlcockpit.trainer.models import load_tokenizer
 
     cfg = _cfg(args, workdir)
-    # the very prompts rlcockpit trains on, step by step (its loader's order; TRL's sampler does not shuffle)
-    train_rows, _, _ = load_datasets(cfg.data, load_tokenizer(model_path))
-    loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
-                          seed=1 if cfg.data.seed is None else cfg.data.seed)
-    ds = Dataset.from_list([{"prompt": r.prompt, "ground_truth": str(r.ground_truth)}
-                            for _ in range(args.steps + 2) for r in loader.next_batch()])
+    ds = Dataset.from_list(trl_prompts(cfg, load_tokenizer(model_path), args.steps + 2))
 
     def exact_match(completions: list, ground_truth: list, **kw: Any) -> list[float]:
         return [1.0 if c[0]["content"].strip() == g else 0.0 for c, g in zip(completions, ground_truth)]
@@ -138,17 +161,7 @@ def run_trl(args: argparse.Namespace, workdir: str, model_path: str) -> dict[str
             if every and state.global_step % every == 0 and state.global_step < args.steps:
                 curve.append([state.global_step, evaluate_model(k["model"], tok, args, workdir)])  # untimed
 
-    n, bsz = cfg.rollout.n, cfg.data.train_batch_size
-    a, r = cfg.actor, cfg.rollout
-    targs = GRPOConfig(  # every setting that changes the update set from ours (docs: BENCHMARKS.md, demo shape)
-        output_dir=f"{workdir}/trl", per_device_train_batch_size=bsz * n, num_generations=n, gradient_accumulation_steps=1,
-        steps_per_generation=1, num_iterations=a.ppo_epochs, max_completion_length=cfg.data.max_response_length,
-        learning_rate=a.optim.lr, weight_decay=a.optim.weight_decay, adam_beta1=a.optim.betas[0],
-        adam_beta2=a.optim.betas[1], max_steps=args.steps, beta=0.0, loss_type=TRL_LOSS_TYPE[a.loss_agg_mode],
-        scale_rewards="group" if cfg.algorithm.norm_adv_by_std_in_grpo else "none", temperature=r.temperature,
-        top_p=r.top_p, top_k=max(0, r.top_k), use_cpu=True, bf16=(args.dtype == "bf16"), shuffle_dataset=False,
-        logging_steps=1, report_to=[], save_strategy="no", seed=cfg.trainer.seed, lr_scheduler_type="constant",
-        max_grad_norm=a.grad_clip, epsilon=a.clip_ratio, dataloader_num_workers=0)
+    targs = trl_config(cfg, args, workdir)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     trainer = GRPOTrainer(model=model, reward_funcs=[exact_match], args=targs, train_dataset=ds,
                           processing_class=tok, callbacks=[StepTimer()])
