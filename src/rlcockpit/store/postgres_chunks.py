@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from rlcockpit.store.base import Series
-from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.downsample import cut_series
 
 CHUNK_POINTS = 2048
 INSERT_ROWS = 2000  # chunks per write up to which one INSERT ... unnest() is used instead of COPY
@@ -95,13 +95,4 @@ def series_from_chunks(rows: list[tuple[Any, ...]], start_step: int | None, end_
     vals = np.frombuffer(b"".join(r[1] for r in rows), "<f8").astype(np.float64)
     ts = (np.frombuffer(b"".join(r[2] for r in rows), "<f8").astype(np.float64) if with_ts
           else np.broadcast_to(np.nan, steps.shape))
-    if start_step is not None or end_step is not None:
-        m = np.ones(len(steps), bool)
-        if start_step is not None:
-            m &= steps >= start_step
-        if end_step is not None:
-            m &= steps <= end_step
-        steps, vals, ts = steps[m], vals[m], ts[m]
-    if max_points is not None and len(steps) > max_points:
-        steps, vals, ts = minmax_downsample(steps, vals, ts, max_points)
-    return steps, vals, ts
+    return cut_series(steps, vals, ts, start_step, end_step, max_points)
