@@ -55,6 +55,19 @@ def _config_to_dict(config: Any) -> dict[str, Any]:
     return dict(vars(config))
 
 
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a dotted top-level key stays as it is, an empty mapping is a value.
+    The dotted form is what flat-parameter trackers (MLflow) store and what sweep importance ranks."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(flatten_config(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
 def _init_error(exc: StoreError, dir: Path) -> StoreError:
     """The same store error, saying that ``init`` could not start and what to do."""
     text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
