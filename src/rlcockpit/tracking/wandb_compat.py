@@ -220,11 +220,10 @@ def step_sync_points(defs: Sequence[MetricDef], columns: dict[str, Any], last: d
         sync = next((d.syncs_to(key) for d in reversed(defs) if d.matches(key)), None)
         if sync is None:
             continue
-        have = set(columns[sync][0].tolist()) if sync in columns else set()
-        for step, t in zip(steps.tolist(), ts.tolist()):
-            if step not in have:
-                wanted.setdefault(sync, set()).add(step)
-                stamps.setdefault((sync, step), t)
+        lacking = ~np.isin(steps, columns[sync][0]) if sync in columns else np.ones(len(steps), bool)
+        for step, t in zip(steps[lacking].tolist(), ts[lacking].tolist()):
+            wanted.setdefault(sync, set()).add(step)
+            stamps.setdefault((sync, step), t)
     out: dict[str, Any] = {}
     for sync, steps_wanted in wanted.items():
         col = columns.get(sync)
