@@ -8,7 +8,8 @@ phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inpu
   fp32 states per trainable parameter (they exist from the first optimizer step on, so every later phase
   carries them);
 * rollout: the KV cache of every row for prompt + response, one layer's copy while it grows, the prefill of
-  each distinct prompt, and the sampler's (rows, vocab) temporaries;
+  each distinct prompt, the sampler's (rows, vocab) temporaries, and the decode step's own layout of the
+  weights (``trainer/lean_decoder.py``: stacked q/k/v; on CPU transposed copies while they are small);
 * old-log-prob / reference passes: no-grad forwards over the *whole* batch at once (not micro-batched), so
   (rows, response, vocab) logits with their fp32 copy and the log-sum-exp temporary, or the shared-prefix
   pass's KV cache for every row;
@@ -141,7 +142,23 @@ def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
     prompts = t.train_batch_size  # each distinct prompt is prefilled once
     prefill = prompts * t.prompt_length * e * (4 * m.hidden + 3 * m.intermediate)
     sampler = rows * m.vocab * (e + 3 * FP32)  # the rows' logits, tempered fp32 copy, softmax, draw
-    return kv, per_layer + max(prefill, sampler)  # + one layer's copy while DynamicCache grows by cat
+    # + one layer's copy while DynamicCache grows by cat
+    return kv, per_layer + max(prefill, sampler) + decode_weight_bytes(m, t)
+
+
+def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
+    """The lean decode step's weight layout for one rollout (``trainer/lean_decoder.py``, the families it
+    knows): every projection and the output layer transposed on CPU while that fits ``TRANSPOSED_BYTES``,
+    else only q/k/v stacked into one matrix."""
+    from rlcockpit.trainer.lean_decoder import FAMILIES, TRANSPOSED_BYTES
+
+    if m.model_type not in FAMILIES or t.lora_rank:
+        return 0
+    wb = DTYPE_BYTES[t.weight_dtype]
+    q = m.heads * int(m.head_dim or m.hidden // max(1, m.heads))
+    qkv = m.layers * m.hidden * (q + 2 * m.kv_dim) * wb
+    full = qkv + (m.layers * (q * m.hidden + 3 * m.hidden * m.intermediate) + m.vocab * m.hidden) * wb
+    return full if t.device != "cuda" and full <= TRANSPOSED_BYTES else qkv
 
 
 def optimizer_step_bytes(m: ModelShape, t: TrainShape, trainable: int) -> int:
