@@ -348,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
              if (args.split in ("all", s["split"])) and (not args.only or args.only in s["name"])]
     if args.device == "cuda":  # on a GPU the trainer runs bf16 autocast
         specs = [{**s, "train": {**s["train"], "dtype": "bf16", "device": "cuda"}} for s in specs]
+    import transformers  # noqa: F401  (imported once here: transformers' lazy imports race when two threads start them)
+    from transformers import AutoConfig  # noqa: F401
+
     try:
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
             rows = list(pool.map(run_scenario, specs))

@@ -21,7 +21,7 @@ OUTPUT = Path(__file__).resolve().with_name("config-reference.md")
 
 
 def _type_name(tp: Any) -> str:
-    from rlcockpit.trainer.config_load import type_name
+    from rlcockpit.trainer.config_values import type_name
 
     return type_name(tp)
 
@@ -50,9 +50,9 @@ def choices_of(info: Any) -> list[str]:
         return [str(c) for c in info.choices]
     if not info.registry:
         return []
-    from rlcockpit.trainer.config_load import _registry
+    from rlcockpit.trainer.config_values import registry_at
 
-    reg = _registry(info.registry)
+    reg = registry_at(info.registry)
     # one sorted list: whether a name is registered yet (rollout.name=vllm registers on import) or only an extra
     # accepted name depends on which modules the process imported first; the page must not
     return sorted({*reg.names(), *reg._aliases, *info.extra_choices})

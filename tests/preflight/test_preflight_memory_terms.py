@@ -42,15 +42,20 @@ def test_config_decides_the_no_grad_passes():
 
 
 def test_whole_batch_pass_scales_with_the_batch_not_the_micro_batch():
+    """A model scored through its logits (not one of the chunked output layer's families) holds the whole
+    batch's (rows, tokens, vocab) logits in the no-grad pass."""
     m = ModelShape.from_hf_config({**SMALL, "vocab_size": 151936})
     t = TrainShape(train_batch_size=8, rollout_n=8, micro_batch_size=8, prompt_length=64, response_length=256,
-                   needs_ref=True, device="cpu", compute_dtype="fp32")
+                   needs_ref=True, device="cpu", compute_dtype="fp32", fused_head=False)
     base = estimate_memory(m, t)
     smaller_micro = estimate_memory(m, dataclasses.replace(t, micro_batch_size=2))
     bigger_batch = estimate_memory(m, dataclasses.replace(t, train_batch_size=16))
     assert smaller_micro.components["log_prob_pass"] == base.components["log_prob_pass"]
     assert bigger_batch.components["log_prob_pass"] == 2 * base.components["log_prob_pass"]
     assert base.peak_phase == "log_prob_passes"  # 64 rows x 256 tokens x 152k vocabulary at once
+    # the chunked output layer (fused_logprobs.py) scores hidden states: no whole-batch logits
+    fused = estimate_memory(m, dataclasses.replace(t, fused_head=True))
+    assert fused.components["log_prob_pass"] < base.components["log_prob_pass"] / 10
 
 
 def test_optimizer_step_temporaries_per_device():

@@ -125,3 +125,29 @@ def test_training_with_use_remove_padding_matches_the_padded_run(hf_assets, tmp_
         for step in (1, 2):
             a, b = float(plain.loc[step, key]), float(packed.loc[step, key])
             assert abs(a - b) <= 1e-4 + 1e-3 * abs(a), (key, step, a, b)
+
+
+def test_a_grpo_batch_takes_the_cheaper_of_packing_and_prompt_sharing(monkeypatch):
+    """n samples of one prompt with full-length answers: running the prompt once beats packing it n times,
+    so forward_packed takes the shared-prefix pass (same log-probs); with distinct prompts it packs."""
+    import rlcockpit.trainer.packing as packing
+
+    model = _model("qwen2").eval()
+    g = torch.Generator().manual_seed(3)
+    prompt = torch.randint(1, 97, (P,), generator=g)
+    ids = torch.cat([prompt.repeat(4, 1), torch.randint(1, 97, (4, T), generator=g)], dim=1)
+    mask = torch.ones_like(ids)
+    assert packing.sharing_beats_packing(model, ids, mask, T, share_prefix=True)
+    assert not packing.sharing_beats_packing(model, ids, mask, T, share_prefix=False)
+    packed_calls = []
+    real = packing.packed_inputs
+    monkeypatch.setattr(packing, "packed_inputs", lambda i, m: packed_calls.append(1) or real(i, m))
+    with torch.no_grad():
+        shared = packing.forward_packed(model, ids, mask, T)
+        padded = forward_policy(model, ids, mask, T, share_prefix=False)
+        assert not packed_calls
+        assert torch.allclose(shared["log_probs"], padded["log_probs"], atol=1e-5)
+        distinct, dmask = _batch(duplicate=False)
+        assert not packing.sharing_beats_packing(model, distinct, dmask, T, share_prefix=True)
+        packing.forward_packed(model, distinct, dmask, T)
+        assert packed_calls

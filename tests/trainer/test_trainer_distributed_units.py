@@ -43,7 +43,8 @@ def test_a_rows_samples_depend_on_its_seed_not_on_the_batch_split():
 
 
 def test_seeded_draws_follow_the_distribution():
-    from rlcockpit.trainer.rollout_seeds import row_uniforms, sample_with_uniforms
+    from rlcockpit.trainer.rollout_seeds import row_uniforms
+    from rlcockpit.trainer.sampling import sample_with_uniforms
 
     probs = torch.tensor([0.1, 0.0, 0.6, 0.3])
     u = row_uniforms([row_seed(7, i) for i in range(4000)], 1)[:, 0]

@@ -139,7 +139,7 @@ def test_shared_prefix_matches_with_lora_adapters():
 
 def _reference_sample(model, prompts: list[list[int]], params: SamplingParams, pad: int, eos: int) -> torch.Tensor:
     """One cache-free forward per row per step, sampled with the same calls as the engine."""
-    from rlcockpit.trainer.rollout import sample_next_token
+    from rlcockpit.trainer.sampling import sample_next_token
 
     seqs = [list(p) for p in prompts]
     finished = torch.zeros(len(seqs), dtype=torch.bool)

@@ -13,8 +13,8 @@ from rlcockpit.trainer.rollout import (
     SamplingParams,
     _cache_kwarg,
     left_pad,
-    sample_categorical,
 )
+from rlcockpit.trainer.sampling import sample_categorical
 
 
 def _qwen2(vocab: int = 300, seed: int = 0, tie: bool = True):
@@ -158,13 +158,17 @@ def _family(kind: str, seed: int = 0):
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(attention_bias=True, **common)).eval()
 
 
+@pytest.mark.parametrize("transposed", [True, False], ids=["transposed-weights", "model-weights"])
 @pytest.mark.parametrize("kind", ["qwen2", "qwen3", "llama"])
-def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind):
+def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind, transposed, monkeypatch):
     """Left-padded prompts, then decode steps with the preallocated cache: the same last-position logits
-    as the model's forward over the whole sequence (with its mask and positions)."""
+    as the model's forward over the whole sequence (with its mask and positions), with the decode step's
+    transposed weight copies and without them (a model too big for the copies)."""
+    import rlcockpit.trainer.lean_decoder as lean
     from rlcockpit.trainer.kv_cache import preallocated_cache
     from rlcockpit.trainer.lean_decoder import lean_forward
 
+    monkeypatch.setattr(lean, "TRANSPOSED_BYTES", lean.TRANSPOSED_BYTES if transposed else 0)
     model = _family(kind)
     fwd = lean_forward(model)
     assert fwd is not None
@@ -182,6 +186,35 @@ def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind):
             ids, mask = torch.cat([ids, new], 1), torch.cat([mask, torch.ones_like(new)], 1)
             pos = torch.cat([pos, pos[:, -1:] + 1], 1)
             logits = fwd(new, mask, pos[:, -1:], cache)
+
+
+def test_lean_decoder_rotary_table_grows_with_the_positions():
+    """The cos/sin rows for positions past the first table (256) are the rotary module's own."""
+    from rlcockpit.trainer.lean_decoder import _Plan
+
+    model = _family("qwen2")
+    plan = _Plan(model)
+    x = torch.zeros(1, 1, 64)
+    for top in (10, 255, 300, 700):
+        pos = torch.tensor([[0, top // 2, top]])
+        cos, sin = plan.rope(x, pos)
+        want_cos, want_sin = model.model.rotary_emb(x, pos)
+        assert torch.equal(cos.squeeze(1), want_cos) and torch.equal(sin.squeeze(1), want_sin)
+    assert plan.cos.size(0) >= 701
+
+
+def test_lean_decoder_under_bf16_autocast_matches_the_model():
+    """Autocast (the trainer's bf16 on CPU): the projections run in bf16 as the model's would."""
+    from rlcockpit.trainer.kv_cache import preallocated_cache
+    from rlcockpit.trainer.lean_decoder import lean_forward
+
+    model = _family("qwen2")
+    ids, mask = left_pad([list(range(5, 12)), list(range(20, 24))], 0, "cpu")
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        lean = lean_forward(model)(ids, mask, pos, preallocated_cache(2, ids.size(1)))
+        full = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
+    torch.testing.assert_close(lean.float(), full.float(), atol=1e-2, rtol=1e-2)
 
 
 def test_lean_decoder_refuses_what_it_does_not_compute_exactly():

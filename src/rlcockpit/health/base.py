@@ -396,6 +396,32 @@ class FrozenBaseline(Detector):
         self.base, self.scale = robust(track.tail(self.warmup, skip=1), self.base_rel_floor)
 
 
+
+class StartReferenced(Detector):
+    """A detector that also judges its warm-up, against the run's first logged value of its trigger metric
+    (``self._start``: the policy before any update). Why: a collapse within the first steps (a far too high lr)
+    would otherwise become the baseline the rest of the run is judged by. Subclasses implement
+    :meth:`check_early` (the warm-up observations after the first) and :meth:`check` (after the warm-up)."""
+
+    def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
+        super().__init__(params, ctx)
+        self._start = math.nan
+
+    def observe(self, step: int) -> Finding | None:
+        self.seen += 1
+        if self.seen == ADAPT_AT:
+            self.adapt_warmup()
+        if self.seen > self.warmup:
+            return self.check(step)
+        track = self.ctx.tracks[self.keys[0]]
+        if self._start != self._start:
+            self._start = track.last
+            return None
+        return self.check_early(step, track)
+
+    def check_early(self, step: int, track: Track) -> Finding | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
 DETECTORS: Registry[type[Detector]] = Registry("detector")
 
 

@@ -25,9 +25,9 @@ from rlcockpit.health.advice import (
     update_causes,
 )
 from rlcockpit.health.base import (
-    ADAPT_AT,
     Detector,
     FrozenBaseline,
+    StartReferenced,
     Track,
     fmt,
     median,
@@ -118,7 +118,7 @@ class KLRising(Detector):
 
 
 @register_detector("kl_spike")
-class KLSpike(Detector):
+class KLSpike(StartReferenced):
     """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
     right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
     (a KL that wanders between 0.1 and 0.2 all run long is not a jump). Critical: KL >
@@ -141,22 +141,9 @@ class KLSpike(Detector):
         self._ref = math.nan
         self._ref_scale = math.nan
         self._onset: int | None = None
-        self._start = math.nan
 
-    def observe(self, step: int) -> Finding | None:
-        self.seen += 1
-        if self.seen == ADAPT_AT:
-            self.adapt_warmup()
-        if self.seen <= self.warmup:
-            return self._check_early(step)
-        return self.check(step)
-
-    def _check_early(self, step: int) -> Finding | None:
+    def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
-        track = self.ctx.tracks[KL]
-        if self._start != self._start:
-            self._start = track.last
-            return None
         recent = track.tail(p["sustain"])
         if len(recent) < p["sustain"] or self.seen <= p["sustain"]:
             return None

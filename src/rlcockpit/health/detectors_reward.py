@@ -18,8 +18,9 @@ from rlcockpit.health.advice import (
     story_causes,
 )
 from rlcockpit.health.base import (
-    ADAPT_AT,
     Detector,
+    StartReferenced,
+    Track,
     fmt,
     median,
     register_detector,
@@ -40,7 +41,7 @@ VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 
 
 @register_detector("reward_cliff", "reward_drop")
-class RewardCliff(Detector):
+class RewardCliff(StartReferenced):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
     ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
     Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
@@ -70,24 +71,11 @@ class RewardCliff(Detector):
         self._ema = math.nan
         self._emad = 0.0
         self._lo, self._hi = math.inf, -math.inf
-        self._start = math.nan
         self._low_since: int | None = None
         self._low_n = 0
         self._frozen = (math.nan, math.nan)
 
-    def observe(self, step: int) -> Finding | None:
-        self.seen += 1
-        if self.seen == ADAPT_AT:
-            self.adapt_warmup()
-        if self.seen <= self.warmup:
-            return self._check_early(step)
-        return self.check(step)
-
-    def _check_early(self, step: int) -> Finding | None:
-        track = self.ctx.tracks[REWARD]
-        if self._start != self._start:
-            self._start = track.last
-            return None
+    def check_early(self, step: int, track: Track) -> Finding | None:
         k = self.p["smooth"]
         if self._start <= 0 or self.seen <= k:
             return None

@@ -10,6 +10,7 @@ after everything before it — the importer stores what was read and reports the
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -285,23 +286,41 @@ def _is_wandb_media(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, dict) and "_type" in value)
 
 
+def _wandb_rows(data: dict[str, Any]) -> Rows:
+    """History rows at W&B's ``_step``, or at the run's declared step metric: transformers/TRL log every
+    row with ``train/global_step`` and ``define_metric("*", step_metric="train/global_step")``, so W&B's
+    charts (and ours) use the trainer's step; ``_step`` counts ``log()`` calls (several per trainer step).
+    A row without the step metric goes with the last value seen (W&B's ``step_sync``); rows that land on
+    one step are merged, in log order."""
+    axis, last, current, merged = data.get("step_metric"), -1, None, {}
+    for wb_step, row in data["rows"]:
+        step = wb_step
+        if axis:
+            value = row.get(axis)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                current = int(value)
+            step = current if current is not None else 0
+        if step < last:
+            continue
+        if step != last and merged:
+            yield last, merged
+            merged = {}
+        last = step
+        merged.update({k: v for k, v in row.items() if not _is_wandb_media(v)})
+    if merged:
+        yield last, merged
+    if data["error"] is not None:
+        raise data["error"]
+
+
 @_register("wandb", _detect_wandb, "w&b")
 def read_wandb(source: str, opts: ImportOptions) -> Imported:
     from rlcockpit.integrations.wandb_log import read_offline_run
 
     data = read_offline_run(source)
-
-    def rows() -> Rows:
-        last = -1
-        for step, row in data["rows"]:
-            if step >= last:
-                last = step
-                yield step, {k: v for k, v in row.items() if not _is_wandb_media(v)}
-        if data["error"] is not None:
-            raise data["error"]
-
-    return Imported(kind="wandb", rows=rows(), name=data["name"], project=data["project"], config=data["config"],
-                    meta={"wandb_run_id": data["run_id"], "wandb_file": data["file"]})
+    return Imported(kind="wandb", rows=_wandb_rows(data), name=data["name"], project=data["project"],
+                    config=data["config"], meta={"wandb_run_id": data["run_id"], "wandb_file": data["file"],
+                                                 "wandb_step_metric": data["step_metric"]})
 
 
 # ---- MLflow --------------------------------------------------------------------------------------

@@ -99,16 +99,19 @@ def _item_key(item: Any) -> str:
 
 
 def read_offline_run(path: str | Path) -> dict[str, Any]:
-    """``{"file", "run_id", "name", "project", "config", "rows": [(step, metrics)], "summary", "error"}``.
+    """``{"file", "run_id", "name", "project", "config", "rows": [(step, metrics)], "summary", "step_metric",
+    "error"}``.
 
     Rows keep the keys as logged (``_step``/``_runtime``/``_timestamp`` dropped); ``error`` is the
     :class:`SourceError` that stopped the read early, if any (rows up to it are returned).
+    ``step_metric`` is the x axis the run declared for all its keys (``define_metric("*", step_metric=S)``,
+    as transformers' ``WandbCallback`` does with ``train/global_step``), else None.
     """
     from wandb.proto import wandb_internal_pb2 as pb
 
     file = find_wandb_file(path)
     out: dict[str, Any] = {"file": str(file), "run_id": None, "name": None, "project": None, "config": {},
-                           "rows": [], "summary": {}, "error": None}
+                           "rows": [], "summary": {}, "step_metric": None, "error": None}
     try:
         for raw in iter_records(file):
             rec = pb.Record()
@@ -137,6 +140,9 @@ def read_offline_run(path: str | Path) -> dict[str, Any]:
                     row.pop(k, None)
                 if step is not None:
                     out["rows"].append((int(step), row))
+            elif kind == "metric":
+                if rec.metric.glob_name == "*" and rec.metric.step_metric:
+                    out["step_metric"] = rec.metric.step_metric
             elif kind == "summary":
                 for it in rec.summary.update:
                     if it.key or len(it.nested_key):

@@ -8,7 +8,8 @@ phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inpu
   fp32 states per trainable parameter (they exist from the first optimizer step on, so every later phase
   carries them);
 * rollout: the KV cache of every row for prompt + response, one layer's copy while it grows, the prefill of
-  each distinct prompt, and the sampler's (rows, vocab) temporaries;
+  each distinct prompt, the sampler's (rows, vocab) temporaries, and the decode step's own layout of the
+  weights (``trainer/lean_decoder.py``: stacked q/k/v; on CPU transposed copies while they are small);
 * old-log-prob / reference passes: no-grad forwards over the *whole* batch at once (not micro-batched), so
   (rows, response, vocab) logits with their fp32 copy and the log-sum-exp temporary, or the shared-prefix
   pass's KV cache for every row;
@@ -95,22 +96,30 @@ def logit_bytes_per_element(e: int, t: TrainShape) -> int:
 
 def uses_fused_head(m: ModelShape, t: TrainShape) -> bool:
     """Whether the trainer scores with the chunked output layer (``trainer/fused_logprobs.py``): the families it
-    knows, unless LoRA wraps the head or the exact KL needs the full log-softmax."""
+    knows, unless LoRA wraps the head itself (adapters on the projections leave it a plain Linear) or the
+    exact KL needs the full log-softmax."""
     if t.fused_head is not None:
         return t.fused_head
     from rlcockpit.trainer.fused_logprobs import FUSED_MODEL_TYPES
 
-    return m.model_type in FUSED_MODEL_TYPES and not t.full_vocab_kl and not t.lora_rank
+    lora_head = bool(t.lora_rank) and "lm_head" in t.lora_targets
+    return m.model_type in FUSED_MODEL_TYPES and not t.full_vocab_kl and not lora_head
 
 
-def fused_logit_bytes(m: ModelShape, tokens: int, backward: bool) -> int:
-    """The chunked path's (token, vocab) memory: a chunk's logits with the max-shift and softmax temporaries,
-    plus, when a backward follows and it fits ``SAVE_BYTES``, the whole log-softmax kept for it."""
+def fused_logit_bytes(m: ModelShape, tokens: int, backward: bool, e: int = FP32) -> int:
+    """The chunked path's memory: a chunk's logits with the max-shift and softmax temporaries; the output
+    layer's weight cast to the autocast dtype (``e`` bytes < fp32); and when a backward follows, the whole
+    log-softmax kept for it (when it fits ``SAVE_BYTES``) and each chunk's weight-gradient product (in the
+    matmul dtype, then its fp32 copy) before it adds into the accumulated gradient."""
     from rlcockpit.trainer.fused_logprobs import SAVE_BYTES, chunk_rows
 
     chunk = chunk_rows(m.vocab, tokens) * m.vocab * FP32
     full = tokens * m.vocab * FP32
-    return 3 * chunk + (full if backward and full <= SAVE_BYTES else 0)
+    head = m.vocab * m.hidden
+    cast = head * e if e < FP32 else 0
+    if not backward:
+        return 3 * chunk + cast
+    return 3 * chunk + cast + (full if full <= SAVE_BYTES else 0) + head * (FP32 + (e if e < FP32 else 0))
 
 
 def pass_bytes(m: ModelShape, t: TrainShape) -> int:
@@ -121,13 +130,15 @@ def pass_bytes(m: ModelShape, t: TrainShape) -> int:
     # scoring: the model's logits, their fp32 (and divided) copies, logsumexp's exp temporary, the exact KL's
     scoring = elems * (e + (FP32 if e < FP32 else 0) + (FP32 if t.temperature not in (0, 1) else 0) + FP32
                        + (FP32 if t.full_vocab_kl else 0))
-    if uses_fused_head(m, t):
-        scoring = fused_logit_bytes(m, rows * resp, backward=False)
+    fused = uses_fused_head(m, t)
+    if fused:
+        scoring = fused_logit_bytes(m, rows * resp, backward=False, e=e)
     forward = rows * (t.prompt_length + resp) * e * (3 * m.intermediate + 4 * m.hidden)  # one layer's transients
     if t.share_prefix and t.rollout_n > 1:
-        # the response pass holds every row's KV cache; its logits are concatenated with the first token's
+        # the response pass holds every row's KV cache; its outputs are concatenated with the first token's:
+        # logits, or the hidden states the chunked output layer scores afterwards
         cache = 2 * m.layers * m.kv_dim * rows * (t.prompt_length + resp) * e
-        forward = max(forward, cache + 2 * elems * e)
+        forward = max(forward, cache + 2 * rows * resp * (m.hidden if fused else m.vocab) * e)
     return max(scoring, forward)
 
 
@@ -141,7 +152,23 @@ def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
     prompts = t.train_batch_size  # each distinct prompt is prefilled once
     prefill = prompts * t.prompt_length * e * (4 * m.hidden + 3 * m.intermediate)
     sampler = rows * m.vocab * (e + 3 * FP32)  # the rows' logits, tempered fp32 copy, softmax, draw
-    return kv, per_layer + max(prefill, sampler)  # + one layer's copy while DynamicCache grows by cat
+    # + one layer's copy while DynamicCache grows by cat
+    return kv, per_layer + max(prefill, sampler) + decode_weight_bytes(m, t)
+
+
+def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
+    """The lean decode step's weight layout for one rollout (``trainer/lean_decoder.py``, the families it
+    knows): every projection and the output layer transposed on CPU while that fits ``TRANSPOSED_BYTES``,
+    else only q/k/v stacked into one matrix."""
+    from rlcockpit.trainer.lean_decoder import FAMILIES, TRANSPOSED_BYTES
+
+    if m.model_type not in FAMILIES or t.lora_rank:
+        return 0
+    wb = DTYPE_BYTES[t.weight_dtype]
+    q = m.heads * int(m.head_dim or m.hidden // max(1, m.heads))
+    qkv = m.layers * m.hidden * (q + 2 * m.kv_dim) * wb
+    full = qkv + (m.layers * (q * m.hidden + 3 * m.hidden * m.intermediate) + m.vocab * m.hidden) * wb
+    return full if t.device != "cuda" and full <= TRANSPOSED_BYTES else qkv
 
 
 def optimizer_step_bytes(m: ModelShape, t: TrainShape, trainable: int) -> int:
@@ -174,7 +201,7 @@ def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str,
     comp["autocast_weight_cache"] = n * e if wb > e else 0  # every linear saves its half-precision weight
     comp["activations"] = activation_bytes(m, t, micro, prompts)
     if uses_fused_head(m, t):
-        comp["logits"] = fused_logit_bytes(m, micro * t.response_length, backward=True)
+        comp["logits"] = fused_logit_bytes(m, micro * t.response_length, backward=True, e=e)
     else:
         comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
     phases["actor_update"] = grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]

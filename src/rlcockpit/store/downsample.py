@@ -33,3 +33,20 @@ def minmax_downsample(
     idx.sort()
     idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
     return steps[idx], values[idx], ts[idx]
+
+
+def cut_series(steps: np.ndarray, values: np.ndarray, ts: np.ndarray, start_step: int | None,
+               end_step: int | None, max_points: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points with ``start_step <= step <= end_step`` (either bound optional), downsampled to ``max_points``.
+
+    Both SQL stores fetch whole chunks that overlap the range; this trims the chunks' edges the same way."""
+    if start_step is not None or end_step is not None:
+        m = np.ones(len(steps), bool)
+        if start_step is not None:
+            m &= steps >= start_step
+        if end_step is not None:
+            m &= steps <= end_step
+        steps, values, ts = steps[m], values[m], ts[m]
+    if max_points is not None and len(steps) > max_points:
+        steps, values, ts = minmax_downsample(steps, values, ts, max_points)
+    return steps, values, ts

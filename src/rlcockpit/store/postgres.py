@@ -5,7 +5,8 @@ values float64, timestamps float64) — with one difference made for many concur
 never rewrites a chunk. Each write appends one chunk per key (binary ``COPY``), and every
 :data:`COMPACT_AFTER` writes of a key its small tail chunks are merged into full ones in the same
 transaction (the merged rows reuse the ids they replace, and chunk order is id order), so readers see
-few chunks and the table no dead tuples from tail rewrites.
+few chunks and the table no dead tuples from tail rewrites. How chunks are written, merged and read back:
+:mod:`rlcockpit.store.postgres_chunks`.
 
 Errors: a server that cannot be reached (refused, restarting, pool exhausted) is
 :class:`StoreUnavailable` (``io``), a lock or statement timeout :class:`StoreLocked`, a full disk
@@ -34,22 +35,26 @@ from rlcockpit.store.base import (
     effective_status,
 )
 from rlcockpit.store.batch import DataLoss, WriteBatch
-from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.postgres_chunks import (
+    chunk_rows,
+    insert_chunks,
+    rewrite_tail,
+    series_from_chunks,
+    series_query,
+    tail_chunks,
+)
 from rlcockpit.store.postgres_errors import probe, redact_url, translate_error
 from rlcockpit.store.postgres_schema import ensure_schema
 from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite import dumps
 
-CHUNK_POINTS = 2048
 COMPACT_AFTER = 32  # writes of one key between tail compactions
-INSERT_ROWS = 2000  # chunks per write up to which one INSERT ... unnest() is used instead of COPY
 _JSON_COLS = ("tags", "config", "summary", "meta")
 _RUN_COLS = (
     "id", "project", "name", "grp", "tags", "status", "config", "summary", "meta", "notes",
     "created_at", "updated_at", "heartbeat_at", "finished_at", "exit_code", "last_step",
     "heartbeat_mono", "boot_id", "data_lost",
 )
-_EMPTY_I, _EMPTY_F = np.empty(0, np.int64), np.empty(0, np.float64)
 
 
 class _Tx:
@@ -262,10 +267,7 @@ class PostgresStore(Store):
             vals = np.ascontiguousarray(vals, dtype="<f8")
             ts = np.ascontiguousarray(ts, dtype="<f8")
             kid = ids[key]
-            for lo in range(0, len(steps), CHUNK_POINTS):
-                s = steps[lo: lo + CHUNK_POINTS]
-                rows.append((kid, len(s), int(s[0]), int(s[-1]), s.tobytes(), vals[lo: lo + CHUNK_POINTS].tobytes(),
-                             ts[lo: lo + CHUNK_POINTS].tobytes()))
+            rows += chunk_rows(kid, steps, vals, ts)
             last_ids.append(kid)
             last_steps.append(int(steps.max()))
             if not key.startswith("system/"):
@@ -276,17 +278,7 @@ class PostgresStore(Store):
             if n >= COMPACT_AFTER:
                 due.append(kid)
         c = tx.conn
-        if len(rows) <= INSERT_ROWS:  # one statement of seven arrays: fewer round trips and less Python than COPY
-            cols = list(zip(*rows))
-            c.execute("INSERT INTO chunks (key_id, n, step_lo, step_hi, steps, vals, ts) SELECT * FROM unnest(%b::int8[], "
-                      "%b::int4[], %b::int8[], %b::int8[], %b::bytea[], %b::bytea[], %b::bytea[])",
-                      [list(col) for col in cols])
-        else:  # bulk (a sync, a long backlog): binary COPY
-            with c.cursor().copy("COPY chunks (key_id, n, step_lo, step_hi, steps, vals, ts) FROM STDIN "
-                                 "(FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "int4", "int8", "int8", "bytea", "bytea", "bytea"])
-                for row in rows:
-                    copy.write_row(row)
+        insert_chunks(c, rows)
         c.execute("UPDATE keys SET last_step = GREATEST(keys.last_step, v.s) FROM unnest(%s::bigint[], "
                   "%s::bigint[]) AS v(id, s) WHERE keys.id = v.id", (last_ids, last_steps))
         if max_step is not None and not defer_run_update:
@@ -297,26 +289,11 @@ class PostgresStore(Store):
         return max_step
 
     def _compact(self, c: psycopg.Connection, kid: int) -> None:
-        """Merge the key's trailing small chunks into full ones, reusing their ids (order = id order)."""
-        rows = c.cursor(binary=True).execute(
-            "SELECT id, steps, vals, ts FROM chunks WHERE key_id = %s AND id > COALESCE((SELECT max(id) FROM chunks "
-            "WHERE key_id = %s AND n >= %s), -1) ORDER BY id", (kid, kid, CHUNK_POINTS)).fetchall()
+        """Merge the key's trailing small chunks into full ones (its write count starts again from 0)."""
+        rows = tail_chunks(c, kid)
         with self._lock:
             self._writes[kid] = 0
-        if len(rows) < 2:
-            return
-        ids = [r[0] for r in rows]
-        steps = np.frombuffer(b"".join(r[1] for r in rows), "<i8")
-        vals = np.frombuffer(b"".join(r[2] for r in rows), "<f8")
-        ts = np.frombuffer(b"".join(r[3] for r in rows), "<f8")
-        c.execute("DELETE FROM chunks WHERE id = ANY(%s)", (ids,))
-        with c.cursor().copy("COPY chunks (id, key_id, n, step_lo, step_hi, steps, vals, ts) FROM STDIN "
-                             "(FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "int8", "int4", "int8", "int8", "bytea", "bytea", "bytea"])
-            for i, lo in enumerate(range(0, len(steps), CHUNK_POINTS)):
-                s = steps[lo: lo + CHUNK_POINTS]
-                copy.write_row((ids[i], kid, len(s), int(s[0]), int(s[-1]), s.tobytes(),
-                                vals[lo: lo + CHUNK_POINTS].tobytes(), ts[lo: lo + CHUNK_POINTS].tobytes()))
+        rewrite_tail(c, kid, rows)
 
     def compact_due(self, limit: int = 200) -> int:
         """Compact the keys written :data:`COMPACT_AFTER` times since their last compaction, each in its own short
@@ -342,33 +319,8 @@ class PostgresStore(Store):
     def series(self, run_id: str, key: str, *, start_step: int | None = None, end_step: int | None = None,
                max_points: int | None = None, with_ts: bool = True) -> Series:
         rid = self.resolve_run_id(run_id)
-        ts_col = "c.ts" if with_ts else "NULL"
-        sql = (f"SELECT c.steps, c.vals, {ts_col} FROM chunks c JOIN keys k ON k.id = c.key_id "
-               "WHERE k.run_id = %s AND k.name = %s")
-        params: list[Any] = [rid, key]
-        if start_step is not None:
-            sql += " AND c.step_hi >= %s"
-            params.append(int(start_step))
-        if end_step is not None:
-            sql += " AND c.step_lo <= %s"
-            params.append(int(end_step))
-        rows = self._query(sql + " ORDER BY c.id", params, binary=True)
-        if not rows:
-            return _EMPTY_I.copy(), _EMPTY_F.copy(), _EMPTY_F.copy()
-        steps = np.frombuffer(b"".join(r[0] for r in rows), "<i8").astype(np.int64)
-        vals = np.frombuffer(b"".join(r[1] for r in rows), "<f8").astype(np.float64)
-        ts = (np.frombuffer(b"".join(r[2] for r in rows), "<f8").astype(np.float64) if with_ts
-              else np.broadcast_to(np.nan, steps.shape))
-        if start_step is not None or end_step is not None:
-            m = np.ones(len(steps), bool)
-            if start_step is not None:
-                m &= steps >= start_step
-            if end_step is not None:
-                m &= steps <= end_step
-            steps, vals, ts = steps[m], vals[m], ts[m]
-        if max_points is not None and len(steps) > max_points:
-            steps, vals, ts = minmax_downsample(steps, vals, ts, max_points)
-        return steps, vals, ts
+        sql, params = series_query(rid, key, start_step, end_step, with_ts)
+        return series_from_chunks(self._query(sql, params, binary=True), start_step, end_step, max_points, with_ts)
 
     # ---- batched writes -----------------------------------------------------------------------
     def write_batch(self, run_id: str, batch: WriteBatch, *, timeout_s: float | None = None) -> None:

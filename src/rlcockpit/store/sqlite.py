@@ -26,7 +26,7 @@ import numpy as np
 
 from rlcockpit.store.base import STORES, Series, Store, effective_status
 from rlcockpit.store.batch import DataLoss, WriteBatch
-from rlcockpit.store.downsample import minmax_downsample
+from rlcockpit.store.downsample import cut_series
 from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite_errors import translate_error
 from rlcockpit.store.sqlite_schema import ensure_schema
@@ -353,16 +353,7 @@ class SQLiteStore(Store):
         steps = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64)
         vals = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float64)
         ts = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float64) if with_ts else np.broadcast_to(np.nan, steps.shape)
-        if start_step is not None or end_step is not None:
-            m = np.ones(len(steps), bool)
-            if start_step is not None:
-                m &= steps >= start_step
-            if end_step is not None:
-                m &= steps <= end_step
-            steps, vals, ts = steps[m], vals[m], ts[m]
-        if max_points is not None and len(steps) > max_points:
-            steps, vals, ts = minmax_downsample(steps, vals, ts, max_points)
-        return steps, vals, ts
+        return cut_series(steps, vals, ts, start_step, end_step, max_points)
 
     # ---- samples ------------------------------------------------------------------------------
     def append_samples(self, run_id: str, step: int, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -38,6 +38,7 @@ from rlcockpit.sweeps.command import build_command, uses_args_json_file
 from rlcockpit.sweeps.config import SweepConfig, check_runnable, parse_sweep
 from rlcockpit.sweeps.controller import Claim, next_trial, summarize
 from rlcockpit.sweeps.metric_key import resolve_key
+from rlcockpit.sweeps.params import flat_params
 from rlcockpit.sweeps.state import SweepState
 from rlcockpit.tracking import sweep_env
 
@@ -148,7 +149,7 @@ class Agent:
 
     # ---- one trial --------------------------------------------------------------------------------
     def _run_trial(self, claim: Claim) -> None:
-        shown = ", ".join(f"{k}={v}" for k, v in _flat(claim.params).items())
+        shown = ", ".join(f"{k}={v}" for k, v in flat_params(claim.params).items())
         self.say(f"trial {claim.number} (run {claim.run_id}) of sweep {self.sweep_id}: {shown}")
         t0 = time.monotonic()
         if self.function is not None:
@@ -348,16 +349,6 @@ class Agent:
             meta = dict(run.get("meta") or {})
             meta["end_reason"] = reason or meta.get("end_reason")
             self.store.update_run(claim.run_id, status=status, meta=meta, finished_at=run.get("finished_at") or now)
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _tee(proc: subprocess.Popen, out: TextIO, tail: collections.deque) -> None:

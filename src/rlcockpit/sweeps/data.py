@@ -10,17 +10,8 @@ from typing import Any
 
 from rlcockpit.sweeps.config import parse_sweep
 from rlcockpit.sweeps.controller import best_trial
+from rlcockpit.sweeps.params import flat_params
 from rlcockpit.sweeps.state import SweepState
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def sweep_summary(state: SweepState, sweep_id: str) -> dict[str, Any]:
@@ -32,7 +23,7 @@ def sweep_summary(state: SweepState, sweep_id: str) -> dict[str, Any]:
     for t in trials:
         rows.append({**{k: t[k] for k in ("number", "run_id", "state", "best", "latest", "worst", "n_values",
                                           "reason", "exit_code", "created_at", "ended_at", "agent_id")},
-                     "params": t["params"], "params_flat": _flat(t["params"]),
+                     "params": t["params"], "params_flat": flat_params(t["params"]),
                      "duration_s": (t["ended_at"] - t["created_at"]) if t["ended_at"] else None})
     best = best_trial(cfg, trials)
     metric = cfg.metric

@@ -27,23 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.tracking.runinfo import flatten_config
+
 MAX_LEVELS = 20  # more levels than this: the rarest are pooled as "(other)"
 N_TREES = 64
 TREE_ROWS = 500  # each tree's bootstrap sample is capped at this many runs (1,000 runs fit in < 1 s)
 PED_RUNS, PED_KEYS = 200, 10  # PED-ANOVA on a seeded sample of runs, for the best-ranked keys only
 MIN_RUNS = 3
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a dotted top-level key stays as it is."""
-    out: dict[str, Any] = {}
-    for k, v in config.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping) and v:
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 @dataclass
@@ -91,7 +81,7 @@ def _signature(col: Column) -> tuple:
 
 def build_columns(configs: Sequence[Mapping[str, Any]]) -> tuple[list[Column], list[dict[str, str]], int]:
     """Encoded varying keys (identical ones merged), skipped keys with why, and the number of constant keys."""
-    flat = [flatten(c) for c in configs]
+    flat = [flatten_config(c) for c in configs]
     keys = sorted({k for f in flat for k in f})
     cols: list[Column] = []
     skipped: list[dict[str, str]] = []

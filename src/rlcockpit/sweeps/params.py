@@ -239,6 +239,18 @@ def _log_bounds(kind: str, s: Mapping[str, Any]) -> tuple[float, float]:
 
 # ---- parsing ---------------------------------------------------------------------------------------
 
+def flat_params(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A trial's nested parameter values (``{"optim": {"lr": 1e-5}}``) as dotted names (``optim.lr``), as the
+    agent prints them and the sweep table shows them."""
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        if isinstance(v, dict):
+            out.update(flat_params(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def parse_parameters(raw: Any, where: str = "parameters") -> list[Parameter]:
     """All leaf parameters of a ``parameters`` mapping (nested ``parameters:`` blocks flattened), sorted by
     path as W&B orders them (the grid's order depends on it)."""

@@ -48,7 +48,12 @@ class StoredRun:
         wandb_shape = samples is not None or x_axis is not None or stream != "default" or not pandas
         if not wandb_shape:
             return df
-        rows = api_wandb.sample_rows(list(api_wandb.wandb_rows(df, None)), samples)
+        if stream != "system":
+            rows = list(api_wandb.wandb_rows(self._store, self.id, list(df.columns), require_all=False))
+        else:
+            rows = [{"_step": int(step), **{k: v for k, v in vals.items() if v == v}}
+                    for step, vals in zip(df.index.tolist(), df.to_dict("records"))]
+        rows = api_wandb.sample_rows(rows, samples)
         if not pandas:
             return rows
         import pandas as pd
@@ -58,13 +63,9 @@ class StoredRun:
     def scan_history(self, keys: Sequence[str] | None = None, page_size: int = 1000, min_step: int | None = None,
                      max_step: int | None = None):
         """As W&B's ``scan_history``: every row (no sampling) as a ``{"_step": N, key: value}`` dict; with
-        ``keys``, only those keys and only the steps where all of them were logged. ``max_step`` is excluded."""
-        df = self._store.history(self.id, keys)
-        if min_step is not None:
-            df = df[df.index >= min_step]
-        if max_step is not None:
-            df = df[df.index < max_step]
-        return api_wandb.wandb_rows(df, keys)
+        ``keys``, only those keys and only the steps where all of them were logged. ``max_step`` is excluded.
+        Values are as logged: a NaN loss comes back as NaN in its row (W&B's rows are its logged JSON)."""
+        return api_wandb.wandb_rows(self._store, self.id, list(keys) if keys else None, min_step, max_step)
 
     def _system_by_step(self):
         df = self._store.system(self.id)

@@ -119,16 +119,25 @@ def order_rows(rows: list[dict[str, Any]], order: str | None) -> list[dict[str, 
     return present + missing
 
 
-def wandb_rows(df: Any, keys: Sequence[str] | None) -> Iterator[dict[str, Any]]:
-    """History rows as W&B gives them: ``{"_step": N, key: value, ...}`` (missing keys left out; with ``keys``,
-    only the rows where every one of them was logged, as ``scan_history(keys=...)`` does)."""
-    import math
-
-    for step, values in zip(df.index.tolist(), df.to_dict("records")):
-        row = {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
-        if keys and any(k not in row for k in keys):
+def wandb_rows(store: Any, run_id: str, keys: Sequence[str] | None, min_step: int | None = None,
+               max_step: int | None = None, *, require_all: bool = True) -> Iterator[dict[str, Any]]:
+    """History rows as W&B gives them: ``{"_step": N, key: value, ...}`` with each value as logged (a logged
+    NaN or ±Inf stays in its row, as W&B's ``scan_history`` returns it; keys not logged at a step are left
+    out). With ``keys``: only those, and (``require_all``) only the steps where every one of them was logged. Built from the
+    stored series, not from a step x key frame, where a logged NaN and a key not logged look the same."""
+    if keys is None:
+        keys, require_all = [k for k in store.keys(run_id) if not k.startswith("system/")], False
+    by_step: dict[int, dict[str, Any]] = {}
+    for key in keys:
+        steps, values, _ = store.series(run_id, key)
+        for step, value in zip(steps.tolist(), values.tolist()):
+            if (min_step is None or step >= min_step) and (max_step is None or step < max_step):
+                by_step.setdefault(step, {})[key] = value
+    for step in sorted(by_step):
+        row = by_step[step]
+        if require_all and keys and len(row) < len(keys):
             continue
-        yield {"_step": int(step), **row}
+        yield {"_step": int(step), **{k: row[k] for k in keys if k in row}}
 
 
 def sample_rows(rows: list[dict[str, Any]], samples: int | None) -> list[dict[str, Any]]:

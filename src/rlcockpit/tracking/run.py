@@ -18,7 +18,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
-from rlcockpit.store.base import Store, StoreError, boot_id
+from rlcockpit.store.base import Store, StoreError
 from rlcockpit.store.batch import DataLoss, merge_ranges
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
@@ -45,7 +44,7 @@ from rlcockpit.tracking.entries import (
 )
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
-from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, _safe_meta  # noqa: F401 - re-exported
+from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, open_run_row
 from rlcockpit.tracking.sinks import Sink
 from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
 from rlcockpit.tracking.wandb_compat import (
@@ -90,9 +89,17 @@ class Run(WandbRunMethods):
         self._warned: set[str] = set()
         self._end_reason: str | None = None
         try:
-            self._open_row(resume, id, name, group, tags, notes, capture_meta, dict(extra_meta or {}))
+            row = open_run_row(self.store, project, self.config, resume=resume, id=id, name=name, group=group,
+                               tags=tags, notes=notes, capture_meta=capture_meta, extra_meta=dict(extra_meta or {}),
+                               where=self.dir)
         except StoreError as exc:
             raise _init_error(exc, self.dir) from exc
+        self.id, self.name, self.group, self.tags = row.id, row.name, row.group, row.tags
+        self._last_step, self.config, self.meta = row.last_step, row.config, row.meta
+        self.resumed = row.resumed_summary is not None
+        self.summary = Summary(self)
+        if row.resumed_summary:
+            self.summary._refresh(row.resumed_summary)
         self.config = Config(self.config, self)
         self.notes = notes
         self._next_step = self._last_step + 1
@@ -107,63 +114,6 @@ class Run(WandbRunMethods):
         if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote.py)
             self.on_end(lambda *_: self.store.finish_run(self.id))
         hooks.install_exit_hooks(self)
-
-    def _open_row(self, resume: str | None, id: str | None, name: str | None, group: str | None,
-                  tags: Sequence[str] | None, notes: str | None, capture_meta: bool, extra_meta: dict[str, Any]) -> None:
-        beat = {"heartbeat_at": time.time(), "heartbeat_mono": time.monotonic(), "boot_id": boot_id()}
-        resumed = self._find_resume(resume, name)
-        if resumed is not None:
-            self.id, self.name = resumed["id"], resumed["name"]
-            self.group = resumed.get("group") if group is None else group
-            self.tags = list(resumed.get("tags") or []) if tags is None else list(tags)
-            last = resumed.get("last_step")
-            self._last_step = -1 if last is None else int(last)
-            self.config = {**(resumed.get("config") or {}), **self.config}
-            self.meta = {**(resumed.get("meta") or {}), **extra_meta}
-            self.store.update_run(self.id, status="running", finished_at=None, exit_code=None, config=self.config,
-                                  **beat)
-            if extra_meta:
-                self.store.update_run(self.id, meta=self.meta)
-        else:
-            self.id = id or uuid.uuid4().hex[:8]
-            self.name = name or f"run-{self.id}"
-            self.group, self.tags = group, list(tags or [])
-            self._last_step = -1
-            self.meta = {**_safe_meta(capture_meta), **extra_meta}
-            self.store.create_run({"id": self.id, "project": self.project, "name": self.name, "group": group,
-                                   "tags": self.tags, "config": self.config, "meta": self.meta, "notes": notes})
-            self.store.update_run(self.id, **beat)
-        self.resumed = resumed is not None
-        self.summary = Summary(self)
-        if resumed is not None:
-            self.summary._refresh(resumed.get("summary") or {})
-
-    def _find_resume(self, resume: str | None, name: str | None) -> dict[str, Any] | None:
-        if not resume:
-            return None
-        if isinstance(resume, tuple):  # ("id", run id, W&B mode): resume that run if it exists
-            _, run_id, mode = resume
-            try:
-                row = self.store.get_run(run_id)
-            except KeyError:
-                row = None
-            row = row if row is not None and row["id"] == run_id else None  # an id, not a prefix or a name
-            if row is not None and mode == "never":
-                raise ValueError(f"resume='never': run id {run_id!r} exists already in {self.dir}")
-            if row is None and mode == "must":
-                raise KeyError(f"resume='must': no run with id {run_id!r} in {self.dir}")
-            return row
-        if resume == "never":
-            return None
-        if resume in ("auto", "allow", "must"):
-            candidates = [r for r in self.store.list_runs(self.project) if name and r["name"] == name]
-            candidates = [r for r in candidates if r["stored_status"] != "finished" or resume == "must"]
-            if candidates:
-                return candidates[0]
-            if resume == "must":
-                raise KeyError(f"resume='must': no run named {name!r} in project {self.project!r}")
-            return None
-        return self.store.get_run(resume)
 
     # ---- queueing -----------------------------------------------------------------------------
     def _put_internal(self, entry: Any) -> None:

@@ -1,13 +1,20 @@
-"""Helpers of a run's identity and row: the summary dict, config conversion, metadata, init errors."""
+"""Helpers of a run's identity and row: the summary dict, config conversion, metadata, init errors, and
+finding or creating the stored row a run starts from (resume).
+
+Why apart from :mod:`rlcockpit.tracking.run`: the run object is about the hot path and the lifecycle; which
+row a new process continues (W&B's resume modes, by id or by name) is decided once, at ``init``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import time
+import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.store.base import StoreError, StoreUnavailable
+from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
 from rlcockpit.tracking.entries import SummarySet
 
 
@@ -48,6 +55,19 @@ def _config_to_dict(config: Any) -> dict[str, Any]:
     return dict(vars(config))
 
 
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a dotted top-level key stays as it is, an empty mapping is a value.
+    The dotted form is what flat-parameter trackers (MLflow) store and what sweep importance ranks."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(flatten_config(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
 def _init_error(exc: StoreError, dir: Path) -> StoreError:
     """The same store error, saying that ``init`` could not start and what to do."""
     text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
@@ -65,3 +85,74 @@ def _safe_meta(capture: bool) -> dict[str, Any]:
         return collect_meta(capture_git=capture)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"metadata capture failed: {exc}"}
+
+
+@dataclasses.dataclass
+class RunRow:
+    """The stored row a run starts from: a new one, or a resumed one (``resumed_summary`` is then set)."""
+
+    id: str
+    name: str
+    group: str | None
+    tags: list[str]
+    last_step: int
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    resumed_summary: dict[str, Any] | None = None
+
+
+def open_run_row(store: Store, project: str, config: dict[str, Any], *, resume: Any, id: str | None,
+                 name: str | None, group: str | None, tags: Sequence[str] | None, notes: str | None,
+                 capture_meta: bool, extra_meta: dict[str, Any], where: Path) -> RunRow:
+    """Resume the run ``resume`` names (its config and meta updated by the given ones), else create a new row;
+    either way the row is marked alive (heartbeat, boot id) for the staleness check of readers."""
+    beat = {"heartbeat_at": time.time(), "heartbeat_mono": time.monotonic(), "boot_id": boot_id()}
+    resumed = find_resume_row(store, project, resume, name, where)
+    if resumed is not None:
+        last = resumed.get("last_step")
+        row = RunRow(resumed["id"], resumed["name"], resumed.get("group") if group is None else group,
+                     list(resumed.get("tags") or []) if tags is None else list(tags),
+                     -1 if last is None else int(last), {**(resumed.get("config") or {}), **config},
+                     {**(resumed.get("meta") or {}), **extra_meta}, resumed.get("summary") or {})
+        store.update_run(row.id, status="running", finished_at=None, exit_code=None, config=row.config, **beat)
+        if extra_meta:
+            store.update_run(row.id, meta=row.meta)
+        return row
+    run_id = id or uuid.uuid4().hex[:8]
+    row = RunRow(run_id, name or f"run-{run_id}", group, list(tags or []), -1, config,
+                 {**_safe_meta(capture_meta), **extra_meta})
+    store.create_run({"id": row.id, "project": project, "name": row.name, "group": group,
+                      "tags": row.tags, "config": row.config, "meta": row.meta, "notes": notes})
+    store.update_run(row.id, **beat)
+    return row
+
+
+def find_resume_row(store: Store, project: str, resume: Any, name: str | None, where: Path) -> dict[str, Any] | None:
+    """The stored run to continue, or ``None`` for a new one. ``resume``: ``None``/``"never"``; ``("id", run id,
+    W&B mode)`` (see ``wandb_compat.normalize_resume``); ``"auto"``/``"allow"``/``"must"`` by ``name``; else a
+    run id."""
+    if not resume:
+        return None
+    if isinstance(resume, tuple):  # ("id", run id, W&B mode): resume that run if it exists
+        _, run_id, mode = resume
+        try:
+            row = store.get_run(run_id)
+        except KeyError:
+            row = None
+        row = row if row is not None and row["id"] == run_id else None  # an id, not a prefix or a name
+        if row is not None and mode == "never":
+            raise ValueError(f"resume='never': run id {run_id!r} exists already in {where}")
+        if row is None and mode == "must":
+            raise KeyError(f"resume='must': no run with id {run_id!r} in {where}")
+        return row
+    if resume == "never":
+        return None
+    if resume in ("auto", "allow", "must"):
+        candidates = [r for r in store.list_runs(project) if name and r["name"] == name]
+        candidates = [r for r in candidates if r["stored_status"] != "finished" or resume == "must"]
+        if candidates:
+            return candidates[0]
+        if resume == "must":
+            raise KeyError(f"resume='must': no run named {name!r} in project {project!r}")
+        return None
+    return store.get_run(resume)

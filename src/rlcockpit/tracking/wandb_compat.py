@@ -96,6 +96,14 @@ class MetricDef(NamedTuple):
     summary: tuple[str, ...] | None
     goal: str | None
     hidden: bool | None
+    step_sync: bool | None = None
+
+    def syncs_to(self, key: str) -> str | None:
+        """The step metric W&B inserts into a ``log()`` row with ``key`` that lacks it (``step_sync``, on
+        by default when ``step_metric`` is set), else None."""
+        if self.step_metric and self.step_sync is not False and key != self.step_metric and self.matches(key):
+            return self.step_metric
+        return None
 
     def matches(self, key: str) -> bool:
         return fnmatch.fnmatchcase(key, self.name) if self.name.endswith("*") else key == self.name
@@ -106,7 +114,7 @@ class MetricDef(NamedTuple):
 
 
 def metric_def(name: Any, step_metric: Any = None, summary: Any = None, goal: Any = None,
-               hidden: Any = None) -> MetricDef:
+               hidden: Any = None, step_sync: Any = None) -> MetricDef:
     """Validate a ``define_metric`` call the way W&B does (``ValueError`` naming the bad argument)."""
     if not isinstance(name, str) or not name:
         raise ValueError("define_metric() needs a non-empty metric name")
@@ -128,7 +136,9 @@ def metric_def(name: Any, step_metric: Any = None, summary: Any = None, goal: An
         raise ValueError(f"define_metric() goal must be 'minimize' or 'maximize', got {goal!r}")
     if ops and "best" in ops and goal is None:
         raise ValueError("define_metric() summary 'best' needs goal='minimize' or 'maximize'")
-    return MetricDef(name, step_metric, ops, goal, hidden)
+    if step_sync is not None and not isinstance(step_sync, bool):
+        raise ValueError(f"define_metric() step_sync must be True or False, got {step_sync!r}")
+    return MetricDef(name, step_metric, ops, goal, hidden, step_sync)
 
 
 class Aggregates:
@@ -137,12 +147,14 @@ class Aggregates:
 
     def __init__(self) -> None:
         self.defs: list[MetricDef] = []
+        self.syncing = False  # some def has a step metric with step_sync on
         self._ops: dict[str, tuple[str, ...] | None] = {}  # key -> the summary ops of the newest matching def
         self._goal: dict[str, str | None] = {}
         self.state: dict[str, list[float]] = {}  # key -> [min, max, sum, count, first]
 
     def add(self, d: MetricDef) -> None:
         self.defs.append(d)
+        self.syncing = self.syncing or bool(d.step_metric and d.step_sync is not False)
         self._ops.clear()
         self._goal.clear()
 
@@ -194,6 +206,47 @@ class Aggregates:
                     agg["best"] = st[0] if self._goal.get(key) == "minimize" else st[1]
             out[key] = agg
         return out
+
+
+def step_sync_points(defs: Sequence[MetricDef], columns: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """W&B's ``step_sync`` for one batch of metric columns (key -> (steps, values, timestamps) arrays):
+    each step metric S gets, at every step where a key synced to S was logged and S was not, the value of S
+    logged last at or before that step (``last``: values before this batch). Returns S -> its new column."""
+    import numpy as np
+
+    wanted: dict[str, set[int]] = {}
+    stamps: dict[tuple[str, int], float] = {}
+    for key, (steps, _values, ts) in columns.items():
+        sync = next((d.syncs_to(key) for d in reversed(defs) if d.matches(key)), None)
+        if sync is None:
+            continue
+        lacking = ~np.isin(steps, columns[sync][0]) if sync in columns else np.ones(len(steps), bool)
+        for step, t in zip(steps[lacking].tolist(), ts[lacking].tolist()):
+            wanted.setdefault(sync, set()).add(step)
+            stamps.setdefault((sync, step), t)
+    out: dict[str, Any] = {}
+    for sync, steps_wanted in wanted.items():
+        col = columns.get(sync)
+        new_steps, new_values, new_ts = [], [], []
+        for step in sorted(steps_wanted):
+            value = last.get(sync)
+            if col is not None:
+                before = np.nonzero(col[0] <= step)[0]
+                if len(before):
+                    value = col[1][before[-1]]
+            if isinstance(value, (int, float, np.number)):
+                new_steps.append(step)
+                new_values.append(float(value))
+                new_ts.append(stamps[(sync, step)])
+        if not new_steps:
+            continue
+        merged = [np.asarray(new_steps, dtype=np.int64), np.asarray(new_values, dtype=np.float64), np.asarray(new_ts)]
+        if col is not None:
+            merged = [np.concatenate([c, m]) for c, m in zip(col, merged)]
+            order = np.argsort(merged[0], kind="stable")
+            merged = [m[order] for m in merged]
+        out[sync] = tuple(merged)
+    return out
 
 
 class DisabledRun:
@@ -274,10 +327,11 @@ class WandbRunMethods:
         """As ``wandb.define_metric``: ``summary="min"|"max"|"mean"|"first"|"last"|"best"|"none"`` (comma
         separated for several) makes the run summary's value for the key W&B's nested form, e.g.
         ``summary["val/loss"] == {"min": 0.12}``; ``step_metric`` is recorded in ``meta["metrics"]`` (the
-        chart's x axis in W&B). Raises ``ValueError`` for a bad argument, as W&B raises its ``Error``."""
+        chart's x axis in W&B) and, unless ``step_sync=False``, its last value is stored at each step where a
+        matching key was logged without it (W&B's ``step_sync``). Raises ``ValueError`` for a bad argument, as W&B raises its ``Error``."""
         from rlcockpit.tracking.entries import DefineMetric
 
-        d = metric_def(name, step_metric, summary, goal, hidden)
+        d = metric_def(name, step_metric, summary, goal, hidden, step_sync)
         self._put_internal(DefineMetric(d))  # type: ignore[attr-defined]
         metrics = dict(self.meta.get("metrics") or {})
         metrics[d.name] = {**({} if overwrite else metrics.get(d.name, {})), **d.to_json()}

@@ -49,7 +49,7 @@ from rlcockpit.tracking.observers import ObserverThread
 from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
 from rlcockpit.tracking.storelink import StoreWriter, describe_unwritten
 from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
-from rlcockpit.tracking.wandb_compat import Aggregates
+from rlcockpit.tracking.wandb_compat import Aggregates, step_sync_points
 
 logger = logging.getLogger("rlcockpit")
 
@@ -215,6 +215,8 @@ class Writer(threading.Thread):
             self._samples(Samples(step, ts, table.sample_rows(key), 0), drain)
         if not columns:
             return
+        if self.aggregates.syncing:
+            columns.update(step_sync_points(self.aggregates.defs, columns, self.last_values))
         count = len(group)
         self.processed += count
         points = drain.batch.points

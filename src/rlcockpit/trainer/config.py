@@ -7,7 +7,8 @@ verl's YAML files (interpolations, ``_target_`` entries) and overrides mean here
 
 * the schema (keys, defaults, help, allowed values): :mod:`rlcockpit.trainer.config_schema`;
 * aliases and verl's engine-only keys: :mod:`rlcockpit.trainer.config_keys`;
-* parsing and merging: :mod:`rlcockpit.trainer.config_load`.
+* parsing and merging: :mod:`rlcockpit.trainer.config_load`; verl's override grammar, retired flags and
+  defaults: :mod:`rlcockpit.trainer.config_verl`; leaf types and choices: :mod:`rlcockpit.trainer.config_values`.
 
 The resolved config is a plain nested dict (:func:`to_dict`) in verl's shape, stored with the run.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.trainer.config_keys import KEY_ALIASES, canonical_key, no_effect_reason
-from rlcockpit.trainer.config_load import ConfigLoader, coerce, parse_override_text
+from rlcockpit.trainer.config_load import ConfigLoader
 from rlcockpit.trainer.config_schema import (  # noqa: F401 - the public names of the config package
     ActorConfig,
     ActorRolloutRefConfig,
@@ -48,6 +49,8 @@ from rlcockpit.trainer.config_schema import (  # noqa: F401 - the public names o
     link_model,
     schema_fields,
 )
+from rlcockpit.trainer.config_values import coerce
+from rlcockpit.trainer.config_verl import parse_override_text
 
 # rlcockpit's older short forms of the canonical prefixes, for key listings (all are accepted as input)
 _SHORT = (("actor_rollout_ref.model.", "actor.model."), ("actor_rollout_ref.actor.", "actor."),

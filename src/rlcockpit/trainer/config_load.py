@@ -1,4 +1,4 @@
-"""Reading configs the way verl users write them: Hydra override grammar, verl YAML, OmegaConf interpolation.
+"""Reading configs the way verl users write them: verl YAML, command-line overrides, OmegaConf interpolation.
 
 The pipeline (:class:`ConfigLoader`): every source (dataclass defaults, preset, ``--config`` file, a dict,
 command-line overrides) is flattened to dotted keys, each key is mapped to its canonical verl path
@@ -8,9 +8,8 @@ the merged result, and then every leaf is classified: a schema key is type-check
 key is kept as an extra (no effect here), anything else is an unknown key. All problems are reported
 together, so a pasted command line is fixed in one pass instead of one key per run.
 
-Override grammar (Hydra's, as in verl's launch scripts): ``key=value``, ``+key=value`` (add a key the
-schema does not know: stored, no effect), ``++key=value`` (add or override), ``~key`` (back to the default),
-``key=null``, lists ``[a,b]``, quoted strings; values are parsed by OmegaConf's YAML rules.
+The override grammar, retired verl flags and verl's defaults: :mod:`rlcockpit.trainer.config_verl`; what a
+leaf may hold: :mod:`rlcockpit.trainer.config_values`.
 """
 
 from __future__ import annotations
@@ -32,159 +31,15 @@ from rlcockpit.trainer.config_keys import (
     no_effect_reason,
 )
 from rlcockpit.trainer.config_schema import Config, ConfigError, FieldInfo, schema_fields
+from rlcockpit.trainer.config_values import check_choice, coerce, takes_text
+from rlcockpit.trainer.config_verl import (
+    apply_verl_defaults,
+    loggers_with_wandb,
+    parse_override_text,
+    retired_flag_settings,
+)
 
-MISSING = "???"
-
-# rlcockpit's defaults (tuned for the built-in task) that differ from verl's and change the experiment
-VERL_DEMO_DEFAULTS = {"algorithm.adv_estimator": "gae", "actor_rollout_ref.rollout.n": 1}
-
-
-# --------------------------------------------------------------------------- one override
-
-@dataclass
-class Override:
-    op: str  # "set" | "add" (+) | "force" (++) | "delete" (~)
-    key: str
-    value: Any = None
-
-
-def parse_value(raw: str) -> Any:
-    """A command-line value by OmegaConf's YAML rules (``1e-6`` -> float, ``[a,b]`` -> list, ``null``)."""
-    if raw == "":
-        return ""
-    from omegaconf import OmegaConf
-
-    conf = OmegaConf.create()
-    try:
-        conf.merge_with_dotlist([f"v={raw}"])
-    except Exception:  # noqa: BLE001 - not valid YAML: Hydra keeps it as a string too
-        return raw
-    return OmegaConf.to_container(conf, resolve=False)["v"]
-
-
-def parse_override_text(text: str) -> Override:
-    """``+a.b=3``, ``~a.b``, ``--kl_coef=0.1`` (an article flag written with ``=``) -> :class:`Override`."""
-    text = text.strip()
-    if text.startswith("--"):
-        text = text[2:]
-    op = "set"
-    if text.startswith("++"):
-        op, text = "force", text[2:]
-    elif text.startswith("+"):
-        op, text = "add", text[1:]
-    elif text.startswith("~"):
-        key = text[1:].split("=", 1)[0].strip()
-        if not key:
-            raise ConfigError(f"override {text!r}: '~' needs a key (~key or ~key=value)")
-        return Override("delete", key)
-    if "=" not in text:
-        raise ConfigError(f"override {text!r} must look like key=value (or +key=value, ~key)")
-    key, raw = text.split("=", 1)
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"override {text!r} has no key")
-    return Override(op, key, parse_value(raw))
-
-
-# --------------------------------------------------------------------------- values
-
-def type_name(tp: Any) -> str:
-    return (getattr(tp, "__name__", None) if not typing.get_origin(tp) else None) or \
-        str(tp).replace("typing.", "").replace("NoneType", "None")
-
-
-def _bad(key: str, value: Any, tp: Any) -> ConfigError:
-    return ConfigError(f"config key {key!r} expects {type_name(tp)}, got {value!r} ({type(value).__name__})")
-
-
-def coerce(key: str, value: Any, tp: Any) -> Any:
-    """Check ``value`` against the annotation ``tp``; ints pass for floats, ``"1e-5"`` for a float, a string
-    with commas or a single item for a list (``trainer.logger=console,wandb``)."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is not type(None):
-                try:
-                    return coerce(key, value, arg)
-                except ConfigError:
-                    continue
-        raise _bad(key, value, tp)
-    if origin is list:
-        if value is None:
-            return []
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",")] if "," in value else [value]
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, (list, tuple)):
-            raise _bad(key, value, tp)
-        (item_tp,) = typing.get_args(tp) or (Any,)
-        return [coerce(f"{key}[{i}]", v, item_tp) for i, v in enumerate(value)]
-    if origin is dict or tp is dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise _bad(key, value, tp)
-        return dict(value)
-    if tp is Any:
-        return value
-    if tp is bool and isinstance(value, bool):
-        return value
-    if tp is bool and isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if tp is float and not isinstance(value, bool):
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    if tp is int and not isinstance(value, bool):
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
-            if number is not None and number.is_integer():
-                return int(number)
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool) and not value:  # YAML 1.1 reads `off` as false (trainer.preflight=off)
-            return "off"
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-    raise _bad(key, value, tp)
-
-
-@lru_cache(maxsize=64)
-def _registry(path: str) -> Any:
-    import importlib
-
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def check_choice(key: str, value: Any, info: FieldInfo) -> None:
-    """Registry-backed and fixed choices (``None`` passes: a null optional means "unset")."""
-    if value is None:
-        return
-    for item in value if isinstance(value, (list, tuple)) and info.choices else [value]:  # a list: each entry
-        if info.choices and item not in info.choices:
-            raise ConfigError(f"config key {key!r} must be one of {', '.join(map(str, info.choices))}; got {item!r}")
-    if info.registry and value not in info.extra_choices:
-        registry = _registry(info.registry)
-        if value not in registry:
-            raise ConfigError(f"config key {key!r}: {registry._unknown_message(value)}")
-
+MISSING = "???"  # verl's YAML placeholder for a value the user must give
 
 # --------------------------------------------------------------------------- sources
 
@@ -278,28 +133,15 @@ class ConfigLoader:
                 return
             self.aliases.setdefault(key, canonical)
         if canonical == "use_wandb":
-            self._use_wandb(value)
+            self.values["trainer.logger"] = loggers_with_wandb(value, self.values.get("trainer.logger"))
+            self.aliases["use_wandb"] = "trainer.logger (adds/removes wandb)"
             return
-        if canonical == "actor_rollout_ref.actor.use_token_level_loss":  # verl <= 0.3 (the first DAPO scripts)
-            mode = "token-mean" if coerce(key, value, bool) else "seq-mean-token-mean"
-            self.set("actor_rollout_ref.actor.loss_agg_mode", mode, source=source)
-            self.aliases[key] = f"actor_rollout_ref.actor.loss_agg_mode={mode}"
-            return
-        if canonical == "actor_rollout_ref.actor.use_gpg_loss":  # verl's examples/gpg_trainer scripts
-            if coerce(key, value, bool):
-                self.set("actor_rollout_ref.actor.policy_loss.loss_mode", "gpg", source=source)
-            self.aliases[key] = "actor_rollout_ref.actor.policy_loss.loss_mode=gpg (when true)"
-            return
-        if canonical == "algorithm.rollout_correction.use_pure_rollout_correction":  # verl's first release
-            if coerce(key, value, bool):
-                self.set("algorithm.rollout_correction.loss_type", "reinforce", source=source)
-            self.aliases[key] = "algorithm.rollout_correction.loss_type=reinforce (when true)"
-            return
-        if canonical == "reward.custom_fn":  # rlcockpit's older "file.py:function" form
-            path, _, name = str(value).rpartition(":")
-            self.set("custom_reward_function.path", path or value, source=source)
-            self.set("custom_reward_function.name", name if path else None, source=source)
-            self.aliases[key] = "custom_reward_function.path + custom_reward_function.name"
+        retired = retired_flag_settings(canonical, key, value)
+        if retired is not None:
+            settings, note = retired
+            for today_key, today_value in settings:
+                self.set(today_key, today_value, source=source)
+            self.aliases[key] = note
             return
         for sub, leaf in flatten({canonical: value}) if isinstance(value, dict) and value else [(canonical, value)]:
             self.values.pop(sub, None)  # re-insert: later sources come later (interpolation order is irrelevant)
@@ -318,12 +160,6 @@ class ConfigLoader:
             del self.values[k]
             if k in defaults:
                 self.values[k] = defaults[k]
-
-    def _use_wandb(self, value: Any) -> None:
-        on = coerce("use_wandb", value, bool)
-        loggers = [x for x in coerce("trainer.logger", self.values.get("trainer.logger"), list[str]) if x != "wandb"]
-        self.values["trainer.logger"] = loggers + ["wandb"] if on else loggers
-        self.aliases["use_wandb"] = "trainer.logger (adds/removes wandb)"
 
     # ---- output ---------------------------------------------------------------------------------
     def resolve(self) -> dict[str, Any]:
@@ -350,41 +186,9 @@ class ConfigLoader:
                 out[key] = raw  # an engine-only key: keep the text, it is only stored
         return out
 
-    def apply_verl_defaults(self) -> None:
-        """verl's defaults where a verl command line relies on them and rlcockpit's demo defaults differ.
-
-        * ``trainer.total_epochs`` given without ``trainer.total_training_steps``: verl trains that many epochs
-          (its ``total_training_steps`` defaults to null); rlcockpit's default of 100 steps must not win.
-        * a critic configured (``critic.*``) without ``algorithm.adv_estimator``: verl's default estimator is
-          ``gae`` (PPO) with ``rollout.n=1``; every verl PPO script relies on it, and rlcockpit's demo default
-          (``grpo``, n=8) would silently train another algorithm and leave the critic unused.
-        """
-        given = self.typed_as
-        self._note_demo_defaults(given)
-        if "trainer.total_epochs" in given and "trainer.total_training_steps" not in given:
-            self.values["trainer.total_training_steps"] = None
-            self.notes.append("trainer.total_epochs given without trainer.total_training_steps: training runs "
-                              "total_epochs over the data, as verl does")
-        if "algorithm.adv_estimator" not in given and any(k.startswith("critic.") for k in given):
-            self.values["algorithm.adv_estimator"] = "gae"
-            set_n = "actor_rollout_ref.rollout.n" not in given
-            if set_n:
-                self.values["actor_rollout_ref.rollout.n"] = 1
-            self.notes.append("critic.* set without algorithm.adv_estimator: verl's defaults apply, "
-                              "algorithm.adv_estimator=gae" + (" and actor_rollout_ref.rollout.n=1" if set_n else ""))
-
-    def _note_demo_defaults(self, given: dict[str, str]) -> None:
-        """Say which of rlcockpit's demo defaults that change the experiment stand in for verl's, when the
-        user brings their own data (a verl command line) and leaves them unset."""
-        if not self.values.get("data.train_files") or any(k.startswith("critic.") for k in given):
-            return  # the built-in demo task; or a PPO script, which gets verl's gae/n=1 below
-        differ = [f"{k}={self.values[k]} (verl: {v})" for k, v in VERL_DEMO_DEFAULTS.items() if k not in given]
-        if differ:
-            self.notes.append("not set, so rlcockpit's defaults apply where verl's differ: " + ", ".join(differ))
-
     def build(self) -> Config:
         """Classify every resolved leaf and build the config; all problems in one :class:`ConfigError`."""
-        self.apply_verl_defaults()
+        apply_verl_defaults(self.values, self.typed_as, self.notes)
         resolved = self.resolve()
         fields = schema_fields()
         free = free_form_keys()
@@ -425,7 +229,7 @@ class ConfigLoader:
         if info is not None:
             if value is None and key in NULL_IS_DEFAULT:
                 return  # keep the default
-            if value == "" and not _takes_text(info.type):  # `algorithm.gamma=$gae_gamma`, the variable unset
+            if value == "" and not takes_text(info.type):  # `algorithm.gamma=$gae_gamma`, the variable unset
                 self.notes.append(f"{self.typed_as.get(key, key)}= is empty (an unset shell variable?): the "
                                   f"default {_default(key)!r} is kept")
                 return
@@ -443,11 +247,6 @@ class ConfigLoader:
         typed = self.typed_as.get(key, key)
         shown = f"{typed!r}" + (f" ({key})" if typed != key else "")
         raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}")
-
-
-def _takes_text(tp: Any) -> bool:
-    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
-    return any(a is str or a is Any for a in args)
 
 
 def _default(key: str) -> Any:

@@ -151,7 +151,8 @@ class ModelConfig:
     dtype: str = opt("fp32", "bf16 = autocast over fp32 weights (the frozen reference model is bf16 on CUDA)", choices=("fp32", "bf16"),
                      only_here=True)
     use_remove_padding: bool = opt(False, "pack each micro-batch's rows without their padding (position_ids restart "
-                                          "per row; same log-probs) in the actor/reference/old-policy passes")
+                                          "per row; same log-probs) in the actor/reference/old-policy passes, or "
+                                          "share prompts instead where that runs fewer tokens")
     tiny: TinyModelConfig = group(TinyModelConfig)
 
 

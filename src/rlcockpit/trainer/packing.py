@@ -12,6 +12,12 @@ to 1e-5 in tests/trainer/test_trainer_distributed_packing.py.
 Bins are as wide as the padded batch, so attention never costs more than in the padded path while
 the token count drops to the real tokens plus each bin's tail.  Models whose logits are more than the
 output layer of the last hidden state (logit soft-capping or scaling) take the padded path instead.
+
+Packing runs every row's prompt; the padded path's shared-prefix pass (``models.forward_policy``) runs
+each distinct prompt once.  A GRPO batch (n samples per prompt, answers of similar length) is often
+cheaper that way, so each batch takes whichever of the two runs fewer tokens - the same log-probs
+either way.  The response tokens' log-probs come through the chunked output layer
+(``fused_logprobs.py``) where the model allows it, as on the padded path.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.models import _dedupe_rows, _dropout_active, _score, forward_policy
+from rlcockpit.trainer.fused_logprobs import output_head, token_logprobs
+from rlcockpit.trainer.models import _checkpointing, _dedupe_rows, _dropout_active, _score, forward_policy
 
 # config attributes that transform the logits after the output layer: packing skips such models
 _LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
@@ -80,6 +87,18 @@ def packed_inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor
     return ids, pos, flat
 
 
+def sharing_beats_packing(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
+                          share_prefix: bool) -> bool:
+    """Whether the shared-prefix pass would run fewer tokens than packing these (distinct) rows would."""
+    prompt_len = input_ids.size(1) - response_len
+    if not share_prefix or prompt_len <= 0 or _dropout_active(model) or (model.training and _checkpointing(model)):
+        return False
+    key = torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(input_ids.dtype)], dim=1)
+    shared = torch.unique(key, dim=0).size(0) * prompt_len + input_ids.size(0) * (response_len - 1)
+    # the padded path shares only when that saves >= 10% of its tokens (models._shared_prefix_states)
+    return shared < int(attention_mask.sum()) and shared <= 0.9 * input_ids.numel()
+
+
 def forward_packed(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int,
                    *, temperature: float = 1.0, with_entropy: str = "none", share_prefix: bool = True,
                    sum_pi_squared: bool = False, full_log_probs: bool = False) -> dict[str, torch.Tensor]:
@@ -88,13 +107,15 @@ def forward_packed(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     Identical rows are scored once (unless dropout is on), as in the padded path; positions that do not
     predict a real response token get 0 (they are masked everywhere downstream)."""
     parts = output_parts(model)
+    kwargs: dict[str, Any] = {"temperature": temperature, "with_entropy": with_entropy, "share_prefix": share_prefix,
+                              "sum_pi_squared": sum_pi_squared, "full_log_probs": full_log_probs}
     if parts is None:
-        return forward_policy(model, input_ids, attention_mask, response_len, temperature=temperature,
-                              with_entropy=with_entropy, share_prefix=share_prefix,
-                              sum_pi_squared=sum_pi_squared, full_log_probs=full_log_probs)
-    row_of = None
+        return forward_policy(model, input_ids, attention_mask, response_len, **kwargs)
+    row_of, rows_in, mask_in = None, input_ids, attention_mask
     if not _dropout_active(model):
         input_ids, attention_mask, row_of = _dedupe_rows(input_ids, attention_mask)
+    if sharing_beats_packing(model, input_ids, attention_mask, response_len, share_prefix):
+        return forward_policy(model, rows_in, mask_in, response_len, **kwargs)
     decoder, head = parts
     ids, pos, flat = packed_inputs(input_ids, attention_mask)
     hidden = decoder(input_ids=ids, position_ids=pos, attention_mask=None, use_cache=False).last_hidden_state
@@ -104,8 +125,13 @@ def forward_packed(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     rows, cols = resp.nonzero(as_tuple=True)
     states = hidden.reshape(-1, hidden.size(-1))[flat[rows, P - 1 + cols]]
     labels = input_ids[rows, P + cols]
-    scored = _score(head(states)[None], labels[None], temperature, with_entropy,
-                    sum_pi_squared=sum_pi_squared, full_log_probs=full_log_probs)
+    fused = None if (sum_pi_squared or full_log_probs) else output_head(model)
+    if fused is not None:  # log-probs from the hidden states in chunks: no (tokens, vocab) logits held
+        scored = token_logprobs(states[None], fused[1], labels[None], temperature=temperature,
+                                with_entropy=with_entropy)
+    else:
+        scored = _score(head(states)[None], labels[None], temperature, with_entropy,
+                        sum_pi_squared=sum_pi_squared, full_log_probs=full_log_probs)
     shape = (input_ids.size(0), response_len)
     out = {}
     for key, value in scored.items():

@@ -20,7 +20,8 @@ import torch
 from rlcockpit.registry import Registry
 from rlcockpit.trainer.kv_cache import preallocated_cache
 from rlcockpit.trainer.lean_decoder import lean_forward
-from rlcockpit.trainer.rollout_seeds import row_uniforms, sample_with_uniforms
+from rlcockpit.trainer.rollout_seeds import row_uniforms
+from rlcockpit.trainer.sampling import sample_next_token, sample_with_uniforms
 
 
 @dataclass
@@ -60,56 +61,6 @@ class RolloutEngine(Protocol):
 
 
 ROLLOUT_ENGINES: Registry[Callable[..., RolloutEngine]] = Registry("rollout engine")
-
-
-def filter_logits(logits: torch.Tensor, top_k: int = -1, top_p: float = 1.0) -> torch.Tensor:
-    """Mask (to -inf) tokens outside the top-k and outside the top-p nucleus; logits (bs, V)."""
-    if top_k is not None and 0 < top_k < logits.size(-1):
-        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and top_p < 1.0:
-        sorted_logits, sorted_idx = torch.sort(logits, descending=True, dim=-1)
-        probs = torch.softmax(sorted_logits, dim=-1)
-        # drop a token when the mass of the tokens before it already reaches top_p (keeps >= 1 token)
-        drop_sorted = (probs.cumsum(dim=-1) - probs) >= top_p
-        drop = torch.zeros_like(drop_sorted).scatter(-1, sorted_idx, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
-    return logits
-
-
-def sample_categorical(probs: torch.Tensor, rows: torch.Tensor | None = None,
-                       generator: torch.Generator | None = None) -> torch.Tensor:
-    """One draw per row from ``probs`` (n, V) (rows need not sum to 1); ``rows`` (bs,) picks each draw's
-    distribution (None: one draw per row of ``probs``).
-
-    Inverse-CDF sampling: one uniform per draw, located in the row's cumulative sum (float64).  The same
-    distribution as ``torch.multinomial(probs, 1)``, which draws an exponential for *every* vocabulary entry
-    (32 rows x 8k vocabulary: 7 ms per decoded token on this CPU, a sixth of the realistic rollout); this
-    costs one cumulative sum.  A token of probability 0 is never drawn: the first cumulative sum above ``u``
-    is always reached by a positive step.
-    """
-    cdf = probs.double().cumsum(-1)
-    if rows is not None:
-        cdf = cdf[rows]
-    u = torch.rand((cdf.size(0), 1), dtype=torch.float64, device=cdf.device, generator=generator)
-    idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
-    over = idx >= cdf.size(-1)
-    if bool(over.any()):  # u * total rounded up to the total: the last token with probability > 0
-        p = probs if rows is None else probs[rows]
-        last = p.size(-1) - 1 - (p > 0).flip(-1).int().argmax(-1)
-        idx = torch.where(over, last, idx)
-    return idx
-
-
-def sample_next_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None = None,
-                      rows: torch.Tensor | None = None) -> torch.Tensor:
-    """Next tokens from ``logits`` (n, V) under ``params``; ``rows`` (bs,): the logits row of each draw
-    (rows that share a history share one logits row), None = one draw per logits row."""
-    if params.greedy or params.temperature <= 0:
-        tok = logits.argmax(dim=-1)
-        return tok if rows is None else tok[rows]
-    logits = filter_logits(logits.float() / params.temperature, params.top_k, params.top_p)
-    return sample_categorical(torch.softmax(logits, dim=-1), rows, generator)
 
 
 def left_pad(seqs: list[list[int]], pad_id: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -194,7 +145,7 @@ class HFRolloutEngine:
                 if draws is None:  # one distribution per node; each row draws from its node's
                     tok = sample_next_token(logits, params, rows=rows)
                 else:  # per-row seeds (rollout_seeds.py): the row's own uniform
-                    tok = sample_with_uniforms(logits if rows is None else logits[rows], params, draws[:, t])
+                    tok = sample_with_uniforms(logits, params, draws[:, t], rows)
                 tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)
                 if params.logprobs:  # of the tempered, unfiltered distribution: what the training pass scores

@@ -41,18 +41,3 @@ def row_uniforms(seeds: list[int], steps: int, device: Any = "cpu") -> torch.Ten
         gen.manual_seed(int(seed))
         out[r] = torch.rand(out.size(1), dtype=torch.float64, generator=gen)
     return out.to(device)
-
-
-def sample_with_uniforms(logits: torch.Tensor, params: Any, u: torch.Tensor) -> torch.Tensor:
-    """Next tokens (bs,) from ``logits`` (bs, V) under ``params`` (temperature, top-k, top-p, greedy), one
-    uniform per row ``u`` (bs,): the first token whose cumulative probability exceeds ``u``."""
-    from rlcockpit.trainer.rollout import filter_logits  # rollout imports this module at load time
-
-    if params.greedy or params.temperature <= 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(filter_logits(logits.float() / params.temperature, params.top_k, params.top_p), dim=-1)
-    cdf = probs.double().cumsum(-1)
-    idx = torch.searchsorted(cdf, (u.to(cdf.dtype) * cdf[:, -1])[:, None], right=True).squeeze(-1)
-    # u * total rounded up to the total: take the last token that has probability > 0
-    last = probs.size(-1) - 1 - (probs > 0).flip(-1).int().argmax(-1)
-    return torch.minimum(idx, last)

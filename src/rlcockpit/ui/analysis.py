@@ -68,14 +68,39 @@ def find_key(available: Sequence[str], candidates: Sequence[str]) -> str | None:
     return None
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def summary_number(v: Any) -> float | None:
+    """A summary value as one number: itself, or for W&B's nested form (``define_metric(summary="max")``
+    or ``run.summary["loss"] = {"min": ...}``) its ``last`` if kept, else the first aggregate the user
+    chose (``{"max": 0.9}`` -> 0.9)."""
+    if isinstance(v, Mapping) and "_type" not in v:
+        v = v.get("last") if _number(v.get("last")) else next((x for x in v.values() if _number(x)), None)
+    return float(v) if _number(v) else None
+
+
+def summary_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary as the runs table's columns: a W&B nested summary ``{"loss": {"min": 0.1, "last": 0.2}}``
+    as ``loss.min`` and ``loss.last`` (W&B's column names); media dicts (``_type``) and plain values as
+    they are."""
+    out: dict[str, Any] = {}
+    for k, v in summary.items():
+        if isinstance(v, Mapping) and v and "_type" not in v:
+            out.update({f"{k}.{op}": x for op, x in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
 def key_metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
     """The runs-list columns (reward, kl, entropy, response length) from a run's summary."""
     keys = list(summary)
     out: dict[str, float | None] = {}
     for col, cands in KEY_METRICS.items():
         k = find_key(keys, cands)
-        v = summary.get(k) if k else None
-        out[col] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        out[col] = summary_number(summary.get(k)) if k else None
     return out
 
 

@@ -143,7 +143,7 @@ def run_fields(ctx: Ctx, request: Request,
             continue
         for k in analysis.flatten(r.get("config") or {}):
             config[k] = config.get(k, 0) + 1
-        for k in (r.get("summary") or {}):
+        for k in analysis.summary_fields(r.get("summary") or {}):
             summary[k] = summary.get(k, 0) + 1
     return JSON({"config": sorted(config)[:MAX_FIELDS], "summary": sorted(summary)[:MAX_FIELDS],
                  "counts": {"config": config if len(config) <= MAX_FIELDS else {}, "summary": {}}})

@@ -20,7 +20,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlcockpit.ui.analysis import flatten
+from rlcockpit.ui.analysis import flatten, summary_fields
 
 RUN_FIELDS = ("id", "name", "project", "group", "tags", "status", "notes", "created_at", "updated_at",
               "heartbeat_at", "finished_at", "last_step", "exit_code")
@@ -47,8 +47,14 @@ class RunView:
 
     def flat(self, part: str) -> dict[str, Any]:
         if part not in self._flat:
-            self._flat[part] = flatten(self.run.get(part) or {})
+            value = self.run.get(part) or {}
+            self._flat[part] = summary_fields(value) if part == "summary" else flatten(value)
         return self._flat[part]
+
+    def summary(self, key: str) -> Any:
+        """A summary key as stored, else W&B's ``key.min`` spelling of a nested summary."""
+        summary = self.run.get("summary") or {}
+        return summary[key] if key in summary else self.flat("summary").get(key, MISSING)
 
     def lookup(self, path: str) -> Any:
         """The value a filter or a table column named ``path`` refers to, or :data:`MISSING`."""
@@ -60,11 +66,11 @@ class RunView:
         if rest and head in ("config", "meta"):
             return self.flat(head).get(rest, MISSING)
         if rest and head == "summary":
-            return (self.run.get("summary") or {}).get(rest, MISSING)
+            return self.summary(rest)
         flat = self.flat("config")
         if path in flat:
             return flat[path]
-        return (self.run.get("summary") or {}).get(path, MISSING)
+        return self.summary(path)
 
 
 class RowView:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.tracking.runinfo import flatten_config
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 MAX_KEY = 250
@@ -41,17 +42,6 @@ def mlflow_key(key: str) -> str:
         parts = [p if p not in (".", "..") else "_" for p in out.split("/") if p]
         out = "/".join(parts) or "_"
     return out[:MAX_KEY]
-
-
-def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in config.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping) and v:
-            out.update(flatten_config(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 @SINKS.register("mlflow")

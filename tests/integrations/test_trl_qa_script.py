@@ -1,0 +1,89 @@
+"""A TRL user's GRPO script as TRL's docs write it (``GRPOTrainer(model=<path>, reward_funcs=..., args=GRPOConfig(...),
+train_dataset=<conversational prompts>)``), on a tiny random Qwen2 with a BPE tokenizer trained in code, logged
+both ways the docs offer a TRL user: ``CockpitCallback`` and ``report_to="wandb"`` offline + ``rlcockpit import``."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from rlcockpit.cli import main as cli_main
+from rlcockpit.integrations.importer import import_run
+from rlcockpit.store import open_store
+
+pytestmark = pytest.mark.slow
+
+CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def _model_dir(path) -> str:
+    """A user's local model folder: random-init Qwen2 (hidden 64) + byte-level BPE with a chat template."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    words = "the a shop has boxes apples sells how many left answer is one two three four five".split()
+    rng = random.Random(0)
+    corpus = [" ".join(rng.choice(words) for _ in range(30)) + f" {rng.randint(0, 999)}" for _ in range(1000)]
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.chat_template = CHAT
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, monkeypatch, capsys):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlcockpit.integrations.trl import CockpitCallback
+
+    model = _model_dir(tmp_path / "tiny-qwen2")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"how many apples {i}"}] for i in range(16)]})
+
+    def reward_len(completions, **kwargs):  # TRL docs' example reward
+        return [-abs(20 - len(c[0]["content"])) for c in completions]
+
+    args = GRPOConfig(output_dir="Qwen2-GRPO", max_steps=3, per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=8, logging_steps=1, report_to="wandb", use_cpu=True, bf16=False)
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_len, args=args, train_dataset=dataset)
+    cb = CockpitCallback(dir=tmp_path / "store")
+    trainer.add_callback(cb)
+    trainer.train()
+    import wandb
+
+    wandb.teardown()
+
+    trl_keys = {"reward", "reward_std", "rewards/reward_len/mean", "completions/mean_length", "entropy", "grad_norm"}
+    store = open_store(tmp_path / "store")
+    assert trl_keys <= set(store.keys(cb.run.id))
+    assert list(store.series(cb.run.id, "reward")[0]) == [1, 2, 3]
+    rows = store.samples(cb.run.id, step=1)
+    assert len(rows) == 4 and all(r["prompt"].startswith("user: how many apples") for r in rows)
+    capsys.readouterr()  # the trainer's own prints
+    assert cli_main(["diagnose", cb.run.id, "--dir", str(tmp_path / "store"), "--json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["run"]["id"] == cb.run.id
+
+    # the same run as W&B recorded it (transformers' WandbCallback), imported: the trainer's steps, TRL's keys
+    res = import_run(str(tmp_path / "wandb"), dir=tmp_path / "imported")
+    assert res.ok and res.kind == "wandb" and res.steps == 4, res  # steps 0..3 (step 0: TRL's profiling rows)
+    imported = open_store(tmp_path / "imported")
+    steps, values, _ = imported.series(res.run_id, "train/reward")
+    assert list(steps) == [1, 2, 3]
+    assert list(values) == pytest.approx(list(store.series(cb.run.id, "reward")[1]))
