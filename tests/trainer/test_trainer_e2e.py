@@ -35,7 +35,10 @@ def test_each_estimator_trains(tiny_cfg, tmp_path, estimator):
     assert all(math.isfinite(v) for v in hist["actor/pg_loss"].dropna())
     assert hist["val-core/arith/acc/mean@1"].dropna().index.tolist() == [0, 2]
     if estimator == "gae":
-        assert {"critic/vf_loss", "critic/vf_explained_var", "critic/values/mean"} <= set(hist.columns)
+        assert {"critic/vf_loss", "critic/vf_explained_var", "critic/values/mean", "critic/vpred_mean"} <= set(hist.columns)
+        # verl's dp_critic: the masked mean of the value predictions inside the update, near the pre-update values
+        vpred, values = hist["critic/vpred_mean"].dropna(), hist["critic/values/mean"].dropna()
+        assert len(vpred) == 2 and abs(float(vpred.iloc[0]) - float(values.iloc[0])) < 1.0
     if estimator == "grpo":
         assert "actor/kl_loss" in hist.columns and "timing_s/ref" in hist.columns
         assert "timing_s/old_log_prob" in hist.columns  # several mini-batches -> old log-probs recomputed

@@ -197,7 +197,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
         for mb_idx in _chunks(torch.arange(bs), mini):
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
-            ok, vf_total, clipfracs = True, 0.0, []
+            ok, vf_total, clipfracs, vpred_means = True, 0.0, [], []
             for mc_idx in _chunks(dist.part(mb_idx), micro):
                 mb = _select(batch, mc_idx)
                 with autocast():
@@ -211,6 +211,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
                 vf_loss.backward()
                 vf_total += float(vf_loss.detach())
                 clipfracs.append(float(clipfrac))
+                vpred_means.append(float(masked_mean(vpreds.detach(), mb["response_mask"].float())))  # verl's
             ok = dist.all_true(ok)
             if ok:
                 dist.all_reduce_grads([p for p in critic.parameters() if p.requires_grad])
@@ -219,10 +220,10 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
-            reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/vf_clipfrac": clipfracs},
-                                          ("critic/vf_loss",))
-            sums["critic/vf_loss"].append(reduced["critic/vf_loss"])
-            sums["critic/vf_clipfrac"].append(reduced["critic/vf_clipfrac"])
+            reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/vf_clipfrac": clipfracs,
+                                           "critic/vpred_mean": vpred_means}, ("critic/vf_loss",))
+            for key in ("critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean"):
+                sums[key].append(reduced[key])
             sums["critic/grad_norm"].append(float(norm))
     optimizer.zero_grad(set_to_none=True)
     metrics = {k: sum(v) / len(v) for k, v in sums.items() if v}
