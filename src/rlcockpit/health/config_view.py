@@ -46,6 +46,8 @@ VERL_KEYS: dict[str, str | None] = {
     "data.max_response_length": "data.max_response_length",
     "data.dataloader_num_workers": "data.dataloader_num_workers",  # verl only
     "algorithm.filter_groups.enable": "algorithm.filter_groups.enable",
+    "algorithm.filter_groups.metric": "algorithm.filter_groups.metric",
+    "algorithm.filter_groups.max_num_gen_batches": "algorithm.filter_groups.max_num_gen_batches",
     "data.train_batch_size": "data.train_batch_size",
     "critic.optim.lr": "critic.optim.lr",
     "trainer.total_training_steps": "trainer.total_training_steps",

@@ -170,7 +170,11 @@ class RewardVarianceCollapse(Detector):
             causes.append(Cause("the policy stopped exploring: entropy fell with the reward spread", 0.65, e.text))
         n = view.number("rollout.n") or 4
         return ranked(causes), [make_action(view, "More and more diverse samples per prompt; drop zero-variance groups",
-                                            {"rollout.n": int(n) * 2, "algorithm.filter_groups.enable": True})]
+                                            {"rollout.n": int(n) * 2, "algorithm.filter_groups.enable": True,
+                                             # a bound (verl's DAPO scripts use 10): with the default 0 (no limit) a run
+                                             # whose groups are all uniform would generate forever
+                                             "algorithm.filter_groups.metric": "seq_reward",
+                                             "algorithm.filter_groups.max_num_gen_batches": 10})]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
