@@ -14,8 +14,8 @@ Each rollout also lays the weights out for a decode step's few-row inputs (:clas
 ``lean_forward`` call, i.e. per rollout, so they follow every update): q/k/v as one projection, and on a
 CPU the projection matrices stored transposed and contiguous (``x @ W^T`` with ``W^T`` contiguous is
 25-35% faster for 32 rows than the transposed view ``F.linear`` multiplies, 1 thread, 13M Qwen2 shapes;
-~10% with 2 threads) while the copies fit ``TRANSPOSED_BYTES``; RMSNorm as ``F.rms_norm`` (one kernel,
-the same formula: identical output) and the rotary cos/sin as a table indexed by position.
+~10% with 2 threads) while the copies fit ``TRANSPOSED_BYTES``; RMSNorm as one ``F.rms_norm`` call (the
+same formula: identical output, fewer Python-level ops) and the rotary cos/sin as a table indexed by position.
 
 The logits are those of the model's own forward up to float rounding (a test holds them to 1e-5);
 anything this code does not know exactly (another family, sliding-window layers, hooks on the model, a
@@ -35,6 +35,7 @@ from rlcockpit.trainer.fused_logprobs import has_forward_hooks
 
 FAMILIES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+TRANSPOSED_BYTES = 512 * 2**20  # per rollout, on CPU: transposed weight copies up to this size, else F.linear
 
 # (input_ids (B, L), attention_mask (B, S) over the cache + new tokens, position_ids (B, L), cache) -> logits (B, V)
 LeanForward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor]
@@ -77,9 +78,6 @@ def lean_forward(model: Any) -> LeanForward | None:
         return None
     plan = _Plan(base)
     return lambda ids, mask, pos, cache: _forward(plan, ids, mask, pos, cache)
-
-
-TRANSPOSED_BYTES = 512 * 2**20  # per rollout, on CPU: transposed weight copies up to this size, else F.linear
 
 
 class _Proj:
