@@ -89,8 +89,6 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     """Collect experience and update the models once; returns (metrics, experience)."""
     cfg = st.cfg
     exp = collect(cfg, st.engine, st.tokenizer, st.reward, st.loader, st.step, timing)
-    if exp is None:
-        return {"train/skipped_no_signal": 1.0}, None
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
@@ -309,7 +307,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
                         "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
         metrics.update(rank_metrics(st.dist, timing["step"]))  # system/rank{r}/... (data-parallel only)
         run.log(metrics, step=st.step)
-        if exp is not None and tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
+        if tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
             run.log_samples(sample_rows(exp, tr.num_log_samples), step=st.step)
         progress.update(st.step, metrics, timing["step"])
         st.reward.check()
