@@ -157,7 +157,9 @@ class AlertManager:
         if msg is not None and (msg.kind != "finished" or self.config.on_finish):
             self.notify(msg, urgent=True)
         if not self.flush(budget):
-            logger.warning("rlcockpit: final alert not confirmed within %.1fs", self.config.flush_timeout_s)
+            left = [f"{title!r} via {where}" for s in self._senders for title, where in s.undelivered()]
+            logger.warning("rlcockpit: final alert not confirmed within %.1fs; not delivered (%d): %s",
+                           self.config.flush_timeout_s, len(left), "; ".join(left))
         self.close(0.5)
 
     def deliver_now(self, msg: AlertMessage, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -289,6 +291,14 @@ class _Sender(threading.Thread):
         self.manager, self.channel = manager, channel
         self._queue: deque[AlertMessage] = deque()
         self._cv = threading.Condition()
+        self._inflight: AlertMessage | None = None
+
+    def undelivered(self) -> list[tuple[str, str]]:
+        """(title, channel) of the alert being sent and of those still queued: what a run ending now leaves
+        unsent (a hung channel holds its first request for up to ``timeout_s``)."""
+        with self._cv:
+            msgs = ([self._inflight] if self._inflight is not None else []) + list(self._queue)
+        return [(m.title, self.channel.describe()) for m in msgs]
 
     def put(self, msg: AlertMessage, first: bool = False) -> None:
         with self._cv:
@@ -310,12 +320,14 @@ class _Sender(threading.Thread):
                     if mgr._closed:
                         return
                     self._cv.wait(0.5)
-                msg = self._queue.popleft()
+                msg = self._inflight = self._queue.popleft()
             try:
                 mgr._deliver(self.channel, msg)
             except Exception as exc:  # noqa: BLE001
                 logger.warning("rlcockpit: alert sender error: %s", exc)
             finally:
+                with self._cv:
+                    self._inflight = None
                 mgr._done_one()
 
 

@@ -14,7 +14,9 @@ Alerts are on only when asked for: ``init(alerts=...)`` (a section, a channel li
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ from rlcockpit.tracking.writer import Writer
 logger = logging.getLogger("rlcockpit")
 
 DEFAULT_LOGGERS = ("rlcockpit",)
+OPEN_TIMEOUT_ENV = "RLCOCKPIT_LOGGER_OPEN_S"  # how long init() waits for one logger to start (default 30)
 DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
 
 # name -> hook(run, section) attaching something to a live run (``"alerts"``: the alert manager)
@@ -161,7 +164,7 @@ def open_sinks(loggers: Iterable[str] | str | None, info: RunInfo, extra: Sequen
             continue
         sink = cls()
         try:
-            sink.open(info)
+            open_bounded(sink, info)
         except MissingExtra as exc:
             logger.warning("rlcockpit: %s", exc)
             print(f"rlcockpit: {exc}", file=sys.stderr)
@@ -175,6 +178,31 @@ def open_sinks(loggers: Iterable[str] | str | None, info: RunInfo, extra: Sequen
         sink.open(info)
         sinks.append(sink)
     return sinks, store_data
+
+
+def open_bounded(sink: Sink, info: RunInfo) -> None:
+    """``sink.open(info)`` on a helper thread, waited for at most ``$RLCOCKPIT_LOGGER_OPEN_S`` (30 s): a tracker
+    server that accepts the connection and never answers (MLflow's client retries it for minutes) must not keep
+    ``init()``, and so training, from starting. A logger that misses the bound raises ``TimeoutError`` (one
+    warning line, the run goes on without it); its thread is left behind (daemon) and never gets data."""
+    limit = float(os.environ.get(OPEN_TIMEOUT_ENV) or 30.0)
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            sink.open(info)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, name=f"rlcockpit-open-{sink.name}", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if not outcome:
+        raise TimeoutError(f"did not start within {limit:.0f}s (its server is not answering?); "
+                           f"the run goes on without it ({OPEN_TIMEOUT_ENV} sets the wait)")
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 def _print_finding(finding: Any, describe: Any) -> None:

@@ -1,0 +1,107 @@
+"""SIGKILL ``rlcockpit train`` (tiny model, CPU) at seeded random points and resume it from its checkpoint
+(``trainer.resume_mode=auto``) each time: what reads back is what an uninterrupted run of the same config
+logs (same steps once each, same values for every key that is not a timing), one run, finished, and the CLI
+readers work on the killed run. ``RLCOCKPIT_FAULT_TRIALS`` raises the number of kills (docs/qa/faults.md)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from faults_support import child_env
+
+import rlcockpit
+from rlcockpit.cli import main
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # ~8 s per trainer process
+
+TRIALS = max(2, int(os.environ.get("RLCOCKPIT_FAULT_TRIALS", "3")) // 2)
+STEPS = 8
+TINY = ["actor_rollout_ref.model.tiny.hidden_size=32", "actor_rollout_ref.model.tiny.num_layers=1",
+        "actor_rollout_ref.model.tiny.num_heads=2", "actor_rollout_ref.model.tiny.intermediate_size=64",
+        "actor_rollout_ref.model.tiny.sft_steps=2", "actor_rollout_ref.model.tiny.sft_batch_size=8",
+        "actor_rollout_ref.model.tiny.sft_slip_steps=0", "data.builtin.train_size=64", "data.builtin.val_size=8",
+        "data.train_batch_size=4", "data.max_prompt_length=32", "data.max_response_length=4",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=4", "actor_rollout_ref.rollout.n=4",
+        "trainer.logger=[rlcockpit]", "trainer.num_threads=1", "health.enable=false", "trainer.save_freq=2",
+        "trainer.test_freq=4", "trainer.resume_mode=auto"]
+NOT_REPRODUCIBLE = ("timing_s/", "timing_per_token_ms/", "perf/", "system/")
+
+
+def _train(root: Path, name: str, steps: int = STEPS) -> list[str]:
+    return [sys.executable, "-m", "rlcockpit.cli", "train", "--preset", "arith-grpo", *TINY,
+            f"trainer.total_training_steps={steps}", f"trainer.rlcockpit_dir={root / name / 'store'}",
+            f"trainer.default_local_dir={root / name / 'ckpt'}"]
+
+
+def _only_run(store: Path):  # noqa: ANN202
+    runs = rlcockpit.Api(store).runs()
+    assert len(runs) == 1, [r.id for r in runs]
+    return runs[0]
+
+
+def _wait_for_step(store: Path, step: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until the store holds ``step`` (a kill point measured in training progress, not wall time)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (store / "rlcockpit.db").exists():
+            runs = rlcockpit.Api(store).runs()
+            if runs and (runs[0].last_step or -1) >= step:
+                return
+        time.sleep(0.05)
+
+
+def check_against(ref, got) -> int:  # noqa: ANN001
+    """Every stored key of ``got`` holds a prefix of ``ref``'s steps, once each, with ``ref``'s values; returns
+    the last step stored for ``critic/score/mean``."""
+    last = -1
+    for key in got.keys():
+        s2, v2, _ = got.series(key)
+        assert len(np.unique(s2)) == len(s2), f"{key}: a step was stored twice"
+        if key.startswith(NOT_REPRODUCIBLE):
+            continue
+        s1, v1, _ = ref.series(key)
+        assert np.array_equal(s1[: len(s2)], s2), f"{key}: steps {s2.tolist()} are not a prefix of {s1.tolist()}"
+        assert np.allclose(v1[: len(v2)], v2, equal_nan=True, rtol=1e-6), f"{key}: a value is not the logged one"
+        if key == "critic/score/mean" and len(s2):
+            last = int(s2[-1])
+    return last
+
+
+def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, capsys) -> None:
+    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    # the tiny model is built once (its SFT warm-up), so the reference and the killed runs start equal
+    subprocess.run(_train(tmp_path, "warm", 1), env=env, capture_output=True, check=True, timeout=300)
+    subprocess.run(_train(tmp_path, "ref"), env=env, capture_output=True, check=True, timeout=300)
+    ref = _only_run(tmp_path / "ref" / "store")
+    rng = random.Random(77)
+    store = tmp_path / "kill" / "store"
+    reached = []
+    for _ in range(TRIALS):
+        proc = subprocess.Popen(_train(tmp_path, "kill"), env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _wait_for_step(store, rng.randrange(STEPS - 1), proc)
+        time.sleep(rng.uniform(0.0, 0.3))  # anywhere inside the next step: rollout, update, checkpoint, logging
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        if not (store / "rlcockpit.db").exists():
+            continue
+        got = _only_run(store)
+        reached.append(check_against(ref, got))
+        assert main(["runs", "--dir", str(store)]) == 0
+        assert main(["export", got.id, "--dir", str(store), "--output", str(tmp_path / "k.csv")]) == 0
+        assert main(["diagnose", got.id, "--dir", str(store), "--json"]) == 0
+        capsys.readouterr()
+    done = subprocess.run(_train(tmp_path, "kill"), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = _only_run(store)
+    assert check_against(ref, got) == STEPS and got.status == "finished"
+    assert sorted(got.keys()) == sorted(ref.keys())
+    assert any(r >= 1 for r in reached), f"no kill landed after the first step ({reached}): the test tested nothing"
