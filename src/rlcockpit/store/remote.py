@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import sys
 import threading
 import time
@@ -252,7 +253,10 @@ class Uploader(threading.Thread):
                 try:
                     self.flush()
                 except Exception as exc:  # noqa: BLE001 - never die: the data stays in the spool
-                    self._failed(f"{type(exc).__name__}: {exc}", BACKOFF_MAX_S)
+                    try:
+                        self._failed(f"{type(exc).__name__}: {exc}", BACKOFF_MAX_S)
+                    except Exception:  # noqa: BLE001 - e.g. the spool's disk is full: retry later
+                        self._next_try = time.monotonic() + BACKOFF_MAX_S
 
     def flush(self) -> bool:
         """Send everything pending; ``True`` when the spool is empty."""
@@ -312,22 +316,35 @@ class Uploader(threading.Thread):
         wait = self._backoff if retry_s is None else max(retry_s, 0.05)
         self._next_try = time.monotonic() + wait
         self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
-        self.spool.set_info(last_error=why, last_error_at=str(time.time()))
+        self._note(last_error=why, last_error_at=str(time.time()))
         if self.outage is None and not quiet:
-            stats = self.spool.stats()
             say(f"rlcockpit: team server {self.store.server} {why}; logging goes on, spooling to {self.spool.path} "
-                f"({stats['ops']} batches waiting); they are sent in order when it is back")
+                f"({self._waiting()} batches waiting); they are sent in order when it is back")
         if self.state != "refused":
             self.state = f"waiting: {why}"
         self.outage = self.outage or why
         self.had_outage = True
         return False
 
+    def _note(self, **info: str) -> None:
+        """Status for ``rlcockpit status`` in the spool, best effort: on a full disk (or a locked spool) the
+        bookkeeping must not raise out of the uploader — its thread would die and nothing be sent again."""
+        try:
+            self.spool.set_info(**info)
+        except (OSError, sqlite3.Error) as exc:
+            logger.debug("rlcockpit: spool status not written: %s", exc)
+
+    def _waiting(self) -> int | str:
+        try:
+            return int(self.spool.stats()["ops"])
+        except (OSError, sqlite3.Error):
+            return "?"
+
     def _recovered(self) -> None:
         self._backoff = BACKOFF_START_S
         if self.outage is not None or self.state != "ok":
             say(f"rlcockpit: team server {self.store.server} is back; sending the spooled batches "
-                f"({self.spool.stats()['ops']} left)")
-            self.spool.set_info(last_ok=str(time.time()))
+                f"({self._waiting()} left)")
+            self._note(last_ok=str(time.time()))
         self.outage = None
         self.state = "ok"
