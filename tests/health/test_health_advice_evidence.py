@@ -63,10 +63,11 @@ def test_the_3_step_trl_run_through_the_store_and_the_cli(tmp_path, capsys):
     diag = diagnose_run(open_store(tmp_path), run.id)
     assert diag["overrides"]["apply"] == [] and diag["baseline"]["steps"] == 3
     capsys.readouterr()
-    assert cli_main(["diagnose", run.id, "--dir", str(tmp_path)]) == 0
+    html = tmp_path / "report.html"
+    assert cli_main(["diagnose", run.id, "--dir", str(tmp_path), "--html", str(html)]) == 0
     out = capsys.readouterr().out
     assert "Overrides to apply" not in out and "too short for a baseline" in out
-    assert "already like this at the run's first samples" in out
+    assert "already like this at the run's first samples" in out and "too short for a baseline" in html.read_text()
 
 
 def lone_warning(config: dict, detector: str = "sample_degeneration", step: int = 40,

@@ -193,6 +193,9 @@ def render_html_report(diagnosis: dict[str, Any], store: Any = None, run_id: str
             marks.append((float(rc["step"]), "event"))
     else:
         out.append("<h2>No critical problem found</h2>")
+    note = (diagnosis.get("baseline") or {}).get("note")
+    if note:  # too short to judge against itself: the per-finding fixes below are not proposed yet
+        out.append(f"<p><b>Too little evidence yet:</b> {_e(note)}</p>")
     for f in findings:
         if f["severity"] == "critical" and f.get("metric") and f["metric"] not in keys:
             keys.append(f["metric"])
