@@ -145,3 +145,13 @@ def test_a_real_collapse_in_verl_dialect_keeps_the_stacked_fix():
     assert all(o.startswith(("actor_rollout_ref.", "algorithm.", "data.")) for o in apply), apply
     assert {"actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.optim.lr",
             "actor_rollout_ref.actor.clip_ratio"} <= {o.split("=")[0] for o in apply}
+
+
+@pytest.mark.parametrize("config", [{"framework": "rlcockpit", "rollout": {"name": "hf"}},
+                                    dict(TRL_CFG, use_vllm=False)], ids=["rlcockpit-hf", "trl-no-vllm"])
+def test_a_generation_bound_run_without_vllm_is_not_told_to_change_vllms_memory(config):
+    f = Finding("throughput_drop", "warning", 40, "slow", evidence={"values": {"bottleneck": "generation-bound"}})
+    _causes, actions = advise(f, RunConfigView(config))
+    assert actions and not any(a.changes for a in actions) and "vLLM" in actions[0].title
+    vllm = RunConfigView(dict(TRL_CFG, use_vllm=True))
+    assert advise(f, vllm)[1][0].overrides == ["vllm_gpu_memory_utilization=0.7"]
