@@ -68,6 +68,14 @@ def test_the_3_step_trl_run_through_the_store_and_the_cli(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Overrides to apply" not in out and "too short for a baseline" in out
     assert "already like this at the run's first samples" in out and "too short for a baseline" in html.read_text()
+    # the dashboard's diagnosis: nothing to copy, and the note it shows beside the empty list
+    from fastapi.testclient import TestClient
+
+    from rlcockpit.ui.app import create_app
+
+    client = TestClient(create_app(open_store(tmp_path)), base_url="http://127.0.0.1")
+    d = client.get(f"/api/runs/{run.id}/diagnosis").json()
+    assert d["overrides"] == [] and "too short for a baseline" in d["diagnosis"]["baseline"]["note"]
 
 
 def lone_warning(config: dict, detector: str = "sample_degeneration", step: int = 40,

@@ -53,6 +53,8 @@ def corroboration(finding: Finding, findings: Sequence[Finding]) -> int:
     ``RELATED_WINDOW`` steps of it: independent evidence for the same failure."""
     story = _story(finding)
     detectors = {finding.detector}
+    if story == "other":  # no shared failure story: unrelated findings do not back each other up
+        return 1
     for f in findings:
         if f.severity in ("warning", "critical") and f.detector not in detectors and _story(f) == story \
                 and _near(finding, f):
@@ -109,6 +111,8 @@ def baseline_note(steps: int | None, findings: Sequence[Finding]) -> str | None:
     if not run_too_short(steps):
         return None
     warned = sorted({f.detector for f in findings if f.severity == "warning"})
-    watch = f"; watch {', '.join(warned)} over the next steps" if warned else ""
-    return (f"The run has only {steps} logged step{'s' if steps != 1 else ''}: too short for a baseline of its "
-            f"own (the detectors judge a run against its first steps), so warnings propose no changes yet{watch}.")
+    head = (f"The run has only {steps} logged step{'s' if steps != 1 else ''}: too short for a baseline of its own "
+            "(the detectors judge a run against its first steps)")
+    if not warned:
+        return head + ", so most detectors were still warming up: no findings here means little yet."
+    return head + f", so warnings propose no changes yet; watch {', '.join(warned)} over the next steps."

@@ -54,7 +54,7 @@ def format_held_back_text(diagnosis: dict[str, Any]) -> list[str]:
     held, same = merged.get("held_back") or [], merged.get("already_set") or []
     if not (note or held or same):
         return []
-    lines = ["", "Not proposed (too little evidence yet):" if (note or held) else "Not proposed:"]
+    lines = ["", "Too little evidence yet:" if (note or held) else "Not proposed:"]
     if note:
         lines.append(f"  {note}")
     lines += [f"  - {h['for']}: {h['text']}" for h in held]
