@@ -66,3 +66,47 @@ def test_init_waits_for_a_short_lock_and_names_a_long_one(tmp_path: Path) -> Non
         locker.close()
     store.create_run({"id": "r", "project": "p", "name": "n"})  # the same store works once the lock is gone
     assert store.get_run("r")["name"] == "n"
+
+
+def test_a_lock_held_past_the_backlog_records_what_it_cost(tmp_path: Path) -> None:
+    """The lock outlasts the busy timeout and the backlog's byte bound: every step is then either stored with
+    its logged value or inside a recorded ``data_lost`` range, and writing resumes when the lock goes."""
+    store_dir = tmp_path / "store"
+    run = rlcockpit.init(project="p", name="long-lock", dir=store_dir, system_interval=None, capture_meta=False,
+                         health=False, max_queue_bytes=256 * 1024)
+    keys = [f"k{i}" for i in range(20)]
+    step = 0
+    try:
+        run.log({k: float(step) for k in keys}, step=step)
+        step += 1
+        assert run.flush(10)
+        locker = DatabaseLocker(store_dir / "rlcockpit.db")
+        try:
+            t_end = time.monotonic() + 3.0
+            while time.monotonic() < t_end:
+                run.log({k: float(step) for k in keys}, step=step)
+                step += 1
+                if step % 200 == 0:
+                    time.sleep(0.01)
+        finally:
+            locker.release()
+            locker.close()
+        for _ in range(100):
+            run.log({k: float(step) for k in keys}, step=step)
+            step += 1
+            time.sleep(0.001)
+    finally:
+        run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert stored.status == "finished"
+    got = stored.series("k0")[0]
+    for k in keys:
+        steps, vals, _ = stored.series(k)
+        assert np.array_equal(steps, got) and np.array_equal(vals, steps.astype(float)), k
+    lost = sorted(tuple(r) for e in stored.events("data_lost") for r in e["payload"]["ranges"])
+    assert lost, "3 s of full-speed logging into a locked store overflows a 256 KiB backlog: a loss must be recorded"
+    covered = set(got.tolist())
+    for lo, hi in lost:
+        assert not covered & set(range(lo, hi + 1)), "a step is both stored and reported lost"
+        covered |= set(range(lo, hi + 1))
+    assert covered == set(range(step)) and got[-1] == step - 1
