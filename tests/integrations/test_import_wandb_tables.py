@@ -112,6 +112,7 @@ def test_trl_grpo_completions_table_imports_as_the_callback_stores_it(tmp_path: 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONSOLE", "off")  # no stdout/stderr hooks left behind for later tests' runs
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"how many apples {i}"}] for i in range(16)]})
 
     def reward_len(completions, **kwargs):
@@ -129,6 +130,7 @@ def test_trl_grpo_completions_table_imports_as_the_callback_stores_it(tmp_path: 
     trainer.train()
     import wandb
 
+    wandb.finish()  # transformers leaves wandb.run open: a later test's trainer would reuse the torn-down run
     wandb.teardown()
     assert list(tmp_path.glob("wandb/offline-run-*/files/media/table/completions_*.table.json"))
 

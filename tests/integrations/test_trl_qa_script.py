@@ -38,6 +38,7 @@ def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, m
     trainer.train()
     import wandb
 
+    wandb.finish()  # transformers leaves wandb.run open: a later test's trainer would reuse the torn-down run
     wandb.teardown()
 
     trl_keys = {"reward", "reward_std", "rewards/reward_len/mean", "completions/mean_length", "entropy", "grad_norm"}
