@@ -150,3 +150,29 @@ def test_trl_grpo_completions_table_imports_as_the_callback_stores_it(tmp_path: 
                 assert a[k] == pytest.approx(b[k]), k
             assert a["reward"] == pytest.approx(a["rewards/reward_len"] + 0.5 * a["rewards/reward_digits"])
     assert not [k for k in imported.keys(res.run_id) if k.startswith("completions/")]
+
+
+def test_verl_val_generations_table_imports_each_sample_once(tmp_path: Path) -> None:
+    """verl's ValidationGenerationsLogger (verl/utils/tracking.py) logs ``val/generations`` as a new
+    ``wandb.Table(columns=["step", "input_1", "output_1", "score_1", ...], data=old.data)`` plus one row per
+    validation step, so each file repeats every earlier row; each validation sample is imported once, at its
+    step, as a prompt/response/reward row."""
+    import wandb
+
+    run = wandb.init(mode="offline", project="verl", dir=str(tmp_path), settings=wandb.Settings(console="off"))
+    columns = ["step"] + sum([[f"input_{i + 1}", f"output_{i + 1}", f"score_{i + 1}"] for i in range(2)], [])
+    table = wandb.Table(columns=columns)
+    for step in (5, 10, 15):  # the same calls as verl's _log_generations_to_wandb
+        new_table = wandb.Table(columns=columns, data=table.data)
+        new_table.add_data(step, f"q{step}a", f"r{step}a", 1.0, f"q{step}b", f"r{step}b", 0.0)
+        run.log({"val-core/openai/gsm8k/reward/mean@1": step / 20, "val/generations": new_table}, step=step)
+        table = new_table
+    run.finish()
+    wandb.teardown()
+    res = import_run(str(tmp_path / "wandb"), dir=tmp_path / "s", health=False)
+    assert res.ok and not res.problems, res
+    store = open_store(tmp_path / "s")
+    assert store.sample_steps(res.run_id) == [5, 10, 15] and res.sample_rows == 6
+    got = [(r["step"], r["prompt"], r["response"], r["reward"], r["split"]) for r in store.samples(res.run_id)]
+    assert sorted(got) == sorted([(s, f"q{s}{x}", f"r{s}{x}", sc, "val") for s in (5, 10, 15)
+                                  for x, sc in (("a", 1.0), ("b", 0.0))])

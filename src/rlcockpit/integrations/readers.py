@@ -331,11 +331,19 @@ def _wandb_samples(data: dict[str, Any]) -> SampleBatches:
     """The W&B tables of the run as sample batches at their rows' steps (see
     :mod:`rlcockpit.integrations.wandb_tables`); a table file that cannot be read is a :class:`SampleProblem`
     (the other tables and every metric are still imported). A table logged again unchanged (same sha256 as
-    that key's previous one: TRL logs its last batch twice) is imported once."""
-    from rlcockpit.integrations.wandb_tables import TableFileError, read_table_file, split_media, table_rows
+    that key's previous one: TRL logs its last batch twice) is imported once, a table re-logged with rows
+    appended (verl's ``val/generations``) only with its new rows."""
+    from rlcockpit.integrations.wandb_tables import (
+        TableFileError,
+        appended_rows,
+        read_table_file,
+        split_media,
+        table_rows,
+    )
 
     files_dir = Path(data["file"]).parent / "files"
     seen: dict[str, Any] = {}
+    previous: dict[str, list[Any]] = {}  # per key: the last full (non-incremental) table's rows
     for step, row in _wandb_steps(data):
         for key, ref in split_media(row)[1]:
             sha = ref.get("sha256")
@@ -347,6 +355,8 @@ def _wandb_samples(data: dict[str, Any]) -> SampleBatches:
             except TableFileError as exc:
                 yield SampleProblem(step, f"{exc}; not imported (the rest of the run is)")
                 continue
+            if ref.get("_type") == "table-file":
+                cells, previous[key] = appended_rows(previous.get(key), cells), cells
             rows, problems = table_rows(key, columns, cells, data["config"])
             for text in problems:
                 yield SampleProblem(step, f"{files_dir / str(ref.get('path'))}: {text}")

@@ -15,9 +15,15 @@ Shapes, chosen so an imported run reads like the same run logged live:
   sum weighted by the run config's ``reward_weights``, ``rewards/<function>``, ``advantage``, other columns
   as they are. Reward columns: the numeric columns right after ``completion`` (as many as ``reward_weights``
   has entries, when the config says).
+* verl's validation table (``val/generations``: columns ``step, input_1, output_1, score_1, ...``, one row per
+  validation step) → one sample per (input, output, score): ``prompt``, ``response``, ``reward``,
+  ``split: "val"``.
 * any other table → what ``run.log({"key": Table})`` stores live (:meth:`rlcockpit.tracking.media.Table.sample_rows`):
   one row per table row, columns as they are, ``completion`` also as ``response``, a ``table`` column with
   the logged key.
+
+A table re-logged with rows appended (verl's ``val/generations`` does so: each file holds every earlier row
+again) contributes only its new rows at each step; an identical re-log nothing.
 """
 
 from __future__ import annotations
@@ -111,9 +117,44 @@ def table_rows(key: str, columns: list[str], data: list[Any], config: Mapping[st
             problems.append(f"table {key!r} row {i}: {what} for {len(columns)} columns {columns}; row skipped")
     if all(c in columns for c in TRL_COLUMNS):
         return _trl_rows(columns, good, config or {}), problems
+    width = _verl_width(columns)
+    if width:
+        return _verl_rows(key, columns, good, width), problems
     from rlcockpit.tracking.media import Table
 
     return Table(columns=columns, data=good).sample_rows(key), problems
+
+
+def appended_rows(previous: list[Any] | None, data: list[Any]) -> list[Any]:
+    """The rows a re-logged table added: verl's ``val/generations`` (and many users' tables) log a new
+    ``Table(data=old.data)`` plus one row each time, so every file holds all earlier rows again."""
+    if previous and len(data) >= len(previous) and data[: len(previous)] == previous:
+        return data[len(previous):]
+    return data
+
+
+def _verl_width(columns: list[str]) -> int:
+    """n for verl's validation table columns ``step, input_1, output_1, score_1, ..., score_n``, else 0."""
+    n, rest = divmod(len(columns) - 1, 3)
+    if not columns or columns[0] != "step" or rest or not n:
+        return 0
+    want = [f"{kind}_{i}" for i in range(1, n + 1) for kind in ("input", "output", "score")]
+    return n if columns[1:] == want else 0
+
+
+def _verl_rows(key: str, columns: list[str], rows: list[list[Any]], n: int) -> list[dict[str, Any]]:
+    """One sample row per (input_i, output_i, score_i) of each table row, as verl's rollout dumps read:
+    ``prompt``, ``response``, ``reward``; ``split: "val"`` for verl's ``val/generations``."""
+    out = []
+    for r in rows:
+        for i in range(n):
+            prompt, response, score = r[1 + 3 * i: 4 + 3 * i]
+            reward = score if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+            row = {"prompt": chat_text(prompt), "response": chat_text(response), "reward": reward, "table": key}
+            if key.startswith("val"):
+                row["split"] = "val"
+            out.append(row)
+    return out
 
 
 def _reward_columns(columns: list[str], rows: list[list[Any]], config: Mapping[str, Any]) -> list[str]:
