@@ -44,6 +44,7 @@ from rlcockpit.algos import (
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.distributed import SINGLE, Dist
+from rlcockpit.trainer.metrics import variance_proxy_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 from rlcockpit.trainer.packing import forward_packed
 
@@ -228,6 +229,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
         metrics["actor/entropy"] = sum(entropy_parts)
     metrics["actor/nonfinite_skipped"] = float(skipped)
     metrics["actor/lr"] = float(optimizer.param_groups[0]["lr"])
+    metrics.update(variance_proxy_metrics(batch, metrics.get("actor/grad_norm")))  # with sum_pi_squared, as verl
     return metrics
 
 
