@@ -111,8 +111,11 @@ def test_a_verl_run_gets_verl_paths_only(shape):
 
 def test_verl_only_knobs_are_not_offered_to_the_rlcockpit_trainer():
     actions = [a for _n, a in _actions(OURS["default"])]
-    # the KV-cache share is a knob of the trainer's vLLM rollout (rollout.name=vllm) too, so it is offered
-    kv = next(a for a in actions if "KV cache" in a.title)
+    # the KV-cache share is a knob of the trainer's vLLM rollout (rollout.name=vllm) too, so it is offered there;
+    # the default HF rollout has no such setting, so a run on it is not told to change one
+    assert not any("KV cache" in a.title for a in actions)
+    vllm = [a for _n, a in _actions(_with(actor_rollout_ref__rollout__name="vllm"))]
+    kv = next(a for a in vllm if "KV cache" in a.title)
     assert kv.overrides == ["rollout.gpu_memory_utilization=0.7"]
     assert kv.verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]
     workers = [a for a in actions if "dataloader" in a.title]

@@ -49,7 +49,10 @@ def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, m
     assert len(rows) == 4 and all(r["prompt"].startswith("user: how many apples") for r in rows)
     capsys.readouterr()  # the trainer's own prints
     assert cli_main(["diagnose", cb.run.id, "--dir", str(tmp_path / "store"), "--json"]) in (0, 1)
-    assert json.loads(capsys.readouterr().out)["run"]["id"] == cb.run.id
+    diagnosis = json.loads(capsys.readouterr().out)
+    assert diagnosis["run"]["id"] == cb.run.id
+    # 3 steps of a random-weights model: too short for a baseline, nothing to paste (health/evidence.py)
+    assert diagnosis["overrides"]["apply"] == [] and diagnosis["baseline"]["enough"] is False, diagnosis["overrides"]
 
     # the same run as W&B recorded it (transformers' WandbCallback), imported: the trainer's steps, TRL's keys
     res = import_run(str(tmp_path / "wandb"), dir=tmp_path / "imported")

@@ -48,7 +48,39 @@ class SampleDegeneration(Detector):
             " — e.g. " + " | ".join(repr(e[:60]) for e in excerpts) if excerpts else "")
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if finding.severity == "warning":
+            since = self.since_start(finding.evidence.get("values") or {})
+            if since:  # the outputs did not change: nothing the training did, no training knob to turn
+                return [Cause("the outputs were already like this at the run's first samples: the starting model or "
+                              "the decoding setup (tokenizer, chat template, stop tokens), not the training",
+                              0.8, "; ".join(since))], [
+                    Action("Check the starting model before training: sample it with the run's tokenizer and chat "
+                           "template", why="a collapse makes outputs worse than they were; these did not change")]
         return collapse_causes(self, finding), collapse_actions(self)
+
+    # (value key, baseline key, how far above its own first samples a signal must be to count as a change)
+    SIGNALS = (("repeat_ngram_rate", REPEAT, 0.1), ("nonprintable_rate", NONPRINT, 0.01),
+               ("empty_rate", EMPTY, 0.1), ("char_run_rate", CHAR_RUN, 0.1))
+
+    def since_start(self, values: dict) -> list[str]:
+        """For a warning whose every signal past its fixed level sits where the run's first samples had it
+        (within 1.5x + a small margin): what it was then and now. Empty when something got worse — the run's
+        own baseline, not a fixed level, says whether the outputs degenerated."""
+        base, out = values.get("baseline") or {}, []
+        levels = {"repeat_ngram_rate": self.p["repeat_warn"], "nonprintable_rate": self.p["nonprint_warn"],
+                  "empty_rate": self.p["empty_warn"], "char_run_rate": self.p["char_run_warn"]}
+        for name, key, margin in self.SIGNALS:
+            now, then = values.get(name), base.get(key)
+            if not isinstance(now, (int, float)) or now <= levels[name]:
+                continue
+            if not isinstance(then, (int, float)) or now > 1.5 * then + margin:
+                return []
+            out.append(f"{name} {then:.1%} at the first samples, {now:.1%} now")
+        dup = values.get("cross_prompt_duplicate_rate")
+        dup_base = base.get(CROSS_DUP) or 0.0
+        if isinstance(dup, (int, float)) and dup > self.p["cross_dup_warn"] and dup > dup_base + self.p["short_rise"]:
+            return []  # only ever reported as a rise over the run's own first samples
+        return out
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)

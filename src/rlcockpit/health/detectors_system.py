@@ -31,7 +31,14 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
             view, "More dataloader workers (verl; rlcockpit's trainer has no worker knob: look at reward functions "
             "and host-side work)", {"data.dataloader_num_workers": 8})]
     if "generation" in label:
-        return [Cause("rollout generation dominates the step (generation-bound)", 0.7, f"{share:.0%} of the step")], [
+        cause = Cause("rollout generation dominates the step (generation-bound)", 0.7, f"{share:.0%} of the step")
+        engine = view.get("rollout.name") or view.get("actor_rollout_ref.rollout.name")
+        if engine == "hf" or (view.is_trl and view.flag("use_vllm") is False):  # no KV-cache memory knob: a
+            # proposal would change nothing (TRL generates with transformers unless use_vllm)
+            switch = "use_vllm=True" if view.is_trl else "rollout.name=vllm"
+            return [cause], [Action(f"Generate with vLLM ({switch}) if the machine has a GPU: the transformers "
+                                    "rollout has no KV-cache memory setting")]
+        return [cause], [
             make_action(view, "Give the rollout engine more memory for KV cache (a vLLM/SGLang rollout; the HF "
                         "rollout has no such knob)", {"rollout.gpu_memory_utilization": 0.7})]
     if "update" in label:

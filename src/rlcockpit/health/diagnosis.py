@@ -19,13 +19,13 @@ from typing import Any
 from rlcockpit.health.advice import story_causes
 from rlcockpit.health.base import DETECTORS, Detector
 from rlcockpit.health.config_view import RunConfigView
+from rlcockpit.health.evidence import RELATED_WINDOW, baseline_note, weigh
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.overrides import assign_to_actions, merge_overrides
 from rlcockpit.health.reviews import reviewer_findings
 from rlcockpit.health.stories import Story, resolve_story
 
-RELATED_WINDOW = 15  # steps around the first critical finding in which other findings count as the same event
 LOOKBACK = 60  # steps before it in which findings of the same story count as its precursors
 ROLE_ORDER = {"mechanism": 0, "outcome": 1, "samples": 2}
 
@@ -177,8 +177,23 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | None, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The diagnosis dict for already computed ``findings`` (see :func:`diagnose_run`)."""
+def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None) -> dict[str, Any]:
+    """The merged override set of the diagnosis, in proportion to the evidence (see
+    :mod:`rlcockpit.health.evidence`): the root-cause event's fixes and criticals in full, a warning's fixes one
+    per corroborating finding, none from warnings on a run too short for a baseline. ``held_back`` lists what
+    was left out and why."""
+    event = event_findings(findings)
+    weighed = weigh(priority_order(findings), findings, steps, fixes_for(*event) if event else ())
+    merged = merge_overrides([w.finding for w in weighed], view)
+    merged["held_back"] = [{"for": f"{w.finding.detector} at step {w.finding.step_start}", "text": w.held}
+                           for w in weighed if w.held]
+    return merged
+
+
+def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | None, run: Mapping[str, Any] | None = None,
+                      steps: int | None = None) -> dict[str, Any]:
+    """The diagnosis dict for already computed ``findings`` (see :func:`diagnose_run`); ``steps`` is the run's
+    number of logged steps (default: the run's ``last_step``; unknown: the run counts as long enough)."""
     for f in findings:
         f.id = _finding_id(f)
     view = RunConfigView(run_config)
@@ -187,10 +202,14 @@ def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | N
     summary = (run or {}).get("summary") or {}
     run_info["stop_reason"] = summary.get("stop_reason") or ((run or {}).get("meta") or {}).get("end_reason")
     run_info["stop_kind"] = summary.get("stop_kind")
+    if steps is None and isinstance(run_info["last_step"], int) and run_info["last_step"] >= 0:
+        steps = run_info["last_step"]
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("critical", "warning", "info")}
+    note = baseline_note(steps, findings)
     return _clean({"run": run_info, "counts": counts, "findings": [f.to_dict() for f in findings],
                    "root_cause": root_cause(findings, view),
-                   "overrides": merge_overrides(priority_order(findings), view)})
+                   "baseline": {"steps": steps, "enough": note is None, "note": note},
+                   "overrides": proposed_overrides(findings, view, steps)})
 
 
 def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -198,11 +217,13 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
 
     Returns ``{"run": {...}, "counts": {...}, "findings": [finding dicts with "id"], "root_cause": {"title",
     "story", "step", "root": {"detector", "step", "title", "finding_id"}, "chain": [{"role", "finding_id",
-    "detector", "step", "text", "values", "samples"}], "explanation", "actions": [...]} | None, "overrides":
-    {"vocabulary", "apply", "verl", "choices", "not_applicable"}}``. ``root_cause`` is ``None`` unless something
-    critical happened; ``overrides`` is the one merged set to paste (see :func:`merge_overrides`).
+    "detector", "step", "text", "values", "samples"}], "explanation", "actions": [...]} | None, "baseline":
+    {"steps", "enough", "note"}, "overrides": {"vocabulary", "apply", "verl", "choices", "not_applicable",
+    "already_set", "held_back": [{"for", "text"}]}}``. ``root_cause`` is ``None`` unless something critical
+    happened; ``overrides`` is the one merged set to paste, in proportion to the evidence (see
+    :func:`proposed_overrides`); ``baseline.note`` says when the run is too short to judge against itself.
     """
     run, metrics, samples = load_run(store, run_id)
     findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
     findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
-    return diagnose_findings(findings, run.get("config") or {}, run)
+    return diagnose_findings(findings, run.get("config") or {}, run, steps=len(metrics))

@@ -64,11 +64,13 @@ def _choose(props: list[_Proposal], current: Any) -> tuple[_Proposal, str]:
 
 
 def _merge(ordered: Sequence[Finding], view: RunConfigView, name: Callable[[str], str | None]
-           ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """One choice per knob as ``name`` spells it; and the changes ``name`` cannot spell."""
+           ) -> tuple[list[dict[str, Any]], dict[str, str], dict[str, str]]:
+    """One choice per knob as ``name`` spells it; the changes ``name`` cannot spell; and those that would set
+    a knob to the value it already has (proposing ``num_iterations=1`` to a run at 1 changes nothing)."""
     by_target: dict[str, list[_Proposal]] = {}
     advice_key: dict[str, str] = {}
     skipped: dict[str, str] = {}
+    unchanged: dict[str, str] = {}
     for rank, f in enumerate(ordered):
         for action in f.actions:
             for key, value in (action.changes or {}).items():
@@ -76,6 +78,11 @@ def _merge(ordered: Sequence[Finding], view: RunConfigView, name: Callable[[str]
                 if target is None:
                     skipped.setdefault(key, f"{key}={format_value(value)} (for {f.detector}): a {view.framework} run "
                                             "has no such setting")
+                    continue
+                current = view.get(key)
+                if current is not None and format_value(current) == format_value(value):
+                    unchanged.setdefault(target, f"{target}={format_value(value)} (for {f.detector}): already the "
+                                                 "run's value")
                     continue
                 advice_key.setdefault(target, key)
                 by_target.setdefault(target, []).append(_Proposal(value, f, action, rank))
@@ -89,7 +96,7 @@ def _merge(ordered: Sequence[Finding], view: RunConfigView, name: Callable[[str]
                 others[format_value(p.value)].append(p.source)
         choices.append({"key": target, "value": text, "for": win.source, "reason": reason,
                         "alternatives": [{"value": v, "for": ", ".join(src)} for v, src in others.items()]})
-    return choices, skipped
+    return choices, skipped, unchanged
 
 
 def merge_overrides(ordered: Sequence[Finding], view: RunConfigView) -> dict[str, Any]:
@@ -98,16 +105,17 @@ def merge_overrides(ordered: Sequence[Finding], view: RunConfigView) -> dict[str
     Returns ``{"vocabulary": "verl"|"trl"|"rlcockpit", "apply": ["key=value", ...] (one per key, the run's
     vocabulary), "verl": [...] (the same changes as verl paths, one per path; empty for TRL runs), "choices":
     [{"key", "value", "for", "reason", "alternatives": [{"value", "for"}]}] (one per key of ``apply``),
-    "not_applicable": [texts of changes the run's launcher has no key for]}``.
+    "not_applicable": [texts of changes the run's launcher has no key for], "already_set": [texts of changes to
+    the value the run already has: left out]}``.
     """
-    choices, skipped = _merge(ordered, view, lambda k: target_key(view, k))
+    choices, skipped, unchanged = _merge(ordered, view, lambda k: target_key(view, k))
     verl: list[str] = []
     if view.is_verl:
         verl = [f"{c['key']}={c['value']}" for c in choices]
     elif not view.is_trl:  # rlcockpit's trainer: its keys are verl's paths, and verl-only knobs are added
         verl = [f"{c['key']}={c['value']}" for c in _merge(ordered, view, VERL_KEYS.get)[0]]
     return {"vocabulary": view.framework, "apply": [f"{c['key']}={c['value']}" for c in choices], "verl": verl,
-            "choices": choices, "not_applicable": list(skipped.values())}
+            "choices": choices, "not_applicable": list(skipped.values()), "already_set": list(unchanged.values())}
 
 
 def assign_to_actions(ordered: Sequence[Finding], merged: dict[str, Any], view: RunConfigView,

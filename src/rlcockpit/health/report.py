@@ -46,6 +46,22 @@ def format_overrides_text(merged: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def format_held_back_text(diagnosis: dict[str, Any]) -> list[str]:
+    """Why a diagnosis proposes less than its findings' advice: a run too short for a baseline of its own,
+    warnings without corroboration (see ``rlcockpit.health.evidence``), changes the run already has."""
+    merged = diagnosis.get("overrides") or {}
+    note = (diagnosis.get("baseline") or {}).get("note")
+    held, same = merged.get("held_back") or [], merged.get("already_set") or []
+    if not (note or held or same):
+        return []
+    lines = ["", "Too little evidence yet:" if (note or held) else "Not proposed:"]
+    if note:
+        lines.append(f"  {note}")
+    lines += [f"  - {h['for']}: {h['text']}" for h in held]
+    lines += [f"  - unchanged: {t}" for t in same]
+    return lines
+
+
 def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
     """The terminal report printed by ``rlcockpit diagnose``."""
     run = diagnosis.get("run") or {}
@@ -70,11 +86,14 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
     else:
         lines += ["", "No critical problem found."]
     lines += format_overrides_text(diagnosis.get("overrides"))
+    lines += format_held_back_text(diagnosis)
     shown = [f for f in diagnosis.get("findings", []) if f["severity"] != "info"]
     if shown:
         lines += ["", "All warnings and criticals:"]
         for f in shown:
             lines.append(f"  [{f['severity']:>8}] step {f['step']:>6}  {f['detector']}: {f['title']}")
+            if f.get("causes") and not rc:  # no root-cause chain explains it: its most likely cause
+                lines.append(f"{'':>29}likely: {f['causes'][0]['title']}")
     return "\n".join(lines)
 
 
@@ -174,6 +193,9 @@ def render_html_report(diagnosis: dict[str, Any], store: Any = None, run_id: str
             marks.append((float(rc["step"]), "event"))
     else:
         out.append("<h2>No critical problem found</h2>")
+    note = (diagnosis.get("baseline") or {}).get("note")
+    if note:  # too short to judge against itself: the per-finding fixes below are not proposed yet
+        out.append(f"<p><b>Too little evidence yet:</b> {_e(note)}</p>")
     for f in findings:
         if f["severity"] == "critical" and f.get("metric") and f["metric"] not in keys:
             keys.append(f["metric"])

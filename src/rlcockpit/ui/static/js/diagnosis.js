@@ -65,6 +65,7 @@ export async function renderDiagnosis(body, detail) {
   if (data.overrides.length) fixBody.appendChild(copyBlock(t("diag.trainer"), data.overrides, "copy-overrides"));
   if (data.verl_overrides.length) fixBody.appendChild(copyBlock("verl", data.verl_overrides, "copy-verl"));
   if (!data.overrides.length && !data.verl_overrides.length) fixBody.appendChild(el("p", { class: "muted", text: t("diag.noChange") }));
+  if (diag.baseline && diag.baseline.note) fixBody.appendChild(el("p", { class: "muted", id: "baseline-note", text: diag.baseline.note }));
   if (data.html_report) right.appendChild(el("p", {}, el("a", { href: runPath(detail.run.id) + "/report.html", target: "_blank", rel: "noopener", id: "report-link", text: t("diag.report") })));
   return {};
 }
