@@ -5,45 +5,15 @@ both ways the docs offer a TRL user: ``CockpitCallback`` and ``report_to="wandb"
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
+from integrations_support import tiny_qwen2_dir as _model_dir
 
 from rlcockpit.cli import main as cli_main
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.store import open_store
 
 pytestmark = pytest.mark.slow
-
-CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-
-
-def _model_dir(path) -> str:
-    """A user's local model folder: random-init Qwen2 (hidden 64) + byte-level BPE with a chat template."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    words = "the a shop has boxes apples sells how many left answer is one two three four five".split()
-    rng = random.Random(0)
-    corpus = [" ".join(rng.choice(words) for _ in range(30)) + f" {rng.randint(0, 999)}" for _ in range(1000)]
-    core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(corpus, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tok.chat_template = CHAT
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
-
 
 def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, monkeypatch, capsys):
     from datasets import Dataset
@@ -68,6 +38,7 @@ def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, m
     trainer.train()
     import wandb
 
+    wandb.finish()  # transformers leaves wandb.run open: a later test's trainer would reuse the torn-down run
     wandb.teardown()
 
     trl_keys = {"reward", "reward_std", "rewards/reward_len/mean", "completions/mean_length", "entropy", "grad_norm"}

@@ -47,14 +47,15 @@ def test_bad_values_are_rejected_per_key_with_one_warning(start, store_dir: Path
     caplog.set_level(logging.WARNING, logger="rlcockpit")
     run = start()
     for step in range(3):
-        run.log({"ok": float(step), "text": "hello", "none": None, "vec": torch.zeros(3), "arr": np.ones((2, 2))},
-                step=step)
+        run.log({"ok": float(step), "text": "hello", "none": None, "vec": torch.zeros(3), "arr": np.ones((2, 2)),
+                 "lst": [1.0, None]}, step=step)
     run.finish()
     df = _history(store_dir, run.id)
     assert list(df.columns) == ["ok"] and df["ok"].tolist() == [0.0, 1.0, 2.0]
     rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
-    for key in ("'text'", "'none'", "'vec'", "'arr'"):
+    for key in ("'text'", "'vec'", "'arr'", "'lst'"):
         assert sum(key in m for m in rejected) == 1, (key, rejected)  # named, and only once per key
+    assert not any("'none'" in m for m in rejected)  # None is W&B's null: stored as such, not an error
     assert any("shape (3,)" in m for m in rejected)
 
 

@@ -28,7 +28,8 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     return (sum(map(ord, solution_str)) % 5) / 4.0
 '''
 
-COMPARED = ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "critic/score/mean", "response_length/mean")
+COMPARED = ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "critic/score/mean", "response_length/mean",
+            "actor/entropy", "actor/entropy_loss")  # the old pass's entropy gathered; the update's parts summed
 
 
 def _overrides(hf_assets: dict, tmp: Path, name: str, *extra: str) -> list[str]:
@@ -42,6 +43,7 @@ def _overrides(hf_assets: dict, tmp: Path, name: str, *extra: str) -> list[str]:
             "trainer.total_training_steps=3", "trainer.test_freq=0", "trainer.val_before_train=false",
             "trainer.save_freq=2", "trainer.logger=[rlcockpit]", "trainer.num_threads=1", "trainer.preflight=off",
             "health.enable=false", "trainer.device=cpu", f"trainer.experiment_name={name}",
+            "actor_rollout_ref.actor.calculate_entropy=true", "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
             f"trainer.rlcockpit_dir={tmp / 'store'}", f"trainer.default_local_dir={tmp / name}", *extra]
 
 

@@ -91,3 +91,45 @@ def test_timing_per_token_units():
     prompt = torch.ones(2, 2)
     m = timing_per_token({"gen": 0.3, "update_actor": 0.7, "reward": 1.0}, resp, prompt)
     assert m == {"timing_per_token_ms/gen": pytest.approx(100.0), "timing_per_token_ms/update_actor": pytest.approx(100.0)}
+
+
+VARIANCE_ORACLE = """
+import json, sys, torch
+from verl import DataProto
+from verl.trainer.ppo.metric_utils import compute_variance_proxy_metrics
+case = json.load(open(sys.argv[1]))
+batch = DataProto.from_dict({k: torch.tensor(v) for k, v in case["batch"].items()})
+print(json.dumps({k: float(v) for k, v in compute_variance_proxy_metrics(batch, case["grad_norm"]).items()}))
+"""
+
+
+def _variance_batch(seed: int, with_is: bool) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    bs, T = 6, 7
+    mask = (torch.arange(T)[None] < torch.randint(1, T + 1, (bs,), generator=g)[:, None]).float()
+    batch = {"response_mask": mask, "advantages": torch.randn(bs, T, generator=g) * mask,
+             "old_log_probs": -torch.rand(bs, T, generator=g) * 3, "sum_pi_squared": torch.rand(bs, T, generator=g)}
+    if with_is:
+        batch["rollout_is_weights"] = torch.rand(bs, T, generator=g) * 2
+    return batch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("with_is", "grad_norm"), [(False, 0.7), (True, 0.3), (False, None)])
+def test_variance_proxy_metrics_match_verl(with_is, grad_norm, tmp_path):
+    """verl logs variance_proxy/* whenever the batch holds sum_pi_squared (calculate_sum_pi_squared or the
+    optimal-token-baseline estimators); rlcockpit did not log them at all before."""
+    from rlcockpit.trainer.metrics import variance_proxy_metrics
+
+    batch = _variance_batch(3, with_is)
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({"batch": {k: v.tolist() for k, v in batch.items()}, "grad_norm": grad_norm}))
+    proc = subprocess.run([str(VERL_PY), "-c", VARIANCE_ORACLE, str(case)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = json.loads(proc.stdout.strip().splitlines()[-1])
+    ours = variance_proxy_metrics(batch, grad_norm)
+    assert set(ours) == set(expected)
+    differ = {k: (ours[k], expected[k]) for k in expected if not math.isclose(ours[k], expected[k], rel_tol=1e-5,
+                                                                              abs_tol=1e-6)}
+    assert not differ, differ
+    assert variance_proxy_metrics({k: v for k, v in batch.items() if k != "sum_pi_squared"}, grad_norm) == {}

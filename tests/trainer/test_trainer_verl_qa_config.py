@@ -33,7 +33,7 @@ def test_dapo_reward_manager_kwargs_are_the_overlong_buffer_not_reward_function_
     ob = cfg.reward.overlong_buffer
     assert (ob.enable, ob.len, ob.penalty_factor, ob.max_resp_len) == (True, 4096, 1.0, 8192)
     assert cfg.reward.kwargs == {}  # nothing reaches compute_score: verl's DAPO manager does not pass them on
-    assert "reward.overlong_buffer.log" in cfg.extras  # accepted, listed as no effect
+    assert ob.log is False and "reward.overlong_buffer.log" not in cfg.extras  # a real key (overlong_reward, overlong)
 
 
 def test_dapo_reward_kwargs_do_not_break_a_gsm8k_reward_call():

@@ -6,7 +6,9 @@ and comparisons work the same. Keys are stored verbatim as the source logged the
 verl's ``actor/kl_loss``); aliases are resolved on read.
 
 A single unusable record (a step beyond 2**63, a NaN step) is skipped and listed in ``result.problems``
-and the run's ``meta["import_problems"]``; a bad value loses only its key (one warning). A source that is
+and the run's ``meta["import_problems"]``; a bad value loses only its key (one warning). Samples that cannot
+be read (a W&B table file missing or cut off) are listed the same way and recorded as a ``data_lost`` event
+(``what: samples``, ``reason: source_damaged``) at their step; the metrics and the other samples are imported. A source that is
 bad or cut off part-way is imported up to the bad part (TensorBoard files: around it); the result carries
 the error (file and line or byte offset), the run's ``meta["import_error"]`` records it, and the
 unreadable part is a ``data_lost`` event (``reason: source_damaged``).
@@ -24,6 +26,7 @@ from rlcockpit.integrations.readers import (
     IMPORTERS,
     ImportOptions,
     RowProblem,
+    SampleProblem,
     detect_kind,
     merge_config_file,
 )
@@ -101,7 +104,12 @@ def import_run(
     pending: tuple[int, list[dict[str, Any]]] | None = None
 
     def next_samples() -> tuple[int, list[dict[str, Any]]] | None:
-        return next(samples, None)
+        item = next(samples, None)
+        while isinstance(item, SampleProblem):  # unreadable samples (a damaged table file): recorded, skipped
+            _problem(result, item.text)
+            run.report_loss("samples", [[item.step, item.step]], "source_damaged", item.text)
+            item = next(samples, None)
+        return item
 
     try:
         pending = next_samples()

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlcockpit.integrations.verl_files import (
     TOO_DEEP,
@@ -37,8 +37,16 @@ class RowProblem(str):
     """Yielded among the rows for one record that was skipped (the text names file, line and why)."""
 
 
+class SampleProblem(NamedTuple):
+    """Yielded among the sample batches for samples that could not be read (``text`` names file and why);
+    the importer records it and goes on."""
+
+    step: int
+    text: str
+
+
 Rows = Iterator["tuple[int, dict[str, Any]] | RowProblem"]
-SampleBatches = Iterator[tuple[int, list[dict[str, Any]]]]
+SampleBatches = Iterator["tuple[int, list[dict[str, Any]]] | SampleProblem"]
 
 
 @dataclass
@@ -281,18 +289,13 @@ def _detect_wandb(source: str) -> bool:
         return False
 
 
-def _is_wandb_media(value: Any) -> bool:
-    """Tables, images and other media are logged as ``{"_type": ...}`` dicts or strings: not metrics."""
-    return isinstance(value, str) or (isinstance(value, dict) and "_type" in value)
-
-
-def _wandb_rows(data: dict[str, Any]) -> Rows:
-    """History rows at W&B's ``_step``, or at the run's declared step metric: transformers/TRL log every
-    row with ``train/global_step`` and ``define_metric("*", step_metric="train/global_step")``, so W&B's
-    charts (and ours) use the trainer's step; ``_step`` counts ``log()`` calls (several per trainer step).
-    A row without the step metric goes with the last value seen (W&B's ``step_sync``); rows that land on
-    one step are merged, in log order."""
-    axis, last, current, merged = data.get("step_metric"), -1, None, {}
+def _wandb_steps(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each history row at its step: W&B's ``_step``, or the run's declared step metric — transformers/TRL
+    log every row with ``train/global_step`` and ``define_metric("*", step_metric="train/global_step")``, so
+    W&B's charts (and ours) use the trainer's step; ``_step`` counts ``log()`` calls (several per trainer
+    step). A row without the step metric goes with the last value seen (W&B's ``step_sync``); rows that go
+    back in steps are skipped."""
+    axis, last, current = data.get("step_metric"), -1, None
     for wb_step, row in data["rows"]:
         step = wb_step
         if axis:
@@ -302,15 +305,63 @@ def _wandb_rows(data: dict[str, Any]) -> Rows:
             step = current if current is not None else 0
         if step < last:
             continue
+        last = step
+        yield step, row
+
+
+def _wandb_rows(data: dict[str, Any]) -> Rows:
+    """Metric rows (media references and text left out: tables come as samples); rows that land on one
+    step are merged, in log order."""
+    from rlcockpit.integrations.wandb_tables import split_media
+
+    last, merged = -1, {}
+    for step, row in _wandb_steps(data):
         if step != last and merged:
             yield last, merged
             merged = {}
         last = step
-        merged.update({k: v for k, v in row.items() if not _is_wandb_media(v)})
+        merged.update(split_media(row)[0])
     if merged:
         yield last, merged
     if data["error"] is not None:
         raise data["error"]
+
+
+def _wandb_samples(data: dict[str, Any]) -> SampleBatches:
+    """The W&B tables of the run as sample batches at their rows' steps (see
+    :mod:`rlcockpit.integrations.wandb_tables`); a table file that cannot be read is a :class:`SampleProblem`
+    (the other tables and every metric are still imported). A table logged again unchanged (same sha256 as
+    that key's previous one: TRL logs its last batch twice) is imported once, a table re-logged with rows
+    appended (verl's ``val/generations``) only with its new rows."""
+    from rlcockpit.integrations.wandb_tables import (
+        TableFileError,
+        appended_rows,
+        read_table_file,
+        split_media,
+        table_rows,
+    )
+
+    files_dir = Path(data["file"]).parent / "files"
+    seen: dict[str, Any] = {}
+    previous: dict[str, list[Any]] = {}  # per key: the last full (non-incremental) table's rows
+    for step, row in _wandb_steps(data):
+        for key, ref in split_media(row)[1]:
+            sha = ref.get("sha256")
+            if sha and seen.get(key) == sha:
+                continue
+            seen[key] = sha
+            try:
+                columns, cells = read_table_file(files_dir, key, ref, step)
+            except TableFileError as exc:
+                yield SampleProblem(step, f"{exc}; not imported (the rest of the run is)")
+                continue
+            if ref.get("_type") == "table-file":
+                cells, previous[key] = appended_rows(previous.get(key), cells), cells
+            rows, problems = table_rows(key, columns, cells, data["config"])
+            for text in problems:
+                yield SampleProblem(step, f"{files_dir / str(ref.get('path'))}: {text}")
+            if rows:
+                yield step, rows
 
 
 @_register("wandb", _detect_wandb, "w&b")
@@ -319,8 +370,9 @@ def read_wandb(source: str, opts: ImportOptions) -> Imported:
 
     data = read_offline_run(source)
     return Imported(kind="wandb", rows=_wandb_rows(data), name=data["name"], project=data["project"],
-                    config=data["config"], meta={"wandb_run_id": data["run_id"], "wandb_file": data["file"],
-                                                 "wandb_step_metric": data["step_metric"]})
+                    config=data["config"], samples=_wandb_samples(data),
+                    meta={"wandb_run_id": data["run_id"], "wandb_file": data["file"],
+                          "wandb_step_metric": data["step_metric"]})
 
 
 # ---- MLflow --------------------------------------------------------------------------------------

@@ -17,25 +17,12 @@ import inspect
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from transformers import TrainerCallback
 
-
-def _text(value: Any) -> str:
-    """Prompts/completions are strings or chat message lists; keep chat turns readable."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Sequence) and value and all(isinstance(m, Mapping) for m in value):
-        parts = []
-        for m in value:
-            content = m.get("content")
-            if isinstance(content, list):  # multimodal content blocks
-                content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, Mapping))
-            parts.append(f"{m.get('role', '?')}: {content}")
-        return "\n".join(parts)
-    return json.dumps(value, default=str, ensure_ascii=False)
+from rlcockpit.integrations.chat_text import chat_text as _text
 
 
 def _find_trainer(callback: TrainerCallback) -> Any:

@@ -122,22 +122,41 @@ def order_rows(rows: list[dict[str, Any]], order: str | None) -> list[dict[str, 
 def wandb_rows(store: Any, run_id: str, keys: Sequence[str] | None, min_step: int | None = None,
                max_step: int | None = None, *, require_all: bool = True) -> Iterator[dict[str, Any]]:
     """History rows as W&B gives them: ``{"_step": N, key: value, ...}`` with each value as logged (a logged
-    NaN or ±Inf stays in its row, as W&B's ``scan_history`` returns it; keys not logged at a step are left
-    out). With ``keys``: only those, and (``require_all``) only the steps where every one of them was logged. Built from the
+    NaN or ±Inf stays in its row, as W&B's ``scan_history`` returns it; a key logged as ``None`` is in its
+    row as ``None``, W&B's null; keys not logged at a step are left out). With ``keys``: only those, and (``require_all``) only the steps where every one of them was logged. Built from the
     stored series, not from a step x key frame, where a logged NaN and a key not logged look the same."""
+    nulls = null_steps(store, run_id)
     if keys is None:
         keys, require_all = [k for k in store.keys(run_id) if not k.startswith("system/")], False
+        keys += [k for k in nulls if k not in keys]
     by_step: dict[int, dict[str, Any]] = {}
+
+    def within(step: int) -> bool:
+        return (min_step is None or step >= min_step) and (max_step is None or step < max_step)
+
     for key in keys:
         steps, values, _ = store.series(run_id, key)
         for step, value in zip(steps.tolist(), values.tolist()):
-            if (min_step is None or step >= min_step) and (max_step is None or step < max_step):
+            if within(step):
                 by_step.setdefault(step, {})[key] = value
+        for lo, hi in nulls.get(key, ()):  # logged as None: the key is in the row, its value is None
+            for step in range(max(lo, min_step or 0), hi + 1 if max_step is None else min(hi + 1, max_step)):
+                by_step.setdefault(step, {}).setdefault(key, None)
     for step in sorted(by_step):
         row = by_step[step]
         if require_all and keys and len(row) < len(keys):
             continue
         yield {"_step": int(step), **{k: row[k] for k in keys if k in row}}
+
+
+def null_steps(store: Any, run_id: str) -> dict[str, list[tuple[int, int]]]:
+    """Per key, the inclusive step ranges where it was logged as ``None`` (the writer's ``null_values``
+    events); a number logged at the same step wins over the null."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for event in store.events(run_id, "null_values"):
+        for key, ranges in ((event.get("payload") or {}).get("keys") or {}).items():
+            out.setdefault(key, []).extend((int(lo), int(hi)) for lo, hi in ranges)
+    return out
 
 
 def sample_rows(rows: list[dict[str, Any]], samples: int | None) -> list[dict[str, Any]]:

@@ -5,6 +5,10 @@ tuple form a *block*; a block's keys are checked once per distinct key tuple (ca
 converted with one C-level type check and one ``np.array`` call — about 15 ns per point instead of a
 Python loop per value. Anything unusual (a tensor, a nested dict, a string, an out-of-range int, a bad
 key) sends just that block through the careful per-value path in :mod:`rlcockpit.tracking.values`.
+
+A ``None`` value (W&B's null) is no point: it is collected in :attr:`RowCleaner.nulls` as
+``(step, ts, [keys])`` for the writer to store beside the points, and in ``last`` as ``None`` (the key's
+latest value is a null: W&B's summary drops it). Rows for loggers and observers never hold a ``None``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class RowCleaner:
         self._sig_ok: dict[tuple[Any, ...], bool] = {}
         self.rejected: set[str] = set()
         self.tables: list[Any] = []  # (step, ts, key, Table) found in logged dicts, for the writer to store
+        self.nulls: list[tuple[int, float, list[str]]] = []  # (step, ts, keys logged as None), for the writer
         self._warn = warn or (lambda msg: logger.warning("%s", msg))
 
     def reject(self, key: str, why: str) -> None:
@@ -86,11 +91,15 @@ class RowCleaner:
         for step_, ts_, data in block:
             data, tables = split_media(step_, ts_, data, self.reject)
             self.tables.extend(tables)
+            nulls: list[str] = []
             try:
-                clean = flatten(data, self.reject)
+                clean = flatten(data, self.reject, nulls=nulls)
             except RecursionError:  # flatten stops at MAX_DEPTH; this is only a last line of defence
                 self.reject("(nested)", "nested too deeply")
                 continue
+            if nulls:
+                self.nulls.append((step_, ts_, nulls))
+                last.update(dict.fromkeys(nulls))
             if not clean:
                 continue
             rows.append((step_, ts_, clean))

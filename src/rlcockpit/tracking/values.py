@@ -3,8 +3,9 @@ thread, rejecting bad input at the smallest unit.
 
 Accepted values: Python/numpy numbers and bools, torch 0-d tensors (and 1-element tensors), 0-d/1-element
 numpy arrays, nested dicts (flattened with ``/``, at most :data:`MAX_DEPTH` levels). NaN and ±Inf are kept:
-they are evidence, not errors. Rejected per key, with one warning naming the key: strings, ``None``,
-non-scalar arrays/tensors, numbers no float can hold (``10**400``), keys that are not text or cannot be
+they are evidence, not errors. ``None`` (also inside a nested dict) is a *null*, as W&B stores it: the key is
+present at that step with no value (see :func:`flatten`'s ``nulls``). Rejected per key, with one warning
+naming the key: strings, lists and tuples (``[1, None]`` too), non-scalar arrays/tensors, numbers no float can hold (``10**400``), keys that are not text or cannot be
 stored as UTF-8 (a lone surrogate ``"\\ud800"``), empty keys.
 
 Steps (checked on the caller's thread, see :func:`check_step`): an ``int`` (or numpy integer, or an
@@ -100,9 +101,13 @@ def describe(value: Any) -> str:
 
 
 def flatten(
-    metrics: Mapping[Any, Any], reject: Callable[[str, str], None], prefix: str = "", depth: int = 0
+    metrics: Mapping[Any, Any], reject: Callable[[str, str], None], prefix: str = "", depth: int = 0,
+    nulls: list[str] | None = None,
 ) -> dict[str, float]:
-    """Flatten nested mappings with ``/`` and convert values; ``reject(shown key, why)`` is called for bad ones."""
+    """Flatten nested mappings with ``/`` and convert values; ``reject(shown key, why)`` is called for bad ones.
+
+    A ``None`` value goes to ``nulls`` (its flattened key) when that list is given — W&B's ``log({"x": None})``
+    records a null, not an error — and is rejected like any non-number otherwise."""
     out: dict[str, float] = {}
     for k, v in metrics.items():
         problem = key_problem(k)
@@ -114,7 +119,10 @@ def flatten(
             if depth >= MAX_DEPTH:
                 reject(repr(key), f"nested deeper than {MAX_DEPTH} levels")
             else:
-                out.update(flatten(v, reject, key + "/", depth + 1))
+                out.update(flatten(v, reject, key + "/", depth + 1, nulls))
+            continue
+        if v is None and nulls is not None:
+            nulls.append(key)
             continue
         f = to_float(v)
         if f is None:

@@ -53,6 +53,7 @@ from rlcockpit.tracking.wandb_compat import Aggregates, step_sync_points
 
 logger = logging.getLogger("rlcockpit")
 
+NULL_EVENT = "null_values"  # the event kind holding logged ``None`` values (see Writer._nulls)
 MAX_DRAIN = 10_000  # entries per store transaction: bounds what a SIGKILL can take from inside a drain
 
 
@@ -213,6 +214,13 @@ class Writer(threading.Thread):
         while self.cleaner.tables:  # W&B Tables logged with log(): stored as sample rows of their step
             step, ts, key, table = self.cleaner.tables.pop(0)
             self._samples(Samples(step, ts, table.sample_rows(key), 0), drain)
+        null_event = self._nulls(drain) if self.cleaner.nulls else None
+        if null_event is not None and not columns:
+            drain.batch.entries += len(group)
+            self.processed += len(group)
+            drain.parts.append(null_event)
+            self._update_last(last)
+            return
         if not columns:
             return
         if self.aggregates.syncing:
@@ -225,15 +233,38 @@ class Writer(threading.Thread):
             points[key] = col if have is None else (np.concatenate([have[0], col[0]]),
                                                     np.concatenate([have[1], col[1]]), np.concatenate([have[2], col[2]]))
         drain.batch.entries += count
+        if null_event is not None:  # before the rows: a logger that sends whole steps has the nulls by then
+            drain.parts.append(null_event)
         if rows and self.workers:
             drain.parts.append(RowsPart(rows))
-        self.last_values.update(last)
-        self._summary_dirty = True
+        self._update_last(last)
         if self.aggregates.defs:
             for key, col in columns.items():
                 self.aggregates.update(key, col[1])
         if observe and rows:
             self.observer.submit_rows(rows)
+
+    def _update_last(self, last: dict[str, Any]) -> None:
+        """The summary's last values; a key whose latest value is a null leaves it (as in W&B's summary)."""
+        self.last_values.update(last)
+        for key in [k for k, v in last.items() if v is None]:
+            del self.last_values[key]
+        self._summary_dirty = True
+
+    def _nulls(self, drain: Drain) -> EventPart:
+        """The ``None`` values of this drain (W&B's nulls) as one ``null_values`` event: per key, the inclusive
+        step ranges where it was logged as ``None``. Stored beside the points — the numeric series, their
+        downsampling and the detectors never see a null — and read back by the ``Api`` as ``None`` in history
+        rows; handed to the loggers as the same event (the W&B sink logs the null, the others skip it)."""
+        by_key: dict[str, list[list[int]]] = {}
+        for step, _, keys in self.cleaner.nulls:
+            for key in keys:
+                by_key.setdefault(key, []).append([step, step])
+        first = self.cleaner.nulls[0][0]
+        self.cleaner.nulls.clear()
+        payload = {"keys": {k: merge_ranges(r) for k, r in by_key.items()}}
+        drain.batch.events.append((NULL_EVENT, payload, first))
+        return EventPart(NULL_EVENT, payload, first)
 
     def _samples(self, e: Samples, drain: Drain) -> None:
         step = e.step

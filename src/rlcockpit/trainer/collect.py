@@ -112,14 +112,28 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
     raw_scores, extras = reward(rows, texts)
-    scores = raw = torch.tensor(raw_scores, dtype=torch.float32)
-    ob = cfg.reward.overlong_buffer
-    if ob.enable:
-        scores = scores + overlong_penalty(out.response_mask.sum(-1).float().cpu(),
-                                           ob.max_resp_len or cfg.data.max_response_length, ob.len, ob.penalty_factor)
+    raw = torch.tensor(raw_scores, dtype=torch.float32)
+    scores, extras = apply_overlong(cfg, raw, extras, out.response_mask)
     timing["reward"] = timing.get("reward", 0.0) + time.perf_counter() - t0
     return Experience(rows, uids, out, texts, scores, baselines, metrics=extra_metrics(extras), extras=extras,
                       raw_scores=raw)
+
+
+def apply_overlong(cfg: Config, raw: torch.Tensor, extras: list[Any],
+                   response_mask: torch.Tensor) -> tuple[torch.Tensor, list[Any]]:
+    """Scores with DAPO's overlong penalty (``reward.overlong_buffer.enable``), and the extras with verl's
+    ``overlong_buffer_cfg.log`` keys: each response's ``overlong_reward`` (the penalty, <= 0) and
+    ``overlong`` (whether it was penalised), as verl's DAPO reward manager puts them in reward_extra_info (there
+    a float result's info is ``{"acc": score}``, which is what a float result gets here then too)."""
+    ob = cfg.reward.overlong_buffer
+    if not ob.enable:
+        return raw, extras
+    penalty = overlong_penalty(response_mask.sum(-1).float().cpu(), ob.max_resp_len or cfg.data.max_response_length,
+                               ob.len, ob.penalty_factor)
+    if ob.log:
+        extras = [{**(ex if isinstance(ex, dict) else {"acc": s}), "overlong_reward": r, "overlong": r < 0}
+                  for ex, s, r in zip(extras, raw.tolist(), penalty.tolist())]
+    return raw + penalty, extras
 
 
 class DynamicSamplingExhausted(ValueError):
@@ -188,8 +202,9 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
              max_samples: int = 8) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Validation metrics per data source under verl's names: ``val-core/<src>/acc/mean@<n>`` (the
     function's ``acc`` when it returns one, else the score, as verl 0.9's reward loop sets it),
-    ``val-aux/<src>/reward/mean@<n>``, and ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys; with
-    ``n`` = ``val_kwargs.n`` > 1 also verl's std@n, best@k, worst@k and (with a ``pred``) maj@k estimates
+    ``val-aux/<src>/reward/mean@<n>`` (with DAPO's overlong penalty: verl validates with the same reward
+    manager), and ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys (``overlong_reward`` and
+    ``overlong`` with ``reward.overlong_buffer.log``); with ``n`` = ``val_kwargs.n`` > 1 also verl's std@n, best@k, worst@k and (with a ``pred``) maj@k estimates
     (:mod:`rlcockpit.trainer.val_metrics`). Greedy unless ``val_kwargs.do_sample``."""
     if not rows:
         return {}, []
@@ -202,20 +217,22 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
     batch = cfg.data.val_batch_size or 256
     for i in range(0, len(rows), batch):
         chunk = [r for r in rows[i: i + batch] for _ in range(n)]
-        texts = decode(tokenizer, engine.generate([r.input_ids for r in chunk], params))
-        scores, extras = reward(chunk, texts)
-        for j, (row, text, s, ex) in enumerate(zip(chunk, texts, scores, extras)):
+        out = engine.generate([r.input_ids for r in chunk], params)
+        texts = decode(tokenizer, out)
+        raw, extras = reward(chunk, texts)
+        penalised, extras = apply_overlong(cfg, torch.tensor(raw, dtype=torch.float32), extras, out.response_mask)
+        for j, (row, text, s, r, ex) in enumerate(zip(chunk, texts, raw, penalised.tolist(), extras)):
             at = len(sources)  # every variable's list is as long as the responses (None where a row lacks it)
             sources.append(row.data_source)
             uids.append(i + j // n)
             infos["acc"].append(float(ex["acc"]) if isinstance(ex, dict) and "acc" in ex else float(s))
-            infos["reward"].append(float(s))
+            infos["reward"].append(float(r))  # verl's validation uses the same (DAPO) reward manager
             for k, v in (ex or {}).items():
                 if k != "acc" and (isinstance(v, (bool, int, float)) or k == "pred"):
                     infos[k].extend([None] * (at - len(infos[k])))
                     infos[k].append(v if k == "pred" else float(v))
             if len(samples) < max_samples:
-                samples.append({"prompt": row.text, "response": text, "reward": float(s),
+                samples.append({"prompt": row.text, "response": text, "reward": float(r),
                                 "ground_truth": str(row.ground_truth), "data_source": row.data_source,
                                 **{k: v for k, v in (ex or {}).items() if isinstance(v, (str, bool, int, float))}})
     for values in infos.values():

@@ -189,8 +189,6 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("keyword arguments of verl's reward manager class (not of the reward function; DAPO's "
              "overlong_buffer_cfg and max_resp_len are read, as reward.overlong_buffer.*)", (
                  "reward_model.reward_kwargs.*", "reward.reward_kwargs.*")),
-    NoEffect("rlcockpit does not log the per-sample overlong penalty (verl: reward_extra overlong_reward, overlong)",
-             ("reward.overlong_buffer.log",)),
     NoEffect("optimizer implementation details: rlcockpit uses torch.optim.AdamW and derives the step count from "
              "trainer.total_training_steps", (
                  "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",
@@ -198,7 +196,6 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet (docs/trainer.md lists why)", (
         "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.use_pf_ppo", "algorithm.pf_ppo.*",
         "algorithm.filter_groups.max_inflight_gen_batches")),
-    NoEffect("rlcockpit always logs the policy entropy (actor/entropy)", ("actor_rollout_ref.actor.calculate_entropy",)),
     NoEffect("verl features this trainer does not have: knowledge distillation, multi-turn/tool rollouts, the "
              "rollout debug cache", ("distillation.*", "actor_rollout_ref.rollout.multi_turn.*", "skip.*")),
     NoEffect("TRL's reward clipping: rlcockpit (like verl) does not clip sequence scores",

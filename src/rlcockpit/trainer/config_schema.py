@@ -187,6 +187,8 @@ class ActorConfig:
     calculate_sum_pi_squared: bool = opt(False, "compute sum_v pi(v)^2 in the old-policy pass (on by itself for the "
                                                 "optimal token baselines)")
     entropy_coeff: float = opt(0.0, "entropy bonus weight (negative: an entropy penalty)")
+    calculate_entropy: bool = opt(False, "also score the entropy in the update with entropy_coeff=0, for the "
+                                         "actor/entropy_loss metric (actor/entropy is always logged)")
     use_kl_loss: bool = opt(False, "add kl_loss_coef x KL(policy, reference) to the actor loss (GRPO style)")
     kl_loss_coef: float = opt(0.001, "weight of the KL loss")
     kl_loss_type: str = opt("low_var_kl", "KL estimator of the KL loss", registry="rlcockpit.algos:KL_ESTIMATORS")
@@ -284,6 +286,9 @@ class OverlongBufferConfig:
     penalty_factor: float = opt(1.0, "penalty at the length limit")
     max_resp_len: int | None = opt(None, "length the penalty ramps to; null = data.max_response_length (verl's "
                                    "DAPO reward manager: reward_model.reward_kwargs.max_resp_len)", only_here=True)
+    log: bool = opt(False, "add each response's overlong_reward and overlong (penalised?) to its reward extras: "
+                           "samples, reward_extra/overlong*/mean and val-aux/<src>/overlong*/mean@N (verl's "
+                           "overlong_buffer_cfg.log)")
 
 
 @dataclass

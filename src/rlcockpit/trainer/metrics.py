@@ -94,6 +94,37 @@ def _aborted_metrics(resp_len: torch.Tensor, max_response_length: int) -> dict[s
     return m
 
 
+def variance_proxy_metrics(batch: dict[str, torch.Tensor], gradient_norm: float | None) -> dict[str, float]:
+    """verl's ``variance_proxy/*`` (``metric_utils.compute_variance_proxy_metrics``), logged when the old pass
+    computed ``sum_pi_squared`` (``actor.calculate_sum_pi_squared`` or the optimal-token-baseline estimators).
+
+    Per response, ``W = sum_t (1 - 2 pi_t(y_t) + sum_v pi_t(v)^2)`` (the score-norm proxy) and ``A`` = its mean
+    advantage: ``expected_w``, ``expected_a_squared``, ``proxy2_total_power = E[A^2 max(W, 0)]`` (with rollout IS
+    weights: ``E[rho^2 A^2 W]``, ``rho`` their per-response mean), ``proxy1_signal_strength = grad_norm^2`` and
+    ``proxy3_pure_noise = max(0, (proxy2 - proxy1) / (N - 1))`` (0 without a gradient norm). Per-token tensors
+    the old pass already holds: no pass over the vocabulary."""
+    if not {"sum_pi_squared", "old_log_probs", "advantages"} <= set(batch):
+        return {}
+    mask = batch["response_mask"].float()
+    w_tok = 1 - 2 * batch["old_log_probs"].float().exp() + batch["sum_pi_squared"].float()
+    weights = batch.get("rollout_is_weights")
+    adv = (batch["advantages"].float() * mask).sum(-1) / (mask.sum(-1) + 1e-8)  # verl's masked_mean
+    if weights is not None:
+        w_tok = w_tok * weights.float().square()
+    w = (w_tok * mask).sum(-1)
+    if weights is not None:
+        rho = (weights.float() * mask).sum(-1) / (mask.sum(-1) + 1e-8)
+        w_orig = ((w_tok / weights.float().square().clamp(min=1e-10)) * mask).sum(-1).clamp(min=0.0)
+        power = float((rho.square() * adv.square() * w_orig).mean())
+    else:
+        power = float((adv.square() * w.clamp(min=0.0)).mean())
+    signal = None if gradient_norm is None else float(gradient_norm) ** 2
+    noise = max(0.0, (power - signal) / (adv.numel() - 1)) if signal is not None and adv.numel() > 1 else 0.0
+    return {"variance_proxy/proxy1_signal_strength": signal if signal is not None else 0.0,
+            "variance_proxy/proxy2_total_power": power, "variance_proxy/proxy3_pure_noise": noise,
+            "variance_proxy/expected_a_squared": float(adv.square().mean()), "variance_proxy/expected_w": float(w.mean())}
+
+
 def perf_metrics(num_tokens: int, step_time: float, device: torch.device) -> dict[str, float]:
     m = {"perf/total_num_tokens": float(num_tokens), "perf/time_per_step": step_time,
          "perf/throughput": num_tokens / max(step_time, 1e-9)}

@@ -73,8 +73,9 @@ def policy_passes(st: Any, batch: Batch, rollout_log_probs: torch.Tensor | None,
             with timed(timing, "old_log_prob"), st.autocast():
                 st.actor.eval()
                 out = score(st.actor, ids, am, T, sum_pi_squared=needs_sum_pi_squared(cfg),
-                                     full_log_probs=full_kl, **fwd)
+                            full_log_probs=full_kl, with_entropy="nograd", **fwd)
             batch.setdefault("old_log_probs", out["log_probs"])  # bypass mode keeps the rollout's
+            batch["old_entropy"] = out["entropy"]  # verl's actor/entropy (update.py); the update then skips it
             if "sum_pi_squared" in out:
                 batch["sum_pi_squared"] = out["sum_pi_squared"]
             if full_kl:
@@ -113,6 +114,7 @@ def rewards_and_advantages(st: Any, batch: Batch, exp: Any, rollout_log_probs: t
     if rollout_log_probs is not None and not a.rollout_correction.bypass_mode:
         weights, new_mask, rc_metrics = compute_rollout_correction_and_rejection_mask(
             batch["old_log_probs"], rollout_log_probs, batch["response_mask"], **rollout_correction_kwargs(cfg))
+        batch["entropy_mask"] = batch["response_mask"]  # verl's actor/entropy counts the rejected tokens too
         batch["response_mask"] = new_mask
         mask = new_mask.float()
         if weights is not None:

@@ -5,6 +5,14 @@ global counts (verl's ``global_batch_info``: ``batch_num_tokens`` for ``token-me
 ``global_batch_size`` for the ``seq-mean-*`` modes, ``loss_scale_factor`` for Dr.GRPO's constant): the
 gradient is then the same however the mini-batch is split (``actor.ppo_micro_batch_size``).
 
+Entropy, as verl 0.9 logs it: ``actor/entropy`` is the policy's entropy *before* the update, aggregated over
+the whole batch with ``actor.loss_agg_mode`` (verl's ``agg_loss`` in ``ray_trainer``, from the old-log-prob
+pass: ``old_entropy`` when that pass ran, else the update's own first pass, which then is the old policy);
+``actor/entropy_loss`` is the entropy term of the loss (``entropy_coeff != 0`` or ``calculate_entropy``),
+each micro-batch's part with the mini-batch's counts, summed per mini-batch and averaged over mini-batches
+(verl's ``ppo_loss`` with ``AggregationType.SUM``). The update's forward skips the entropy when neither
+needs it: the metric must not cost another pass over the vocabulary.
+
 Non-finite losses or gradients do not reach the optimizer: that mini-batch's update is skipped and
 counted (``actor/nonfinite_skipped``); the loop stops the run after too many in a row.
 
@@ -36,6 +44,7 @@ from rlcockpit.algos import (
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.distributed import SINGLE, Dist
+from rlcockpit.trainer.metrics import variance_proxy_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 from rlcockpit.trainer.packing import forward_packed
 
@@ -91,26 +100,41 @@ def _kl_loss(cfg: Config, actor: Any, ref: Any, mb: Batch, out: dict[str, torch.
                            loss_agg_mode=a.loss_agg_mode, **info)
 
 
+def entropy_mode(cfg: Config, batch: Batch, epoch: int) -> str:
+    """What the update's forward computes of the entropy (``grad|nograd|none``): a gradient for the bonus,
+    the value for ``actor/entropy_loss`` (``calculate_entropy``) or, in the first epoch, for ``actor/entropy``
+    when the old-policy pass did not compute it; nothing otherwise (no vocabulary-wide work)."""
+    a = cfg.actor
+    if a.entropy_coeff != 0:
+        return "grad"
+    return "nograd" if a.calculate_entropy or (epoch == 0 and "old_entropy" not in batch) else "none"
+
+
 def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, float], share: float,
-                autocast: Callable[[], contextlib.AbstractContextManager]) -> tuple[torch.Tensor, dict[str, float]]:
-    """The loss of one micro-batch (already scaled to its part of the mini-batch) and its metrics."""
+                autocast: Callable[[], contextlib.AbstractContextManager], with_entropy: str = "nograd",
+                entropy_info: dict[str, float] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """The loss of one micro-batch (already scaled to its part of the mini-batch) and its metrics.
+    ``entropy_info``: the whole batch's counts when this pass also gives ``actor/entropy`` (its part of it)."""
     a = cfg.actor
     mask = mb["response_mask"].float()
     T = mask.shape[1]
     full_kl = a.use_kl_loss and kl_needs_full_vocab(a.kl_loss_type)
     with autocast():
         out = _forward(cfg)(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
-                             with_entropy="grad" if a.entropy_coeff != 0 else "nograd", share_prefix=a.share_prefix,
-                             full_log_probs=full_kl)
-    logp, ent = out["log_probs"], out["entropy"]
+                             with_entropy=with_entropy, share_prefix=a.share_prefix, full_log_probs=full_kl)
+    logp, ent = out["log_probs"], out.get("entropy")
     old = mb["old_log_probs"] if "old_log_probs" in mb else logp.detach()
     pg = compute_policy_loss(old, logp, mb["advantages"], mask, loss_name=policy_loss_name(cfg),
                              global_batch_info=info, rollout_is_weights=mb.get("rollout_is_weights"),
                              **policy_loss_kwargs(cfg))
     loss = pg["pg_loss"] * share
-    m: dict[str, float] = {"actor/pg_loss": float(loss.detach()), "actor/entropy": float(masked_mean(ent.detach(), mask))}
-    if a.entropy_coeff != 0:
-        loss = loss - a.entropy_coeff * agg_loss(ent, mask, a.loss_agg_mode, **info)
+    m: dict[str, float] = {"actor/pg_loss": float(loss.detach())}
+    if entropy_info is not None and ent is not None:
+        m["actor/entropy"] = float(agg_loss(ent.detach(), mask, a.loss_agg_mode, **entropy_info))
+    if ent is not None and (a.entropy_coeff != 0 or a.calculate_entropy):
+        entropy_loss = agg_loss(ent, mask, a.loss_agg_mode, **info)
+        loss = loss - a.entropy_coeff * entropy_loss
+        m["actor/entropy_loss"] = float(entropy_loss.detach())
     if a.use_kl_loss and ("ref_log_prob" in mb or full_kl):
         kl_loss = _kl_loss(cfg, actor, ref, mb, out, mask, info, autocast)
         loss = loss + a.kl_loss_coef * kl_loss
@@ -121,8 +145,19 @@ def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, fl
     return loss, m
 
 
+def old_policy_entropy(cfg: Config, batch: Batch) -> float | None:
+    """verl's ``actor/entropy``: the old-log-prob pass's entropy over the whole batch, ``agg_loss`` with
+    ``actor.loss_agg_mode`` (and Dr.GRPO's constant), before rollout correction rejects any token
+    (``entropy_mask``); ``None`` when that pass did not compute it."""
+    if "old_entropy" not in batch:
+        return None
+    mask = batch.get("entropy_mask", batch["response_mask"]).float()
+    return float(agg_loss(batch["old_entropy"], mask, cfg.actor.loss_agg_mode,
+                          loss_scale_factor=loss_scale_factor(cfg)))
+
+
 # summed over the micro-batches of a mini-batch (partial sums of one loss), the rest are averaged
-_SUMMED = ("actor/pg_loss", "actor/kl_loss")
+_SUMMED = ("actor/pg_loss", "actor/kl_loss", "actor/entropy_loss", "actor/entropy")
 
 
 def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batch: Batch,
@@ -142,15 +177,22 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     sums: dict[str, list[float]] = defaultdict(list)
     skipped, stopped_early = 0, False
     params = [p for p in actor.parameters() if p.requires_grad]
+    old_entropy = old_policy_entropy(cfg, batch)
+    # without the old pass's entropy, epoch 0's forwards give actor/entropy: their parts, with whole-batch counts
+    entropy_info = global_batch_info(batch["response_mask"], scale_len) if old_entropy is None else None
+    entropy_parts: list[float] = []
+    minis = _chunks(torch.arange(bs), mini)
     actor.train()
     for epoch in range(a.ppo_epochs):
-        for mb_idx in _chunks(torch.arange(bs), mini):
+        with_entropy = entropy_mode(cfg, batch, epoch)
+        for mb_idx in minis:
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
             finite, per_mini = True, defaultdict(list)
             for mc_idx in _chunks(dist.part(mb_idx), micro):
                 share = 1.0 if global_ok else len(mc_idx) / len(mb_idx)
-                loss, m = _micro_step(cfg, actor, ref, _select(batch, mc_idx), info, share, autocast)
+                loss, m = _micro_step(cfg, actor, ref, _select(batch, mc_idx), info, share, autocast, with_entropy,
+                                      entropy_info if epoch == 0 else None)
                 if not torch.isfinite(loss):
                     finite = False
                     break
@@ -167,6 +209,8 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 continue
             optimizer.step()
             reduced = dist.reduce_metrics(per_mini, _SUMMED)
+            if "actor/entropy" in reduced:
+                entropy_parts.append(reduced.pop("actor/entropy"))
             for k, v in reduced.items():
                 sums[k].append(v)
             sums["actor/grad_norm"].append(float(grad_norm))
@@ -179,8 +223,13 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
             break
     optimizer.zero_grad(set_to_none=True)
     metrics = {k: sum(v) / len(v) for k, v in sums.items() if v}
+    if old_entropy is not None:
+        metrics["actor/entropy"] = old_entropy
+    elif entropy_parts and len(entropy_parts) == len(minis):  # every row of epoch 0 was scored (none skipped)
+        metrics["actor/entropy"] = sum(entropy_parts)
     metrics["actor/nonfinite_skipped"] = float(skipped)
     metrics["actor/lr"] = float(optimizer.param_groups[0]["lr"])
+    metrics.update(variance_proxy_metrics(batch, metrics.get("actor/grad_norm")))  # with sum_pi_squared, as verl
     return metrics
 
 

@@ -80,6 +80,15 @@ class WandbSink(Sink):
             self._pending.setdefault(step, {}).update(data)
         self._send(hold=HOLD_STEPS)
 
+    def _log_nulls(self, keys: Mapping[str, Any]) -> None:
+        """Put ``key: None`` into each held step it was logged at (a number logged at the same step wins).
+        Nothing is sent here: the writer hands the nulls over before the same drain's rows, which send."""
+        for key, ranges in keys.items():
+            for lo, hi in ranges:
+                for step in range(max(int(lo), self._sent_step), int(hi) + 1):
+                    self._pending.setdefault(step, {}).setdefault(key, None)
+                self._late_rows += max(0, min(int(hi) + 1, self._sent_step) - int(lo))
+
     def _send(self, hold: int) -> None:
         """Hand W&B, in step order, every held step older than the newest ``hold`` ones."""
         if not self._pending:
@@ -130,6 +139,9 @@ class WandbSink(Sink):
         return table
 
     def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
+        if kind == "null_values":  # log({"x": None}): W&B stores a null in that step's row
+            self._log_nulls(payload.get("keys") or {})
+            return
         if kind == "artifact":  # a version logged with run.log_artifact: mirrored as a W&B artifact
             from rlcockpit.tracking import artifacts
 
