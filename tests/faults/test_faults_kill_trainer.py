@@ -58,20 +58,12 @@ def _wait_for_step(store: Path, step: int, proc: subprocess.Popen, timeout: floa
         time.sleep(0.05)
 
 
-REVALIDATED = ("val-core/", "val-aux/", "timing_s/testing")  # the final step's validation, rerun on resume
-
-
-def check_against(ref, got, known: set[str]) -> set[int]:  # noqa: ANN001
+def check_against(ref, got) -> set[int]:  # noqa: ANN001
     """Every stored key of ``got`` holds steps of ``ref`` once each with ``ref``'s values; returns the training
-    steps missing before the last one stored (a gap) for ``critic/score/mean``. The two known trainer defects
-    (BOARD 2026-12-01, h-faults) are collected in ``known`` instead of failing here."""
+    steps missing before the last one stored (a gap) for ``critic/score/mean``."""
     gap: set[int] = set()
     for key in got.keys():
         s2, v2, _ = got.series(key)
-        steps, counts = np.unique(s2, return_counts=True)
-        if key.startswith(REVALIDATED) and steps[counts > 1].tolist() == [STEPS]:
-            known.add(f"{key} stored twice at the final step {STEPS}")
-            s2, v2 = s2[np.r_[True, s2[1:] != s2[:-1]]], v2[np.r_[True, s2[1:] != s2[:-1]]]
         assert len(np.unique(s2)) == len(s2), f"{key}: a step was stored twice"
         if key.startswith(NOT_REPRODUCIBLE):
             continue
@@ -93,12 +85,11 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
     ref = _only_run(tmp_path / "ref" / "store")
     rng = random.Random(77)
     store = tmp_path / "kill" / "store"
-    reached, gaps, known = [], set(), set()
+    reached, gaps = [], set()
     for _ in range(TRIALS):
         proc = subprocess.Popen(_train(tmp_path, "kill"), env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        # anywhere inside a step before the last checkpoint: rollout, update, checkpoint, logging (a kill after
-        # the last checkpoint re-validates on resume: the xfail test below)
+        # anywhere inside a step before the last checkpoint: rollout, update, checkpoint, logging
         _wait_for_step(store, rng.randrange(STEPS - 2), proc)
         time.sleep(rng.uniform(0.0, 0.15))
         os.kill(proc.pid, signal.SIGKILL)
@@ -106,7 +97,7 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
         if not (store / "rlcockpit.db").exists():
             continue
         got = _only_run(store)
-        gaps |= check_against(ref, got, known)
+        gaps |= check_against(ref, got)
         reached.append(got.last_step or -1)
         assert main(["runs", "--dir", str(store)]) == 0
         assert main(["export", got.id, "--dir", str(store), "--output", str(tmp_path / "k.csv")]) == 0
@@ -115,23 +106,19 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
     done = subprocess.run(_train(tmp_path, "kill"), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     got = _only_run(store)
-    gaps |= check_against(ref, got, known)
+    gaps |= check_against(ref, got)
     assert got.status == "finished" and got.last_step == STEPS
     assert sorted(got.keys()) == sorted(ref.keys())
     assert any(r >= 1 for r in reached), f"no kill landed after the first step ({reached}): the test tested nothing"
-    if gaps:
-        known.add(f"training steps {sorted(gaps)} missing without a data_lost marker "
-                  f"({len(got.events('data_lost'))} events): a kill after a checkpoint was written but before its "
-                  "step's metrics reached the store; the resume continues from the checkpoint, never logging them")
-    if known:  # every other check above held; these are known trainer defects (BOARD 2026-12-01, h-faults)
-        pytest.xfail("; ".join(sorted(known)))
+    # a kill after a checkpoint but before its steps reached the store would leave them out for good
+    # (the resume continues after the checkpoint): checkpoints flush the store first (loop.save_and_note)
+    assert not gaps, f"training steps {sorted(gaps)} missing, {len(got.events('data_lost'))} data_lost events"
 
 
-@pytest.mark.xfail(strict=True, reason="trainer re-validates the final step when it resumes from the last "
-                   "checkpoint: val-core/*, val-aux/*, timing_s/testing stored twice at that step (BOARD 2026-12-01)")
 def test_resuming_from_the_last_checkpoint_stores_no_step_twice(tmp_path: Path) -> None:
-    """A run killed after its last checkpoint (or simply started again) resumes at the final step; before the fix
-    the final validation ran again and its rows were stored a second time at that step."""
+    """A run killed after its last checkpoint (or simply started again) resumes at the final step; the final
+    validation ran again and its rows were stored a second time at that step, until the checkpoint carried
+    the step of its validation (``last_val``) and the last step validated before saving, as verl does."""
     env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
     for _ in range(2):
         subprocess.run(_train(tmp_path, "again", 4), env=env, capture_output=True, check=True, timeout=300)

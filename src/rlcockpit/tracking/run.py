@@ -330,13 +330,14 @@ class Run(WandbRunMethods):
 
         return use_artifact(self, ref, type=type)
 
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Block until everything logged so far is in the store, observed and handed to every logger;
+    def flush(self, timeout: float = 10.0, *, loggers: bool = True) -> bool:
+        """Block until everything logged so far is in the store, observed and handed to every logger
+        (``loggers=False``: in the store only, so a slow third-party logger cannot hold the caller up);
         ``False`` when that did not happen within ``timeout`` (the store may be full or locked)."""
         if self._finished or not self._writer.is_alive():
             return not self._queue and self._writer.completed
-        parts = ["store", *(f"sink:{w.sink.name}" for w in self._parts.workers)]
-        if self._parts.observer is not None:
+        parts = ["store", *(f"sink:{w.sink.name}" for w in self._parts.workers if loggers)]
+        if self._parts.observer is not None and loggers:
             parts.append("observers")
         if self._blocked:
             self._end_gap()

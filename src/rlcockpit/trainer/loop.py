@@ -55,6 +55,8 @@ from rlcockpit.trainer.state import rollback as _rollback
 from rlcockpit.trainer.step_inputs import rewards_and_advantages
 from rlcockpit.trainer.update import update_actor, update_critic
 
+CHECKPOINT_FLUSH_S = 10.0  # how long a checkpoint waits for the steps before it to reach the store
+
 
 class TrainingStopped(RuntimeError):
     """The run was ended by a safety limit (non-finite losses, reward failures)."""
@@ -173,6 +175,9 @@ def save_and_note(st: Any, run: Any, guard: Any) -> Any:
     if not st.dist.is_main:
         st.dist.barrier()
         return None
+    # the step's rows reach the store before the checkpoint that a resume would continue after (a kill in
+    # between would otherwise lose them unmarked); a full or locked store marks its own losses: go on then
+    run.flush(timeout=CHECKPOINT_FLUSH_S, loggers=False)
     path = save(st, run.id, guard)
     st.dist.barrier()
     run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
@@ -316,7 +321,7 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if consecutive_nonfinite >= tr.max_consecutive_nonfinite:
             raise TrainingStopped(f"{consecutive_nonfinite} steps in a row had non-finite losses/gradients "
                                   f"(trainer.max_consecutive_nonfinite={tr.max_consecutive_nonfinite})", "nonfinite")
-        if tr.test_freq > 0 and st.step % tr.test_freq == 0 and st.step < steps:
+        if tr.test_freq > 0 and (st.step % tr.test_freq == 0 or st.step == steps):  # verl: validate, then save
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
             save_and_note(st, run, ckpt_guard)
@@ -329,7 +334,8 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         result.reason = (f"guardrail: critical finding {last.get('title')!r} (health.on_critical="
                          f"{cfg.health.on_critical}" + (f"; {last['reason']}" if last.get("reason") else "") + ")")
         record_stop(run, "guardrail", result.reason, st.step)
-    if tr.test_freq > 0 and (not result.val or result.val[-1][0] != st.step):
+    # a resume from the final checkpoint already holds that step's validation (st.last_val, restored with it)
+    if tr.test_freq > 0 and (st.last_val is None or st.last_val[0] != st.step):
         _validate(st, run, result, log, progress)
     if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
         save_and_note(st, run, ckpt_guard)  # the final state, as verl does

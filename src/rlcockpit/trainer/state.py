@@ -203,7 +203,7 @@ def save(st: State, run_id: str, guard: Any = None) -> Path:
                                 trainer_state={"run_id": run_id, "loader": st.loader.state_dict(),
                                                "kl_coef": float(st.kl_ctrl.value), "model_path": st.model_path,
                                                "reward_counts": [st.reward.calls, st.reward.failures],
-                                               "config": to_dict(st.cfg),
+                                               "config": to_dict(st.cfg), "last_val": st.last_val,
                                                "guardrail": guard.state_dict() if guard is not None else None})
     if guard is not None:
         guard.note_checkpoint(st.step, healthy=st.step == 0)  # step 0: the model before any update
@@ -218,6 +218,8 @@ def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
         st.loader.load_state_dict(state["loader"])
         st.step = int(state["step"])
         st.reward.calls, st.reward.failures = state.get("reward_counts", [0, 0])
+        last_val = state.get("last_val")  # checkpoints before this field: None (the final step re-validates)
+        st.last_val = tuple(last_val) if last_val is not None else None
     return state
 
 
