@@ -1,9 +1,15 @@
-"""MLflow sink: metrics via ``log_batch`` (asynchronous when MLflow supports it), config as params.
+"""MLflow sink: metrics via ``log_batch``, config as params.
 
 Default tracking URI: ``sqlite:///<store>/mlflow/mlflow.db`` with artifacts under
 ``<store>/mlflow/artifacts`` (``mlflow ui --backend-store-uri sqlite:///<store>/mlflow/mlflow.db``).
 Options (``logger_options={"mlflow": {...}}``): ``tracking_uri``, ``experiment_name`` (default: the
-project), ``artifact_location``, ``synchronous`` (default ``False``: MLflow's async logging queue).
+project), ``artifact_location``, ``synchronous`` (default ``True``).
+
+Why synchronous: the sink already runs on its own thread behind a bounded queue, so training never waits
+for MLflow either way. MLflow's async queue would add a second queue that nobody reports on. When the
+server hangs, the batches in that queue are lost with no ``data_lost`` record, and its non-daemon workers keep
+the process alive after ``finish()`` (tests/faults/test_faults_mlflow_hang.py). Synchronously, the hung
+batch is the sink's in-flight one, which ``finish()`` records as ``unwritten_at_exit``.
 
 Keys are kept as they are except where MLflow refuses them: characters outside
 ``[A-Za-z0-9_-. :/]`` (unicode letters are fine) become ``_``, path-like forms that would resolve to
@@ -78,7 +84,7 @@ class MlflowSink(Sink):
         else:
             self.client.update_run(self.mlflow_run_id, status="RUNNING")
         supports_async = "synchronous" in inspect.signature(self.client.log_batch).parameters
-        self._batch_kw = {"synchronous": bool(opts.get("synchronous", False))} if supports_async else {}
+        self._batch_kw = {"synchronous": bool(opts.get("synchronous", True))} if supports_async else {}
         self._pending: list[Any] = []
         self._keys: dict[str, str] = {}
 
