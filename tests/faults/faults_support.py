@@ -135,3 +135,22 @@ class DatabaseLocker:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def log_then_fill_the_disk(run: Any, disk: Any, keys: list[str], seconds: float = 3.0) -> int:
+    """Log 100 steps of ``keys`` that reach the store, fill ``disk``, keep logging into it for ``seconds``
+    (more than the writer's backlog holds); returns the next step."""
+    step = 0
+    for _ in range(100):
+        run.log({k: float(step) for k in keys}, step=step)
+        step += 1
+    assert run.flush(10)
+    disk.fill()
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        run.log({k: float(step) for k in keys}, step=step)
+        step += 1
+        if step % 200 == 0:
+            time.sleep(0.01)
+    return step
+

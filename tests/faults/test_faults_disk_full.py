@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from faults_support import log_then_fill_the_disk
 
 import rlcockpit
 from rlcockpit.cli import main
@@ -58,18 +59,7 @@ def test_full_disk_keeps_retrying_writes_what_it_holds_and_records_losses(small_
                          health=False, max_queue_bytes=256 * 1024)
     small_disk.attach(run.store)
     keys = [f"k{i}" for i in range(20)]
-    step = 0
-    for _ in range(100):
-        run.log({k: float(step) for k in keys}, step=step)
-        step += 1
-    assert run.flush(10)
-    small_disk.fill()
-    t_end = time.monotonic() + 3.0
-    while time.monotonic() < t_end:  # keep logging into a full disk: more than the buffer holds
-        run.log({k: float(step) for k in keys}, step=step)
-        step += 1
-        if step % 200 == 0:
-            time.sleep(0.01)
+    step = log_then_fill_the_disk(run, small_disk, keys)
     small_disk.free()
     time.sleep(0.5)  # the writer catches up (its retry backoff is at most 5 s; finish() forces one now)
     for _ in range(100):

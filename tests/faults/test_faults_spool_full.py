@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from faults_support import log_then_fill_the_disk
 
 import rlcockpit
 from rlcockpit.store.spool import Spool
@@ -57,18 +58,7 @@ def test_full_disk_under_the_spool_loses_nothing_silently_and_the_uploader_survi
     uploader = run.store.uploader
     uploader.interval_s = 0.05
     keys = [f"k{i}" for i in range(20)]
-    step = 0
-    for _ in range(100):
-        run.log({k: float(step) for k in keys}, step=step)
-        step += 1
-    assert run.flush(10)
-    small_disk.fill()
-    t_end = time.monotonic() + 3.0
-    while time.monotonic() < t_end:  # more than the writer's backlog holds
-        run.log({k: float(step) for k in keys}, step=step)
-        step += 1
-        if step % 200 == 0:
-            time.sleep(0.01)
+    step = log_then_fill_the_disk(run, small_disk, keys)
     assert uploader.is_alive(), "the uploader thread died on the full disk"
     small_disk.free()
     time.sleep(1.0)

@@ -12,38 +12,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainer_batches import PROMPTS, mixed_length_batch, tiny_policy
 
 import rlcockpit
 from rlcockpit.algos import ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES, agg_loss
 from rlcockpit.trainer import update
-from rlcockpit.trainer.config import ConfigError, TinyModelConfig, load_config
+from rlcockpit.trainer.config import ConfigError, load_config
 from rlcockpit.trainer.loop import train
 from rlcockpit.trainer.models import forward_logprobs
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams, left_pad
-from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
+from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams
 
 FIXTURE = Path(__file__).parents[1] / "algos" / "verl_oracle" / "fixture.npz"
-PROMPTS = ["<|user|>12+3=<|assistant|>", "<|user|>7+45=<|assistant|>"]
-
-
-def _model(seed: int = 3):
-    tok = build_char_tokenizer()
-    return tok, build_tiny_model(tok, TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
-                                                      intermediate_size=64), seed=seed)
-
-
-def _batch(tok, n: int = 4, T: int = 5, seed: int = 0):
-    """Two prompts x n responses with very different lengths (token-mean and seq-mean then disagree)."""
-    g = torch.Generator().manual_seed(seed)
-    rows = [tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS for _ in range(n)]
-    prompt_ids, prompt_mask = left_pad(rows, tok.pad_token_id, "cpu")
-    responses = torch.randint(10, len(tok), (len(rows), T), generator=g)
-    lengths = torch.tensor([1, 5, 2, 5, 3, 1, 4, 2][: len(rows)])
-    resp_mask = (torch.arange(T)[None] < lengths[:, None]).long()
-    responses = torch.where(resp_mask.bool(), responses, torch.full_like(responses, tok.pad_token_id))
-    return {"input_ids": torch.cat([prompt_ids, responses], 1), "attention_mask": torch.cat([prompt_mask, resp_mask], 1),
-            "responses": responses, "response_mask": resp_mask,
-            "advantages": torch.randn(len(rows), 1, generator=g).expand(-1, T).contiguous()}
 
 
 def _step(cfg, model, batch):
@@ -57,8 +36,8 @@ def _step(cfg, model, batch):
 @pytest.mark.parametrize("loss", ["vanilla", "gspo", "cispo", "sapo", "geo_mean"])
 def test_micro_batches_take_the_same_step_as_one_batch(mode, loss):
     """verl normalises by the mini-batch's token/sequence counts: the split into micro-batches changes nothing."""
-    tok, model = _model()
-    batch = _batch(tok)
+    tok, model = tiny_policy()
+    batch = mixed_length_batch(tok)
     with torch.no_grad():
         batch["old_log_probs"] = forward_logprobs(model, batch["input_ids"], batch["attention_mask"], 5)[0] + 0.1
     results = {}
@@ -78,8 +57,8 @@ def test_micro_batches_take_the_same_step_as_one_batch(mode, loss):
 
 def test_token_mean_over_micro_batches_is_not_the_mean_of_micro_means():
     """The old weighting (each micro-batch mean weighted by its row share) differs on ragged batches."""
-    tok, _ = _model()
-    batch = _batch(tok)
+    tok, _ = tiny_policy()
+    batch = mixed_length_batch(tok)
     loss = torch.arange(8.0)[:, None].expand(8, 5)  # rows of different lengths carry different losses
     mask = batch["response_mask"]
     whole = agg_loss(loss, mask, "token-mean")
@@ -91,8 +70,8 @@ def test_token_mean_over_micro_batches_is_not_the_mean_of_micro_means():
 
 
 def test_dr_grpo_divides_by_the_configured_response_length():
-    tok, model = _model()
-    batch = _batch(tok)  # padded to 5 tokens
+    tok, model = tiny_policy()
+    batch = mixed_length_batch(tok)  # padded to 5 tokens
     for max_len, factor in ((7, None), (7, 11)):
         over = ["actor.loss_agg_mode=seq-mean-token-sum-norm", "actor.policy_loss.loss_mode=gpg",
                 f"data.max_response_length={max_len}", "data.train_batch_size=2", "actor.ppo_mini_batch_size=2",
@@ -105,7 +84,7 @@ def test_dr_grpo_divides_by_the_configured_response_length():
 
 
 def test_hf_engine_reports_the_log_probs_the_training_pass_computes():
-    tok, model = _model()
+    tok, model = tiny_policy()
     rows = [tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS for _ in range(3)]
     engine = ROLLOUT_ENGINES.get("hf")(model, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
                                         device="cpu")

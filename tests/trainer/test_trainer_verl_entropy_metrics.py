@@ -21,16 +21,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainer_batches import mixed_length_batch, tiny_policy
 
 from rlcockpit.algos import LOSS_AGG_MODES
 from rlcockpit.trainer import update
-from rlcockpit.trainer.config import TinyModelConfig, load_config
+from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.models import forward_policy
-from rlcockpit.trainer.rollout import left_pad
-from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
 
 VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
-PROMPTS = ["<|user|>12+3=<|assistant|>", "<|user|>7+45=<|assistant|>"]
 MODES = sorted(LOSS_AGG_MODES.names())
 
 ORACLE = """
@@ -62,26 +60,6 @@ for mode in case["modes"]:
         out[f"{mode}|{lsf}|entropy_loss"] = float(reduce_metrics({"actor/entropy_loss": per_mini})["actor/entropy_loss"])
 print(json.dumps(out))
 """
-
-
-def _model(seed: int = 3):
-    tok = build_char_tokenizer()
-    return tok, build_tiny_model(tok, TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
-                                                      intermediate_size=64), seed=seed)
-
-
-def _batch(tok, n: int = 4, T: int = 5, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Two prompts x n responses of very different lengths (token-mean and the seq-mean modes disagree)."""
-    g = torch.Generator().manual_seed(seed)
-    rows = [tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS for _ in range(n)]
-    prompt_ids, prompt_mask = left_pad(rows, tok.pad_token_id, "cpu")
-    responses = torch.randint(10, len(tok), (len(rows), T), generator=g)
-    lengths = torch.tensor([1, 5, 2, 5, 3, 1, 4, 2][: len(rows)])
-    resp_mask = (torch.arange(T)[None] < lengths[:, None]).long()
-    responses = torch.where(resp_mask.bool(), responses, torch.full_like(responses, tok.pad_token_id))
-    return {"input_ids": torch.cat([prompt_ids, responses], 1), "attention_mask": torch.cat([prompt_mask, resp_mask], 1),
-            "responses": responses, "response_mask": resp_mask,
-            "advantages": torch.randn(len(rows), 1, generator=g).expand(-1, T).contiguous()}
 
 
 def _cfg(mode: str, *, mini: int, micro: int | None = None, epochs: int = 1, coeff: float = 0.0,
@@ -116,8 +94,8 @@ def _update(cfg, model, batch, lr: float):
 def oracle(tmp_path_factory):
     """verl's values for every mode, the default horizon and an explicit loss_scale_factor; 2 epochs of
     two mini-batches of 4 rows split into micro-batches of 3 and 1."""
-    tok, model = _model()
-    batch = _batch(tok)
+    tok, model = tiny_policy()
+    batch = mixed_length_batch(tok)
     case = {"logits": _logits(model, batch).tolist(), "mask": batch["response_mask"].tolist(), "modes": MODES,
             "scale_factors": [None, 7], "epochs": 2, "minis": [[[0, 1, 2], [3]], [[4, 5, 6], [7]]]}
     path = tmp_path_factory.mktemp("entropy") / "case.json"
@@ -163,8 +141,8 @@ def test_actor_entropy_loss_is_verls_update_aggregate(oracle, mode, coeff, calcu
 def test_no_entropy_loss_and_no_entropy_pass_in_the_update_without_coeff_or_calculate_entropy():
     """verl logs actor/entropy_loss only when the update computes the entropy; with the old pass's entropy at
     hand the update's forward does no vocabulary-wide entropy work at all."""
-    tok, model = _model()
-    batch = _batch(tok)
+    tok, model = tiny_policy()
+    batch = mixed_length_batch(tok)
     old = forward_policy(model, batch["input_ids"], batch["attention_mask"], 5, with_entropy="nograd")["entropy"]
     with_old = {**batch, "old_log_probs": old.detach().clone(), "old_entropy": old}
     cfg = _cfg("token-mean", mini=4, epochs=2)
@@ -179,8 +157,8 @@ def test_no_entropy_loss_and_no_entropy_pass_in_the_update_without_coeff_or_calc
 
 def test_entropy_counts_tokens_rollout_correction_rejected():
     """verl computes actor/entropy before rollout correction masks tokens out (``entropy_mask`` keeps them)."""
-    tok, model = _model()
-    batch = _batch(tok)
+    tok, model = tiny_policy()
+    batch = mixed_length_batch(tok)
     old = forward_policy(model, batch["input_ids"], batch["attention_mask"], 5, with_entropy="nograd")["entropy"]
     rejected = batch["response_mask"].clone()
     rejected[1] = 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainer_batches import ByteTokenizer, EchoEngine
 
 from rlcockpit.trainer.collect import apply_overlong, generate_once, validate
 from rlcockpit.trainer.config import load_config
@@ -23,7 +24,6 @@ from rlcockpit.trainer.data import PromptRow
 from rlcockpit.trainer.filter_metric import reward_extra_info
 from rlcockpit.trainer.metrics import sample_rows
 from rlcockpit.trainer.rewards import RewardManager, load_custom_fn
-from rlcockpit.trainer.rollout import RolloutOutput
 
 VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
 RESPONSES = ["7", "xx7", "abcdef", "abc7efg", "abcdefgh", "7bcdefghij"]  # 1..10 tokens; 6 = the ramp's start
@@ -77,25 +77,6 @@ for name in ("as_float", "as_dict"):
 print(json.dumps(out))
 """
 OB = {"enable": True, "len": 4, "penalty_factor": 0.5, "log": True}
-
-
-class ByteTokenizer:
-    pad_token_id = 0
-
-    def batch_decode(self, rows, skip_special_tokens=True):
-        return [bytes(r).decode() for r in rows]
-
-
-class EchoEngine:
-    """Answers each prompt with the text after ``->`` (known response lengths, no model needed)."""
-
-    def generate(self, prompts, params):
-        answers = [bytes(p).decode().split("->")[1].encode() for p in prompts]
-        width = max(len(a) for a in answers)
-        responses = torch.tensor([list(a) + [0] * (width - len(a)) for a in answers])
-        mask = torch.tensor([[1] * len(a) + [0] * (width - len(a)) for a in answers])
-        prompt_ids = torch.ones(len(prompts), 1, dtype=torch.long)
-        return RolloutOutput(prompt_ids, torch.ones_like(prompt_ids), responses, mask)
 
 
 def _rows() -> list[PromptRow]:

@@ -6,30 +6,12 @@ returns a float) — and everything else, the score itself included, is ``val-au
 
 from __future__ import annotations
 
-import torch
+from trainer_batches import ByteTokenizer, EchoEngine
 
 from rlcockpit.trainer.collect import validate
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow
 from rlcockpit.trainer.rewards import RewardManager
-from rlcockpit.trainer.rollout import RolloutOutput
-
-
-class ByteTokenizer:
-    def batch_decode(self, rows, skip_special_tokens=True):
-        return [bytes(r).decode() for r in rows]
-
-
-class EchoEngine:
-    """Answers every prompt with the text it carries after ``->`` (no model needed to check the names)."""
-
-    def generate(self, prompts, params):
-        answers = [bytes(p).decode().split("->")[1].encode() for p in prompts]
-        width = max(len(a) for a in answers)
-        responses = torch.tensor([list(a) + [0] * (width - len(a)) for a in answers])
-        mask = torch.tensor([[1] * len(a) + [0] * (width - len(a)) for a in answers])
-        prompt_ids = torch.zeros(len(prompts), 1, dtype=torch.long)
-        return RolloutOutput(prompt_ids, torch.ones_like(prompt_ids), responses, mask)
 
 
 def _rows(source: str) -> list[PromptRow]:
