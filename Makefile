@@ -10,6 +10,8 @@ export HF_DATASETS_OFFLINE := 1
 export WANDB_MODE := offline
 export WANDB_SILENT := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Fresh venvs only: a download cache would just hold a second copy of every wheel on the disk.
+export PIP_NO_CACHE_DIR := 1
 
 .PHONY: setup system-deps postgres-deps verl-env vllm-env demo test test-quick lint bench ui-screenshots clean
 

@@ -30,4 +30,5 @@ from verl.utils.tracking import Tracking
 import rlcockpit
 print(f"setup_verl_env: verl {verl.__version__} imports on CPU; Tracking backends: {Tracking.supported_backend}")
 PY
+venv_share "$VENV"
 echo "$want" > "$STAMP"

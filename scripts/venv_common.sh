@@ -10,7 +10,16 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
 CONSTRAINTS="$ROOT/constraints.txt"
+MAIN_VENV="${MAIN_VENV:-$ROOT/.venv}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# No wheel/http cache: every install here is a fresh venv, and a GB of cached downloads is disk CI may not have.
+export PIP_NO_CACHE_DIR=1
+
+# venv_share VENV: hard-link VENV's files to identical ones in the main venv (scripts/share_venv_files.py);
+# run after each big install so the next one has the room.
+venv_share() {
+    python3 "$ROOT/scripts/share_venv_files.py" "$1" "$MAIN_VENV"
+}
 
 # venv_want SCRIPT PINS...: the stamp text of a build from these inputs ("<sha256> name=version ...").
 venv_want() {
@@ -35,6 +44,7 @@ venv_create_with_torch() {
     local venv="$1"
     test -x "$venv/bin/python" || python3 -m venv "$venv"
     "$venv/bin/pip" install -q -c "$CONSTRAINTS" "torch==$TORCH_VERSION"
+    venv_share "$venv"
 }
 
 # venv_install_rlcockpit VENV [DEPS...]: rlcockpit's core deps (+ DEPS) under constraints.txt, then rlcockpit
