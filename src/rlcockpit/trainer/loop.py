@@ -314,10 +314,10 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     while st.step < steps and not guard.stop_requested:
         st.step += 1
         timing: dict[str, float] = {}
-        t0 = time.perf_counter()
-        with profiler.step(st.step):
+        with profiler.step(st.step, timing):  # timing_s/{start,stop}_profile, outside timing_s/step (verl)
+            t0 = time.perf_counter()
             metrics, exp = train_step(st, timing)
-        timing["step"] = time.perf_counter() - t0
+            timing["step"] = time.perf_counter() - t0
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device,
                                     n_gpus=st.dist.world_size))
