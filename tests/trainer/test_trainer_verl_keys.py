@@ -22,7 +22,7 @@ from rlcockpit.trainer.metrics import global_seqlen_metrics, perf_metrics
 
 # logged by rlcockpit only, under names verl does not use (so they cannot be misread as verl's)
 EXTRAS = {"reward/failures", "reward/failure_rate", "actor/nonfinite_skipped", "perf/cpu_memory_used_gb"}
-REF_EXTRAS = {"actor/ref_kl"}  # old - reference log-prob, with a reference model
+REF_EXTRAS = {"actor/ref_kl"}  # mean old - reference log-prob: with a reference model and an old-log-prob pass
 # verl's, left out by design: the old-log-prob pass when the update's first pass scores the old policy
 # (one epoch, one mini-batch, no KL in the reward: no extra pass; actor/entropy still comes from it)
 NO_OLD_PASS = {"timing_s/old_log_prob", "perf/mfu/actor_infer"}
@@ -61,9 +61,9 @@ def test_step_keys_are_verls(case, tiny_cfg):
     result = train(cfg, log=lambda *_: None)
     ours = _step_row(cfg.trainer.rlcockpit_dir, result.run_id, 2)
     verl = verl_step_keys(**flags)
-    extras = EXTRAS | (REF_EXTRAS if flags.get("use_kl_loss") or flags.get("use_kl_in_reward") else set())
-    assert sorted(verl - ours) == sorted(absent), "verl logs these and we do not"
-    assert sorted(ours - verl) == sorted(extras), "we log these and verl does not"
+    extras = EXTRAS | (REF_EXTRAS if not absent and flags.get("use_kl_in_reward") else set())
+    assert sorted(verl - set(ours)) == sorted(absent), "verl logs these and we do not"
+    assert sorted(set(ours) - verl) == sorted(extras), "we log these and verl does not"
     # the meanings that can be checked on a run: one rank holds every token; the objective's parts
     assert ours["global_seqlen/mean"] == ours["global_seqlen/balanced_max"] == ours["perf/total_num_tokens"]
     assert ours["global_seqlen/minmax_diff"] == 0.0
