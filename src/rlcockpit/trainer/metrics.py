@@ -8,8 +8,6 @@ and the value function's explained variance is over all valid tokens (unbiased v
 
 from __future__ import annotations
 
-import resource
-import sys
 from typing import Any
 
 import torch
@@ -127,24 +125,29 @@ def variance_proxy_metrics(batch: dict[str, torch.Tensor], gradient_norm: float 
 
 def perf_metrics(num_tokens: int, step_time: float, device: torch.device, n_gpus: int = 1) -> dict[str, float]:
     """verl's ``compute_throughout_metrics``: the step's prompt + response tokens, its time and the tokens per
-    second *per rank* (``n_gpus``: the data-parallel world size); then this process's memory peaks."""
+    second *per rank* (``n_gpus``: the data-parallel world size); then the memory keys of verl's workers."""
     m = {"perf/total_num_tokens": float(num_tokens), "perf/time_per_step": step_time,
          "perf/throughput": num_tokens / (max(step_time, 1e-9) * max(n_gpus, 1))}
     if device.type == "cuda":
         m["perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
         m["perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    m["perf/cpu_memory_used_gb"] = rss / (2**30 if sys.platform == "darwin" else 2**20)
+    # verl's (pre-0.9 workers; 0.9.1 logs it as actor/perf/...): the machine's used memory, not this process's
+    # (that is system/proc_rss_gb)
+    m["perf/cpu_memory_used_gb"] = _host_used_gb()
     return m
+
+
+def _host_used_gb() -> float:
+    import psutil
+
+    return psutil.virtual_memory().used / 2**30
 
 
 def worker_memory_metrics(role: str, device: torch.device) -> dict[str, float]:
     """What verl 0.9.1's engine worker logs after an update, under ``<role>/perf/``: the accelerator's
     allocator peaks (accelerators only) and the host's used memory (``psutil.virtual_memory().used``, the
-    whole machine's, unlike ``perf/cpu_memory_used_gb``: this process's peak resident set)."""
-    import psutil
-
-    m = {f"{role}/perf/cpu_memory_used_gb": psutil.virtual_memory().used / 2**30}
+    whole machine's)."""
+    m = {f"{role}/perf/cpu_memory_used_gb": _host_used_gb()}
     if device.type == "cuda":
         m[f"{role}/perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
         m[f"{role}/perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
