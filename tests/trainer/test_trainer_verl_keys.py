@@ -20,7 +20,7 @@ from rlcockpit.trainer.distributed import Dist
 from rlcockpit.trainer.flops import mfu, peak_flops, train_flops
 from rlcockpit.trainer.metrics import global_seqlen_metrics, perf_metrics
 
-# logged by rlcockpit only, under names verl does not use (so they cannot be misread as verl's)
+# not in verl 0.9.1's step: rlcockpit's own names, and perf/cpu_memory_used_gb (verl's before 0.9, same meaning)
 EXTRAS = {"reward/failures", "reward/failure_rate", "actor/nonfinite_skipped", "perf/cpu_memory_used_gb"}
 REF_EXTRAS = {"actor/ref_kl"}  # mean old - reference log-prob: with a reference model and an old-log-prob pass
 # verl's, left out by design: the old-log-prob pass when the update's first pass scores the old policy

@@ -199,6 +199,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     entropy_info = global_batch_info(batch["response_mask"], scale_len) if old_entropy is None else None
     entropy_parts: list[float] = []
     mfus: list[float | None] = []
+    seqlens = batch["attention_mask"].sum(-1).tolist()  # tokens per row, for perf/mfu/actor
     minis = _chunks(torch.arange(bs), mini)
     actor.train()
     for epoch in range(a.ppo_epochs):
@@ -227,7 +228,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 skipped += 1
                 continue
             optimizer.step()
-            mfus.append(_mini_batch_mfu(actor, batch, mb_idx, time.perf_counter() - t_mini, dist))
+            mfus.append(_mini_batch_mfu(actor, seqlens, mb_idx, time.perf_counter() - t_mini, dist))
             reduced = dist.reduce_metrics(per_mini, _SUMMED)
             if "actor/entropy" in reduced:
                 entropy_parts.append(reduced.pop("actor/entropy"))
@@ -259,10 +260,11 @@ def _device(model: Any) -> torch.device:
     return next(model.parameters()).device
 
 
-def _mini_batch_mfu(model: Any, batch: Batch, mb_idx: torch.Tensor, seconds: float, dist: Dist) -> float | None:
-    """verl's per-mini-batch MFU: the whole mini-batch's sequence lengths (every rank's), this rank's time."""
-    seqlens = batch["attention_mask"][mb_idx].sum(-1).tolist()
-    return mfu(model, seqlens, seconds, _device(model), world_size=dist.world_size)
+def _mini_batch_mfu(model: Any, seqlens: list[int], mb_idx: torch.Tensor, seconds: float,
+                    dist: Dist) -> float | None:
+    """verl's per-mini-batch MFU: the whole mini-batch's sequence lengths (every rank's), this rank's time.
+    ``seqlens``: the batch's, read to the host once per update (no device sync per mini-batch)."""
+    return mfu(model, [seqlens[i] for i in mb_idx.tolist()], seconds, _device(model), world_size=dist.world_size)
 
 
 def _mean_mfu(key: str, parts: list[float | None]) -> dict[str, float]:
@@ -282,6 +284,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
     mfus: list[float | None] = []
+    seqlens = batch["attention_mask"].sum(-1).tolist()  # tokens per row, for perf/mfu/critic
     critic.train()
     for _ in range(c.ppo_epochs or cfg.actor.ppo_epochs):
         for mb_idx in _chunks(torch.arange(bs), mini):
@@ -311,7 +314,7 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
-            mfus.append(_mini_batch_mfu(critic, batch, mb_idx, time.perf_counter() - t_mini, dist))
+            mfus.append(_mini_batch_mfu(critic, seqlens, mb_idx, time.perf_counter() - t_mini, dist))
             # verl's critic/loss is the summed micro-batch objective, which for the critic is the value loss
             reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/loss": [vf_total],
                                            "critic/vf_clipfrac": clipfracs, "critic/vpred_mean": vpred_means},
