@@ -29,7 +29,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 '''
 
 COMPARED = ("actor/pg_loss", "actor/grad_norm", "actor/ppo_kl", "critic/score/mean", "response_length/mean",
-            "actor/entropy", "actor/entropy_loss")  # the old pass's entropy gathered; the update's parts summed
+            "actor/entropy", "actor/entropy_loss", "actor/loss")  # the old pass's entropy gathered; parts summed
 
 
 def _overrides(hf_assets: dict, tmp: Path, name: str, *extra: str) -> list[str]:
@@ -80,6 +80,14 @@ def test_two_gloo_ranks_match_one_process_and_their_checkpoint_resumes_on_one(hf
             assert _close(a, b), f"{key} at step {step}: 1 process {a}, 2 processes {b}"
     assert float(h1.loc[1, "actor/grad_norm"]) > 0  # a real learning signal, not a trivially equal zero
     assert "system/rank1/proc_rss_gb" in run2.keys() and "system/rank0/step_s" in run2.keys()
+    for step in (1, 2, 3):  # verl's per-rank statistics: two ranks share the step's tokens
+        tokens = float(h2.loc[step, "perf/total_num_tokens"])
+        assert tokens == float(h1.loc[step, "perf/total_num_tokens"]) == float(h1.loc[step, "global_seqlen/mean"])
+        assert float(h2.loc[step, "global_seqlen/mean"]) == tokens / 2
+        assert float(h2.loc[step, "global_seqlen/balanced_min"]) + float(h2.loc[step, "global_seqlen/balanced_max"]) \
+            == tokens
+        assert _close(float(h2.loc[step, "perf/throughput"]),
+                      tokens / (float(h2.loc[step, "perf/time_per_step"]) * 2))  # tokens/s per rank
     assert not any(k.startswith("system/rank") for k in run1.keys())
 
     # the 2-rank checkpoint of step 2 resumes in one process and continues exactly like the 1-process run

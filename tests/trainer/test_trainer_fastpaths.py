@@ -246,6 +246,8 @@ def test_update_actor_takes_the_same_step_with_and_without_sharing(monkeypatch):
     (m_shared, p_shared), (m_plain, p_plain) = results[True], results[False]
     assert m_shared.keys() == m_plain.keys()
     for key in m_plain:
+        if "perf/" in key:  # MFU and host memory: measurements of the run, not results of the update
+            continue
         assert m_shared[key] == pytest.approx(m_plain[key], rel=1e-3, abs=1e-5), key
     for name in p_plain:
         torch.testing.assert_close(p_shared[name], p_plain[name], atol=1e-5, rtol=1e-4, msg=name)

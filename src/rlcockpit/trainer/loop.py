@@ -33,8 +33,9 @@ from rlcockpit.trainer.distributed_run import (
     quiet,
     rank_metrics,
 )
+from rlcockpit.trainer.flops import mfu
 from rlcockpit.trainer.guardrails import Guardrails
-from rlcockpit.trainer.metrics import data_metrics, perf_metrics, sample_rows
+from rlcockpit.trainer.metrics import data_metrics, global_seqlen_metrics, perf_metrics, sample_rows
 from rlcockpit.trainer.probes import log_probes
 from rlcockpit.trainer.profiling import StepProfiler, phase
 from rlcockpit.trainer.progress import Progress
@@ -53,7 +54,7 @@ from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's pu
 )
 from rlcockpit.trainer.state import rollback as _rollback
 from rlcockpit.trainer.step_inputs import rewards_and_advantages
-from rlcockpit.trainer.update import update_actor, update_critic
+from rlcockpit.trainer.update import rank_rows, update_actor, update_critic
 
 CHECKPOINT_FLUSH_S = 10.0  # how long a checkpoint waits for the steps before it to reach the store
 
@@ -94,8 +95,12 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
+    # verl's _balance_batch statistics (trainer.balance_batch, on by default there): tokens per rank
+    metrics: dict[str, float] = global_seqlen_metrics(o.attention_mask, rank_rows(cfg, len(o.responses), st.dist))
     sharded_policy_passes(st, batch, o.rollout_log_probs, timed, timing)  # each rank its rows, gathered
-    metrics: dict[str, float] = dict(exp.metrics)
+    metrics.update(exp.metrics)
+    if "old_log_prob" in timing:  # verl's perf/mfu/actor_infer; a single on-policy pass skips this pass
+        metrics.update(_infer_mfu(st, batch["attention_mask"], timing["old_log_prob"]))
     if o.rollout_log_probs is not None and not cfg.algorithm.rollout_correction.bypass_mode:
         # verl's rollout-vs-trainer agreement (bypass mode uses the engine's log-probs as the old ones)
         metrics.update(rollout_probs_metrics(o.rollout_log_probs, batch["old_log_probs"], o.response_mask))
@@ -110,15 +115,22 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
             warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")  # skipped NaN updates
             metrics.update(update_actor(cfg, st.actor, st.actor_opt, batch, st.autocast, ref=st.ref, dist=st.dist))
             st.actor_sched.step()
+        if cfg.actor.use_kl_loss:  # verl logs the KL-loss weight with the loss only (KL in the reward:
+            metrics["actor/kl_coef"] = float(cfg.actor.kl_loss_coef)  # actor/reward_kl_penalty_coeff)
     with timed(timing, "update_weights"):  # into the rollout engine (a no-op for the built-in one)
         st.engine.sync_weights(st.actor)
     metrics.update(st.engine.pop_metrics() if hasattr(st.engine, "pop_metrics") else {})
-    metrics["actor/kl_coef"] = float(st.kl_ctrl.value if cfg.algorithm.use_kl_in_reward else cfg.actor.kl_loss_coef)
     # lengths and per-token statistics over the generated tokens, rollout-correction rejections included
     metrics.update(data_metrics({**batch, "response_mask": o.response_mask}, cfg.data.max_response_length,
                                 cfg.data.max_prompt_length, timing=timing))
     metrics["perf/total_num_tokens_int"] = float(batch["attention_mask"].sum())
     return metrics, exp
+
+
+def _infer_mfu(st: State, attention_mask: Any, seconds: float) -> dict[str, float]:
+    value = mfu(st.actor, attention_mask.sum(-1).tolist(), seconds, st.device, world_size=st.dist.world_size,
+                forward_only=True)
+    return {} if value is None else {"perf/mfu/actor_infer": value}
 
 
 # --------------------------------------------------------------------------- the loop
@@ -302,12 +314,13 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     while st.step < steps and not guard.stop_requested:
         st.step += 1
         timing: dict[str, float] = {}
-        t0 = time.perf_counter()
-        with profiler.step(st.step):
+        with profiler.step(st.step, timing):  # timing_s/{start,stop}_profile, outside timing_s/step (verl)
+            t0 = time.perf_counter()
             metrics, exp = train_step(st, timing)
-        timing["step"] = time.perf_counter() - t0
+            timing["step"] = time.perf_counter() - t0
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
-        metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device))
+        metrics.update(perf_metrics(int(metrics.pop("perf/total_num_tokens_int", 0)), timing["step"], st.device,
+                                    n_gpus=st.dist.world_size))
         metrics.update({"reward/failures": float(st.reward.failures), "reward/failure_rate": st.reward.failure_rate,
                         "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
         metrics.update(rank_metrics(st.dist, timing["step"]))  # system/rank{r}/... (data-parallel only)

@@ -8,8 +8,6 @@ and the value function's explained variance is over all valid tokens (unbiased v
 
 from __future__ import annotations
 
-import resource
-import sys
 from typing import Any
 
 import torch
@@ -125,15 +123,52 @@ def variance_proxy_metrics(batch: dict[str, torch.Tensor], gradient_norm: float 
             "variance_proxy/expected_a_squared": float(adv.square().mean()), "variance_proxy/expected_w": float(w.mean())}
 
 
-def perf_metrics(num_tokens: int, step_time: float, device: torch.device) -> dict[str, float]:
+def perf_metrics(num_tokens: int, step_time: float, device: torch.device, n_gpus: int = 1) -> dict[str, float]:
+    """verl's ``compute_throughout_metrics``: the step's prompt + response tokens, its time and the tokens per
+    second *per rank* (``n_gpus``: the data-parallel world size); then the memory keys of verl's workers."""
     m = {"perf/total_num_tokens": float(num_tokens), "perf/time_per_step": step_time,
-         "perf/throughput": num_tokens / max(step_time, 1e-9)}
+         "perf/throughput": num_tokens / (max(step_time, 1e-9) * max(n_gpus, 1))}
     if device.type == "cuda":
         m["perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
         m["perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    m["perf/cpu_memory_used_gb"] = rss / (2**30 if sys.platform == "darwin" else 2**20)
+    # verl's (pre-0.9 workers; 0.9.1 logs it as actor/perf/...): the machine's used memory, not this process's
+    # (that is system/proc_rss_gb)
+    m["perf/cpu_memory_used_gb"] = _host_used_gb()
     return m
+
+
+def _host_used_gb() -> float:
+    import psutil
+
+    return psutil.virtual_memory().used / 2**30
+
+
+def worker_memory_metrics(role: str, device: torch.device) -> dict[str, float]:
+    """What verl 0.9.1's engine worker logs after an update, under ``<role>/perf/``: the accelerator's
+    allocator peaks (accelerators only) and the host's used memory (``psutil.virtual_memory().used``, the
+    whole machine's)."""
+    m = {f"{role}/perf/cpu_memory_used_gb": _host_used_gb()}
+    if device.type == "cuda":
+        m[f"{role}/perf/max_memory_allocated_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
+        m[f"{role}/perf/max_memory_reserved_gb"] = torch.cuda.max_memory_reserved(device) / 2**30
+    return m
+
+
+def global_seqlen_metrics(attention_mask: torch.Tensor, rank_rows: list[torch.Tensor]) -> dict[str, float]:
+    """verl's ``global_seqlen/*`` (``_balance_batch`` -> ``log_seqlen_unbalance``) over the tokens (prompt +
+    response, ``attention_mask``) per data-parallel rank. ``min``/``max``/``minmax_diff``: the ranks' sums had
+    the batch been cut into equal contiguous parts (verl's "before balancing"); ``balanced_min``/``balanced_max``:
+    the sums of the rows each rank actually processes (``rank_rows``; rlcockpit does not reorder, so this is
+    the spread the ranks really see); ``mean``: all tokens / ranks. One rank: every value is the batch's sum."""
+    seqlens = attention_mask.reshape(attention_mask.shape[0], -1).sum(-1).tolist()
+    k = len(rank_rows)
+    size = len(seqlens) // k
+    chunks = [sum(seqlens[i: i + size]) for i in range(0, len(seqlens), size)] if size else [sum(seqlens)]
+    actual = [sum(seqlens[i] for i in rows.tolist()) for rows in rank_rows]
+    return {"global_seqlen/min": float(min(chunks)), "global_seqlen/max": float(max(chunks)),
+            "global_seqlen/minmax_diff": float(max(chunks) - min(chunks)),
+            "global_seqlen/balanced_min": float(min(actual)), "global_seqlen/balanced_max": float(max(actual)),
+            "global_seqlen/mean": float(sum(seqlens) / k)}
 
 
 _SAMPLE_FIELDS = ("prompt", "response", "reward", "ground_truth", "data_source", "response_length")

@@ -20,6 +20,7 @@ import gzip
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,14 +59,23 @@ class StepProfiler:
         return acts
 
     @contextlib.contextmanager
-    def step(self, step: int) -> Iterator[None]:
+    def step(self, step: int, timing: dict[str, float] | None = None) -> Iterator[None]:
+        """Profile the body when ``step`` is in ``trainer.profile_steps``. ``timing`` gets verl's
+        ``start_profile`` / ``stop_profile`` (seconds to start the profiler, to stop it and store the trace;
+        0 on the steps not profiled), which verl logs every step outside ``timing_s/step``."""
+        timing = {} if timing is None else timing
         if step not in self.steps:
+            timing["start_profile"] = timing["stop_profile"] = 0.0
             yield
             return
+        t0 = time.perf_counter()
         with torch.profiler.profile(activities=self.activities(), record_shapes=True, profile_memory=True) as prof:
             with phase(f"rlcockpit/step_{step}"):
+                timing["start_profile"] = time.perf_counter() - t0
                 yield
+                t1 = time.perf_counter()
         self._save(prof, step)
+        timing["stop_profile"] = time.perf_counter() - t1
 
     def _save(self, prof: Any, step: int) -> None:
         """Write the gzipped trace, log the top-ops event; a failure here never stops training."""

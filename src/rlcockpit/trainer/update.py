@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -44,7 +45,8 @@ from rlcockpit.algos import (
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.distributed import SINGLE, Dist
-from rlcockpit.trainer.metrics import variance_proxy_metrics
+from rlcockpit.trainer.flops import mfu
+from rlcockpit.trainer.metrics import variance_proxy_metrics, worker_memory_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 from rlcockpit.trainer.packing import forward_packed
 
@@ -53,6 +55,20 @@ Batch = dict[str, torch.Tensor]
 
 def _chunks(idx: torch.Tensor, size: int) -> list[torch.Tensor]:
     return [idx[i: i + size] for i in range(0, len(idx), size)]
+
+
+def mini_batch_size(cfg: Config, bs: int) -> int:
+    """Rows per mini-batch: ``ppo_mini_batch_size`` prompts x ``rollout.n`` responses (verl's)."""
+    return max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
+
+
+def rank_rows(cfg: Config, bs: int, dist: Dist) -> list[torch.Tensor]:
+    """The batch rows each data-parallel rank trains on: its share of every mini-batch."""
+    minis = _chunks(torch.arange(bs), mini_batch_size(cfg, bs))
+    out = []
+    for r in range(dist.world_size):
+        out.append(torch.cat([m[slice(*dist.bounds(len(m), rank=r))] for m in minis]))
+    return out
 
 
 def _micro(cfg: Config, mini: int, dist: Dist) -> int:
@@ -142,6 +158,7 @@ def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, fl
     for key, value in pg.items():
         if key != "pg_loss":
             m[key if "/" in key else f"actor/{key}"] = float(value)
+    m["actor/loss"] = float(loss.detach())  # verl: the whole objective (policy + KL + entropy terms)
     return loss, m
 
 
@@ -157,7 +174,7 @@ def old_policy_entropy(cfg: Config, batch: Batch) -> float | None:
 
 
 # summed over the micro-batches of a mini-batch (partial sums of one loss), the rest are averaged
-_SUMMED = ("actor/pg_loss", "actor/kl_loss", "actor/entropy_loss", "actor/entropy")
+_SUMMED = ("actor/pg_loss", "actor/kl_loss", "actor/entropy_loss", "actor/entropy", "actor/loss")
 
 
 def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batch: Batch,
@@ -170,7 +187,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     ``dist``: the data-parallel group (this rank trains on its share of each mini-batch)."""
     a = cfg.actor
     bs = batch["responses"].size(0)
-    mini = max(1, min(bs, a.ppo_mini_batch_size * cfg.rollout.n))
+    mini = mini_batch_size(cfg, bs)
     micro = _micro(cfg, mini, dist)
     global_ok = _takes_global_info(policy_loss_name(cfg))
     scale_len = loss_scale_factor(cfg)
@@ -181,11 +198,14 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
     # without the old pass's entropy, epoch 0's forwards give actor/entropy: their parts, with whole-batch counts
     entropy_info = global_batch_info(batch["response_mask"], scale_len) if old_entropy is None else None
     entropy_parts: list[float] = []
+    mfus: list[float | None] = []
+    seqlens = batch["attention_mask"].sum(-1).tolist()  # tokens per row, for perf/mfu/actor
     minis = _chunks(torch.arange(bs), mini)
     actor.train()
     for epoch in range(a.ppo_epochs):
         with_entropy = entropy_mode(cfg, batch, epoch)
         for mb_idx in minis:
+            t_mini = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
             finite, per_mini = True, defaultdict(list)
@@ -208,6 +228,7 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
                 skipped += 1
                 continue
             optimizer.step()
+            mfus.append(_mini_batch_mfu(actor, seqlens, mb_idx, time.perf_counter() - t_mini, dist))
             reduced = dist.reduce_metrics(per_mini, _SUMMED)
             if "actor/entropy" in reduced:
                 entropy_parts.append(reduced.pop("actor/entropy"))
@@ -229,21 +250,45 @@ def update_actor(cfg: Config, actor: Any, optimizer: torch.optim.Optimizer, batc
         metrics["actor/entropy"] = sum(entropy_parts)
     metrics["actor/nonfinite_skipped"] = float(skipped)
     metrics["actor/lr"] = float(optimizer.param_groups[0]["lr"])
+    metrics.update(_mean_mfu("perf/mfu/actor", mfus))
+    metrics.update(worker_memory_metrics("actor", _device(actor)))
     metrics.update(variance_proxy_metrics(batch, metrics.get("actor/grad_norm")))  # with sum_pi_squared, as verl
     return metrics
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _mini_batch_mfu(model: Any, seqlens: list[int], mb_idx: torch.Tensor, seconds: float,
+                    dist: Dist) -> float | None:
+    """verl's per-mini-batch MFU: the whole mini-batch's sequence lengths (every rank's), this rank's time.
+    ``seqlens``: the batch's, read to the host once per update (no device sync per mini-batch)."""
+    return mfu(model, [seqlens[i] for i in mb_idx.tolist()], seconds, _device(model), world_size=dist.world_size)
+
+
+def _mean_mfu(key: str, parts: list[float | None]) -> dict[str, float]:
+    """The mean over the mini-batches that stepped (verl's ``reduce_metrics``); nothing where verl's estimate
+    is undefined (an architecture or device its formula and table do not cover)."""
+    if not parts or any(p is None for p in parts):
+        return {}
+    return {key: sum(parts) / len(parts)}  # type: ignore[arg-type]
 
 
 def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, batch: Batch,
                   autocast: Callable[[], contextlib.AbstractContextManager], dist: Dist = SINGLE) -> dict[str, float]:
     c = cfg.critic
     bs, T = batch["responses"].shape
-    mini = max(1, min(bs, cfg.actor.ppo_mini_batch_size * cfg.rollout.n))
+    mini = mini_batch_size(cfg, bs)
     micro = _micro(cfg, mini, dist)
     scale_len = loss_scale_factor(cfg)
     sums: dict[str, list[float]] = defaultdict(list)
+    mfus: list[float | None] = []
+    seqlens = batch["attention_mask"].sum(-1).tolist()  # tokens per row, for perf/mfu/critic
     critic.train()
     for _ in range(c.ppo_epochs or cfg.actor.ppo_epochs):
         for mb_idx in _chunks(torch.arange(bs), mini):
+            t_mini = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             info = global_batch_info(batch["response_mask"][mb_idx], scale_len)
             ok, vf_total, clipfracs, vpred_means = True, 0.0, [], []
@@ -269,12 +314,17 @@ def update_critic(cfg: Config, critic: Any, optimizer: torch.optim.Optimizer, ba
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
-            reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/vf_clipfrac": clipfracs,
-                                           "critic/vpred_mean": vpred_means}, ("critic/vf_loss",))
-            for key in ("critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean"):
+            mfus.append(_mini_batch_mfu(critic, seqlens, mb_idx, time.perf_counter() - t_mini, dist))
+            # verl's critic/loss is the summed micro-batch objective, which for the critic is the value loss
+            reduced = dist.reduce_metrics({"critic/vf_loss": [vf_total], "critic/loss": [vf_total],
+                                           "critic/vf_clipfrac": clipfracs, "critic/vpred_mean": vpred_means},
+                                          ("critic/vf_loss", "critic/loss"))
+            for key in ("critic/vf_loss", "critic/loss", "critic/vf_clipfrac", "critic/vpred_mean"):
                 sums[key].append(reduced[key])
             sums["critic/grad_norm"].append(float(norm))
     optimizer.zero_grad(set_to_none=True)
     metrics = {k: sum(v) / len(v) for k, v in sums.items() if v}
     metrics["critic/lr"] = float(optimizer.param_groups[0]["lr"])
+    metrics.update(_mean_mfu("perf/mfu/critic", mfus))
+    metrics.update(worker_memory_metrics("critic", _device(critic)))
     return metrics
