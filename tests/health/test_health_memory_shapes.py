@@ -86,3 +86,19 @@ def test_healthy_look_alikes_raise_nothing():
                 for s in range(1, 241)]
     for rows in (step_up, sawtooth, prealloc):
         assert [(f.step, f.detector, f.title) for f in _alarms(rows) if f.detector in MEMORY] == []
+
+
+def test_machine_memory_growing_beside_a_flat_process_is_not_the_runs_leak():
+    """rlcockpit's trainer logs verl's ``perf/cpu_memory_used_gb`` (the whole machine's used memory, other
+    processes included) and the process's own ``system/proc_rss_gb``: only the latter is the run's memory."""
+    def rows(with_rss: bool):
+        for step in range(1, 301):
+            m = {"perf/cpu_memory_used_gb": 20.0 + (0.05 * (step - 150) if step > 150 else 0.0)}  # a neighbour
+            if with_rss:
+                m["system/proc_rss_gb"] = 3.0
+            yield step, m
+
+    beside = [f for f in _alarms(rows(True)) if f.detector == "memory_growth"]
+    alone = [f for f in _alarms(rows(False)) if f.detector == "memory_growth"]
+    assert beside == [], [(f.step, f.title) for f in beside]
+    assert alone and alone[0].metric == "perf/cpu_memory_used_gb", [(f.step, f.title) for f in alone]

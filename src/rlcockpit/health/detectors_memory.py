@@ -332,7 +332,7 @@ class HostMemory(_Percent):
 class MemoryGrowth(MemoryTrend):
     """Absolute memory series without a device total (``perf/max_memory_allocated_gb``,
     ``perf/max_memory_reserved_gb``, per-GPU used GB or allocated bytes, ``system/proc_rss_gb`` or MB,
-    ``perf/cpu_memory_used_gb``): a creep of more than ``growth_ratio`` x the run's own level after warm-up, and
+    ``perf/cpu_memory_used_gb``, the machine's: not judged where the process's RSS is logged): a creep of more than ``growth_ratio`` x the run's own level after warm-up, and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
     above 80% of it is a warning and above ``critical_percent`` of it while ``growth_ratio`` above its own
     level is critical."""
@@ -363,6 +363,8 @@ class MemoryGrowth(MemoryTrend):
             self._present = [k for k in self.keys if k in self.ctx.tracks]
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
+            if RSS in self._present or RSS_MB in self._present:  # the process's own memory is logged: the
+                self._present = [k for k in self._present if k != CPU_USED]  # machine's (others' too) is not judged
         tracks, state = self.ctx.tracks, self._top
         for key in self._present:
             track = tracks[key]
