@@ -21,7 +21,11 @@ to fit anything; run them to check the estimate generalises).
     python bench/memory_estimate.py --device cuda --json # on a GPU: torch.cuda.max_memory_allocated, bf16 cases
 
 ``RLCOCKPIT_BENCH_ALLOCATOR=glibc-default`` measures without the trainer's fixed mmap threshold
-(``trainer/host_memory.py``); ``=live`` fixes it at 128 KiB so RSS follows the live tensors (diagnosis).
+(``trainer/host_memory.py``); ``=live`` fixes it (and the trim threshold) at 128 KiB so RSS follows the live
+tensors (diagnosis).
+glibc's own ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_TOP_PAD_`` in the environment reach
+every scenario's process and, as in the trainer, win over its setting: that measures a user's allocator choice
+(``bench/allocator_ab.py`` measures its CPU cost at the realistic shape).
 """
 
 from __future__ import annotations
@@ -192,7 +196,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
     allocator = os.environ.get("RLCOCKPIT_BENCH_ALLOCATOR", "trainer")
     if allocator == "live":
-        return_freed_memory_to_os(128 * 1024)
+        return_freed_memory_to_os(128 * 1024, trim_threshold=128 * 1024, top_pad=128 * 1024)
     elif allocator != "glibc-default":
         return_freed_memory_to_os()  # as state.build does on CPU (trainer/host_memory.py)
     dev = torch.device(spec.get("device", "cpu"))

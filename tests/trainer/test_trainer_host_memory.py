@@ -1,4 +1,5 @@
-"""The CPU allocator setting (glibc mmap threshold): applied in a fresh process, the user's own setting wins."""
+"""The CPU allocator setting (glibc mmap/trim thresholds, top pad): applied in a fresh process, the user's own
+setting wins."""
 
 from __future__ import annotations
 
@@ -12,41 +13,57 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import ctypes, sys
+import psutil
 from rlcockpit.trainer.host_memory import return_freed_memory_to_os
 applied = return_freed_memory_to_os()
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
-# with the threshold fixed at 4 MiB, a freed 8 MiB block was mmapped: RSS drops back after free
-import psutil
 p = psutil.Process()
+MiB = 1 << 20
+
+def touched(size):
+    buf = libc.malloc(size)
+    ctypes.memset(buf, 1, size)
+    return buf
+
+# large blocks: with the threshold fixed at 16 MiB a freed 24 MiB block was mmapped and so is a later 20 MiB one
+# (glibc's default raises its threshold to 24 MiB on the first free: the 20 MiB then stays on the heap)
 before = p.memory_info().rss
-buf = libc.malloc(8 << 20)
-ctypes.memset(buf, 1, 8 << 20)
-libc.free(ctypes.c_void_p(buf))
-buf = libc.malloc(6 << 20)  # glibc default: from the heap now (threshold raised to 8 MiB), kept after free
-ctypes.memset(buf, 1, 6 << 20)
-libc.free(ctypes.c_void_p(buf))
-print(applied, p.memory_info().rss - before)
+libc.free(ctypes.c_void_p(touched(24 * MiB)))
+libc.free(ctypes.c_void_p(touched(20 * MiB)))
+large = p.memory_info().rss - before
+# small blocks from the heap: 48 MiB freed at its top; the trim threshold (32 MiB) gives it back down to the
+# top pad (16 MiB), which stays for the next step's tensors
+before = p.memory_info().rss
+blocks = [touched(MiB) for _ in range(48)]
+for b in reversed(blocks):
+    libc.free(ctypes.c_void_p(b))
+kept = p.memory_info().rss - before
+print(applied, large, kept)
 """
 
 
-def _probe(env_extra: dict[str, str]) -> tuple[str, int]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), **env_extra}
-    env.pop("MALLOC_MMAP_THRESHOLD_", None) if "MALLOC_MMAP_THRESHOLD_" not in env_extra else None
+def _probe(env_extra: dict[str, str]) -> tuple[str, int, int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    env.update({"PYTHONPATH": str(REPO / "src"), **env_extra})
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
-    applied, grown = out.stdout.split()
-    return applied, int(grown)
+    applied, large, kept = out.stdout.split()
+    return applied, int(large), int(kept)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt is Linux-only")
-def test_freed_large_blocks_return_to_the_os():
-    applied, grown = _probe({})
+def test_large_blocks_return_to_the_os_and_the_heap_keeps_a_bounded_pad():
+    applied, large, kept = _probe({})
     assert applied == "True"
-    assert grown < 4 << 20, grown  # both blocks were unmapped on free
+    assert large < 4 << 20, large  # both large blocks were unmapped on free
+    assert 8 << 20 <= kept <= 24 << 20, kept  # trimmed above 32 MiB, down to the 16 MiB pad
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt is Linux-only")
-def test_an_explicit_malloc_setting_is_left_alone():
-    applied, _ = _probe({"MALLOC_MMAP_THRESHOLD_": "65536"})
+@pytest.mark.parametrize("env", [{"MALLOC_MMAP_THRESHOLD_": "65536"}, {"MALLOC_TRIM_THRESHOLD_": "131072"},
+                                 {"MALLOC_TOP_PAD_": "0"}, {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}])
+def test_an_explicit_malloc_setting_is_left_alone(env):
+    applied, _, kept = _probe(env)
     assert applied == "False"
+    assert kept < 8 << 20, kept  # glibc's own small trim threshold and pad, not ours

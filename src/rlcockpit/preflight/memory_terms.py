@@ -20,7 +20,7 @@ phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inpu
   CUDA's foreach kernels: one fp32 copy of every parameter at once).
 
 On CPU, peak RSS is above the live tensors: glibc's heap keeps what smaller freed tensors leave behind
-(the trainer returns tensors >= 4 MiB to the OS, ``trainer/host_memory.py``), which ``cpu_heap_bytes`` models.
+(the trainer mmaps only tensors >= 16 MiB, ``trainer/host_memory.py``), which ``CPU_HEAP_BYTES`` models.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 FP32 = 4
 # CPU: what the process's heap holds above its live tensors at the step's peak, measured on the tune scenarios of
-# bench/memory_estimate.py (peak RSS minus the live terms below: 58-107 MiB; ~140-200 MiB stay resident after the
-# update). Small tensors (< the 4 MiB mmap threshold) are served from glibc's heap and their holes are reused,
-# not returned; the figure did not grow with activations, weights or vocabulary in those scenarios.
+# bench/memory_estimate.py. Fitted with the 4 MiB mmap threshold (peak RSS minus the live terms below: 58-107 MiB);
+# kept for the trainer's 16 MiB threshold / 32 MiB trim (trainer/host_memory.py), where it was 13-146 MiB over two
+# runs, without a trend in activations, logits or weights that a term fitted on the tune split carried to the
+# held-out one (BENCHMARKS.md, "Allocator settings"). Tensors below the threshold come from glibc's heap: their
+# holes are reused, not returned.
 CPU_HEAP_BYTES = 90 * 2**20
 
 
