@@ -13,9 +13,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from rlcockpit import defaults  # noqa: E402, F401 - registers the health observer and the alerts hook
+from rlcockpit.tracking import plot  # noqa: E402 - wandb.plot.line(...) and the other preset charts
 from rlcockpit.tracking.api import Api  # noqa: E402
 from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
-from rlcockpit.tracking.media import Histogram, Image, Table  # noqa: E402
+from rlcockpit.tracking.media import Audio, Histogram, Html, Image, Molecule, Object3D, Table, Video  # noqa: E402
 from rlcockpit.tracking.module_api import (  # noqa: E402
     alert,
     define_metric,
@@ -25,8 +26,9 @@ from rlcockpit.tracking.module_api import (  # noqa: E402
     log_samples,
     use_artifact,
 )
+from rlcockpit.tracking.plot import plot_table  # noqa: E402
 from rlcockpit.tracking.run import Run, init  # noqa: E402
-from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
+from rlcockpit.tracking.wandb_compat import AlertLevel, Config, Settings  # noqa: E402
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked
@@ -71,6 +73,7 @@ def agent(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.swee
     return _agent(*args, **kwargs)
 
 
-__all__ = ["Api", "Artifact", "Config", "Histogram", "Image", "Run", "Table", "__version__", "agent", "alert",
-           "define_metric", "finish", "init", "log", "log_artifact", "log_samples", "login", "save", "sweep",
-           "use_artifact", "watch"]
+__all__ = ["AlertLevel", "Api", "Artifact", "Audio", "Config", "Histogram", "Html", "Image", "Molecule", "Object3D",
+           "Run", "Settings", "Table", "Video", "__version__", "agent", "alert", "define_metric", "finish", "init",
+           "log", "log_artifact", "log_samples", "login", "plot", "plot_table", "save", "sweep", "use_artifact",
+           "watch"]

@@ -88,6 +88,12 @@ class ConfigSet(NamedTuple):
     config: dict[str, Any]
 
 
+class RunFieldsSet(NamedTuple):
+    """``run.name = ...``, ``run.tags = run.tags + ("x",)``, ``run.notes`` / ``run.group``: run columns, stored in order."""
+
+    fields: dict[str, Any]
+
+
 class DefineMetric(NamedTuple):
     """``run.define_metric(...)``: a :class:`rlcockpit.tracking.wandb_compat.MetricDef` for the summary."""
 

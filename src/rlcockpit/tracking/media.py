@@ -118,6 +118,36 @@ class Image:
         self.caption = caption
 
 
+class _OtherMedia:
+    """W&B's other media (``Html``, ``Video``, ``Audio``, ``Object3D``, ``Molecule``): accepted so scripts run;
+    not stored (the key is rejected, once, saying so — as for ``Image``)."""
+
+    _rlcockpit_media = "media"
+
+    def __init__(self, data_or_path: Any = None, *args: Any, caption: str | None = None, **_: Any) -> None:
+        self.caption = caption
+
+
+class Html(_OtherMedia):
+    """``wandb.Html``."""
+
+
+class Video(_OtherMedia):
+    """``wandb.Video``."""
+
+
+class Audio(_OtherMedia):
+    """``wandb.Audio``."""
+
+
+class Object3D(_OtherMedia):
+    """``wandb.Object3D``."""
+
+
+class Molecule(_OtherMedia):
+    """``wandb.Molecule``."""
+
+
 def _as_numpy(value: Any) -> Any:
     if hasattr(value, "detach"):  # a torch tensor
         return value.detach().cpu().numpy()

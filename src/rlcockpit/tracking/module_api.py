@@ -30,8 +30,9 @@ def log_samples(rows: Sequence[Mapping[str, Any]], step: int | None = None) -> N
     _require_run().log_samples(rows, step=step)
 
 
-def alert(title: str, text: str = "", level: str = "warning") -> None:
-    _require_run().alert(title, text, level)
+def alert(title: str, text: str = "", level: Any = "warning", wait_duration: Any = None) -> None:
+    """``run.alert`` on the current run (as ``wandb.alert``, ``AlertLevel`` and ``wait_duration`` included)."""
+    _require_run().alert(title, text, level, wait_duration)
 
 
 def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,

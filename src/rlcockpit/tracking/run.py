@@ -51,6 +51,8 @@ from rlcockpit.tracking.wandb_compat import (
     Config,
     DisabledRun,
     WandbRunMethods,
+    alert_level,
+    alert_suppressed,
     check_init_args,
     filter_config,
     normalize_resume,
@@ -87,6 +89,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
+        self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
             row = open_run_row(self.store, project, self.config, resume=resume, id=id, name=name, group=group,
@@ -94,14 +97,15 @@ class Run(WandbRunMethods):
                                where=self.dir)
         except StoreError as exc:
             raise _init_error(exc, self.dir) from exc
-        self.id, self.name, self.group, self.tags = row.id, row.name, row.group, row.tags
+        self.id = row.id
+        self._start_time = _time()
+        self._fields: dict[str, Any] = {"name": row.name, "group": row.group, "tags": tuple(row.tags), "notes": notes}
         self._last_step, self.config, self.meta = row.last_step, row.config, row.meta
         self.resumed = row.resumed_summary is not None
         self.summary = Summary(self)
         if row.resumed_summary:
             self.summary._refresh(row.resumed_summary)
         self.config = Config(self.config, self)
-        self.notes = notes
         self._next_step = self._last_step + 1
         self._parts = build_parts(self, options)
         self.sinks: list[Sink] = self._parts.sinks
@@ -308,8 +312,15 @@ class Run(WandbRunMethods):
             self.config = Config({**self.config, **redact(_config_to_dict(config))}, self)
         self._put_internal(ConfigChange(dict(self.config)))
 
-    def alert(self, title: str, text: str = "", level: str = "warning") -> None:
-        """Send a manual alert through the configured channels (and record it as an event)."""
+    def alert(self, title: str, text: str = "", level: Any = "warning", wait_duration: Any = None) -> None:
+        """Send a manual alert through the configured channels (and record it as an event). ``level``:
+        ``info``/``warning``/``critical`` or W&B's ``AlertLevel`` / ``"INFO"``/``"WARN"``/``"ERROR"``;
+        ``wait_duration`` (seconds or a ``timedelta``, as W&B): an alert with a title sent less than that ago is
+        not sent again (it is still recorded, with ``suppressed: true``)."""
+        level = alert_level(level)
+        if alert_suppressed(self._alerts_sent, title, wait_duration, _time()):
+            self.log_event("alert", {"title": title, "text": text, "level": level, "manual": True, "suppressed": True})
+            return
         self.log_event("alert", {"title": title, "text": text, "level": level, "manual": True})
         for cb in list(self._alert_listeners):
             try:
@@ -467,5 +478,6 @@ def init(
     run = Run(project=project, name=name, group=group, tags=tags, config=filter_config(_config_to_dict(config),
               wandb_args), dir=dir, resume=normalize_resume(resume, id), id=id, notes=notes, capture_meta=capture_meta,
               options=options, store=store, server=server, extra_meta=extra_meta)
+    run._sweep_id = trial.sweep_id if trial is not None else None
     _current = run
     return run

@@ -114,7 +114,10 @@ def open_run_row(store: Store, project: str, config: dict[str, Any], *, resume: 
                      list(resumed.get("tags") or []) if tags is None else list(tags),
                      -1 if last is None else int(last), {**(resumed.get("config") or {}), **config},
                      {**(resumed.get("meta") or {}), **extra_meta}, resumed.get("summary") or {})
-        store.update_run(row.id, status="running", finished_at=None, exit_code=None, config=row.config, **beat)
+        given = {k: v for k, v in (("group", group), ("tags", None if tags is None else list(tags)),
+                                   ("notes", notes)) if v is not None}  # new values replace the stored ones
+        store.update_run(row.id, status="running", finished_at=None, exit_code=None, config=row.config, **given,
+                         **beat)
         if extra_meta:
             store.update_run(row.id, meta=row.meta)
         return row

@@ -8,6 +8,7 @@ script runs unchanged and what it sets is stored, never dropped on the floor.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import logging
 import math
@@ -86,6 +87,53 @@ class Config(dict):
             dict.clear(self)
             dict.update(self, clean)
             run._config_changed()
+
+
+class AlertLevel(str, enum.Enum):
+    """``wandb.AlertLevel``: W&B's alert levels, mapped to rlcockpit's (``INFO`` info, ``WARN`` warning,
+    ``ERROR`` critical)."""
+
+    INFO = "INFO"
+    WARN = "WARN"
+    ERROR = "ERROR"
+
+
+_ALERT_LEVELS = {"info": "info", "warn": "warning", "warning": "warning", "error": "critical", "critical": "critical"}
+
+
+def alert_level(level: Any) -> str:
+    """rlcockpit's level for ``level`` (an ``AlertLevel``, W&B's names, or ours); ``ValueError`` naming it else."""
+    name = level.value if isinstance(level, AlertLevel) else level
+    if level is None:
+        return "info"  # W&B's default level
+    if not isinstance(name, str) or name.lower() not in _ALERT_LEVELS:
+        raise ValueError(f"alert level {level!r}: expected info, warning, critical or W&B's INFO, WARN, ERROR")
+    return _ALERT_LEVELS[name.lower()]
+
+
+def alert_suppressed(sent: dict[str, float], title: str, wait_duration: Any, now: float) -> bool:
+    """W&B's ``wait_duration``: True when ``title`` was sent less than that many seconds ago (else it is
+    recorded as sent now). A ``timedelta`` works as in W&B."""
+    if wait_duration is not None:
+        wait = wait_duration.total_seconds() if hasattr(wait_duration, "total_seconds") else float(wait_duration)
+        if title in sent and now - sent[title] < wait:
+            return True
+    sent[title] = now
+    return False
+
+
+class Settings(dict):
+    """``wandb.Settings(...)``: accepted (``init(settings=wandb.Settings(start_method="thread"))``), no
+    effect offline; the values are kept as a dict."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(values)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
 
 
 class MetricDef(NamedTuple):
@@ -320,6 +368,7 @@ class WandbRunMethods:
     ``log_code``, ``mark_preempting``), which are accepted and do nothing offline."""
 
     meta: dict[str, Any]
+    _sweep_id: str | None = None
 
     def define_metric(self, name: str, step_metric: Any = None, step_sync: bool | None = None,
                       hidden: bool | None = None, summary: str | None = None, goal: str | None = None,
@@ -344,6 +393,72 @@ class WandbRunMethods:
 
         self._put_internal(ConfigSet(dict(self.config)))  # type: ignore[attr-defined]
 
+    # name, tags, notes and group are run columns: W&B scripts set them after init (``wandb.run.name = ...`` in
+    # sweep programs, ``run.tags = run.tags + ("release_candidate",)`` in W&B's tags guide); each change is
+    # queued in order with the data, so the stored run shows it (the other loggers keep the name they opened with)
+    @property
+    def name(self) -> str:
+        return self._fields["name"]  # type: ignore[attr-defined]
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"run.name must be a non-empty str, got {value!r}")
+        self._set_fields(name=value)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """A tuple, as in W&B (so ``run.tags + ("x",)`` works); assign a new sequence to change them."""
+        return self._fields["tags"]  # type: ignore[attr-defined]
+
+    @tags.setter
+    def tags(self, value: Sequence[str]) -> None:
+        if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(t, str) for t in value):
+            raise TypeError(f"run.tags must be a sequence of str, got {value!r}")
+        self._set_fields(tags=tuple(value))
+
+    @property
+    def notes(self) -> str | None:
+        return self._fields["notes"]  # type: ignore[attr-defined]
+
+    @notes.setter
+    def notes(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"run.notes must be a str or None, got {value!r}")
+        self._set_fields(notes=value)
+
+    @property
+    def group(self) -> str | None:
+        return self._fields["group"]  # type: ignore[attr-defined]
+
+    @group.setter
+    def group(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"run.group must be a str or None, got {value!r}")
+        self._set_fields(group=value)
+
+    def _set_fields(self, **fields: Any) -> None:
+        from rlcockpit.tracking.entries import RunFieldsSet
+
+        self._fields.update(fields)  # type: ignore[attr-defined]
+        stored = {k: (list(v) if k == "tags" else redact(v) if k == "notes" else v) for k, v in fields.items()}
+        self._put_internal(RunFieldsSet(stored))  # type: ignore[attr-defined]
+
+    @property
+    def start_time(self) -> float:
+        """Unix time the run was created (W&B's ``run.start_time``)."""
+        return self._start_time  # type: ignore[attr-defined]
+
+    @property
+    def sweep_id(self) -> str | None:
+        """The sweep this run is a trial of (set when ``init`` claimed an agent's trial), else None."""
+        return self._sweep_id
+
+    @property
+    def offline(self) -> bool:
+        """Always True: nothing is sent anywhere (a team server is a store, not W&B's cloud)."""
+        return True
+
     @property
     def entity(self) -> str | None:
         return self.meta.get("entity")
@@ -360,6 +475,17 @@ class WandbRunMethods:
     def url(self) -> str:
         """Where the dashboard shows this run (``rlcockpit ui`` on its default port)."""
         return f"http://127.0.0.1:6007/#/run/{self.id}"  # type: ignore[attr-defined]
+
+    def log_model(self, path: Any, name: str | None = None, aliases: Sequence[str] | None = None) -> Any:
+        """As W&B's ``run.log_model(path, name)``: a ``model`` artifact (default name ``run-<id>-<file name>``)."""
+        import os
+
+        default = f"run-{self.id}-{os.path.basename(os.path.normpath(str(path)))}"  # type: ignore[attr-defined]
+        return self.log_artifact(path, name=name or default, type="model", aliases=aliases)  # type: ignore[attr-defined]
+
+    def use_model(self, name: str) -> str:
+        """As W&B's ``run.use_model("my-model:latest")``: mark it used and return the local path of its files."""
+        return str(self.use_artifact(name).download())  # type: ignore[attr-defined]
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """W&B uploads files; the store keeps metrics, so this is accepted and does nothing (use log_artifact)."""

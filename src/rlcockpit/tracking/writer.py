@@ -40,6 +40,7 @@ from rlcockpit.tracking.entries import (
     MetaSet,
     Metrics,
     QueueBudget,
+    RunFieldsSet,
     Samples,
     Stop,
     SummarySet,
@@ -190,6 +191,8 @@ class Writer(threading.Thread):
                 self.store_writer.record(e.loss)
             elif t is ConfigSet:
                 batch.run_fields["config"] = e.config
+            elif t is RunFieldsSet:
+                batch.run_fields.update(e.fields)
             elif t is DefineMetric:
                 self.aggregates.add(e.metric)
                 self._summary_dirty = True
