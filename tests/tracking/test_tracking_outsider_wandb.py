@@ -197,3 +197,60 @@ def test_settings_media_and_run_attributes_are_accepted(start, store_dir: Path, 
     assert rlcockpit.Api(store_dir).run(run.id).summary == {"acc": 0.5}
     text = caplog.text
     assert all(f"'{k}' rejected" in text for k in ("page", "clip", "sound")), text
+
+
+def test_table_rows_are_read_when_logged_and_incremental_tables_log_new_rows(start, store_dir: Path) -> None:
+    # a W&B script that keeps one table and logs it as it grows (W&B: log_mode="INCREMENTAL" logs only the new
+    # rows; otherwise the table as it is at that log). Before: rows were read later, on the writer thread, so
+    # step 1 held rows added after it was logged; an Image cell was stored as "<...Image object at 0x...>"
+    run = start()
+    grow = wandb.Table(columns=["epoch", "pred"])
+    inc = wandb.Table(columns=["epoch", "img", "arr"], log_mode="INCREMENTAL")
+    for epoch in range(3):
+        grow.add_data(epoch, f"p{epoch}")
+        inc.add_data(epoch, wandb.Image(np.zeros((2, 2, 3), np.uint8), caption=f"c{epoch}"), np.arange(epoch + 1))
+        run.log({"grow": grow, "inc": inc, "loss": 1.0 / (epoch + 1)})
+        grow.add_data(99, "added after the log")  # must not show up at this step
+        grow.data.pop()
+    with pytest.raises(ValueError, match="log_mode='SOMETIMES'"):
+        wandb.Table(columns=["a"], log_mode="SOMETIMES")
+    run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    for step in range(3):
+        rows = stored.samples(step=step)
+        assert [r["pred"] for r in rows if r["table"] == "grow"] == [f"p{e}" for e in range(step + 1)]
+        inc_rows = [r for r in rows if r["table"] == "inc"]
+        assert [(r["epoch"], r["img"], r["arr"]) for r in inc_rows] == [(step, f"[Image: c{step}]",
+                                                                         list(range(step + 1)))]
+
+
+def test_a_table_without_model_outputs_raises_no_sample_findings(start, store_dir: Path) -> None:
+    # a W&B user's predictions table (no response/completion column), with the detectors on. Before: its empty
+    # "responses" were analysed: a CRITICAL sample_degeneration finding ("empty (100% of responses)") with
+    # KL advice, for a table of ids and scores
+    run = start(health=True)
+    for _ in range(4):
+        table = wandb.Table(columns=["id", "label", "score"], data=[[i, i % 3, 0.5] for i in range(16)])
+        run.log({"preds": table, "acc": 0.5})
+    run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert len(stored.samples(limit=100)) == 64
+    assert [f["detector"] for f in stored.findings()] == []
+    assert not [k for k in stored.keys() if k.startswith("samples/")]
+
+
+def test_arrays_of_more_than_32_values_are_logged_as_histograms(start, store_dir: Path, caplog) -> None:
+    # W&B logs a numpy array / torch tensor of more than 32 values as a histogram (wandb/util.py
+    # maybe_compress_history); before, rlcockpit rejected the key. 32 values or fewer: still rejected by key.
+    import torch
+
+    grads = np.linspace(-1.0, 3.0, 101)
+    run = start()
+    with caplog.at_level("WARNING", logger="rlcockpit"):
+        run.log({"grads": grads, "weights": torch.ones(8, 8), "few": np.arange(5), "acc": 0.5})
+        run.flush()
+    run.finish()
+    summary = rlcockpit.Api(store_dir).run(run.id).summary
+    assert summary["grads/mean"] == pytest.approx(1.0) and summary["grads/min"] == -1.0 and summary["grads/max"] == 3.0
+    assert summary["weights/mean"] == 1.0 and summary["weights/std"] == 0.0
+    assert "few" not in summary and "'few' rejected" in caplog.text

@@ -42,6 +42,7 @@ from rlcockpit.tracking.entries import (
     human_bytes,
     samples_cost,
 )
+from rlcockpit.tracking.media import Table, snapshot_tables
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
 from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, open_run_row
@@ -204,6 +205,8 @@ class Run(WandbRunMethods):
             metrics = self._bad_metrics(metrics)
             if metrics is None:
                 return
+        if Table.in_use:  # W&B tables are read now, as logged (the script may add rows right after)
+            metrics = snapshot_tables(metrics)
         self._last_step = step
         self._next_step = step if commit is False else step + 1  # commit=False: W&B's "more of this step"
         b = self._budget

@@ -216,7 +216,11 @@ class Writer(threading.Thread):
         rows, columns, last = self.cleaner.convert(group, want_rows=bool(self.workers) or observe)
         while self.cleaner.tables:  # W&B Tables logged with log(): stored as sample rows of their step
             step, ts, key, table = self.cleaner.tables.pop(0)
-            self._samples(Samples(step, ts, table.sample_rows(key), 0), drain)
+            table_rows = table.sample_rows(key)
+            # a table of model outputs feeds the sample analysis; any other table (ids, scores, a confusion
+            # matrix) is stored, but its missing "responses" are not evidence of empty generations
+            outputs = any(r.get("response") is not None for r in table_rows)
+            self._samples(Samples(step, ts, table_rows, 0), drain, observe=outputs)
         null_event = self._nulls(drain) if self.cleaner.nulls else None
         if null_event is not None and not columns:
             drain.batch.entries += len(group)
@@ -269,7 +273,7 @@ class Writer(threading.Thread):
         drain.batch.events.append((NULL_EVENT, payload, first))
         return EventPart(NULL_EVENT, payload, first)
 
-    def _samples(self, e: Samples, drain: Drain) -> None:
+    def _samples(self, e: Samples, drain: Drain, observe: bool = True) -> None:
         step = e.step
         clean = []
         for i, row in enumerate(e.rows):
@@ -287,7 +291,7 @@ class Writer(threading.Thread):
             return
         drain.batch.samples.append((step, clean))
         drain.parts.append(SamplesPart(step, clean))
-        if self.observer is not None:
+        if self.observer is not None and observe:
             self.observer.submit_samples(step, clean)
 
     def _notify(self, finding: Any) -> None:
