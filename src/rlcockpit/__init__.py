@@ -28,7 +28,8 @@ from rlcockpit.tracking.module_api import (  # noqa: E402
 )
 from rlcockpit.tracking.plot import plot_table  # noqa: E402
 from rlcockpit.tracking.run import Run, init  # noqa: E402
-from rlcockpit.tracking.wandb_compat import AlertLevel, Config, Settings  # noqa: E402
+from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
+from rlcockpit.tracking.wandb_env import AlertLevel, Settings  # noqa: E402
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked

@@ -254,3 +254,20 @@ def test_arrays_of_more_than_32_values_are_logged_as_histograms(start, store_dir
     assert summary["grads/mean"] == pytest.approx(1.0) and summary["grads/min"] == -1.0 and summary["grads/max"] == 3.0
     assert summary["weights/mean"] == 1.0 and summary["weights/std"] == 0.0
     assert "few" not in summary and "'few' rejected" in caplog.text
+
+
+def test_wandb_environment_variables_give_init_defaults(start, store_dir: Path, monkeypatch) -> None:
+    # a W&B launch script: `export WANDB_PROJECT=... WANDB_RUN_GROUP=... WANDB_TAGS=a,b` then `wandb.init()`
+    # (docs.wandb.ai "Environment variables"). Before: the run landed in project "default", untagged.
+    for k, v in {"WANDB_PROJECT": "from-env", "WANDB_NAME": "env-run", "WANDB_RUN_GROUP": "ddp",
+                 "WANDB_TAGS": "a, b", "WANDB_NOTES": "note", "WANDB_JOB_TYPE": "train", "WANDB_ENTITY": "me"
+                 }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RLCOCKPIT_PROJECT", raising=False)
+    run = start(project=None)
+    assert (run.project, run.name, run.group, run.tags, run.notes) == ("from-env", "env-run", "ddp", ("a", "b"), "note")
+    assert run.job_type == "train" and run.entity == "me"
+    explicit = start(project="mine", name="n", tags=["t"])  # arguments win over the environment
+    assert (explicit.project, explicit.name, explicit.tags) == ("mine", "n", ("t",))
+    monkeypatch.setenv("RLCOCKPIT_PROJECT", "ours")  # and rlcockpit's own variable over W&B's
+    assert start(project=None).project == "ours"

@@ -52,12 +52,11 @@ from rlcockpit.tracking.wandb_compat import (
     Config,
     DisabledRun,
     WandbRunMethods,
-    alert_level,
-    alert_suppressed,
     check_init_args,
     filter_config,
     normalize_resume,
 )
+from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, wandb_env_default
 
 logger = logging.getLogger("rlcockpit")
 
@@ -473,7 +472,10 @@ def init(
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
         store = trial.store if trial.store and store is None else store  # the sweep's database, whatever dir says
-    project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
+    project = project or os.environ.get("RLCOCKPIT_PROJECT") or wandb_env_default("project", None) or "default"
+    name, group, tags, notes = (wandb_env_default(k, v) for k, v in
+                                (("name", name), ("group", group), ("tags", tags), ("notes", notes)))
+    job_type, entity = wandb_env_default("job_type", job_type), wandb_env_default("entity", entity)
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)

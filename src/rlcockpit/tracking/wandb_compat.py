@@ -8,7 +8,6 @@ script runs unchanged and what it sets is stored, never dropped on the floor.
 
 from __future__ import annotations
 
-import enum
 import fnmatch
 import logging
 import math
@@ -87,53 +86,6 @@ class Config(dict):
             dict.clear(self)
             dict.update(self, clean)
             run._config_changed()
-
-
-class AlertLevel(str, enum.Enum):
-    """``wandb.AlertLevel``: W&B's alert levels, mapped to rlcockpit's (``INFO`` info, ``WARN`` warning,
-    ``ERROR`` critical)."""
-
-    INFO = "INFO"
-    WARN = "WARN"
-    ERROR = "ERROR"
-
-
-_ALERT_LEVELS = {"info": "info", "warn": "warning", "warning": "warning", "error": "critical", "critical": "critical"}
-
-
-def alert_level(level: Any) -> str:
-    """rlcockpit's level for ``level`` (an ``AlertLevel``, W&B's names, or ours); ``ValueError`` naming it else."""
-    name = level.value if isinstance(level, AlertLevel) else level
-    if level is None:
-        return "info"  # W&B's default level
-    if not isinstance(name, str) or name.lower() not in _ALERT_LEVELS:
-        raise ValueError(f"alert level {level!r}: expected info, warning, critical or W&B's INFO, WARN, ERROR")
-    return _ALERT_LEVELS[name.lower()]
-
-
-def alert_suppressed(sent: dict[str, float], title: str, wait_duration: Any, now: float) -> bool:
-    """W&B's ``wait_duration``: True when ``title`` was sent less than that many seconds ago (else it is
-    recorded as sent now). A ``timedelta`` works as in W&B."""
-    if wait_duration is not None:
-        wait = wait_duration.total_seconds() if hasattr(wait_duration, "total_seconds") else float(wait_duration)
-        if title in sent and now - sent[title] < wait:
-            return True
-    sent[title] = now
-    return False
-
-
-class Settings(dict):
-    """``wandb.Settings(...)``: accepted (``init(settings=wandb.Settings(start_method="thread"))``), no
-    effect offline; the values are kept as a dict."""
-
-    def __init__(self, **values: Any) -> None:
-        super().__init__(values)
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
 
 
 class MetricDef(NamedTuple):

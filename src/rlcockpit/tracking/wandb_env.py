@@ -1,0 +1,74 @@
+"""W&B's module-level objects and environment beyond the run: ``wandb.AlertLevel`` and ``wait_duration`` for
+``wandb.alert``, ``wandb.Settings``, and the ``WANDB_*`` variables a W&B launch script exports.
+
+Why apart from :mod:`rlcockpit.tracking.wandb_compat` (the run's W&B methods): these are read by ``init`` and
+``alert`` before or beside a run, and keeping them here keeps both modules readable.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Any
+
+#: W&B's environment variables for ``wandb.init`` defaults (docs.wandb.ai "Environment variables"): an argument
+#: given to ``init`` wins, then rlcockpit's own variable (``RLCOCKPIT_PROJECT``), then these.
+WANDB_ENV = {"project": "WANDB_PROJECT", "name": "WANDB_NAME", "group": "WANDB_RUN_GROUP", "tags": "WANDB_TAGS",
+             "notes": "WANDB_NOTES", "job_type": "WANDB_JOB_TYPE", "entity": "WANDB_ENTITY"}
+
+
+def wandb_env_default(arg: str, value: Any) -> Any:
+    """``value``, else the W&B environment variable for ``init(arg=...)`` (``WANDB_TAGS`` is comma separated)."""
+    if value is not None:
+        return value
+    raw = os.environ.get(WANDB_ENV[arg]) or None
+    if raw is not None and arg == "tags":
+        return [t.strip() for t in raw.split(",") if t.strip()] or None
+    return raw
+
+
+class AlertLevel(str, enum.Enum):
+    """``wandb.AlertLevel``: W&B's alert levels, mapped to rlcockpit's (``INFO`` info, ``WARN`` warning,
+    ``ERROR`` critical)."""
+
+    INFO = "INFO"
+    WARN = "WARN"
+    ERROR = "ERROR"
+
+
+_ALERT_LEVELS = {"info": "info", "warn": "warning", "warning": "warning", "error": "critical", "critical": "critical"}
+
+
+def alert_level(level: Any) -> str:
+    """rlcockpit's level for ``level`` (an ``AlertLevel``, W&B's names, or ours); ``ValueError`` naming it else."""
+    name = level.value if isinstance(level, AlertLevel) else level
+    if level is None:
+        return "info"  # W&B's default level
+    if not isinstance(name, str) or name.lower() not in _ALERT_LEVELS:
+        raise ValueError(f"alert level {level!r}: expected info, warning, critical or W&B's INFO, WARN, ERROR")
+    return _ALERT_LEVELS[name.lower()]
+
+
+def alert_suppressed(sent: dict[str, float], title: str, wait_duration: Any, now: float) -> bool:
+    """W&B's ``wait_duration``: True when ``title`` was sent less than that many seconds ago (else it is
+    recorded as sent now). A ``timedelta`` works as in W&B."""
+    if wait_duration is not None:
+        wait = wait_duration.total_seconds() if hasattr(wait_duration, "total_seconds") else float(wait_duration)
+        if title in sent and now - sent[title] < wait:
+            return True
+    sent[title] = now
+    return False
+
+
+class Settings(dict):
+    """``wandb.Settings(...)``: accepted (``init(settings=wandb.Settings(start_method="thread"))``), no
+    effect offline; the values are kept as a dict."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(values)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
