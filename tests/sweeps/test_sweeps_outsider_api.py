@@ -52,3 +52,18 @@ def test_public_api_sweep_runs_best_run_and_trial_names(ws: Path) -> None:
     other = wandb.init(project="sweep-api", group="not-a-sweep", system_interval=None)
     other.finish()
     assert api.run(other.id).sweep is None
+
+
+def test_sweep_values_win_over_config_defaults_yaml(ws: Path) -> None:
+    # W&B: ./config-defaults.yaml gives every run its defaults; a sweep's values override them
+    (ws / "config-defaults.yaml").write_text("lr:\n  value: 0.5\nepochs:\n  value: 7\n")
+    sweep_id = wandb.sweep({"method": "grid", "parameters": {"lr": {"values": [0.1, 0.01]}}}, project="defaults")
+    seen = []
+
+    def main():
+        run = wandb.init(system_interval=None)
+        seen.append((wandb.config.lr, wandb.config.epochs))
+        run.finish()
+
+    wandb.agent(sweep_id, function=main, count=2)
+    assert seen == [(0.1, 7), (0.01, 7)]

@@ -271,3 +271,25 @@ def test_wandb_environment_variables_give_init_defaults(start, store_dir: Path, 
     assert (explicit.project, explicit.name, explicit.tags) == ("mine", "n", ("t",))
     monkeypatch.setenv("RLCOCKPIT_PROJECT", "ours")  # and rlcockpit's own variable over W&B's
     assert start(project=None).project == "ours"
+
+
+def test_config_file_and_config_defaults_yaml_as_wandb_reads_them(start, store_dir: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    # docs.wandb.ai "Configure experiments": ./config-defaults.yaml (`key: {desc: ..., value: ...}`) is loaded
+    # into every run's config; `wandb.init(config="params.yaml")` reads that file. Before: the defaults were
+    # ignored (wandb.config.batch_size an AttributeError) and a str config a TypeError from vars().
+    monkeypatch.chdir(tmp_path)
+    Path("config-defaults.yaml").write_text("wandb_version: 1\nepochs:\n  desc: passes\n  value: 100\n"
+                                            "batch_size:\n  value: 32\n")
+    Path("params.yaml").write_text("lr:\n  desc: learning rate\n  value: 0.001\n")
+    run = start(config={"batch_size": 64})
+    assert (wandb.config.epochs, wandb.config.batch_size) == (100, 64)  # init's config wins over the defaults
+    from_file = start(config="params.yaml")
+    assert dict(from_file.config) == {"epochs": 100, "batch_size": 32, "lr": 0.001}
+    Path("plain.yaml").write_text("lr: 0.1\n")
+    with pytest.raises(ValueError, match=r"plain.yaml: key 'lr' must be \{value: ..., desc: ...\}"):
+        start(config="plain.yaml")
+    with pytest.raises(FileNotFoundError, match="missing.yaml does not exist"):
+        start(config="missing.yaml")
+    run.finish()
+    assert rlcockpit.Api(store_dir).run(run.id).config == {"epochs": 100, "batch_size": 64}

@@ -56,7 +56,7 @@ from rlcockpit.tracking.wandb_compat import (
     filter_config,
     normalize_resume,
 )
-from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, wandb_env_default
+from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, config_defaults, wandb_env_default
 
 logger = logging.getLogger("rlcockpit")
 
@@ -468,6 +468,9 @@ def init(
         _current = DisabledRun(filter_config(_config_to_dict(config), wandb_args))  # type: ignore[assignment]
         return _current  # type: ignore[return-value]
 
+    defaults = config_defaults()  # W&B's ./config-defaults.yaml, under what init is given
+    if defaults:
+        config = {**defaults, **_config_to_dict(config)}
     trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))

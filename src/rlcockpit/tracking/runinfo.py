@@ -8,6 +8,7 @@ row a new process continues (W&B's resume modes, by id or by name) is decided on
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,10 @@ class Summary(dict):
 def _config_to_dict(config: Any) -> dict[str, Any]:
     if config is None:
         return {}
+    if isinstance(config, (str, os.PathLike)):  # W&B: a path to a YAML config file
+        from rlcockpit.tracking.wandb_env import wandb_config_file
+
+        return wandb_config_file(config)
     if type(config).__module__.startswith("omegaconf"):
         from omegaconf import OmegaConf
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
+from pathlib import Path
 from typing import Any
 
 #: W&B's environment variables for ``wandb.init`` defaults (docs.wandb.ai "Environment variables"): an argument
@@ -25,6 +26,44 @@ def wandb_env_default(arg: str, value: Any) -> Any:
     if raw is not None and arg == "tags":
         return [t.strip() for t in raw.split(",") if t.strip()] or None
     return raw
+
+
+#: W&B reads this file from the working directory into every run's config, under what ``init(config=)`` gives
+DEFAULTS_FILE = "config-defaults.yaml"
+
+
+def wandb_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A W&B config file (``init(config="params.yaml")``, ``config-defaults.yaml``): top-level keys, each
+    ``{value: ..., desc: ...}`` (W&B's layout; ``wandb_version: 1`` allowed). ``ValueError`` naming the file
+    and the key for anything else, ``FileNotFoundError`` when it does not exist."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"config file {file} does not exist (init(config=...) with a str reads a YAML file)")
+    try:
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"config file {file}: not valid YAML ({exc})") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ValueError(f"config file {file}: expected a mapping of keys, got {type(loaded).__name__}")
+    version = loaded.pop("wandb_version", None)
+    if version not in (None, 1):
+        raise ValueError(f"config file {file}: unknown wandb_version {version!r}")
+    out = {}
+    for key, entry in loaded.items():
+        if not isinstance(entry, dict) or "value" not in entry:
+            raise ValueError(f"config file {file}: key {key!r} must be {{value: ..., desc: ...}} (W&B's layout), "
+                             f"got {entry!r}")
+        out[str(key)] = entry["value"]
+    return out
+
+
+def config_defaults() -> dict[str, Any]:
+    """``./config-defaults.yaml`` as W&B loads it for every run (empty when there is none)."""
+    return wandb_config_file(DEFAULTS_FILE) if Path(DEFAULTS_FILE).is_file() else {}
 
 
 class AlertLevel(str, enum.Enum):
