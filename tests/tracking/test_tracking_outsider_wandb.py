@@ -293,3 +293,28 @@ def test_config_file_and_config_defaults_yaml_as_wandb_reads_them(start, store_d
         start(config="missing.yaml")
     run.finish()
     assert rlcockpit.Api(store_dir).run(run.id).config == {"epochs": 100, "batch_size": 64}
+
+
+def test_public_api_time_filters_and_wandb_history_columns(start, store_dir: Path) -> None:
+    # W&B's public-API guide: runs created in a window, `{"$and": [{"created_at": {"$lt": "YYYY-MM-DDT##",
+    # "$gt": "YYYY-MM-DDT##"}}]}` (ISO text); `scan_history(keys=["_step", "loss"])`, `_timestamp`/`_runtime`.
+    # Before: the ISO filter silently matched nothing, and keys naming W&B's own columns gave no rows at all.
+    run = start()
+    for i in range(3):
+        run.log({"loss": 1.0 / (i + 1), "acc": i / 3})
+    run.finish()
+    api = rlcockpit.Api(store_dir)
+    created = api.run(run.id).created_at
+    day = time.strftime("%Y-%m-%d", time.gmtime(created))
+    window = {"$and": [{"created_at": {"$gt": f"{day}T00", "$lt": f"{day}T99"}}]}
+    assert [r.id for r in api.runs("me/proj", window)] == [run.id]
+    assert api.runs("me/proj", {"created_at": {"$lt": "2020-01-01T00:00:00"}}) == []
+    assert [r.id for r in api.runs("me/proj", {"created_at": {"$gt": created - 1}})] == [run.id]  # numbers still work
+    stored = api.run(run.id)
+    assert list(stored.scan_history(keys=["_step", "loss"])) == [{"_step": 0, "loss": 1.0}, {"_step": 1, "loss": 0.5},
+                                                                 {"_step": 2, "loss": 1 / 3}]
+    rows = list(stored.scan_history(keys=["_timestamp", "_runtime", "acc"]))
+    assert [r["_step"] for r in rows] == [0, 1, 2] and all(r["_timestamp"] >= created for r in rows)
+    assert all(r["_runtime"] == pytest.approx(r["_timestamp"] - created) for r in rows)
+    assert list(stored.scan_history(keys=["_step"])) == [{"_step": 0}, {"_step": 1}, {"_step": 2}]
+    assert rlcockpit.Api(store_dir).default_entity is None and api.flush() is None

@@ -206,6 +206,11 @@ class Api:
                 raise
         return StoredRun(self.store, self.store.get_run(api_wandb.run_ref(run_id)), self)
 
+    default_entity: str | None = None  # W&B's Api().default_entity: no accounts offline
+
+    def flush(self) -> None:
+        """W&B's ``api.flush()`` drops its cache; every read here is live, so there is nothing to drop."""
+
     def sweep(self, path: str):
         """A sweep by id (W&B's ``"entity/project/sweep_id"`` path works): ``.runs``, ``.best_run()``,
         ``.config``, ``.state`` as W&B's public ``Sweep``; ``KeyError`` when there is none."""
