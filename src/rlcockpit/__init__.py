@@ -23,13 +23,32 @@ from rlcockpit.tracking.module_api import (  # noqa: E402
     finish,
     log,
     log_artifact,
+    log_model,
     log_samples,
+    mark_preempting,
+    unwatch,
     use_artifact,
+    use_model,
 )
 from rlcockpit.tracking.plot import plot_table  # noqa: E402
 from rlcockpit.tracking.run import Run, init  # noqa: E402
 from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
-from rlcockpit.tracking.wandb_env import AlertLevel, Settings  # noqa: E402
+from rlcockpit.tracking.wandb_env import (  # noqa: E402 - the rest of W&B's module namespace
+    AlertLevel,
+    CommError,
+    Error,
+    Settings,
+    UsageError,
+    errors,
+    require,
+    restore,
+    setup,
+    teardown,
+    termerror,
+    termlog,
+    termwarn,
+    util,
+)
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked
@@ -74,7 +93,8 @@ def agent(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.swee
     return _agent(*args, **kwargs)
 
 
-__all__ = ["AlertLevel", "Api", "Artifact", "Audio", "Config", "Histogram", "Html", "Image", "Molecule", "Object3D",
-           "Run", "Settings", "Table", "Video", "__version__", "agent", "alert", "define_metric", "finish", "init",
-           "log", "log_artifact", "log_samples", "login", "plot", "plot_table", "save", "sweep", "use_artifact",
-           "watch"]
+__all__ = ["AlertLevel", "Api", "Artifact", "Audio", "CommError", "Config", "Error", "Histogram", "Html", "Image",
+           "Molecule", "Object3D", "Run", "Settings", "Table", "UsageError", "Video", "__version__", "agent", "alert",
+           "define_metric", "errors", "finish", "init", "log", "log_artifact", "log_model", "log_samples", "login",
+           "mark_preempting", "plot", "plot_table", "require", "restore", "save", "setup", "sweep", "teardown",
+           "termerror", "termlog", "termwarn", "unwatch", "use_artifact", "use_model", "util", "watch"]

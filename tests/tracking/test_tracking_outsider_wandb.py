@@ -318,3 +318,32 @@ def test_public_api_time_filters_and_wandb_history_columns(start, store_dir: Pat
     assert all(r["_runtime"] == pytest.approx(r["_timestamp"] - created) for r in rows)
     assert list(stored.scan_history(keys=["_step"])) == [{"_step": 0}, {"_step": 1}, {"_step": 2}]
     assert rlcockpit.Api(store_dir).default_entity is None and api.flush() is None
+
+
+def test_rest_of_wandbs_module_namespace(start, store_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    # W&B's resuming guide: `id = wandb.util.generate_id()`, `wandb.init(id=id, resume="allow")`; multiprocessing
+    # scripts: `wandb.require("service")`, `wandb.setup()`; `except wandb.errors.CommError`; `wandb.termlog`;
+    # module-level `wandb.log_model` / `use_model`, `wandb.mark_preempting()`, `wandb.unwatch()`, `wandb.teardown()`.
+    # Before: AttributeError at each.
+    wandb.require("service")
+    wandb.setup()
+    run_id = wandb.util.generate_id()
+    assert len(run_id) == 8 and run_id.isalnum() and run_id == run_id.lower()
+    first = start(id=run_id, resume="allow")
+    first.log({"loss": 1.0})
+    wandb.mark_preempting()
+    wandb.unwatch()
+    monkeypatch.chdir(tmp_path)
+    Path("ckpt").mkdir()
+    Path("ckpt/w.bin").write_bytes(b"1")
+    wandb.log_model("ckpt", name="policy")
+    assert Path(wandb.use_model("policy:latest"), "w.bin").read_bytes() == b"1"
+    wandb.termlog("saved")
+    assert "saved" in capsys.readouterr().err
+    wandb.teardown()  # finishes the current run
+    assert wandb.run is None
+    again = start(id=run_id, resume="allow")
+    assert again.resumed and again.step == 0
+    with pytest.raises(wandb.errors.UsageError, match="no W&B cloud"):
+        wandb.restore("model.h5")
+    assert issubclass(wandb.errors.CommError, wandb.Error)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import enum
 import os
+import secrets
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +114,62 @@ class Settings(dict):
             return self[key]
         except KeyError:
             raise AttributeError(key) from None
+
+
+# ---- the rest of W&B's module namespace that scripts touch -------------------------------------------------
+
+class Error(Exception):
+    """``wandb.Error`` / ``wandb.errors.Error`` (scripts name these in ``except`` clauses)."""
+
+
+class CommError(Error):
+    """``wandb.errors.CommError``: raised by W&B for network failures; nothing here talks to a network."""
+
+
+class UsageError(Error):
+    """``wandb.errors.UsageError``."""
+
+
+errors = types.SimpleNamespace(Error=Error, CommError=CommError, UsageError=UsageError)
+
+_ID_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def generate_id(length: int = 8) -> str:
+    """``wandb.util.generate_id()``: a random run id (W&B's alphabet: lower-case letters and digits), for
+    ``init(id=generate_id(), resume="allow")``."""
+    return "".join(secrets.choice(_ID_CHARS) for _ in range(int(length)))
+
+
+util = types.SimpleNamespace(generate_id=generate_id)
+
+
+def _term(prefix: str):  # noqa: ANN202
+    def write(string: str = "", newline: bool = True, repeat: bool = True, prefix_: bool = True) -> None:
+        print(f"{prefix}: {string}" if prefix_ else string, end="\n" if newline else "", file=sys.stderr)
+    return write
+
+
+termlog, termwarn, termerror = _term("rlcockpit"), _term("rlcockpit: WARNING"), _term("rlcockpit: ERROR")
+
+
+def require(requirement: Any = None, experiment: Any = None) -> None:
+    """``wandb.require("service")`` / ``("core")``: W&B feature switches; nothing to switch here."""
+
+
+def setup(settings: Any = None) -> None:
+    """``wandb.setup()`` (W&B's multiprocessing preparation): nothing to prepare."""
+
+
+def teardown(exit_code: int | None = None) -> None:
+    """``wandb.teardown()``: finish the current run, if any."""
+    from rlcockpit.tracking import run as run_module
+
+    if run_module._current is not None:
+        run_module._current.finish(exit_code or 0)
+
+
+def restore(name: str, run_path: str | None = None, replace: bool = False, root: str | None = None) -> None:
+    """``wandb.restore`` fetches a file from W&B's cloud: impossible offline, said plainly."""
+    raise UsageError(f"wandb.restore({name!r}): there is no W&B cloud to fetch files from; store files with "
+                     "log_artifact and read them back with use_artifact(...).download()")
