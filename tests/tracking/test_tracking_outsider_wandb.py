@@ -347,3 +347,16 @@ def test_rest_of_wandbs_module_namespace(start, store_dir: Path, tmp_path: Path,
     with pytest.raises(wandb.errors.UsageError, match="no W&B cloud"):
         wandb.restore("model.h5")
     assert issubclass(wandb.errors.CommError, wandb.Error)
+
+
+def test_filters_on_nested_config_in_wandbs_value_form(start, store_dir: Path) -> None:
+    # W&B keeps each config key as {"value": ...}: nested filters read config.optimizer.value.name.
+    # Before: only a trailing ".value" was understood, so this filter matched nothing (silently).
+    run = start(config={"optimizer": {"name": "adam", "betas": [0.9, 0.99]}, "lr": 0.01})
+    run.finish()
+    other = start(config={"optimizer": {"name": "sgd"}, "sched": {"value": {"kind": "cos"}}})
+    other.finish()
+    api = rlcockpit.Api(store_dir)
+    for flt, want in (({"config.optimizer.value.name": "adam"}, [run.id]), ({"config.optimizer.name": "sgd"},
+                      [other.id]), ({"config.lr.value": 0.01}, [run.id]), ({"config.sched.value.kind": "cos"}, [other.id])):
+        assert [r.id for r in api.runs("proj", filters=flt)] == want, flt

@@ -49,7 +49,11 @@ def _field(row: Mapping[str, Any], name: str) -> Any:
                 rest = rest[: -len(".value")]
             if rest in value:
                 return value[rest]
-            for part in rest.split("."):
+            parts = rest.split(".")
+            top = value.get(parts[0]) if isinstance(value, Mapping) else None
+            if len(parts) > 2 and parts[1] == "value" and not (isinstance(top, Mapping) and "value" in top):
+                del parts[1]  # ... and nested ones as config.optimizer.value.name (W&B keeps {"value": ...} per key)
+            for part in parts:
                 if not isinstance(value, Mapping) or part not in value:
                     return _MISSING
                 value = value[part]
