@@ -360,3 +360,12 @@ def test_filters_on_nested_config_in_wandbs_value_form(start, store_dir: Path) -
     for flt, want in (({"config.optimizer.value.name": "adam"}, [run.id]), ({"config.optimizer.name": "sgd"},
                       [other.id]), ({"config.lr.value": 0.01}, [run.id]), ({"config.sched.value.kind": "cos"}, [other.id])):
         assert [r.id for r in api.runs("proj", filters=flt)] == want, flt
+
+
+def test_sync_tensorboard_says_the_scalars_are_not_copied(start, caplog) -> None:
+    # `wandb.init(sync_tensorboard=True)` (W&B's TensorBoard guide) copies SummaryWriter scalars into the run.
+    # Before: accepted silently, so the scalars were missing from the run with no word; now one warning says
+    # so and names the import command.
+    with caplog.at_level("WARNING", logger="rlcockpit"):
+        start(sync_tensorboard=True)
+    assert "rlcockpit import <tensorboard log dir>" in caplog.text

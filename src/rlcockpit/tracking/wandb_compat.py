@@ -290,6 +290,10 @@ def check_init_args(extra: Mapping[str, Any]) -> None:
     unknown = sorted(set(extra) - NO_EFFECT_INIT_ARGS - {"config_exclude_keys", "config_include_keys"})
     if unknown:
         raise TypeError(f"init() got an unexpected keyword argument {unknown[0]!r}")
+    if extra.get("sync_tensorboard") or extra.get("tensorboard"):
+        # W&B copies TensorBoard scalars into the run; nothing does here, so say where they are to be found
+        logger.warning("rlcockpit: init(sync_tensorboard=True): TensorBoard scalars are not copied into the run "
+                       "while it trains; import them afterwards with `rlcockpit import <tensorboard log dir>`")
 
 
 def filter_config(config: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
