@@ -47,6 +47,10 @@ class Table:
             columns = [f"col{i}" for i in range(width)]
         self.columns: list[str] = [str(c) for c in columns]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        TABLE_TYPES.add(cls)
+
     def snapshot(self) -> Table:
         """The table as it is now, for ``log()``: rows logged later are not in it (a script that keeps adding
         rows to one table logs a growing table, as W&B does); an ``INCREMENTAL`` table gives only the rows added
@@ -168,6 +172,9 @@ class Molecule(_OtherMedia):
     """``wandb.Molecule``."""
 
 
+TABLE_TYPES: set[type] = {Table}  # Table and its subclasses (plot charts): what run.log snapshots
+
+
 def _histogram_sized(value: Any) -> bool:
     """A numpy array or torch tensor of real numbers with more than 32 elements (W&B's histogram threshold)."""
     if isinstance(value, np.ndarray):
@@ -203,10 +210,13 @@ def _plain(value: Any) -> Any:
 
 
 def snapshot_tables(metrics: dict[Any, Any]) -> dict[Any, Any]:
-    """A copy of ``metrics`` whose top-level tables are snapshots (run.log calls this while tables exist)."""
+    """``metrics`` with its top-level tables replaced by snapshots, in a new dict; ``metrics`` itself when it
+    holds no table (run.log calls this while tables exist, and copies the dict anyway)."""
+    if TABLE_TYPES.isdisjoint(map(type, metrics.values())):  # the common case, looped over in C
+        return metrics
     out = metrics.copy()
     for k, v in metrics.items():
-        if type(v) is not float and type(v) is not int and getattr(v, "_rlcockpit_media", None) == "table":
+        if type(v) in TABLE_TYPES:
             out[k] = v.snapshot()
     return out
 
