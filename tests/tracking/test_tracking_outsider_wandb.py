@@ -369,3 +369,23 @@ def test_sync_tensorboard_says_the_scalars_are_not_copied(start, caplog) -> None
     with caplog.at_level("WARNING", logger="rlcockpit"):
         start(sync_tensorboard=True)
     assert "rlcockpit import <tensorboard log dir>" in caplog.text
+
+
+def test_arrays_and_tensors_in_the_summary_as_wandb_stores_them(start, store_dir: Path) -> None:
+    # docs.wandb.ai/models/track/log/log-summary: `run.summary["tensor"] = np.random.random(1000)` (W&B keeps
+    # statistics); a 0-d torch tensor. Before: the array's str() (15 kB of text) and "tensor(0.2500)" were stored.
+    import torch
+
+    run = start()
+    run.summary["tensor"] = np.arange(1000.0)
+    run.summary["t"] = torch.tensor(0.25)
+    run.summary["small"] = np.arange(3)
+    run.summary["weights"] = torch.ones(50)
+    run.finish()
+    summary = rlcockpit.Api(store_dir).run(run.id).summary
+    # what real wandb 0.31 offline holds in run.summary for the same values
+    assert summary["tensor"] == {"_type": "numpy.ndarray", "var": 83333.25, "mean": 499.5, "min": 0.0, "max": 999.0,
+                                 "10%": pytest.approx(99.9), "25%": 249.75, "75%": 749.25, "90%": pytest.approx(899.1),
+                                 "size": 1000}
+    assert summary["t"] == 0.25 and summary["small"] == [0, 1, 2]
+    assert summary["weights"]["mean"] == 1.0 and summary["weights"]["size"] == 50
