@@ -389,3 +389,27 @@ def test_arrays_and_tensors_in_the_summary_as_wandb_stores_them(start, store_dir
                                  "size": 1000}
     assert summary["t"] == 0.25 and summary["small"] == [0, 1, 2]
     assert summary["weights"]["mean"] == 1.0 and summary["weights"]["size"] == 50
+
+
+def test_live_summary_reads_logged_keys_and_del_removes_a_key(start, store_dir: Path) -> None:
+    # W&B: `run.summary["loss"]` after `run.log({"loss": ...})` is the last value; `del run.summary["k"]`
+    # removes k. Before: KeyError for every logged key mid-run, and a deleted key stayed in the stored summary.
+    run = start()
+    run.define_metric("acc", summary="max")
+    run.log({"loss": 1.0, "acc": 0.9})
+    run.log({"loss": 0.5, "acc": 0.4})
+    run.summary["best_acc"] = 0.9
+    run.summary["scratch"] = 1
+    run.flush()
+    assert run.summary["loss"] == 0.5 and run.summary["acc"] == {"max": 0.9} and "loss" in run.summary
+    assert run.summary.get("missing", "dflt") == "dflt" and run.summary.get("best_acc") == 0.9
+    with pytest.raises(KeyError):
+        _ = run.summary["missing"]
+    del run.summary["scratch"]
+    del run.summary["loss"]
+    run.flush()
+    assert "scratch" not in run.summary and "loss" not in run.summary
+    run.log({"acc": 0.95})
+    run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id).summary
+    assert stored == {"acc": {"max": 0.95}, "best_acc": 0.9}

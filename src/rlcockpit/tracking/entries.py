@@ -64,6 +64,10 @@ class FindingIn(NamedTuple):
     notify: bool = False
 
 
+#: a SummarySet value meaning ``del run.summary[key]``
+SUMMARY_REMOVED = object()
+
+
 class SummarySet(NamedTuple):
     """``run.summary[...] = ...``: user summary values (merged over the last logged values)."""
 

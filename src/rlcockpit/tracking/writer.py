@@ -29,6 +29,7 @@ from rlcockpit.tracking.convert import RowCleaner
 from rlcockpit.tracking.entries import (
     ENTRY_BYTES,
     KEY_BYTES,
+    SUMMARY_REMOVED,
     Barrier,
     ConfigChange,
     ConfigSet,
@@ -95,6 +96,7 @@ class Writer(threading.Thread):
         self.cleaner = RowCleaner()
         self.last_values: dict[str, Any] = {}
         self.user_summary: dict[str, Any] = {}
+        self.summary_removed: set[str] = set()  # del run.summary[k]: left out until k is logged again
         self.aggregates = Aggregates()  # define_metric(summary=...) per key
         self.sink_losses: deque[DataLoss] = deque()  # reported by logger threads
         self.processed = 0
@@ -254,6 +256,8 @@ class Writer(threading.Thread):
     def _update_last(self, last: dict[str, Any]) -> None:
         """The summary's last values; a key whose latest value is a null leaves it (as in W&B's summary)."""
         self.last_values.update(last)
+        if self.summary_removed:
+            self.summary_removed.difference_update(last)
         for key in [k for k, v in last.items() if v is None]:
             del self.last_values[key]
         self._summary_dirty = True
@@ -307,6 +311,12 @@ class Writer(threading.Thread):
                 logger.warning("rlcockpit: finding listener failed:\n%s", traceback.format_exc())
 
     def _summary_set(self, values: Mapping[Any, Any]) -> None:
+        for k in [k for k, v in values.items() if v is SUMMARY_REMOVED]:
+            self.user_summary.pop(k, None)
+            self.summary_removed.add(k)
+            self._summary_dirty = True
+        values = {k: v for k, v in values.items() if v is not SUMMARY_REMOVED}
+        self.summary_removed.difference_update(values)
         for k, v in redact(dict(values)).items():
             problem = key_problem(k)
             v, why = clean_value(v)
@@ -317,7 +327,10 @@ class Writer(threading.Thread):
         self._summary_dirty = True
 
     def summary(self) -> dict[str, Any]:
-        return {**self.aggregates.apply(self.last_values), **self.user_summary}
+        out = {**self.aggregates.apply(self.last_values), **self.user_summary}
+        for key in self.summary_removed:
+            out.pop(key, None)
+        return out
 
     def _add_summary(self, drain: Drain) -> None:
         if self._summary_dirty:
