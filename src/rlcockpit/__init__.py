@@ -21,6 +21,7 @@ from rlcockpit.tracking.module_api import (  # noqa: E402
     alert,
     define_metric,
     finish,
+    join,
     log,
     log_artifact,
     log_model,
@@ -95,6 +96,6 @@ def agent(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.swee
 
 __all__ = ["AlertLevel", "Api", "Artifact", "Audio", "CommError", "Config", "Error", "Histogram", "Html", "Image",
            "Molecule", "Object3D", "Run", "Settings", "Table", "UsageError", "Video", "__version__", "agent", "alert",
-           "define_metric", "errors", "finish", "init", "log", "log_artifact", "log_model", "log_samples", "login",
+           "define_metric", "errors", "finish", "init", "join", "log", "log_artifact", "log_model", "log_samples", "login",
            "mark_preempting", "plot", "plot_table", "require", "restore", "save", "setup", "sweep", "teardown",
            "termerror", "termlog", "termwarn", "unwatch", "use_artifact", "use_model", "util", "watch"]

@@ -67,3 +67,68 @@ def test_sweep_values_win_over_config_defaults_yaml(ws: Path) -> None:
 
     wandb.agent(sweep_id, function=main, count=2)
     assert seen == [(0.1, 7), (0.01, 7)]
+
+
+# W&B's cross-validation sweep example (wandb/examples examples/wandb-sweeps/sweeps-cross-validation, @369ac57):
+# the program forks its fold workers *before* its own wandb.init(), so every worker inherits the trial's
+# environment; the workers clear W&B's variables and log runs of their own in group=sweep_id. Written here in
+# the same shape (not copied), with `import rlcockpit as wandb`.
+CV_PROGRAM = """\
+import collections, multiprocessing, os, random
+import rlcockpit as wandb
+
+Init = collections.namedtuple("Init", ("num", "sweep_id", "sweep_run_name", "config"))
+
+def worker(results, inbox):
+    for k in [k for k in os.environ if k.startswith("WANDB_")]:
+        del os.environ[k]
+    job = inbox.get()
+    run = wandb.init(group=job.sweep_id, job_type=job.sweep_run_name, name=f"{job.sweep_run_name}-{job.num}",
+                     config=job.config, system_interval=None, health=False)
+    acc = 0.1 * (job.num + 1)
+    run.log({"val_accuracy": acc})
+    wandb.join()
+    results.put(acc)
+
+if __name__ == "__main__":
+    results, boxes, procs = multiprocessing.Queue(), [], []
+    for num in range(3):
+        box = multiprocessing.Queue()
+        proc = multiprocessing.Process(target=worker, args=(results, box))
+        proc.start()
+        boxes.append(box)
+        procs.append(proc)
+    sweep_run = wandb.init(system_interval=None, health=False)
+    sweep_run.notes = f"{sweep_run.get_project_url()}/groups/{sweep_run.sweep_id}"
+    sweep_run.save()
+    accs = []
+    for num in range(3):
+        boxes[num].put(Init(num, sweep_run.sweep_id, sweep_run.name, dict(sweep_run.config)))
+        accs.append(results.get(timeout=60))
+        procs[num].join()
+    sweep_run.log({"val_accuracy": sum(accs) / len(accs)})
+    wandb.join()
+"""
+
+
+def test_wandb_cross_validation_example_forks_workers_before_init(ws: Path) -> None:
+    # Before: each forked worker's init claimed the trial too and died on `UNIQUE constraint failed: runs.id`;
+    # the parent then waited for results forever and the trial was killed (and get_project_url was missing)
+    from rlcockpit.sweeps import Agent
+
+    (ws / "train-cv.py").write_text(CV_PROGRAM)
+    sweep_id = wandb.sweep({"program": "train-cv.py", "method": "random",
+                            "metric": {"name": "val_accuracy", "goal": "maximize"},
+                            "parameters": {"batch_size": {"distribution": "int_uniform", "min": 32, "max": 128}}},
+                           project="cv")
+    Agent(sweep_id, count=1).run()
+    api = wandb.Api()
+    sweep = api.sweep(sweep_id)
+    (trial,) = sweep.runs
+    assert trial.status == "finished" and trial.summary["val_accuracy"] == pytest.approx(0.2)
+    assert trial.notes.endswith(f"/groups/{sweep_id}")
+    folds = sorted((r for r in api.runs("cv") if r.id != trial.id), key=lambda r: r.name)
+    assert [r.name for r in folds] == [f"{trial.name}-{i}" for i in range(3)]
+    assert all(r.group == sweep_id and r.job_type == trial.name and r.status == "finished" for r in folds)
+    assert [r.summary["val_accuracy"] for r in folds] == pytest.approx([0.1, 0.2, 0.3])
+    assert all(r.config["batch_size"] == trial.config["batch_size"] for r in folds)

@@ -75,3 +75,8 @@ def mark_preempting() -> None:
 
 def unwatch(*args: Any, **kwargs: Any) -> None:
     """``wandb.unwatch``: ``watch`` logs nothing, so there is nothing to undo."""
+
+
+def join(exit_code: int = 0, quiet: bool | None = None) -> None:
+    """``wandb.join()``: W&B's old name of ``finish``."""
+    finish(exit_code, quiet)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -455,7 +456,7 @@ def init(
     with ``id=`` (that run id), ``config_include_keys``/``config_exclude_keys``; cloud-only ones are accepted.
     """
     global _current
-    from rlcockpit.tracking.sweep_env import claim_trial
+    from rlcockpit.tracking.sweep_env import claim_trial, taken_elsewhere
 
     check_init_args(wandb_args)
     if mode not in (None, "online", "offline", "shared", "disabled"):
@@ -472,6 +473,10 @@ def init(
     if defaults:
         config = {**defaults, **_config_to_dict(config)}
     trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
+    if trial is not None and taken_elsewhere(trial, dir, store, server):
+        print(f"rlcockpit: sweep {trial.sweep_id} trial run {trial.run_id} is held by another process of the "
+              "trial (this one was forked or started beside it); this process logs a run of its own", file=sys.stderr)
+        trial = None
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
         store = trial.store if trial.store and store is None else store  # the sweep's database, whatever dir says

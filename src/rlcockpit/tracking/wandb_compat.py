@@ -432,6 +432,18 @@ class WandbRunMethods:
         """Where the dashboard shows this run (``rlcockpit ui`` on its default port)."""
         return f"http://127.0.0.1:6007/#/run/{self.id}"  # type: ignore[attr-defined]
 
+    def get_url(self) -> str:
+        """W&B's older ``run.get_url()``: the run's dashboard page."""
+        return self.url
+
+    def get_project_url(self) -> str:
+        """W&B's older ``run.get_project_url()``: the dashboard's runs page."""
+        return "http://127.0.0.1:6007/#/runs"
+
+    def get_sweep_url(self) -> str | None:
+        """W&B's older ``run.get_sweep_url()``: the sweep's dashboard page (None outside a sweep)."""
+        return f"http://127.0.0.1:6007/#/sweep/{self._sweep_id}" if self._sweep_id else None
+
     def log_model(self, path: Any, name: str | None = None, aliases: Sequence[str] | None = None) -> Any:
         """As W&B's ``run.log_model(path, name)``: a ``model`` artifact (default name ``run-<id>-<file name>``)."""
         import os
