@@ -13,20 +13,43 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from rlcockpit import defaults  # noqa: E402, F401 - registers the health observer and the alerts hook
+from rlcockpit.tracking import plot  # noqa: E402 - wandb.plot.line(...) and the other preset charts
 from rlcockpit.tracking.api import Api  # noqa: E402
 from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
-from rlcockpit.tracking.media import Histogram, Image, Table  # noqa: E402
+from rlcockpit.tracking.media import Audio, Histogram, Html, Image, Molecule, Object3D, Table, Video  # noqa: E402
 from rlcockpit.tracking.module_api import (  # noqa: E402
     alert,
     define_metric,
     finish,
+    join,
     log,
     log_artifact,
+    log_model,
     log_samples,
+    mark_preempting,
+    unwatch,
     use_artifact,
+    use_model,
 )
+from rlcockpit.tracking.plot import plot_table  # noqa: E402
 from rlcockpit.tracking.run import Run, init  # noqa: E402
 from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
+from rlcockpit.tracking.wandb_env import (  # noqa: E402 - the rest of W&B's module namespace
+    AlertLevel,
+    CommError,
+    Error,
+    Settings,
+    UsageError,
+    errors,
+    require,
+    restore,
+    setup,
+    teardown,
+    termerror,
+    termlog,
+    termwarn,
+    util,
+)
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked
@@ -71,6 +94,8 @@ def agent(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - see rlcockpit.swee
     return _agent(*args, **kwargs)
 
 
-__all__ = ["Api", "Artifact", "Config", "Histogram", "Image", "Run", "Table", "__version__", "agent", "alert",
-           "define_metric", "finish", "init", "log", "log_artifact", "log_samples", "login", "save", "sweep",
-           "use_artifact", "watch"]
+__all__ = ["AlertLevel", "Api", "Artifact", "Audio", "CommError", "Config", "Error", "Histogram", "Html", "Image",
+           "Molecule", "Object3D", "Run", "Settings", "Table", "UsageError", "Video", "__version__", "agent", "alert",
+           "define_metric", "errors", "finish", "init", "join", "log", "log_artifact", "log_model", "log_samples", "login",
+           "mark_preempting", "plot", "plot_table", "require", "restore", "save", "setup", "sweep", "teardown",
+           "termerror", "termlog", "termwarn", "unwatch", "use_artifact", "use_model", "util", "watch"]

@@ -60,6 +60,15 @@ def report_sender() -> Any:
     return send_report_now
 
 
+def public_sweep() -> Any:
+    """``Api().sweep(path)``: W&B's public ``Sweep`` over the store's sweep tables."""
+    from rlcockpit.sweeps.public import public_sweep as make
+
+    return make
+
+
+if "public_sweep" not in PROVIDERS:
+    PROVIDERS.add("public_sweep", public_sweep)
 if "trainer_keys" not in PROVIDERS:
     PROVIDERS.add("trainer_keys", trainer_keys)
 if "report_sender" not in PROVIDERS:

@@ -153,3 +153,16 @@ class CockpitCallback(TrainerCallback):
                 row["advantage"] = advantages[i]
             rows.append(row)
         self.run.log_samples(rows, step=step)
+
+
+def register_report_to() -> None:
+    """Make ``report_to="rlcockpit"`` (or ``["wandb", "rlcockpit"]``) a transformers reporting integration, as
+    ``"wandb"`` is: transformers builds ``CockpitCallback()`` itself (project ``$RLCOCKPIT_PROJECT`` or
+    ``trl``, store ``$RLCOCKPIT_DIR``). Done when this module is imported; without that import transformers
+    refuses the name (its ``ValueError`` lists the integrations it knows)."""
+    from transformers.integrations import integration_utils
+
+    integration_utils.INTEGRATION_TO_CALLBACK.setdefault("rlcockpit", CockpitCallback)
+
+
+register_report_to()

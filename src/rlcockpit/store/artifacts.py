@@ -140,6 +140,10 @@ class ArtifactVersion:
         assert self._registry is not None
         return self._registry.materialize(self, root, mode=mode)
 
+    def wait(self, timeout: float | None = None) -> ArtifactVersion:
+        """W&B's ``run.log_artifact(art).wait()``: a version is committed before it is returned, so it is ready."""
+        return self
+
     def logged_by(self) -> str | None:
         """The id of the run that logged this version."""
         return self.producer_run

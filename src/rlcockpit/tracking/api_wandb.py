@@ -49,7 +49,11 @@ def _field(row: Mapping[str, Any], name: str) -> Any:
                 rest = rest[: -len(".value")]
             if rest in value:
                 return value[rest]
-            for part in rest.split("."):
+            parts = rest.split(".")
+            top = value.get(parts[0]) if isinstance(value, Mapping) else None
+            if len(parts) > 2 and parts[1] == "value" and not (isinstance(top, Mapping) and "value" in top):
+                del parts[1]  # ... and nested ones as config.optimizer.value.name (W&B keeps {"value": ...} per key)
+            for part in parts:
                 if not isinstance(value, Mapping) or part not in value:
                     return _MISSING
                 value = value[part]
@@ -83,6 +87,21 @@ def _cmp(value: Any, op: str, arg: Any, opts: str = "") -> bool:
     raise ValueError(f"filters: unknown operator {op!r} (supported: {', '.join(_OPS)}, $and, $or, $nor)")
 
 
+def iso_time(ts: float) -> str:
+    """A unix time as W&B's ``createdAt``: UTC, ``YYYY-MM-DDTHH:MM:SS``."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _has_text(cond: Any) -> bool:
+    if isinstance(cond, str):
+        return True
+    if isinstance(cond, Mapping):
+        return any(_has_text(v) for v in cond.values())
+    return isinstance(cond, (list, tuple)) and any(isinstance(v, str) for v in cond)
+
+
 def matches(row: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
     """Does a run row satisfy a W&B (MongoDB-style) filter?"""
     for key, cond in flt.items():
@@ -95,6 +114,8 @@ def matches(row: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:
         if key.startswith("$"):
             raise ValueError(f"filters: unknown operator {key!r} at the top level")
         value = _field(row, key)
+        if key in ("created_at", "createdAt") and isinstance(value, (int, float)) and _has_text(cond):
+            value = iso_time(value)  # W&B's filters give times as ISO text ("2024-06-01T00:00:00"), compared as text
         if isinstance(cond, Mapping) and cond and all(str(k).startswith("$") for k in cond):
             opts = cond.get("$options", "")
             if not all(_cmp(value, op, arg, opts) for op, arg in cond.items() if op != "$options"):
@@ -126,27 +147,45 @@ def wandb_rows(store: Any, run_id: str, keys: Sequence[str] | None, min_step: in
     row as ``None``, W&B's null; keys not logged at a step are left out). With ``keys``: only those, and (``require_all``) only the steps where every one of them was logged. Built from the
     stored series, not from a step x key frame, where a logged NaN and a key not logged look the same."""
     nulls = null_steps(store, run_id)
+    special = [k for k in keys or () if k in SPECIAL_KEYS]  # W&B's own columns: in every row, asked or not
     if keys is None:
         keys, require_all = [k for k in store.keys(run_id) if not k.startswith("system/")], False
         keys += [k for k in nulls if k not in keys]
+    keys = [k for k in keys if k not in SPECIAL_KEYS]
     by_step: dict[int, dict[str, Any]] = {}
+    stamps: dict[int, float] = {}
 
     def within(step: int) -> bool:
         return (min_step is None or step >= min_step) and (max_step is None or step < max_step)
 
-    for key in keys:
-        steps, values, _ = store.series(run_id, key)
-        for step, value in zip(steps.tolist(), values.tolist()):
+    for key in keys or ([k for k in store.keys(run_id) if not k.startswith("system/")] if special else []):
+        steps, values, ts = store.series(run_id, key)
+        for step, value, t in zip(steps.tolist(), values.tolist(), ts.tolist()):
             if within(step):
-                by_step.setdefault(step, {})[key] = value
+                if key in keys:
+                    by_step.setdefault(step, {})[key] = value
+                elif special:
+                    by_step.setdefault(step, {})
+                stamps[step] = max(stamps.get(step, t), t)
         for lo, hi in nulls.get(key, ()):  # logged as None: the key is in the row, its value is None
             for step in range(max(lo, min_step or 0), hi + 1 if max_step is None else min(hi + 1, max_step)):
                 by_step.setdefault(step, {}).setdefault(key, None)
+    created = float(store.get_run(run_id).get("created_at") or 0.0) if special else 0.0
     for step in sorted(by_step):
         row = by_step[step]
         if require_all and keys and len(row) < len(keys):
             continue
-        yield {"_step": int(step), **{k: row[k] for k in keys if k in row}}
+        out: dict[str, Any] = {"_step": int(step)}
+        if "_timestamp" in special and step in stamps:
+            out["_timestamp"] = stamps[step]
+        if "_runtime" in special and step in stamps:
+            out["_runtime"] = stamps[step] - created
+        yield {**out, **{k: row[k] for k in keys if k in row}}
+
+
+#: W&B's own history columns: ``_step`` is in every row; ``_timestamp`` (when the step was logged) and
+#: ``_runtime`` (seconds since the run was created) are added when asked for in ``keys``
+SPECIAL_KEYS = ("_step", "_timestamp", "_runtime")
 
 
 def null_steps(store: Any, run_id: str) -> dict[str, list[tuple[int, int]]]:

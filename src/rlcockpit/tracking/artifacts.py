@@ -11,12 +11,14 @@ training).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from rlcockpit.store.artifacts import ArtifactRegistry, ArtifactVersion, check_name, collect_files
 
@@ -34,6 +36,7 @@ class Artifact:
         self.description = description
         self.metadata: dict[str, Any] = dict(metadata or {})
         self._files: list[tuple[Path, str]] = []
+        self._tmp: tempfile.TemporaryDirectory | None = None  # new_file / add write here
 
     def add_file(self, local_path: str | os.PathLike[str], name: str | None = None) -> None:
         self._files += collect_files(local_path, name or "")
@@ -42,6 +45,56 @@ class Artifact:
         if not Path(local_path).is_dir():
             raise NotADirectoryError(f"add_dir: {local_path} is not a directory")
         self._files += collect_files(local_path, name or "")
+
+    @contextlib.contextmanager
+    def new_file(self, name: str, mode: str = "x", encoding: str | None = None) -> Iterator[IO[Any]]:
+        """As W&B's ``with artifact.new_file("notes.txt", mode="w") as f: f.write(...)``: a file written
+        into the artifact (kept in a private temporary folder until the artifact is logged)."""
+        if mode not in ("x", "w", "xb", "wb"):
+            raise ValueError(f"new_file({name!r}, mode={mode!r}): mode must be 'x', 'w', 'xb' or 'wb'")
+        if any(path == name for _, path in self._files):
+            raise ValueError(f"new_file: artifact {self.name!r} already has a file {name!r}")
+        path = self._scratch() / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, mode, encoding=None if "b" in mode else encoding or "utf-8") as f:
+            yield f
+        self._files.append((path, name))
+
+    def add(self, obj: Any, name: str) -> None:
+        """As W&B's ``artifact.add(table, "my_table")``: a ``Table`` stored as ``<name>.table.json``
+        (W&B's file name and its ``columns`` / ``data`` layout)."""
+        from rlcockpit.tracking.media import Table
+
+        if not isinstance(obj, Table):
+            raise TypeError(f"Artifact.add({name!r}): only a Table can be added (got {type(obj).__name__}); "
+                            "use add_file / add_dir / new_file for files")
+        file_name = name if name.endswith(".table.json") else f"{name}.table.json"
+        with self.new_file(file_name, mode="w") as f:
+            json.dump({"_type": "table", "columns": obj.columns, "data": obj.data}, f, default=str)
+
+    def add_reference(self, uri: str, name: str | None = None, **_: Any) -> None:
+        """``file://`` references are added as their files; other schemes (s3, gs, http) cannot be read
+        offline and are refused, naming the URI."""
+        if not str(uri).startswith("file://"):
+            raise ValueError(f"Artifact.add_reference({uri!r}): only file:// references work offline")
+        self._files += collect_files(str(uri)[len("file://"):], name or "")
+
+    def save(self) -> ArtifactVersion:
+        """W&B's ``artifact.save()``: log it on the current run."""
+        from rlcockpit.tracking import run as run_module
+
+        if run_module._current is None:
+            raise RuntimeError(f"Artifact.save(): artifact {self.name!r} needs an active run (rlcockpit.init)")
+        return log_artifact(run_module._current, self)
+
+    def wait(self, timeout: float | None = None) -> Artifact:
+        """Logged versions are committed before ``log_artifact`` returns: nothing to wait for."""
+        return self
+
+    def _scratch(self) -> Path:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="rlcockpit-artifact-new-")
+        return Path(self._tmp.name)
 
     @property
     def files(self) -> list[tuple[Path, str]]:

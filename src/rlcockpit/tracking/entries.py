@@ -64,6 +64,10 @@ class FindingIn(NamedTuple):
     notify: bool = False
 
 
+#: a SummarySet value meaning ``del run.summary[key]``
+SUMMARY_REMOVED = object()
+
+
 class SummarySet(NamedTuple):
     """``run.summary[...] = ...``: user summary values (merged over the last logged values)."""
 
@@ -86,6 +90,12 @@ class ConfigSet(NamedTuple):
     """``run.config.update(...)`` / ``run.config["k"] = v``: the whole config as it is now, stored in order."""
 
     config: dict[str, Any]
+
+
+class RunFieldsSet(NamedTuple):
+    """``run.name = ...``, ``run.tags = run.tags + ("x",)``, ``run.notes`` / ``run.group``: run columns, stored in order."""
+
+    fields: dict[str, Any]
 
 
 class DefineMetric(NamedTuple):

@@ -25,9 +25,18 @@ class Table:
     """``wandb.Table(columns=[...], data=[[...], ...])``, ``Table(dataframe=df)``; ``add_data(*values)``."""
 
     _rlcockpit_media = "table"
+    #: set once any Table exists: only then does ``run.log`` look for tables to snapshot (the hot path of a
+    #: script without tables stays a dict copy)
+    in_use = False
 
     def __init__(self, columns: Sequence[str] | None = None, data: Sequence[Sequence[Any]] | None = None,
-                 rows: Sequence[Sequence[Any]] | None = None, dataframe: Any = None, **_: Any) -> None:
+                 rows: Sequence[Sequence[Any]] | None = None, dataframe: Any = None,
+                 log_mode: str | None = None, **_: Any) -> None:
+        Table.in_use = True
+        if log_mode not in (None, "IMMUTABLE", "MUTABLE", "INCREMENTAL"):
+            raise ValueError(f"Table(log_mode={log_mode!r}): expected 'IMMUTABLE', 'MUTABLE' or 'INCREMENTAL'")
+        self.log_mode = log_mode or "IMMUTABLE"
+        self._logged_rows = 0  # INCREMENTAL: rows already logged
         if dataframe is not None:
             columns = [str(c) for c in dataframe.columns]
             data = dataframe.itertuples(index=False, name=None)
@@ -37,6 +46,21 @@ class Table:
             width = max((len(r) for r in self.data), default=0)
             columns = [f"col{i}" for i in range(width)]
         self.columns: list[str] = [str(c) for c in columns]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        TABLE_TYPES.add(cls)
+
+    def snapshot(self) -> Table:
+        """The table as it is now, for ``log()``: rows logged later are not in it (a script that keeps adding
+        rows to one table logs a growing table, as W&B does); an ``INCREMENTAL`` table gives only the rows added
+        since it was last logged, as W&B logs it."""
+        start = self._logged_rows if self.log_mode == "INCREMENTAL" else 0
+        self._logged_rows = len(self.data)
+        view = Table.__new__(Table)
+        view.columns, view.data, view.log_mode, view._logged_rows = list(self.columns), [
+            list(r) for r in self.data[start:]], self.log_mode, 0
+        return view
 
     def add_data(self, *values: Any) -> None:
         if len(values) != len(self.columns):
@@ -118,29 +142,97 @@ class Image:
         self.caption = caption
 
 
+class _OtherMedia:
+    """W&B's other media (``Html``, ``Video``, ``Audio``, ``Object3D``, ``Molecule``): accepted so scripts run;
+    not stored (the key is rejected, once, saying so — as for ``Image``)."""
+
+    _rlcockpit_media = "media"
+
+    def __init__(self, data_or_path: Any = None, *args: Any, caption: str | None = None, **_: Any) -> None:
+        self.caption = caption
+
+
+class Html(_OtherMedia):
+    """``wandb.Html``."""
+
+
+class Video(_OtherMedia):
+    """``wandb.Video``."""
+
+
+class Audio(_OtherMedia):
+    """``wandb.Audio``."""
+
+
+class Object3D(_OtherMedia):
+    """``wandb.Object3D``."""
+
+
+class Molecule(_OtherMedia):
+    """``wandb.Molecule``."""
+
+
+TABLE_TYPES: set[type] = {Table}  # Table and its subclasses (plot charts): what run.log snapshots
+
+
+def _histogram_sized(value: Any) -> bool:
+    """A numpy array or torch tensor of real numbers with more than 32 elements (W&B's histogram threshold)."""
+    if isinstance(value, np.ndarray):
+        return value.size > 32 and value.dtype.kind in "biuf"
+    if type(value).__module__.startswith("torch") and hasattr(value, "numel"):
+        real = value.dtype.is_floating_point or str(value.dtype).startswith(("torch.int", "torch.uint"))
+        return value.numel() > 32 and real
+    return False
+
+
 def _as_numpy(value: Any) -> Any:
     if hasattr(value, "detach"):  # a torch tensor
-        return value.detach().cpu().numpy()
+        return value.detach().float().cpu().numpy()
     return value
 
 
 def _plain(value: Any) -> Any:
+    """A table cell as JSON can store it: numpy / torch scalars as numbers, small arrays as lists, media (an
+    ``Image`` in a table) as a short ``[Image: caption]`` text instead of an object's repr."""
     if isinstance(value, np.generic):
         return value.item()
-    if hasattr(value, "detach") and getattr(value, "ndim", 1) == 0:
-        return value.item()
+    if hasattr(value, "detach"):
+        if getattr(value, "ndim", 1) == 0:
+            return value.item()
+        value = _as_numpy(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 1024 else f"[array of shape {tuple(value.shape)}]"
+    media = getattr(value, "_rlcockpit_media", None)
+    if media is not None and media != "table":
+        caption = getattr(value, "caption", None)
+        return f"[{type(value).__name__}: {caption}]" if caption else f"[{type(value).__name__}]"
     return value
+
+
+def snapshot_tables(metrics: dict[Any, Any]) -> dict[Any, Any]:
+    """``metrics`` with its top-level tables replaced by snapshots, in a new dict; ``metrics`` itself when it
+    holds no table (run.log calls this while tables exist, and copies the dict anyway)."""
+    if TABLE_TYPES.isdisjoint(map(type, metrics.values())):  # the common case, looped over in C
+        return metrics
+    out = metrics.copy()
+    for k, v in metrics.items():
+        if type(v) in TABLE_TYPES:
+            out[k] = v.snapshot()
+    return out
 
 
 def split_media(step: int, ts: float, data: dict[str, Any], reject: Any) -> tuple[dict[str, Any], list[Any]]:
     """``data`` without its top-level W&B media values, and the tables found: ``(step, ts, key, Table)``.
-    Histograms become their statistics (nested, so ``flatten`` names them ``key/mean``...); images are
-    rejected with one warning naming the key."""
+    Histograms become their statistics (nested, so ``flatten`` names them ``key/mean``...), and so does a
+    numeric array or tensor of more than 32 values, which W&B logs as a 32-bin histogram
+    (``wandb.util.maybe_compress_history``); images are rejected with one warning naming the key."""
     tables: list[Any] = []
     out: dict[str, Any] = {}
     for k, v in data.items():
         kind = getattr(v, "_rlcockpit_media", None) if not isinstance(v, (int, float)) else None
-        if kind is None:
+        if kind is None and _histogram_sized(v):
+            out[k] = dict(Histogram(v, num_bins=32).stats)
+        elif kind is None:
             out[k] = v
         elif kind == "table":
             tables.append((step, ts, k, v))

@@ -30,8 +30,9 @@ def log_samples(rows: Sequence[Mapping[str, Any]], step: int | None = None) -> N
     _require_run().log_samples(rows, step=step)
 
 
-def alert(title: str, text: str = "", level: str = "warning") -> None:
-    _require_run().alert(title, text, level)
+def alert(title: str, text: str = "", level: Any = "warning", wait_duration: Any = None) -> None:
+    """``run.alert`` on the current run (as ``wandb.alert``, ``AlertLevel`` and ``wait_duration`` included)."""
+    _require_run().alert(title, text, level, wait_duration)
 
 
 def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,
@@ -56,3 +57,26 @@ def define_metric(name: str, step_metric: Any = None, step_sync: bool | None = N
                   summary: str | None = None, goal: str | None = None, overwrite: bool | None = None) -> Any:
     """``run.define_metric`` on the current run (as ``wandb.define_metric``)."""
     return _require_run().define_metric(name, step_metric, step_sync, hidden, summary, goal, overwrite)
+
+
+def log_model(path: Any, name: str | None = None, aliases: Sequence[str] | None = None) -> Any:
+    """``run.log_model`` on the current run (as ``wandb.log_model``)."""
+    return _require_run().log_model(path, name=name, aliases=aliases)
+
+
+def use_model(name: str) -> str:
+    """``run.use_model`` on the current run (as ``wandb.use_model``)."""
+    return _require_run().use_model(name)
+
+
+def mark_preempting() -> None:
+    """``wandb.mark_preempting()``: accepted (a resumed run continues at its last step + 1 anyway)."""
+
+
+def unwatch(*args: Any, **kwargs: Any) -> None:
+    """``wandb.unwatch``: ``watch`` logs nothing, so there is nothing to undo."""
+
+
+def join(exit_code: int = 0, quiet: bool | None = None) -> None:
+    """``wandb.join()``: W&B's old name of ``finish``."""
+    finish(exit_code, quiet)

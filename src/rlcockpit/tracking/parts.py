@@ -80,7 +80,7 @@ def build_parts(run: Any, opts: RunOptions) -> RunParts:
     make_observer = _observer_factory(opts.health)
     observer_obj = make_observer(dict(run.config)) if make_observer is not None else None
     describe = getattr(observer_obj, "describe", None)
-    info = RunInfo(id=run.id, name=run.name, project=run.project, group=run.group, tags=run.tags, config=run.config,
+    info = RunInfo(id=run.id, name=run.name, project=run.project, group=run.group, tags=list(run.tags), config=run.config,
                    dir=run.dir, resumed=run.resumed, options=dict(opts.logger_options or {}),
                    command=list((run.meta or {}).get("command") or []), describe_finding=describe)
     sinks, store_data = open_sinks(opts.loggers, info, opts.extra_sinks)

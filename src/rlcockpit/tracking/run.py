@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -42,6 +43,7 @@ from rlcockpit.tracking.entries import (
     human_bytes,
     samples_cost,
 )
+from rlcockpit.tracking.media import Table, snapshot_tables
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
 from rlcockpit.tracking.runinfo import Summary, _config_to_dict, _init_error, open_run_row
@@ -55,6 +57,7 @@ from rlcockpit.tracking.wandb_compat import (
     filter_config,
     normalize_resume,
 )
+from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, config_defaults, wandb_env_default
 
 logger = logging.getLogger("rlcockpit")
 
@@ -87,6 +90,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
+        self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
             row = open_run_row(self.store, project, self.config, resume=resume, id=id, name=name, group=group,
@@ -94,14 +98,15 @@ class Run(WandbRunMethods):
                                where=self.dir)
         except StoreError as exc:
             raise _init_error(exc, self.dir) from exc
-        self.id, self.name, self.group, self.tags = row.id, row.name, row.group, row.tags
+        self.id = row.id
+        self._start_time = _time()
+        self._fields: dict[str, Any] = {"name": row.name, "group": row.group, "tags": tuple(row.tags), "notes": notes}
         self._last_step, self.config, self.meta = row.last_step, row.config, row.meta
         self.resumed = row.resumed_summary is not None
         self.summary = Summary(self)
         if row.resumed_summary:
             self.summary._refresh(row.resumed_summary)
         self.config = Config(self.config, self)
-        self.notes = notes
         self._next_step = self._last_step + 1
         self._parts = build_parts(self, options)
         self.sinks: list[Sink] = self._parts.sinks
@@ -200,6 +205,8 @@ class Run(WandbRunMethods):
             metrics = self._bad_metrics(metrics)
             if metrics is None:
                 return
+        if Table.in_use:  # W&B tables are read now, as logged (the script may add rows right after)
+            metrics = snapshot_tables(metrics)
         self._last_step = step
         self._next_step = step if commit is False else step + 1  # commit=False: W&B's "more of this step"
         b = self._budget
@@ -308,8 +315,15 @@ class Run(WandbRunMethods):
             self.config = Config({**self.config, **redact(_config_to_dict(config))}, self)
         self._put_internal(ConfigChange(dict(self.config)))
 
-    def alert(self, title: str, text: str = "", level: str = "warning") -> None:
-        """Send a manual alert through the configured channels (and record it as an event)."""
+    def alert(self, title: str, text: str = "", level: Any = "warning", wait_duration: Any = None) -> None:
+        """Send a manual alert through the configured channels (and record it as an event). ``level``:
+        ``info``/``warning``/``critical`` or W&B's ``AlertLevel`` / ``"INFO"``/``"WARN"``/``"ERROR"``;
+        ``wait_duration`` (seconds or a ``timedelta``, as W&B): an alert with a title sent less than that ago is
+        not sent again (it is still recorded, with ``suppressed: true``)."""
+        level = alert_level(level)
+        if alert_suppressed(self._alerts_sent, title, wait_duration, _time()):
+            self.log_event("alert", {"title": title, "text": text, "level": level, "manual": True, "suppressed": True})
+            return
         self.log_event("alert", {"title": title, "text": text, "level": level, "manual": True})
         for cb in list(self._alert_listeners):
             try:
@@ -442,7 +456,7 @@ def init(
     with ``id=`` (that run id), ``config_include_keys``/``config_exclude_keys``; cloud-only ones are accepted.
     """
     global _current
-    from rlcockpit.tracking.sweep_env import claim_trial
+    from rlcockpit.tracking.sweep_env import claim_trial, taken_elsewhere
 
     check_init_args(wandb_args)
     if mode not in (None, "online", "offline", "shared", "disabled"):
@@ -455,11 +469,21 @@ def init(
         _current = DisabledRun(filter_config(_config_to_dict(config), wandb_args))  # type: ignore[assignment]
         return _current  # type: ignore[return-value]
 
+    defaults = config_defaults()  # W&B's ./config-defaults.yaml, under what init is given
+    if defaults:
+        config = {**defaults, **_config_to_dict(config)}
     trial = claim_trial()  # a program started by `rlcockpit agent` becomes its sweep's trial
+    if trial is not None and taken_elsewhere(trial, dir, store, server):
+        print(f"rlcockpit: sweep {trial.sweep_id} trial run {trial.run_id} is held by another process of the "
+              "trial (this one was forked or started beside it); this process logs a run of its own", file=sys.stderr)
+        trial = None
     if trial is not None:
         project, group, id, dir, config = trial.apply(project, group, id, dir, _config_to_dict(config))
         store = trial.store if trial.store and store is None else store  # the sweep's database, whatever dir says
-    project = project or os.environ.get("RLCOCKPIT_PROJECT") or "default"
+    project = project or os.environ.get("RLCOCKPIT_PROJECT") or wandb_env_default("project", None) or "default"
+    name, group, tags, notes = (wandb_env_default(k, v) for k, v in
+                                (("name", name), ("group", group), ("tags", tags), ("notes", notes)))
+    job_type, entity = wandb_env_default("job_type", job_type), wandb_env_default("entity", entity)
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
@@ -467,5 +491,6 @@ def init(
     run = Run(project=project, name=name, group=group, tags=tags, config=filter_config(_config_to_dict(config),
               wandb_args), dir=dir, resume=normalize_resume(resume, id), id=id, notes=notes, capture_meta=capture_meta,
               options=options, store=store, server=server, extra_meta=extra_meta)
+    run._sweep_id = trial.sweep_id if trial is not None else None
     _current = run
     return run

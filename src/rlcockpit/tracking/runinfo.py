@@ -8,6 +8,7 @@ row a new process continues (W&B's resume modes, by id or by name) is decided on
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -15,11 +16,34 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
-from rlcockpit.tracking.entries import SummarySet
+from rlcockpit.tracking.entries import SUMMARY_REMOVED, SummarySet
 
 
 class Summary(dict):
-    """``run.summary``: last value of every key, plus what you set (``run.summary["best"] = 0.9``)."""
+    """``run.summary``: last value of every key, plus what you set (``run.summary["best"] = 0.9``). While the
+    run is live, a logged key reads as the writer has summarised it so far (``run.summary["loss"]`` after
+    ``log({"loss": ...})``, as in W&B); the dict itself holds what was set and is filled in at ``finish``."""
+
+    def __missing__(self, key: str) -> Any:
+        live = self._live()
+        if key in live:
+            return live[key]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._live()
+
+    def _live(self) -> dict[str, Any]:
+        writer = getattr(self._run, "_writer", None)
+        if writer is None or getattr(self._run, "finished", False):
+            return {}
+        try:
+            return writer.summary()
+        except RuntimeError:  # the writer changed its values while they were read: read the raw ones
+            return dict(writer.last_values)
 
     def __init__(self, run: Any) -> None:
         super().__init__()
@@ -34,6 +58,11 @@ class Summary(dict):
         super().update(d)
         self._run._put_internal(SummarySet(d))
 
+    def __delitem__(self, key: str) -> None:
+        """As W&B: the key leaves the summary (a logged key comes back when it is logged again)."""
+        self.pop(key, None)
+        self._run._put_internal(SummarySet({key: SUMMARY_REMOVED}))
+
     def _refresh(self, values: Mapping[str, Any]) -> None:
         for k, v in values.items():
             dict.__setitem__(self, k, v)
@@ -42,6 +71,10 @@ class Summary(dict):
 def _config_to_dict(config: Any) -> dict[str, Any]:
     if config is None:
         return {}
+    if isinstance(config, (str, os.PathLike)):  # W&B: a path to a YAML config file
+        from rlcockpit.tracking.wandb_env import wandb_config_file
+
+        return wandb_config_file(config)
     if type(config).__module__.startswith("omegaconf"):
         from omegaconf import OmegaConf
 
@@ -114,7 +147,10 @@ def open_run_row(store: Store, project: str, config: dict[str, Any], *, resume: 
                      list(resumed.get("tags") or []) if tags is None else list(tags),
                      -1 if last is None else int(last), {**(resumed.get("config") or {}), **config},
                      {**(resumed.get("meta") or {}), **extra_meta}, resumed.get("summary") or {})
-        store.update_run(row.id, status="running", finished_at=None, exit_code=None, config=row.config, **beat)
+        given = {k: v for k, v in (("group", group), ("tags", None if tags is None else list(tags)),
+                                   ("notes", notes)) if v is not None}  # new values replace the stored ones
+        store.update_run(row.id, status="running", finished_at=None, exit_code=None, config=row.config, **given,
+                         **beat)
         if extra_meta:
             store.update_run(row.id, meta=row.meta)
         return row

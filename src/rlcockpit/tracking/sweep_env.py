@@ -68,6 +68,30 @@ def claim_trial() -> Trial | None:
                  dir=os.environ.get(ENV_DIR), store=os.environ.get(ENV_STORE) or None)
 
 
+def taken_elsewhere(trial: Trial, dir: Any, store: Any, server: str | None) -> bool:
+    """True when the trial's run exists already: another process of the same trial holds it — W&B's
+    cross-validation sweep example forks its fold workers before the parent's ``init``, so every worker
+    inherits the trial's environment. Such a process logs an ordinary run (as the W&B example means its
+    workers to, after clearing W&B's variables) instead of failing on the trial's run id. Not checked through
+    a team server (``RLCOCKPIT_SERVER``): its spool is written before the server is asked."""
+    if server or os.environ.get("RLCOCKPIT_SERVER"):
+        return False
+    from rlcockpit.store.base import Store, resolve_dir
+    from rlcockpit.store.urls import open_run_store
+
+    where = trial.dir or dir
+    target = trial.store or store
+    opened = open_run_store(resolve_dir(where), dir_given=where is not None, store=target)
+    try:
+        opened.get_run(trial.run_id)
+        return True
+    except KeyError:
+        return False
+    finally:
+        if not isinstance(target, Store):
+            opened.close()
+
+
 def trial_run_id() -> str | None:
     """The run id this process's trial will get, before ``init`` claims it (a trainer names its checkpoint
     folder after the run id first)."""

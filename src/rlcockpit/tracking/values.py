@@ -213,7 +213,41 @@ def clean_value(value: Any, depth: int = 0) -> tuple[Any, str | None]:
         return items, None
     if depth >= MAX_DEPTH:
         return None, f"nested deeper than {MAX_DEPTH} levels"
+    array = _as_array(value)
+    if array is not None:
+        return _array_value(array), None
     return clean_text(str(value))
+
+
+def _as_array(value: Any) -> np.ndarray | None:
+    """A numpy array or torch tensor of real numbers as a numpy array (moved to the CPU), else None."""
+    if isinstance(value, np.ndarray):
+        return value if value.dtype.kind in "biuf" else None
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        try:
+            if value.dtype.is_complex or str(value.dtype) == "torch.bool":
+                return None
+            return value.detach().cpu().numpy()
+        except (TypeError, RuntimeError, AttributeError):
+            return None
+    return None
+
+
+def _array_value(array: np.ndarray) -> Any:
+    """An array as W&B stores it in a summary (wandb/util.py ``maybe_compress_summary``): one element is that
+    number, up to 32 a list, more their statistics (``var``, ``mean``, ``min``, ``max``, percentiles, ``size``);
+    NaN and ±Inf are left out of the statistics."""
+    if array.size == 1:
+        return array.reshape(-1)[0].item()
+    if array.size <= 32:
+        return array.tolist()
+    finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array.ravel()
+    if not finite.size:
+        return {"_type": "numpy.ndarray", "size": int(array.size)}
+    p10, p25, p75, p90 = np.percentile(finite, [10, 25, 75, 90]).tolist()
+    return {"_type": "numpy.ndarray", "var": float(np.var(finite)), "mean": float(np.mean(finite)),
+            "min": float(np.min(finite)), "max": float(np.max(finite)), "10%": p10, "25%": p25, "75%": p75,
+            "90%": p90, "size": int(array.size)}
 
 
 def is_finite(x: float) -> bool:

@@ -290,6 +290,10 @@ def check_init_args(extra: Mapping[str, Any]) -> None:
     unknown = sorted(set(extra) - NO_EFFECT_INIT_ARGS - {"config_exclude_keys", "config_include_keys"})
     if unknown:
         raise TypeError(f"init() got an unexpected keyword argument {unknown[0]!r}")
+    if extra.get("sync_tensorboard") or extra.get("tensorboard"):
+        # W&B copies TensorBoard scalars into the run; nothing does here, so say where they are to be found
+        logger.warning("rlcockpit: init(sync_tensorboard=True): TensorBoard scalars are not copied into the run "
+                       "while it trains; import them afterwards with `rlcockpit import <tensorboard log dir>`")
 
 
 def filter_config(config: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -320,6 +324,7 @@ class WandbRunMethods:
     ``log_code``, ``mark_preempting``), which are accepted and do nothing offline."""
 
     meta: dict[str, Any]
+    _sweep_id: str | None = None
 
     def define_metric(self, name: str, step_metric: Any = None, step_sync: bool | None = None,
                       hidden: bool | None = None, summary: str | None = None, goal: str | None = None,
@@ -344,6 +349,72 @@ class WandbRunMethods:
 
         self._put_internal(ConfigSet(dict(self.config)))  # type: ignore[attr-defined]
 
+    # name, tags, notes and group are run columns: W&B scripts set them after init (``wandb.run.name = ...`` in
+    # sweep programs, ``run.tags = run.tags + ("release_candidate",)`` in W&B's tags guide); each change is
+    # queued in order with the data, so the stored run shows it (the other loggers keep the name they opened with)
+    @property
+    def name(self) -> str:
+        return self._fields["name"]  # type: ignore[attr-defined]
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"run.name must be a non-empty str, got {value!r}")
+        self._set_fields(name=value)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """A tuple, as in W&B (so ``run.tags + ("x",)`` works); assign a new sequence to change them."""
+        return self._fields["tags"]  # type: ignore[attr-defined]
+
+    @tags.setter
+    def tags(self, value: Sequence[str]) -> None:
+        if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(t, str) for t in value):
+            raise TypeError(f"run.tags must be a sequence of str, got {value!r}")
+        self._set_fields(tags=tuple(value))
+
+    @property
+    def notes(self) -> str | None:
+        return self._fields["notes"]  # type: ignore[attr-defined]
+
+    @notes.setter
+    def notes(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"run.notes must be a str or None, got {value!r}")
+        self._set_fields(notes=value)
+
+    @property
+    def group(self) -> str | None:
+        return self._fields["group"]  # type: ignore[attr-defined]
+
+    @group.setter
+    def group(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"run.group must be a str or None, got {value!r}")
+        self._set_fields(group=value)
+
+    def _set_fields(self, **fields: Any) -> None:
+        from rlcockpit.tracking.entries import RunFieldsSet
+
+        self._fields.update(fields)  # type: ignore[attr-defined]
+        stored = {k: (list(v) if k == "tags" else redact(v) if k == "notes" else v) for k, v in fields.items()}
+        self._put_internal(RunFieldsSet(stored))  # type: ignore[attr-defined]
+
+    @property
+    def start_time(self) -> float:
+        """Unix time the run was created (W&B's ``run.start_time``)."""
+        return self._start_time  # type: ignore[attr-defined]
+
+    @property
+    def sweep_id(self) -> str | None:
+        """The sweep this run is a trial of (set when ``init`` claimed an agent's trial), else None."""
+        return self._sweep_id
+
+    @property
+    def offline(self) -> bool:
+        """Always True: nothing is sent anywhere (a team server is a store, not W&B's cloud)."""
+        return True
+
     @property
     def entity(self) -> str | None:
         return self.meta.get("entity")
@@ -360,6 +431,29 @@ class WandbRunMethods:
     def url(self) -> str:
         """Where the dashboard shows this run (``rlcockpit ui`` on its default port)."""
         return f"http://127.0.0.1:6007/#/run/{self.id}"  # type: ignore[attr-defined]
+
+    def get_url(self) -> str:
+        """W&B's older ``run.get_url()``: the run's dashboard page."""
+        return self.url
+
+    def get_project_url(self) -> str:
+        """W&B's older ``run.get_project_url()``: the dashboard's runs page."""
+        return "http://127.0.0.1:6007/#/runs"
+
+    def get_sweep_url(self) -> str | None:
+        """W&B's older ``run.get_sweep_url()``: the sweep's dashboard page (None outside a sweep)."""
+        return f"http://127.0.0.1:6007/#/sweep/{self._sweep_id}" if self._sweep_id else None
+
+    def log_model(self, path: Any, name: str | None = None, aliases: Sequence[str] | None = None) -> Any:
+        """As W&B's ``run.log_model(path, name)``: a ``model`` artifact (default name ``run-<id>-<file name>``)."""
+        import os
+
+        default = f"run-{self.id}-{os.path.basename(os.path.normpath(str(path)))}"  # type: ignore[attr-defined]
+        return self.log_artifact(path, name=name or default, type="model", aliases=aliases)  # type: ignore[attr-defined]
+
+    def use_model(self, name: str) -> str:
+        """As W&B's ``run.use_model("my-model:latest")``: mark it used and return the local path of its files."""
+        return str(self.use_artifact(name).download())  # type: ignore[attr-defined]
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """W&B uploads files; the store keeps metrics, so this is accepted and does nothing (use log_artifact)."""

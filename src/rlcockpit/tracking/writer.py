@@ -29,6 +29,7 @@ from rlcockpit.tracking.convert import RowCleaner
 from rlcockpit.tracking.entries import (
     ENTRY_BYTES,
     KEY_BYTES,
+    SUMMARY_REMOVED,
     Barrier,
     ConfigChange,
     ConfigSet,
@@ -40,6 +41,7 @@ from rlcockpit.tracking.entries import (
     MetaSet,
     Metrics,
     QueueBudget,
+    RunFieldsSet,
     Samples,
     Stop,
     SummarySet,
@@ -94,6 +96,7 @@ class Writer(threading.Thread):
         self.cleaner = RowCleaner()
         self.last_values: dict[str, Any] = {}
         self.user_summary: dict[str, Any] = {}
+        self.summary_removed: set[str] = set()  # del run.summary[k]: left out until k is logged again
         self.aggregates = Aggregates()  # define_metric(summary=...) per key
         self.sink_losses: deque[DataLoss] = deque()  # reported by logger threads
         self.processed = 0
@@ -190,6 +193,8 @@ class Writer(threading.Thread):
                 self.store_writer.record(e.loss)
             elif t is ConfigSet:
                 batch.run_fields["config"] = e.config
+            elif t is RunFieldsSet:
+                batch.run_fields.update(e.fields)
             elif t is DefineMetric:
                 self.aggregates.add(e.metric)
                 self._summary_dirty = True
@@ -213,7 +218,11 @@ class Writer(threading.Thread):
         rows, columns, last = self.cleaner.convert(group, want_rows=bool(self.workers) or observe)
         while self.cleaner.tables:  # W&B Tables logged with log(): stored as sample rows of their step
             step, ts, key, table = self.cleaner.tables.pop(0)
-            self._samples(Samples(step, ts, table.sample_rows(key), 0), drain)
+            table_rows = table.sample_rows(key)
+            # a table of model outputs feeds the sample analysis; any other table (ids, scores, a confusion
+            # matrix) is stored, but its missing "responses" are not evidence of empty generations
+            outputs = any(r.get("response") is not None for r in table_rows)
+            self._samples(Samples(step, ts, table_rows, 0), drain, observe=outputs)
         null_event = self._nulls(drain) if self.cleaner.nulls else None
         if null_event is not None and not columns:
             drain.batch.entries += len(group)
@@ -247,6 +256,8 @@ class Writer(threading.Thread):
     def _update_last(self, last: dict[str, Any]) -> None:
         """The summary's last values; a key whose latest value is a null leaves it (as in W&B's summary)."""
         self.last_values.update(last)
+        if self.summary_removed:
+            self.summary_removed.difference_update(last)
         for key in [k for k, v in last.items() if v is None]:
             del self.last_values[key]
         self._summary_dirty = True
@@ -266,7 +277,7 @@ class Writer(threading.Thread):
         drain.batch.events.append((NULL_EVENT, payload, first))
         return EventPart(NULL_EVENT, payload, first)
 
-    def _samples(self, e: Samples, drain: Drain) -> None:
+    def _samples(self, e: Samples, drain: Drain, observe: bool = True) -> None:
         step = e.step
         clean = []
         for i, row in enumerate(e.rows):
@@ -284,7 +295,7 @@ class Writer(threading.Thread):
             return
         drain.batch.samples.append((step, clean))
         drain.parts.append(SamplesPart(step, clean))
-        if self.observer is not None:
+        if self.observer is not None and observe:
             self.observer.submit_samples(step, clean)
 
     def _notify(self, finding: Any) -> None:
@@ -300,6 +311,12 @@ class Writer(threading.Thread):
                 logger.warning("rlcockpit: finding listener failed:\n%s", traceback.format_exc())
 
     def _summary_set(self, values: Mapping[Any, Any]) -> None:
+        for k in [k for k, v in values.items() if v is SUMMARY_REMOVED]:
+            self.user_summary.pop(k, None)
+            self.summary_removed.add(k)
+            self._summary_dirty = True
+        values = {k: v for k, v in values.items() if v is not SUMMARY_REMOVED}
+        self.summary_removed.difference_update(values)
         for k, v in redact(dict(values)).items():
             problem = key_problem(k)
             v, why = clean_value(v)
@@ -310,7 +327,10 @@ class Writer(threading.Thread):
         self._summary_dirty = True
 
     def summary(self) -> dict[str, Any]:
-        return {**self.aggregates.apply(self.last_values), **self.user_summary}
+        out = {**self.aggregates.apply(self.last_values), **self.user_summary}
+        for key in self.summary_removed:
+            out.pop(key, None)
+        return out
 
     def _add_summary(self, drain: Drain) -> None:
         if self._summary_dirty:
