@@ -59,7 +59,7 @@ export async function renderCompare(root, params) {
   const grid = el("div", { class: "charts", id: "compare-charts" });
   const pathBox = el("div", { class: "chart-card", id: "path-plot" });
   const missing = el("div", { class: "muted", id: "path-missing" });
-  const diffWrap = el("div");
+  const diffWrap = el("div", { class: "diff-wrap" });
   const onlyDiff = el("input", { type: "checkbox", id: "only-diff", checked: true });
   root.append(legend, el("div", { class: "toolbar" }, picker, addRx, el("label", {}, t("charts.smoothing"), kind, weight), el("label", {}, t("charts.xaxis"), xSel),
     el("label", {}, t("compare.groupBy"), bySel), reset, el("span", { class: "grow" })),

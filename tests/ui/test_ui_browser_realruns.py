@@ -1,0 +1,117 @@
+"""Dashboard views on runs shaped like real ones, in real Chromium: our trainer's resolved preset configs (the
+compare page's config diff), a verl file-logger JSONL brought in with ``rlcockpit import`` (the run header),
+a shared link's ``?lang=`` opened in a tab already showing the dashboard, and a run whose only KL key is
+``actor/ppo_kl`` (the reward-vs-KL note)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_browser_helpers import ARGS, CHROMIUM, needs_chromium, wait
+from ui_helpers import base_url, running_server
+
+import rlcockpit
+from rlcockpit.integrations.importer import import_run
+from rlcockpit.trainer.config import load_config, to_dict
+
+pytestmark = needs_chromium
+
+
+def _verl_jsonl(path: Path) -> None:
+    """verl's FileLogger lines ({"step", "data"}) with its metric keys; no wall-clock times, as verl writes."""
+    with path.open("w") as f:
+        for s in range(1, 21):
+            f.write(json.dumps({"step": s, "data": {"critic/score/mean": 0.2 + 0.02 * s, "actor/kl_loss": 0.001 * s,
+                                                    "actor/entropy": 0.9 - 0.01 * s, "timing_s/step": 90.0 + math.sin(s)}}) + "\n")
+
+
+def _trainer_run(dir: Path, preset: str, name: str) -> str:
+    run = rlcockpit.init(project="arith", name=name, dir=dir, config=to_dict(load_config(preset=preset)),
+                         system_interval=None, health=False, capture_meta=False)
+    for step in range(1, 6):  # what our trainer logs without use_kl_loss: actor/ppo_kl, no actor/kl_loss
+        run.log({"critic/score/mean": 0.3 + 0.05 * step, "actor/ppo_kl": 1e-4 * step}, step=step)
+    run.finish()
+    return run.id
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    d = tmp_path_factory.mktemp("ui-realruns")
+    ids = {"grpo": _trainer_run(d, "arith-grpo", "arith-grpo"), "hacking": _trainer_run(d, "arith-hacking", "arith-hacking")}
+    src = d / "verl-qwen-grpo.jsonl"
+    _verl_jsonl(src)
+    ids["verl"] = import_run(str(src), dir=str(d)).run_id
+    with running_server(d) as srv:
+        yield {"ids": ids, "server": srv, "url": base_url(srv)}
+
+
+@pytest.fixture(scope="module")
+def page(env) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US").new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(env["url"] + "/")
+        pg.evaluate("() => { localStorage.clear(); localStorage.setItem('rlcockpit-lang', 'en'); }")
+        yield pg
+        assert not errors, errors
+        browser.close()
+
+
+def test_compare_of_real_configs_fits_the_window(page, env) -> None:
+    """Two presets' resolved configs and an imported run: the config diff scrolls in its column, the page does not."""
+    ids = env["ids"]
+    page.goto(env["url"] + f"/#/compare?runs={ids['grpo']},{ids['hacking']},{ids['verl']}")
+    page.reload()
+    page.wait_for_selector("#config-diff tbody tr")
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], f"page wider than the window: {widths}"
+    heads = page.evaluate("() => [...document.querySelectorAll('#config-diff th')].map((th) => th.textContent)")
+    assert heads[1:] == ["arith-grpo", "arith-hacking", "verl-qwen-grpo"]
+
+
+def test_compare_names_the_missing_kl_metric_in_plain_words(page, env) -> None:
+    ids = env["ids"]
+    page.goto(env["url"] + f"/#/compare?runs={ids['grpo']},{ids['verl']}")
+    page.reload()
+    note = wait(page, f"document.querySelector('#path-missing li[data-run=\"{ids['grpo']}\"]')?.textContent")
+    assert "no a " not in note
+    assert note.startswith("arith-grpo: logged no KL metric (actor/kl_loss"), note
+    assert "reward metric" not in note  # it logged one: critic/score/mean
+
+
+def test_imported_run_header_says_imported_not_a_zero_duration(page, env) -> None:
+    ids = env["ids"]
+    page.goto(env["url"] + f"/#/run/{ids['verl']}")
+    page.reload()
+    started = wait(page, "document.querySelector('#run-started')?.textContent")
+    assert started.startswith("imported "), started
+    assert page.evaluate("() => document.querySelector('#run-duration')") is None
+    assert "duration 0.0s" not in page.inner_text(".run-head")
+    page.goto(env["url"] + f"/#/run/{ids['grpo']}")  # a run tracked live keeps its start and duration
+    wait(page, "document.querySelector('#run-name')?.textContent === 'arith-grpo'")
+    assert page.inner_text("#run-started").startswith("started ")
+    assert page.inner_text("#run-duration").startswith("duration ")
+
+
+def test_lang_in_a_pasted_link_applies_without_a_reload(page, env) -> None:
+    """The tab already shows the dashboard in English; a link ending in ?lang=zh changes only the hash."""
+    rid = env["ids"]["grpo"]
+    page.goto(env["url"] + f"/#/run/{rid}")
+    page.reload()
+    page.wait_for_selector("#tab-phases")
+    assert page.inner_text("#tab-phases") == "Step phases"
+    page.goto(env["url"] + f"/#/run/{rid}/diagnosis?lang=zh")  # same document: a hashchange, no load
+    wait(page, "document.documentElement.lang === 'zh-CN'")
+    zh = json.loads((Path(rlcockpit.__file__).parent / "ui" / "static" / "i18n" / "zh.json").read_text())
+    wait(page, f"document.querySelector('#tab-phases')?.textContent === {json.dumps(zh['tab.phases'])}")
+    assert page.evaluate("() => document.getElementById('lang-select').value") == "zh"
+    assert page.inner_text("#nav-sweeps") == zh["nav.sweeps"]
