@@ -115,3 +115,4 @@ def test_lang_in_a_pasted_link_applies_without_a_reload(page, env) -> None:
     wait(page, f"document.querySelector('#tab-phases')?.textContent === {json.dumps(zh['tab.phases'])}")
     assert page.evaluate("() => document.getElementById('lang-select').value") == "zh"
     assert page.inner_text("#nav-sweeps") == zh["nav.sweeps"]
+
