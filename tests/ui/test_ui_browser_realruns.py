@@ -47,7 +47,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     _verl_jsonl(src)
     ids["verl"] = import_run(str(src), dir=str(d)).run_id
     with running_server(d) as srv:
-        yield {"ids": ids, "server": srv, "url": base_url(srv)}
+        yield {"dir": d, "ids": ids, "server": srv, "url": base_url(srv)}
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +116,25 @@ def test_lang_in_a_pasted_link_applies_without_a_reload(page, env) -> None:
     assert page.evaluate("() => document.getElementById('lang-select').value") == "zh"
     assert page.inner_text("#nav-sweeps") == zh["nav.sweeps"]
 
+
+
+def test_a_flat_zero_metric_is_not_drawn_on_a_0_to_100_axis(page, env) -> None:
+    """actor/ppo_kl of a one-epoch PPO run is exactly 0 at every step (verl's too); a constant lr keeps its value."""
+    run = rlcockpit.init(project="flat", name="flat", dir=env["dir"], system_interval=None, health=False, capture_meta=False)
+    for step in range(1, 11):
+        run.log({"actor/ppo_kl": 0.0, "actor/lr": 2e-4, "critic/score/mean": 0.1 * step}, step=step)
+    run.finish()
+    page.goto(env["url"] + f"/#/run/{run.id}")
+    page.reload()
+
+    def y_range(key: str) -> tuple[float, float]:
+        sel = f".chart-card[data-key='{key}'] [data-ymax]"
+        wait(page, f"document.querySelector(\"{sel}\")")
+        return page.evaluate(f"() => {{ const b = document.querySelector(\"{sel}\").dataset; return [Number(b.ymin), Number(b.ymax)]; }}")
+
+    lo, hi = y_range("actor/ppo_kl")
+    assert lo < 0 < hi and hi <= 1, (lo, hi)
+    lo, hi = y_range("actor/lr")
+    assert lo < 2e-4 < hi and hi - lo <= 1e-4, (lo, hi)
+    lo, hi = y_range("critic/score/mean")  # a moving series keeps uPlot's range
+    assert lo <= 0.1 and 1.0 <= hi <= 1.2, (lo, hi)

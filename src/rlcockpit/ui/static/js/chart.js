@@ -211,7 +211,7 @@ export class Chart {
         drawAxes: [(u) => this.drawHealthy(u)],
         draw: [(u) => this.drawMarkers(u), (u) => this.drawTargets(u)],
         ready: [(u) => { if (this.group.range) u.setScale("x", this.group.range); }],
-        setScale: [(u, key) => { if (key === "x") { this.box.dataset.xmin = u.scales.x.min; this.box.dataset.xmax = u.scales.x.max; } }],
+        setScale: [(u, key) => { if (key === "x" || key === "y") { this.box.dataset[key + "min"] = u.scales[key].min; this.box.dataset[key + "max"] = u.scales[key].max; } }],
       },
     };
     this.u = new U(cfg, data, this.box);
@@ -348,13 +348,19 @@ export class Chart {
     u.ctx.restore();
   }
 
-  /** The y scale: auto, widened to keep KPI target lines (opts.targets) in view. */
+  /** The y scale: auto, widened to keep KPI target lines (opts.targets) in view. A flat series (actor/ppo_kl
+   * at 0 with one PPO epoch, a constant lr) gets a band around its value: uPlot's own range for all-zero data
+   * is 0..100, which reads as a metric that could reach 100. */
   yScale() {
     const ts = (this.opts.targets || []).map((x) => x.value).filter(Number.isFinite);
-    if (!ts.length) return { auto: true };
     return { auto: true, range: (u, min, max) => {
-      const lo = Math.min(min ?? ts[0], ...ts), hi = Math.max(max ?? ts[0], ...ts), pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
-      return [lo - pad, hi + pad];
+      if (ts.length) {
+        const lo = Math.min(min ?? ts[0], ...ts), hi = Math.max(max ?? ts[0], ...ts), pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
+        return [lo - pad, hi + pad];
+      }
+      if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+      if (min === max) { const pad = Math.abs(min) * 0.1 || 1; return [min - pad, max + pad]; }
+      return U.rangeNum(min, max, 0.1, true);
     } };
   }
 
