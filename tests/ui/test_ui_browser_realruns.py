@@ -138,3 +138,17 @@ def test_a_flat_zero_metric_is_not_drawn_on_a_0_to_100_axis(page, env) -> None:
     assert lo < 2e-4 < hi and hi - lo <= 1e-4, (lo, hi)
     lo, hi = y_range("critic/score/mean")  # a moving series keeps uPlot's range
     assert lo <= 0.1 and 1.0 <= hi <= 1.2, (lo, hi)
+
+
+def test_a_short_run_step_axis_has_whole_step_ticks(page, env) -> None:
+    """arith-grpo with trainer.total_training_steps=12 had x ticks 2.5 and 7.5."""
+    run = rlcockpit.init(project="short", name="twelve-steps", dir=env["dir"], system_interval=None, health=False,
+                         capture_meta=False)
+    for step in range(1, 13):
+        run.log({"critic/score/mean": 0.3 + 0.01 * step}, step=step)
+    run.finish()
+    page.goto(env["url"] + f"/#/run/{run.id}")
+    page.reload()
+    sel = ".chart-card[data-key='critic/score/mean'] [data-xticks]"
+    ticks = wait(page, f"document.querySelector(\"{sel}\")?.dataset.xticks").split(",")
+    assert len(ticks) >= 2 and all(float(x).is_integer() for x in ticks), ticks

@@ -35,6 +35,9 @@ export class SyncGroup {
   }
 }
 
+// Tick steps of a step axis: whole steps only (uPlot's own increments put ticks at 2.5, 7.5 on a 12-step run)
+const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7].map((p) => m * p)).sort((a, b) => a - b);
+
 const DEFAULTS = { smoothing: { kind: "none", weight: 0.6 }, xMode: "step", xMetric: null, log: false, showRaw: true,
   healthy: null, targets: null, height: 170, xLabel: null };
 
@@ -189,9 +192,10 @@ export class Chart {
     const { series, bands } = this.seriesConfig(layout);
     const axisColor = cssVar("--muted") || "#888", grid = cssVar("--grid") || "rgba(128,128,128,.15)";
     const axis = { stroke: axisColor, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "11px sans-serif" };
-    const xAxis = { ...axis, space: 70 };
+    const xAxis = { ...axis, space: 70, ...(this.opts.xMode === "step" ? { incrs: STEP_INCRS } : {}) };
     const fmt = this.axisValues();
-    if (fmt) xAxis.values = fmt;
+    // the x ticks drawn (on the canvas) are also kept as data-xticks: what a test or a script can read
+    if (fmt) xAxis.values = (u, splits) => { this.box.dataset.xticks = splits.join(","); return fmt(u, splits); };
     const cfg = {
       ...this.size(), series, bands, legend: { show: false },
       scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : this.yScale() },
