@@ -152,3 +152,36 @@ def test_a_short_run_step_axis_has_whole_step_ticks(page, env) -> None:
     sel = ".chart-card[data-key='critic/score/mean'] [data-xticks]"
     ticks = wait(page, f"document.querySelector(\"{sel}\")?.dataset.xticks").split(",")
     assert len(ticks) >= 2 and all(float(x).is_integer() for x in ticks), ticks
+
+
+def _right_edges(page: Any, table: str, col: int) -> tuple[float, float]:
+    """(header cell text's right edge, first body cell text's right edge) of column col of the first table."""
+    return page.evaluate("""([table, col]) => {
+        const t = document.querySelector(table);
+        const edge = (cell) => { const r = document.createRange(); r.selectNodeContents(cell); return r.getBoundingClientRect().right; };
+        return [edge(t.querySelectorAll('thead th')[col]), edge(t.querySelector('tbody tr').children[col])];
+    }""", [table, col])
+
+
+def test_number_column_headers_sit_over_their_right_aligned_values(page, env) -> None:
+    """A GRPO group of a real arith-hacking step: '#', 'reward', 'advantage' headers were at the left of their
+    columns, their numbers at the right (also the runs list's Step and metric columns)."""
+    run = rlcockpit.init(project="groups", name="grpo-group", dir=env["dir"], system_interval=None, health=False,
+                         capture_meta=False)
+    run.log({"critic/score/mean": 0.6}, step=1)
+    run.log_samples([{"prompt": "<|user|>38+94=<|assistant|>", "response": f"1011966{j}", "reward": 0.6 + 0.1 * j,
+                      "uid": "u0"} for j in range(8)], step=1)
+    run.finish()
+    page.goto(env["url"] + "/#/?project=groups")
+    page.reload()
+    page.wait_for_selector("tr[data-run] td.num")
+    step_col = page.evaluate("() => [...document.querySelectorAll('thead th')].findIndex((th) => th.dataset.sort === 'last_step')")
+    head, cell = _right_edges(page, "table", step_col)
+    assert abs(head - cell) < 12, (head, cell)
+    page.goto(env["url"] + f"/#/run/{run.id}/samples")
+    page.wait_for_selector("#view-groups")
+    page.click("#view-groups")
+    page.wait_for_selector(".grpo-group table tbody tr")
+    for col in (0, 1, 2):
+        head, cell = _right_edges(page, ".grpo-group table", col)
+        assert abs(head - cell) < 12, (col, head, cell)
