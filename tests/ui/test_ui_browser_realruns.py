@@ -76,6 +76,12 @@ def test_compare_of_real_configs_fits_the_window(page, env) -> None:
     assert widths[0] <= widths[1], f"page wider than the window: {widths}"
     heads = page.evaluate("() => [...document.querySelectorAll('#config-diff th')].map((th) => th.textContent)")
     assert heads[1:] == ["arith-grpo", "arith-hacking", "verl-qwen-grpo"]
+    # the header row sits above the first row (a scroll box around the table trapped its sticky header over it)
+    head_bottom, row_top = page.evaluate("() => [document.querySelector('#config-diff thead th').getBoundingClientRect().bottom,"
+                                         " document.querySelector('#config-diff tbody tr').getBoundingClientRect().top]")
+    assert head_bottom <= row_top + 1, (head_bottom, row_top)
+    key = page.evaluate("() => document.querySelector('#config-diff tbody td').textContent")
+    assert key.startswith("actor_rollout_ref.actor.") and "\u200b" not in key  # a copied key stays whole
 
 
 def test_compare_names_the_missing_kl_metric_in_plain_words(page, env) -> None:

@@ -59,7 +59,7 @@ export async function renderCompare(root, params) {
   const grid = el("div", { class: "charts", id: "compare-charts" });
   const pathBox = el("div", { class: "chart-card", id: "path-plot" });
   const missing = el("div", { class: "muted", id: "path-missing" });
-  const diffWrap = el("div", { class: "diff-wrap" });
+  const diffWrap = el("div");
   const onlyDiff = el("input", { type: "checkbox", id: "only-diff", checked: true });
   root.append(legend, el("div", { class: "toolbar" }, picker, addRx, el("label", {}, t("charts.smoothing"), kind, weight), el("label", {}, t("charts.xaxis"), xSel),
     el("label", {}, t("compare.groupBy"), bySel), reset, el("span", { class: "grow" })),
@@ -129,7 +129,7 @@ export async function renderCompare(root, params) {
     const rows = meta.config_diff.filter((r) => !onlyDiff.checked || r.differs);
     clear(diffWrap).appendChild(el("div", { class: "card" }, el("table", { class: "grid diff", id: "config-diff" },
       el("thead", {}, el("tr", {}, el("th", { text: t("compare.key") }), meta.runs.map((r) => el("th", { text: r.name })))),
-      el("tbody", {}, rows.map((row) => el("tr", {}, el("td", { class: "mono", text: row.key }),
+      el("tbody", {}, rows.map((row) => el("tr", {}, el("td", { class: "mono" }, row.key.split(".").flatMap((part, i) => (i ? [el("wbr"), "." + part] : [part]))),
         row.values.map((x) => el("td", { class: "mono" + (row.differs ? " differs" : ""), text: x === null ? "–" : typeof x === "string" ? x : JSON.stringify(x) }))))),
       rows.length ? null : el("tbody", {}, el("tr", {}, el("td", { class: "muted", text: t("compare.identical") }))))));
   };
