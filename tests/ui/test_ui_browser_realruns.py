@@ -191,3 +191,4 @@ def test_number_column_headers_sit_over_their_right_aligned_values(page, env) ->
     for col in (0, 1, 2):
         head, cell = _right_edges(page, ".grpo-group table", col)
         assert abs(head - cell) < 12, (col, head, cell)
+    assert page.inner_text("#group-summary").startswith("1 group, 0 with zero reward variance")  # not "1 groups"
