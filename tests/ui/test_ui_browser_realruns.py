@@ -192,3 +192,17 @@ def test_number_column_headers_sit_over_their_right_aligned_values(page, env) ->
         head, cell = _right_edges(page, ".grpo-group table", col)
         assert abs(head - cell) < 12, (col, head, cell)
     assert page.inner_text("#group-summary").startswith("1 group, 0 with zero reward variance")  # not "1 groups"
+
+
+
+def test_phase_table_mean_share_header_sits_over_its_values(page, env) -> None:
+    run = rlcockpit.init(project="phases", name="timed", dir=env["dir"], system_interval=None, health=False,
+                         capture_meta=False)
+    for step in range(1, 6):
+        run.log({"timing_s/gen": 0.1, "timing_s/update_actor": 0.3, "timing_s/step": 0.45}, step=step)
+    run.finish()
+    page.goto(env["url"] + f"/#/run/{run.id}/phases")
+    page.reload()
+    page.wait_for_selector("#phase-table tbody tr")
+    head, cell = _right_edges(page, "#phase-table", 2)
+    assert abs(head - cell) < 12, (head, cell)
