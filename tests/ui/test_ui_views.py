@@ -194,6 +194,25 @@ def test_phase_timeline_and_mismatch_verdicts(rich) -> None:
         assert get_json(srv, f"/api/runs/{rich['ids']['sparse']}/timeline")["available"] is False
 
 
+def test_phase_mean_shares_of_a_run_validating_on_its_last_step_sum_to_one(tmp_path) -> None:
+    """Our trainer's shape (arith-hacking, 15 steps): timing_s/testing only on the last step. Its mean share
+    was that step's share (36 %), and the table's shares summed to 134 %."""
+    run = rlcockpit.init(project="arith", name="val-last", dir=tmp_path, system_interval=None, health=False,
+                         capture_meta=False)
+    for step in range(1, 16):
+        m = {"timing_s/gen": 0.1, "timing_s/update_actor": 0.3, "timing_s/step": 0.4}
+        if step == 15:
+            m.update({"timing_s/testing": 0.4, "timing_s/step": 0.8})
+        run.log(m, step=step)
+    run.finish()
+    with running_server(tmp_path) as srv:
+        tl = get_json(srv, f"/api/runs/{run.id}/timeline")
+    shares = tl["mean_share"]
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["validation"] == pytest.approx(0.5 / 15)
+    assert shares["generation"] == pytest.approx((14 * 0.25 + 0.125) / 15)
+
+
 # ---- live ------------------------------------------------------------------------------------------------
 
 

@@ -120,12 +120,14 @@ def timeline(store: Store, rid: str, max_points: int = 600) -> dict[str, Any]:
     grid, cols = _bucket_mean(grid, cols, max_points)
     denom = np.where(cols["_total"] > 0, cols["_total"], np.nan)
     names = [n for n, _ks in phases] + ["idle"]
+    # the mean over every timed step, a phase absent from a step counting 0 there: validation timed on the
+    # last step only is a small share of the run, not its share of that one step (the shares sum to 100 %)
+    timed = np.isfinite(denom)
     mean_share: dict[str, float | None] = {}
     with np.errstate(all="ignore"):
         for n in names:
-            share = cols[n] / denom
-            m = float(np.nanmean(share)) if np.isfinite(share).any() else float("nan")
-            mean_share[n] = m if np.isfinite(m) else None
+            share = np.nan_to_num(cols[n][timed], nan=0.0) / denom[timed]
+            mean_share[n] = float(share.mean()) if share.size and np.isfinite(cols[n][timed]).any() else None
     return {
         "available": True, "step_key": step_key, "steps": grid.tolist(), "total": _lst(cols["_total"]),
         "phases": [{"name": n, "keys": dict(phases).get(n, []), "seconds": _lst(cols[n]),

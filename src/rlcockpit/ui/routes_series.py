@@ -70,8 +70,9 @@ def _reward_kl_path(ctx: Cockpit, rid: str, run_keys: list[str]) -> tuple[dict[s
     kl_key = analysis.find_key(run_keys, analysis.KL_KEYS)
     reward_key = analysis.find_key(run_keys, analysis.REWARD_KEYS)
     if not (kl_key and reward_key):
-        missing = " and ".join(n for n, k in (("a KL metric", kl_key), ("a reward metric", reward_key)) if not k)
-        return None, f"logged no {missing} ({', '.join(analysis.KL_KEYS[:2])} / {analysis.REWARD_KEYS[0]}...)"
+        missing = [f"{n} metric ({', '.join(keys[:3])}...)" for n, k, keys in
+                   (("KL", kl_key, analysis.KL_KEYS), ("reward", reward_key, analysis.REWARD_KEYS)) if not k]
+        return None, "logged no " + " and no ".join(missing)
     kx = ctx.store.series(rid, kl_key)
     ry = ctx.store.series(rid, reward_key)
     path = {"x_key": kl_key, "y_key": reward_key, **analysis.xy_path(kx[:2], ry[:2])}

@@ -7,7 +7,7 @@
 // Each page renderer returns a dispose() that closes its live stream when the route changes.
 
 import { clear, el, errorBox, extensions, hideTip, loadGuide, setLive } from "./core.js";
-import { getLang, initLang, setLang, t } from "./i18n.js";
+import { LANGS, getLang, initLang, setLang, t } from "./i18n.js";
 import { renderCompare } from "./compare.js";
 import { renderRun } from "./run.js";
 import { renderRuns } from "./runs.js";
@@ -26,6 +26,13 @@ async function route() {
   const root = clear(document.getElementById("app"));
   const { parts, params } = hashParts();
   try {
+    const wanted = params.get("lang");  // a pasted link's ?lang= applies on a hash change too, not only on load
+    if (LANGS.includes(wanted) && wanted !== getLang()) {
+      await initLang(wanted);
+      await loadGuide();
+      chrome();
+      if (mine !== routing) return;
+    }
     let d;
     if (parts.length === 0 || parts[0] === "runs") d = await renderRuns(root, params);
     else if (parts[0] === "run" && parts[1]) d = await renderRun(root, parts[1], parts[2] || "charts", params);

@@ -35,6 +35,9 @@ export class SyncGroup {
   }
 }
 
+// Tick steps of a step axis: whole steps only (uPlot's own increments put ticks at 2.5, 7.5 on a 12-step run)
+const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7].map((p) => m * p)).sort((a, b) => a - b);
+
 const DEFAULTS = { smoothing: { kind: "none", weight: 0.6 }, xMode: "step", xMetric: null, log: false, showRaw: true,
   healthy: null, targets: null, height: 170, xLabel: null };
 
@@ -189,9 +192,10 @@ export class Chart {
     const { series, bands } = this.seriesConfig(layout);
     const axisColor = cssVar("--muted") || "#888", grid = cssVar("--grid") || "rgba(128,128,128,.15)";
     const axis = { stroke: axisColor, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "11px sans-serif" };
-    const xAxis = { ...axis, space: 70 };
+    const xAxis = { ...axis, space: 70, ...(this.opts.xMode === "step" ? { incrs: STEP_INCRS } : {}) };
     const fmt = this.axisValues();
-    if (fmt) xAxis.values = fmt;
+    // the x ticks drawn (on the canvas) are also kept as data-xticks: what a test or a script can read
+    if (fmt) xAxis.values = (u, splits) => { this.box.dataset.xticks = splits.join(","); return fmt(u, splits); };
     const cfg = {
       ...this.size(), series, bands, legend: { show: false },
       scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : this.yScale() },
@@ -211,7 +215,7 @@ export class Chart {
         drawAxes: [(u) => this.drawHealthy(u)],
         draw: [(u) => this.drawMarkers(u), (u) => this.drawTargets(u)],
         ready: [(u) => { if (this.group.range) u.setScale("x", this.group.range); }],
-        setScale: [(u, key) => { if (key === "x") { this.box.dataset.xmin = u.scales.x.min; this.box.dataset.xmax = u.scales.x.max; } }],
+        setScale: [(u, key) => { if (key === "x" || key === "y") { this.box.dataset[key + "min"] = u.scales[key].min; this.box.dataset[key + "max"] = u.scales[key].max; } }],
       },
     };
     this.u = new U(cfg, data, this.box);
@@ -348,13 +352,19 @@ export class Chart {
     u.ctx.restore();
   }
 
-  /** The y scale: auto, widened to keep KPI target lines (opts.targets) in view. */
+  /** The y scale: auto, widened to keep KPI target lines (opts.targets) in view. A flat series (actor/ppo_kl
+   * at 0 with one PPO epoch, a constant lr) gets a band around its value: uPlot's own range for all-zero data
+   * is 0..100, which reads as a metric that could reach 100. */
   yScale() {
     const ts = (this.opts.targets || []).map((x) => x.value).filter(Number.isFinite);
-    if (!ts.length) return { auto: true };
     return { auto: true, range: (u, min, max) => {
-      const lo = Math.min(min ?? ts[0], ...ts), hi = Math.max(max ?? ts[0], ...ts), pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
-      return [lo - pad, hi + pad];
+      if (ts.length) {
+        const lo = Math.min(min ?? ts[0], ...ts), hi = Math.max(max ?? ts[0], ...ts), pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
+        return [lo - pad, hi + pad];
+      }
+      if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+      if (min === max) { const pad = Math.abs(min) * 0.1 || 1; return [min - pad, max + pad]; }
+      return U.rangeNum(min, max, 0.1, true);
     } };
   }
 

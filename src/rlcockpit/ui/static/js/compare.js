@@ -129,7 +129,7 @@ export async function renderCompare(root, params) {
     const rows = meta.config_diff.filter((r) => !onlyDiff.checked || r.differs);
     clear(diffWrap).appendChild(el("div", { class: "card" }, el("table", { class: "grid diff", id: "config-diff" },
       el("thead", {}, el("tr", {}, el("th", { text: t("compare.key") }), meta.runs.map((r) => el("th", { text: r.name })))),
-      el("tbody", {}, rows.map((row) => el("tr", {}, el("td", { class: "mono", text: row.key }),
+      el("tbody", {}, rows.map((row) => el("tr", {}, el("td", { class: "mono" }, row.key.split(".").flatMap((part, i) => (i ? [el("wbr"), "." + part] : [part]))),
         row.values.map((x) => el("td", { class: "mono" + (row.differs ? " differs" : ""), text: x === null ? "–" : typeof x === "string" ? x : JSON.stringify(x) }))))),
       rows.length ? null : el("tbody", {}, el("tr", {}, el("td", { class: "muted", text: t("compare.identical") }))))));
   };

@@ -84,6 +84,14 @@ export function fmtDuration(s) {
   return `${neg}${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600)}h`;
 }
 
+/** Right-align the header of each column whose first body cell is a number (td.num), as its values are. */
+export function alignNumHeads(table) {
+  const first = table.querySelector("tbody tr");
+  const heads = table.querySelectorAll("thead th");
+  if (first) [...first.children].forEach((td, i) => { if (heads[i]) heads[i].classList.toggle("num", td.classList.contains("num")); });
+  return table;
+}
+
 export function fmtAgo(ts, now) { return ts ? t("time.ago", { d: fmtDuration((now || Date.now() / 1000) - ts) }) : "–"; }
 
 export function fmtValue(v) {

@@ -1,7 +1,7 @@
 // UI language: every visible text goes through t(key, vars); strings live in /static/i18n/<lang>.json.
 // The choice is kept in localStorage ("rlcockpit-lang"); ?lang= in the hash overrides it once.
 
-const LANGS = ["en", "zh"];
+export const LANGS = ["en", "zh"];
 let lang = "en";
 let strings = {};
 let fallback = {};

@@ -1,7 +1,7 @@
 // The Phases tab (step-phase timeline from timing_s/*, with perf/mfu/* and throughput) and the
 // Mismatch tab (rollout engine vs. actor probabilities against verl's documented bounds).
 
-import { api, el, fmtNum, PALETTE, runPath } from "./core.js";
+import { alignNumHeads, api, el, fmtNum, PALETTE, runPath } from "./core.js";
 import { t } from "./i18n.js";
 import { SyncGroup } from "./chart.js";
 import { chartCard } from "./chartkit.js";
@@ -42,8 +42,8 @@ export async function renderPhases(body, detail) {
     el("td", {}, el("span", { class: "sw", style: { background: PHASE_COLORS[p.name] || "#888" } }), t("phase." + p.name)),
     el("td", { class: "mono", text: (p.keys || []).join(", ") || (p.name === "idle" ? t("phases.idleKeys") : "") }),
     el("td", { class: "num", text: data.mean_share[p.name] === null ? "–" : (data.mean_share[p.name] * 100).toFixed(1) + "%" })));
-  const table = el("table", { class: "grid", id: "phase-table" }, el("thead", {}, el("tr", {}, el("th", { text: t("phases.phase") }),
-    el("th", { text: t("phases.keys") }), el("th", { text: t("phases.meanShare") }))), el("tbody", {}, rows));
+  const table = alignNumHeads(el("table", { class: "grid", id: "phase-table" }, el("thead", {}, el("tr", {}, el("th", { text: t("phases.phase") }),
+    el("th", { text: t("phases.keys") }), el("th", { text: t("phases.meanShare") }))), el("tbody", {}, rows)));
   const extra = el("div", { class: "charts" });
   body.append(el("div", { class: "toolbar" }, el("label", {}, t("phases.show"), mode), el("span", { class: "muted", text: data.step_key ? t("phases.stepKey", { k: data.step_key }) : "" })),
     main.card, el("div", { class: "two-col" }, el("div", { class: "card" }, el("h3", { text: t("phases.breakdown") }), table),
@@ -87,6 +87,7 @@ export async function renderMismatch(body, detail) {
   const table = el("table", { class: "grid", id: "mismatch-table" }, el("thead", {}, el("tr", {},
     ["mismatch.metric", "mismatch.latest", "mismatch.bound", "mismatch.verdict", "mismatch.stepsOut", "mismatch.source"].map((k) => el("th", { text: t(k) })))),
   el("tbody", {}, rows));
+  alignNumHeads(table);
   const grid = el("div", { class: "charts", id: "mismatch-charts" });
   body.append(el("p", { class: "muted", text: t("mismatch.intro") }), el("div", { class: "card" }, table), grid);
   const made = [];

@@ -34,11 +34,14 @@ export async function renderRun(root, id, tab, params) {
   setCrumbs([[t("nav.runs"), "#/?project=" + encodeURIComponent(run.project)], [run.project, "#/?project=" + encodeURIComponent(run.project)], [run.name, null]]);
   const head = el("div", { class: "run-head" });
   const drawHead = () => {
+    // an imported run's times are those of the import (seconds), not of the training it records
+    const imported = Boolean(run.meta && run.meta.imported);
     const dur = (run.finished_at || detail.now) - run.created_at;
     clear(head).append(el("h1", { text: run.name, id: "run-name" }), statusPill(run.status),
       el("span", { class: "meta" }, el("span", { class: "mono", text: run.id }), run.group ? el("span", { text: t("run.group", { g: run.group }) }) : null,
-        el("span", { id: "run-step", text: t("run.step", { n: run.last_step ?? "–" }) }), el("span", { text: t("run.started", { t: fmtTime(run.created_at) }) }),
-        el("span", { text: t("run.duration", { d: fmtDuration(dur) }) })),
+        el("span", { id: "run-step", text: t("run.step", { n: run.last_step ?? "–" }) }), el("span", { id: "run-started", text: t(imported ? "run.imported" : "run.started", { t: fmtTime(run.created_at) }),
+          title: imported ? t("run.imported.title") : "" }),
+        imported ? null : el("span", { id: "run-duration", text: t("run.duration", { d: fmtDuration(dur) }) })),
       el("span", {}, (run.tags || []).map((x) => el("span", { class: "tag", text: x }))),
       el("span", { class: "grow" }), el("span", {}, severityBadges(detail.finding_counts)));
   };

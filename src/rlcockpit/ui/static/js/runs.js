@@ -2,7 +2,7 @@
 // `actor_rollout_ref.actor.optim.lr < 1e-5 and status == "finished"`), config/summary columns chosen by
 // the user, sort by any column, select runs to compare. Everything is kept in the URL; live by SSE.
 
-import { api, clear, debounce, el, fmtAgo, fmtNum, fmtTime, fmtValue, setCrumbs, severityBadges, statusPill } from "./core.js";
+import { alignNumHeads, api, clear, debounce, el, fmtAgo, fmtNum, fmtTime, fmtValue, setCrumbs, severityBadges, statusPill } from "./core.js";
 import { t } from "./i18n.js";
 import { openRunsStream } from "./live.js";
 import { settings } from "./state.js";
@@ -122,6 +122,7 @@ export async function renderRuns(root, params) {
       body.appendChild(tr);
     }
     clear(table).append(el("thead", {}, head), body);
+    alignNumHeads(table);
     if (!rows.length) body.appendChild(el("tr", {}, el("td", { colspan: cols().length, class: "empty",
       text: state.runs.length ? t("runs.noMatch") : t("runs.empty") })));
     countEl.textContent = t("runs.count", { n: rows.length, total: state.total ?? state.runs.length });

@@ -2,7 +2,7 @@
 // group view, one prompt across steps (the trainer's validation probe set), and two steps side by side.
 // Model outputs are untrusted: they only ever become text nodes (see core.js).
 
-import { api, clear, debounce, el, fmtNum, fmtValue, PALETTE, runPath } from "./core.js";
+import { alignNumHeads, api, clear, debounce, el, fmtNum, fmtValue, PALETTE, runPath } from "./core.js";
 import { t } from "./i18n.js";
 import { Chart } from "./chart.js";
 import { settings } from "./state.js";
@@ -103,7 +103,7 @@ async function tableView(out, run, steps, s) {
       : t("samples.rows", { a: first, b: last }) + (data.more ? "+" : "");
     prev.disabled = data.offset === 0;
     next.disabled = !data.more;
-    clear(tableBox).appendChild(el("table", { class: "grid samples", id: "samples-table" }, el("thead", {}, head), tb));
+    clear(tableBox).appendChild(alignNumHeads(el("table", { class: "grid samples", id: "samples-table" }, el("thead", {}, head), tb)));
     if (!data.rows.length) tableBox.appendChild(el("div", { class: "empty", text: t("samples.noMatch") }));
     tableBox.dataset.loaded = String(Date.now());
   }
@@ -120,8 +120,8 @@ function groupCard(g, components, query) {
       el("div", { class: "group-head" }, el("span", { class: "mono prompt", text: g.prompt }),
         el("span", { class: "muted", text: t("groups.stats", { n: g.n, mean: fmtNum(g.mean_reward), std: fmtNum(g.std_reward) }) }),
         g.zero_variance ? el("span", { class: "pill crashed", text: t("groups.zeroVar") }) : null),
-      el("table", { class: "grid samples" }, el("thead", {}, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("groups.reward") }),
-        el("th", { text: t("groups.advantage") }), components.map((c) => el("th", { text: c })), el("th", { text: t("groups.response") }))), el("tbody", {}, rows))));
+      alignNumHeads(el("table", { class: "grid samples" }, el("thead", {}, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("groups.reward") }),
+        el("th", { text: t("groups.advantage") }), components.map((c) => el("th", { text: c })), el("th", { text: t("groups.response") }))), el("tbody", {}, rows)))));
 }
 
 async function groupsView(out, run, steps, s) {
@@ -139,7 +139,7 @@ async function groupsView(out, run, steps, s) {
     const groups = data.groups.slice();
     if (v.gorder === "zero") groups.sort((a, b) => b.zero_variance - a.zero_variance);
     else groups.sort((a, b) => (v.gorder === "low" ? 1 : -1) * ((a.mean_reward ?? 0) - (b.mean_reward ?? 0)));
-    summary.textContent = t("groups.summary", { g: groups.length, z: data.zero_variance, p: Math.round((data.zero_variance_fraction || 0) * 100),
+    summary.textContent = t(groups.length === 1 ? "groups.summary.one" : "groups.summary", { g: groups.length, z: data.zero_variance, p: Math.round((data.zero_variance_fraction || 0) * 100),
       by: data.group_by === "prompt" ? t("groups.byPrompt") : data.group_by, adv: data.advantage_source || t("groups.advComputed") });
     clear(list).append(...groups.map((g) => groupCard(g, data.components, "")));
     if (!groups.length) list.appendChild(el("div", { class: "empty", text: t("samples.noMatch") }));
