@@ -111,3 +111,13 @@ def test_cli_diagnose_text_json_and_html(store, tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["root_cause"]["story"] == "collapse"
     assert main(["diagnose", "nope", "--dir", str(tmp_path)]) == 2
+
+
+def test_html_report_names_each_samples_step_and_rounds_its_reward():
+    link = {"role": "samples", "text": "degenerate samples", "step": 120, "metric": None,
+            "samples": [{"idx": 7, "reward": 0.6000000238418579, "response": "aaaa"}]}
+    diag = {"run": {"id": "r1", "name": "n"}, "findings": [],
+            "root_cause": {"title": "t", "chain": [link], "explanation": "e", "actions": [], "step": 120}}
+    page = render_html_report(diag)
+    assert "step 120 · sample #7 · reward 0.6\n" in page, page[page.find("<pre>"):][:200]
+    assert "0.6000000238" not in page
