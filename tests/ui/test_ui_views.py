@@ -200,7 +200,8 @@ def test_phase_mean_shares_of_a_run_validating_on_its_last_step_sum_to_one(tmp_p
     run = rlcockpit.init(project="arith", name="val-last", dir=tmp_path, system_interval=None, health=False,
                          capture_meta=False)
     for step in range(1, 16):
-        m = {"timing_s/gen": 0.1, "timing_s/update_actor": 0.3, "timing_s/step": 0.4}
+        m = {"timing_s/gen": 0.1, "timing_s/update_actor": 0.3, "timing_s/step": 0.4,
+             "timing_s/start_profile": 0.0, "timing_s/stop_profile": 0.0}  # verl's, outside the step
         if step == 15:
             m.update({"timing_s/testing": 0.4, "timing_s/step": 0.8})
         run.log(m, step=step)
@@ -208,6 +209,7 @@ def test_phase_mean_shares_of_a_run_validating_on_its_last_step_sum_to_one(tmp_p
     with running_server(tmp_path) as srv:
         tl = get_json(srv, f"/api/runs/{run.id}/timeline")
     shares = tl["mean_share"]
+    assert tl["unassigned"] == [], tl["unassigned"]  # the profiler's timers are known, not "other timers"
     assert sum(shares.values()) == pytest.approx(1.0)
     assert shares["validation"] == pytest.approx(0.5 / 15)
     assert shares["generation"] == pytest.approx((14 * 0.25 + 0.125) / 15)

@@ -35,6 +35,8 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("validation", ("testing",)),
     ("checkpoint", ("save_checkpoint",)),
 )
+# verl times the profiler's start and stop outside timing_s/step (0 on steps not profiled): known, no phase
+OUTSIDE_STEP = ("timing_s/start_profile", "timing_s/stop_profile")
 STEP_KEYS = ("timing_s/step", "perf/time_per_step")
 THROUGHPUT_KEYS = ("perf/throughput",)
 
@@ -98,7 +100,7 @@ def timeline(store: Store, rid: str, max_points: int = 600) -> dict[str, Any]:
     step_key = next((k for k in STEP_KEYS if k in keys), None)
     phases = [(name, [f"timing_s/{t}" for t in names if t in present]) for name, names in PHASES]
     phases = [(n, ks) for n, ks in phases if ks]
-    assigned = {k for _n, ks in phases for k in ks} | {"timing_s/step"}
+    assigned = {k for _n, ks in phases for k in ks} | {"timing_s/step", *OUTSIDE_STEP}
     unassigned = sorted(f"timing_s/{t}" for t in present if f"timing_s/{t}" not in assigned)
     mfu = {k: _series(store, rid, k, max_points) for k in keys if k.startswith("perf/mfu/")}
     throughput = {k: _series(store, rid, k, max_points) for k in THROUGHPUT_KEYS if k in keys}
