@@ -176,3 +176,22 @@ def test_verl_val_generations_table_imports_each_sample_once(tmp_path: Path) -> 
     got = [(r["step"], r["prompt"], r["response"], r["reward"], r["split"]) for r in store.samples(res.run_id)]
     assert sorted(got) == sorted([(s, f"q{s}{x}", f"r{s}{x}", sc, "val") for s in (5, 10, 15)
                                   for x, sc in (("a", 1.0), ("b", 0.0))])
+
+
+def test_a_table_of_ids_and_scores_is_no_evidence_of_empty_generations(tmp_path: Path) -> None:
+    """A W&B user's evaluation table (ids, scores, labels: no model output) imported with health on: it was
+    stored as samples without responses, and the sample check warned "empty (100% of responses)"."""
+    import wandb
+
+    run = wandb.init(mode="offline", project="evals", dir=str(tmp_path), settings=wandb.Settings(console="off"))
+    for step in range(30):
+        run.log({"train/reward": 0.1 * (step % 5), "actor/entropy": 1.0}, step=step)
+        if step % 10 == 0:
+            run.log({"eval": wandb.Table(columns=["id", "score", "label"],
+                                         data=[[i, 0.1 * i + step, "a"] for i in range(8)])}, step=step)
+    run.finish()
+    wandb.teardown()
+    res = import_run(str(tmp_path / "wandb"), dir=tmp_path / "s", health=True)
+    assert res.ok and res.sample_rows == 24, res
+    findings = open_store(tmp_path / "s").findings(res.run_id)
+    assert not [f for f in findings if f["detector"] == "sample_degeneration"], findings

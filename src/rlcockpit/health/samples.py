@@ -123,6 +123,8 @@ def analyze_samples(
         rows = [rows[int(i * stride)] for i in range(MAX_ROWS)]
     if not rows:
         return {}, []
+    if all(isinstance(r, Mapping) and all(r.get(k) is None for k in _RESPONSE_KEYS) for r in rows):
+        return {}, []  # no model outputs (a table of ids and scores): not evidence of empty generations
     per_row: list[tuple[float, int, float, str]] = []
     rep_sum = 0.0
     longest = empty = at_limit = known_limit = 0
