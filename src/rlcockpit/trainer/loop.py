@@ -311,8 +311,10 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if tr.val_only:
         return
     consecutive_nonfinite = 0
+    stored, validated = _stored_through(st, run, log)
     while st.step < steps and not guard.stop_requested:
         st.step += 1
+        fresh = st.step > stored  # a step the store holds already (logged before a stop) is re-run, not re-logged
         timing: dict[str, float] = {}
         with profiler.step(st.step, timing):  # timing_s/{start,stop}_profile, outside timing_s/step (verl)
             t0 = time.perf_counter()
@@ -324,8 +326,9 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         metrics.update({"reward/failures": float(st.reward.failures), "reward/failure_rate": st.reward.failure_rate,
                         "training/global_step": float(st.step), "training/epoch": float(st.loader.epoch)})
         metrics.update(rank_metrics(st.dist, timing["step"]))  # system/rank{r}/... (data-parallel only)
-        run.log(metrics, step=st.step)
-        if tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
+        if fresh:
+            run.log(metrics, step=st.step)
+        if fresh and tr.log_samples_freq > 0 and (st.step % tr.log_samples_freq == 0 or st.step == 1):
             run.log_samples(sample_rows(exp, tr.num_log_samples), step=st.step)
         progress.update(st.step, metrics, timing["step"])
         st.reward.check()
@@ -334,7 +337,8 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
         if consecutive_nonfinite >= tr.max_consecutive_nonfinite:
             raise TrainingStopped(f"{consecutive_nonfinite} steps in a row had non-finite losses/gradients "
                                   f"(trainer.max_consecutive_nonfinite={tr.max_consecutive_nonfinite})", "nonfinite")
-        if tr.test_freq > 0 and (st.step % tr.test_freq == 0 or st.step == steps):  # verl: validate, then save
+        unvalidated = fresh or (st.step == stored and not validated)  # a kill during that step's validation
+        if unvalidated and tr.test_freq > 0 and (st.step % tr.test_freq == 0 or st.step == steps):  # verl: then save
             _validate(st, run, result, log, progress)
         if tr.save_freq > 0 and st.step % tr.save_freq == 0:
             save_and_note(st, run, ckpt_guard)
@@ -348,10 +352,33 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
                          f"{cfg.health.on_critical}" + (f"; {last['reason']}" if last.get("reason") else "") + ")")
         record_stop(run, "guardrail", result.reason, st.step)
     # a resume from the final checkpoint already holds that step's validation (st.last_val, restored with it)
-    if tr.test_freq > 0 and (st.last_val is None or st.last_val[0] != st.step):
+    if tr.test_freq > 0 and (st.step > stored or (st.step == stored and not validated)) and \
+            (st.last_val is None or st.last_val[0] != st.step):
         _validate(st, run, result, log, progress)
     if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
         save_and_note(st, run, ckpt_guard)  # the final state, as verl does
+
+
+def _stored_through(st: State, run: Any, log: Any) -> tuple[int, bool]:
+    """The last step a resumed run's store holds (-1 for a new run) and whether it holds that step's
+    validation, the same on every rank.
+
+    A run stopped after logging a step but before that step's checkpoint (a kill while saving: checkpoints
+    flush the store first) resumes from the checkpoint before and runs those steps again; their rows are
+    stored already, and a second copy of the last one would be stored at the same step. Only a validation
+    the stop interrupted (the last stored step's) is run and logged again."""
+    mine = (-1, False)
+    if not isinstance(run, NullRun) and run.step >= 0:
+        try:
+            val_steps = run.store.series(run.id, "timing_s/testing")[0]
+        except Exception:  # noqa: BLE001 - a store that cannot be read back (a team server): validate again
+            val_steps = []
+        mine = (run.step, bool(len(val_steps)) and int(val_steps[-1]) == run.step)
+    stored, validated = st.dist.broadcast_object(mine)
+    if stored > st.step > 0:
+        log(f"[rlcockpit] steps {st.step + 1}-{stored} were stored before the stop (after checkpoint "
+            f"global_step_{st.step}): they run again to reach the same state, and are not logged twice")
+    return stored, validated
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
