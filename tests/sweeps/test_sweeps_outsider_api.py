@@ -8,19 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sweeps_support import env
 
 import rlcockpit as wandb
-from rlcockpit.tracking import run as run_module
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for k, v in env(tmp_path / "store").items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    run_module._current = None
 
 
 def test_public_api_sweep_runs_best_run_and_trial_names(ws: Path) -> None:

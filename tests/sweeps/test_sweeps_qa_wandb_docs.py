@@ -9,23 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sweeps_support import env, write
+from sweeps_support import write
 
 import rlcockpit as wandb
 from rlcockpit.store.sql import open_database
 from rlcockpit.sweeps import Agent
 from rlcockpit.sweeps.config import load_yaml
 from rlcockpit.sweeps.state import SweepState
-from rlcockpit.tracking import run as run_module
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for k, v in env(tmp_path / "store").items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    run_module._current = None
 
 
 def test_sweeps_walkthrough_python_flow(ws: Path) -> None:
