@@ -8,18 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tracking_support import finish_current_run
 
 import rlcockpit
 import rlcockpit as wandb
-from rlcockpit.tracking import run as run_module
 
 
 @pytest.fixture(autouse=True)
 def _no_current_run():
     yield
-    if run_module._current is not None:
-        run_module._current.finish()
-    run_module._current = None
+    finish_current_run()
 
 
 def test_quickstart_config_attributes_and_updates_are_stored(start, store_dir: Path) -> None:

@@ -23,3 +23,13 @@ def spawn(code: str, **env: str) -> subprocess.Popen:
     """A real child Python process running ``code`` (stdout piped, line-buffered text)."""
     return subprocess.Popen([PYTHON, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=child_env(**env))
+
+
+def finish_current_run() -> None:
+    """After a test of W&B's module-level calls (``wandb.init`` sets a current run): finish a run the test left
+    current, so the next test starts with none."""
+    from rlcockpit.tracking import run as run_module
+
+    if run_module._current is not None:
+        run_module._current.finish()
+    run_module._current = None
