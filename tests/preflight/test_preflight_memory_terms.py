@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import torch
 
 from rlcockpit.preflight import load_cfg
 from rlcockpit.preflight.memory import LORA_MODULES, ModelShape, TrainShape, estimate_memory, lora_params
@@ -62,7 +63,14 @@ def test_optimizer_step_temporaries_per_device():
     m = ModelShape.from_hf_config({**SMALL, "vocab_size": 151936})
     t = TrainShape(device="cpu", compute_dtype="fp32")
     cpu = estimate_memory(m, t).components["adamw_temporaries"]
-    assert cpu == 2 * 4 * m.vocab * m.hidden  # sqrt(v) and its quotient of the largest parameter, one at a time
+    assert cpu == 0  # the trainer's CPU optimizer is torch's fused AdamW: no temporaries
+    from types import SimpleNamespace
+
+    from rlcockpit.trainer.state import make_optimizer
+
+    opt = make_optimizer(torch.nn.Linear(4, 4).parameters(), SimpleNamespace(lr=1e-3, weight_decay=0.0,
+                                                                             betas=[0.9, 0.999]))
+    assert opt.defaults["fused"] is True
     cuda = estimate_memory(m, dataclasses.replace(t, device="cuda")).components["adamw_temporaries"]
     assert cuda == 4 * int(m.n_params or 0)  # foreach: one fp32 copy of every parameter at once
 

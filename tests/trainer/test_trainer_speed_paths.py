@@ -120,6 +120,23 @@ def test_inverse_cdf_sampling_has_the_categorical_distribution():
     assert torch.equal(idx, again)
 
 
+def test_inverse_cdf_gives_each_draw_its_rows_token_whatever_the_row_order():
+    """Draws that index their distributions in a permuted order (a rollout whose rows have all diverged),
+    repeat them, or take them one to one: each draw gets the token its own row alone would give."""
+    from rlcockpit.trainer.sampling import inverse_cdf
+
+    g = torch.Generator().manual_seed(3)
+    probs = torch.softmax(torch.randn(6, 50, generator=g) * 3, -1)
+    probs[2, 10:] = 0.0  # a row with zeros at its end: a uniform near 1 takes its last positive token
+    u = torch.rand(6, dtype=torch.float64, generator=g)
+    u[4] = 1.0 - 1e-17
+    alone = lambda row, x: int(inverse_cdf(probs[row:row + 1], x.reshape(1))[0])  # noqa: E731
+    for rows in (torch.tensor([3, 0, 5, 1, 2, 4]), torch.tensor([2, 2, 0, 5, 5, 1]), torch.arange(6)):
+        got = inverse_cdf(probs, u, rows)
+        assert got.tolist() == [alone(int(r), u[i]) for i, r in enumerate(rows)]
+    assert int(inverse_cdf(probs, u, torch.tensor([1, 0, 2, 3, 4, 5]))[2]) <= 9  # never a zero-probability token
+
+
 def test_rollout_with_the_preallocated_cache_matches_transformers_dynamic_cache():
     """The built-in engine (preallocated cache, shared prompt prefill, nodes) gives the tokens and
     log-probs of transformers' own generation loop with a DynamicCache, one row at a time."""
@@ -158,20 +175,26 @@ def _family(kind: str, seed: int = 0):
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(attention_bias=True, **common)).eval()
 
 
-@pytest.mark.parametrize("transposed", [True, False], ids=["transposed-weights", "model-weights"])
+@pytest.mark.parametrize("layout", ["packed", "transposed", "model"])
 @pytest.mark.parametrize("kind", ["qwen2", "qwen3", "llama"])
-def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind, transposed, monkeypatch):
+def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind, layout, monkeypatch):
     """Left-padded prompts, then decode steps with the preallocated cache: the same last-position logits
     as the model's forward over the whole sequence (with its mask and positions), with the decode step's
-    transposed weight copies and without them (a model too big for the copies)."""
+    weights pre-packed for MKL (packed for more rows than the steps have), transposed copies (a torch
+    without MKL), and the model's own (a model too big for the copies)."""
     import rlcockpit.trainer.lean_decoder as lean
     from rlcockpit.trainer.kv_cache import preallocated_cache
     from rlcockpit.trainer.lean_decoder import lean_forward
 
-    monkeypatch.setattr(lean, "TRANSPOSED_BYTES", lean.TRANSPOSED_BYTES if transposed else 0)
+    if layout == "packed":
+        assert lean._mkl_packing(), "this x86 torch build has MKL's packed GEMM"
+    monkeypatch.setattr(lean, "_mkl_packing", lambda: layout == "packed")
+    monkeypatch.setattr(lean, "TRANSPOSED_BYTES", 0 if layout == "model" else lean.TRANSPOSED_BYTES)
     model = _family(kind)
-    fwd = lean_forward(model)
+    fwd = lean_forward(model, rows=8)
     assert fwd is not None
+    plan = fwd.__closure__[0].cell_contents  # the rollout's weight layout really is the one under test
+    assert {p.layout for layer in plan.layers for p in (layer["qkv"], layer["down"])} == {layout}
     prompts = [list(range(5, 12)), list(range(20, 24)), list(range(40, 49))]
     ids, mask = left_pad(prompts, 0, "cpu")
     pos = (mask.cumsum(-1) - 1).clamp(min=0)

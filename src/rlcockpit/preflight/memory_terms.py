@@ -16,8 +16,8 @@ phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inpu
 * actor update (one micro-batch): gradients, autocast's half-precision weight copies saved for backward,
   activations (a group's prompt counted once with ``share_prefix``), the logits with their copies and the
   entropy metric's temporaries;
-* optimizer step: gradients plus AdamW's temporaries (CPU: the largest parameter's ``sqrt`` and quotient;
-  CUDA's foreach kernels: one fp32 copy of every parameter at once).
+* optimizer step: gradients plus AdamW's temporaries (CPU: none, the fused kernel; CUDA's foreach kernels: one
+  fp32 copy of every parameter at once).
 
 On CPU, peak RSS is above the live tensors: glibc's heap keeps what smaller freed tensors leave behind
 (the trainer mmaps only tensors >= 16 MiB, ``trainer/host_memory.py``), which ``CPU_HEAP_BYTES`` models.
@@ -174,15 +174,11 @@ def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
 
 
 def optimizer_step_bytes(m: ModelShape, t: TrainShape, trainable: int) -> int:
-    """AdamW's temporaries: CPU's single-tensor loop holds ``sqrt(v)`` and its quotient of one parameter at a
-    time (the largest is the embedding); CUDA's foreach kernels one fp32 copy of every parameter at once."""
-    if t.offload_optimizer:
+    """AdamW's temporaries: none on a CPU (``state.make_optimizer`` takes torch's fused kernel there);
+    CUDA's foreach kernels hold one fp32 copy of every parameter at once."""
+    if t.offload_optimizer or t.device != "cuda":
         return 0
-    if t.device == "cuda":
-        return trainable * FP32
-    largest = m.vocab * m.hidden if not t.lora_rank else max(
-        t.lora_rank * max(i, o) for i, o in [(m.hidden, m.intermediate), (m.hidden, m.hidden)])
-    return 2 * largest * FP32
+    return trainable * FP32
 
 
 def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str, int], dict[str, int]]:

@@ -128,7 +128,7 @@ class HFRolloutEngine:
         length, nodes = P, len(node_rows)
         node_pos = (node_mask[:nodes, :P].cumsum(-1) - 1).clamp(min=0)
         cache = preallocated_cache(bs, width)
-        forward = lean_forward(model) or _model_forward(model)
+        forward = lean_forward(model, rows=bs) or _model_forward(model)
         finished = torch.zeros(bs, dtype=torch.bool, device=self.device)
         out_tokens: list[torch.Tensor] = []
         out_logps: list[torch.Tensor] = []

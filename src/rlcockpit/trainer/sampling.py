@@ -39,15 +39,30 @@ def inverse_cdf(probs: torch.Tensor, u: torch.Tensor, rows: torch.Tensor | None 
     cumulative sum above the target is always reached by a positive step; when ``u * total`` rounds up to
     the total itself (u within 1e-16 of 1), the last token with probability > 0 is taken.
     """
-    cdf = probs.double().cumsum(-1)
+    cdf = torch.cumsum(probs, -1, dtype=torch.float64)
+    u = u.to(cdf.dtype).reshape(-1)
+    if rows is not None and rows.numel() == probs.size(0) and _is_permutation(rows):
+        # one draw per distribution, in another order (a rollout whose rows have all diverged): search each
+        # distribution with its own draw's uniform, then reorder the tokens; no (rows, V) copy of the sums
+        node_u = torch.empty_like(u).index_copy_(0, rows, u)
+        return _search(probs, cdf, node_u)[rows]
     if rows is not None:
-        cdf = cdf[rows]
-    target = u.to(cdf.dtype).reshape(-1, 1) * cdf[:, -1:]
-    idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+        cdf, probs = cdf[rows], probs[rows]
+    return _search(probs, cdf, u)
+
+
+def _is_permutation(rows: torch.Tensor) -> bool:
+    seen = torch.zeros(rows.numel(), dtype=torch.bool, device=rows.device)
+    seen[rows] = True
+    return bool(seen.all())
+
+
+def _search(probs: torch.Tensor, cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Row i's first token whose cumulative sum exceeds ``u[i]`` times the row's total (see inverse_cdf)."""
+    idx = torch.searchsorted(cdf, u[:, None] * cdf[:, -1:], right=True).squeeze(-1)
     over = idx >= cdf.size(-1)
     if bool(over.any()):
-        p = probs if rows is None else probs[rows]
-        last = p.size(-1) - 1 - (p > 0).flip(-1).int().argmax(-1)
+        last = probs.size(-1) - 1 - (probs > 0).flip(-1).int().argmax(-1)
         idx = torch.where(over, last, idx)
     return idx
 
@@ -63,7 +78,10 @@ def sample_categorical(probs: torch.Tensor, rows: torch.Tensor | None = None,
 
 def _probs(logits: torch.Tensor, params: Any) -> torch.Tensor:
     """The sampling distribution of ``logits`` (n, V) under temperature, top-k and top-p, in fp32."""
-    return torch.softmax(filter_logits(logits.float() / params.temperature, params.top_k, params.top_p), dim=-1)
+    logits = logits.float()
+    if params.temperature != 1.0:  # (x / 1.0 is x: skip a pass over the rows' logits)
+        logits = logits / params.temperature
+    return torch.softmax(filter_logits(logits, params.top_k, params.top_p), dim=-1)
 
 
 def _greedy(params: Any) -> bool:
