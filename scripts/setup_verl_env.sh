@@ -22,11 +22,14 @@ venv_exit_if_current setup_verl_env "$VENV" "$STAMP" "$want" "verl $VERL_VERSION
 
 echo "setup_verl_env: creating $VENV (verl $VERL_VERSION, torch $TORCH_VERSION CPU); takes ~3 minutes"
 venv_create_with_torch "$VENV"
-"$VENV/bin/pip" install -q -c "$CONSTRAINTS" "verl==$VERL_VERSION"
+# verl 0.9.1's PPO trainer (verl.trainer.ppo.ray_trainer) imports cachetools, uvicorn and fastapi, which verl
+# does not declare
+"$VENV/bin/pip" install -q -c "$CONSTRAINTS" "verl==$VERL_VERSION" cachetools uvicorn fastapi
 venv_install_rlcockpit "$VENV"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" - <<'PY'
 import verl
 from verl.utils.tracking import Tracking
+import verl.trainer.ppo.ray_trainer  # noqa: F401 - verl's PPO trainer, which verl users' scripts import
 import rlcockpit
 print(f"setup_verl_env: verl {verl.__version__} imports on CPU; Tracking backends: {Tracking.supported_backend}")
 PY
