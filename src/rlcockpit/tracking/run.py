@@ -465,12 +465,10 @@ def init(
         raise ValueError(f"init(mode={mode!r}): expected 'online', 'offline', 'shared' or 'disabled'")
     config = _config_to_dict(config)  # a config file is read (and a bad one raises) whatever reinit says, as in W&B
     if mode == "disabled":  # as W&B: a disabled run is made before (and whatever) reinit says
-        _current = DisabledRun(filter_config(_config_to_dict(config), wandb_args))  # type: ignore[assignment]
+        _current = DisabledRun(filter_config(config, wandb_args))  # type: ignore[assignment]
         return _current  # type: ignore[return-value]
-    asked = {"project": project, "name": name, "group": group, "tags": tags, "config": config, "notes": notes,
-             "id": id, "job_type": job_type, "entity": entity, "resume": resume}
-    previous = reinit_module.previous_run(reinit, _current, _live_runs, resume, asked)
-    if previous is not None:
+    asked = dict(project=project, name=name, group=group, tags=tags, config=config, notes=notes, id=id, resume=resume)
+    if (previous := reinit_module.previous_run(reinit, _current, _live_runs, resume, asked)) is not None:
         return previous
 
     defaults = config_defaults()  # W&B's ./config-defaults.yaml, under what init is given
