@@ -1,10 +1,32 @@
-"""Session-wide fixtures shared by several test folders: the throwaway PostgreSQL cluster."""
+"""Fixtures shared by every test folder: the throwaway PostgreSQL cluster, and no run left active."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
 import pg_support
+
+
+@pytest.fixture(autouse=True)
+def _finish_runs_left_active():
+    """After each test: finish the rlcockpit runs it left active. ``init()`` while a run is active returns
+    that run (W&B's default), so a run one test leaves open would otherwise be the next test's run."""
+    yield
+    run_module = sys.modules.get("rlcockpit.tracking.run")
+    if run_module is None:
+        return
+    left = [r for r in run_module._live_runs if getattr(r, "finished", True) is False]
+    current = run_module._current
+    if current is not None and getattr(current, "finished", True) is False and current not in left:
+        left.append(current)
+    for run in left:
+        try:
+            run.finish(timeout=5.0)
+        except Exception:  # noqa: BLE001 - a run the test broke on purpose: it is not this test's business
+            pass
+    run_module._current = None
 
 
 @pytest.fixture(scope="session")

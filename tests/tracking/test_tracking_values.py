@@ -26,7 +26,7 @@ def test_numpy_torch_scalars_and_nested_dicts(start, store_dir: Path) -> None:
         "actor": {"pg_loss": 0.25, "kl": {"mean": torch.tensor(0.125)}},
     }, step=0)
     run.finish()
-    row = _history(store_dir, run.id).loc[0].to_dict()
+    row = _history(store_dir, run.id).drop(columns=["_step", "_runtime", "_timestamp"]).loc[0].to_dict()
     assert row == {
         "np32": 1.5, "np64": 2.5, "i64": 3.0, "npbool": 1.0, "t0": 4.5, "t1": 5.5, "tint": 6.0, "tbf16": 0.5,
         "arr1": 7.0, "pybool": 0.0, "pyint": 8.0, "actor/pg_loss": 0.25, "actor/kl/mean": 0.125,
@@ -47,13 +47,13 @@ def test_bad_values_are_rejected_per_key_with_one_warning(start, store_dir: Path
     caplog.set_level(logging.WARNING, logger="rlcockpit")
     run = start()
     for step in range(3):
-        run.log({"ok": float(step), "text": "hello", "none": None, "vec": torch.zeros(3), "arr": np.ones((2, 2)),
-                 "lst": [1.0, None]}, step=step)
+        run.log({"ok": float(step), "text": "hello", "none": None, "vec": torch.zeros(3, dtype=torch.complex64),
+                 "arr": np.array([object(), 1]), "lst": ["a", 1.0], "dicts": [{"a": 1}]}, step=step)
     run.finish()
     df = _history(store_dir, run.id)
-    assert list(df.columns) == ["ok"] and df["ok"].tolist() == [0.0, 1.0, 2.0]
+    assert list(df.columns) == ["ok", "_step", "_runtime", "_timestamp"] and df["ok"].tolist() == [0.0, 1.0, 2.0]
     rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
-    for key in ("'text'", "'vec'", "'arr'", "'lst'"):
+    for key in ("'text'", "'vec'", "'arr'", "'lst'", "'dicts'"):
         assert sum(key in m for m in rejected) == 1, (key, rejected)  # named, and only once per key
     assert not any("'none'" in m for m in rejected)  # None is W&B's null: stored as such, not an error
     assert any("shape (3,)" in m for m in rejected)
@@ -81,4 +81,4 @@ def test_keys_are_stored_verbatim(start, store_dir: Path) -> None:
     run.finish()
     stored = rlcockpit.Api(store_dir).run(run.id)
     assert sorted(stored.keys()) == sorted(keys)
-    assert stored.history(keys).loc[0].tolist() == [float(i) for i in range(len(keys))]
+    assert stored.history(keys)[keys].loc[0].tolist() == [float(i) for i in range(len(keys))]

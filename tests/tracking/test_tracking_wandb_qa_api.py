@@ -50,11 +50,13 @@ def test_scan_history_and_history_in_wandbs_shape(start, store_dir: Path) -> Non
     run.finish()
     stored = rlcockpit.Api(store_dir).run(run.id)
     rows = list(stored.scan_history())
+    assert all(r.pop("_runtime") == pytest.approx(r.pop("_timestamp") - run.start_time, abs=0.5) for r in rows)  # W&B columns
     assert len(rows) == 100 and rows[0] == {"_step": 0, "loss": 1.0, "val/acc": 0.0} and rows[1] == {"_step": 1, "loss": 0.5}
     val = list(stored.scan_history(keys=["val/acc"]))
     assert [r["_step"] for r in val] == list(range(0, 100, 10)) and set(val[0]) == {"_step", "val/acc"}
     assert [r["_step"] for r in stored.scan_history(min_step=10, max_step=13)] == [10, 11, 12]
     df = stored.history(samples=20)
     assert isinstance(df, pd.DataFrame) and len(df) == 20 and df["_step"].iloc[0] == 0 and df["_step"].iloc[-1] == 99
-    assert stored.history(pandas=False, samples=5)[-1] == {"_step": 99, "loss": 0.01}
+    last = stored.history(pandas=False, samples=5)[-1]
+    assert {k: v for k, v in last.items() if k not in ("_runtime", "_timestamp")} == {"_step": 99, "loss": 0.01}
     assert list(stored.history().index[:2]) == [0, 1]  # rlcockpit's own shape is unchanged without W&B's arguments

@@ -31,6 +31,7 @@ from rlcockpit.integrations.readers import (
     merge_config_file,
 )
 from rlcockpit.integrations.verl_files import SourceError
+from rlcockpit.tracking.reinit import OWN_RUN
 from rlcockpit.tracking.values import BadStep, check_step
 
 logger = logging.getLogger("rlcockpit")
@@ -94,7 +95,7 @@ def import_run(
             raise ValueError(str(exc)) from None
         raise
     run = init(project=project or imported.project or kind, name=name or imported.name, config=imported.config,
-               dir=dir, health=health, alerts=alerts, system_interval=None, capture_meta=False)
+               dir=dir, health=health, alerts=alerts, system_interval=None, capture_meta=False, reinit=OWN_RUN)
     source_meta = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
     run.update_meta({**imported.meta, "source": source_meta, "imported": True})
     result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project)

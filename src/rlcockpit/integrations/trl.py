@@ -23,6 +23,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from rlcockpit.integrations.chat_text import chat_text as _text
+from rlcockpit.tracking.reinit import OWN_RUN
 
 
 def _find_trainer(callback: TrainerCallback) -> Any:
@@ -88,7 +89,7 @@ class CockpitCallback(TrainerCallback):
         config.setdefault("framework", "trl")
         name = self.name or getattr(args, "run_name", None) or os.path.basename(os.path.normpath(args.output_dir))
         self.run = rlcockpit.init(project=self.project, name=name, config=config, dir=self.dir, health=self.health,
-                                  alerts=self.alerts)
+                                  alerts=self.alerts, reinit=OWN_RUN)
         meta = dict(self.run.store.get_run(self.run.id).get("meta") or {})
         meta["framework"] = "trl"
         if self.trainer is not None:

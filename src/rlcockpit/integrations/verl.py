@@ -62,6 +62,7 @@ class CockpitBackend:
     def __init__(self, project_name: str, experiment_name: str, config: Any = None) -> None:
         import rlcockpit
         from rlcockpit.integrations.verl_files import load_config_file, verl_config
+        from rlcockpit.tracking.reinit import OWN_RUN
         from rlcockpit.tracking.run import _config_to_dict
 
         cfg = verl_config(_config_to_dict(config) if config is not None else None)
@@ -72,7 +73,7 @@ class CockpitBackend:
             alerts = data.get("alerts", data)
         health = os.environ.get("RLCOCKPIT_HEALTH", "1") not in ("0", "false", "no")
         self.run = rlcockpit.init(project=project_name, name=experiment_name, config=cfg, health=health,
-                                  alerts=alerts, resume=os.environ.get("RLCOCKPIT_RESUME") or None)
+                                  alerts=alerts, resume=os.environ.get("RLCOCKPIT_RESUME") or None, reinit=OWN_RUN)
         meta = dict(self.run.store.get_run(self.run.id).get("meta") or {})
         meta["framework"] = "verl"
         self.run.store.update_run(self.run.id, meta=meta)

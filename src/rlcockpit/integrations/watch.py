@@ -33,6 +33,7 @@ from rlcockpit.integrations.verl_files import (
     rollout_files,
     verl_config,
 )
+from rlcockpit.tracking.reinit import OWN_RUN
 
 logger = logging.getLogger("rlcockpit")
 STATE_KEY = "watch"
@@ -79,7 +80,7 @@ class VerlWatcher:
         if resume:
             state = dict((store.get_run(resume).get("meta") or {}).get(STATE_KEY) or {})
         self.run = init(project=project, name=self.name, config=verl_config(config), dir=dir, resume=resume,
-                        health=health, alerts=alerts, system_interval=None, capture_meta=False)
+                        health=health, alerts=alerts, system_interval=None, capture_meta=False, reinit=OWN_RUN)
         self.store = self.run.store
         self.follower = LineFollower(self.source, FollowState.from_dict(state.get("follow")))
         self.skip_through: int = int(state.get("skip_through", -1))

@@ -117,32 +117,42 @@ class StoredRun:
 
     def history(self, keys: Sequence[str] | None = None, samples: int | None = None, *, pandas: bool = True,
                 x_axis: str | None = None, stream: str = "default"):
-        """pandas DataFrame: one row per step (index ``step``), one column per key.
+        """pandas DataFrame: one row per step (index ``step``), one column per key, and W&B's columns:
+        ``_step`` always, ``_timestamp`` and ``_runtime`` without ``keys`` (or when ``keys`` names them);
+        a key logged as a list has the lists in its cells. Every step is in it (W&B samples 500 rows).
 
         W&B's arguments give W&B's shape: with ``samples`` (at most that many rows, evenly spaced), ``x_axis``
-        or ``stream="system"`` the frame has a ``_step`` column and a plain index; ``pandas=False`` gives a
-        list of ``{"_step": N, key: value}`` dicts."""
-        df = self._store.history(self.id, keys) if stream != "system" else self._system_by_step()
+        or ``stream="system"`` the frame has a plain index; ``pandas=False`` gives a list of
+        ``{"_step": N, key: value}`` dicts (with ``_timestamp`` and ``_runtime`` as above)."""
+        if stream == "system":
+            df = self._system_by_step()
+        else:
+            df = api_wandb.history_frame(self._store, self.id, keys)
         wandb_shape = samples is not None or x_axis is not None or stream != "default" or not pandas
         if not wandb_shape:
             return df
         if stream != "system":
-            rows = list(api_wandb.wandb_rows(self._store, self.id, list(df.columns), require_all=False))
+            asked = None if keys is None else [*df.columns]
+            rows = list(api_wandb.wandb_rows(self._store, self.id, asked, require_all=False))
+            columns = [c for c in df.columns if c != "_step"]
         else:
             rows = [{"_step": int(step), **{k: v for k, v in vals.items() if v == v}}
                     for step, vals in zip(df.index.tolist(), df.to_dict("records"))]
+            columns = list(df.columns)
         rows = api_wandb.sample_rows(rows, samples)
         if not pandas:
             return rows
         import pandas as pd
 
-        return pd.DataFrame(rows, columns=["_step", *df.columns]) if rows else pd.DataFrame(columns=["_step"])
+        return pd.DataFrame(rows, columns=["_step", *columns]) if rows else pd.DataFrame(columns=["_step"])
 
     def scan_history(self, keys: Sequence[str] | None = None, page_size: int = 1000, min_step: int | None = None,
                      max_step: int | None = None):
-        """As W&B's ``scan_history``: every row (no sampling) as a ``{"_step": N, key: value}`` dict; with
-        ``keys``, only those keys and only the steps where all of them were logged. ``max_step`` is excluded.
-        Values are as logged: a NaN loss comes back as NaN in its row (W&B's rows are its logged JSON)."""
+        """As W&B's ``scan_history``: every row (no sampling) as a ``{"_step": N, key: value}`` dict, with
+        ``_timestamp`` and ``_runtime`` (as W&B's full rows); with ``keys``, only those keys (W&B's own
+        columns when named) and only the steps where all of them were logged. ``max_step`` is excluded.
+        Values are as logged: a NaN loss comes back as NaN in its row (W&B's rows are its logged JSON), a
+        list as the list."""
         return api_wandb.wandb_rows(self._store, self.id, list(keys) if keys else None, min_step, max_step)
 
     def _system_by_step(self):

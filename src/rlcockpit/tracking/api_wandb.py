@@ -147,10 +147,12 @@ def wandb_rows(store: Any, run_id: str, keys: Sequence[str] | None, min_step: in
     row as ``None``, W&B's null; keys not logged at a step are left out). With ``keys``: only those, and (``require_all``) only the steps where every one of them was logged. Built from the
     stored series, not from a step x key frame, where a logged NaN and a key not logged look the same."""
     nulls = null_steps(store, run_id)
-    special = [k for k in keys or () if k in SPECIAL_KEYS]  # W&B's own columns: in every row, asked or not
+    lists = list_values(store, run_id)
+    # W&B's own columns: _step in every row; _timestamp and _runtime in every full row, else when asked for
+    special = list(SPECIAL_KEYS) if keys is None else [k for k in keys if k in SPECIAL_KEYS]
     if keys is None:
         keys, require_all = [k for k in store.keys(run_id) if not k.startswith("system/")], False
-        keys += [k for k in nulls if k not in keys]
+        keys += [k for k in (*nulls, *lists) if k not in keys]
     keys = [k for k in keys if k not in SPECIAL_KEYS]
     by_step: dict[int, dict[str, Any]] = {}
     stamps: dict[int, float] = {}
@@ -170,6 +172,11 @@ def wandb_rows(store: Any, run_id: str, keys: Sequence[str] | None, min_step: in
         for lo, hi in nulls.get(key, ()):  # logged as None: the key is in the row, its value is None
             for step in range(max(lo, min_step or 0), hi + 1 if max_step is None else min(hi + 1, max_step)):
                 by_step.setdefault(step, {}).setdefault(key, None)
+    for key in keys:
+        for step, value, t in lists.get(key, ()):  # logged as a list: in its row as logged (W&B's JSON list)
+            if within(step):
+                by_step.setdefault(step, {})[key] = value
+                stamps[step] = max(stamps.get(step, t), t)
     created = float(store.get_run(run_id).get("created_at") or 0.0) if special else 0.0
     for step in sorted(by_step):
         row = by_step[step]
@@ -196,6 +203,56 @@ def null_steps(store: Any, run_id: str) -> dict[str, list[tuple[int, int]]]:
         for key, ranges in ((event.get("payload") or {}).get("keys") or {}).items():
             out.setdefault(key, []).extend((int(lo), int(hi)) for lo, hi in ranges)
     return out
+
+
+def list_values(store: Any, run_id: str) -> dict[str, list[tuple[int, Any, float]]]:
+    """Per key, the ``(step, list, time)`` of each list logged (the writer's ``list_values`` events)."""
+    out: dict[str, list[tuple[int, Any, float]]] = {}
+    for event in store.events(run_id, "list_values"):
+        for key, logged in ((event.get("payload") or {}).get("values") or {}).items():
+            out.setdefault(key, []).extend((int(e[0]), e[1], float(e[2])) for e in logged)
+    return out
+
+
+def history_frame(store: Any, run_id: str, keys: Sequence[str] | None):
+    """``Api().run().history()``'s frame: the store's (index ``step``, a column per key, numbers only) with
+    the keys logged as lists (cells holding the lists) and W&B's columns: ``_step`` (the index) always;
+    ``_timestamp`` (unix time the step was logged, its newest point) and ``_runtime`` (seconds since the
+    run was created) without ``keys``, or when ``keys`` names them — as W&B's ``history()``."""
+    import pandas as pd
+
+    asked = None if keys is None else [k for k in keys if k not in SPECIAL_KEYS]
+    special = list(SPECIAL_KEYS) if keys is None else ["_step", *(k for k in keys if k in SPECIAL_KEYS[1:])]
+    if asked is None:
+        asked = [k for k in store.keys(run_id) if not k.startswith("system/")]
+    timed = "_timestamp" in special or "_runtime" in special
+    cols: dict[str, Any] = {}
+    stamps: list[Any] = []  # (steps, times) of every point, for _timestamp: the newest per step
+    for key in asked:
+        steps, values, ts = store.series(run_id, key, with_ts=timed)
+        if len(steps):
+            s = pd.Series(values, index=steps)
+            cols[key] = s[~s.index.duplicated(keep="last")]
+            stamps.append(pd.Series(ts, index=steps))
+    for key, entries in list_values(store, run_id).items():
+        if keys is not None and key not in asked:
+            continue
+        cells = pd.Series({step: value for step, value, _ in entries}, dtype=object)
+        cols[key] = cells if key not in cols else cols[key].astype(object).combine_first(cells)
+        stamps.append(pd.Series([t for _, _, t in entries], index=[step for step, _, _ in entries], dtype=float))
+    df = pd.DataFrame(cols) if cols else pd.DataFrame(index=pd.Index([], dtype="int64"))
+    df.index = df.index.astype("int64")
+    df.index.name = "step"
+    df = df.sort_index()
+    df["_step"] = df.index.to_numpy()
+    if timed:
+        newest = pd.concat(stamps).groupby(level=0).max() if stamps else pd.Series(dtype=float)
+        ts = newest.reindex(df.index).astype(float)
+        if "_runtime" in special:
+            df["_runtime"] = ts - float(store.get_run(run_id).get("created_at") or 0.0)
+        if "_timestamp" in special:
+            df["_timestamp"] = ts
+    return df
 
 
 def sample_rows(rows: list[dict[str, Any]], samples: int | None) -> list[dict[str, Any]]:

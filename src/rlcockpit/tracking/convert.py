@@ -6,7 +6,9 @@ converted with one C-level type check and one ``np.array`` call — about 15 ns 
 Python loop per value. Anything unusual (a tensor, a nested dict, a string, an out-of-range int, a bad
 key) sends just that block through the careful per-value path in :mod:`rlcockpit.tracking.values`.
 
-A ``None`` value (W&B's null) is no point: it is collected in :attr:`RowCleaner.nulls` as
+A list (``log({"x": [1, 2, 3]})``, or an array of 2..32 values) is no point either: it is collected in
+:attr:`RowCleaner.lists` for the writer to store beside the points, as W&B keeps it in its row, and is the
+key's last value. A ``None`` value (W&B's null) is no point: it is collected in :attr:`RowCleaner.nulls` as
 ``(step, ts, [keys])`` for the writer to store beside the points, and in ``last`` as ``None`` (the key's
 latest value is a null: W&B's summary drops it). Rows for loggers and observers never hold a ``None``.
 """
@@ -38,6 +40,7 @@ class RowCleaner:
         self.rejected: set[str] = set()
         self.tables: list[Any] = []  # (step, ts, key, Table) found in logged dicts, for the writer to store
         self.nulls: list[tuple[int, float, list[str]]] = []  # (step, ts, keys logged as None), for the writer
+        self.lists: list[tuple[int, float, dict[str, Any]]] = []  # (step, ts, {key: list}) logged, for the writer
         self._warn = warn or (lambda msg: logger.warning("%s", msg))
 
     def reject(self, key: str, why: str) -> None:
@@ -92,14 +95,18 @@ class RowCleaner:
             data, tables = split_media(step_, ts_, data, self.reject)
             self.tables.extend(tables)
             nulls: list[str] = []
+            lists: dict[str, Any] = {}
             try:
-                clean = flatten(data, self.reject, nulls=nulls)
+                clean = flatten(data, self.reject, nulls=nulls, lists=lists)
             except RecursionError:  # flatten stops at MAX_DEPTH; this is only a last line of defence
                 self.reject("(nested)", "nested too deeply")
                 continue
             if nulls:
                 self.nulls.append((step_, ts_, nulls))
                 last.update(dict.fromkeys(nulls))
+            if lists:
+                self.lists.append((step_, ts_, lists))
+                last.update(lists)
             if not clean:
                 continue
             rows.append((step_, ts_, clean))

@@ -30,6 +30,7 @@ from rlcockpit.store.base import Store, StoreError
 from rlcockpit.store.batch import DataLoss, merge_ranges
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
+from rlcockpit.tracking import reinit as reinit_module
 from rlcockpit.tracking.entries import (
     Barrier,
     ConfigChange,
@@ -451,8 +452,9 @@ def init(
     ``$RLCOCKPIT_TOKEN``; see docs/team-server.md).
 
     W&B's arguments work too (docs/tracking.md#coming-from-wb): ``job_type``/``entity`` (stored in ``meta``),
-    ``mode="disabled"`` (a run that stores nothing), ``reinit`` (``True``/``"finish_previous"`` finishes the
-    current run first, ``"return_previous"`` returns it), ``resume=True``/``"allow"``/``"must"``/``"never"``
+    ``mode="disabled"`` (a run that stores nothing), ``reinit`` (while a run is active: W&B's default returns
+    it in a script and finishes it in a notebook; ``"finish_previous"``/``True``, ``"return_previous"``/``False``,
+    ``"create_new"``: see :mod:`rlcockpit.tracking.reinit`), ``resume=True``/``"allow"``/``"must"``/``"never"``
     with ``id=`` (that run id), ``config_include_keys``/``config_exclude_keys``; cloud-only ones are accepted.
     """
     global _current
@@ -461,13 +463,13 @@ def init(
     check_init_args(wandb_args)
     if mode not in (None, "online", "offline", "shared", "disabled"):
         raise ValueError(f"init(mode={mode!r}): expected 'online', 'offline', 'shared' or 'disabled'")
-    if _current is not None and not _current.finished and reinit in (True, "finish_previous"):
-        _current.finish()
-    if _current is not None and not getattr(_current, "finished", True) and reinit == "return_previous":
-        return _current
-    if mode == "disabled":
-        _current = DisabledRun(filter_config(_config_to_dict(config), wandb_args))  # type: ignore[assignment]
+    config = _config_to_dict(config)  # a config file is read (and a bad one raises) whatever reinit says, as in W&B
+    if mode == "disabled":  # as W&B: a disabled run is made before (and whatever) reinit says
+        _current = DisabledRun(filter_config(config, wandb_args))  # type: ignore[assignment]
         return _current  # type: ignore[return-value]
+    asked = dict(project=project, name=name, group=group, tags=tags, config=config, notes=notes, id=id, resume=resume)
+    if (previous := reinit_module.previous_run(reinit, _current, _live_runs, resume, asked)) is not None:
+        return previous
 
     defaults = config_defaults()  # W&B's ./config-defaults.yaml, under what init is given
     if defaults:
@@ -492,5 +494,6 @@ def init(
               wandb_args), dir=dir, resume=normalize_resume(resume, id), id=id, notes=notes, capture_meta=capture_meta,
               options=options, store=store, server=server, extra_meta=extra_meta)
     run._sweep_id = trial.sweep_id if trial is not None else None
-    _current = run
+    if reinit != "create_new":  # W&B: a create_new run is not wandb.run, and wandb.log does not reach it
+        _current = run
     return run

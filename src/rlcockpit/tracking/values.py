@@ -2,10 +2,13 @@
 thread, rejecting bad input at the smallest unit.
 
 Accepted values: Python/numpy numbers and bools, torch 0-d tensors (and 1-element tensors), 0-d/1-element
-numpy arrays, nested dicts (flattened with ``/``, at most :data:`MAX_DEPTH` levels). NaN and ±Inf are kept:
+numpy arrays, nested dicts (flattened with ``/``, at most :data:`MAX_DEPTH` levels); lists and tuples of numbers and
+numpy arrays / tensors of 2..32 values are kept as lists, as W&B keeps them in its history rows (see
+:func:`list_value`; the writer stores them beside the numeric series). NaN and ±Inf are kept:
 they are evidence, not errors. ``None`` (also inside a nested dict) is a *null*, as W&B stores it: the key is
 present at that step with no value (see :func:`flatten`'s ``nulls``). Rejected per key, with one warning
-naming the key: strings, lists and tuples (``[1, None]`` too), non-scalar arrays/tensors, numbers no float can hold (``10**400``), keys that are not text or cannot be
+naming the key: strings, lists holding anything but numbers, ``None`` and nested lists of them (``["a"]``),
+numbers no float can hold (``10**400``), keys that are not text or cannot be
 stored as UTF-8 (a lone surrogate ``"\\ud800"``), empty keys.
 
 Steps (checked on the caller's thread, see :func:`check_step`): an ``int`` (or numpy integer, or an
@@ -102,12 +105,13 @@ def describe(value: Any) -> str:
 
 def flatten(
     metrics: Mapping[Any, Any], reject: Callable[[str, str], None], prefix: str = "", depth: int = 0,
-    nulls: list[str] | None = None,
+    nulls: list[str] | None = None, lists: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """Flatten nested mappings with ``/`` and convert values; ``reject(shown key, why)`` is called for bad ones.
 
     A ``None`` value goes to ``nulls`` (its flattened key) when that list is given — W&B's ``log({"x": None})``
-    records a null, not an error — and is rejected like any non-number otherwise."""
+    records a null, not an error — and is rejected like any non-number otherwise. A list of numbers, or an
+    array of 2..32 of them, goes to ``lists`` (key -> the JSON list, see :func:`list_value`) when given."""
     out: dict[str, float] = {}
     for k, v in metrics.items():
         problem = key_problem(k)
@@ -119,10 +123,17 @@ def flatten(
             if depth >= MAX_DEPTH:
                 reject(repr(key), f"nested deeper than {MAX_DEPTH} levels")
             else:
-                out.update(flatten(v, reject, key + "/", depth + 1, nulls))
+                out.update(flatten(v, reject, key + "/", depth + 1, nulls, lists))
             continue
         if v is None and nulls is not None:
             nulls.append(key)
+            continue
+        if lists is not None and is_list_like(v):
+            value, why = list_value(v)
+            if why is not None:
+                reject(repr(key), why)
+            else:
+                lists[key] = value
             continue
         f = to_float(v)
         if f is None:
@@ -130,6 +141,59 @@ def flatten(
         else:
             out[key] = f
     return out
+
+
+#: the most numbers one logged list may hold (W&B keeps any list in its row; a longer one is better logged as
+#: a numpy array, which W&B and rlcockpit turn into a histogram past 32 values)
+MAX_LIST = 4096
+
+
+def is_list_like(value: Any) -> bool:
+    """A list or tuple, or a numpy array / torch tensor of more than one element (one element is a number)."""
+    if isinstance(value, (list, tuple)):
+        return True
+    size = getattr(value, "size", None) if isinstance(value, np.ndarray) else None
+    if size is None and type(value).__module__.startswith("torch") and hasattr(value, "numel"):
+        size = value.numel()
+    return size is not None and size != 1
+
+
+def list_value(value: Any) -> tuple[Any, str | None]:
+    """A logged list or small array as W&B keeps it in the history row (``wandb.log({"x": [1, 2, 3]})``:
+    the JSON list; numpy arrays and tensors as their ``tolist()``), or ``(None, why)``: an element that is
+    not a number, ``None`` or a nested list of them, more than :data:`MAX_LIST` numbers, or an array of more
+    than 32 values nested in a dict (W&B's histogram threshold: log it at the top level or as a Histogram)."""
+    array = _as_array(value) if not isinstance(value, (list, tuple)) else None
+    if array is not None:
+        if array.size > 32:
+            return None, f"an array of {array.size} values inside a dict (log it at the top level, where more than " \
+                         "32 values become a histogram, or as wandb.Histogram)"
+        value = array.tolist()
+    elif not isinstance(value, (list, tuple)):
+        return None, f"{describe(value)} is not a list of numbers"
+    count = [0]
+
+    def clean(v: Any, depth: int) -> Any:
+        if v is None or isinstance(v, bool):
+            return v
+        if isinstance(v, (list, tuple)) and depth < MAX_DEPTH:
+            return [clean(x, depth + 1) for x in v]
+        count[0] += 1
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        f = to_float(v)
+        if f is None:
+            raise ValueError("text" if isinstance(v, str) else describe(v))
+        return f
+
+    try:
+        out = clean(value, 0)
+    except ValueError as exc:
+        return None, f"a list holding {exc} (only numbers, None and nested lists of them are stored)"
+    if count[0] > MAX_LIST:
+        return None, f"a list of {count[0]} numbers, more than {MAX_LIST} (log a numpy array: W&B and rlcockpit " \
+                     "store more than 32 values as a histogram)"
+    return out, None
 
 
 def fast_values(values: list[Any]) -> np.ndarray | None:

@@ -56,6 +56,7 @@ from rlcockpit.tracking.wandb_compat import Aggregates, step_sync_points
 logger = logging.getLogger("rlcockpit")
 
 NULL_EVENT = "null_values"  # the event kind holding logged ``None`` values (see Writer._nulls)
+LIST_EVENT = "list_values"  # the event kind holding logged lists (see Writer._lists)
 MAX_DRAIN = 10_000  # entries per store transaction: bounds what a SIGKILL can take from inside a drain
 
 
@@ -224,10 +225,11 @@ class Writer(threading.Thread):
             outputs = any(r.get("response") is not None for r in table_rows)
             self._samples(Samples(step, ts, table_rows, 0), drain, observe=outputs)
         null_event = self._nulls(drain) if self.cleaner.nulls else None
-        if null_event is not None and not columns:
+        list_event = self._lists(drain) if self.cleaner.lists else None
+        if (null_event is not None or list_event is not None) and not columns:
             drain.batch.entries += len(group)
             self.processed += len(group)
-            drain.parts.append(null_event)
+            drain.parts.extend(e for e in (null_event, list_event) if e is not None)
             self._update_last(last)
             return
         if not columns:
@@ -242,8 +244,8 @@ class Writer(threading.Thread):
             points[key] = col if have is None else (np.concatenate([have[0], col[0]]),
                                                     np.concatenate([have[1], col[1]]), np.concatenate([have[2], col[2]]))
         drain.batch.entries += count
-        if null_event is not None:  # before the rows: a logger that sends whole steps has the nulls by then
-            drain.parts.append(null_event)
+        # before the rows: a logger that sends whole steps has the nulls and lists by then
+        drain.parts.extend(e for e in (null_event, list_event) if e is not None)
         if rows and self.workers:
             drain.parts.append(RowsPart(rows))
         self._update_last(last)
@@ -276,6 +278,20 @@ class Writer(threading.Thread):
         payload = {"keys": {k: merge_ranges(r) for k, r in by_key.items()}}
         drain.batch.events.append((NULL_EVENT, payload, first))
         return EventPart(NULL_EVENT, payload, first)
+
+    def _lists(self, drain: Drain) -> EventPart:
+        """The lists logged in this drain (``log({"x": [1, 2, 3]})``) as one ``list_values`` event: per key,
+        ``[step, list, unix time]``. Stored beside the points (the numeric series, the charts and the detectors
+        see numbers only) and read back by the ``Api`` in history rows as logged, as W&B's rows hold them."""
+        by_key: dict[str, list[list[Any]]] = {}
+        for step, ts, values in self.cleaner.lists:
+            for key, value in values.items():
+                by_key.setdefault(key, []).append([step, value, ts])
+        first = self.cleaner.lists[0][0]
+        self.cleaner.lists.clear()
+        payload = {"values": by_key}
+        drain.batch.events.append((LIST_EVENT, payload, first))
+        return EventPart(LIST_EVENT, payload, first)
 
     def _samples(self, e: Samples, drain: Drain, observe: bool = True) -> None:
         step = e.step

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.tracking.reinit import OWN_RUN
 from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
@@ -213,7 +214,7 @@ def open_run(cfg: Config, run_id: str, resume: str | None, *, health: bool = Tru
                           config=to_dict(cfg), dir=tr.rlcockpit_dir, resume=resume, id=None if resume else run_id,
                           loggers=loggers_for(cfg), health=health_section(cfg) if health else False,
                           alerts=cfg.alerts or None,
-                          logger_options=options, guardrails=health)
+                          logger_options=options, guardrails=health, reinit=OWN_RUN)
 
 
 def record_stop(run: Any, kind: str, reason: str, step: int) -> None:

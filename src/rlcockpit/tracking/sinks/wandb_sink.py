@@ -89,6 +89,15 @@ class WandbSink(Sink):
                     self._pending.setdefault(step, {}).setdefault(key, None)
                 self._late_rows += max(0, min(int(hi) + 1, self._sent_step) - int(lo))
 
+    def _log_lists(self, values: Mapping[str, Any]) -> None:
+        """Put each logged list into its held step (sent with that step, as the nulls are)."""
+        for key, logged in values.items():
+            for step, value, *_ in logged:
+                if int(step) < self._sent_step:
+                    self._late_rows += 1
+                else:
+                    self._pending.setdefault(int(step), {})[key] = value
+
     def _send(self, hold: int) -> None:
         """Hand W&B, in step order, every held step older than the newest ``hold`` ones."""
         if not self._pending:
@@ -141,6 +150,9 @@ class WandbSink(Sink):
     def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
         if kind == "null_values":  # log({"x": None}): W&B stores a null in that step's row
             self._log_nulls(payload.get("keys") or {})
+            return
+        if kind == "list_values":  # log({"x": [1, 2, 3]}): W&B keeps the list in that step's row
+            self._log_lists(payload.get("values") or {})
             return
         if kind == "artifact":  # a version logged with run.log_artifact: mirrored as a W&B artifact
             from rlcockpit.tracking import artifacts
