@@ -205,23 +205,31 @@ class Store(abc.ABC):
         ``max_points`` keeping extremes. ``with_ts=False``: the caller does not need timestamps (a chart
         over steps); the store may skip reading them and return NaN timestamps of the same length."""
 
-    def history(self, run_id: str, keys: Sequence[str] | None = None, *, include_system: bool = False):
-        """A pandas DataFrame indexed by ``step``, one column per key (last value per step)."""
+    def history(self, run_id: str, keys: Sequence[str] | None = None, *, include_system: bool = False,
+                with_time: bool = False):
+        """A pandas DataFrame indexed by ``step``, one column per key (last value per step); ``with_time``
+        adds ``_timestamp``: the unix time of the step's newest point (W&B's history column)."""
         import pandas as pd
 
         if keys is None:
             keys = [k for k in self.keys(run_id) if include_system or not k.startswith("system/")]
-        cols = {}
+        cols, stamps = {}, []
         for key in keys:
-            steps, values, _ = self.series(run_id, key)
+            steps, values, ts = self.series(run_id, key, with_ts=with_time)
             if len(steps):
                 s = pd.Series(values, index=steps)
                 cols[key] = s[~s.index.duplicated(keep="last")]
+                if with_time:
+                    stamps.append(pd.Series(ts, index=steps, dtype=float))
         if not cols:
-            return pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
-        df = pd.DataFrame(cols)
-        df.index.name = "step"
-        return df.sort_index()
+            df = pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
+        else:
+            df = pd.DataFrame(cols)
+            df.index.name = "step"
+            df = df.sort_index()
+        if with_time:
+            df["_timestamp"] = pd.concat(stamps).groupby(level=0).max() if stamps else pd.Series(dtype=float)
+        return df
 
     def system(self, run_id: str):
         """System metrics as a DataFrame indexed by wall time (``timestamp``), with the step alongside."""

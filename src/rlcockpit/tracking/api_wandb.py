@@ -223,31 +223,23 @@ def history_frame(store: Any, run_id: str, keys: Sequence[str] | None):
 
     asked = None if keys is None else [k for k in keys if k not in SPECIAL_KEYS]
     special = list(SPECIAL_KEYS) if keys is None else ["_step", *(k for k in keys if k in SPECIAL_KEYS[1:])]
-    if asked is None:
-        asked = [k for k in store.keys(run_id) if not k.startswith("system/")]
     timed = "_timestamp" in special or "_runtime" in special
-    cols: dict[str, Any] = {}
-    stamps: list[Any] = []  # (steps, times) of every point, for _timestamp: the newest per step
-    for key in asked:
-        steps, values, ts = store.series(run_id, key, with_ts=timed)
-        if len(steps):
-            s = pd.Series(values, index=steps)
-            cols[key] = s[~s.index.duplicated(keep="last")]
-            stamps.append(pd.Series(ts, index=steps))
+    df = store.history(run_id, asked, with_time=timed)
+    ts = df.pop("_timestamp") if timed else None
     for key, entries in list_values(store, run_id).items():
-        if keys is not None and key not in asked:
+        if asked is not None and key not in asked:
             continue
         cells = pd.Series({step: value for step, value, _ in entries}, dtype=object)
-        cols[key] = cells if key not in cols else cols[key].astype(object).combine_first(cells)
-        stamps.append(pd.Series([t for _, _, t in entries], index=[step for step, _, _ in entries], dtype=float))
-    df = pd.DataFrame(cols) if cols else pd.DataFrame(index=pd.Index([], dtype="int64"))
+        df = df.reindex(df.index.union(cells.index))
+        df[key] = cells if key not in df else df[key].astype(object).combine_first(cells)
+        if timed:
+            times = pd.Series([t for _, _, t in entries], index=[step for step, _, _ in entries], dtype=float)
+            ts = pd.concat([ts, times]).groupby(level=0).max()
     df.index = df.index.astype("int64")
     df.index.name = "step"
-    df = df.sort_index()
     df["_step"] = df.index.to_numpy()
     if timed:
-        newest = pd.concat(stamps).groupby(level=0).max() if stamps else pd.Series(dtype=float)
-        ts = newest.reindex(df.index).astype(float)
+        ts = ts.reindex(df.index).astype(float)
         if "_runtime" in special:
             df["_runtime"] = ts - float(store.get_run(run_id).get("created_at") or 0.0)
         if "_timestamp" in special:
