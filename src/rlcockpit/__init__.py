@@ -10,61 +10,51 @@ Tracking API (wandb-shaped)::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib import import_module
+from typing import Any
 
-from rlcockpit import defaults  # noqa: E402, F401 - registers the health observer and the alerts hook
-from rlcockpit.tracking import plot  # noqa: E402 - wandb.plot.line(...) and the other preset charts
-from rlcockpit.tracking.api import Api  # noqa: E402
-from rlcockpit.tracking.artifacts import Artifact  # noqa: E402
-from rlcockpit.tracking.media import Audio, Histogram, Html, Image, Molecule, Object3D, Table, Video  # noqa: E402
-from rlcockpit.tracking.module_api import (  # noqa: E402
-    alert,
-    define_metric,
-    finish,
-    join,
-    log,
-    log_artifact,
-    log_model,
-    log_samples,
-    mark_preempting,
-    unwatch,
-    use_artifact,
-    use_model,
-)
-from rlcockpit.tracking.plot import plot_table  # noqa: E402
-from rlcockpit.tracking.run import Run, init  # noqa: E402
-from rlcockpit.tracking.wandb_compat import Config  # noqa: E402
-from rlcockpit.tracking.wandb_env import (  # noqa: E402 - the rest of W&B's module namespace
-    AlertLevel,
-    CommError,
-    Error,
-    Settings,
-    UsageError,
-    errors,
-    require,
-    restore,
-    setup,
-    teardown,
-    termerror,
-    termlog,
-    termwarn,
-    util,
-)
+from rlcockpit.version import __version__
+
+# The public API, loaded when first used (PEP 562): ``import rlcockpit.registry`` (the ground floor) or
+# ``rlcockpit.version`` must not pull in tracking and the store. Name -> the module that defines it.
+_PUBLIC: dict[str, str] = {
+    "plot": "rlcockpit.tracking.plot",  # a module: ``wandb.plot.line(...)`` and the other preset charts
+    "Api": "rlcockpit.tracking.api",
+    "Artifact": "rlcockpit.tracking.artifacts",
+    **dict.fromkeys(("Audio", "Histogram", "Html", "Image", "Molecule", "Object3D", "Table", "Video"),
+                    "rlcockpit.tracking.media"),
+    **dict.fromkeys(("alert", "define_metric", "finish", "join", "log", "log_artifact", "log_model", "log_samples",
+                     "mark_preempting", "unwatch", "use_artifact", "use_model"), "rlcockpit.tracking.module_api"),
+    "plot_table": "rlcockpit.tracking.plot",
+    "Run": "rlcockpit.tracking.run",
+    "init": "rlcockpit.tracking.run",
+    "Config": "rlcockpit.tracking.wandb_compat",
+    **dict.fromkeys(("AlertLevel", "CommError", "Error", "Settings", "UsageError", "errors", "require", "restore",
+                     "setup", "teardown", "termerror", "termlog", "termwarn", "util"), "rlcockpit.tracking.wandb_env"),
+}
 
 
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562: W&B's module attributes, read when asked
-    """``rlcockpit.run`` (the current run or ``None``), ``rlcockpit.config`` and ``rlcockpit.summary`` (the
+def __getattr__(name: str) -> Any:
+    """The public API on first use (then cached in the module), and W&B's module attributes read when asked:
+    ``rlcockpit.run`` (the current run or ``None``), ``rlcockpit.config`` and ``rlcockpit.summary`` (the
     current run's), as ``wandb.run`` / ``wandb.config`` / ``wandb.summary``."""
-    from rlcockpit.tracking import run as _run_module
-
-    current = _run_module._current
-    if name == "run":
-        return current
-    if name == "config":
-        return current.config if current is not None else Config()
-    if name == "summary":
+    if name in _PUBLIC:
+        module = import_module(_PUBLIC[name])
+        value = module if module.__name__.endswith("." + name) else getattr(module, name)
+        globals()[name] = value
+        return value
+    if name in ("run", "config", "summary"):
+        current = import_module("rlcockpit.tracking.run")._current
+        if name == "run":
+            return current
+        if name == "config":
+            return current.config if current is not None else __getattr__("Config")()
         return current.summary if current is not None else {}
     raise AttributeError(f"module 'rlcockpit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC) | {"run", "config", "summary"})
 
 
 def login(*args, **kwargs) -> bool:  # noqa: ANN002, ANN003 - W&B's signature

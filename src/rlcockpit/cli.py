@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from rlcockpit import __version__
+        from rlcockpit.version import __version__
 
         print(__version__)
         return 0

@@ -16,19 +16,44 @@ An unknown name fails with an error that lists the registered names and the clos
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
-    """A named family of interchangeable components (``kind`` is used in error messages)."""
+# The top-level wiring that registers rlcockpit's default parts (the health observer, the alerts hook,
+# providers). It is imported by name on the first lookup that misses, not at ``import rlcockpit``: the package
+# root and the ground floor stay light, and whichever entry point runs first (``rlcockpit.init``, the CLI, a
+# direct ``rlcockpit.tracking.run.init``) finds the defaults registered all the same.
+WIRING_MODULE = "rlcockpit.defaults"
+_wired = False
 
-    def __init__(self, kind: str) -> None:
+
+def load_wiring() -> None:
+    """Import :data:`WIRING_MODULE` once (a plain import: a broken wiring module fails loudly)."""
+    global _wired
+    if not _wired:
+        _wired = True
+        importlib.import_module(WIRING_MODULE)
+
+
+class Registry(Generic[T]):
+    """A named family of interchangeable components (``kind`` is used in error messages).
+
+    ``wired=True``: entries registered by the top-level wiring (see :func:`load_wiring`) are loaded on the
+    first lookup of a name that is not there yet."""
+
+    def __init__(self, kind: str, *, wired: bool = False) -> None:
         self.kind = kind
+        self.wired = wired
         self._items: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+
+    def _wire(self) -> None:
+        if self.wired and not _wired:
+            load_wiring()
 
     def register(self, name: str, *aliases: str, override: bool = False) -> Callable[[T], T]:
         """Decorator registering ``obj`` under ``name`` (and optional alias names)."""
@@ -56,6 +81,8 @@ class Registry(Generic[T]):
 
     def canonical(self, name: str) -> str:
         """The registered name ``name`` refers to (resolving aliases); raises ``KeyError``."""
+        if name not in self._items and name not in self._aliases:
+            self._wire()
         if name in self._items:
             return name
         if name in self._aliases:
@@ -73,22 +100,28 @@ class Registry(Generic[T]):
         return f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(sorted(self._items))}"
 
     def names(self) -> list[str]:
+        self._wire()
         return sorted(self._items)
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._items and name not in self._aliases:
+            self._wire()
         return name in self._items or name in self._aliases
 
     def __iter__(self) -> Iterator[str]:
+        self._wire()
         return iter(sorted(self._items))
 
     def __len__(self) -> int:
+        self._wire()
         return len(self._items)
 
     def items(self) -> list[tuple[str, T]]:
+        self._wire()
         return sorted(self._items.items())
 
 
 # Things a lower layer needs to know that only a higher one does, handed down without an upward import:
 # registered by the top-level wiring (``rlcockpit.defaults``), read below. ``"trainer_keys"``: a callable
 # returning every key rlcockpit's trainer config accepts (health's advice keeps only those for our runs).
-PROVIDERS: Registry[Callable[[], object]] = Registry("provider")
+PROVIDERS: Registry[Callable[[], object]] = Registry("provider", wired=True)

@@ -22,7 +22,6 @@ from fastapi import FastAPI
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
-from rlcockpit import __version__
 from rlcockpit.server import routes_ingest, routes_team
 from rlcockpit.server import schema as _schema  # noqa: F401 - registers the team tables
 from rlcockpit.server.accounts import Accounts
@@ -34,6 +33,7 @@ from rlcockpit.ui.app import STATIC_DIR, create_app
 from rlcockpit.ui.params import JSON, ApiError
 from rlcockpit.ui.security import Principal, is_loopback
 from rlcockpit.ui.server import Timeouts, _bind, _protocol_class
+from rlcockpit.version import __version__
 
 logger = logging.getLogger("rlcockpit.server")
 TEAM_STATIC = Path(__file__).resolve().parent / "static"

@@ -50,7 +50,7 @@ class Observer(Protocol):
 
 
 # name -> factory(settings: Mapping | None, run_config: dict) -> Observer
-OBSERVERS: Registry[Callable[[Mapping[str, Any] | None, dict[str, Any]], Observer]] = Registry("observer")
+OBSERVERS: Registry[Callable[[Mapping[str, Any] | None, dict[str, Any]], Observer]] = Registry("observer", wired=True)
 
 
 class ObserveRows(NamedTuple):

@@ -36,7 +36,7 @@ OPEN_TIMEOUT_ENV = "RLCOCKPIT_LOGGER_OPEN_S"  # how long init() waits for one lo
 DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
 
 # name -> hook(run, section) attaching something to a live run (``"alerts"``: the alert manager)
-RUN_HOOKS: Registry[Callable[[Any, Any], Any]] = Registry("run hook")
+RUN_HOOKS: Registry[Callable[[Any, Any], Any]] = Registry("run hook", wired=True)
 
 
 @dataclass

@@ -19,11 +19,11 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from rlcockpit import __version__
 from rlcockpit.store.base import Store
 from rlcockpit.ui import routes_health, routes_live, routes_runs, routes_samples, routes_series, routes_sweeps
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, validation_message
 from rlcockpit.ui.security import Auth, Guard
+from rlcockpit.version import __version__
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CONTENT_TYPES = {

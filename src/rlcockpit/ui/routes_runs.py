@@ -13,10 +13,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from rlcockpit import __version__
 from rlcockpit.ui import analysis
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, cockpit, run_or_404, split_list
 from rlcockpit.ui.runfilter import MISSING, RUN_FIELDS, FilterError, RunView, compile_filter
+from rlcockpit.version import __version__
 
 router = APIRouter(prefix="/api", tags=["runs"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]
