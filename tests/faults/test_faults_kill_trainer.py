@@ -151,3 +151,24 @@ def test_steps_stored_after_the_last_checkpoint_are_rerun_not_stored_twice(tmp_p
     for key, (steps, vals) in before.items():
         s2, v2, _ = got.series(key)
         assert np.array_equal(steps, s2) and np.array_equal(vals, v2, equal_nan=True), key
+
+
+def test_a_resume_that_reruns_a_validated_step_continues_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    """Killed while step 4's checkpoint was written (step 4 and its validation stored): the resume runs steps
+    3-4 again from step 2's checkpoint and skips the validation already stored. The steps after it must still
+    be the uninterrupted run's: a validation that moved the training RNG made them differ (seen as
+    ``actor/entropy`` differing from step 5 on in the SIGKILL test above, on a loaded machine)."""
+    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    constant = ["actor_rollout_ref.actor.optim.lr_scheduler_type=constant"]  # 4 and 6 steps: the same lr
+    # the tiny model is built once (its SFT warm-up draws from the RNG), so both runs start equal
+    subprocess.run(_train(tmp_path, "warm", 1), env=env, capture_output=True, check=True, timeout=300)
+    subprocess.run(_train(tmp_path, "ref", 6) + constant, env=env, capture_output=True, check=True, timeout=300)
+    subprocess.run(_train(tmp_path, "cut", 4) + constant, env=env, capture_output=True, check=True, timeout=300)
+    for c in (tmp_path / "cut" / "ckpt").rglob("global_step_4"):
+        shutil.rmtree(c)  # as if killed while writing it
+    again = subprocess.run(_train(tmp_path, "cut", 6) + constant, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "steps 3-4 were stored before the stop" in again.stdout + again.stderr
+    ref, got = _only_run(tmp_path / "ref" / "store"), _only_run(tmp_path / "cut" / "store")
+    assert check_against(ref, got) == set()
+    assert got.last_step == 6 and set(got.series("actor/entropy")[0].tolist()) >= {5, 6}

@@ -383,9 +383,15 @@ def _stored_through(st: State, run: Any, log: Any) -> tuple[int, bool]:
 
 
 def _validate(st: State, run: Any, result: TrainResult, log: Any, progress: Progress | None = None) -> None:
+    """Validate and log. The training RNG is put back afterwards: a resume that skips a validation already
+    stored (steps re-run after a kill) must continue exactly as the run that did validate."""
     t0 = time.perf_counter()
-    metrics, samples = validate(st.cfg, st.engine, st.tokenizer, st.val_reward, st.val_rows,
-                                max_samples=max(8, st.cfg.trainer.log_val_generations))
+    training_rng = ckpt.rng_state()
+    try:
+        metrics, samples = validate(st.cfg, st.engine, st.tokenizer, st.val_reward, st.val_rows,
+                                    max_samples=max(8, st.cfg.trainer.log_val_generations))
+    finally:
+        ckpt.set_rng_state(training_rng)
     if not metrics:
         return
     metrics["timing_s/testing"] = time.perf_counter() - t0
