@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from integrations_support import REPO, health_available, require_findings
+from integrations_support import REPO, require_findings
 
 from rlcockpit.store import open_store
 
@@ -63,11 +63,10 @@ def test_watch_follows_real_verl_file_logger_and_alerts_while_job_runs(tmp_path,
         run_id = store.list_runs()[0]["id"]
 
         _wait(lambda: len(store.series(run_id, "critic/score/mean")[0]) == 60, 120, "all 60 steps", [watch, job])
-        if health_available():
-            _wait(lambda: any(f.get("detector") in ("reward_cliff", "kl_spike") for f in store.findings(run_id)),
-                  30, "reward-cliff / KL-spike findings", [watch])
-            _wait(lambda: len(webhook.received) > 0, 30, "the webhook alert", [watch])
-            assert job.poll() is None, "findings and the alert must arrive while the job is still running"
+        _wait(lambda: any(f.get("detector") in ("reward_cliff", "kl_spike") for f in store.findings(run_id)),
+              30, "reward-cliff / KL-spike findings", [watch])
+        _wait(lambda: len(webhook.received) > 0, 30, "the webhook alert", [watch])
+        assert job.poll() is None, "findings and the alert must arrive while the job is still running"
         hold.touch()  # let the job finish
         assert job.wait(60) == 0, job.stdout.read()
         time.sleep(0.6)
