@@ -1,7 +1,9 @@
 """Team routes (``/api/team``): KPI targets and leaderboard, saved views, sample ratings, runs, alerts, users.
 
 Reads need ``viewer`` in the project; saving views and rating samples ``member``; targets, alert
-channels, deleting runs and roles ``admin`` (users and tokens: a server admin). Every change is written
+channels, deleting runs and roles ``admin`` (users: a server admin; tokens: their owner or a server
+admin). Runs are looked up among the caller's projects only (see ``RUN_SCOPE``), so a run of another
+project is "no run", and no message names a project the caller cannot read. Every change is written
 to the audit log (who, what, when). Handlers are plain ``def``: FastAPI runs them in its thread pool.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Request
 from starlette.responses import Response
 
+from rlcockpit.server.accounts import DEFAULT_TOKEN_DAYS, token_id_of
 from rlcockpit.server.state import fail, require, team, user_of
 from rlcockpit.ui.params import JSON
 
@@ -313,3 +316,39 @@ def set_member(project: str, request: Request, data: Any = Body(None)) -> Respon
     except (KeyError, ValueError) as exc:
         fail(400, str(exc.args[0] if exc.args else exc))
     return JSON({"project": project, "user": data["user"], "role": data["role"]})
+
+
+# ---- tokens -----------------------------------------------------------------------------------------
+@router.get("/tokens")
+def list_tokens(request: Request, user: str | None = None) -> Response:
+    """The caller's tokens (a server admin: everyone's, or ``?user=``'s): id, label, created, expires, last
+    used, revoked — never a secret."""
+    me, accounts = user_of(request), team(request).accounts
+    if user is not None and user != me.name and not me.is_admin:
+        fail(403, "only a server admin lists other users' tokens")
+    return JSON({"tokens": accounts.tokens(user if me.is_admin else me.name)})
+
+
+@router.post("/tokens")
+def issue_token(request: Request, data: Any = Body(None)) -> Response:
+    """``{"label": "laptop", "expires_days": 30}`` → a new token for the caller (shown once)."""
+    me, accounts = user_of(request), team(request).accounts
+    data = _body(data or {})
+    days = data.get("expires_days", DEFAULT_TOKEN_DAYS)
+    if not isinstance(days, (int, float)) or isinstance(days, bool):
+        fail(400, f"expires_days: expected a number of days (0: never), got {days!r}")
+    try:
+        token = accounts.issue_token(me.name, str(data.get("label") or "")[:200], actor=me.name, expires_days=days)
+    except (KeyError, ValueError) as exc:
+        fail(400, str(exc.args[0] if exc.args else exc))
+    return JSON({"token": token, "id": token_id_of(token)})
+
+
+@router.delete("/tokens/{token_id}")
+def revoke_token(token_id: str, request: Request) -> Response:
+    """Revoke a token (its owner or a server admin); refused from the next request on, in every process."""
+    me, accounts = user_of(request), team(request).accounts
+    owner = accounts.token_owner(token_id)
+    if owner is None or (owner != me.name and not me.is_admin):
+        fail(404, f"no token {token_id_of(token_id)!r}")
+    return JSON({"revoked": accounts.revoke_token(token_id, actor=me.name)})

@@ -11,7 +11,7 @@ import numpy as np
 from fastapi import Request
 
 from rlcockpit.server.accounts import Accounts, User
-from rlcockpit.server.guard import LOCAL_ADMIN, Limits
+from rlcockpit.server.guard import Limits
 from rlcockpit.store.postgres import PostgresStore
 from rlcockpit.ui.params import ApiError
 
@@ -68,7 +68,11 @@ def team(request: Request) -> TeamState:
 
 
 def user_of(request: Request) -> User:
-    return getattr(request.state, "team_user", None) or LOCAL_ADMIN
+    """The caller :class:`~rlcockpit.server.guard.TeamGuard` authenticated (fails closed: 401 without one)."""
+    user = getattr(request.state, "team_user", None)
+    if user is None:
+        fail(401, "not authenticated")
+    return user
 
 
 def fail(status: int, message: str) -> NoReturn:
