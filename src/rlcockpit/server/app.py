@@ -122,6 +122,12 @@ def create_team_app(store: PostgresStore, *, loopback: bool, limits: Limits | No
     def index() -> Response:
         return Response(_index(), media_type="text/html; charset=utf-8")
 
+    @app.get("/api/health", include_in_schema=False)
+    def health() -> Response:
+        """The dashboard's health answer without the store's location: on a team server that is the database's
+        address (host, port, user, database), which no caller needs."""
+        return JSON({"ok": True, "version": __version__, "store": "postgresql"})
+
     @app.get("/team-static/{name}", include_in_schema=False)
     def team_static(name: str) -> Response:
         target = TEAM_STATIC / name

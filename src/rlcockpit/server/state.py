@@ -79,10 +79,12 @@ def fail(status: int, message: str) -> NoReturn:
     raise ApiError(status, message)
 
 
-def require(user: User, project: str, role: str) -> None:
-    """403 unless ``user`` has at least ``role`` in ``project`` (404 when they may not even read it)."""
+def require(user: User, project: str, role: str, *, missing: str = "such thing") -> None:
+    """403 unless ``user`` has at least ``role`` in ``project``; 404 ``no {missing}`` when they may not even read
+    it. ``missing`` names what the caller asked for (``project 'rl'`` when they named the project, ``view
+    'x'`` for a view): never the project a resource belongs to, which a caller without a role must not learn."""
     if user.can(project, role):
         return
     if not user.can(project, "viewer"):
-        fail(404, f"no project {project!r}")
+        fail(404, f"no {missing}")
     fail(403, f"user {user.name!r} needs the {role} role in project {project!r}")
