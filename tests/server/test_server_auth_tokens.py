@@ -129,3 +129,20 @@ def test_the_tokenless_remote_logger_of_a_local_admin_server_delivers_its_data(l
     steps, _, _ = local_team.server.store.series("solo", "loss", with_ts=False)
     assert list(steps) == [0, 1, 2, 3, 4]
     assert local_team.server.store.get_run("solo")["meta"]["team_user"] == "local"
+
+
+@pytest.mark.slow
+def test_a_database_outage_answers_503_without_the_database_address() -> None:
+    from rlcockpit.server.pgcluster import PgCluster
+
+    with PgCluster(fast=True) as cluster:
+        t = start_team(cluster.url)
+        try:
+            token = t.add_user("alice", {"rl": "member"})
+            cluster.stop()
+            r = httpx.get(t.url + "/api/v1/runs", headers={"authorization": f"Bearer {token}"}, timeout=60)
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+            port = cluster.url.split("@")[1].split("/")[0].split(":")[1]
+            assert "postgresql" not in r.text and port not in r.text and "unavailable" in r.json()["error"]
+        finally:
+            t.server.shutdown()

@@ -20,6 +20,7 @@ Rules (tested in ``tests/server/test_server_security.py``):
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import threading
 import time
@@ -32,9 +33,11 @@ from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 
 from rlcockpit.server.accounts import Accounts, User
+from rlcockpit.store.base import StoreError
 from rlcockpit.store.postgres import RUN_SCOPE
 from rlcockpit.ui.security import CSP, TOKEN_COOKIE, Principal, host_is_loopback
 
+logger = logging.getLogger("rlcockpit.server")
 CSRF_COOKIE, CSRF_HEADER = "rlcockpit_csrf", "x-csrf-token"
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 INGEST_PREFIX = "/api/v1/runs/"
@@ -138,7 +141,11 @@ class TeamGuard:
         if self.loopback and not host_is_loopback(headers.get("host", "")):
             return _error(403, "Host header must name a loopback host")
         conn = HTTPConnection(scope)
-        user, via, token = await self._authenticate(conn)
+        try:
+            user, via, token = await self._authenticate(conn)
+        except StoreError as exc:  # the database is down: retry later (never its address in the answer)
+            logger.warning("authentication: %s", exc)
+            return _error(503, "the team database is unavailable; retry later", [(b"retry-after", b"1")])
         if user is None:
             refusal = self._tokenless_refusal(via, token, headers)
             if refusal is not None:
