@@ -79,3 +79,13 @@ def test_leaderboard_credit_comes_from_the_token_not_from_meta_patch(team, tmp_p
         assert boss.post("/api/team/projects/rl/targets", json={"target": f"{KEY} >= 0.8"}).status_code == 200
         board = boss.get("/api/team/projects/rl/leaderboard").json()["leaderboard"][0]["runs"]
     assert [(e["run_id"], e["user"]) for e in board] == [("fake-credit", "alice")]
+
+
+def test_a_request_naming_a_project_resolves_names_in_that_project_only(two_projects) -> None:
+    team = two_projects
+    team.server.team.accounts.grant("alice", "other", "viewer", actor="test")  # she now sees both "shared" runs
+    assert _get(team, "alice", "/api/v1/runs/shared").json()["run"]["id"] == "ot-run-2"  # the newest of hers
+    assert _get(team, "alice", "/api/v1/runs/shared", params={"project": "rl"}).json()["run"]["id"] == "rl-run-1"
+    assert _get(team, "alice", "/api/runs/shared", params={"project": "other"}).json()["run"]["id"] == "ot-run-2"
+    r = _get(team, "eve", "/api/v1/runs/shared", params={"project": "rl"})  # a project she cannot read: nothing
+    assert r.status_code == 404 and "rl-run" not in r.text

@@ -92,6 +92,15 @@ class RateLimiter:
             return pair[1].take(min(nbytes, lim.byte_burst))
 
 
+def _run_scope(user: User, project: str | None) -> tuple[str, ...] | None:
+    """The projects a request's run lookups (id, name, prefix) search: the caller's, narrowed to the one the
+    request names with ``?project=`` (so a name means that project's run, not a namesake elsewhere)."""
+    mine = user.projects()
+    if not project:
+        return mine
+    return (project,) if mine is None or project in mine else ()
+
+
 def _programmatic(headers: Headers) -> bool:
     """A write no web page can forge: a JSON body (a cross-site page cannot send one without a CORS preflight,
     which this server never grants) and no browser marking it cross-site. The tokenless remote logger of a
@@ -130,7 +139,7 @@ class TeamGuard:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        scoped = RUN_SCOPE.set(scope["state"]["team_user"].projects())  # run lookups see only the caller's projects
+        scoped = RUN_SCOPE.set(scope["state"]["run_scope"])
         try:
             await self.app(scope, self._limited(receive, scope), self._wrap(send, cookies))
         finally:
@@ -171,6 +180,7 @@ class TeamGuard:
                               [(b"retry-after", f"{max(wait, 0.05):.2f}".encode())])
         state = scope.setdefault("state", {})
         state["team_user"] = user
+        state["run_scope"] = _run_scope(user, conn.query_params.get("project"))
         state["principal"] = Principal(name=user.name, projects=user.projects(), extra={"via": via})
         return None
 
