@@ -44,6 +44,8 @@ def test_cli_token_revoke_applies_to_the_next_request_of_a_running_server(team) 
     table = _cli(team.db, "token", "list")
     assert table.returncode == 0 and "revoked" in table.stdout and "alice" in table.stdout
     assert _cli(team.db, "token", "revoke", "0123456789ab").returncode != 0  # no such token: a clear error
+    issued = _cli(team.db, "token", "alice", "--label", "again", "--expires-days", "1")  # `token USER` issues one
+    assert issued.returncode == 0 and _whoami(team, issued.stdout.strip()).json()["name"] == "alice"
 
 
 def test_a_revoked_token_holder_who_drops_the_header_is_not_admin(team) -> None:
