@@ -22,9 +22,10 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rlcockpit.store.postgres import PostgresStore
+if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the PostgreSQL driver
+    from rlcockpit.store.postgres import PostgresStore
 
 ROLES = ("viewer", "member", "admin")
 RANK = {r: i for i, r in enumerate(ROLES)}
