@@ -148,3 +148,9 @@ def test_a_database_outage_answers_503_without_the_database_address() -> None:
             assert "postgresql" not in r.text and port not in r.text and "unavailable" in r.json()["error"]
         finally:
             t.server.shutdown()
+
+
+@pytest.mark.parametrize("word", ["list", "revoke", "issue"])
+def test_the_token_commands_words_are_not_user_names(team, word) -> None:
+    with pytest.raises(ValueError, match="rlcockpit server token"):
+        team.server.team.accounts.create_user(word, actor="test")
