@@ -44,6 +44,8 @@ def test_team_dashboard_in_chromium(team, tmp_path, browser_page) -> None:
 
     page.goto(f"{team.url}/?token={team.tokens['boss']}#/team?project=rl")  # cookie login, then the cookie is used
     page.wait_for_selector("#kpi-targets table")
+    assert "token" not in page.url and page.url.endswith("/#/team?project=rl")  # out of the address bar
+    assert team.tokens["boss"] not in page.evaluate("window.location.href + JSON.stringify(history.state)")
     text = page.inner_text("#kpi-targets")
     assert "aime-run" in text and "AIME" in text and "alice" in text
     page.fill("#kpi-input", "perf/throughput >= 2000")

@@ -79,12 +79,13 @@ def test_browser_writes_need_the_csrf_token(team) -> None:
     c.close()
 
 
-def test_loopback_requests_without_a_token_are_the_local_admin_but_need_a_loopback_host(team) -> None:
+def test_loopback_requests_without_a_token_are_refused_and_need_a_loopback_host(team) -> None:
     with httpx.Client(base_url=team.url, timeout=30) as c:
-        assert c.get("/api/v1/whoami").json()["name"] == "local"
+        r = c.get("/api/v1/whoami")  # no implicit admin: only `--local-admin` makes tokenless requests local
+        assert r.status_code == 401 and "token is required" in r.json()["error"]
         assert c.get("/api/v1/whoami", headers={"host": "attacker.example"}).status_code == 403
         r = c.post("/api/team/projects/rl/views", json={"name": "v", "state": {}})
-        assert r.status_code == 403  # a page on another site could post to localhost: CSRF applies
+        assert r.status_code == 401
 
 
 def test_ingest_rate_limit_answers_429_with_retry_after(pg_url) -> None:

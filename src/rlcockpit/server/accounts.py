@@ -1,6 +1,8 @@
 """Users, API tokens (stored hashed), roles per project, and the audit log.
 
-A token is ``rlc_<id>_<secret>``: the id finds the row, the secret is checked against its SHA-256.
+A token is ``rlc_<id>_<secret>``: the id finds the row, the secret is checked against its SHA-256. A token
+expires (90 days unless chosen otherwise), can be revoked, and records when it was last used (to the
+minute); every request reads its row, so a revocation applies at once in every server process.
 Why SHA-256 and not a slow password hash: the secret is 32 random bytes (not a password a person
 picked), so guessing is hopeless either way, and a slow hash would cost every ingest request tens of
 milliseconds. The plain token is shown once, when it is made, and never stored or logged.
@@ -15,18 +17,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rlcockpit.store.postgres import PostgresStore
+if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the PostgreSQL driver
+    from rlcockpit.store.postgres import PostgresStore
 
 ROLES = ("viewer", "member", "admin")
 RANK = {r: i for i, r in enumerate(ROLES)}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 TOKEN_RE = re.compile(r"^rlc_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
+DEFAULT_TOKEN_DAYS = 90.0  # a token's life unless asked otherwise (``--expires-days``; 0: never)
+RESERVED_NAMES = ("issue", "list", "revoke")  # `rlcockpit server token list` is not a token for user "list"
+LAST_USED_EVERY_S = 60.0  # ``tokens.last_used`` is written at most this often per token
 
 
 @dataclass
@@ -49,6 +56,12 @@ class User:
         return None if self.is_admin else tuple(sorted(self.roles))
 
 
+def token_id_of(token: str) -> str:
+    """The id part of ``rlc_<id>_<secret>`` (a bare id is returned as it is)."""
+    m = TOKEN_RE.match(token or "")
+    return m.group(1) if m else (token or "").strip()
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -58,8 +71,6 @@ class Accounts:
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
-        self._cache: dict[str, tuple[float, User | None]] = {}  # token -> (expires, user): ingest is hot
-        self.cache_s = 5.0
 
     def _q(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self.store._query(sql, params)
@@ -71,6 +82,8 @@ class Accounts:
     def create_user(self, name: str, *, is_admin: bool = False, actor: str = "cli") -> User:
         if not NAME_RE.match(name or ""):
             raise ValueError(f"user name {name!r}: 1-64 letters, digits or . _ @ - (starting with a letter/digit)")
+        if name in RESERVED_NAMES:
+            raise ValueError(f"user name {name!r} is a word of `rlcockpit server token`: pick another")
 
         def work(c: Any) -> int:
             if c.execute("SELECT 1 FROM users WHERE name = %s", (name,)).fetchone():
@@ -97,49 +110,81 @@ class Accounts:
             out.append({"name": name, "is_admin": admin, "roles": roles})
         return out
 
-    def issue_token(self, name: str, label: str = "", *, actor: str = "cli") -> str:
-        """A new API token for user ``name`` (returned once; only its hash is kept)."""
+    def issue_token(self, name: str, label: str = "", *, actor: str = "cli",
+                    expires_days: float | None = DEFAULT_TOKEN_DAYS) -> str:
+        """A new API token for user ``name`` (returned once; only its hash is kept). It stops working after
+        ``expires_days`` (``None`` or 0: never)."""
+        if expires_days is not None and (not math.isfinite(expires_days) or expires_days < 0):
+            raise ValueError(f"expires_days must be a number of days >= 0 (0: never), got {expires_days!r}")
         user = self.user(name)
         tid, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+        now = time.time()
+        expires = now + expires_days * 86400 if expires_days else None
 
         def work(c: Any) -> None:
-            c.execute("INSERT INTO tokens(id, user_id, hash, label, created_at) VALUES (%s, %s, %s, %s, %s)",
-                      (tid, user.id, _hash(secret), label or None, time.time()))
-            self._audit(c, actor, "token.create", None, name, {"token_id": tid, "label": label})
+            c.execute("INSERT INTO tokens(id, user_id, hash, label, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, "
+                      "%s)", (tid, user.id, _hash(secret), label or None, now, expires))
+            self._audit(c, actor, "token.create", None, name, {"token_id": tid, "label": label, "expires_at": expires})
 
         self._tx(work)
         return f"rlc_{tid}_{secret}"
 
-    def revoke_token(self, token_id: str, *, actor: str) -> None:
-        self._tx(lambda c: (c.execute("UPDATE tokens SET revoked = true WHERE id = %s", (token_id,)),
-                            self._audit(c, actor, "token.revoke", None, token_id, {})))
-        self._cache.clear()
+    def tokens(self, user: str | None = None) -> list[dict[str, Any]]:
+        """Every token (or ``user``'s), newest first: id, user, label, created, expires, last used, revoked —
+        never the secret or its hash."""
+        sql = ("SELECT t.id, u.name, t.label, t.created_at, t.expires_at, t.last_used, t.revoked FROM tokens t JOIN "
+               "users u ON u.id = t.user_id")
+        rows = self._q(sql + (" WHERE u.name = %s" if user else "") + " ORDER BY t.created_at DESC",
+                       (user,) if user else ())
+        now = time.time()
+        return [{"id": tid, "user": name, "label": label, "created_at": created, "expires_at": expires,
+                 "last_used": used, "revoked": revoked, "expired": expires is not None and expires <= now}
+                for tid, name, label, created, expires, used, revoked in rows]
 
-    def cached(self, token: str) -> tuple[bool, User | None]:
-        """``(True, user)`` when ``token`` was checked less than ``cache_s`` ago (no database call)."""
-        hit = self._cache.get(token)
-        if hit is not None and hit[0] > time.monotonic():
-            return True, hit[1]
-        return False, None
+    def token_owner(self, token_id: str) -> str | None:
+        rows = self._q("SELECT u.name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.id = %s",
+                       (token_id_of(token_id),))
+        return rows[0][0] if rows else None
+
+    def revoke_token(self, token_id: str, *, actor: str) -> str:
+        """Revoke a token by its id (or the whole ``rlc_...`` token); it is refused from the next request on,
+        in every server process (no cache). Returns the id; :class:`KeyError` when there is no such token."""
+        tid = token_id_of(token_id)
+
+        def work(c: Any) -> None:
+            if c.execute("UPDATE tokens SET revoked = true WHERE id = %s RETURNING id", (tid,)).fetchone() is None:
+                raise KeyError(f"no token {tid!r}")
+            self._audit(c, actor, "token.revoke", None, tid, {})
+
+        self._tx(work)
+        return tid
 
     def authenticate(self, token: str) -> User | None:
-        """The user of ``token`` (``None``: unknown, malformed or revoked)."""
-        now = time.monotonic()
-        hit = self._cache.get(token)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        """The user of ``token`` (``None``: unknown, malformed, revoked or expired)."""
+        return self.check(token)[0]
+
+    def check(self, token: str) -> tuple[User | None, str]:
+        """``(user, "")`` or ``(None, why)``. One query per request, no cache: a revocation, an expiry or a
+        role change made by any process applies to the very next request. ``last_used`` is written at most
+        once every ``LAST_USED_EVERY_S`` per token (not a write per ingest request)."""
         m = TOKEN_RE.match(token or "")
-        user = None
-        if m:
-            rows = self._q("SELECT t.hash, u.name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.id = %s "
-                           "AND NOT t.revoked", (m.group(1),))
-            if rows and hmac.compare_digest(rows[0][0], _hash(m.group(2))):
-                user = self.user(rows[0][1])
-                user.token_id = m.group(1)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[token] = (now + self.cache_s, user)
-        return user
+        if not m:
+            return None, "malformed"
+        rows = self._q("SELECT t.hash, t.revoked, t.expires_at, t.last_used, u.id, u.name, u.is_admin, (SELECT "
+                       "json_object_agg(project, role) FROM members WHERE user_id = u.id) FROM tokens t JOIN users u "
+                       "ON u.id = t.user_id WHERE t.id = %s", (m.group(1),))
+        if not rows or not hmac.compare_digest(rows[0][0], _hash(m.group(2))):
+            return None, "unknown"
+        _, revoked, expires, last_used, uid, name, admin, roles = rows[0]
+        now = time.time()
+        if revoked:
+            return None, "revoked"
+        if expires is not None and expires <= now:
+            return None, f"expired on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(expires))}"
+        if last_used is None or now - last_used >= LAST_USED_EVERY_S:
+            self._tx(lambda c: c.execute("UPDATE tokens SET last_used = %s WHERE id = %s AND (last_used IS NULL OR "
+                                         "last_used < %s)", (now, m.group(1), now - LAST_USED_EVERY_S)))
+        return User(uid, name, admin, dict(roles or {}), token_id=m.group(1)), ""
 
     def grant(self, name: str, project: str, role: str | None, *, actor: str) -> None:
         """Give ``name`` ``role`` in ``project`` (``None``: remove the membership)."""
@@ -156,7 +201,6 @@ class Accounts:
             self._audit(c, actor, "role.set", project, name, {"role": role})
 
         self._tx(work)
-        self._cache.clear()
 
     # ---- audit ----------------------------------------------------------------------------------
     @staticmethod

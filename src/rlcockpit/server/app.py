@@ -26,7 +26,7 @@ from rlcockpit.server import routes_ingest, routes_team
 from rlcockpit.server import schema as _schema  # noqa: F401 - registers the team tables
 from rlcockpit.server.accounts import Accounts
 from rlcockpit.server.guard import Limits, TeamGuard
-from rlcockpit.server.kpi import Kpis
+from rlcockpit.server.kpi import TEAM_USER_META, Kpis
 from rlcockpit.server.state import TeamState
 from rlcockpit.store.postgres import PostgresStore
 from rlcockpit.ui.app import STATIC_DIR, create_app
@@ -98,9 +98,11 @@ def _index() -> bytes:
 
 
 def create_team_app(store: PostgresStore, *, loopback: bool, limits: Limits | None = None,
-                    alerts: Any = None, dashboard_url: str | None = None) -> FastAPI:
-    """The team server's ASGI app over ``store`` (see the module doc)."""
+                    alerts: Any = None, dashboard_url: str | None = None, local_admin: bool = False) -> FastAPI:
+    """The team server's ASGI app over ``store`` (see the module doc). ``local_admin``: requests without a
+    token act as the server admin (loopback binds only; ``rlcockpit server --local-admin``)."""
     accounts = Accounts(store)
+    store.server_meta = (*store.server_meta, TEAM_USER_META)  # set from the token at creation, never by a client
     project_alerts = ProjectAlerts(store, alerts, dashboard_url)
     app = FastAPI(title="rlcockpit team server", version=__version__, openapi_url="/api/team/openapi.json",
                   docs_url=None, redoc_url=None, default_response_class=JSON)
@@ -120,6 +122,12 @@ def create_team_app(store: PostgresStore, *, loopback: bool, limits: Limits | No
     def index() -> Response:
         return Response(_index(), media_type="text/html; charset=utf-8")
 
+    @app.get("/api/health", include_in_schema=False)
+    def health() -> Response:
+        """The dashboard's health answer without the store's location: on a team server that is the database's
+        address (host, port, user, database), which no caller needs."""
+        return JSON({"ok": True, "version": __version__, "store": "postgresql"})
+
     @app.get("/team-static/{name}", include_in_schema=False)
     def team_static(name: str) -> Response:
         target = TEAM_STATIC / name
@@ -130,7 +138,8 @@ def create_team_app(store: PostgresStore, *, loopback: bool, limits: Limits | No
 
     dashboard = create_app(store, auth=ScopeAuth(), check_host=False)
     app.mount("/", dashboard)
-    app.add_middleware(TeamGuard, accounts=accounts, loopback=loopback, limits=app.state.team.limits)
+    app.add_middleware(TeamGuard, accounts=accounts, loopback=loopback, limits=app.state.team.limits,
+                       local_admin=local_admin)
     return app
 
 
@@ -139,14 +148,18 @@ class TeamServer:
 
     def __init__(self, db: str, host: str = "127.0.0.1", port: int = 6008, *, pool_size: int = 32,
                  limits: Limits | None = None, alerts: Any = None, dashboard_url: str | None = None,
-                 timeouts: Timeouts | None = None) -> None:
+                 timeouts: Timeouts | None = None, local_admin: bool = False) -> None:
+        if local_admin and not is_loopback(host):
+            raise ValueError(f"--local-admin needs a loopback --host (got {host!r}): off loopback every request "
+                             "needs a token")
         self.store = PostgresStore(db, pool_size=pool_size, compaction="background")
         self._stopping = threading.Event()
         self._compactor = threading.Thread(target=self._compact_loop, name="rlcockpit-compactor", daemon=True)
         self._compactor.start()
         self.loopback = is_loopback(host)
+        self.local_admin = local_admin
         self.app = create_team_app(self.store, loopback=self.loopback, limits=limits, alerts=alerts,
-                                   dashboard_url=dashboard_url)
+                                   dashboard_url=dashboard_url, local_admin=local_admin)
         t = timeouts or Timeouts()
         self.socket = _bind(host, port, t.backlog)
         self.server_address = self.socket.getsockname()[:2]

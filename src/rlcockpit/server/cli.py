@@ -22,8 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Team server: every project's dashboard plus the ingestion API for remote "
                                    "runs (RLCOCKPIT_SERVER=...). Subcommands manage users and tokens.")
     _db_arg(p, top=True)
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; off loopback every "
-                                                       "request needs a token)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1); every request needs a "
+                                                       "token unless --local-admin")
+    p.add_argument("--local-admin", action="store_true",
+                   help="loopback binds only: a request without a token acts as the server admin (one person on "
+                        "their own machine, like `rlcockpit ui`; programs on this machine log without a token)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = any free)")
     p.add_argument("--alerts", help="alerts YAML for projects without their own channels (KPI alerts)")
     p.add_argument("--dashboard-url", help="public URL of this server (links in alerts)")
@@ -34,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     a = ops.add_parser("create-admin", help="create a server admin and print their first token")
     a.add_argument("name", nargs="?", default="admin", help="user name (default admin)")
+    _expiry_arg(a)
     _db_arg(a)
     a.set_defaults(func=cmd_create_admin)
 
@@ -41,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("name")
     u.add_argument("--project", action="append", default=[], help="PROJECT[=ROLE] (role viewer|member|admin; "
                                                                   "default member); repeatable")
+    _expiry_arg(u)
     _db_arg(u)
     u.set_defaults(func=cmd_add_user)
 
@@ -51,9 +56,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _db_arg(g)
     g.set_defaults(func=cmd_grant)
 
-    t = ops.add_parser("token", help="issue another API token for a user")
-    t.add_argument("name")
+    t = ops.add_parser("token", help="tokens: `token USER` issues one, `token list [USER]` lists them, "
+                                     "`token revoke ID` revokes one",
+                       description="`token USER` (or `token issue USER`) prints a new token for USER; `token list "
+                                   "[USER]` shows id, user, label, created, expires, last used, revoked; `token "
+                                   "revoke ID` (the 12-hex id, or the whole rlc_... token) refuses it from the next "
+                                   "request on, in every server process.")
+    t.add_argument("action", metavar="USER|issue|list|revoke")
+    t.add_argument("arg", nargs="?", metavar="USER|ID", help="issue/list: the user; revoke: the token id")
     t.add_argument("--label", default="")
+    t.add_argument("--json", action="store_true", help="list: JSON")
+    _expiry_arg(t)
     _db_arg(t)
     t.set_defaults(func=cmd_token)
 
@@ -70,6 +83,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     y.add_argument("--server", help="team server URL (default $RLCOCKPIT_SERVER)")
     y.add_argument("--token", help="API token (default $RLCOCKPIT_TOKEN)")
     y.set_defaults(func=cmd_sync)
+
+
+def _expiry_arg(p: argparse.ArgumentParser) -> None:
+    from rlcockpit.server.accounts import DEFAULT_TOKEN_DAYS
+
+    p.add_argument("--expires-days", type=float, default=DEFAULT_TOKEN_DAYS,
+                   help=f"the token stops working after this many days (default {DEFAULT_TOKEN_DAYS:g}; 0: never)")
 
 
 def _db(args: argparse.Namespace) -> str:
@@ -101,10 +121,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = Limits(requests_per_s=args.rate, request_burst=max(4 * args.rate, 10),
                     max_body_bytes=int(args.max_batch_mb * 2**20))
     server = TeamServer(_db(args), args.host, args.port, limits=limits, alerts=alerts,
-                        dashboard_url=args.dashboard_url)
+                        dashboard_url=args.dashboard_url, local_admin=args.local_admin)
     print(f"rlcockpit team server on {server.url}/  (database {server.store.url})")
-    if server.loopback:
-        print("  loopback: requests without a token act as the local admin")
+    if server.local_admin:
+        print("  --local-admin: requests from this machine without a token act as the server admin")
     else:
         print("  every request needs a token (rlcockpit server create-admin / add-user)")
     print(f"  runs log here with RLCOCKPIT_SERVER={server.url} RLCOCKPIT_TOKEN=rlc_...", flush=True)
@@ -121,7 +141,7 @@ def cmd_create_admin(args: argparse.Namespace) -> int:
     acc = _accounts(args)
     acc.create_user(args.name, is_admin=True, actor="cli")
     print(f"server admin {args.name!r} created; their token (shown once, keep it secret):")
-    print(acc.issue_token(args.name, "create-admin", actor="cli"))
+    print(acc.issue_token(args.name, "create-admin", actor="cli", expires_days=args.expires_days))
     return 0
 
 
@@ -132,7 +152,7 @@ def cmd_add_user(args: argparse.Namespace) -> int:
         project, _, role = item.partition("=")
         acc.grant(args.name, project, role or "member", actor="cli")
     print(f"user {args.name!r} created; their token (shown once):")
-    print(acc.issue_token(args.name, "add-user", actor="cli"))
+    print(acc.issue_token(args.name, "add-user", actor="cli", expires_days=args.expires_days))
     return 0
 
 
@@ -143,8 +163,36 @@ def cmd_grant(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    print(_accounts(args).issue_token(args.name, args.label, actor="cli"))
+    acc = _accounts(args)
+    if args.action == "list":
+        rows = acc.tokens(args.arg)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        print(f"{'id':12}  {'user':16}  {'created':16}  {'expires':16}  {'last used':16}  state     label")
+        for r in rows:
+            state = "revoked" if r["revoked"] else "expired" if r["expired"] else "active"
+            print(f"{r['id']:12}  {r['user']:16}  {_when(r['created_at'])}  {_when(r['expires_at'], 'never')}  "
+                  f"{_when(r['last_used'])}  {state:8}  {r['label'] or ''}")
+        return 0
+    if args.action == "revoke":
+        if not args.arg:
+            raise ValueError("token revoke: name the token id (see `rlcockpit server token list`)")
+        try:
+            tid = acc.revoke_token(args.arg, actor="cli")
+        except KeyError as exc:
+            raise ValueError(f"token revoke: {exc.args[0]}") from None
+        print(f"token {tid} revoked: refused from the next request on")
+        return 0
+    name = args.arg if args.action == "issue" else args.action
+    if not name:
+        raise ValueError("token issue: name the user")
+    print(acc.issue_token(name, args.label, actor="cli", expires_days=args.expires_days))
     return 0
+
+
+def _when(ts: float | None, none: str = "-") -> str:
+    return f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(ts)) if ts else none:16}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:

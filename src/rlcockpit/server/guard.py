@@ -2,13 +2,17 @@
 
 Rules (tested in ``tests/server/test_server_security.py``):
 
-* Off loopback every route needs a token — ``Authorization: Bearer rlc_...`` (API clients, the remote
-  logger), or the ``rlcockpit_token`` cookie the browser gets from a first ``?token=`` visit. On a
-  loopback bind a request without credentials acts as the local admin (like ``rlcockpit ui``), and the
-  ``Host`` header must then name a loopback host (DNS rebinding).
-* Browser writes (a cookie or the loopback default, not a Bearer header) need the CSRF token: the
+* Every route needs a token — ``Authorization: Bearer rlc_...`` (API clients, the remote logger), or the
+  ``rlcockpit_token`` cookie the browser gets from a first ``?token=`` visit. A token offered and not
+  valid (unknown, revoked, expired) is refused, never ignored. Only a server started with
+  ``--local-admin`` (loopback binds only) treats a request *without* a token as the local admin, like
+  ``rlcockpit ui`` — and not when it carries a proxy's header (``X-Forwarded-For``, ``Forwarded``...): a
+  same-host reverse proxy does not make the world local. On a loopback bind the ``Host`` header must
+  name a loopback host (DNS rebinding).
+* Browser writes (a cookie or the local admin, not a Bearer header) need the CSRF token: the
   ``X-CSRF-Token`` header must equal the ``rlcockpit_csrf`` cookie (double submit; the cookie is set on
-  every page load, ``SameSite=Strict``), and an ``Origin`` header, when sent, must match ``Host``.
+  every page load, ``SameSite=Strict``), and an ``Origin`` header, when sent, must match ``Host``. The
+  tokenless local admin's JSON writes (the remote logger's) pass without it: see :func:`_programmatic`.
 * Ingestion is rate limited per token (requests and bytes per second, token buckets: 429 with
   ``Retry-After``) and bounded in size (413 before the body is read past the limit).
 """
@@ -16,6 +20,7 @@ Rules (tested in ``tests/server/test_server_security.py``):
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import threading
 import time
@@ -28,12 +33,16 @@ from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 
 from rlcockpit.server.accounts import Accounts, User
+from rlcockpit.store.base import StoreError
+from rlcockpit.store.postgres import RUN_SCOPE
 from rlcockpit.ui.security import CSP, TOKEN_COOKIE, Principal, host_is_loopback
 
+logger = logging.getLogger("rlcockpit.server")
 CSRF_COOKIE, CSRF_HEADER = "rlcockpit_csrf", "x-csrf-token"
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 INGEST_PREFIX = "/api/v1/runs/"
 LOCAL_ADMIN = User(id=0, name="local", is_admin=True)
+PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 
 
 @dataclass
@@ -83,6 +92,26 @@ class RateLimiter:
             return pair[1].take(min(nbytes, lim.byte_burst))
 
 
+def _run_scope(user: User, project: str | None) -> tuple[str, ...] | None:
+    """The projects a request's run lookups (id, name, prefix) search: the caller's, narrowed to the one the
+    request names with ``?project=`` (so a name means that project's run, not a namesake elsewhere)."""
+    mine = user.projects()
+    if not project:
+        return mine
+    return (project,) if mine is None or project in mine else ()
+
+
+def _programmatic(headers: Headers) -> bool:
+    """A write no web page can forge: a JSON body (a cross-site page cannot send one without a CORS preflight,
+    which this server never grants) and no browser marking it cross-site. The tokenless remote logger of a
+    ``--local-admin`` server sends exactly this."""
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    site = headers.get("sec-fetch-site", "same-origin").lower()
+    origin = headers.get("origin")
+    same = not origin or urllib.parse.urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
+    return kind == "application/json" and site in ("same-origin", "none") and same
+
+
 def _error(status: int, message: str, extra: list[tuple[bytes, bytes]] = ()) -> tuple[int, list, bytes]:
     return status, [(b"content-type", b"application/json; charset=utf-8"), *extra], json.dumps(
         {"error": message}).encode()
@@ -91,8 +120,11 @@ def _error(status: int, message: str, extra: list[tuple[bytes, bytes]] = ()) -> 
 class TeamGuard:
     """ASGI middleware in front of the team routes and the mounted dashboard."""
 
-    def __init__(self, app: Any, *, accounts: Accounts, loopback: bool, limits: Limits) -> None:
-        self.app, self.accounts, self.loopback = app, accounts, loopback
+    def __init__(self, app: Any, *, accounts: Accounts, loopback: bool, limits: Limits,
+                 local_admin: bool = False) -> None:
+        if local_admin and not loopback:
+            raise ValueError("local-admin mode (tokenless requests act as the admin) needs a loopback bind")
+        self.app, self.accounts, self.loopback, self.local_admin = app, accounts, loopback, local_admin
         self.limits = limits
         self.limiter = RateLimiter(limits)
 
@@ -107,26 +139,31 @@ class TeamGuard:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        await self.app(scope, self._limited(receive, scope), self._wrap(send, cookies))
+        scoped = RUN_SCOPE.set(scope["state"]["run_scope"])
+        try:
+            await self.app(scope, self._limited(receive, scope), self._wrap(send, cookies))
+        finally:
+            RUN_SCOPE.reset(scoped)
 
     async def _check(self, scope: dict, cookies: list[str]) -> tuple[int, list, bytes] | None:
         headers = Headers(scope=scope)
         if self.loopback and not host_is_loopback(headers.get("host", "")):
             return _error(403, "Host header must name a loopback host")
         conn = HTTPConnection(scope)
-        user, via, token = await self._authenticate(conn)
+        try:
+            user, via, token = await self._authenticate(conn)
+        except StoreError as exc:  # the database is down: retry later (never its address in the answer)
+            logger.warning("authentication: %s", exc)
+            return _error(503, "the team database is unavailable; retry later", [(b"retry-after", b"1")])
         if user is None:
-            if via == "bad":
-                return _error(401, "the token is not valid (unknown, malformed or revoked)",
-                              [(b"www-authenticate", b"Bearer")])
-            if not self.loopback:
-                return _error(401, "a token is required: Authorization: Bearer rlc_... (or open the dashboard "
-                                   "once with ?token=...)", [(b"www-authenticate", b"Bearer")])
-            user, via = LOCAL_ADMIN, "loopback"
+            refusal = self._tokenless_refusal(via, token, headers)
+            if refusal is not None:
+                return refusal
+            user, via = LOCAL_ADMIN, "local"
         if via == "query":
             cookies.append(f"{TOKEN_COOKIE}={urllib.parse.quote(token, safe='')}; Path=/; HttpOnly; SameSite=Strict")
         method = scope["method"]
-        if method in UNSAFE and via != "header":
+        if method in UNSAFE and via != "header" and not (via == "local" and _programmatic(headers)):
             problem = self._csrf_problem(conn, headers)
             if problem:
                 return _error(403, problem)
@@ -136,17 +173,36 @@ class TeamGuard:
             size = int(headers.get("content-length") or 0)
             if size > self.limits.max_body_bytes:
                 return _error(413, f"batch of {size} bytes is larger than the limit ({self.limits.max_body_bytes})")
-            wait = self.limiter.check(user.token_id or user.name if via != "loopback" else
+            wait = self.limiter.check(user.token_id or user.name if via != "local" else
                                       (scope.get("client") or ("-",))[0], size)
             if wait:
                 return _error(429, f"ingestion rate limit: retry in {wait:.2f}s",
                               [(b"retry-after", f"{max(wait, 0.05):.2f}".encode())])
         state = scope.setdefault("state", {})
         state["team_user"] = user
+        state["run_scope"] = _run_scope(user, conn.query_params.get("project"))
         state["principal"] = Principal(name=user.name, projects=user.projects(), extra={"via": via})
         return None
 
+    def _tokenless_refusal(self, via: str, why: str, headers: Headers) -> tuple[int, list, bytes] | None:
+        """Why a request without a valid token is refused (``None``: it is the local admin of a server started
+        with ``--local-admin``). A bad token is never ignored, and a request relayed by a proxy is never local."""
+        bearer = [(b"www-authenticate", b"Bearer")]
+        if via == "bad":
+            return _error(401, f"the token is not valid ({why}): ask an admin for a new one "
+                               "(rlcockpit server token USER)", bearer)
+        if not self.local_admin:
+            return _error(401, "a token is required: Authorization: Bearer rlc_... (or open the dashboard once with "
+                               "?token=...)", bearer)
+        proxied = [h for h in PROXY_HEADERS if h in headers]
+        if proxied:
+            return _error(401, f"a request relayed by a proxy ({proxied[0]} header) needs a token: local-admin mode "
+                               "covers programs on this machine only", bearer)
+        return None
+
     async def _authenticate(self, conn: HTTPConnection) -> tuple[User | None, str, str]:
+        """``(user, via, token)`` for the first valid token offered; ``(None, "bad", why)`` when tokens were
+        offered and none is valid; ``(None, "none", "")`` when none was offered."""
         offered: list[tuple[str, str]] = []
         auth = conn.headers.get("authorization") or ""
         if auth.lower().startswith("bearer "):
@@ -155,13 +211,13 @@ class TeamGuard:
         if cookie:
             offered.append(("cookie", urllib.parse.unquote(cookie)))
         offered.extend(("query", v) for v in conn.query_params.getlist("token"))
+        first_why = ""
         for via, token in offered:
-            hit, user = self.accounts.cached(token)  # the hot path (every ingest request): no thread hop
-            if not hit:
-                user = await anyio.to_thread.run_sync(self.accounts.authenticate, token)
+            user, why = await anyio.to_thread.run_sync(self.accounts.check, token)
             if user is not None:
                 return user, via, token
-        return None, "bad" if offered else "none", ""
+            first_why = first_why or why
+        return None, "bad" if offered else "none", first_why
 
     def _csrf_problem(self, conn: HTTPConnection, headers: Headers) -> str | None:
         origin = headers.get("origin")

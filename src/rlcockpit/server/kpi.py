@@ -26,6 +26,7 @@ from rlcockpit.store.postgres import PostgresStore
 
 logger = logging.getLogger("rlcockpit.server")
 OPS = (">=", "<=", ">", "<")
+TEAM_USER_META = "team_user"  # run meta: who ran it (the ingest token's user), the leaderboard's credit
 TARGET_RE = re.compile(r"^\s*(?P<key>\S+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>[-+0-9.eE]+)\s*(?P<pct>%?)\s*$")
 
 
@@ -225,8 +226,7 @@ class Kpis:
                 entries.append({"run_id": rid, "name": name, "status": status, "best": float(vals[b]),
                                 "best_step": int(steps[b]), "last": float(vals[-1]), "last_step": int(steps[-1]),
                                 "reached": reached_step is not None, "reached_step": reached_step,
-                                "user": meta.get("team_user") or (meta.get("user") if isinstance(meta.get("user"), str)
-                                                                  else None)})
+                                "user": meta.get(TEAM_USER_META)})
             entries.sort(key=lambda e: -e["best"] if t["op"].startswith(">") else e["best"])
             out.append({"target": t, "runs": entries[:limit]})
         return out

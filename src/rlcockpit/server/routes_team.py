@@ -1,7 +1,9 @@
 """Team routes (``/api/team``): KPI targets and leaderboard, saved views, sample ratings, runs, alerts, users.
 
 Reads need ``viewer`` in the project; saving views and rating samples ``member``; targets, alert
-channels, deleting runs and roles ``admin`` (users and tokens: a server admin). Every change is written
+channels, deleting runs and roles ``admin`` (users: a server admin; tokens: their owner or a server
+admin). Runs are looked up among the caller's projects only (see ``RUN_SCOPE``), so a run of another
+project is "no run", and no message names a project the caller cannot read. Every change is written
 to the audit log (who, what, when). Handlers are plain ``def``: FastAPI runs them in its thread pool.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Request
 from starlette.responses import Response
 
+from rlcockpit.server.accounts import DEFAULT_TOKEN_DAYS, token_id_of
 from rlcockpit.server.state import fail, require, team, user_of
 from rlcockpit.ui.params import JSON
 
@@ -40,7 +43,7 @@ def _run_project(request: Request, run_id: str, role: str) -> dict[str, Any]:
         run = team(request).store.get_run(run_id)
     except KeyError:
         fail(404, f"no run {run_id!r}")
-    require(user_of(request), run["project"], role)
+    require(user_of(request), run["project"], role, missing=f"run {run_id!r}")
     return run
 
 
@@ -56,7 +59,7 @@ def all_targets(request: Request) -> Response:
 
 @router.get("/projects/{project}/targets")
 def list_targets(project: str, request: Request) -> Response:
-    require(user_of(request), project, "viewer")
+    require(user_of(request), project, "viewer", missing=f"project {project!r}")
     return JSON({"targets": team(request).kpis.targets(project, fresh=True)})
 
 
@@ -64,7 +67,7 @@ def list_targets(project: str, request: Request) -> Response:
 def set_target(project: str, request: Request, data: Any = Body(None)) -> Response:
     """``{"target": "val-core/aime/acc/mean@1 >= 0.70", "label": "AIME"}`` (admin)."""
     user = user_of(request)
-    require(user, project, "admin")
+    require(user, project, "admin", missing=f"project {project!r}")
     data = _body(data, "target")
     state = team(request)
     try:
@@ -81,21 +84,21 @@ def delete_target(target_id: int, request: Request) -> Response:
     rows = state.store._query("SELECT project FROM kpi_targets WHERE id = %s", (target_id,))
     if not rows:
         fail(404, f"no KPI target {target_id}")
-    require(user, rows[0][0], "admin")
+    require(user, rows[0][0], "admin", missing=f"KPI target {target_id}")
     state.kpis.delete_target(target_id, user.name, state.accounts._audit)
     return JSON({"deleted": target_id})
 
 
 @router.get("/projects/{project}/leaderboard")
 def leaderboard(project: str, request: Request) -> Response:
-    require(user_of(request), project, "viewer")
+    require(user_of(request), project, "viewer", missing=f"project {project!r}")
     return JSON({"project": project, "leaderboard": team(request).kpis.leaderboard(project)})
 
 
 # ---- saved views --------------------------------------------------------------------------------
 @router.get("/projects/{project}/views")
 def list_views(project: str, request: Request) -> Response:
-    require(user_of(request), project, "viewer")
+    require(user_of(request), project, "viewer", missing=f"project {project!r}")
     rows = team(request).store._query("SELECT id, name, owner, state, created_at, updated_at FROM views WHERE "
                                       "project = %s ORDER BY updated_at DESC", (project,))
     return JSON({"views": [_view(project, *r) for r in rows]})
@@ -111,7 +114,7 @@ def save_view(project: str, request: Request, data: Any = Body(None)) -> Respons
     """``{"name": ..., "state": {"route": "#/compare?runs=a,b", "filter": ..., "panels": [...], "smoothing": 0.6,
     "x": "step"}}`` → the view with its shareable URL (member)."""
     user = user_of(request)
-    require(user, project, "member")
+    require(user, project, "member", missing=f"project {project!r}")
     data = _body(data, "name", "state")
     state = data["state"]
     text = json.dumps(state)
@@ -136,7 +139,7 @@ def get_view(view_id: str, request: Request) -> Response:
                                       "WHERE id = %s", (view_id,))
     if not rows:
         fail(404, f"no view {view_id!r}")
-    require(user_of(request), rows[0][0], "viewer")
+    require(user_of(request), rows[0][0], "viewer", missing=f"view {view_id!r}")
     return JSON({"view": _view(*rows[0])})
 
 
@@ -147,7 +150,7 @@ def delete_view(view_id: str, request: Request) -> Response:
     if not rows:
         fail(404, f"no view {view_id!r}")
     project, owner = rows[0]
-    require(user, project, "member" if owner == user.name else "admin")
+    require(user, project, "member" if owner == user.name else "admin", missing=f"view {view_id!r}")
 
     def work(tx: Any) -> None:
         tx.conn.execute("DELETE FROM views WHERE id = %s", (view_id,))
@@ -223,7 +226,7 @@ def human_finding(run_id: str, step: int, idx: int, note: str, author: str, samp
 
 @router.get("/projects/{project}/ratings/export")
 def export_ratings(project: str, request: Request, format: str = "jsonl") -> Response:
-    require(user_of(request), project, "viewer")
+    require(user_of(request), project, "viewer", missing=f"project {project!r}")
     rows = _ratings(team(request).store, "r.run_id IN (SELECT id FROM runs WHERE project = %s)", (project,))
     if format == "csv":
         buf = io.StringIO()
@@ -255,7 +258,7 @@ def set_alerts(project: str, request: Request, data: Any = Body(None)) -> Respon
     from rlcockpit.alerts.config import load_alerts_config
 
     user, state = user_of(request), team(request)
-    require(user, project, "admin")
+    require(user, project, "admin", missing=f"project {project!r}")
     try:
         load_alerts_config(data, env={})
     except (ValueError, TypeError) as exc:
@@ -281,7 +284,7 @@ def audit(request: Request, project: str | None = None, limit: int = 200) -> Res
     if project is None and not user.is_admin:
         fail(403, "the whole audit log is for server admins; ask for ?project=")
     if project is not None:
-        require(user, project, "admin")
+        require(user, project, "admin", missing=f"project {project!r}")
     return JSON({"audit": team(request).accounts.audit_log(project, min(max(limit, 1), 5000))})
 
 
@@ -306,10 +309,46 @@ def create_user(request: Request, data: Any = Body(None)) -> Response:
 def set_member(project: str, request: Request, data: Any = Body(None)) -> Response:
     """``{"user": "bob", "role": "viewer"|"member"|"admin"|null}`` (project admin)."""
     user, accounts = user_of(request), team(request).accounts
-    require(user, project, "admin")
+    require(user, project, "admin", missing=f"project {project!r}")
     data = _body(data, "user", "role")
     try:
         accounts.grant(str(data["user"]), project, data["role"], actor=user.name)
     except (KeyError, ValueError) as exc:
         fail(400, str(exc.args[0] if exc.args else exc))
     return JSON({"project": project, "user": data["user"], "role": data["role"]})
+
+
+# ---- tokens -----------------------------------------------------------------------------------------
+@router.get("/tokens")
+def list_tokens(request: Request, user: str | None = None) -> Response:
+    """The caller's tokens (a server admin: everyone's, or ``?user=``'s): id, label, created, expires, last
+    used, revoked — never a secret."""
+    me, accounts = user_of(request), team(request).accounts
+    if user is not None and user != me.name and not me.is_admin:
+        fail(403, "only a server admin lists other users' tokens")
+    return JSON({"tokens": accounts.tokens(user if me.is_admin else me.name)})
+
+
+@router.post("/tokens")
+def issue_token(request: Request, data: Any = Body(None)) -> Response:
+    """``{"label": "laptop", "expires_days": 30}`` → a new token for the caller (shown once)."""
+    me, accounts = user_of(request), team(request).accounts
+    data = _body(data or {})
+    days = data.get("expires_days", DEFAULT_TOKEN_DAYS)
+    if not isinstance(days, (int, float)) or isinstance(days, bool):
+        fail(400, f"expires_days: expected a number of days (0: never), got {days!r}")
+    try:
+        token = accounts.issue_token(me.name, str(data.get("label") or "")[:200], actor=me.name, expires_days=days)
+    except (KeyError, ValueError) as exc:
+        fail(400, str(exc.args[0] if exc.args else exc))
+    return JSON({"token": token, "id": token_id_of(token)})
+
+
+@router.delete("/tokens/{token_id}")
+def revoke_token(token_id: str, request: Request) -> Response:
+    """Revoke a token (its owner or a server admin); refused from the next request on, in every process."""
+    me, accounts = user_of(request), team(request).accounts
+    owner = accounts.token_owner(token_id)
+    if owner is None or (owner != me.name and not me.is_admin):
+        fail(404, f"no token {token_id_of(token_id)!r}")
+    return JSON({"revoked": accounts.revoke_token(token_id, actor=me.name)})

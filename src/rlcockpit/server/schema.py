@@ -45,4 +45,7 @@ TEAM_V1 = (
       project TEXT PRIMARY KEY, config TEXT NOT NULL, updated_by TEXT, updated_at DOUBLE PRECISION)""",
 )
 
-register_part("team", [TEAM_V1])
+# v2: token expiry (``NULL``: never) — see :meth:`rlcockpit.server.accounts.Accounts.issue_token`
+TEAM_V2 = ("ALTER TABLE tokens ADD COLUMN IF NOT EXISTS expires_at DOUBLE PRECISION",)
+
+register_part("team", [TEAM_V1, TEAM_V2])

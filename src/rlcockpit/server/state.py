@@ -11,7 +11,7 @@ import numpy as np
 from fastapi import Request
 
 from rlcockpit.server.accounts import Accounts, User
-from rlcockpit.server.guard import LOCAL_ADMIN, Limits
+from rlcockpit.server.guard import Limits
 from rlcockpit.store.postgres import PostgresStore
 from rlcockpit.ui.params import ApiError
 
@@ -68,17 +68,23 @@ def team(request: Request) -> TeamState:
 
 
 def user_of(request: Request) -> User:
-    return getattr(request.state, "team_user", None) or LOCAL_ADMIN
+    """The caller :class:`~rlcockpit.server.guard.TeamGuard` authenticated (fails closed: 401 without one)."""
+    user = getattr(request.state, "team_user", None)
+    if user is None:
+        fail(401, "not authenticated")
+    return user
 
 
 def fail(status: int, message: str) -> NoReturn:
     raise ApiError(status, message)
 
 
-def require(user: User, project: str, role: str) -> None:
-    """403 unless ``user`` has at least ``role`` in ``project`` (404 when they may not even read it)."""
+def require(user: User, project: str, role: str, *, missing: str = "such thing") -> None:
+    """403 unless ``user`` has at least ``role`` in ``project``; 404 ``no {missing}`` when they may not even read
+    it. ``missing`` names what the caller asked for (``project 'rl'`` when they named the project, ``view
+    'x'`` for a view): never the project a resource belongs to, which a caller without a role must not learn."""
     if user.can(project, role):
         return
     if not user.can(project, "viewer"):
-        fail(404, f"no project {project!r}")
+        fail(404, f"no {missing}")
     fail(403, f"user {user.name!r} needs the {role} role in project {project!r}")

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,11 @@ _RUN_COLS = (
     "heartbeat_mono", "boot_id", "data_lost",
 )
 
+# The projects whose runs a lookup by id, name or prefix may find, for the current request (``None``: all).
+# The team server's guard sets it to the caller's projects for each request, so every route that resolves
+# a run — the dashboard's, ingestion's, the team routes — is scoped without being able to forget it.
+RUN_SCOPE: ContextVar[tuple[str, ...] | None] = ContextVar("rlcockpit_run_scope", default=None)
+
 
 class _Tx:
     """One write transaction: its connection, and key ids it created (published only after commit)."""
@@ -67,6 +73,10 @@ class _Tx:
 
 class PostgresStore(Store):
     """A store in a PostgreSQL database (``postgresql://user[:password]@host[:port]/db``)."""
+
+    # ``meta`` keys only the server sets (at run creation) and a batch's ``meta_patch`` never changes: the
+    # team server puts ``team_user`` (who ran it, from the token) here, so a client cannot take a run's credit
+    server_meta: tuple[str, ...] = ()
 
     def __init__(self, url: str, *, pool_size: int = 4, connect_timeout_s: float = 5.0,
                  busy_timeout_s: float = 30.0, compaction: str = "inline") -> None:
@@ -151,20 +161,27 @@ class PostgresStore(Store):
         d["status"] = effective_status(d, time.time())
         return d
 
-    def resolve_run_id(self, run_id: str) -> str:
-        """An exact id; else the newest run with that name; else a unique id prefix."""
-        rows = self._query("SELECT id, 0 AS o FROM runs WHERE id = %s UNION ALL (SELECT id, 1 FROM runs WHERE "
-                           "name = %s ORDER BY created_at DESC LIMIT 1) ORDER BY o LIMIT 1", (run_id, run_id))
+    def resolve_run_id(self, run_id: str, *, projects: Collection[str] | None = None) -> str:
+        """An exact id; else the newest run with that name; else a unique id prefix — among the runs of
+        ``projects`` (default: :data:`RUN_SCOPE`, the caller's projects on a team server; ``None``: all).
+
+        A run outside the scope is "no run", exactly like one that does not exist, and messages name
+        neither other projects' runs nor the database (they reach HTTP callers)."""
+        scope = RUN_SCOPE.get() if projects is None else tuple(projects)
+        where, extra = ("", ()) if scope is None else (" AND project = ANY(%s)", (list(scope),))
+        rows = self._query(f"SELECT id, 0 AS o FROM runs WHERE id = %s{where} UNION ALL (SELECT id, 1 FROM runs WHERE "
+                           f"name = %s{where} ORDER BY created_at DESC LIMIT 1) ORDER BY o LIMIT 1",
+                           (run_id, *extra, run_id, *extra))
         if rows:
             return rows[0][0]
         like = escape_like(run_id) + "%"
-        ids = [r[0] for r in self._query("SELECT id FROM runs WHERE id LIKE %s ORDER BY created_at DESC LIMIT 6",
-                                         (like,))]
+        ids = [r[0] for r in self._query(f"SELECT id FROM runs WHERE id LIKE %s{where} ORDER BY created_at DESC "
+                                         "LIMIT 6", (like, *extra))]
         if len(ids) == 1:
             return ids[0]
         if not ids:
-            raise KeyError(f"no run {run_id!r} in store {self.url}")
-        raise KeyError(f"run {run_id!r} is ambiguous in store {self.url}: matches {', '.join(ids[:5])}")
+            raise KeyError(f"no run {run_id!r}")
+        raise KeyError(f"run {run_id!r} is ambiguous: matches {', '.join(ids[:5])}")
 
     # ---- runs -------------------------------------------------------------------------------
     def create_run(self, run: Mapping[str, Any]) -> None:
@@ -214,11 +231,11 @@ class PostgresStore(Store):
             params = (project,)
         return [self._run_row(r) for r in self._query(sql + " ORDER BY created_at DESC", params)]
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
-        rid = self.resolve_run_id(run_id)
+    def get_run(self, run_id: str, *, projects: Collection[str] | None = None) -> dict[str, Any]:
+        rid = self.resolve_run_id(run_id, projects=projects)
         rows = self._query(f"SELECT {', '.join(_RUN_COLS)} FROM runs WHERE id = %s", (rid,))
         if not rows:
-            raise KeyError(f"no run {run_id!r} in store {self.url}")
+            raise KeyError(f"no run {run_id!r}")
         return self._run_row(rows[0])
 
     def delete_run(self, run_id: str) -> None:
@@ -340,9 +357,10 @@ class PostgresStore(Store):
         for loss in batch.losses:
             self._loss_tx(tx, run_id, loss)
         fields = dict(batch.run_fields)
-        if batch.meta_patch:
+        patch = {k: v for k, v in batch.meta_patch.items() if k not in self.server_meta}
+        if patch:
             row = tx.conn.execute("SELECT meta FROM runs WHERE id = %s FOR UPDATE", (run_id,)).fetchone()
-            fields["meta"] = {**(json.loads(row[0]) if row and row[0] else {}), **batch.meta_patch}
+            fields["meta"] = {**(json.loads(row[0]) if row and row[0] else {}), **patch}
         if fields or max_step is not None:
             self._update_tx(tx, run_id, fields, max_step)
 

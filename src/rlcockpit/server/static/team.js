@@ -10,6 +10,15 @@
 import { api, clear, el, errorBox, extensions, fmtNum, fmtTime, setCrumbs } from "/static/js/core.js";
 import { hashParts } from "/static/js/state.js";
 
+// A first visit's ?token=... has become an HttpOnly cookie (the server set it with this page): take it out
+// of the address bar and the history entry, so it is not shown, bookmarked, shared or shoulder-surfed.
+(function stripLoginToken() {
+  const url = new URL(window.location.href);
+  if (!url.searchParams.has("token")) return;
+  url.searchParams.delete("token");
+  window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+})();
+
 let targets = [];
 let me = { name: "", is_admin: false, roles: {} };
 
