@@ -3,6 +3,8 @@ config checks (one node; verl on Ray beyond it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -123,3 +125,28 @@ def test_gloo_collectives_sum_gradients_and_gather_rows_in_order(tmp_path):
         assert r["gathered"] == torch.arange(10.0).reshape(5, 2).tolist()  # uneven shares, global order
         assert r["metrics"] == {"actor/pg_loss": 1.0, "actor/entropy": 2.5}  # partial sums add, the rest average
         assert r["all_true"] is False and r["obj"] == {"r": 0}
+
+
+def _final_save(rank: int, world: int, init: str, roots: list[str], out: str) -> None:
+    from types import SimpleNamespace
+
+    from rlcockpit.trainer.loop import final_save_due
+
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    cfg = SimpleNamespace(trainer=SimpleNamespace(save_freq=2, save_policy_model=False, default_local_dir=roots[rank]))
+    st = SimpleNamespace(cfg=cfg, ckpt_dir=None, step=3, dist=Dist(rank=rank, world_size=world, backend="gloo"))
+    Path(f"{out}.{rank}").write_text(str(final_save_due(st)))
+    torch.distributed.destroy_process_group()
+
+
+def test_every_rank_follows_rank_0_on_the_final_checkpoint(tmp_path):
+    """Rank 1 already sees rank 0's ``global_step_3`` (rank 0 wrote it while rank 1 was slower): it must still
+    enter the final save (and its barrier) with rank 0, or rank 0 waits for a rank that left the group."""
+    import torch.multiprocessing as mp
+
+    rank0, rank1 = tmp_path / "r0", tmp_path / "r1"
+    (rank1 / "global_step_3").mkdir(parents=True)
+    mp.spawn(_final_save, args=(2, f"file://{tmp_path / 'rdzv'}", [str(rank0), str(rank1)], str(tmp_path / "out")),
+             nprocs=2, join=True)
+    assert [(tmp_path / f"out.{r}").read_text() for r in (0, 1)] == ["True", "True"]

@@ -356,8 +356,17 @@ def _run_steps(st: State, run: Any, guard: Guardrails, ckpt_guard: Guardrails | 
     if tr.test_freq > 0 and (st.step > stored or (st.step == stored and not validated)) and \
             (st.last_val is None or st.last_val[0] != st.step):
         _validate(st, run, result, log, progress)
-    if (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir():
+    if final_save_due(st):
         save_and_note(st, run, ckpt_guard)  # the final state, as verl does
+
+
+def final_save_due(st: State) -> bool:
+    """Whether the final state still needs its checkpoint: rank 0's answer on every rank. Each rank looking
+    for ``global_step_N`` itself raced rank 0 writing it: a slow rank saw the folder, skipped the save and
+    its barrier, and left rank 0 waiting in that barrier for a rank that had already left the group."""
+    tr = st.cfg.trainer
+    due = (tr.save_freq > 0 or tr.save_policy_model) and not (ckpt_root(st) / f"global_step_{st.step}").is_dir()
+    return bool(st.dist.broadcast_object(due))
 
 
 def _stored_through(st: State, run: Any, log: Any) -> tuple[int, bool]:
