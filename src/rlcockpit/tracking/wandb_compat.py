@@ -397,7 +397,8 @@ class WandbRunMethods:
         from rlcockpit.tracking.entries import RunFieldsSet
 
         self._fields.update(fields)  # type: ignore[attr-defined]
-        stored = {k: (list(v) if k == "tags" else redact(v) if k == "notes" else v) for k, v in fields.items()}
+        stored = {k: (redact(list(v)) if k == "tags" else redact(v) if k in ("notes", "name", "group") else v)
+                  for k, v in fields.items()}
         self._put_internal(RunFieldsSet(stored))  # type: ignore[attr-defined]
 
     @property
