@@ -9,8 +9,9 @@ at startup (``sqlite3.ProgrammingError``, ``UnicodeEncodeError``), or is stored 
 * ``name`` / ``group`` / ``notes``: text; a number becomes its text with one warning; anything else (a dict,
   a list) is a ``TypeError`` naming the field.
 * ``id``: one path part (it names folders): no ``/``, ``\\``, NUL, ``..``; else a ``ValueError``.
-* a lone surrogate (``"\\ud800"``, which no UTF-8 store or file accepts) anywhere in them or in the config,
-  keys included, becomes U+FFFD with one warning naming the field or key; the script carries on.
+* a lone surrogate (``"\\ud800"``, which no UTF-8 store or file accepts) or a NUL (which PostgreSQL refuses)
+  anywhere in them or in the config, keys included, becomes U+FFFD with one warning naming the field or key;
+  the script carries on, and both stores hold the same thing.
 * secret-shaped text in them is masked (:mod:`rlcockpit.redact`), like the config.
 """
 
@@ -40,14 +41,15 @@ class InitFields:
 
 
 def fix_surrogates(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (valid text is returned as it is)."""
+    """``text`` with every lone surrogate, and every NUL (which PostgreSQL text and JSON refuse), replaced by
+    U+FFFD; valid text is returned as it is."""
     if text.isascii():
-        return text
+        return text.replace("\0", REPLACEMENT) if "\0" in text else text
     try:
         text.encode("utf-8")
-        return text
+        return text.replace("\0", REPLACEMENT) if "\0" in text else text
     except UnicodeEncodeError:
-        return "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" else c for c in text)
+        return "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" or c == "\0" else c for c in text)
 
 
 def clean_config(value: Any, where: str, warned: list[str], depth: int = 0) -> Any:
@@ -125,6 +127,6 @@ def check_init_fields(*, name: Any, group: Any, tags: Any, notes: Any, id: Any,
     )
     warned += [f"config {w}" for w in cfg_warned]
     if warned:
-        logger.warning("rlcockpit: init(): text with a lone surrogate (not valid UTF-8) in %s: stored with U+FFFD "
-                       "in its place", ", ".join(dict.fromkeys(warned)))
+        logger.warning("rlcockpit: init(): text with a lone surrogate (not valid UTF-8) or a NUL in %s: stored with "
+                       "U+FFFD in its place", ", ".join(dict.fromkeys(warned)))
     return out
