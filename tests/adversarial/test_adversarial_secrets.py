@@ -103,6 +103,14 @@ def test_no_secret_shape_reaches_any_sink_the_console_or_show(tmp_path: Path, mo
     (mrun,) = client.search_runs([client.get_experiment_by_name("p").experiment_id])
     assert mrun.data.params["OPENAI_KEY"] == "***" and mrun.data.params["neutral_3"] == "rlc_***"
     assert mrun.data.params["data.prompt_key"] == "prompt"
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (tb_dir,) = (store / "tensorboard").iterdir()
+    events = EventAccumulator(str(tb_dir), size_guidance={"tensors": 0})
+    events.Reload()
+    (config_text,) = [e.tensor_proto.string_val[0].decode() for e in events.Tensors("config/text_summary")]
+    assert '"neutral_3": "rlc_***"' in config_text and '"OPENAI_KEY": "***"' in config_text
+    assert '"data.prompt_key": "prompt"' in config_text
     stored = rlcockpit.Api(store).run(run.id)
     assert stored.config["neutral_0"] == "sk-***" and stored.config["actor.lr"] == 1e-6
     assert stored.notes == "later ***" and stored.tags == ["ghp_***"]
