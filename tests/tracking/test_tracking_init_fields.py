@@ -45,3 +45,20 @@ def test_a_lone_surrogate_in_tags_or_config_is_stored_safe_with_one_warning(star
     assert len(warnings) == 1 and "tags[1]" in warnings[0] and "config pro\ufffdmpt" in warnings[0]
     assert "config n.d" in warnings[0] and "notes" in warnings[0]
     assert rlcockpit.Api(store_dir).run(run.id).summary["loss"] == 1.0
+
+
+def test_fields_set_after_init_are_stored_safe_not_lost(start, store_dir, caplog) -> None:
+    """A surrogate set through run.config / run.notes / run.tags made the store refuse the whole batch: config,
+    notes, tags and the summary were lost without a data_lost record."""
+    run = start()
+    with caplog.at_level(logging.WARNING, logger="rlcockpit"):
+        run.config.update({"k": "a\ud800", "n": "x\0y", "api_key": "plain"})
+        run.notes = "b\udc00 Bearer abcdefghijklmnop"
+        run.tags = ["c\ud800", "rlc_0123456789ab_ABCDEFGHIJKLMNOPQRSTUVWX"]
+        run.log({"loss": 1.0})
+    run.finish()
+    stored = rlcockpit.Api(store_dir).run(run.id)
+    assert stored.config == {"k": "a\ufffd", "n": "x\ufffdy", "api_key": "***"}
+    assert stored.notes == "b\ufffd Bearer ***" and stored.tags == ["c\ufffd", "rlc_***"]
+    assert stored.summary["loss"] == 1.0
+    assert "run.config: text with a lone surrogate" in caplog.text and "tags[0]" in caplog.text

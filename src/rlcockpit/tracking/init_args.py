@@ -126,7 +126,35 @@ def check_init_fields(*, name: Any, group: Any, tags: Any, notes: Any, id: Any,
         config=clean_config(dict(config), "", (cfg_warned := [])),
     )
     warned += [f"config {w}" for w in cfg_warned]
-    if warned:
-        logger.warning("rlcockpit: init(): text with a lone surrogate (not valid UTF-8) or a NUL in %s: stored with "
-                       "U+FFFD in its place", ", ".join(dict.fromkeys(warned)))
+    _warn_replaced("init()", warned)
+    return out
+
+
+def _warn_replaced(where: str, places: list[str]) -> None:
+    if places:
+        logger.warning("rlcockpit: %s: text with a lone surrogate (not valid UTF-8) or a NUL in %s: stored with "
+                       "U+FFFD in its place", where, ", ".join(dict.fromkeys(places)))
+
+
+def safe_config(config: Mapping[str, Any], where: str = "run.config") -> dict[str, Any]:
+    """A config changed after ``init`` (``run.config.update``) cleaned like ``init``'s, with one warning."""
+    places: list[str] = []
+    out = clean_config(dict(config), "", places)
+    _warn_replaced(where, places)
+    return out
+
+
+def safe_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Run fields set after ``init`` (``run.notes = ...``, ``run.tags = [...]``) as stored: surrogates and NULs
+    replaced (one warning), secret shapes masked."""
+    places: list[str] = []
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "tags":
+            out[key] = [_safe(f"tags[{i}]", str(t), places) for i, t in enumerate(value)]
+        elif isinstance(value, str):
+            out[key] = _safe(key, value, places)
+        else:
+            out[key] = value
+    _warn_replaced("run fields", places)
     return out
