@@ -62,3 +62,18 @@ def test_fields_set_after_init_are_stored_safe_not_lost(start, store_dir, caplog
     assert stored.notes == "b\ufffd Bearer ***" and stored.tags == ["c\ufffd", "rlc_***"]
     assert stored.summary["loss"] == 1.0
     assert "run.config: text with a lone surrogate" in caplog.text and "tags[0]" in caplog.text
+
+
+def test_show_masks_secrets_of_a_store_written_before_the_rules(start, store_dir, capsys) -> None:
+    from rlcockpit.cli import main
+    from rlcockpit.store import open_store
+
+    run = start(tags=["t"])
+    run.finish()
+    token = "rlc_0123456789ab_ABCDEFGHIJKLMNOPQRSTUVWX"
+    open_store(store_dir).update_run(run.id, config={"OPENAI_KEY": "plainvalue", "x": token},
+                                     notes=f"Bearer {token}", tags=[token])  # as an older version stored them
+    assert main(["show", run.id, "--dir", str(store_dir)]) == 0
+    assert main(["show", run.id, "--dir", str(store_dir), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "ABCDEFGHIJ" not in out and "plainvalue" not in out and "rlc_***" in out

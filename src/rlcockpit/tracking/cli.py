@@ -104,10 +104,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from rlcockpit.redact import redact
     from rlcockpit.store import open_store
 
     store = open_store(args.dir)
     run = store.get_run(args.run)
+    # masked again on the way out: a store written before a masking rule existed must not print its secrets
+    run = {**run, **redact({k: run.get(k) for k in ("name", "group", "tags", "notes", "config", "summary", "meta")})}
     findings = store.findings(run["id"])
     if args.json:
         out = dict(run)
