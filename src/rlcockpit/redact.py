@@ -58,16 +58,18 @@ _HOOK_PATHS = re.compile(
     r"discord(?:app)?\.com/api/webhooks/)[^\s\"']+",
     re.IGNORECASE,
 )
-_TOKEN_SHAPES = re.compile(
-    r"(?P<keep>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"  # Authorization header values
-    r"|\b(?P<sk>sk-)[A-Za-z0-9_-]{16,}"  # OpenAI-style keys (sk-…, sk-proj-…, sk-ant-…)
-    r"|\b(?P<pfx>hf_|ghp_|gho_|ghs_|ghu_|ghr_|github_pat_|glpat-|xox[abprs]-)[A-Za-z0-9_-]{16,}"
-    r"|(?<![A-Za-z0-9])(?P<rlc>rlc_)[0-9a-f]{6,}_[A-Za-z0-9_-]{8,}"  # rlcockpit's own tokens, rlc_<id>_<secret>
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key ids
-    r"|\bAIza[0-9A-Za-z_-]{35}"  # Google API keys
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
-    re.IGNORECASE,
-)
+# credential shapes, each with the lower-case literals a text must hold for it to match (a substring test is
+# ~1000x cheaper than the pattern on long words, and every sample cell passes here); group 1 is what stays
+_SHAPES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple((lits, re.compile(rx, re.IGNORECASE)) for lits, rx in (
+    (("bearer", "basic", "token"), r"\b((?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"),  # Authorization values
+    (("sk-",), r"\b(sk-)[A-Za-z0-9_-]{16,}"),  # OpenAI-style keys (sk-…, sk-proj-…, sk-ant-…)
+    (("hf_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-", "xox"),
+     r"\b(hf_|ghp_|gho_|ghs_|ghu_|ghr_|github_pat_|glpat-|xox[abprs]-)[A-Za-z0-9_-]{16,}"),
+    (("rlc_",), r"(?<![A-Za-z0-9])(rlc_)[0-9a-f]{6,}_[A-Za-z0-9_-]{8,}"),  # rlcockpit's own tokens rlc_<id>_<secret>
+    (("akia", "asia"), r"\b()(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    (("aiza",), r"\b()AIza[0-9A-Za-z_-]{35}"),  # Google API keys
+    (("eyj",), r"\b()eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWTs
+))
 # ``<provider>_key`` names a credential (``OPENAI_KEY``, ``wandb_key``); any other ``…_key`` only when its value
 # looks like one (verl's ``prompt_key: prompt`` and ``reward_fn_key: data_source`` are column names)
 KEY_PROVIDERS = frozenset({
@@ -80,18 +82,25 @@ _CREDENTIAL_VALUE = re.compile(r"^(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9_+/=.:
 
 
 def _shape_sub(m: re.Match[str]) -> str:
-    prefix = m.group("keep") or m.group("sk") or m.group("pfx") or m.group("rlc") or ""
-    return prefix + MASK
+    return m.group(1) + MASK
 
 
 def redact_text(text: str) -> str:
     """``text`` with credential-shaped parts masked (URLs with credentials, hook paths, API tokens)."""
     if not text or len(text) < 8:
         return text
-    text = _URL_CREDS.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    text = _HOOK_PATHS.sub(lambda m: m.group(1) + MASK, text)
-    text = _URL_QUERY.sub(lambda m: m["k"] + MASK, text)
-    return _TOKEN_SHAPES.sub(_shape_sub, text)
+    # each pattern runs only when its literal part is in the text (see _SHAPES)
+    low = text.lower()
+    if "://" in low and "@" in low:
+        text = _URL_CREDS.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    if "hook" in low:
+        text = _HOOK_PATHS.sub(lambda m: m.group(1) + MASK, text)
+    if "=" in low:
+        text = _URL_QUERY.sub(lambda m: m["k"] + MASK, text)
+    for literals, pattern in _SHAPES:
+        if any(lit in low for lit in literals):
+            text = pattern.sub(_shape_sub, text)
+    return text
 
 
 def _words(key: str) -> list[str]:
