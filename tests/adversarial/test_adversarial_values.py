@@ -165,18 +165,27 @@ def test_sample_cells_are_read_back_equal_or_named(store_url: str, adv_tally,
 
 def test_init_fields_and_config_never_kill_the_script_and_read_back_safe(store_url: str, adv_tally,
                                                                          caplog: pytest.LogCaptureFixture) -> None:
-    @settings(SETTINGS, max_examples=8)
+    @settings(SETTINGS, max_examples=12)
     @given(st.dictionaries(hostile_text, st.one_of(leaf, nested), max_size=4),
-           st.one_of(st.none(), hostile_text, st.lists(hostile_text, max_size=3)), st.one_of(st.none(), hostile_text))
-    def one_init(config: dict[str, Any], tags: Any, notes: Any) -> None:
+           st.one_of(st.none(), hostile_text, st.lists(hostile_text, max_size=3)), st.one_of(st.none(), hostile_text),
+           st.dictionaries(st.text(alphabet="uvw", min_size=1, max_size=3), hostile_text, max_size=2),
+           st.one_of(st.none(), st.lists(hostile_text, max_size=2)))
+    def one_init(config: dict[str, Any], tags: Any, notes: Any, later: dict[str, Any], later_tags: Any) -> None:
         run = start(store_url, config=config, tags=tags, notes=notes)
+        run.config.update(later)  # set after init: the same rules
+        if later_tags is not None:
+            run.tags = later_tags
         run.finish()
         run_module._live_runs.clear()
         row = open_url(store_url).get_run(run.id)
-        want_tags = [] if tags is None else [tags] if isinstance(tags, str) else list(tags)
+        want_tags = later_tags if later_tags is not None else [] if tags is None else [tags] if isinstance(
+            tags, str) else list(tags)
         assert row["tags"] == [redact_text(fix_surrogates(t)) for t in want_tags]
         assert row["notes"] == (None if notes is None else redact_text(fix_surrogates(notes)))
-        safe = {fix_surrogates(k): v for k, v in config.items()}
+        for key, value in later.items():
+            assert row["config"][key] == redact({key: fix_surrogates(value)})[key]
+            adv_tally.add("stored")
+        safe = {fix_surrogates(k): v for k, v in config.items() if k not in later}
         for key, value in redact(safe).items():
             if key not in row["config"]:
                 assert repr(key)[1:-1][:30] in caplog.text, key
