@@ -4,7 +4,7 @@ Each test file takes the ``adv_tally`` fixture and records every hostile case it
 it: ``rejected`` (refused with an error or a warning naming it), ``stored`` (kept, read back equal),
 ``lost`` (recorded as ``data_lost``). At the end of the session the rows of the files that ran are written
 into the table of docs/qa/adversarial-files.md (the other rows are kept), so the document always holds
-the numbers of the last run. Hypothesis runs derandomized, so the numbers only change with the code.
+the numbers of the last full run (one with ``-k`` or ``-m``, or with a failure, writes nothing). Hypothesis runs derandomized, so the numbers only change with the code.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ def adv_tally_fixture(request: pytest.FixtureRequest, _adv_doc: None) -> Tally:
 
 
 @pytest.fixture(scope="session", name="_adv_doc")
-def adv_doc_fixture():
+def adv_doc_fixture(request: pytest.FixtureRequest):
     yield
-    if _counts:
+    opt = request.config.option
+    whole = not getattr(opt, "keyword", "") and not getattr(opt, "markexpr", "") and not request.session.testsfailed
+    if _counts and whole:  # a run with -k / -m or a failure would write partial numbers
         write_doc()
 
 
