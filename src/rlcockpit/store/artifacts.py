@@ -114,7 +114,14 @@ def _walk(folder: Path, root: Path, rel: str, ancestors: frozenset[Path], out: l
         skipped.append(f"{rel} (a link loop)")
         return
     ancestors = ancestors | {real}
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:  # an unreadable subfolder: named, the rest is stored
+        if not rel:
+            raise
+        skipped.append(f"{rel} (cannot be read: {exc.strerror})")
+        return
+    for entry in entries:
         full = Path(entry.path)
         name = f"{rel}/{entry.name}" if rel else entry.name
         if entry.is_symlink():
