@@ -77,3 +77,17 @@ def test_show_masks_secrets_of_a_store_written_before_the_rules(start, store_dir
     assert main(["show", run.id, "--dir", str(store_dir), "--json"]) == 0
     out = capsys.readouterr().out
     assert "ABCDEFGHIJ" not in out and "plainvalue" not in out and "rlc_***" in out
+
+
+@pytest.mark.parametrize("config", [5, [1, 2], "", b"x"])
+def test_a_config_that_is_no_mapping_is_refused_naming_config(start, config) -> None:
+    with pytest.raises((TypeError, FileNotFoundError, ValueError), match="config"):
+        start(config=config)
+
+
+def test_config_keys_json_cannot_hold_are_stored_as_text(start, store_dir, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="rlcockpit"):
+        run = start(config={(1, 2): 3, "ok": {1: "a"}})
+    run.finish()
+    assert rlcockpit.Api(store_dir).run(run.id).config == {"(1, 2)": 3, "ok": {"1": "a"}}
+    assert "(1, 2)" in caplog.text

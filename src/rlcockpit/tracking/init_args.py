@@ -53,7 +53,8 @@ def fix_surrogates(text: str) -> str:
 
 
 def clean_config(value: Any, where: str, warned: list[str], depth: int = 0) -> Any:
-    """A config value with lone surrogates replaced (in keys and strings, nested), their places in ``warned``."""
+    """A config value with lone surrogates and NULs replaced (in keys and strings, nested) and keys that are
+    not text, numbers or booleans (a tuple) turned into their text; the places changed in ``warned``."""
     if isinstance(value, str):
         fixed = fix_surrogates(value)
         if fixed != value:
@@ -64,8 +65,8 @@ def clean_config(value: Any, where: str, warned: list[str], depth: int = 0) -> A
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            key = fix_surrogates(k) if isinstance(k, str) else k
-            if key != k:
+            key = fix_surrogates(k) if isinstance(k, str) else k if isinstance(k, (int, float, bool)) else str(k)
+            if key != k or type(key) is not type(k):  # a surrogate, or a key JSON cannot hold (a tuple): its text
                 warned.append(f"{where}.{key}" if where else str(key))
             out[key] = clean_config(v, f"{where}.{key}" if where else str(key), warned, depth + 1)
         return out
@@ -132,8 +133,9 @@ def check_init_fields(*, name: Any, group: Any, tags: Any, notes: Any, id: Any,
 
 def _warn_replaced(where: str, places: list[str]) -> None:
     if places:
-        logger.warning("rlcockpit: %s: text with a lone surrogate (not valid UTF-8) or a NUL in %s: stored with "
-                       "U+FFFD in its place", where, ", ".join(dict.fromkeys(places)))
+        logger.warning("rlcockpit: %s: text with a lone surrogate (not valid UTF-8) or a NUL, or a key that is not "
+                       "text, in %s: stored with U+FFFD in its place (a key: as its text)", where,
+                       ", ".join(dict.fromkeys(places)))
 
 
 def safe_config(config: Mapping[str, Any], where: str = "run.config") -> dict[str, Any]:
