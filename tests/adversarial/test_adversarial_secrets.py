@@ -86,10 +86,11 @@ def test_no_secret_shape_reaches_any_sink_the_console_or_show(tmp_path: Path, mo
     assert main(["show", run.id, "--dir", str(store)]) == 0
     assert main(["show", run.id, "--dir", str(store), "--json"]) == 0
     out, err = capfd.readouterr()
-    sinks = {"rlcockpit": [store / "rlcockpit.db"]}
-    for path in store.rglob("*"):
-        if path.is_file() and path.relative_to(store).parts[0] != "rlcockpit.db":
-            sinks.setdefault(path.relative_to(store).parts[0], []).append(path)
+    sinks: dict[str, list[Path]] = {}
+    for path in store.rglob("*"):  # the store's own files (rlcockpit.db, -wal, -shm) are the "rlcockpit" sink
+        top = path.relative_to(store).parts[0]
+        if path.is_file():
+            sinks.setdefault("rlcockpit" if top.startswith("rlcockpit.db") else top, []).append(path)
     assert {"jsonl", "tensorboard", "wandb", "mlflow", "swanlab"} <= set(sinks), sorted(sinks)
     texts = {name: b"".join(p.read_bytes() for p in paths) for name, paths in sinks.items()}
     texts["console+show"] = (out + err + caplog.text).encode("utf-8", "replace")
