@@ -79,7 +79,8 @@ def test_no_secret_shape_reaches_any_sink_the_console_or_show(tmp_path: Path, mo
         run.notes = "later " + secrets[5]
         run.tags = [secrets[6]]
         run.config.update({"late": secrets[7], "LATE_OPENAI_KEY": "late-q21-plain"})
-        run.log({"bad\udc00key": 1.0, "fine": secrets[8]}, step=3)  # a rejected key's warning quotes nothing
+        run.log({"bad\udc00key": 1.0, "fine": secrets[8]}, step=3)
+        run.log({f"key {secrets[9]}": "text"}, step=4)  # its warning quotes the key: the log filter masks it
         run.finish()
         run_module._live_runs.clear()
     time.sleep(1.0)  # wandb's service writes its file after finish() returns
@@ -97,6 +98,7 @@ def test_no_secret_shape_reaches_any_sink_the_console_or_show(tmp_path: Path, mo
     needles = NEEDLES + ["late-q21-plain"]
     found = [(sink, n) for sink, data in texts.items() for n in needles if n.encode() in data]
     assert not found, found
+    assert "log() key 'key xoxb-***' rejected" in caplog.text
     for sink in ("rlcockpit", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab", "console+show"):
         assert b"***" in texts[sink], sink  # each sink did receive the (masked) secrets: the search is not vacuous
     adv_tally.add("stored", len(needles) * len(texts))
