@@ -1,7 +1,7 @@
 """The layering rules of ARCHITECTURE.md, checked mechanically on the source (every import statement,
 at module level or inside functions):
 
-* the ground floor (``registry.py``, ``redact.py``) imports no rlcockpit module;
+* the ground floor (``registry.py``, ``redact.py``, ``paths.py``) imports no rlcockpit module;
 * ``store/`` imports only the store and the ground floor;
 * ``tracking/`` imports only tracking, the store, the metric guide and the ground floor (never health,
   alerts, trainer, ui...): it knows observers and hooks through its registries;
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rlcockpit"
-GROUND = {"rlcockpit.registry", "rlcockpit.redact"}
+GROUND = {"rlcockpit.registry", "rlcockpit.redact", "rlcockpit.paths"}
 ALLOWED = {
     "store": {"rlcockpit.store", *GROUND},
     "tracking": {"rlcockpit.tracking", "rlcockpit.store", "rlcockpit.metrics", *GROUND},

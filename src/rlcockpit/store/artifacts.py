@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import time
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.paths import UnsafePathError, check_relative, confined
 from rlcockpit.store.base import resolve_dir
 from rlcockpit.store.blobs import BlobStore, _copy_hashing, sha256_file
 from rlcockpit.store.sql import Cursor, Database, open_database
@@ -44,6 +46,7 @@ SCHEMA = (
       version_id TEXT NOT NULL, run_id TEXT NOT NULL, used_at DOUBLE PRECISION NOT NULL,
       PRIMARY KEY (version_id, run_id))""",
 )
+logger = logging.getLogger("rlcockpit")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _VERSION = re.compile(r"^v(\d+)$")
 _COLS = ("id", "project", "name", "version", "type", "digest", "size", "n_files", "metadata", "description",
@@ -81,22 +84,61 @@ def parse_ref(ref: str) -> tuple[str | None, str, str]:
 
 
 def collect_files(path: str | os.PathLike[str], prefix: str = "") -> list[tuple[Path, str]]:
-    """``(source, path inside the artifact)`` for a file or every file under a directory (sorted)."""
+    """``(source, path inside the artifact)`` for a file or every file under a directory (sorted).
+
+    Links inside a directory are followed only while they stay inside it: a link out of the folder
+    (``secrets -> /etc/shadow``), a broken link, a link loop and anything that is not a regular file (a FIFO
+    would block the read) are skipped with one warning naming them; the rest is kept."""
     src = Path(path)
+    prefix = check_relative(prefix, "artifact file name") if prefix else ""
     if src.is_file():
-        return [(src, prefix or src.name)]
+        return [(src, prefix or check_relative(src.name, "artifact file name"))]
     if not src.is_dir():
         raise FileNotFoundError(f"artifact path not found: {src}")
-    out = []
-    for root, dirs, files in os.walk(src, followlinks=True):
-        dirs.sort()
-        for f in sorted(files):
-            full = Path(root) / f
-            rel = full.relative_to(src).as_posix()
-            out.append((full, f"{prefix}/{rel}" if prefix else rel))
+    out: list[tuple[Path, str]] = []
+    skipped: list[str] = []
+    _walk(src, src.resolve(), "", frozenset(), out, skipped)
+    if skipped:
+        logger.warning("rlcockpit: artifact folder %s: skipped %d entr%s: %s", src, len(skipped),
+                       "y" if len(skipped) == 1 else "ies", "; ".join(skipped))
     if not out:
-        raise FileNotFoundError(f"artifact directory {src} has no files")
-    return out
+        raise FileNotFoundError(f"artifact directory {src} has no files" + (" it may store" if skipped else ""))
+    return [(full, f"{prefix}/{rel}" if prefix else rel) for full, rel in out]
+
+
+def _walk(folder: Path, root: Path, rel: str, ancestors: frozenset[Path], out: list[tuple[Path, str]],
+          skipped: list[str]) -> None:
+    """Depth-first, sorted: regular files into ``out``; what must not be stored into ``skipped``, with why."""
+    real = folder.resolve()
+    if real in ancestors:
+        skipped.append(f"{rel} (a link loop)")
+        return
+    ancestors = ancestors | {real}
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:  # an unreadable subfolder: named, the rest is stored
+        if not rel:
+            raise
+        skipped.append(f"{rel} (cannot be read: {exc.strerror})")
+        return
+    for entry in entries:
+        full = Path(entry.path)
+        name = f"{rel}/{entry.name}" if rel else entry.name
+        if entry.is_symlink():
+            try:
+                target = full.resolve(strict=True)
+            except (OSError, RuntimeError):
+                skipped.append(f"{name} (a broken link or a link loop)")
+                continue
+            if not target.is_relative_to(root):
+                skipped.append(f"{name} (a link out of the folder, to {target})")
+                continue
+        if full.is_dir():
+            _walk(full, root, name, ancestors, out, skipped)
+        elif full.is_file():
+            out.append((full, name))
+        else:
+            skipped.append(f"{name} (not a regular file)")
 
 
 @dataclass
@@ -180,7 +222,8 @@ class ArtifactRegistry:
         aliases = [check_alias(a) for a in dict.fromkeys(aliases)]
         meta = json.loads(json.dumps(dict(metadata or {}), default=str))
         seen: dict[str, tuple[str, int]] = {}
-        for src, rel in files:
+        for src, given in files:
+            rel = check_relative(given, f"artifact {name!r} file name")
             if rel in seen:
                 raise ArtifactError(f"artifact {name!r}: two files map to {rel!r}")
             digest, size = sha256_file(src)
@@ -362,12 +405,17 @@ class ArtifactRegistry:
         if mode not in ("copy", "symlink"):
             raise ValueError("mode must be copy or symlink")
         dest = Path(root) if root is not None else Path.cwd() / "artifacts" / f"{version.name}:v{version.version}"
+        refused: list[str] = []
         for f in self.files(version.id):
-            src = self.blobs.path(f["sha256"])
+            try:  # a stored name or digest that would write outside ``dest`` is refused, the rest downloaded
+                src = self.blobs.path(f["sha256"])
+                out = confined(dest, f["path"], "file name", replace_link=True)
+            except UnsafePathError as exc:
+                refused.append(str(exc))
+                continue
             if not src.is_file():
                 raise FileNotFoundError(f"{version.qualified_name}: stored file {f['path']} ({f['sha256'][:12]}) "
                                         "is missing from the object store")
-            out = dest / f["path"]
             out.parent.mkdir(parents=True, exist_ok=True)
             if out.is_symlink() or out.exists():
                 out.unlink()
@@ -377,6 +425,10 @@ class ArtifactRegistry:
                 out.unlink()
                 raise OSError(f"{version.qualified_name}: stored file {f['path']} no longer matches its sha256 "
                               f"{f['sha256'][:12]}… (modified on disk?)")
+        if refused:
+            raise UnsafePathError(f"{version.project}/{version.qualified_name}: {len(refused)} stored file(s) not "
+                                  f"written, they would land outside {dest} (the others are there): "
+                                  + "; ".join(refused))
         return dest
 
     # ---- deleting ---------------------------------------------------------------------------------

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from rlcockpit.paths import UnsafePathError
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}\Z")
 CHUNK = 8 << 20  # 8 MiB reads: hashing runs at disk / memory speed
 
 
@@ -71,6 +75,10 @@ class BlobStore:
         self.tmp = self.root / "tmp"
 
     def path(self, digest: str) -> Path:
+        """Where the object ``digest`` lives; a digest read from the store that is not 64 hex digits (a
+        damaged or hostile row: ``../../x``) is refused rather than joined to the folder."""
+        if not isinstance(digest, str) or not _DIGEST.match(digest):
+            raise UnsafePathError(f"stored file digest {digest!r} is not a sha256 (64 hex digits); refused")
         return self.objects / digest[:2] / digest[2:]
 
     def has(self, digest: str) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlcockpit.paths import confined
 from rlcockpit.redact import redact_argv, redact_text
 from rlcockpit.store import open_store, resolve_dir
 from rlcockpit.store.sql import open_database
@@ -173,7 +174,7 @@ class Agent:
         env = self._trial_env(claim)
         json_file = None
         if uses_args_json_file(self.cfg.command):
-            path = self.dir / "sweeps" / self.sweep_id / f"params-{claim.run_id}.json"
+            path = confined(self.dir / "sweeps", f"{self.sweep_id}/params-{claim.run_id}.json", "sweep params file")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(claim.params), encoding="utf-8")
             json_file = str(path)

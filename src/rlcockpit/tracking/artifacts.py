@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from rlcockpit.paths import check_relative, confined
 from rlcockpit.store.artifacts import ArtifactRegistry, ArtifactVersion, check_name, collect_files
 
 if TYPE_CHECKING:
@@ -52,13 +53,14 @@ class Artifact:
         into the artifact (kept in a private temporary folder until the artifact is logged)."""
         if mode not in ("x", "w", "xb", "wb"):
             raise ValueError(f"new_file({name!r}, mode={mode!r}): mode must be 'x', 'w', 'xb' or 'wb'")
-        if any(path == name for _, path in self._files):
+        rel = check_relative(name, f"new_file: artifact {self.name!r} file name")  # never outside the scratch folder
+        if any(path == rel for _, path in self._files):
             raise ValueError(f"new_file: artifact {self.name!r} already has a file {name!r}")
-        path = self._scratch() / name
+        path = confined(self._scratch(), rel, f"new_file: artifact {self.name!r} file name")
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, mode, encoding=None if "b" in mode else encoding or "utf-8") as f:
             yield f
-        self._files.append((path, name))
+        self._files.append((path, rel))
 
     def add(self, obj: Any, name: str) -> None:
         """As W&B's ``artifact.add(table, "my_table")``: a ``Table`` stored as ``<name>.table.json``

@@ -8,6 +8,7 @@ import math
 import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # C0 controls (but newline and tab), DEL, C1 controls (0x9b is a one-byte CSI) and bidi overrides: a run
@@ -103,10 +104,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from rlcockpit.redact import redact
     from rlcockpit.store import open_store
 
     store = open_store(args.dir)
     run = store.get_run(args.run)
+    # masked again on the way out: a store written before a masking rule existed must not print its secrets
+    run = {**run, **redact({k: run.get(k) for k in ("name", "group", "tags", "notes", "config", "summary", "meta")})}
     findings = store.findings(run["id"])
     if args.json:
         out = dict(run)
@@ -159,12 +163,15 @@ def _describe_loss(event: dict[str, Any]) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from rlcockpit.paths import confined, safe_filename
     from rlcockpit.store import open_store
 
     store = open_store(args.dir)
     run = store.get_run(args.run)
     df = store.history(run["id"], args.keys or None, include_system=args.system)
-    out = args.output or f"{run['name']}.{args.format}"
+    # the default file is named after the run, inside the current folder whatever the name holds (``../x``, ``/x``)
+    out = args.output or str(confined(Path.cwd(), f"{safe_filename(run['name'], run['id'])}.{args.format}",
+                                      "export file name"))
     if args.format == "csv":
         df.to_csv(sys.stdout if out == "-" else out)
     elif args.format == "jsonl":

@@ -44,6 +44,7 @@ from rlcockpit.tracking.entries import (
     human_bytes,
     samples_cost,
 )
+from rlcockpit.tracking.init_args import check_init_fields
 from rlcockpit.tracking.media import Table, snapshot_tables
 from rlcockpit.tracking.observers import GuardrailLink
 from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
@@ -179,18 +180,15 @@ class Run(WandbRunMethods):
 
     # ---- public API ----------------------------------------------------------------------------
     @property
-    def finished(self) -> bool:
-        """True once :meth:`finish` has started (the writer no longer accepts entries)."""
+    def finished(self) -> bool:  # True once finish() has started (the writer no longer accepts entries)
         return self._finished
 
     @property
-    def step(self) -> int:
-        """The last logged step (``-1`` before the first ``log``)."""
+    def step(self) -> int:  # the last logged step (-1 before the first log)
         return self._last_step
 
     @property
-    def guardrails(self) -> GuardrailLink | None:
-        """The guardrail link (``init(guardrails=True)``): findings for a trainer, and ``sync()``."""
+    def guardrails(self) -> GuardrailLink | None:  # init(guardrails=True): findings for a trainer, and sync()
         return self._parts.link
 
     def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
@@ -489,10 +487,12 @@ def init(
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
-    extra_meta = {k: v for k, v in (("job_type", job_type), ("entity", entity)) if v is not None}
-    run = Run(project=project, name=name, group=group, tags=tags, config=filter_config(_config_to_dict(config),
-              wandb_args), dir=dir, resume=normalize_resume(resume, id), id=id, notes=notes, capture_meta=capture_meta,
-              options=options, store=store, server=server, extra_meta=extra_meta)
+    f = check_init_fields(name=name, group=group, tags=tags, notes=notes, id=id,  # types, surrogates, secrets
+                          config=filter_config(_config_to_dict(config), wandb_args))
+    run = Run(project=project, name=f.name, group=f.group, tags=f.tags, config=f.config, dir=dir, id=f.id,
+              resume=normalize_resume(resume, id), notes=f.notes, capture_meta=capture_meta, options=options,
+              store=store, server=server, extra_meta={k: v for k, v in (("job_type", job_type), ("entity", entity))
+                                                      if v is not None})
     run._sweep_id = trial.sweep_id if trial is not None else None
     if reinit != "create_new":  # W&B: a create_new run is not wandb.run, and wandb.log does not reach it
         _current = run

@@ -85,6 +85,9 @@ def _config_to_dict(config: Any) -> dict[str, Any]:
         return dict(config)
     if hasattr(config, "to_dict"):
         return config.to_dict()
+    if not hasattr(config, "__dict__") or isinstance(config, (list, tuple, set, bytes, int, float, bool)):
+        raise TypeError(f"config must be a dict, a dataclass, an OmegaConf config, an argparse Namespace or the path "
+                        f"of a YAML file; got a {type(config).__name__} ({config!r:.80})")
     return dict(vars(config))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rlcockpit.redact import redact
+from rlcockpit.tracking.init_args import safe_config, safe_fields
 
 logger = logging.getLogger("rlcockpit")
 
@@ -82,7 +83,7 @@ class Config(dict):
     def _changed(self) -> None:
         run = self._run
         if run is not None:
-            clean = redact(dict(self))
+            clean = redact(safe_config(self))  # a surrogate or NUL no store accepts would lose the whole batch
             dict.clear(self)
             dict.update(self, clean)
             run._config_changed()
@@ -397,7 +398,7 @@ class WandbRunMethods:
         from rlcockpit.tracking.entries import RunFieldsSet
 
         self._fields.update(fields)  # type: ignore[attr-defined]
-        stored = {k: (list(v) if k == "tags" else redact(v) if k == "notes" else v) for k, v in fields.items()}
+        stored = safe_fields(fields)  # surrogates/NULs replaced, secrets masked (as at init)
         self._put_internal(RunFieldsSet(stored))  # type: ignore[attr-defined]
 
     @property

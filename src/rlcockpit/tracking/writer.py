@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.redact import redact
+from rlcockpit.redact import redact, redact_text
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
 from rlcockpit.tracking.convert import RowCleaner
 from rlcockpit.tracking.entries import (
@@ -305,8 +305,9 @@ class Writer(threading.Thread):
                                 + f" rejected: {why} (the rest is kept)")
 
             out = clean_sample_row(row, reject)
-            if out is not None:
-                clean.append(out)
+            if out is not None:  # a credential quoted in a prompt or a response is masked before any sink sees it
+                clean.append({k: redact_text(v) if type(v) is str else redact(v) if isinstance(v, (dict, list))
+                              else v for k, v in out.items()})
         if not clean:
             return
         drain.batch.samples.append((step, clean))

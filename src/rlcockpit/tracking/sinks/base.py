@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlcockpit.paths import confined
 from rlcockpit.registry import Registry
 
 MAX_CONSECUTIVE_FAILURES = 5
@@ -83,7 +84,7 @@ class RunInfo:
     describe_finding: Any = None  # finding -> console text (the observer's own format), see finding_text
 
     def sink_dir(self, sink: str) -> Path:
-        path = self.dir / sink / self.id
+        path = confined(self.dir / sink, self.id, "run id")  # the run id names the folder: never outside it
         path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rlcockpit.redact import redact_text
 from rlcockpit.store.base import Store
 from rlcockpit.tracking.convert import rows_to_columns
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, RunInfo, Sink, finding_text
@@ -139,7 +140,7 @@ class ConsoleSink(Sink):
         print(" | ".join(parts), file=self.stream, flush=True)
 
     def log_finding(self, finding: Any) -> None:
-        print(finding_text(finding, self._describe), file=self.stream, flush=True)
+        print(redact_text(finding_text(finding, self._describe)), file=self.stream, flush=True)
 
     def close(self, status: str, exit_code: int | None) -> None:
         if self._latest:
