@@ -19,6 +19,7 @@ import secrets
 import socket
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from rlcockpit.store.base import Store
 from rlcockpit.ui.app import create_app, resolve_static  # noqa: F401 - resolve_static re-exported
 from rlcockpit.ui.params import Cockpit
 from rlcockpit.ui.security import Auth, TokenAuth, is_loopback
+from rlcockpit.ui.workers import supervise
 
 DEFAULT_PORT = 6007
 
@@ -115,25 +117,26 @@ class CockpitServer:
 
     def __init__(self, store: Store, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  token: str | None = None, verbose: bool = False, *, auth: Auth | None = None,
-                 timeouts: Timeouts | None = None, live_interval_s: float = 1.0) -> None:
+                 timeouts: Timeouts | None = None, live_interval_s: float = 1.0, workers: int = 1,
+                 store_factory: Callable[[], Store] | None = None) -> None:
         if auth is None and token:
             auth = TokenAuth(token)
         if not is_loopback(host) and auth is None:
             raise ValueError(f"binding the dashboard to {host!r} (not loopback) requires a token")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        if workers > 1 and store_factory is None:
+            raise ValueError("several workers need store_factory (each worker opens its own store)")
         self.bind_host = host
         self.token = token
         self.verbose = verbose
         self.timeouts = timeouts or Timeouts()
-        self.app = create_app(store, auth=auth, check_host=is_loopback(host), live_interval_s=live_interval_s)
-        self.cockpit: Cockpit = self.app.state.cockpit
+        self.workers = workers
+        self._store_factory = store_factory
+        self._app_args = {"auth": auth, "check_host": is_loopback(host), "live_interval_s": live_interval_s}
+        self._set_app(store)
         self.socket = _bind(host, port, self.timeouts.backlog)
         self.server_address = self.socket.getsockname()[:2]
-        t = self.timeouts
-        config = uvicorn.Config(self.app, http=_protocol_class(t), lifespan="off", access_log=False,
-                                log_level="warning", timeout_keep_alive=t.keep_alive_s, backlog=t.backlog,
-                                timeout_graceful_shutdown=t.graceful_shutdown_s, server_header=False,
-                                date_header=False)
-        self._uvicorn = uvicorn.Server(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         if verbose:
             _log_requests()
@@ -147,8 +150,28 @@ class CockpitServer:
         url = f"http://{shown}:{port}/"
         return url + (f"?token={urllib.parse.quote(self.token)}" if self.token else "")
 
+    def _set_app(self, store: Store) -> None:
+        self.app = create_app(store, **self._app_args)
+        self.cockpit: Cockpit = self.app.state.cockpit
+        t = self.timeouts
+        config = uvicorn.Config(self.app, http=_protocol_class(t), lifespan="off", access_log=False,
+                                log_level="warning", timeout_keep_alive=t.keep_alive_s, backlog=t.backlog,
+                                timeout_graceful_shutdown=t.graceful_shutdown_s, server_header=False,
+                                date_header=False)
+        self._uvicorn = uvicorn.Server(config)
+
     def serve_forever(self) -> None:
-        """Serve until :meth:`shutdown` (or Ctrl+C when called from the main thread)."""
+        """Serve until :meth:`shutdown` (or Ctrl+C / SIGTERM when called from the main thread); with
+        ``workers > 1``, from that many forked processes (see :mod:`rlcockpit.ui.workers`)."""
+        if self.workers == 1:
+            asyncio.run(self._serve())
+            return
+        self.cockpit.store.close()  # no SQLite connection may cross the fork: each worker opens its own
+        supervise(self.workers, self._serve_worker)
+
+    def _serve_worker(self) -> None:
+        assert self._store_factory is not None
+        self._set_app(self._store_factory())
         asyncio.run(self._serve())
 
     async def _serve(self) -> None:
@@ -204,15 +227,21 @@ def make_server(dir: str | None = None, host: str = "127.0.0.1", port: int = DEF
     """A ready (bound, not yet serving) dashboard server for the store at ``dir``.
 
     A non-loopback ``host`` without ``token`` gets a generated one (read it from ``server.token``).
-    Keyword arguments go to :class:`CockpitServer` (``timeouts``, ``auth``, ``live_interval_s``).
+    Keyword arguments go to :class:`CockpitServer` (``timeouts``, ``auth``, ``live_interval_s``, ``workers``:
+    processes for :meth:`~CockpitServer.serve_forever`, each with its own connection to the store).
     """
     if not is_loopback(host) and not token and kw.get("auth") is None:
         token = secrets.token_urlsafe(24)
-    store = open_store(dir)
-    tune = getattr(store, "tune_for_reads", None)
-    if callable(tune):
-        tune()
-    return CockpitServer(store, host=host, port=port, token=token, verbose=verbose, **kw)
+
+    def open_for_reads() -> Store:
+        store = open_store(dir)
+        tune = getattr(store, "tune_for_reads", None)
+        if callable(tune):
+            tune()
+        return store
+
+    return CockpitServer(open_for_reads(), host=host, port=port, token=token, verbose=verbose,
+                         store_factory=open_for_reads, **kw)
 
 
 def serve_in_thread(server: CockpitServer, timeout: float = 10.0) -> threading.Thread:
