@@ -74,3 +74,46 @@ def test_grpo_group_view_shows_every_group_of_the_step(page, browser_env, tmp_pa
     summary = page.inner_text("#group-summary")
     assert summary.startswith("16 groups, 4 with zero reward variance (25%)"), summary
     assert "256 responses, n = 16 per group" in summary and "uid" in summary
+
+
+def _chart_run(dir_) -> str:
+    import rlcockpit
+
+    run = rlcockpit.init(project="charts25", name="c25", dir=dir_, system_interval=None, health=False, capture_meta=False)
+    for step in range(30):
+        m = {"critic/score/mean": 0.2 + step / 50, "perf/total_num_tokens": 1000.0 + (step * 37) % 11 * 100,
+             "perf/deep_negative": -1.2e7 - step * 1e5}
+        if step == 10:
+            m["eval/final_score"] = 0.75  # logged once
+        run.log(m, step=step)
+    run.finish()
+    return run.id
+
+
+def _ink_in(page, selector: str, x0: int, x1: int) -> int:
+    """Non-transparent pixels of the chart canvas under ``selector`` in columns x0..x1 (device pixels)."""
+    return page.evaluate("""([sel, x0, x1]) => {
+        const c = document.querySelector(sel);
+        if (!c) return -1;
+        const d = c.getContext('2d').getImageData(x0, 0, x1 - x0, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 40) n++;
+        return n;
+    }""", [selector, x0, x1])
+
+
+def test_single_point_scatter_for_per_step_x_and_unclipped_labels(page, browser_env) -> None:
+    from ui_browser_helpers import BLUE, card, ink
+
+    rid = _chart_run(browser_env["dir"])
+    fresh(page, browser_env, f"/run/{rid}", card("eval/final_score") + " canvas")
+    wait(page, f"document.querySelector(\"{card('eval/final_score')} .chart-box\").dataset.points === '1'")
+    assert ink(page, card("eval/final_score") + " canvas", BLUE) > 10  # the one point is drawn
+    # y tick labels such as -1.25e+7 fit their axis: nothing drawn in the canvas's first columns
+    assert _ink_in(page, card("perf/deep_negative") + " canvas", 0, 2) == 0
+    assert page.locator("#x-warning").is_hidden()
+    # a per-step count as x: points, not a zigzag line, and the page says why
+    fresh(page, browser_env, f"/run/{rid}?x=metric:perf/total_num_tokens", card("critic/score/mean") + " canvas")
+    wait(page, f"document.querySelector(\"{card('critic/score/mean')} .chart-box\").dataset.scatter === '1'")
+    warning = page.inner_text("#x-warning")
+    assert "perf/total_num_tokens is not cumulative" in warning
