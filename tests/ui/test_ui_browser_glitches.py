@@ -117,3 +117,24 @@ def test_single_point_scatter_for_per_step_x_and_unclipped_labels(page, browser_
     wait(page, f"document.querySelector(\"{card('critic/score/mean')} .chart-box\").dataset.scatter === '1'")
     warning = page.inner_text("#x-warning")
     assert "perf/total_num_tokens is not cumulative" in warning
+
+
+def test_chinese_diagnosis_shows_the_guides_chinese_text_for_each_finding(page, browser_env) -> None:
+    """Detector texts are English; the diagnosis page in Chinese adds, to each finding, what the metric
+    guide says in Chinese about its metric (if abnormal, action), and all chrome is Chinese."""
+    import json
+    import urllib.request
+
+    rid = browser_env["ids"]["grpo-baseline"]
+    with urllib.request.urlopen(f"{browser_env['url']}/api/guide?lang=zh", timeout=30) as resp:
+        guide = json.loads(resp.read())
+    kl = guide["entries"][guide["aliases"].get("actor/kl_loss", "actor/kl_loss")]
+    fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=zh", "#diagnosis .finding")
+    wait(page, "document.documentElement.lang === 'zh-CN'")
+    card = page.locator("#diagnosis .finding", has_text="KL to reference")
+    box = card.locator(".finding-guide")
+    assert box.count() == 1
+    text = box.inner_text()
+    assert f"指标指南：{kl['title']}" in text and kl["action"] in text and "处理：" in text
+    fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=en", "#diagnosis .finding")
+    assert "Metric guide:" in page.locator("#diagnosis .finding", has_text="KL to reference").inner_text()
