@@ -126,3 +126,16 @@ def test_workers_serve_in_parallel_are_replaced_and_stop_together(store_env) -> 
     assert proc.returncode == 0, out
     for k in new:
         assert not Path(f"/proc/{k}").exists() or "Z" in Path(f"/proc/{k}/stat").read_text().split()[2]
+
+
+@pytest.mark.slow
+def test_a_stop_while_workers_start_stops_them_all(store_env) -> None:
+    """SIGTERM right after the URL is printed (while workers are being forked) used to leave the workers
+    forked after it running, and the server never exited."""
+    for _ in range(4):
+        proc, base = _start(store_env["dir"], "--workers", "4")
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+        port = int(base.rsplit(":", 1)[1])
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=5)

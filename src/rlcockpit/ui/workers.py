@@ -44,6 +44,8 @@ def supervise(n: int, serve_one: Callable[[], None]) -> None:
         # signals wait until the child has its own handlers and the parent has recorded the child
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
+            if state["stopping"]:  # a stop that came while starting: no more workers (none would be told)
+                return
             pid = os.fork()
             if pid == 0:
                 _worker_main(serve_one)
