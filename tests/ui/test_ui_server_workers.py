@@ -139,3 +139,30 @@ def test_a_stop_while_workers_start_stops_them_all(store_env) -> None:
         port = int(base.rsplit(":", 1)[1])
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=5)
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_both_http_parsers_drop_a_client_that_never_finishes(store_env, monkeypatch, parser) -> None:
+    """httptools (C) serves when installed, h11 otherwise: both keep the request deadline."""
+    import socket
+
+    from rlcockpit.ui import server as server_mod
+
+    if parser == "h11":
+        monkeypatch.setattr(server_mod, "HttpToolsProtocol", None)
+    timeouts = server_mod.Timeouts(request_timeout_s=1.0, write_timeout_s=1.0, keep_alive_s=1.0)
+    with running_server(store_env["dir"], timeouts=timeouts) as srv:
+        http_cls = srv._uvicorn.config.http
+        assert http_cls.__mro__[1] is (server_mod.TimedH11Protocol if parser == "h11" else server_mod.TimedHttpToolsProtocol)
+        partial = socket.create_connection(srv.server_address)
+        partial.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never completed
+        partial.settimeout(6.0)
+        t0 = time.monotonic()
+        try:
+            assert partial.recv(100) == b""  # closed by the server, no answer
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - t0 < 5.0
+        partial.close()
+        status, _h, body = http(srv, "/api/health", headers={"Connection": "keep-alive"})
+        assert status == 200 and json.loads(body)["ok"]
