@@ -117,6 +117,9 @@ def test_single_point_scatter_for_per_step_x_and_unclipped_labels(page, browser_
     wait(page, f"document.querySelector(\"{card('critic/score/mean')} .chart-box\").dataset.scatter === '1'")
     warning = page.inner_text("#x-warning")
     assert "perf/total_num_tokens is not cumulative" in warning
+    fresh(page, browser_env, f"/compare?runs={rid}&keys=critic/score/mean&x=metric:perf/total_num_tokens",
+          "#x-warning:not([hidden])")
+    assert "perf/total_num_tokens is not cumulative" in page.inner_text("#x-warning")
 
 
 def test_chinese_diagnosis_shows_the_guides_chinese_text_for_each_finding(page, browser_env) -> None:
