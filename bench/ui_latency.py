@@ -416,9 +416,10 @@ def measure_against(baseline: Path, dir: Path, info: dict[str, Any], repeat: int
 
 
 def _proc_cpu_ms(pid: int) -> float:
-    """User + system CPU of a process so far (``/proc/<pid>/stat``, clock ticks: averaged over repeats)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    """User + system CPU of a server so far, its worker processes included (``rlcockpit ui --workers``)."""
+    from ui_load import proc_tree_cpu_s
+
+    return proc_tree_cpu_s(pid) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
