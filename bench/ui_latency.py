@@ -3,6 +3,7 @@ frame times in Chromium. One command:
 
     python bench/ui_latency.py --markdown            # full scale (~1 min to generate, cached with --dir)
     python bench/ui_latency.py --markdown --quick    # small store, a smoke run
+    python bench/ui_latency.py --markdown --quick --clients 50 200   # N concurrent clients (bench/ui_load.py)
 
 Store (as before, plus the cold case): ``--runs`` 100 runs x ``--metrics`` 50 metrics x ``--steps`` 10k steps;
 one run with 75 metrics of which one has ``--big-steps`` 1M points (the run page of 75 charts); ``--many``
@@ -415,9 +416,10 @@ def measure_against(baseline: Path, dir: Path, info: dict[str, Any], repeat: int
 
 
 def _proc_cpu_ms(pid: int) -> float:
-    """User + system CPU of a process so far (``/proc/<pid>/stat``, clock ticks: averaged over repeats)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    """User + system CPU of a server so far, its worker processes included (``rlcockpit ui --workers``)."""
+    from ui_load import proc_tree_cpu_s
+
+    return proc_tree_cpu_s(pid) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -433,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir", help="store directory to (re)use; default: a temporary one, deleted afterwards")
     p.add_argument("--baseline", help="src/ folder of another checkout (e.g. main): compare its server, side by side")
     p.add_argument("--only-baseline", action="store_true", help="with --baseline: only the side-by-side comparison")
+    p.add_argument("--clients", type=int, nargs="+", help="instead of the above: N concurrent clients opening run "
+                   "pages in a closed loop against `rlcockpit ui` (bench/ui_load.py), one load per N")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds of each --clients load")
+    p.add_argument("--workers", type=int, help="--clients: `rlcockpit ui --workers N` (default: the server's)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args(argv)
@@ -453,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
             info = {**generate(store_dir, **scale), "scale": scale}
             marker.write_text(json.dumps(info))
         gen_s = time.time() - t0
+        if args.clients:
+            return _clients_mode(args, store_dir, info)
         quick = bool(args.baseline and args.only_baseline)
         results = {} if quick else measure_http(store_dir, info, args.repeat)
         if not quick:
@@ -478,6 +486,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json or not args.markdown:
         print(json.dumps(report, indent=2))
     return 0 if report["all_pass"] else 1
+
+
+def _clients_mode(args: argparse.Namespace, store_dir: Path, info: dict[str, Any]) -> int:
+    from ui_load import measure_clients, print_clients_markdown
+
+    rows = []
+    for n in args.clients:
+        rows.append(measure_clients(store_dir, info, n, args.duration, args.workers))
+        if args.baseline:
+            rows.append({**measure_clients(store_dir, info, n, args.duration, None, Path(args.baseline)),
+                         "workers": "baseline"})
+    if args.markdown:
+        print_clients_markdown(rows)
+    if args.json or not args.markdown:
+        print(json.dumps(rows, indent=2))
+    return 0
 
 
 def print_markdown(report: dict[str, Any]) -> None:

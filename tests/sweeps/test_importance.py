@@ -128,3 +128,37 @@ def test_cli_table_json_sweep_filter_and_metric_alias(tmp_path: Path, capsys: py
     text = capsys.readouterr().out
     assert "importance of critic/score/mean (max) over 24 runs of project 'arith'" in text
     assert text.splitlines()[2].startswith("actor.optim.lr")
+
+
+def test_cli_takes_the_sweeps_minimize_goal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture) -> None:
+    """A sweep minimizing val_loss: decay raises the loss, so lower decay is better — in the CLI as on the
+    sweep page (one goal rule, importance_goal); an explicit --goal still wins."""
+    from rlcockpit.store.sql import open_database
+    from rlcockpit.sweeps.data import importance_panel, sweep_summary
+    from rlcockpit.sweeps.state import SweepState
+
+    monkeypatch.setenv("RLCOCKPIT_DIR", str(tmp_path))
+    sweep_id = rlcockpit.sweep({"method": "random", "metric": {"name": "val_loss", "goal": "minimize"},
+                                "parameters": {"decay": {"min": 0.0, "max": 0.1}}}, project="p", seed=2)
+
+    def train() -> None:
+        run = rlcockpit.init(system_interval=None, health=False, capture_meta=False)
+        run.log({"val_loss": 1.0 + 5 * run.config["decay"]})
+
+    rlcockpit.agent(sweep_id, function=train, count=8)
+    capsys.readouterr()
+    assert main(["importance", "--project", "p", "--sweep", sweep_id, "--metric", "val_loss", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    decay = res["parameters"][0]
+    assert res["goal"] == "min" and res["goal_source"] == "the sweep's metric.goal"
+    assert decay["key"] == "decay" and decay["correlation"] > 0.8 and decay["direction"] == "lower is better"
+    panel = importance_panel(open_store(tmp_path), sweep_summary(SweepState(open_database()), sweep_id))
+    assert panel["goal"] == "min" and panel["parameters"][0]["direction"] == "lower is better"
+    assert main(["importance", "--project", "p", "--sweep", sweep_id, "--metric", "val_loss"]) == 0
+    text = capsys.readouterr().out
+    assert "importance of val_loss (min) over 8 runs" in text and "goal from the sweep's metric.goal" in text
+    assert text.splitlines()[2].rstrip().endswith("lower is better")
+    assert main(["importance", "--project", "p", "--sweep", sweep_id, "--metric", "val_loss", "--goal", "max",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"][0]["direction"] == "higher is better"

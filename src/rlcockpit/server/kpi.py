@@ -27,11 +27,14 @@ from rlcockpit.store.postgres import PostgresStore
 logger = logging.getLogger("rlcockpit.server")
 OPS = (">=", "<=", ">", "<")
 TEAM_USER_META = "team_user"  # run meta: who ran it (the ingest token's user), the leaderboard's credit
-TARGET_RE = re.compile(r"^\s*(?P<key>\S+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>[-+0-9.eE]+)\s*(?P<pct>%?)\s*$")
+# the key is everything before the operator (metric names may hold spaces: "reward mean >= 0.5"), or quoted
+TARGET_RE = re.compile(r"""^\s*(?:"(?P<quoted>[^"]+)"|(?P<key>[^<>]*?[^<>\s]))\s*(?P<op>>=|<=|>|<)\s*"""
+                       r"(?P<value>[-+0-9.eE]+)\s*(?P<pct>%?)\s*$")
 
 
 def parse_target(text: str) -> tuple[str, str, float]:
-    """``"perf/throughput >= 2000"`` → ``("perf/throughput", ">=", 2000.0)``; ``70%`` means 0.70."""
+    """``"perf/throughput >= 2000"`` → ``("perf/throughput", ">=", 2000.0)``; ``70%`` means 0.70. The key is
+    the text before the operator, spaces included (``reward mean >= 0.5``), or a quoted name."""
     m = TARGET_RE.match(text or "")
     if not m:
         raise ValueError(f"KPI target {text!r}: expected 'METRIC OP VALUE' with OP one of {' '.join(OPS)}, e.g. "
@@ -42,7 +45,7 @@ def parse_target(text: str) -> tuple[str, str, float]:
         raise ValueError(f"KPI target {text!r}: {m['value']!r} is not a number") from None
     if not math.isfinite(value):
         raise ValueError(f"KPI target {text!r}: the value must be finite")
-    return m["key"], m["op"], value / 100 if m["pct"] else value
+    return m["quoted"] or m["key"], m["op"], value / 100 if m["pct"] else value
 
 
 def meets(values: np.ndarray, op: str, target: float) -> np.ndarray:

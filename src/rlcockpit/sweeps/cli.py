@@ -35,7 +35,9 @@ def register(subparsers: Any) -> None:
     i.add_argument("--project", required=True)
     i.add_argument("--sweep", help="only the trials of this sweep")
     i.add_argument("--metric", required=True, help="the summary metric, e.g. val-core/arith/acc/mean@1")
-    i.add_argument("--goal", default="max", choices=("max", "min"))
+    i.add_argument("--goal", choices=("max", "min"),
+                   help="which way is better (default: the sweep's metric.goal for its metric, else the metric "
+                        "guide's direction, else max)")
     i.add_argument("--dir", help="store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
     i.add_argument("--json", action="store_true", help="print the result as JSON")
     i.set_defaults(func=_importance)
@@ -172,13 +174,29 @@ def _importance(args: argparse.Namespace) -> int:
     from rlcockpit.store import open_store
     from rlcockpit.sweeps.importance import project_importance
 
-    result = project_importance(open_store(args.dir), args.project, args.metric, sweep=args.sweep,
-                                goal=args.goal)
+    sweep, sweep_metric = _sweep_metric(args)
+    result = project_importance(open_store(args.dir), args.project, args.metric, sweep=sweep,
+                                goal=args.goal, sweep_metric=sweep_metric)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     print(render_importance(result))
     return 0
+
+
+def _sweep_metric(args: argparse.Namespace) -> tuple[str | None, dict[str, Any] | None]:
+    """The sweep's id and metric (``{"name", "goal"}``) for ``--sweep``; a name that is no registered sweep is
+    taken as a run group, with no sweep goal."""
+    if not args.sweep:
+        return None, None
+    from rlcockpit.sweeps.config import parse_sweep
+
+    try:
+        sweep = _state(args.dir).get(args.sweep)
+    except KeyError:
+        return args.sweep, None
+    metric = parse_sweep(sweep["config"]).metric
+    return sweep["id"], None if metric is None else {"name": metric.name, "goal": metric.goal}
 
 
 def render_importance(result: dict[str, Any]) -> str:
@@ -190,7 +208,8 @@ def render_importance(result: dict[str, Any]) -> str:
              + (f"; {result['excluded_missing_metric']} runs without the metric left out"
                 if result.get("excluded_missing_metric") else "")
              + (f"; {result['excluded_nonfinite']} non-finite left out" if result.get("excluded_nonfinite") else "")
-             + (f"; forest R2 {r2:.2f} (out of bag)" if r2 is not None else "")]
+             + (f"; forest R2 {r2:.2f} (out of bag)" if r2 is not None else "")
+             + (f"; goal from {result['goal_source']}" if result.get("goal_source") else "")]
     if result.get("note"):
         lines.append(result["note"])
     rows = result["parameters"]

@@ -93,8 +93,8 @@ def importance_panel(store: Any, summary: dict[str, Any], metric: str | None = N
     name = metric or (summary["metric"] or {}).get("name")
     if not name:
         return {"error": "the sweep has no metric; pick one"}
-    goal = "max" if (summary["metric"] or {}).get("goal", "maximize") == "maximize" else "min"
     try:
-        return project_importance(store, summary["project"], name, sweep=summary["id"], goal=goal)
+        return project_importance(store, summary["project"], name, sweep=summary["id"],
+                                  sweep_metric=summary["metric"])
     except (KeyError, ValueError) as exc:
         return {"error": exc.args[0] if exc.args else str(exc)}

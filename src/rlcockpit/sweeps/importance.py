@@ -270,9 +270,34 @@ def metric_value(run: Mapping[str, Any], metric: str, store: Any = None) -> floa
     return None
 
 
-def project_importance(store: Any, project: str, metric: str, *, sweep: str | None = None, goal: str = "max",
+def importance_goal(metric: str, goal: str | None = None,
+                    sweep_metric: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """``("max" | "min", why)``: which way is better for ``metric``, the one rule the CLI and the sweep page share.
+
+    An explicit ``goal`` wins; else the sweep's ``metric.goal`` when ``metric`` is the sweep's metric (the same
+    key or, through the metric guide, the same canonical name); else the guide's direction for the metric
+    (``higher`` / ``lower``); else ``max``. ``why`` says which of these decided, so reports can show it."""
+    from rlcockpit.metrics.guide import lookup
+    from rlcockpit.sweeps.metric_key import resolve_key
+
+    if goal is not None:
+        if goal not in ("max", "min"):
+            raise ValueError(f"goal must be max or min, got {goal!r}")
+        return goal, "given"
+    if sweep_metric and sweep_metric.get("name") and resolve_key(metric, [sweep_metric["name"]]) is not None:
+        return ("max" if sweep_metric.get("goal") == "maximize" else "min"), "the sweep's metric.goal"
+    info = lookup(metric)
+    if info is not None and info.direction in ("higher", "lower"):
+        return ("max" if info.direction == "higher" else "min"), "the metric guide"
+    return "max", "default (give --goal)"
+
+
+def project_importance(store: Any, project: str, metric: str, *, sweep: str | None = None,
+                       goal: str | None = None, sweep_metric: Mapping[str, Any] | None = None,
                        seed: int = 0) -> dict[str, Any]:
-    """Importance over the runs of ``project`` (only trials of ``sweep`` when given)."""
+    """Importance over the runs of ``project`` (only trials of ``sweep`` when given); the goal as
+    :func:`importance_goal` decides from ``goal`` and the sweep's ``sweep_metric`` (``{"name", "goal"}``)."""
+    goal, goal_source = importance_goal(metric, goal, sweep_metric)
     runs = store.list_runs(project)
     if sweep is not None:
         runs = [r for r in runs if r.get("group") == sweep]
@@ -293,6 +318,7 @@ def project_importance(store: Any, project: str, metric: str, *, sweep: str | No
         raise ValueError(f"importance needs at least {MIN_RUNS} runs with {metric!r}; {len(values)} of "
                          f"{len(runs)} runs have it ({missing} never logged it, {nonfinite} ended non-finite)")
     result = compute_importance(configs, values, goal=goal, seed=seed)
-    result.update({"project": project, "sweep": sweep, "metric": metric, "goal": goal, "n_runs": len(runs),
+    result.update({"project": project, "sweep": sweep, "metric": metric, "goal": goal, "goal_source": goal_source,
+                   "n_runs": len(runs),
                    "excluded_missing_metric": missing, "excluded_nonfinite": nonfinite})
     return result

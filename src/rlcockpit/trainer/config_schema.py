@@ -397,7 +397,8 @@ class TrainerConfig:
                                                       "(docs/trainer.md)")
     num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)
     log_samples_freq: int = opt(10, "store rollout samples every N steps (and at step 1); 0 = never", only_here=True)
-    num_log_samples: int = opt(8, "samples stored per logged step", only_here=True)
+    num_log_samples: int = opt(512, "responses stored per logged step, in whole GRPO groups (every group of a "
+                                    "batch up to this size); 0 = the whole batch", only_here=True)
     max_consecutive_nonfinite: int = opt(3, "stop after this many steps in a row with non-finite losses",
                                          only_here=True)
 

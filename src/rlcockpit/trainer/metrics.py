@@ -171,7 +171,7 @@ def global_seqlen_metrics(attention_mask: torch.Tensor, rank_rows: list[torch.Te
             "global_seqlen/mean": float(sum(seqlens) / k)}
 
 
-_SAMPLE_FIELDS = ("prompt", "response", "reward", "ground_truth", "data_source", "response_length")
+_SAMPLE_FIELDS = ("prompt", "response", "reward", "uid", "ground_truth", "data_source", "response_length")
 
 
 def _extra(exp: Any, i: int) -> dict[str, Any]:
@@ -181,12 +181,25 @@ def _extra(exp: Any, i: int) -> dict[str, Any]:
 
 
 def sample_rows(exp: Any, k: int) -> list[dict[str, Any]]:
-    """Rollout samples for ``run.log_samples``: the first ``k`` responses of the batch."""
+    """Rollout samples for ``run.log_samples``: whole GRPO groups (every response of a prompt, with its group id
+    as ``uid``), in batch order, up to ``k`` responses (at least one group; ``k <= 0``: the whole batch). The
+    first ``k`` responses of a batch are one prompt's group when ``rollout.n >= k``: the dashboard's group view
+    then saw 1 of 16 groups, so the cut is made between groups, never inside one."""
+    uids = [int(u) for u in exp.uids.tolist()] if getattr(exp, "uids", None) is not None \
+        else list(range(len(exp.texts)))
+    members: dict[int, list[int]] = {}
+    for i in range(len(exp.texts)):
+        members.setdefault(uids[i], []).append(i)
+    keep: list[int] = []
+    for idx in members.values():
+        if keep and 0 < k < len(keep) + len(idx):
+            break
+        keep += idx
     out = []
-    for i in range(min(k, len(exp.texts))):
+    for i in keep:
         out.append({"prompt": exp.rows[i].text, "response": exp.texts[i], "reward": float(exp.scores[i]),
-                    "ground_truth": str(exp.rows[i].ground_truth), "data_source": exp.rows[i].data_source,
-                    "response_length": int(exp.out.response_mask[i].sum()),
+                    "uid": uids[i], "ground_truth": str(exp.rows[i].ground_truth),
+                    "data_source": exp.rows[i].data_source, "response_length": int(exp.out.response_mask[i].sum()),
                     # the reward function's extra keys (acc, pred, ...), as verl keeps them with the samples
                     **{f"reward_{key}" if key in _SAMPLE_FIELDS else key: v for key, v in _extra(exp, i).items()}})
     return out

@@ -17,22 +17,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = any free)")
     p.add_argument("--token", help="access token for non-loopback binds (generated and printed if omitted)")
     p.add_argument("--verbose", action="store_true", help="log every request (token values masked)")
+    p.add_argument("--workers", type=int, help="server processes, each with its own store connection "
+                                               "(default: one per CPU core, at most 4)")
     p.set_defaults(func=cmd_ui)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from rlcockpit.ui.server import is_loopback, make_server
+    from rlcockpit.ui.workers import default_workers
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be within 0..65535, got {args.port}")
+    workers = default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     try:
-        server = make_server(args.dir, host=args.host, port=args.port, token=args.token, verbose=args.verbose)
+        server = make_server(args.dir, host=args.host, port=args.port, token=args.token, verbose=args.verbose,
+                             workers=workers)
     except OSError as exc:
         print(f"rlcockpit ui: cannot bind {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     store_dir = getattr(server.cockpit.store, "dir", "")
     print(f"rlcockpit dashboard for store {store_dir}")
     print(f"  {server.url}")
+    if workers > 1:
+        print(f"  {workers} worker processes (--workers)")
     if not is_loopback(args.host):
         print("  (not loopback: every request must carry the token in the URL above)")
     print("  Ctrl+C to stop", flush=True)

@@ -51,6 +51,7 @@ class Cockpit:
     guide_cache: dict[str, Any] = field(default_factory=dict)
     live_interval_s: float = 1.0  # how often a live stream reads the store
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set on shutdown: streams end
+    responses: Any = None  # rlcockpit.ui.respcache.ResponseCache: ended runs' rendered series (set by create_app)
 
 
 def cockpit(request: Request) -> Cockpit:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
+from starlette.responses import Response
 
 from rlcockpit.ui import analysis, grouping, panels
 from rlcockpit.ui.params import (
@@ -51,7 +52,7 @@ def get_series(
     format: FormatQ = "json",
     ts: Annotated[bool, Query(description="include timestamps (false: a chart over steps; ts comes back empty and "
                                           "the store reads a third less)")] = True,
-) -> JSON:
+) -> Response:
     r = visible_run(ctx, request, run)
     wanted = split_list(keys)
     if not wanted:
@@ -60,10 +61,14 @@ def get_series(
         raise ApiError(400, f"at most {MAX_KEYS_PER_REQUEST} keys per request, got {len(wanted)}")
     if since is not None:
         start = since + 1 if start is None else max(start, since + 1)
-    series = series_map(ctx, r["id"], wanted, start=start, end=end, max_points=clamp_points(max_points),
-                        binary=format == "b64", with_ts=ts)
-    return JSON({"run": r["id"], "status": r["status"], "last_step": r.get("last_step"), "since": since,
-                 "series": series})
+
+    def render() -> dict[str, Any]:
+        series = series_map(ctx, r["id"], wanted, start=start, end=end, max_points=clamp_points(max_points),
+                            binary=format == "b64", with_ts=ts)
+        return {"run": r["id"], "status": r["status"], "last_step": r.get("last_step"), "since": since,
+                "series": series}
+
+    return ctx.responses.respond(request, r, render)  # an ended run's series: cached, with an ETag
 
 
 def _reward_kl_path(ctx: Cockpit, rid: str, run_keys: list[str]) -> tuple[dict[str, Any] | None, str | None]:

@@ -88,9 +88,11 @@ def grpo_groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                           for m, rw, a in zip(members, rewards, advs)],
         })
     n_zero = sum(g["zero_variance"] for g in out)
+    sizes = [g["n"] for g in out]
     return {"groups": out, "group_by": id_col or "prompt", "advantage_source": adv_col,  # None: computed here as GRPO does
             "components": components, "zero_variance": n_zero,
-            "zero_variance_fraction": n_zero / len(out) if out else 0.0}
+            "zero_variance_fraction": n_zero / len(out) if out else 0.0,
+            "responses": len(rows), "group_sizes": [min(sizes), max(sizes)] if sizes else None}
 
 
 def prompt_history(rows: Sequence[Mapping[str, Any]], prompt: str) -> list[dict[str, Any]]:

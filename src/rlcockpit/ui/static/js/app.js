@@ -23,7 +23,10 @@ async function route() {
   setLive(false);
   hideTip();
   document.querySelectorAll(".modal").forEach((m) => m.remove());
-  const root = clear(document.getElementById("app"));
+  // each render gets its own container: a render that a newer one overtook (a hash change while it waited for
+  // the server) writes into a detached node, never beside the newer page (no doubled toolbars or errors)
+  const root = el("div", { class: "view" });
+  clear(document.getElementById("app")).appendChild(root);
   const { parts, params } = hashParts();
   try {
     const wanted = params.get("lang");  // a pasted link's ?lang= applies on a hash change too, not only on load

@@ -63,6 +63,30 @@ function lastPerX(xs, cols) {
   return [ox, ...oc];
 }
 
+/** Whether values (in step order, nulls skipped) never go down: a cumulative metric, fit to be an x axis. */
+export function nonDecreasing(values) {
+  let last = -Infinity;
+  for (const v of values) {
+    if (v === null || v === undefined || !Number.isFinite(v)) continue;
+    if (v < last) return false;
+    last = v;
+  }
+  return true;
+}
+
+/** uPlot axis size that fits the longest tick label (a fixed width clipped "-1.25e-4", "1.50e+7"). */
+function fitAxis(self, values, axisIdx, cycleNum) {
+  const axis = self.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let size = axis.ticks.size + axis.gap + 4;
+  const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+  if (longest) {
+    self.ctx.font = axis.font[0];
+    size += self.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+  }
+  return Math.max(40, Math.ceil(size));
+}
+
 function nearestIndex(arr, v) {
   let lo = 0, hi = arr.length - 1;
   if (hi < 0) return -1;
@@ -140,8 +164,12 @@ export class Chart {
     const smoothing = kind !== "none" && weight > 0;
     const positive = (ys) => (this.opts.log ? ys.map((v) => (v !== null && v !== undefined && v > 0 ? v : null)) : ys);
     const tables = [], layout = [];
+    this.scatter = false;
     for (const spec of this.specs) {
       const xs = this.xOf(spec);
+      // another metric as x that is not cumulative (a per-step count): joined by lines in x order it zigzags,
+      // so it is drawn as points (sorted by x) and the page says so
+      if (this.opts.xMode === "metric" && !nonDecreasing(xs)) this.scatter = true;
       const cols = [positive(spec.values)];
       if (smoothing) cols.push(positive(smooth(kind, weight, xs, spec.values)));
       if (spec.lo && spec.hi) cols.push(positive(spec.lo), positive(spec.hi));
@@ -164,7 +192,12 @@ export class Chart {
     this.index = [];
     this.specs.forEach((spec, i) => {
       const l = layout[i], show = !this.hidden.has(spec.id), idx = { spec };
-      const line = { label: spec.name, stroke: spec.color, width: 1.5, show, points: { show: false }, dash: spec.dash };
+      // a line needs two points: a metric logged once (or a lone finite value) is drawn as a dot
+      const lone = spec.values.filter((v) => v !== null && v !== undefined && Number.isFinite(v)).length < 2;
+      const dots = lone || this.scatter;
+      const line = { label: spec.name, stroke: spec.color, width: 1.5, show, dash: spec.dash,
+        points: dots ? { show: true, size: lone ? 7 : 4, width: 1, fill: spec.color, stroke: spec.color } : { show: false },
+        ...(this.scatter ? { paths: () => null } : {}) };
       idx.raw = series.length;
       series.push(l.smoothed ? { ...line, label: spec.name + " (raw)", stroke: withAlpha(spec.color, this.opts.showRaw ? 0.28 : 0), width: 1 } : line);
       if (l.smoothed) { idx.main = series.length; series.push(line); } else idx.main = idx.raw;
@@ -199,7 +232,7 @@ export class Chart {
     const cfg = {
       ...this.size(), series, bands, legend: { show: false },
       scales: { x: { time: this.opts.xMode === "time" }, y: this.opts.log ? { distr: 3, log: 10 } : this.yScale() },
-      axes: [xAxis, { ...axis, size: 54, values: (u, splits) => splits.map((v) => fmtNum(v)) }],
+      axes: [xAxis, { ...axis, size: fitAxis, values: (u, splits) => splits.map((v) => fmtNum(v)) }],
       cursor: {
         sync: { key: this.group.key, setSeries: false },
         drag: { x: true, y: false, setScale: false },
@@ -223,6 +256,7 @@ export class Chart {
     this.u.over.addEventListener("mouseleave", () => { this.hovered = false; hideTip(); });
     this.u.over.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
     this.box.dataset.points = String(data[0].length);
+    this.box.dataset.scatter = this.scatter ? "1" : "0";
     this.box.dataset.ylog = this.opts.log ? "1" : "0";
     this.box.dataset.series = String(series.length - 1);
   }

@@ -4,7 +4,7 @@
 
 import { api, clear, debounce, decodeSeries, el, metricMatcher, PALETTE, runPath } from "./core.js";
 import { t } from "./i18n.js";
-import { SyncGroup } from "./chart.js";
+import { SyncGroup, nonDecreasing } from "./chart.js";
 import { chartCard } from "./chartkit.js";
 import { SMOOTHERS } from "./smooth.js";
 import { settings } from "./state.js";
@@ -79,7 +79,8 @@ function toolbar(s, keys, others, onChange) {
   const reset = el("button", { type: "button", class: "btn", id: "reset-zoom", text: t("charts.resetZoom") });
   return { node: el("div", { class: "toolbar" }, filter, bad, el("label", {}, t("charts.smoothing"), kind, weight, wLabel),
     el("label", {}, t("charts.xaxis"), xSel), add, el("label", {}, marks, t("charts.markers")), cols, reset,
-    el("span", { class: "grow" }), el("span", { class: "muted", id: "point-info" })), filter, bad, reset };
+    el("span", { class: "grow" }), el("span", { class: "muted", id: "point-info" })), filter, bad, reset,
+  xWarn: el("div", { class: "muted", id: "x-warning", hidden: true }) };
 }
 
 export async function renderCharts(body, detail) {
@@ -95,7 +96,7 @@ export async function renderCharts(body, detail) {
   const keys = [...detail.keys];
   const bar = toolbar(s, keys.filter((k) => !k.startsWith("system/")), projectRuns, (what) => changed(what));
   const chips = el("div", { class: "chips", id: "overlay-chips" });
-  body.append(bar.node, chips);
+  body.append(bar.node, bar.xWarn, chips);
   const empty = el("div", { class: "empty", id: "no-metrics", text: t("charts.none") });
   body.appendChild(empty);
   const wrap = el("div", { id: "sections" });
@@ -194,6 +195,9 @@ export async function renderCharts(body, detail) {
       const xs = await Promise.all(runIds.map((rid) => fetchSeries(rid, [xk], 20000)));
       xMetric = Object.fromEntries(runIds.map((rid, i) => [rid, xs[i][xk] || { steps: [], values: [] }]));
     }
+    const notCumulative = xMetric && Object.values(xMetric).some((x) => !nonDecreasing(x.values));
+    bar.xWarn.hidden = !notCumulative;
+    bar.xWarn.textContent = notCumulative ? t("charts.x.notCumulative", { key: v.x.slice(7) }) : "";
     for (const key of keys) {
       const c = charts.get(key) || addChart(key);
       const specs = runIds.map((rid, i) => perRun[i][key] && { id: rid, name: nameOf(rid), color: colorOf(rid), t0: rid === run.id ? run.created_at : undefined, ...perRun[i][key] }).filter(Boolean);

@@ -4,7 +4,7 @@
 
 import { api, clear, decodeSeries, el, metricMatcher, PALETTE, setCrumbs } from "./core.js";
 import { t } from "./i18n.js";
-import { SyncGroup } from "./chart.js";
+import { SyncGroup, nonDecreasing } from "./chart.js";
 import { chartCard, pathPlot } from "./chartkit.js";
 import { SMOOTHERS } from "./smooth.js";
 import { settings } from "./state.js";
@@ -61,8 +61,9 @@ export async function renderCompare(root, params) {
   const missing = el("div", { class: "muted", id: "path-missing" });
   const diffWrap = el("div");
   const onlyDiff = el("input", { type: "checkbox", id: "only-diff", checked: true });
+  const xWarn = el("div", { class: "muted", id: "x-warning", hidden: true });
   root.append(legend, el("div", { class: "toolbar" }, picker, addRx, el("label", {}, t("charts.smoothing"), kind, weight), el("label", {}, t("charts.xaxis"), xSel),
-    el("label", {}, t("compare.groupBy"), bySel), reset, el("span", { class: "grow" })),
+    el("label", {}, t("compare.groupBy"), bySel), reset, el("span", { class: "grow" })), xWarn,
   el("div", { class: "two-col" }, el("div", {}, el("div", { class: "section-title", text: t("compare.metrics") }), grid),
     el("div", {}, el("div", { class: "section-title", text: t("compare.path") }), pathBox, missing,
       el("div", { class: "toolbar" }, el("div", { class: "section-title", text: t("compare.diff") }), el("label", {}, onlyDiff, t("compare.onlyDiff"))), diffWrap)));
@@ -74,9 +75,13 @@ export async function renderCompare(root, params) {
     smoothing: { kind: v.smooth, weight: Number(v.sw) } });
   async function loadXMetric() {
     xMetric = null;
+    xWarn.hidden = true;
     if (!v.x.startsWith("metric:")) return;
     const data = await api("/api/compare", { runs: ids.join(","), keys: v.x.slice(7), max_points: 20000, format: "b64" });
     xMetric = Object.fromEntries(data.runs.map((r) => [r.id, decodeSeries(r.series[v.x.slice(7)])]));
+    const notCumulative = xMode() === "metric" && Object.values(xMetric).some((x) => x && !nonDecreasing(x.values));
+    xWarn.hidden = !notCumulative;
+    xWarn.textContent = notCumulative ? t("charts.x.notCumulative", { key: v.x.slice(7) }) : "";
   }
   async function loadCharts() {
     s.set("keys", keys.join(","));

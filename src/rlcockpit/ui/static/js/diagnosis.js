@@ -1,7 +1,7 @@
 // The Diagnosis tab (root-cause chain, findings, overrides to copy, the sandboxed HTML report) and the
 // Config & meta tab.
 
-import { api, attachTip, copyText, el, metricTip, runPath } from "./core.js";
+import { api, attachTip, copyText, el, guideEntry, metricTip, runPath } from "./core.js";
 import { t } from "./i18n.js";
 
 function copyBlock(title, lines, id) {
@@ -25,6 +25,11 @@ function findingCard(f) {
     el("h4", {}, el("span", { class: "sev " + sev, text: t("severity." + sev) }), " ", f.title || t("diag.untitled")),
     el("div", { class: "sub" }, `${f.detector || ""} · ${t("chart.step", { n: range })}` + (metric ? " · " : ""), metric));
   if (f.summary) box.appendChild(el("p", { text: f.summary }));
+  const guide = f.metric ? guideEntry(f.metric) : null;  // the metric guide, in the page's language
+  if (guide && (guide.abnormal || guide.action)) box.appendChild(el("div", { class: "finding-guide" },
+    el("strong", { text: t("diag.guide", { title: guide.title || f.metric }) }),
+    guide.abnormal ? el("p", {}, el("span", { class: "muted", text: t("guide.abnormal") + " " }), guide.abnormal) : null,
+    guide.action ? el("p", {}, el("span", { class: "muted", text: t("guide.action") + " " }), guide.action) : null));
   if (f.causes && f.causes.length) box.appendChild(el("div", {}, el("strong", { text: t("diag.causes") }), el("ul", {}, f.causes.map((c) => {
     const bar = el("span", { class: "score" }, el("span"));
     bar.firstChild.style.width = Math.round((c.score ?? 0.5) * 100) + "%";

@@ -139,7 +139,9 @@ async function groupsView(out, run, steps, s) {
     const groups = data.groups.slice();
     if (v.gorder === "zero") groups.sort((a, b) => b.zero_variance - a.zero_variance);
     else groups.sort((a, b) => (v.gorder === "low" ? 1 : -1) * ((a.mean_reward ?? 0) - (b.mean_reward ?? 0)));
+    const sizes = data.group_sizes || [0, 0];
     summary.textContent = t(groups.length === 1 ? "groups.summary.one" : "groups.summary", { g: groups.length, z: data.zero_variance, p: Math.round((data.zero_variance_fraction || 0) * 100),
+      r: data.responses ?? 0, n: sizes[0] === sizes[1] ? String(sizes[0]) : `${sizes[0]}–${sizes[1]}`,
       by: data.group_by === "prompt" ? t("groups.byPrompt") : data.group_by, adv: data.advantage_source || t("groups.advComputed") });
     clear(list).append(...groups.map((g) => groupCard(g, data.components, "")));
     if (!groups.length) list.appendChild(el("div", { class: "empty", text: t("samples.noMatch") }));
