@@ -112,3 +112,52 @@ def test_a_verl_command_line_without_n_samples_once_and_the_demo_keeps_its_group
     assert (demo.rollout.n, demo.algorithm.adv_estimator, demo.data.train_batch_size) == (8, "grpo", 16)
     collapse = load_config(preset="arith-collapse", log=None)
     assert collapse.actor.clip_ratio_low == collapse.actor.clip_ratio_high == 10.0  # still no effective clip
+
+
+VERL_CONFIG_DIR = Path(__file__).parents[2] / ".venv-verl" / "lib" / "python3.11" / "site-packages" / "verl" / "trainer" / "config"
+
+
+@pytest.mark.parametrize("name", ["ppo", "ppo_megatron", "ppo_veomni", "ppo_torchtitan"])
+def test_every_key_of_verls_generated_configs_is_accepted(name):
+    """verl 0.9.1's flattened trainer configs, each loaded whole: the Megatron, VeOmni and TorchTitan ones had
+    optimizer keys (lr_decay_style, muon_*, min_lr_factor, optimizer=adam...) refused as unknown."""
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.load(VERL_CONFIG_DIR / f"_generated_{name}_trainer.yaml")
+    cfg = load_config(base=data, validate=False, log=None)
+    assert cfg.algorithm.adv_estimator == "gae" and cfg.rollout.n == 1
+
+
+def test_keys_of_verl_main_and_the_examples_are_accepted_with_a_warning_where_they_change_the_math():
+    """verl main's actor.router_replay.* and the CISPO example's model.torch_dtype were unknown keys."""
+    notes: list[str] = []
+    cfg = load_config(overrides=["actor_rollout_ref.model.torch_dtype=bfloat16",
+                                 "actor_rollout_ref.actor.router_replay.mode=R3",
+                                 "actor_rollout_ref.actor.router_replay.record_file=null"], log=notes.append)
+    assert cfg.extras["actor_rollout_ref.actor.router_replay.mode"] == "R3"
+    warned = [n for n in notes if "warning:" in n]
+    assert len(warned) == 2 and any("router_replay.mode='R3'" in n for n in warned)
+    quiet: list[str] = []
+    load_config(overrides=["actor_rollout_ref.actor.router_replay.mode=disabled"], log=quiet.append)
+    assert not [n for n in quiet if "warning:" in n]
+
+
+@pytest.mark.parametrize("entry", [["-m", "rlcockpit.trainer.main_ppo"], ["-m", "rlcockpit", "train"],
+                                   ["-m", "rlcockpit", "preflight"], ["-m", "rlcockpit", "train", "--config"]])
+def test_a_config_error_is_one_line_through_every_entry(entry, tmp_path):
+    """``python -m rlcockpit.trainer.main_ppo`` printed a 15-line traceback; a loss_mode typo suggested 'ppo'
+    (an rlcockpit alias, no verl value)."""
+    import subprocess
+    import sys
+
+    key = "actor_rollout_ref.actor.policy_loss.loss_mode"
+    if entry[-1] == "--config":
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("actor_rollout_ref:\n  actor:\n    policy_loss:\n      loss_mode: ppoo\n")
+        args = [*entry, str(bad)]
+    else:
+        args = [*entry, f"{key}=ppoo"]
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert key in lines[0] and "Did you mean 'vanilla'?" in lines[0] and "'ppo'" not in lines[0]

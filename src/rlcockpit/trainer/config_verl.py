@@ -145,8 +145,8 @@ def apply_verl_defaults(values: dict[str, Any], given: dict[str, str], notes: li
     if values.get("data.train_files"):
         return
     skip = set(given)
-    if any(k.startswith("critic.") for k in given):
-        skip |= {"algorithm.adv_estimator", "actor_rollout_ref.rollout.n"}
+    if any(k.startswith("critic.") for k in given) and "algorithm.adv_estimator" not in given:
+        skip |= {"algorithm.adv_estimator", "actor_rollout_ref.rollout.n"}  # verl's PPO: gae, one sample
     if "trainer.total_epochs" in given:
         skip.add("trainer.total_training_steps")
     for key, value in DEMO_DEFAULTS.items():
