@@ -10,16 +10,16 @@
   ``actor.ppo_micro_batch_size_per_gpu``; different sizes pad differently and the bf16 kernels round
   differently, so the log-probs differ and the "on-policy" ratio is not 1. The fix is the same micro-batch size.
 
-Both read verl's key paths from the run's stored config; rlcockpit's own trainer scores a step in one pass and
+Both read verl's key paths from the run's stored config and advise in the run's own vocabulary (verl's knobs
+land in verl runs' overrides only); rlcockpit's own trainer scores a step in one pass and
 has no such split, so :class:`OnPolicyMismatch` only speaks for verl runs.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from rlcockpit.health.advice import ranked
 from rlcockpit.health.base import Detector, median, register_detector
+from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 
 STALE = "training/off_policy/trajectory_staleness/mean"
@@ -33,12 +33,6 @@ V1_MODE = "trainer.v1.trainer_mode"
 V1_LIMIT = "trainer.v1.sampler.max_off_policy_threshold"
 ROLLOUT_MICRO = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
 ACTOR_MICRO = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
-
-
-def _verl_action(title: str, changes: dict[str, Any], why: str) -> Action:
-    """An action in verl's key paths (these knobs exist only in verl)."""
-    texts = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in changes.items()]
-    return Action(title=title, overrides=texts, verl_overrides=list(texts), why=why, changes=dict(changes))
 
 
 @register_detector("off_policy_staleness", "trajectory_staleness")
@@ -95,10 +89,11 @@ class OffPolicyStaleness(Detector):
         if spans is not None and spans.n and spans.last > 1:
             causes.append(Cause("partial rollouts continue trajectories across weight updates", 0.5,
                                 f"a trajectory spans up to {spans.last:.0f} versions"))
-        actions = [_verl_action("Bound the staleness", {V1_LIMIT: max(1, int(limit) // 2)},
-                                "older trajectories are dropped (or awaited) instead of trained on"),
-                   _verl_action("Correct for the policy lag", {"algorithm.rollout_correction.rollout_is": "token"},
-                                "truncated importance weights between the rollout and the trained policy")]
+        view = self.ctx.view
+        actions = [make_action(view, "Bound the staleness", {V1_LIMIT: max(1, int(limit) // 2)},
+                               "older trajectories are dropped (or awaited) instead of trained on"),
+                   make_action(view, "Correct for the policy lag", {"algorithm.rollout_correction.rollout_is": "token"},
+                               "truncated importance weights between the rollout and the trained policy")]
         return ranked(causes), actions
 
 
@@ -147,6 +142,7 @@ class OnPolicyMismatch(Detector):
             causes.append(Cause(f"the old log-probs use micro-batches of {rollout} "
                                 f"({ROLLOUT_MICRO}), the update {actor} ({ACTOR_MICRO}): different padding "
                                 "and rounding", 0.85, f"{ROLLOUT_MICRO}={rollout}, {ACTOR_MICRO}={actor}"))
-            actions.append(_verl_action("Compute the old log-probs with the update's micro-batch size",
-                                        {ROLLOUT_MICRO: actor}, "the on-policy ratio is then exactly 1"))
+            actions.append(make_action(self.ctx.view, "Compute the old log-probs with the update's micro-batch size",
+                                       {"rollout.log_prob_micro_batch_size_per_gpu": actor},
+                                       "the on-policy ratio is then exactly 1"))
         return ranked(causes), actions
