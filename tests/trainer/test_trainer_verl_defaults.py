@@ -161,3 +161,24 @@ def test_a_config_error_is_one_line_through_every_entry(entry, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert key in lines[0] and "Did you mean 'vanilla'?" in lines[0] and "'ppo'" not in lines[0]
+
+
+def test_verls_precedence_rules_say_which_overrides_change_nothing():
+    import rlcockpit.defaults  # noqa: F401 - registers the provider health's advice asks
+    from rlcockpit.registry import PROVIDERS
+    from rlcockpit.trainer.config_verl import inactive_reason
+
+    assert PROVIDERS.get("verl_inactive_reason")() is inactive_reason
+    verl = flat_values(load_config(overrides=PLACEHOLDERS, validate=False, log=None))  # gae, no KL anywhere
+    assert "clip_ratio_low" in inactive_reason("actor_rollout_ref.actor.clip_ratio", verl)
+    assert "use_kl_loss" in inactive_reason("actor_rollout_ref.actor.kl_loss_coef", verl)
+    assert "use_kl_in_reward" in inactive_reason("algorithm.kl_ctrl.kl_coef", verl)
+    assert inactive_reason("critic.optim.lr", verl) is None and inactive_reason("actor_rollout_ref.actor.optim.lr", verl) is None
+    grpo = flat_values(load_config(overrides=[*PLACEHOLDERS, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4",
+                                              "actor_rollout_ref.actor.use_kl_loss=true",
+                                              "actor_rollout_ref.actor.clip_ratio_low=null",
+                                              "actor_rollout_ref.actor.clip_ratio_high=null"], validate=False, log=None))
+    assert inactive_reason("actor_rollout_ref.actor.kl_loss_coef", grpo) is None
+    assert inactive_reason("actor_rollout_ref.actor.clip_ratio", grpo) is None  # low/high null: clip_ratio acts
+    assert "gae" in inactive_reason("critic.optim.lr", grpo)
+    assert "filter_groups.enable" in inactive_reason("algorithm.filter_groups.metric", grpo)

@@ -154,14 +154,50 @@ def apply_verl_defaults(values: dict[str, Any], given: dict[str, str], notes: li
             values[key] = value
 
 
+A_ = "actor_rollout_ref.actor."
+
+
+def inactive_reason(key: str, values: dict[str, Any]) -> str | None:
+    """Why setting ``key`` (a canonical verl path) changes nothing in a config whose flat values are ``values``,
+    by verl's precedence rules; None when it acts. The one home of those rules: the trainer's notes and the
+    health advice (``PROVIDERS["verl_inactive_reason"]``) both ask here.
+
+    * ``actor.clip_ratio`` is read only where ``clip_ratio_low/high`` are null (verl's ``compute_policy_loss``);
+    * ``actor.kl_loss_coef/kl_loss_type`` only with ``actor.use_kl_loss``; ``algorithm.kl_ctrl.*`` and
+      ``algorithm.kl_penalty`` only with ``algorithm.use_kl_in_reward``;
+    * ``critic.*`` and ``algorithm.lam`` only with ``algorithm.adv_estimator=gae``;
+      ``algorithm.norm_adv_by_std_in_grpo`` only with a grpo estimator;
+    * ``algorithm.filter_groups.*`` only with ``algorithm.filter_groups.enable``.
+    """
+    if key == A_ + "clip_ratio":
+        shadow = [f"{A_}clip_ratio_{s}" for s in ("low", "high") if values.get(f"{A_}clip_ratio_{s}") is not None]
+        if shadow:
+            return f"{' and '.join(shadow)} take precedence over clip_ratio (set them to change the clip range)"
+        return None
+    if key in (A_ + "kl_loss_coef", A_ + "kl_loss_type") and not values.get(A_ + "use_kl_loss"):
+        return f"read only with {A_}use_kl_loss=true"
+    if (key.startswith("algorithm.kl_ctrl.") or key == "algorithm.kl_penalty") and not values.get(
+            "algorithm.use_kl_in_reward"):
+        return "read only with algorithm.use_kl_in_reward=true"
+    estimator = str(values.get("algorithm.adv_estimator", ""))
+    if (key.startswith("critic.") or key == "algorithm.lam") and estimator != "gae":
+        return f"the critic (and GAE's lam) is used only by algorithm.adv_estimator=gae, not {estimator}"
+    if key == "algorithm.norm_adv_by_std_in_grpo" and not estimator.startswith("grpo"):
+        return f"read only by the grpo estimators, not {estimator}"
+    if key.startswith("algorithm.filter_groups.") and key != "algorithm.filter_groups.enable" and not values.get(
+            "algorithm.filter_groups.enable"):
+        return "read only with algorithm.filter_groups.enable=true"
+    return None
+
+
 def _note_clip_precedence(values: dict[str, Any], given: dict[str, str], notes: list[str]) -> None:
     """``actor.clip_ratio`` given while ``clip_ratio_low/high`` keep verl's explicit 0.2: the losses read
     low/high first (verl's ``compute_policy_loss``), so clip_ratio changes nothing; say so."""
-    base = "actor_rollout_ref.actor.clip_ratio"
+    base = A_ + "clip_ratio"
     if base not in given:
         return
-    shadowing = [f"{base}_{side}={values.get(f'{base}_{side}')}" for side in ("low", "high")
-                 if f"{base}_{side}" not in given and values.get(f"{base}_{side}") is not None]
-    if shadowing:
-        notes.append(f"{given[base]}={values.get(base)} has no effect on the clip range: {', '.join(shadowing)} "
-                     "take precedence (verl's defaults, as in verl); set clip_ratio_low/high to change it")
+    shadow = {k: v for k, v in values.items() if k.startswith(base + "_") and k[len(base) + 1:] in ("low", "high")
+              and k not in given}
+    why = inactive_reason(base, shadow)
+    if why:
+        notes.append(f"{given[base]}={values.get(base)} has no effect on the clip range: {why}; as in verl")
