@@ -131,6 +131,31 @@ def _no_effect_tables() -> list[str]:
     return lines
 
 
+def _defaults_tables() -> list[str]:
+    from rlcockpit.trainer.config_keys import MATH_WARNINGS
+    from rlcockpit.trainer.config_verl import DEMO_DEFAULTS, VERL_DEFAULT_DIFFERENCES
+
+    lines = ["## Differences from verl's defaults", "",
+             "Every key above takes verl 0.9.1's default (its `_generated_ppo_trainer.yaml`), with these "
+             "exceptions, none of which changes the math of a run that sets its own model and data. "
+             "`tests/trainer/test_trainer_verl_defaults.py` composes verl's own config for real example scripts "
+             "in the verl venv and fails on any difference not listed here. Precedence follows verl: "
+             "`actor.clip_ratio_low/high` (0.2 each by default) win over `actor.clip_ratio`, which then only "
+             "prints a note; the critic takes the actor's `loss_agg_mode` and `ppo_epochs` unless given.", "",
+             "| key | why rlcockpit's default differs |", "|---|---|"]
+    lines += [f"| `{k}` | {_cell(why)} |" for k, why in VERL_DEFAULT_DIFFERENCES.items()]
+    lines += ["", "The built-in demo task (no `data.train_files`) is sized for a CPU: there these settings apply to "
+              "the keys not given (a `critic.*` key keeps verl's gae and n=1; `trainer.total_epochs` keeps "
+              "`total_training_steps` null).", "", "| key | demo value |", "|---|---|"]
+    lines += [f"| `{k}` | `{_default(v)}` |" for k, v in DEMO_DEFAULTS.items()]
+    lines += ["", "Accepted without effect, but in verl a value other than these changes the math: a warning is "
+              "printed when one is set.", "", "| key | values that are fine | why |", "|---|---|---|"]
+    lines += [f"| `{k}` | {', '.join(f'`{_default(v)}`' for v in off)} | {_cell(why)} |"
+              for k, (off, why) in MATH_WARNINGS.items()]
+    lines.append("")
+    return lines
+
+
 def render() -> str:
     from rlcockpit.trainer.config_schema import schema_fields
 
@@ -154,6 +179,7 @@ def render() -> str:
     lines += _key_table(fields)
     lines += _alias_tables()
     lines += _no_effect_tables()
+    lines += _defaults_tables()
     return "\n".join(lines)
 
 

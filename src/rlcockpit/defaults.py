@@ -53,6 +53,13 @@ def trainer_keys() -> list[str]:
     return list(all_keys())
 
 
+def verl_inactive_reason() -> Any:
+    """Advice checks an override against verl's precedence rules before printing it (issue 24)."""
+    from rlcockpit.trainer.config_verl import inactive_reason
+
+    return inactive_reason
+
+
 def report_sender() -> Any:
     """``rlcockpit report --send``: the alert channels' sender of a stored run's health report."""
     from rlcockpit.alerts.reports import send_report_now
@@ -71,5 +78,7 @@ if "public_sweep" not in PROVIDERS:
     PROVIDERS.add("public_sweep", public_sweep)
 if "trainer_keys" not in PROVIDERS:
     PROVIDERS.add("trainer_keys", trainer_keys)
+if "verl_inactive_reason" not in PROVIDERS:
+    PROVIDERS.add("verl_inactive_reason", verl_inactive_reason)
 if "report_sender" not in PROVIDERS:
     PROVIDERS.add("report_sender", report_sender)

@@ -96,7 +96,8 @@ class Registry(Generic[T]):
     def _unknown_message(self, name: str) -> str:
         known = sorted(self._items) + sorted(self._aliases)
         close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        # suggest the registered name an alias stands for: an alias is no value of the framework it mirrors
+        hint = f" Did you mean {self._aliases.get(close[0], close[0])!r}?" if close else ""
         return f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(sorted(self._items))}"
 
     def names(self) -> list[str]:

@@ -74,3 +74,16 @@ def test_kl_coef_range_holds_in_training(tiny_cfg, tmp_path):
     # verl logs the controller's beta as actor/reward_kl_penalty_coeff (actor/kl_coef is the KL-loss weight)
     assert "actor/kl_coef" not in hist.columns
     assert hist["actor/reward_kl_penalty_coeff"].dropna().between(0.001, 0.003).all()
+
+
+@pytest.mark.parametrize(("extra", "shown"), [
+    ({"actor/kl_loss": 7.12}, "kl_loss +7.1200"),  # use_kl_loss (GRPO)
+    ({"actor/reward_kl_penalty": 6.5, "actor/ref_kl": 6.4}, "reward_kl_penalty +6.5000"),  # KL in the reward
+    ({"actor/ref_kl": 7.44}, "ref_kl +7.4400"),
+    ({}, "ppo_kl +0.0010"),  # no reference policy: the per-update KL, named as such
+])
+def test_kl_column_is_the_kl_to_the_reference_and_says_which(extra, shown):
+    """The column showed actor/ppo_kl as "kl": -0.0000 through a collapse whose KL to the reference was ~7."""
+    line = Progress(1, stream=io.StringIO()).line(1, {**METRICS, "actor/ppo_kl": -0.00001, **extra}
+                                                  if extra else METRICS, 1.0)
+    assert shown in line and line.count("kl") == shown.count("kl")  # one KL column, no other

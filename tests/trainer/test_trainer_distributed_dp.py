@@ -38,7 +38,7 @@ def _overrides(hf_assets: dict, tmp: Path, name: str, *extra: str) -> list[str]:
     return [f"data.train_files={hf_assets['train']}", f"data.val_files={hf_assets['val']}",
             f"actor_rollout_ref.model.path={hf_assets['models']['qwen2']}", "data.train_batch_size=4",
             "data.max_response_length=6", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-            "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.optim.lr=1e-3",
+            "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.optim.lr=1e-3", "algorithm.adv_estimator=grpo",
             "actor_rollout_ref.actor.grad_clip=1000", f"custom_reward_function.path={reward}",
             "trainer.total_training_steps=3", "trainer.test_freq=0", "trainer.val_before_train=false",
             "trainer.save_freq=2", "trainer.logger=[rlcockpit]", "trainer.num_threads=1", "trainer.preflight=off",

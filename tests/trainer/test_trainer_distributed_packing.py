@@ -113,6 +113,7 @@ def test_training_with_use_remove_padding_matches_the_padded_run(hf_assets, tmp_
             f"actor_rollout_ref.model.path={hf_assets['models']['qwen2']}", "data.train_batch_size=4",
             "data.max_response_length=8", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
             "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.optim.lr=1e-3", "trainer.total_training_steps=2",
+            "algorithm.adv_estimator=grpo",
             "trainer.test_freq=0", "trainer.val_before_train=false", "trainer.logger=[rlcockpit]",
             "trainer.num_threads=1", "health.enable=false", "trainer.preflight=off", f"trainer.experiment_name={name}",
             "actor_rollout_ref.actor.use_kl_loss=true", f"trainer.rlcockpit_dir={tmp_path / 'store'}",

@@ -19,7 +19,7 @@ def _cfg(hf_assets, tmp_path, model: str, *extra: str):
     return load_config(overrides=[
         f"data.train_files={hf_assets['train']}", f"data.val_files={hf_assets['val']}",
         f"actor_rollout_ref.model.path={model}", "data.train_batch_size=2", "data.max_response_length=6",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.rollout.n=2",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.rollout.n=2", "algorithm.adv_estimator=grpo",
         "actor_rollout_ref.actor.optim.lr=1e-3", "trainer.total_training_steps=2", "trainer.test_freq=0",
         "trainer.val_before_train=false", "trainer.save_freq=2", "trainer.logger=[rlcockpit]", "trainer.num_threads=1",
         "health.enable=false", f"trainer.rlcockpit_dir={tmp_path / 'store'}",

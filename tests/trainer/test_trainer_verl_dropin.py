@@ -81,6 +81,31 @@ def test_run_qwen2_7b_overrides_train_unchanged(hf_assets, tmp_path):
 
 
 @pytest.mark.slow
+def test_run_gemma_ppo_with_a_critic_samples_once_per_prompt_as_verl(hf_assets, tmp_path):
+    """examples/ppo_trainer/run_gemma.sh sets a critic and no rollout.n: verl samples once per prompt. rlcockpit
+    used a silent 8 (64 samples per step for a batch of 8)."""
+    original = script_overrides(FIXTURES / "run_gemma.sh")
+    model = str(hf_assets["models"]["qwen2"])
+    new = {"data.train_files": hf_assets["train"], "data.val_files": hf_assets["val"],
+           "actor_rollout_ref.model.path": model, "critic.model.path": model, "data.train_batch_size": 4,
+           "data.val_batch_size": 8, "data.max_response_length": 8, "actor_rollout_ref.actor.ppo_mini_batch_size": 2,
+           "actor_rollout_ref.actor.ppo_micro_batch_size": 2, "critic.ppo_micro_batch_size": 2}
+    overrides = [f"{k}={new[k]}" if (k := o.split("=", 1)[0]) in new else o for o in original]
+    assert not any(o.startswith(("algorithm.adv_estimator=", "actor_rollout_ref.rollout.n=")) for o in overrides)
+    store = tmp_path / "store"
+    extra = ["trainer.total_training_steps=2", f"trainer.rlcockpit_dir={store}",
+             f"trainer.default_local_dir={tmp_path / 'ckpt'}", "trainer.num_threads=1"]
+    proc = subprocess.run([sys.executable, "-m", "rlcockpit.trainer.main_ppo", *overrides, *extra], cwd=tmp_path,
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    (run,) = rlcockpit.Api(str(store)).runs()
+    assert run.config["algorithm"]["adv_estimator"] == "gae" and run.config["actor_rollout_ref"]["rollout"]["n"] == 1
+    hist = run.history()
+    assert hist["critic/vf_loss"].notna().sum() == 2 and "demo" not in out
+
+
+@pytest.mark.slow
 def test_verl_generated_config_through_config_flag(hf_assets, tmp_path):
     store = tmp_path / "store"
     model = str(hf_assets["models"]["llama"])

@@ -55,7 +55,8 @@ def specs() -> list[dict[str, Any]]:
                                ("gpt2", "gpt2", ["actor.optim.lr=2e-4"]), ("llama", "llama", ["actor.optim.lr=2e-4"])):
         add("collapse", name, 45, seed=rng.randint(1, 99), model=model, overrides=[tf, *extra],
             fault={"kind": "lr_jump", "step": k(), "params": {"factor": rng.choice([40, 60, 100]),
-                                                                "set": {"actor.clip_ratio": 10.0, "actor.ppo_epochs": 4}}})
+                                                                "set": {"actor.clip_ratio_low": 10.0, "actor.clip_ratio_high": 10.0,
+                                                                        "actor.ppo_epochs": 4}}})
     # reward hacking is not made here: with these small models an exploitable reward switched on mid-run takes
     # longer than the 10-step symptom check to be learned (measured), so its onset would be a judgement call.
     rng = random.Random("1414-entropy_collapse")

@@ -51,6 +51,10 @@ VERL_KEYS: dict[str, str | None] = {
     "data.train_batch_size": "data.train_batch_size",
     "critic.optim.lr": "critic.optim.lr",
     "trainer.total_training_steps": "trainer.total_training_steps",
+    # verl V1 / rollout knobs of the off-policy detectors (detectors_offpolicy.py)
+    "trainer.v1.sampler.max_off_policy_threshold": "trainer.v1.sampler.max_off_policy_threshold",  # verl only
+    "algorithm.rollout_correction.rollout_is": "algorithm.rollout_correction.rollout_is",
+    "rollout.log_prob_micro_batch_size_per_gpu": "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
 }
 
 # advice key -> TRL ``GRPOConfig`` field (None: TRL has no such knob). TRL's KL term is always in the loss,

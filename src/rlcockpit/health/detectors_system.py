@@ -245,13 +245,19 @@ class ThroughputDrop(Detector):
 
 PHASES = {
     "generation": ("timing_s/gen", "timing_s/generate", "timing_s/rollout"),
-    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update", "timing_s/update_weights"),
+    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update", "timing_s/update_weights",
+               "timing_s/param_sync"),
     "inference": ("timing_s/old_log_prob", "timing_s/ref", "timing_s/values", "timing_s/reward", "timing_s/adv"),
     "data": ("timing_s/data", "timing_s/dataloader", "timing_s/data_loading"),
+    "sample_wait": ("timing_s/wait_for_enough_samples",),
 }
+# verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen;
+# generation runs concurrently elsewhere, so there timing_s/gen is a wait for samples, not generation
+V1_MARKER = "training/off_policy/"
 NOT_TRAINING = MARKERS  # evaluation and checkpoint time: taken out of the step before the split
 LABELS = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
-          "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)"}
+          "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)",
+          "sample_wait": "rollout-bound (the trainer waits for samples from the rollout / replay buffer)"}
 
 
 def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[str, dict[str, float]]:
@@ -266,7 +272,10 @@ def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[
     aside = sum(tracks[k].last for k in NOT_TRAINING if k in tracks and tracks[k].last_step == at)
     total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
+    v1 = any(k.startswith(V1_MARKER) for k in tracks)
     for phase, keys in PHASES.items():
+        if v1 and phase in ("generation", "sample_wait"):
+            keys = tuple(k for k in keys if k != "timing_s/gen") + (("timing_s/gen",) if phase == "sample_wait" else ())
         t = sum(tracks[k].last for k in keys if k in tracks and tracks[k].last_step == at)
         if t:
             shares[phase] = t / total

@@ -17,6 +17,7 @@ from rlcockpit.health import (  # noqa: F401 - importing registers the built-in 
     detectors_length,
     detectors_loss,
     detectors_memory,
+    detectors_offpolicy,
     detectors_policy,
     detectors_reward,
     detectors_samples,

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.integrations.verl_turns import turn_fields
 from rlcockpit.tracking.values import BadStep, check_step
 
 ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
@@ -153,6 +154,8 @@ def rollout_row(entry: Mapping[str, Any]) -> dict[str, Any]:
     for k, v in entry.items():
         if k not in ("input", "output", "score", "step"):
             row[k] = v
+    for k, v in turn_fields(row["response"]).items():  # a multi-turn (agent-loop) trajectory, turn by turn
+        row.setdefault(k, v)
     return row
 
 

@@ -46,7 +46,7 @@ __all__ = [
 
 # Data files, in display order (``rlcockpit explain --list`` and the dashboard follow it).
 DATA_FILES = ("guide_actor.yaml", "guide_critic.yaml", "guide_perf.yaml", "guide_system.yaml", "guide_verl.yaml",
-              "guide_rollout_corr.yaml", "guide_trl.yaml")
+              "guide_rollout_corr.yaml", "guide_trl.yaml", "guide_verl_v1.yaml")
 
 GUIDE: Registry[MetricInfo] = Registry("metric")
 _ORDER: list[str] = []

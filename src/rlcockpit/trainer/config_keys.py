@@ -133,7 +133,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
                  "*.ppo_max_token_len_per_gpu", "*.forward_max_token_len_per_gpu", "*.rollout_n",
                  "trainer.balance_batch", "trainer.ray_wait_register_center_timeout", "trainer.use_v1",
                  "trainer.v1.*", "trainer.use_legacy_worker_impl", "actor_rollout_ref.hybrid_engine",
-                 "actor_rollout_ref.nccl_timeout", "actor_rollout_ref.rollout.nnodes",
+                 "actor_rollout_ref.nccl_timeout", "critic.nccl_timeout", "*.veomni.*", "*.torchtitan.*", "actor_rollout_ref.rollout.nnodes",
                  "actor_rollout_ref.rollout.n_gpus_per_node", "ray_kwargs.*", "ray_init.*", "transfer_queue.*")),
     NoEffect("GPU kernel and memory optimisations (remove-padding, Liger, fused kernels, torch.compile, chunked "
              "entropy, activation offload, QAT, MTP): the math is the same without them", (
@@ -193,8 +193,27 @@ NO_EFFECT: tuple[NoEffect, ...] = (
              "trainer.total_training_steps", (
                  "*.optim.optimizer_impl", "*.optim.override_optimizer_config", "*.optim.zero_indexed_step",
                  "*.optim.total_training_steps", "*.optim.weight_decay_incl_bias")),
+    NoEffect("Megatron/TorchTitan optimizer and scheduler settings (decay styles, Muon, precision-aware and "
+             "distributed optimizers): rlcockpit's optimizer is torch.optim.AdamW with optim.lr_scheduler_type", (
+                 "*.optim.lr_warmup_init", "*.optim.lr_decay_steps", "*.optim.lr_decay_style", "*.optim.min_lr",
+                 "*.optim.weight_decay_incr_style", "*.optim.lr_wsd_*", "*.optim.use_checkpoint_opt_param_scheduler",
+                 "*.optim.use_precision_aware_optimizer", "*.optim.main_grads_dtype", "*.optim.exp_avg_dtype",
+                 "*.optim.exp_avg_sq_dtype", "*.optim.use_layer_wise_distributed_optimizer", "*.optim.muon_*",
+                 "*.optim.name", "*.optim.eps", "*.optim.decay_type", "*.optim.min_lr_factor", "*.optim.lr_min",
+                 "*.optim.lr_start", "*.optim.lr_decay_ratio")),
+    NoEffect("MoE routing replay (R2/R3: the trainer replays the rollout's expert choices): rlcockpit's models are "
+             "dense here; on an MoE model a mode other than disabled changes the log-probs (a warning is printed)",
+             ("*.router_replay.*",)),
+    NoEffect("verl's HF model loading details: rlcockpit loads in fp32 and computes in "
+             "actor_rollout_ref.model.dtype (verl's FSDP worker: fsdp_config.model_dtype + bf16 mixed precision)", (
+                 "actor_rollout_ref.model.torch_dtype", "critic.model.torch_dtype",
+                 "actor_rollout_ref.model.attn_implementation", "actor_rollout_ref.model.local_path",
+                 "actor_rollout_ref.model.local_hf_config_path", "actor_rollout_ref.model.local_tokenizer_path",
+                 "actor_rollout_ref.model.model_type", "actor_rollout_ref.model.load_tokenizer",
+                 "actor_rollout_ref.model.target_parameters", "actor_rollout_ref.model.architectures",
+                 "actor_rollout_ref.model.use_fused_kernels", "critic.model.attn_implementation")),
     NoEffect("verl algorithm variants not implemented in rlcockpit's trainer yet (docs/trainer.md lists why)", (
-        "actor_rollout_ref.actor.use_prefix_grouper", "algorithm.use_pf_ppo", "algorithm.pf_ppo.*",
+        "actor_rollout_ref.actor.use_prefix_grouper", "actor_rollout_ref.actor.tis_imp_ratio_cap", "algorithm.use_pf_ppo", "algorithm.pf_ppo.*",
         "algorithm.filter_groups.max_inflight_gen_batches")),
     NoEffect("verl features this trainer does not have: knowledge distillation, multi-turn/tool rollouts, the "
              "rollout debug cache", ("distillation.*", "actor_rollout_ref.rollout.multi_turn.*", "skip.*")),
@@ -219,6 +238,18 @@ UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
                                                                 "as 'lower_upper', as verl 0.9 does"),
     "algorithm.rollout_correction.rollout_token_veto_threshold": ((None,), "the per-token veto is gone in verl "
                                                                   "0.9; use algorithm.rollout_correction.rollout_rs"),
+}
+
+# Accepted without effect, but a value other than these changes the math in verl: a warning is printed.
+MATH_WARNINGS: dict[str, tuple[tuple[Any, ...], str]] = {
+    "actor_rollout_ref.actor.router_replay.mode": (("disabled", None), "MoE routing replay is not implemented: "
+                                                   "experts are routed afresh in the update"),
+    "actor_rollout_ref.actor.megatron.router_replay.mode": (("disabled", None), "MoE routing replay is not "
+                                                            "implemented: experts are routed afresh in the update"),
+    "actor_rollout_ref.actor.tis_imp_ratio_cap": ((-1, None), "truncated IS in the actor loss is not read: use "
+                                                  "algorithm.rollout_correction.rollout_is=token"),
+    "actor_rollout_ref.model.torch_dtype": ((None, "float32", "fp32", "torch.float32"), "weights are kept in fp32; "
+                                            "set actor_rollout_ref.model.dtype=bf16 for bf16 compute"),
 }
 
 # verl's older YAML files write null for "unset" where the key now has a number: null means verl's default.

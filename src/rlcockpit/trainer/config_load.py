@@ -23,6 +23,7 @@ from typing import Any
 
 from rlcockpit.trainer.config_keys import (
     IGNORED_LEAVES,
+    MATH_WARNINGS,
     NULL_IS_DEFAULT,
     SHORTHAND,
     UNSUPPORTED,
@@ -243,6 +244,9 @@ class ConfigLoader:
                 raise ConfigError(f"config key {key!r}={value!r}: {why}")
         if key in UNSUPPORTED or no_effect_reason(key) is not None or key in self.added:
             cfg.extras[key] = value
+            if key in MATH_WARNINGS and value not in MATH_WARNINGS[key][0]:
+                self.notes.append(f"warning: {self.typed_as.get(key, key)}={value!r} is accepted but not "
+                                  f"implemented, and in verl it changes the math: {MATH_WARNINGS[key][1]}")
             return
         typed = self.typed_as.get(key, key)
         shown = f"{typed!r}" + (f" ({key})" if typed != key else "")

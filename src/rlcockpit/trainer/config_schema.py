@@ -54,9 +54,9 @@ class FilterGroupsConfig:
 
     enable: bool = opt(False, "drop prompt groups whose `metric` is the same for all responses and generate more "
                               "prompts")
-    metric: str | None = opt(None, "the per-response value groups are compared on: acc, score, seq_reward, "
-                                   "seq_final_reward (verl 0.9: reward) or any key the reward function returns "
-                                   "in its dict; null = seq_reward (verl requires it set)")
+    metric: str | None = opt("reward", "the per-response value groups are compared on: acc, score, reward "
+                                       "(verl 0.9's name of the sequence score), seq_reward, seq_final_reward or "
+                                       "any key the reward function returns in its dict; null = seq_reward")
     max_num_gen_batches: int = opt(0, "generation batches allowed per step before it raises (<= 0 = no limit, "
                                       "as verl)")
 
@@ -81,7 +81,7 @@ class RolloutCorrectionConfig:
 
 @dataclass
 class AlgorithmConfig:
-    adv_estimator: str = opt("grpo", "how advantages are computed", registry="rlcockpit.algos:ADV_ESTIMATORS")
+    adv_estimator: str = opt("gae", "how advantages are computed (verl's default gae: PPO with a critic; the built-in demo task uses grpo)", registry="rlcockpit.algos:ADV_ESTIMATORS")
     gamma: float = opt(1.0, "discount factor (GAE, REINFORCE++)")
     lam: float = opt(1.0, "GAE lambda")
     norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide group-centred scores by the group std "
@@ -103,7 +103,8 @@ class AlgorithmConfig:
 
 @dataclass
 class OptimConfig:
-    optimizer: str = opt("AdamW", "optimizer (torch.optim.AdamW)", choices=("AdamW",))
+    optimizer: str = opt("AdamW", "optimizer (torch.optim.AdamW; Megatron's adam and VeOmni's adamw are the same "
+                                   "decoupled-weight-decay Adam)", choices=("AdamW", "adamw", "adam"))
     lr: float = opt(1e-6, "learning rate")
     lr_warmup_steps_ratio: float = opt(0.0, "fraction of the total steps spent in linear warm-up")
     lr_warmup_steps: int = opt(-1, "warm-up steps; -1 = use lr_warmup_steps_ratio")
@@ -169,13 +170,14 @@ class PolicyLossConfig:
 
 @dataclass
 class ActorConfig:
-    ppo_mini_batch_size: int = opt(16, "prompts per optimizer step (multiplied by rollout.n), as verl")
+    ppo_mini_batch_size: int = opt(256, "prompts per optimizer step (multiplied by rollout.n), as verl")
     ppo_micro_batch_size: int | None = opt(None, "samples per gradient-accumulation step (verl's global form)")
     ppo_micro_batch_size_per_gpu: int | None = opt(None, "samples per gradient-accumulation step; null = the "
                                                          "whole mini-batch (one device: same as ppo_micro_batch_size)")
-    clip_ratio: float = opt(0.2, "PPO clip epsilon (both sides unless clip_ratio_low/high are set)")
-    clip_ratio_low: float | None = opt(None, "lower clip epsilon; null = clip_ratio")
-    clip_ratio_high: float | None = opt(None, "upper clip epsilon (DAPO clip-higher: 0.28); null = clip_ratio")
+    clip_ratio: float = opt(0.2, "PPO clip epsilon where clip_ratio_low/high are null (verl sets both to 0.2, "
+                                 "so clip_ratio alone changes nothing, as in verl)")
+    clip_ratio_low: float | None = opt(0.2, "lower clip epsilon; null = clip_ratio")
+    clip_ratio_high: float | None = opt(0.2, "upper clip epsilon (DAPO clip-higher: 0.28); null = clip_ratio")
     clip_ratio_c: float = opt(3.0, "dual-clip bound for negative advantages")
     policy_loss: PolicyLossConfig = group(PolicyLossConfig)
     loss_agg_mode: str = opt("token-mean", "how token losses are averaged into one number",
@@ -216,7 +218,7 @@ class ValKwargsConfig:
 class RolloutConfig:
     name: str = opt("hf", "rollout engine (vllm/sglang fall back to hf where not installed)",
                     registry="rlcockpit.trainer.rollout:ROLLOUT_ENGINES", extra_choices=("vllm", "sglang"))
-    n: int = opt(8, "responses sampled per prompt (the group size of GRPO/RLOO)")
+    n: int = opt(1, "responses sampled per prompt (the group size of GRPO/RLOO: set it >= 2 there)")
     temperature: float = opt(1.0, "sampling temperature (also used for the training log-probs)")
     top_p: float = opt(1.0, "nucleus sampling")
     top_k: int = opt(-1, "top-k sampling; -1 = off")
@@ -326,11 +328,11 @@ class DataConfig:
     prompt_key: str = opt("prompt", "column holding the chat messages")
     reward_fn_key: str = opt("data_source", "column that picks the reward function")
     tokenizer: str | None = opt(None, "tokenizer directory; null = the model's")
-    train_batch_size: int = opt(16, "prompts per step")
+    train_batch_size: int = opt(1024, "prompts per step")
     val_batch_size: int | None = opt(None, "prompts per validation generation batch; null = 256")
     gen_batch_size: int | None = opt(None, "prompts per generation round with filter_groups; null = train_batch_size")
     max_prompt_length: int = opt(512, "prompt tokens")
-    max_response_length: int = opt(16, "new tokens per response")
+    max_response_length: int = opt(512, "new tokens per response")
     filter_overlong_prompts: bool = opt(False, "drop prompts longer than max_prompt_length when loading")
     truncation: str = opt("error", "prompts over max_prompt_length: error, or keep the left/right/middle part "
                                    "(drop = filter them)", choices=("error", "left", "right", "middle", "drop"))
@@ -357,24 +359,24 @@ class HealthConfig:
 
 @dataclass
 class TrainerConfig:
-    project_name: str = opt("rlcockpit", "tracking project")
-    experiment_name: str | None = opt(None, "run name; null = algorithm.adv_estimator")
+    project_name: str = opt("verl_examples", "tracking project")
+    experiment_name: str | None = opt("gsm8k", "run name; null = algorithm.adv_estimator")
     group: str | None = opt(None, "run group (W&B group)", only_here=True)
     entity: str | None = opt(None, "W&B entity (user or team)", only_here=True)
     tags: list[str] = opt(factory=list, help="run tags", only_here=True)
-    total_training_steps: int | None = opt(100, "steps to train; null = total_epochs over the data")
-    total_epochs: int = opt(1, "epochs when total_training_steps is null")
+    total_training_steps: int | None = opt(None, "steps to train; null = total_epochs over the data")
+    total_epochs: int = opt(30, "epochs when total_training_steps is null")
     critic_warmup: int = opt(0, "steps that update only the critic before the actor starts")
     val_before_train: bool = opt(True, "validate before the first step")
     val_only: bool = opt(False, "validate once and stop")
-    test_freq: int = opt(25, "validate every N steps and after the last; <= 0 = only before training (val_before_train)")
-    log_val_generations: int = opt(8, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view; verl's default is 0")
+    test_freq: int = opt(-1, "validate every N steps and after the last; <= 0 = only before training (val_before_train)")
+    log_val_generations: int = opt(0, "validation responses stored per validation as the probe set (kind=probe): the same prompts each time, for the dashboard's prompt-across-steps view")
     save_freq: int = opt(-1, "checkpoint every N steps (and at the end); -1 = never")
     save_policy_model: bool = opt(False, "save the actor at the end even when save_freq=-1", only_here=True)
     max_actor_ckpt_to_keep: int | None = opt(None, "keep only the newest N checkpoints; null = all")
     default_local_dir: str = opt("checkpoints/${trainer.project_name}/${trainer.experiment_name}",
                                  "checkpoint directory")
-    resume_mode: str = opt("disable", "disable | auto (newest checkpoint in default_local_dir) | resume_path "
+    resume_mode: str = opt("auto", "disable | auto (newest checkpoint in default_local_dir) | resume_path "
                                       "(resume_from_path) | a global_step_N path")
     resume_from_path: str | None = opt(None, "checkpoint (global_step_N) for resume_mode=resume_path")
     logger: list[str] = opt(factory=lambda: ["console", "rlcockpit"],

@@ -17,8 +17,40 @@ from typing import Any
 from rlcockpit.trainer.config_schema import ConfigError
 from rlcockpit.trainer.config_values import coerce
 
-# rlcockpit's defaults (tuned for the built-in task) that differ from verl's and change the experiment
-VERL_DEMO_DEFAULTS = {"algorithm.adv_estimator": "gae", "actor_rollout_ref.rollout.n": 1}
+# The built-in demo task (no data.train_files) is sized for a CPU; these apply there to the keys not given.
+# Every other run, a verl command line included, gets verl's defaults (the schema's).
+DEMO_DEFAULTS: dict[str, Any] = {
+    "algorithm.adv_estimator": "grpo", "actor_rollout_ref.rollout.n": 8, "data.train_batch_size": 16,
+    "actor_rollout_ref.actor.ppo_mini_batch_size": 16, "data.max_response_length": 16,
+    "trainer.total_training_steps": 100, "trainer.test_freq": 25, "trainer.log_val_generations": 8,
+    "trainer.project_name": "rlcockpit", "trainer.experiment_name": None,
+    "trainer.resume_mode": "disable"}
+
+# Where rlcockpit's default differs from verl 0.9.1's generated config, and why (docs/config-reference.md
+# renders this table; tests/trainer/test_trainer_verl_defaults.py fails on any other difference).
+VERL_DEFAULT_DIFFERENCES: dict[str, str] = {
+    "actor_rollout_ref.model.path": "verl's is a placeholder (~/models/deepseek-llm-7b-chat); rlcockpit's "
+                                    "'tiny' is the built-in demo model",
+    "critic.model.path": "null = the actor's model, which verl's placeholder path stands for in its examples",
+    "data.train_files": "verl's is a placeholder path; empty = the built-in demo task",
+    "data.val_files": "verl's is a placeholder path; empty = the built-in demo task's held-out split",
+    "actor_rollout_ref.rollout.name": "verl requires it ('???'); 'hf' is the built-in engine, vllm is used when "
+                                      "given and installed",
+    "actor_rollout_ref.model.enable_gradient_checkpointing": "memory only (same math); off so small CPU runs are "
+                                                             "not slowed down",
+    "actor_rollout_ref.model.use_remove_padding": "same log-probs either way; off so the prompt-sharing forward "
+                                                  "runs (it scores fewer tokens on small batches)",
+    "actor_rollout_ref.rollout.calculate_log_probs": "metrics only (rollout_corr/*); off because the built-in "
+                                                     "engine's sampling log-probs equal the trainer's",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "vLLM only; > 1 needs one torchrun rank per shard",
+    "actor_rollout_ref.rollout.enforce_eager": "vLLM only: no CUDA-graph capture at start (short runs)",
+    "critic.ppo_epochs": "null = the actor's ppo_epochs, what verl's ${oc.select:...actor.ppo_epochs} gives",
+    "trainer.logger": "[console, rlcockpit]: the embedded store replaces wandb (add wandb to fan out to it)",
+    "trainer.device": "auto = cuda when present, else cpu (verl: cuda)",
+    "trainer.n_gpus_per_node": "1: rlcockpit launches one process per GPU it is asked for (verl's 8 would "
+                               "start 8 processes on a one-GPU or CPU machine)",
+}
+
 
 
 # --------------------------------------------------------------------------- one override
@@ -100,36 +132,72 @@ def loggers_with_wandb(value: Any, loggers: Any) -> list[str]:
 # --------------------------------------------------------------------------- verl's defaults
 
 def apply_verl_defaults(values: dict[str, Any], given: dict[str, str], notes: list[str]) -> None:
-    """verl's defaults where a verl command line relies on them and rlcockpit's demo defaults differ.
+    """The built-in demo task's settings (:data:`DEMO_DEFAULTS`) for the keys not given, when no
+    ``data.train_files`` is set; everything else keeps verl's defaults.
 
     ``values`` is the merged flat table (edited in place), ``given`` the keys the user set, ``notes`` what the
-    user is told.
-
-    * ``trainer.total_epochs`` given without ``trainer.total_training_steps``: verl trains that many epochs
-      (its ``total_training_steps`` defaults to null); rlcockpit's default of 100 steps must not win.
-    * a critic configured (``critic.*``) without ``algorithm.adv_estimator``: verl's default estimator is
-      ``gae`` (PPO) with ``rollout.n=1``; every verl PPO script relies on it, and rlcockpit's demo default
-      (``grpo``, n=8) would silently train another algorithm and leave the critic unused.
+    user is told. A config with ``critic.*`` keeps verl's PPO (gae, n=1) even on the demo task, and
+    ``trainer.total_epochs`` given keeps ``total_training_steps`` null (train that many epochs, as verl).
     """
-    _note_demo_defaults(values, given, notes)
-    if "trainer.total_epochs" in given and "trainer.total_training_steps" not in given:
-        values["trainer.total_training_steps"] = None
-        notes.append("trainer.total_epochs given without trainer.total_training_steps: training runs "
-                     "total_epochs over the data, as verl does")
-    if "algorithm.adv_estimator" not in given and any(k.startswith("critic.") for k in given):
-        values["algorithm.adv_estimator"] = "gae"
-        set_n = "actor_rollout_ref.rollout.n" not in given
-        if set_n:
-            values["actor_rollout_ref.rollout.n"] = 1
-        notes.append("critic.* set without algorithm.adv_estimator: verl's defaults apply, "
-                     "algorithm.adv_estimator=gae" + (" and actor_rollout_ref.rollout.n=1" if set_n else ""))
+    if "critic.loss_agg_mode" not in given:  # verl: ${oc.select:actor_rollout_ref.actor.loss_agg_mode,token-mean}
+        values["critic.loss_agg_mode"] = values.get("actor_rollout_ref.actor.loss_agg_mode", "token-mean")
+    _note_clip_precedence(values, given, notes)
+    if values.get("data.train_files"):
+        return
+    skip = set(given)
+    if any(k.startswith("critic.") for k in given) and "algorithm.adv_estimator" not in given:
+        skip |= {"algorithm.adv_estimator", "actor_rollout_ref.rollout.n"}  # verl's PPO: gae, one sample
+    if "trainer.total_epochs" in given:
+        skip.add("trainer.total_training_steps")
+    for key, value in DEMO_DEFAULTS.items():
+        if key not in skip:
+            values[key] = value
 
 
-def _note_demo_defaults(values: dict[str, Any], given: dict[str, str], notes: list[str]) -> None:
-    """Say which of rlcockpit's demo defaults that change the experiment stand in for verl's, when the
-    user brings their own data (a verl command line) and leaves them unset."""
-    if not values.get("data.train_files") or any(k.startswith("critic.") for k in given):
-        return  # the built-in demo task; or a PPO script, which gets verl's gae/n=1 below
-    differ = [f"{k}={values[k]} (verl: {v})" for k, v in VERL_DEMO_DEFAULTS.items() if k not in given]
-    if differ:
-        notes.append("not set, so rlcockpit's defaults apply where verl's differ: " + ", ".join(differ))
+A_ = "actor_rollout_ref.actor."
+
+
+def inactive_reason(key: str, values: dict[str, Any]) -> str | None:
+    """Why setting ``key`` (a canonical verl path) changes nothing in a config whose flat values are ``values``,
+    by verl's precedence rules; None when it acts. The one home of those rules: the trainer's notes and the
+    health advice (``PROVIDERS["verl_inactive_reason"]``) both ask here.
+
+    * ``actor.clip_ratio`` is read only where ``clip_ratio_low/high`` are null (verl's ``compute_policy_loss``);
+    * ``actor.kl_loss_coef/kl_loss_type`` only with ``actor.use_kl_loss``; ``algorithm.kl_ctrl.*`` and
+      ``algorithm.kl_penalty`` only with ``algorithm.use_kl_in_reward``;
+    * ``critic.*`` and ``algorithm.lam`` only with ``algorithm.adv_estimator=gae``;
+      ``algorithm.norm_adv_by_std_in_grpo`` only with a grpo estimator;
+    * ``algorithm.filter_groups.*`` only with ``algorithm.filter_groups.enable``.
+    """
+    if key == A_ + "clip_ratio":
+        shadow = [f"{A_}clip_ratio_{s}" for s in ("low", "high") if values.get(f"{A_}clip_ratio_{s}") is not None]
+        if shadow:
+            return f"{' and '.join(shadow)} take precedence over clip_ratio (set them to change the clip range)"
+        return None
+    if key in (A_ + "kl_loss_coef", A_ + "kl_loss_type") and not values.get(A_ + "use_kl_loss"):
+        return f"read only with {A_}use_kl_loss=true"
+    if (key.startswith("algorithm.kl_ctrl.") or key == "algorithm.kl_penalty") and not values.get(
+            "algorithm.use_kl_in_reward"):
+        return "read only with algorithm.use_kl_in_reward=true"
+    estimator = str(values.get("algorithm.adv_estimator", ""))
+    if (key.startswith("critic.") or key == "algorithm.lam") and estimator != "gae":
+        return f"the critic (and GAE's lam) is used only by algorithm.adv_estimator=gae, not {estimator}"
+    if key == "algorithm.norm_adv_by_std_in_grpo" and not estimator.startswith("grpo"):
+        return f"read only by the grpo estimators, not {estimator}"
+    if key.startswith("algorithm.filter_groups.") and key != "algorithm.filter_groups.enable" and not values.get(
+            "algorithm.filter_groups.enable"):
+        return "read only with algorithm.filter_groups.enable=true"
+    return None
+
+
+def _note_clip_precedence(values: dict[str, Any], given: dict[str, str], notes: list[str]) -> None:
+    """``actor.clip_ratio`` given while ``clip_ratio_low/high`` keep verl's explicit 0.2: the losses read
+    low/high first (verl's ``compute_policy_loss``), so clip_ratio changes nothing; say so."""
+    base = A_ + "clip_ratio"
+    if base not in given:
+        return
+    shadow = {k: v for k, v in values.items() if k.startswith(base + "_") and k[len(base) + 1:] in ("low", "high")
+              and k not in given}
+    why = inactive_reason(base, shadow)
+    if why:
+        notes.append(f"{given[base]}={values.get(base)} has no effect on the clip range: {why}; as in verl")

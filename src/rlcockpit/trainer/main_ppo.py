@@ -2,27 +2,18 @@
 (``python3 -m verl.trainer.main_ppo \\ algorithm.adv_estimator=grpo ...``) runs here by changing one word.
 
 Everything after the module name is what ``rlcockpit train`` takes (verl's keys, Hydra grammar,
-``--config-path/--config-name``)."""
+``--config-path/--config-name``), and it runs through the same command-line entry, so a config error is the
+same one line (``rlcockpit train: error: ...``, exit status 2), not a traceback."""
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 
-from rlcockpit.trainer.cli import register
+from rlcockpit.cli import main
 
 
 def run(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the rlcockpit command: nothing comes from a model hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    parser = argparse.ArgumentParser(prog="python -m rlcockpit.trainer.main_ppo")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["train", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        return 130
+    return main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The trainer's console: a live rich progress bar on a terminal, one plain line per step otherwise.
 
-Shown: step / total, ETA, seconds per step and the key metrics (score, entropy, KL, response length, the
-last validation accuracy). On a terminal the bar stays at the bottom and every other line printed while it
+Shown: step / total, ETA, seconds per step and the key metrics (score, entropy, the KL to the reference named by
+its metric, response length, the last validation accuracy). On a terminal the bar stays at the bottom and every other line printed while it
 is up (the trainer's notes, findings printed by the tracking thread) appears above it, so nothing is
 skipped or printed twice; in a log file (stdout not a terminal) each step is exactly one line.
 """
@@ -14,7 +14,11 @@ from collections import deque
 from typing import Any
 
 KEY_METRICS = (("score", "critic/score/mean", "{:.3f}"), ("entropy", "actor/entropy", "{:.3f}"),
-               ("kl", "actor/ppo_kl", "{:+.4f}"), ("len", "response_length/mean", "{:.1f}"))
+               ("kl", "kl", "{:+.4f}"), ("len", "response_length/mean", "{:.1f}"))
+# The "kl" column: the KL to the reference policy when the run has one (the KL loss, verl's in-reward KL penalty,
+# then rlcockpit's old-vs-reference estimate), named by its metric; the per-update ppo_kl only without a reference
+# (it stays ~0 through a collapse whose KL to the reference is large).
+KL_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty", "actor/ref_kl", "actor/ppo_kl")
 
 
 def _duration(seconds: float) -> str:
@@ -64,6 +68,9 @@ class Progress:
         avg = sum(self.step_times) / len(self.step_times) if self.step_times else seconds
         parts = [f"{seconds:.2f}s/step", f"ETA {_duration(avg * max(0, self.total - step))}"]
         for name, key, fmt in KEY_METRICS:
+            if key == "kl":
+                key = next((k for k in KL_KEYS if k in metrics), "")
+                name = key.rsplit("/", 1)[-1]
             if key in metrics:
                 parts.append(f"{name} {fmt.format(metrics[key])}")
         if self.last_acc is not None:

@@ -43,6 +43,16 @@ function textCell(text, repeats, query) {
   return td;
 }
 
+// A multi-turn (agent-loop) trajectory, turn by turn: each message under its role, each tool call with its
+// arguments and its result (rows of verl rollout dumps carry them as `turns`, see integrations/verl_turns.py).
+function turnsCell(turns, query) {
+  const box = el("div", { class: "turns" }, turns.map((turn) => el("div", { class: "turn turn-" + turn.role, dataset: { role: turn.role } },
+    el("span", { class: "pill", text: turn.role }), " ", highlighted(turn.content || "", [], query),
+    (turn.tool_calls || []).map((c) => el("div", { class: "tool-call mono", dataset: { tool: c.name || "" } },
+      "→ " + (c.name || "?") + "(" + fmtValue(c.arguments) + ")" + (c.result !== undefined ? " ⇒ " + c.result : ""))))));
+  return el("td", { class: "text" }, box);
+}
+
 function stepSelect(id, steps, value) {
   const sel = el("select", { id }, steps.map((st) => el("option", { value: st, text: t("chart.step", { n: st }) })));
   if (value !== undefined && value !== null) sel.value = String(value);
@@ -94,6 +104,7 @@ async function tableView(out, run, steps, s) {
       tb.appendChild(el("tr", { dataset: { step: row.step, idx: row.idx } }, cols.map((c) => {
         if (c === "prompt") return textCell(row.prompt, [], v.q);
         if (c === "response") return textCell(row.response, row._repeats, v.q);
+        if (c === "turns" && Array.isArray(row.turns)) return turnsCell(row.turns, v.q);
         const val = row[c];
         return typeof val === "number" ? el("td", { class: "num", text: fmtNum(val) }) : textCell(fmtValue(val), [], v.q);
       }), el("td", { class: "num", text: row._repeat_ratio ? Math.round(row._repeat_ratio * 100) + "%" : "" })));
