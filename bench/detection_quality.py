@@ -140,7 +140,9 @@ def score(trace: dict[str, Any], findings: list[Finding], responsible: dict[str,
     crit = sum(1 for _s, _d, sev in findings if sev == "critical")
     warn = sum(1 for _s, _d, sev in findings if sev == "warning")
     if cls == "healthy":
-        return {"criticals": crit, "warnings": warn, "alerts": sorted({(s, d, sev) for s, d, sev in findings})[:20]}
+        return {"criticals": crit, "warnings": warn, "alerts": sorted({(s, d, sev) for s, d, sev in findings})[:20],
+                "by_detector": dict(sorted(_count(f"{d}:{sev}" for _s, d, sev in findings
+                                                  if sev in ("warning", "critical")).items()))}
     mine = responsible.get(cls)
     if not mine:
         return {"covered": False}
@@ -247,12 +249,38 @@ def per_source(scored: dict[str, list[tuple[dict[str, Any], dict[str, Any], dict
             "scored": "held-out split (the tuning split of this source was used for tuning)" if src in SOURCES
                       else "all traces (real runs, never used for tuning)",
             "traces": len(items), "classes": dict(sorted(_count(t["class"] for t, _r, _w in items).items())),
-            "rlcockpit": {**_figures(ours), "targets_pass": check_targets(ours)["all_pass"],
-                          "recall_by_class": {c: v.get("recall") for c, v in ours["classes"].items() if c != "healthy"}}}
+            "rlcockpit": {**_figures(ours), "targets": _source_targets(ours),
+                          "recall_by_class": {c: v.get("recall") for c, v in ours["classes"].items() if c != "healthy"},
+                          "healthy_alerts_by_detector": _healthy_detectors(items)}}
         if with_rlwatch:
             entry["rlwatch"] = _figures(aggregate([(t, w) for t, _r, w in items if w is not None]))
         out[src] = entry
     return out
+
+
+def _source_targets(agg: dict[str, Any]) -> dict[str, Any]:
+    """Each target's pass/fail on one source; ``None`` where the source has no trace it applies to (a source of
+    healthy runs only has no recall or delay)."""
+    checks = check_targets(agg)
+    o = agg["overall"]
+    out = {k: v["pass"] for k, v in checks.items() if k != "all_pass"}
+    if not o["failure_traces"]:
+        out.update(recall_per_class=None, early_alerts=None, median_delay=None)
+    if not o["healthy_traces"]:
+        out.update(healthy_criticals=None, healthy_warnings_per_trace=None)
+    out["all_pass"] = all(v for v in out.values() if v is not None)
+    return out
+
+
+def _healthy_detectors(items: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]) -> dict[str, int]:
+    """Warnings/criticals on the source's healthy traces, counted per ``detector:severity`` (which detectors to
+    fix; no per-trace detail, so a held-out source stays unseen trace by trace)."""
+    total: dict[str, int] = defaultdict(int)
+    for t, r, _w in items:
+        if t["class"] == "healthy":
+            for k, n in r.get("by_detector", {}).items():
+                total[k] += n
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
 def _count(items: Any) -> dict[str, int]:

@@ -81,6 +81,17 @@ def test_clean_count_is_independent_of_the_importer():
     assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
 
 
+def test_healthy_alerts_are_counted_per_detector(real):
+    t = next(t for t in real if t["class"] == "healthy")
+    out = dq.score(t, [(3, "throughput_drop", "warning"), (4, "throughput_drop", "warning"), (5, "kl_spike", "critical"),
+                       (6, "kl_spike", "info")], dq.OURS)
+    assert out["by_detector"] == {"kl_spike:critical": 1, "throughput_drop:warning": 2}
+    table = dq.per_source({t["source"]: [(t, out, None)]}, with_rlwatch=False)
+    row = table[t["source"]]["rlcockpit"]
+    assert row["healthy_alerts_by_detector"] == {"throughput_drop:warning": 2, "kl_spike:critical": 1}
+    assert row["targets"]["healthy_criticals"] is False and "rlwatch" not in table[t["source"]]
+
+
 def test_per_source_figures_mark_tuned_sources(real):
     items = {src: [] for src in schema.SOURCES + schema.REAL_SOURCES}
     for t in real:
@@ -91,5 +102,8 @@ def test_per_source_figures_mark_tuned_sources(real):
         assert row["tuned_on"] is False and row["traces"] == len(items[src])
         assert row["rlcockpit"]["healthy_criticals"] == 0  # no findings given: nothing counted
     cpu = table["trl_cpu_settings"]["rlcockpit"]
-    assert cpu["recall"] == 0.0 and cpu["failure_traces"] == 2
+    assert cpu["recall"] == 0.0 and cpu["failure_traces"] == 2 and cpu["targets"]["recall_per_class"] is False
+    verl = table["verl_console_public"]["rlcockpit"]  # healthy runs only: no recall or delay target applies
+    assert verl["targets"]["recall_per_class"] is None and verl["targets"]["median_delay"] is None
+    assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True
     assert "| trl_cpu_settings | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
