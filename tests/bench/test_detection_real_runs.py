@@ -81,6 +81,22 @@ def test_clean_count_is_independent_of_the_importer():
     assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
 
 
+def test_tensorboard_clean_count_matches_the_importer(tmp_path):
+    """TensorBoard's own loader and rlcockpit's TensorBoard reader agree on the steps of a real event file."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path)) as w:
+        for step in (1, 2, 5):
+            w.add_scalar("critic/score/mean", 0.1 * step, step)
+        w.add_text("samples", "not a scalar", 7)
+    (event,) = tmp_path.glob("events.out.tfevents*")
+    entry = {"id": "tb", "kind": "tensorboard", "origin": {"path": event.name}}
+    data = event.read_bytes()
+    assert real_runs.clean_step_count(entry, data) == 3
+    metrics, _config, problems = real_runs.import_entry(entry, data)
+    assert [s for s, _m in metrics] == [1, 2, 5] and problems == []
+
+
 def test_healthy_alerts_are_counted_per_detector(real):
     t = next(t for t in real if t["class"] == "healthy")
     out = dq.score(t, [(3, "throughput_drop", "warning"), (4, "throughput_drop", "warning"), (5, "kl_spike", "critical"),

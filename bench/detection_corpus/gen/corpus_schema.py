@@ -32,7 +32,7 @@ CLASSES = ("healthy", "collapse", "reward_hacking", "entropy_collapse", "loss_di
 SOURCES = ("verl_synth", "wandb_synth", "rlcockpit_trainer", "trl_grpo")
 # raw run files imported through rlcockpit's importers (real/manifest.json, gen/real_runs.py): never in the
 # tuning/held-out JSONL files, always held out
-REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings")
+REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings", "rlcockpit_trainer_cpu")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed")
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"

@@ -68,7 +68,24 @@ def clean_step_count(entry: dict[str, Any], data: bytes) -> int:
         history = json.loads(data)["log_history"]
         return len({e["step"] for e in history if "step" in e and any(
             k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in e.items())})
+    if entry["kind"] == "tensorboard":
+        return len(_tensorboard_steps(data))
     raise TraceError(f"real run {entry['id']}: no clean parser for kind {entry['kind']!r}")
+
+
+def _tensorboard_steps(data: bytes) -> set[int]:
+    """Steps with a scalar, read by TensorBoard's own event loader (not rlcockpit's record reader)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    with tempfile.TemporaryDirectory(prefix="corpus-tb-") as tmp:
+        path = Path(tmp) / "events.out.tfevents.corpus"
+        path.write_bytes(data)
+        steps = set()
+        for event in EventFileLoader(str(path)).Load():
+            if any(v.HasField("simple_value") or v.HasField("tensor") and v.metadata.plugin_data.plugin_name == "scalars"
+                   for v in event.summary.value):
+                steps.add(int(event.step))
+    return steps
 
 
 def import_entry(entry: dict[str, Any], data: bytes) -> tuple[list[tuple[int, dict[str, float]]], dict[str, Any], list[str]]:
