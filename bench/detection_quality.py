@@ -329,7 +329,8 @@ def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str
         for t in real:
             held_out[t["source"]].append((t, score(t, run_ours(t), ours_map),
                                           score(t, run_rlwatch(t), RLWATCH) if with_rlwatch else None))
-        report["real_runs"] = {"traces": len(real), "corpus": _sizes(real), "import": import_checks(real)}
+        report["real_runs"] = {"traces": len(real), "corpus": _sizes(real), "import": import_checks(real),
+                               "metric_guide": metric_names(real)}
     report["per_source"] = per_source(held_out, with_rlwatch)
     arr, carr = np.array(timings), np.array(cpu)
     report["overhead_us_per_step"] = {"steps": int(arr.size), "p50": round(float(np.percentile(arr, 50)), 2),
@@ -428,6 +429,13 @@ def per_source_markdown(report: dict[str, Any]) -> list[str]:
         out += ["", f"Real-run imports: {len(imp) - len(bad)}/{len(imp)} files import with the step count of a clean "
                     "parse" + ("; mismatches: " + ", ".join(f"{i['id']} {i['imported_steps']} vs {i['clean_steps']}"
                                                                for i in bad) if bad else "") + "."]
+    mg = report.get("real_runs", {}).get("metric_guide")
+    if mg:
+        names = list(mg["unresolved_names"])
+        evals = [k for k in names if k.startswith("eval_")]  # TRL's evaluation copies of its training keys
+        shown = [f"`{k}`" for k in sorted(set(names) - set(evals))] + ([f"{len(evals)} `eval_<key>` names"] if evals else [])
+        out.append(f"Real-run metric names: {mg['resolved']}/{mg['names']} resolve through the metric guide"
+                   + (f"; unresolved: {', '.join(shown)}." if shown else "."))
     return out
 
 
