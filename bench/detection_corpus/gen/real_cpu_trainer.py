@@ -1,6 +1,6 @@
 """Real runs of rlcockpit's own trainer on CPU in settings the rest of the corpus lacks, kept as the files it wrote.
 
-Settings: one or two prompts per step, long runs (>= 500 steps of the built-in tiny model), validation every k
+Settings: one or two prompts per step, long runs (>= 500 steps of the corpus's random-init GPT-2 with its BPE tokenizer, built in code), validation every k
 steps. The run logs through its TensorBoard sink (``trainer.logger=[tensorboard]``); the event file it wrote is
 copied gzipped into ``bench/detection_corpus/real/rlcockpit_trainer_cpu/<name>/`` and read back by
 ``rlcockpit import``'s TensorBoard reader like any other real file. Nothing here labels a run: the labels in
@@ -21,19 +21,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from real_trainer import Fault, _memo_datasets
+from real_trainer import Fault, _memo_datasets, bpe_model_dir, digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu"
 
 SPECS: dict[str, dict[str, Any]] = {
     # one prompt x 8 samples per step, 600 steps, validation every 50
-    "tiny-1prompt-600": {"steps": 600, "overrides": ["data.train_batch_size=1", "actor_rollout_ref.rollout.n=8",
+    "gpt2-1prompt-600": {"steps": 600, "overrides": ["data.train_batch_size=1", "actor_rollout_ref.rollout.n=8",
                                                       "actor_rollout_ref.actor.ppo_mini_batch_size=1",
-                                                      "trainer.test_freq=50"], "seed": 21},
+                                                      "trainer.test_freq=50"], "seed": 21, "model": "gpt2"},
     # two prompts x 4 samples, 300 steps, validation every 25; lr x60, clip 10, 4 epochs from step 200
-    "tiny-2prompt-collapse-300": {"steps": 300, "overrides": ["data.train_batch_size=2", "actor_rollout_ref.rollout.n=4",
+    "gpt2-2prompt-collapse-300": {"steps": 300, "overrides": ["data.train_batch_size=2", "actor_rollout_ref.rollout.n=4",
                                                                "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-                                                               "trainer.test_freq=25"], "seed": 22,
+                                                               "trainer.test_freq=25"], "seed": 22, "model": "gpt2",
                                   "fault": {"kind": "lr_jump", "step": 200,
                                             "params": {"factor": 60, "set": {"actor.clip_ratio": 10.0,
                                                                              "actor.ppo_epochs": 4}}}},
@@ -44,12 +44,16 @@ def run(name: str, spec: dict[str, Any]) -> Path:
     import rlcockpit.trainer.loop as loop
     import rlcockpit.trainer.state as tstate
     from rlcockpit.trainer import load_config
+    from rlcockpit.trainer.rewards import REWARDS
 
+    if "corpus_digit_overlap" not in REWARDS:
+        REWARDS.register("corpus_digit_overlap")(digit_overlap)
     with tempfile.TemporaryDirectory(prefix="corpus-cpu-trainer-") as tmp:
         over = [f"trainer.rlcockpit_dir={tmp}/store", f"trainer.default_local_dir={tmp}/ckpt", "health.enable=false",
                 "trainer.logger=[tensorboard]", "trainer.preflight=off", f"trainer.experiment_name={name}",
                 "trainer.save_freq=0", f"data.seed={spec['seed']}", f"trainer.total_training_steps={spec['steps']}",
-                "trainer.num_threads=1", *spec["overrides"]]
+                "trainer.num_threads=1", f"actor.model.path={bpe_model_dir(spec['model'])}",
+                "reward.name=corpus_digit_overlap", *spec["overrides"]]
         cfg = load_config(preset="arith-grpo", overrides=over)
         orig_load = tstate.load_datasets
         tstate.load_datasets = _memo_datasets(orig_load)
