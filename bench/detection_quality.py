@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "detection_corpus" / "gen"))
-from corpus_schema import CLASSES, SPLITS, load_corpus  # noqa: E402
+from corpus_schema import CLASSES, REAL_SOURCES, SOURCES, SPLITS, load_corpus  # noqa: E402
+from real_runs import load_real  # noqa: E402
 
 from rlcockpit.health import HealthMonitor  # noqa: E402
 
@@ -139,7 +140,9 @@ def score(trace: dict[str, Any], findings: list[Finding], responsible: dict[str,
     crit = sum(1 for _s, _d, sev in findings if sev == "critical")
     warn = sum(1 for _s, _d, sev in findings if sev == "warning")
     if cls == "healthy":
-        return {"criticals": crit, "warnings": warn, "alerts": sorted({(s, d, sev) for s, d, sev in findings})[:20]}
+        return {"criticals": crit, "warnings": warn, "alerts": sorted({(s, d, sev) for s, d, sev in findings})[:20],
+                "by_detector": dict(sorted(_count(f"{d}:{sev}" for _s, d, sev in findings
+                                                  if sev in ("warning", "critical")).items()))}
     mine = responsible.get(cls)
     if not mine:
         return {"covered": False}
@@ -222,8 +225,80 @@ def metric_names(traces: list[dict[str, Any]]) -> dict[str, Any]:
             "unresolved_names": {k: sorted(names[k]) for k in missing}}
 
 
+def _figures(agg: dict[str, Any]) -> dict[str, Any]:
+    """The five target quantities of one aggregate (per-source table)."""
+    o = agg["overall"]
+    return {"recall": o["recall"], "detected": o["detected"], "failure_traces": o["failure_traces"],
+            "healthy_traces": o["healthy_traces"], "healthy_criticals": o["healthy_criticals"],
+            "healthy_warnings": o["healthy_warnings"], "healthy_warnings_per_trace": o["healthy_warnings_per_trace"],
+            "early_alerts": o["early_alerts"], "median_delay_steps": o["median_delay_steps"]}
+
+
+def per_source(scored: dict[str, list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]],
+               with_rlwatch: bool) -> dict[str, Any]:
+    """Leave-one-source-out figures: for each source, the traces no detector was tuned on (the held-out split of
+    the four corpus sources, whose tuning split WAS used for tuning; every trace of a real-run source), scored
+    alone. ``scored[source]`` holds (trace, rlcockpit outcome, rlwatch outcome) of those traces."""
+    out: dict[str, Any] = {}
+    for src, items in scored.items():
+        if not items:
+            continue
+        ours = aggregate([(t, r) for t, r, _w in items])
+        entry: dict[str, Any] = {
+            "tuned_on": src in SOURCES,
+            "scored": "held-out split (the tuning split of this source was used for tuning)" if src in SOURCES
+                      else "all traces (real runs, never used for tuning)",
+            "traces": len(items), "classes": dict(sorted(_count(t["class"] for t, _r, _w in items).items())),
+            "rlcockpit": {**_figures(ours), "targets": _source_targets(ours),
+                          "recall_by_class": {c: v.get("recall") for c, v in ours["classes"].items() if c != "healthy"},
+                          "healthy_alerts_by_detector": _healthy_detectors(items)}}
+        if with_rlwatch:
+            entry["rlwatch"] = _figures(aggregate([(t, w) for t, _r, w in items if w is not None]))
+        out[src] = entry
+    return out
+
+
+def _source_targets(agg: dict[str, Any]) -> dict[str, Any]:
+    """Each target's pass/fail on one source; ``None`` where the source has no trace it applies to (a source of
+    healthy runs only has no recall or delay)."""
+    checks = check_targets(agg)
+    o = agg["overall"]
+    out = {k: v["pass"] for k, v in checks.items() if k != "all_pass"}
+    if not o["failure_traces"]:
+        out.update(recall_per_class=None, early_alerts=None, median_delay=None)
+    if not o["healthy_traces"]:
+        out.update(healthy_criticals=None, healthy_warnings_per_trace=None)
+    out["all_pass"] = all(v for v in out.values() if v is not None)
+    return out
+
+
+def _healthy_detectors(items: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]) -> dict[str, int]:
+    """Warnings/criticals on the source's healthy traces, counted per ``detector:severity`` (which detectors to
+    fix; no per-trace detail, so a held-out source stays unseen trace by trace)."""
+    total: dict[str, int] = defaultdict(int)
+    for t, r, _w in items:
+        if t["class"] == "healthy":
+            for k, n in r.get("by_detector", {}).items():
+                total[k] += n
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+
+def _count(items: Any) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for i in items:
+        counts[i] += 1
+    return counts
+
+
+def import_checks(real: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per real run: steps rlcockpit's importer read vs steps a clean parse counts (they must be equal)."""
+    return [{"id": t["id"], "source": t["source"], "imported_steps": t["meta"]["imported_steps"],
+             "clean_steps": t["meta"]["clean_steps"], "equal": t["meta"]["imported_steps"] == t["meta"]["clean_steps"],
+             "import_problems": t["meta"]["import_problems"]} for t in real]
+
+
 def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str, set[str]] | None = None,
-             detail: bool = False) -> dict[str, Any]:
+             detail: bool = False, with_real: bool = True) -> dict[str, Any]:
     ours_map = responsible or OURS
     traces = load_corpus(splits)
     timings: list[float] = []
@@ -231,6 +306,8 @@ def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str
     report: dict[str, Any] = {"rule": {"window": list(WINDOW), "responsible": {k: sorted(v) for k, v in ours_map.items()},
                                        "rlwatch_responsible": {k: sorted(v) for k, v in RLWATCH.items()}},
                               "targets": TARGETS, "splits": {}}
+    held_out: dict[str, list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]] = {
+        src: [] for src in SOURCES + REAL_SOURCES}
     for split in splits:
         mine = [t for t in traces if t["split"] == split]
         ours, theirs = [], []
@@ -238,6 +315,8 @@ def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str
             ours.append((t, score(t, run_ours(t, timings, cpu), ours_map)))
             if with_rlwatch:
                 theirs.append((t, score(t, run_rlwatch(t), RLWATCH)))
+            if split == "heldout":
+                held_out[t["source"]].append((t, ours[-1][1], theirs[-1][1] if with_rlwatch else None))
         entry: dict[str, Any] = {"traces": len(mine), "corpus": _sizes(mine), "rlcockpit": aggregate(ours)}
         entry["rlcockpit"]["targets"] = check_targets(entry["rlcockpit"])
         if with_rlwatch:
@@ -245,6 +324,14 @@ def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str
         if detail:
             entry["per_trace"] = [_detail(t, r) for t, r in ours]
         report["splits"][split] = entry
+    if with_real and "heldout" in splits:  # real runs are held out: never scored with the tuning split alone
+        real = load_real()
+        for t in real:
+            held_out[t["source"]].append((t, score(t, run_ours(t), ours_map),
+                                          score(t, run_rlwatch(t), RLWATCH) if with_rlwatch else None))
+        report["real_runs"] = {"traces": len(real), "corpus": _sizes(real), "import": import_checks(real),
+                               "metric_guide": metric_names(real)}
+    report["per_source"] = per_source(held_out, with_rlwatch)
     arr, carr = np.array(timings), np.array(cpu)
     report["overhead_us_per_step"] = {"steps": int(arr.size), "p50": round(float(np.percentile(arr, 50)), 2),
                                       "p99": round(float(np.percentile(arr, 99)), 2), "mean": round(float(arr.mean()), 2),
@@ -302,6 +389,7 @@ def markdown(report: dict[str, Any]) -> str:
                   f"{o['early_alerts']}, median delay {f(o['median_delay_steps'])}; healthy: {o['healthy_criticals']} "
                   f"criticals, {f(o['healthy_warnings_per_trace'])} warnings per trace. Targets: "
                   + ", ".join(f"{k} {'PASS' if v['pass'] else 'FAIL'}" for k, v in tg.items() if k != "all_pass"), ""]
+    lines += per_source_markdown(report)
     oh = report["overhead_us_per_step"]
     lines.append(f"Detector cost per step ({oh['steps']} steps): wall p50 {oh['p50']} µs, p99 {oh['p99']} µs; "
                  f"thread CPU p50 {oh['cpu_p50']} µs, p99 {oh['cpu_p99']} µs.")
@@ -310,6 +398,45 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append(f"Metric names: {mg['resolved']}/{mg['names']} resolve through the metric guide"
                  + (f"; unresolved: {', '.join('`' + k + '`' for k in shapes)}." if mg["unresolved"] else "."))
     return "\n".join(lines)
+
+
+def per_source_markdown(report: dict[str, Any]) -> list[str]:
+    """One row per source: rlcockpit and rlwatch figures on the traces nothing was tuned on."""
+    rows = report.get("per_source") or {}
+    if not rows:
+        return []
+
+    def cells(fig: dict[str, Any] | None) -> str:
+        if not fig:
+            return "— | — | — | — | —"
+        rec = "—" if fig["recall"] is None else f"{fig['recall']:.2f} ({fig['detected']}/{fig['failure_traces']})"
+        wpt = "—" if fig["healthy_warnings_per_trace"] is None else f"{fig['healthy_warnings_per_trace']:.2f}"
+        delay = "—" if fig["median_delay_steps"] is None else f"{fig['median_delay_steps']:g}"
+        return f"{rec} | {fig['healthy_criticals']} | {wpt} | {fig['early_alerts']} | {delay}"
+
+    out = ["", "**Per source** (leave-one-source-out: traces no detector was tuned on)", "",
+           "| source | tuned on | traces (healthy/failing) | rlcockpit recall | criticals on healthy | warnings per "
+           "healthy run | alerts before onset−5 | median delay | rlwatch recall | rlwatch criticals | rlwatch warnings "
+           "per healthy | rlwatch early | rlwatch median delay |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for src, e in rows.items():
+        f = e["rlcockpit"]
+        n = f"{e['traces']} ({f['healthy_traces']}/{f['failure_traces']})"
+        out.append(f"| {src} | {'yes (its tuning split)' if e['tuned_on'] else 'no'} | {n} | {cells(f)} | "
+                   f"{cells(e.get('rlwatch'))} |")
+    imp = report.get("real_runs", {}).get("import", [])
+    if imp:
+        bad = [i for i in imp if not i["equal"]]
+        out += ["", f"Real-run imports: {len(imp) - len(bad)}/{len(imp)} files import with the step count of a clean "
+                    "parse" + ("; mismatches: " + ", ".join(f"{i['id']} {i['imported_steps']} vs {i['clean_steps']}"
+                                                               for i in bad) if bad else "") + "."]
+    mg = report.get("real_runs", {}).get("metric_guide")
+    if mg:
+        names = list(mg["unresolved_names"])
+        evals = [k for k in names if k.startswith("eval_")]  # TRL's evaluation copies of its training keys
+        shown = [f"`{k}`" for k in sorted(set(names) - set(evals))] + ([f"{len(evals)} `eval_<key>` names"] if evals else [])
+        out.append(f"Real-run metric names: {mg['resolved']}/{mg['names']} resolve through the metric guide"
+                   + (f"; unresolved: {', '.join(shown)}." if shown else "."))
+    return out
 
 
 def _parse_responsible(items: list[str]) -> dict[str, set[str]]:
@@ -329,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=[*SPLITS, "all"], default="all", help="which split(s) to score (default all)")
     ap.add_argument("--list-misses", action="store_true", help="per-trace outcomes and misses (tuning split only)")
     ap.add_argument("--no-rlwatch", action="store_true", help="skip the rlwatch comparison")
+    ap.add_argument("--no-real", action="store_true", help="skip the real-run files (real/manifest.json)")
     ap.add_argument("--responsible", action="append", default=[], metavar="CLASS=DET[,DET]",
                     help="also credit these detectors for CLASS (repeatable)")
     args = ap.parse_args(argv)
@@ -336,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_misses and splits != ["tuning"]:
         ap.error("--list-misses shows per-trace detail and is only allowed with --split tuning (held-out stays unseen)")
     report = evaluate(splits, with_rlwatch=not args.no_rlwatch, responsible=_parse_responsible(args.responsible),
-                      detail=args.list_misses)
+                      detail=args.list_misses, with_real=not args.no_real)
     if args.list_misses:
         for row in report["splits"]["tuning"]["per_trace"]:
             if not row["ok"]:

@@ -30,6 +30,9 @@ CLASSES = ("healthy", "collapse", "reward_hacking", "entropy_collapse", "loss_di
 # in the order the sources joined the corpus: the split walks groups in this order, so a source added at the end
 # never moves a trace of an earlier source from one split to the other
 SOURCES = ("verl_synth", "wandb_synth", "rlcockpit_trainer", "trl_grpo")
+# raw run files imported through rlcockpit's importers (real/manifest.json, gen/real_runs.py): never in the
+# tuning/held-out JSONL files, always held out
+REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings", "rlcockpit_trainer_cpu")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed")
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
@@ -96,8 +99,8 @@ def validate(t: dict[str, Any]) -> None:
             raise TraceError(f"trace {tid}: missing field {key!r}")
     if t["class"] not in CLASSES:
         raise TraceError(f"trace {tid}: class {t['class']!r} not in {CLASSES}")
-    if t["source"] not in SOURCES:
-        raise TraceError(f"trace {tid}: source {t['source']!r} not in {SOURCES}")
+    if t["source"] not in SOURCES + REAL_SOURCES:
+        raise TraceError(f"trace {tid}: source {t['source']!r} not in {SOURCES + REAL_SOURCES}")
     if t["split"] not in SPLITS:
         raise TraceError(f"trace {tid}: split {t['split']!r} not in {SPLITS}")
     if t["naming"] not in NAMINGS:

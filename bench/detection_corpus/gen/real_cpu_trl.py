@@ -1,0 +1,108 @@
+"""Real TRL ``GRPOTrainer`` runs on CPU in settings the rest of the corpus lacks, kept as TRL wrote them.
+
+Settings: one or two prompts per step (so a group's reward std is often exactly 0), long runs (>= 500 steps of a
+tiny model), logging every k steps, evaluation every k steps. The models are the random-init GPT-2 / Llama with a
+BPE tokenizer from :mod:`real_trainer` (built in code, nothing downloaded). Nothing here labels a run: the run's
+``trainer_state.json`` (TRL's own file, written by ``Trainer._save_checkpoint`` at the last step) is copied
+gzipped into ``bench/detection_corpus/real/trl_cpu_settings/`` and labelled by reading it (see the README).
+
+    nice python bench/detection_corpus/gen/real_cpu_trl.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/real_cpu_trl.py NAME ...   # only these specs
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from real_trainer import bpe_model_dir, digit_overlap
+
+OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings"
+
+SPECS: dict[str, dict[str, Any]] = {
+    # 1 prompt x 6 completions per step, 500 steps, logging every step
+    "gpt2-1prompt-500": {"model": "gpt2", "batch": 6, "num_generations": 6, "steps": 500, "logging_steps": 1,
+                         "lr": 5e-5, "seed": 11},
+    # 2 prompts x 4 completions, logging every 5 steps, evaluation every 25 steps
+    "llama-2prompt-eval-300": {"model": "llama", "batch": 8, "num_generations": 4, "steps": 300, "logging_steps": 5,
+                               "eval_steps": 25, "lr": 5e-5, "seed": 12},
+    # 1 prompt x 6 completions, the stop token lost at step 120 (TrainerCallback), logging every 2 steps
+    "gpt2-1prompt-eos-lost-240": {"model": "gpt2", "batch": 6, "num_generations": 6, "steps": 240, "logging_steps": 2,
+                                  "lr": 5e-5, "seed": 13, "max_len": 14, "eos_off_at": 120},
+    # 2 prompts x 4 completions, 1000 steps, logging every 10 steps
+    "gpt2-2prompt-1000-log10": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 1000, "logging_steps": 10,
+                                "lr": 5e-5, "seed": 14},
+    # 1 prompt x 6 completions, the learning rate x300 from step 250 on, logging every step
+    "llama-1prompt-lr-jump-400": {"model": "llama", "batch": 6, "num_generations": 6, "steps": 400, "logging_steps": 1,
+                                  "lr": 5e-5, "seed": 15, "lr_jump_at": 250, "lr_factor": 300},
+}
+
+
+def run(name: str, spec: dict[str, Any]) -> Path:
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlcockpit.trainer.config import BuiltinDataConfig
+    from rlcockpit.trainer.data import arith_rows
+
+    torch.set_num_threads(1)
+    rng = random.Random(spec["seed"])
+    train, test = arith_rows(BuiltinDataConfig())
+    rng.shuffle(train)
+
+    def rows(items: list[dict[str, Any]], n: int) -> Any:
+        return Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in items[:n]],
+                                  "ground_truth": [r["reward_model"]["ground_truth"] for r in items[:n]]})
+
+    def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+        return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
+
+    class Fault(TrainerCallback):
+        """Switches a fault on at ``on_step_begin`` of its step (``global_step + 1`` is the step being run)."""
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            step = state.global_step + 1
+            if spec.get("eos_off_at") == step:
+                trainer.eos_token_ids = [-7]
+                trainer.generation_config.eos_token_id = -7
+            if spec.get("lr_jump_at") == step:
+                sched = kw["lr_scheduler"]
+                sched.base_lrs = [b * spec["lr_factor"] for b in sched.base_lrs]
+                for g in kw["optimizer"].param_groups:
+                    g["lr"] *= spec["lr_factor"]
+
+    evaluate = "eval_steps" in spec
+    with tempfile.TemporaryDirectory(prefix="corpus-cpu-trl-") as tmp:
+        args = GRPOConfig(output_dir=f"{tmp}/out", max_steps=spec["steps"], per_device_train_batch_size=spec["batch"],
+                          per_device_eval_batch_size=spec["batch"], num_generations=spec["num_generations"],
+                          max_completion_length=spec.get("max_len", 8), logging_steps=spec["logging_steps"],
+                          learning_rate=spec["lr"], beta=0.04, report_to=[], use_cpu=True, bf16=False,
+                          save_strategy="steps", save_steps=spec["steps"], save_only_model=True,
+                          eval_strategy="steps" if evaluate else "no", eval_steps=spec.get("eval_steps"),
+                          log_completions=False, seed=spec["seed"], run_name=name)
+        trainer = GRPOTrainer(model=bpe_model_dir(spec["model"]), reward_funcs=[accuracy], args=args,
+                              train_dataset=rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
+                              callbacks=[Fault()])
+        t0 = time.time()
+        trainer.train()
+        print(f"[cpu-trl] {name}: {spec['steps']} steps in {time.time() - t0:.0f}s", flush=True)
+        state = Path(tmp) / "out" / f"checkpoint-{spec['steps']}" / "trainer_state.json"
+        dest = OUT / name / "trainer_state.json.gz"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(state, "rb") as src, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            shutil.copyfileobj(src, gz)
+    return dest
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "trainer_state.json.gz").exists()]
+    for n in names:
+        print(run(n, SPECS[n]), flush=True)

@@ -1,0 +1,125 @@
+"""Real run files in the detection corpus (bench/detection_corpus/real/): provenance, bytes, and import step counts."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "detection_corpus" / "gen"))
+
+import corpus_schema as schema  # noqa: E402
+import real_runs  # noqa: E402
+
+import detection_quality as dq  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def entries() -> list[dict]:
+    return real_runs.manifest()
+
+
+@pytest.fixture(scope="module")
+def real(entries) -> list[dict]:
+    return real_runs.load_real(entries)
+
+
+def test_every_manifest_file_exists_with_its_sha256_and_origin(entries):
+    assert len(entries) >= 6 and len({e["id"] for e in entries}) == len(entries)
+    assert {e["source"] for e in entries} <= set(schema.REAL_SOURCES)
+    assert any(e["origin"]["repository"] != "rlcockpit (this repository)" for e in entries)  # a public source
+    stored = {str(p.relative_to(real_runs.REAL_DIR)) for p in real_runs.REAL_DIR.rglob("*.gz")}
+    assert stored == {e["file"] for e in entries}, "every stored file is in the manifest and vice versa"
+    for e in entries:
+        data = gzip.decompress((real_runs.REAL_DIR / e["file"]).read_bytes())
+        assert hashlib.sha256(data).hexdigest() == e["sha256"] and len(data) == e["bytes"], e["id"]
+        assert e["origin"]["repository"] and e["origin"]["path"]
+        assert len(e["origin"]["commit"]) == 40 and int(e["origin"]["commit"], 16) >= 0, e["id"]
+        assert (e["class"] == "healthy") == (e["onset"] is None) and e["tuned_on"] is False
+
+
+def test_a_changed_byte_is_refused_naming_the_run(entries, tmp_path, monkeypatch):
+    e = copy.deepcopy(entries[0])
+    data = bytearray(gzip.decompress((real_runs.REAL_DIR / e["file"]).read_bytes()))
+    data[len(data) // 2] ^= 1
+    (tmp_path / "x.gz").write_bytes(gzip.compress(bytes(data)))
+    monkeypatch.setattr(real_runs, "REAL_DIR", tmp_path)
+    e["file"] = "x.gz"
+    with pytest.raises(schema.TraceError, match=e["id"]):
+        real_runs.raw_bytes(e)
+
+
+def test_every_real_run_imports_with_the_step_count_of_a_clean_parse(entries, real):
+    by_id = {t["id"]: t for t in real}
+    for e in entries:
+        t = by_id[e["id"]]
+        assert t["meta"]["imported_steps"] == t["meta"]["clean_steps"], e["id"]
+        assert t["meta"]["import_problems"] == [], e["id"]
+        assert t["split"] == "heldout" and t["class"] == e["class"] and t["onset"] == e["onset"]
+        if t["onset"] is not None:
+            assert t["metrics"][0][0] < t["onset"] <= t["metrics"][-1][0]
+    verl = next(t for t in real if t["source"] == "verl_console_public")
+    assert [s for s, _m in verl["metrics"]] == list(range(1, 27))
+    assert verl["metrics"][9][1]["val-core/openai/gsm8k/reward/mean@1"] == 0.0  # the validation step kept its pairs
+    assert verl["metrics"][0][1]["critic/score/mean"] == pytest.approx(0.016)
+
+
+def test_clean_count_is_independent_of_the_importer():
+    """The clean parse sees steps the importer would have to find: console lines and trainer_state entries."""
+    verl = {"kind": "verl", "id": "x"}
+    text = b"noise step:9 without pairs\n(TaskRunner pid=1) step:3 - a:1.0 - b:2\nstep:4 - a:1\n(x) step:4 - b:3\n"
+    assert real_runs.clean_step_count(verl, text) == 2
+    state = {"log_history": [{"step": 1, "loss": 0.1}, {"step": 1, "eval_loss": 0.2}, {"step": 2, "note": "x"},
+                             {"loss": 3.0}]}
+    assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
+
+
+def test_tensorboard_clean_count_matches_the_importer(tmp_path):
+    """TensorBoard's own loader and rlcockpit's TensorBoard reader agree on the steps of a real event file."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path)) as w:
+        for step in (1, 2, 5):
+            w.add_scalar("critic/score/mean", 0.1 * step, step)
+        w.add_text("samples", "not a scalar", 7)
+    (event,) = tmp_path.glob("events.out.tfevents*")
+    entry = {"id": "tb", "kind": "tensorboard", "origin": {"path": event.name}}
+    data = event.read_bytes()
+    assert real_runs.clean_step_count(entry, data) == 3
+    metrics, _config, problems = real_runs.import_entry(entry, data)
+    assert [s for s, _m in metrics] == [1, 2, 5] and problems == []
+
+
+def test_healthy_alerts_are_counted_per_detector(real):
+    t = next(t for t in real if t["class"] == "healthy")
+    out = dq.score(t, [(3, "throughput_drop", "warning"), (4, "throughput_drop", "warning"), (5, "kl_spike", "critical"),
+                       (6, "kl_spike", "info")], dq.OURS)
+    assert out["by_detector"] == {"kl_spike:critical": 1, "throughput_drop:warning": 2}
+    table = dq.per_source({t["source"]: [(t, out, None)]}, with_rlwatch=False)
+    row = table[t["source"]]["rlcockpit"]
+    assert row["healthy_alerts_by_detector"] == {"throughput_drop:warning": 2, "kl_spike:critical": 1}
+    assert row["targets"]["healthy_criticals"] is False and "rlwatch" not in table[t["source"]]
+
+
+def test_per_source_figures_mark_tuned_sources(real):
+    items = {src: [] for src in schema.SOURCES + schema.REAL_SOURCES}
+    for t in real:
+        items[t["source"]].append((t, dq.score(t, [], dq.OURS), dq.score(t, [], dq.RLWATCH)))
+    table = dq.per_source(items, with_rlwatch=True)
+    assert set(table) == {t["source"] for t in real}
+    for src, row in table.items():
+        assert row["tuned_on"] is False and row["traces"] == len(items[src])
+        assert row["rlcockpit"]["healthy_criticals"] == 0  # no findings given: nothing counted
+    cpu = table["trl_cpu_settings"]["rlcockpit"]
+    assert cpu["recall"] == 0.0 and cpu["failure_traces"] == 2 and cpu["targets"]["recall_per_class"] is False
+    verl = table["verl_console_public"]["rlcockpit"]  # healthy runs only: no recall or delay target applies
+    assert verl["targets"]["recall_per_class"] is None and verl["targets"]["median_delay"] is None
+    assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True
+    assert "| trl_cpu_settings | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
