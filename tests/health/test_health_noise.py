@@ -1,0 +1,100 @@
+"""Each run judged against its own noise (issue 29): the false alarms a healthy real TRL run (1 prompt x 6
+completions per step) got, a host's machine-wide memory, and one finding per event instead of one every
+cooldown. The traces are shaped like the real ones: rewards are means of six 0/1 scores, the reward std is the
+std of that one group (exactly 0 whenever it agrees), the loss and the gradient are exactly 0 on such steps, and
+TRL's loss is exactly 0 for the first 40 steps."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from rlcockpit.health import HealthMonitor
+
+
+def trl_small_group(seed: int, steps: int = 200, p0: float = 0.3) -> list[tuple[int, dict[str, float]]]:
+    rng = random.Random(seed)
+    out = []
+    for s in range(1, steps + 1):
+        p = p0 + 0.3 * s / steps
+        r = [1.0 if rng.random() < p else 0.0 for _ in range(6)]
+        m = sum(r) / 6
+        std = math.sqrt(sum((x - m) ** 2 for x in r) / 5)
+        agree = std == 0
+        loss = 0.0 if (s <= 40 or agree) else rng.gauss(0, 3e-4)
+        grad = 0.0 if agree else rng.lognormvariate(math.log(0.6), 0.5)
+        if s == 120:
+            grad = 4.9  # one ordinary spike of a noisy run
+        out.append((s, {"reward": m, "reward_std": std, "frac_reward_zero_std": float(agree), "loss": loss,
+                        "grad_norm": grad, "learning_rate": 1e-5, "entropy": 0.4 + rng.gauss(0, 0.03),
+                        "completions/mean_length": 180 + rng.gauss(0, 25), "completions/clipped_ratio": 0.0}))
+    return out
+
+
+def replay(trace, settings=None, config=None):
+    mon = HealthMonitor(settings, config)
+    found = []
+    for step, metrics in trace:
+        found += mon.observe(step, metrics)
+    return found + mon.close()
+
+
+def test_healthy_small_group_trl_run_gets_no_critical_and_no_loss_alarm():
+    for seed in range(3):
+        found = replay(trl_small_group(seed))
+        assert [f.title for f in found if f.severity == "critical"] == []
+        assert [f.title for f in found if f.detector == "loss_spike"] == []  # the loss was exactly 0 for 40 steps
+        spikes = [f for f in found if f.detector == "grad_spike"]
+        for f in spikes:  # relative to a number a person can check: the median of the steps with a gradient
+            assert "median 0 " not in f.title and "median 0.5" in f.title or "median 0.6" in f.title, f.title
+
+
+def test_small_group_reward_spread_is_not_a_collapse_by_chance():
+    alerts = []
+    for seed in range(40):
+        for p0 in (0.1, 0.2, 0.85):
+            rng = random.Random(seed)
+            trace = []
+            for s in range(1, 151):
+                r = [1.0 if rng.random() < p0 else 0.0 for _ in range(6)]
+                m = sum(r) / 6
+                trace.append((s, {"reward": m, "reward_std": math.sqrt(sum((x - m) ** 2 for x in r) / 5)}))
+            alerts += [f for f in replay(trace) if f.detector == "reward_variance_collapse" and f.severity != "info"]
+    assert [f.title for f in alerts if f.severity == "critical"] == []
+    assert len(alerts) <= 6  # of 120 healthy runs (103 on the old rule, 30 of them critical)
+
+
+def test_reward_spread_collapse_of_a_large_batch_is_still_found_fast():
+    rng = random.Random(0)
+    trace = [(s, {"critic/score/mean": 0.5 + rng.gauss(0, 0.03) if s < 60 else 0.3,
+                  "critic/score/std": 0.45 + rng.gauss(0, 0.02) if s < 60 else 0.01 + rng.gauss(0, 0.002)})
+             for s in range(100)]
+    found = [f for f in replay(trace) if f.detector == "reward_variance_collapse"]
+    assert found and found[0].severity == "critical" and 60 <= found[0].step <= 64
+    assert "of its warm-up mean" in found[0].title
+
+
+def test_a_lasting_condition_is_one_finding_that_escalates_with_a_growing_range():
+    found = []
+    mon = HealthMonitor()
+    for step in range(15):
+        mon.observe(step, {"training/rollout_probs_diff_mean": 0.002})
+    for step in range(15, 265):  # 250 steps of the same mismatch
+        found += [f for f in mon.observe(step, {"training/rollout_probs_diff_mean": 0.05})
+                  if f.detector == "rollout_mismatch"]
+    assert [f.severity for f in found] == ["warning", "critical"]
+    assert found[1].step_start == found[0].step_start
+    for step in range(265, 320):  # it goes away ...
+        mon.observe(step, {"training/rollout_probs_diff_mean": 0.002})
+    again = [f for s in range(320, 330) for f in mon.observe(s, {"training/rollout_probs_diff_mean": 0.05})
+             if f.detector == "rollout_mismatch"]
+    assert again and again[0].step_start >= 320  # ... and comes back: a new event
+
+
+def test_machine_memory_creeping_4_percent_on_a_large_host_is_not_a_leak():
+    rng = random.Random(1)
+    trace = [(s, {"perf/cpu_memory_used_gb": 300.0 + 13.5 * s / 200 + rng.gauss(0, 0.3)}) for s in range(200)]
+    assert [f.title for f in replay(trace) if f.detector == "memory_growth"] == []
+    leak = [(s, {"perf/cpu_memory_used_gb": 300.0 + (0 if s < 50 else 80.0 * (s - 50) / 100) + rng.gauss(0, 0.3)})
+            for s in range(150)]
+    assert [f for f in replay(leak) if f.detector == "memory_growth"]
