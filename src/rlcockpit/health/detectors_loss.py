@@ -377,11 +377,13 @@ class GradSpike(FrozenBaseline):
 
 @register_detector("value_divergence", "vf_loss")
 class ValueDivergence(FrozenBaseline):
-    """Critic (PPO) value loss diverging: smoothed > ``warn_ratio`` (warning) / ``critical_ratio`` (critical)
-    x the trailing ``window`` median or the warm-up level."""
+    """Critic (PPO) value loss diverging, against the run's own level and spread: the median of the last
+    ``recent`` values above ``warn_ratio`` x the median of the ``window`` before them and ``z_log`` spreads of
+    that window's logs (a converged critic's loss is small and swings by a factor) on ``sustain`` consecutive
+    observations: warning. Above ``critical_ratio`` x and held twice as long: critical."""
 
     keys = (VF_LOSS,)
-    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30}
+    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "recent": 5, "z_log": 4.0, "sustain": 3}
     story, role = "divergence", "outcome"
     cause = "the critic's learning rate is too high, or the reward scale changed under it"
 
@@ -395,19 +397,34 @@ class ValueDivergence(FrozenBaseline):
         return ranked(causes), [make_action(view, "Lower the critic learning rate 3x",
                                             {"critic.optim.lr": float(f"{clr / 3:.3g}") if clr else 1e-6})]
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._ref: tuple[float, float] | None = None
+        self._onset: int | None = None
+
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[VF_LOSS]
-        s = track.mean_last(3)
-        if s <= self.p["warn_ratio"] * self.base and s <= 2 * track.ago(3):
+        k = int(p["recent"])
+        if self._streak == 0 or self._ref is None:  # the reference is frozen while the loss stays high
+            self._ref = log_scale(track.tail(p["window"], skip=k))
+        if self._ref is None:
             return None
-        ref = median(track.tail(self.p["window"], skip=3))
-        ratio = s / max(min(ref, self.base), 1e-12)
-        vals = {"vf_loss": s, "trailing_median": ref, "baseline": self.base, "ratio": ratio}
-        if ratio > self.p["critical_ratio"]:
-            return self.fire(step, "critical", f"Value loss diverging: {fmt(s)} ({ratio:.0f}x its earlier level)", values=vals)
-        if ratio > self.p["warn_ratio"]:
-            return self.fire(step, "warning", f"Value loss rising: {fmt(s)} ({ratio:.1f}x its earlier level)", values=vals)
-        return None
+        ref, spread = self._ref
+        now = median(track.tail(k))
+        bar = math.log(now / ref) if now > 0 else -math.inf
+        if not self.sustained(now > p["warn_ratio"] * ref and bar > p["z_log"] * spread / math.sqrt(k), p["sustain"]):
+            self._onset = None if self._streak == 0 else self._onset
+            return None
+        if self._onset is None:
+            self._onset = track.steps[-min(k, len(track.steps))]
+        ratio = now / ref
+        vals = {"vf_loss": now, "trailing_median": ref, "log_spread": spread, "ratio": ratio}
+        where = (f"the median of the last {k} logged steps is {fmt(now)}, {ratio:.1f}x its median {fmt(ref)} over "
+                 f"the {p['window']} steps before")
+        if ratio > p["critical_ratio"] and self._streak >= 2 * p["sustain"]:
+            return self.fire(step, "critical", f"Value loss diverging: {where}", values=vals, step_start=self._onset)
+        return self.fire(step, "warning", f"Value loss rising: {where}", values=vals, step_start=self._onset)
 
 
 @register_detector("explained_variance", "negative_explained_var")
