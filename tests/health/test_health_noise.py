@@ -98,3 +98,60 @@ def test_machine_memory_creeping_4_percent_on_a_large_host_is_not_a_leak():
     leak = [(s, {"perf/cpu_memory_used_gb": 300.0 + (0 if s < 50 else 80.0 * (s - 50) / 100) + rng.gauss(0, 0.3)})
             for s in range(150)]
     assert [f for f in replay(leak) if f.detector == "memory_growth"]
+
+
+def critic(seed: int, diverge_at: int | None = None) -> list[tuple[int, dict[str, float]]]:
+    """A PPO critic's loss: falls as it converges, then swings by a factor around a small level."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(300):
+        level = 0.05 + 0.3 * math.exp(-s / 20)
+        if diverge_at is not None and s >= diverge_at:
+            level *= 1.5 ** (s - diverge_at)
+        out.append((s, {"critic/vf_loss": level * rng.lognormvariate(0, 0.8), "critic/vf_explained_var": 0.9}))
+    return out
+
+
+def test_a_converged_noisy_critic_is_not_diverging_but_a_diverging_one_is():
+    false = [f for seed in range(20) for f in replay(critic(seed)) if f.detector == "value_divergence"]
+    assert len(false) <= 3  # of 20 healthy runs (64 warnings on the old rule)
+    found = [f for f in replay(critic(0, diverge_at=200)) if f.detector == "value_divergence"]
+    assert found and found[0].step <= 212 and found[-1].severity == "critical"
+    assert "its median" in found[0].title and "over the 30 steps before" in found[0].title
+
+
+def cpu_steps(slow_from: int, how: str, steps: int = 80, seed: int = 0) -> list[tuple[int, dict[str, float]]]:
+    """rlcockpit's trainer on a CPU: a step is generation + update (+ unaccounted host time). From ``slow_from``
+    either every phase takes twice as long (another job on the same cores) or the data loader stalls."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(steps):
+        gen, upd, host = 0.3 * rng.lognormvariate(0, 0.1), 0.6 * rng.lognormvariate(0, 0.1), 0.01
+        if s >= slow_from:
+            if how == "shared":
+                gen, upd, host = 2 * gen, 2 * upd, 2 * host
+            else:
+                host += 1.2
+        total = gen + upd + host
+        out.append((s, {"timing_s/gen": gen, "timing_s/update_actor": upd, "timing_s/step": total,
+                        "perf/throughput": 4000 / total, "critic/score/mean": 0.5}))
+    return out
+
+
+def test_a_shared_cpu_machine_is_not_a_training_problem_but_a_stalled_loader_is():
+    found = [f for f in replay(cpu_steps(40, "shared")) if f.detector in ("throughput_drop", "bottleneck")]
+    assert [f.severity for f in found if f.severity != "info"] == []
+    assert any("every phase of the step slower alike" in f.title for f in found)
+    stalled = [f for f in replay(cpu_steps(40, "loader")) if f.severity != "info"]
+    assert any(f.detector == "throughput_drop" for f in stalled)
+
+
+def test_a_cpu_run_is_never_told_about_a_gpu():
+    from rlcockpit.health.diagnosis import diagnose_findings
+
+    config = {"trainer": {"device": "cpu"}}
+    findings = replay(cpu_steps(40, "loader"), config=config)
+    text = repr(diagnose_findings(findings, config)) + " ".join(
+        f.title + f.summary + " ".join(c.title for c in f.causes) + " ".join(a.title for a in f.actions)
+        for f in findings)
+    assert findings and "GPU" not in text

@@ -31,6 +31,7 @@ from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
+GPU_HINTS = ("system/gpu/", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb")  # logged only with a GPU
 ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
 
 
@@ -241,6 +242,15 @@ class DetectorContext:
 
     def max_response_length(self) -> float | None:
         return self.view.number("data.max_response_length")
+
+    def has_gpu(self) -> bool:
+        """Whether this run shows a GPU: a GPU series logged (utilisation, memory; CUDA's peak-memory counters) or
+        ``trainer.device=cuda``. Texts never talk about a GPU on a run that has none."""
+        if str(self.view.get("trainer.device") or "").lower() == "cuda":
+            return True
+        if self.view.framework == "verl" and (self.view.number("trainer.n_gpus_per_node") or 0) > 0:
+            return True  # a verl job: verl trains on accelerators only
+        return any(k.startswith(GPU_HINTS) for k in self.tracks)
 
 
 class Detector:

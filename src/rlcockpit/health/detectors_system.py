@@ -25,9 +25,10 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
     values = finding.evidence.get("values", {})
     label = str(values.get("bottleneck") or "")
     share = max((values.get("shares") or {"": 0.0}).values())
+    gpu = det.ctx.has_gpu()
     if "data" in label:
-        return [Cause("data loading / host work stalls the GPU (data-bound)", 0.7,
-                      f"{share:.0%} of the step is outside any GPU phase")], [make_action(
+        return [Cause(f"data loading / host work stalls {'the GPU' if gpu else 'training'} (data-bound)", 0.7,
+                      f"{share:.0%} of the step is outside any timed training phase")], [make_action(
             view, "More dataloader workers (verl; rlcockpit's trainer has no worker knob: look at reward functions "
             "and host-side work)", {"data.dataloader_num_workers": 8})]
     if "generation" in label:
@@ -46,6 +47,8 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
             make_action(view, "Larger micro-batches (if memory allows)", {})]
     if "inference" in label:
         return [Cause("reference / old log-prob passes dominate the step", 0.55, f"{share:.0%} of the step")], []
+    if not gpu:
+        return [Cause("other processes on the same CPU cores, or I/O waits, slow the step", 0.4)], []
     return [Cause("small batches, communication or I/O waits leave the GPU idle", 0.4)], []
 
 
@@ -137,13 +140,16 @@ class ThroughputDrop(Detector):
     stretch so far (up to 10 observations) ``z_warn`` of that window's noise scales below it, in log space (speed
     noise is multiplicative; on a noisy shared machine a real slowdown shows after a few more steps). Critical only when the drop is both large and lasting:
     below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
-    dip lasts, so a long drop is measured against the speed before it, not against itself."""
+    dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
+    ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
+    ``uniform_shift`` or more (every phase slower alike: other processes on the same cores) is reported as info, not
+    as a warning. (On a GPU run a uniform slowdown, clocks or a slower node, stays a warning.)"""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
-                "sustain": 20}
+                "sustain": 20, "uniform_shift": 0.15}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -159,6 +165,24 @@ class ThroughputDrop(Detector):
         self._onset: int | None = None
         self._markers: list[Track] = []
         self._scanned: int | None = None
+        self._ref_shares: dict[str, float] = {}  # phase shares of the ordinary steps (EMA)
+
+    def _calm_shares(self) -> None:
+        """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth)."""
+        if STEP_TIME not in self.ctx.tracks:
+            return
+        _label, shares = attribute_bottleneck(self.ctx.tracks)
+        if len(shares) > 1:
+            ref = self._ref_shares
+            self._ref_shares = shares if not ref else {ph: 0.7 * ref.get(ph, 0.0) + 0.3 * v for ph, v in shares.items()}
+
+    def _shift(self, now: dict[str, float]) -> float | None:
+        """The largest change of a phase's share of the step between the ordinary steps and the slow ones (None
+        without a ``timing_s/*`` split): a slowdown of the run's own making (a stalled loader, a slow reward
+        server, longer generations) moves time into one phase; other processes on the same cores slow them all."""
+        if len(now) < 2 or not self._ref_shares:
+            return None
+        return max(abs(now.get(ph, 0.0) - self._ref_shares.get(ph, 0.0)) for ph in self._ref_shares)
 
     def _busy(self, step: int) -> bool:
         """True when this step also evaluated or saved (its step time is not training speed)."""
@@ -198,6 +222,8 @@ class ThroughputDrop(Detector):
             self._sparse = spacing >= 3
             if spacing > 1:
                 self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
+        if not self._low_n and (n <= 10 or n % 5 == 0):
+            self._calm_shares()
         if n <= max(self.warmup, self.p["gap"] + 3):
             return None
         return self.judge(step)
@@ -230,10 +256,17 @@ class ThroughputDrop(Detector):
         if self._onset is None:
             self._onset = self._clean[-k][0]
         label, shares = attribute_bottleneck(self.ctx.tracks)
+        shift = self._shift(split_over(self.ctx.tracks, max(k, 3)))
         vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
                     "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
         what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
+        if shift is not None and shift < p["uniform_shift"] and not self.ctx.has_gpu():
+            # every phase of a CPU run slowed alike: other processes on the same cores, not this run's doing
+            vals_out["phase_shift"] = shift
+            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, every phase "
+                             f"of the step slower alike (no phase's share moved more than {shift:.0%}): other work "
+                             "on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
@@ -277,6 +310,23 @@ def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[
     return LABELS[top], shares
 
 
+def split_over(tracks: dict[str, Track], k: int) -> dict[str, float]:
+    """Each phase's share of the last ``k`` logged ``timing_s/step`` values together (``{}`` without a split): the
+    split of a stretch of steps, steadier than one step's."""
+    step_t = tracks.get(STEP_TIME)
+    if step_t is None or step_t.n < k:
+        return {}
+    total = sum(step_t.tail(k))
+    shares: dict[str, float] = {}
+    for phase, keys in PHASES.items():
+        t = sum(sum(tracks[key].tail(k)) for key in keys if key in tracks and tracks[key].last_step == step_t.last_step)
+        if t:
+            shares[phase] = t / max(total, 1e-9)
+    if shares:
+        shares["other"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
+
+
 @register_detector("bottleneck")
 class Bottleneck(Detector):
     """Which phase of ``timing_s/*`` dominates the step. Warning (an absolute bound, so it speaks from the first
@@ -311,8 +361,9 @@ class Bottleneck(Detector):
         needed = p["sustain"] if len(steps) < 2 or steps[1] - steps[0] < 5 else 1  # sparse logs: one reading
         if self.sustained(host > p["host_share"], needed) and not self._warned:
             self._warned = True
-            return self.fire(step, "warning", f"The GPUs wait most of each step: {host:.0%} of the step is outside "
-                             "every timed GPU phase (data loading, host work)", values={"shares": shares,
+            what = ("The GPUs wait most of each step: " if self.ctx.has_gpu() else "Most of each step is host time: ")
+            return self.fire(step, "warning", f"{what}{host:.0%} of the step is outside every timed training phase "
+                             "(data loading, host work)", values={"shares": shares,
                              "bottleneck": LABELS["other"] if shares.get("other", 0) >= shares.get("data", 0)
                              else LABELS["data"], "host_share": host},
                              step_start=self.ctx.tracks[STEP_TIME].tail_steps(p["sustain"])[0])
