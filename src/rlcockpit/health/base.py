@@ -409,12 +409,18 @@ class Detector:
             title=title,
             summary=summary,
             step_start=step_start if step_start is not None else step,
-            metric=metric or (self.keys[0] if self.keys else None),
+            metric=_logged_name(self.ctx.tracks, metric or (self.keys[0] if self.keys else None)),
             evidence=evidence,
         )
         self.ctx.view.revalidate()
         finding.causes, finding.actions = self.advise(finding)
         return finding
+
+
+def _logged_name(tracks: Mapping[str, Track], key: str | None) -> str | None:
+    """``key`` as the run logged it (``reward`` for TRL's critic/score/mean): findings speak the run's words."""
+    track = tracks.get(key) if key else None
+    return track.raw if track is not None else key
 
 
 class FrozenBaseline(Detector):
