@@ -14,6 +14,7 @@ from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_causes
 from rlcockpit.health.detectors_reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 
 @register_detector("length_explosion", "response_length")
@@ -92,7 +93,8 @@ class Truncation(Detector):
     ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
 
     keys = (CLIP, LEN, LEN_MAX)
-    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
+    defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
+                "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30}
     story = "length"

@@ -36,6 +36,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -70,7 +71,7 @@ class KLRising(Detector):
     > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
-    defaults = {"band_high": 0.1, "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
+    defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -128,7 +129,7 @@ class KLSpike(StartReferenced):
     ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
 
     keys = (KL,)
-    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
+    defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
                 "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 3, "early_abs": 1.0, "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
@@ -217,7 +218,8 @@ class UpdateSize(Detector):
     ``clipfrac_floor``) for ``sustain`` steps."""
 
     keys = (PPO_KL, CLIPFRAC)
-    defaults = {"ppo_kl_warn": 0.05, "clipfrac_warn": 0.3, "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
+    defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
+                "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
                 "clipfrac_floor": 0.05, "sustain": 3}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
@@ -248,7 +250,7 @@ class UpdateSize(Detector):
             self._streak = 0
             return None
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
-        desc = ", ".join(f"{k}={fmt(v)}" for k, v, _ in hits)
+        desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
         vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)

@@ -31,6 +31,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
@@ -165,7 +166,7 @@ class RewardVarianceCollapse(Detector):
     ``zero_group_warn``."""
 
     keys = (REWARD_STD, GROUP_STD, S_ZERO_STD)
-    defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": 0.8, "sustain": 3, "max_sustain": 30,
+    defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": threshold(S_ZERO_STD, "warn_above"), "sustain": 3, "max_sustain": 30,
                 "chance": 0.0001}
     triggers = keys  # whichever spread the run logs
     story = "entropy"

@@ -12,8 +12,10 @@ from rlcockpit.health.advice import moved, ranked
 from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
+GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # the guide's entry for one device (the detector reads their mean)
 THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
 SAMPLES_PER_S = "perf/samples_per_second"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
@@ -65,7 +67,8 @@ class GPUUtilization(Detector):
     the run logs every step or two, one check at sparser cadences."""
 
     keys = (GPU_UTIL,)
-    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
+    defaults = {"low": threshold(GPU_UTIL_GUIDE, "alert_below"), "target": threshold(GPU_UTIL_GUIDE, "healthy_low"),
+                "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
                 "first_low": 30.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "speed", "outcome"
