@@ -176,6 +176,29 @@ def log_scale(values: list[float], floor: float = 0.05) -> tuple[float, float] |
     return math.exp(mid), max(1.4826 * median([abs(x - mid) for x in logs]), floor)
 
 
+class Cusum:
+    """Page's one-sided CUSUM of standardised deviations above a frozen early baseline: a slow drift adds up step
+    by step and shows near its start, while noise around the baseline drains back to 0. ``start`` is where the
+    current excursion began (the change point's estimate); :meth:`update` is True once the sum passes ``h``.
+    ``k`` is the allowance per step, in noise units (drifts smaller than it are ignored)."""
+
+    __slots__ = ("k", "h", "s", "start")
+
+    def __init__(self, k: float = 0.5, h: float = 8.0) -> None:
+        self.k, self.h, self.s = k, h, 0.0
+        self.start: int | None = None
+
+    def update(self, z: float, step: int) -> bool:
+        s = self.s + z - self.k
+        if s <= 0.0:
+            self.s, self.start = 0.0, None
+            return False
+        if self.start is None:
+            self.start = step
+        self.s = s
+        return s > self.h
+
+
 def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since: int = 0
           ) -> tuple[float, float, float, int, float] | None:
     """A steady climb of ``track``: ``(a, b, c, window, noise)`` for the first of ``windows`` (observations)

@@ -383,7 +383,8 @@ class ValueDivergence(FrozenBaseline):
     observations: warning. Above ``critical_ratio`` x and held twice as long: critical."""
 
     keys = (VF_LOSS,)
-    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "recent": 5, "z_log": 4.0, "sustain": 3}
+    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "recent": 5, "z_log": 4.0, "sustain": 3,
+                "every": 5}
     story, role = "divergence", "outcome"
     cause = "the critic's learning rate is too high, or the reward scale changed under it"
 
@@ -400,14 +401,18 @@ class ValueDivergence(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref: tuple[float, float] | None = None
+        self._ref_age = 0
         self._onset: int | None = None
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[VF_LOSS]
         k = int(p["recent"])
-        if self._streak == 0 or self._ref is None:  # the reference is frozen while the loss stays high
-            self._ref = log_scale(track.tail(p["window"], skip=k))
+        if self._streak == 0:
+            if self._ref is not None and track.last <= p["warn_ratio"] * self._ref[0] and self._ref_age < p["every"]:
+                self._ref_age += 1
+                return None  # the usual step: below the bar of a reference measured a few steps ago
+            self._ref, self._ref_age = log_scale(track.tail(p["window"], skip=k)), 0  # frozen while the loss is high
         if self._ref is None:
             return None
         ref, spread = self._ref

@@ -9,7 +9,18 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import moved, ranked
-from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Cusum,
+    Detector,
+    Track,
+    climb,
+    fmt,
+    log_scale,
+    median,
+    register_detector,
+    robust,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
@@ -434,14 +445,18 @@ class RolloutMismatch(Detector):
     problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
     ``floor``) and ``z_warn`` noise scales above it; or ``creep_ratio`` x the baseline while climbing steadily
     over one of ``windows`` recent observations. A mismatch that is high but stable is the run's baseline (bf16
-    rollouts differ from an fp32 trainer), not a finding. Only the first of the keys the run logs is judged.
+    rollouts differ from an fp32 trainer), not a finding. Also a warning: a slow drift, found by a one-sided CUSUM
+    (allowance ``drift_k``, decision level ``drift_h``) of the log-ratio to the level of the first ``warmup``
+    observations in units of their spread, once the median of the last 5 is ``drift_ratio`` x that level; the finding
+    starts where the drift began. Only the first of the keys the run logs is judged.
     Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
     keys = MISMATCH_KEYS
     triggers = MISMATCH_KEYS
     defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
-                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60)}
+                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
+                "drift_ratio": 1.3}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -452,6 +467,8 @@ class RolloutMismatch(Detector):
         self._base: dict[str, tuple[float, float]] = {}
         self._key: str | None = None
         self._key_at = -1  # len(tracks) when the judged key was chosen: a new series may come first in order
+        self._cusum = Cusum(self.p["drift_k"], self.p["drift_h"])
+        self._log: tuple[float, float] | None = None  # early level and spread, in logs
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
@@ -472,19 +489,37 @@ class RolloutMismatch(Detector):
         s = track.mean_last(p["smooth"])
         ref = max(base, p["floor"])
         ratio = s / ref
+        drifting = self._drift(key, track, ref) and median(track.tail(5)) > p["drift_ratio"] * ref
         relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
         creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
                                                       self.warmup // 2) is not None
-        if not (relative or creeping):
+        if not (relative or creeping or drifting):
             self._streak = 0
             return None
         vals = {"mismatch": s, "baseline": base, "ratio": ratio}
+        start = self._cusum.start if drifting and not (relative or creeping) else None
+        if start is not None:
+            return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch drifting up since step {start}: "
+                             f"{track.raw} {fmt(s)}, {ratio:.1f}x its level over the first {self.warmup} logged steps",
+                             metric=key, values=vals | {"drift_since": start}, step_start=start)
         if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
                              "its earlier level)", "The samples are no longer on-policy for the trainer: updates use "
                              "wrong ratios.", metric=key, values=vals)
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
                          f"{fmt(s)} ({ratio:.1f}x)", metric=key, values=vals)
+
+    def _drift(self, key: str, track: Track, ref: float) -> bool:
+        """A slow drift above the early level (:class:`Cusum` of the log-ratio to it, in units of the early
+        steps' spread of logs), for mismatch that grows a little every step."""
+        if self._log is None:
+            fit = log_scale(track.tail(self.warmup, skip=1), 0.05)
+            self._log = (math.log(max(fit[0], self.p["floor"])), fit[1]) if fit else (math.log(ref), 0.1)
+        v = track.last
+        if v <= 0:
+            return False
+        mid, spread = self._log
+        return self._cusum.update((math.log(v) - mid) / spread, track.last_step)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = [Cause(self.cause, 0.7)]
