@@ -157,13 +157,16 @@ class ThroughputDrop(Detector):
     dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
     ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
     ``uniform_shift`` or more (every phase slower alike: other processes on the same cores) is reported as info, not
-    as a warning. (On a GPU run a uniform slowdown, clocks or a slower node, stays a warning.)"""
+    as a warning; without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
+    level (a machine shared with one more job halves the speed). (On a GPU run a uniform slowdown, clocks or a
+    slower node, stays a warning.)"""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
-                "sustain": 20, "uniform_shift": 0.15}
+                "sustain": 20, "uniform_shift": 0.15,
+                "cpu_unexplained_ratio": 0.45}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -275,12 +278,16 @@ class ThroughputDrop(Detector):
                     "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
         what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
-        if shift is not None and shift < p["uniform_shift"] and not self.ctx.has_gpu():
-            # every phase of a CPU run slowed alike: other processes on the same cores, not this run's doing
+        cpu = not self.ctx.has_gpu()
+        unexplained = cpu and shift is None and ratio >= p["cpu_unexplained_ratio"]
+        if cpu and (shift is not None and shift < p["uniform_shift"] or unexplained):
+            # every phase of a CPU run slowed alike, or no split to tell and not below half speed: most likely
+            # other processes on the same cores, not this run's doing
             vals_out["phase_shift"] = shift
-            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, every phase "
-                             f"of the step slower alike (no phase's share moved more than {shift:.0%}): other work "
-                             "on the same machine, most likely", values=vals_out, step_start=self._onset)
+            why = (f"every phase of the step slower alike (no phase's share moved more than {shift:.0%})"
+                   if shift is not None else "no timing_s/* split to say which part of the step slowed")
+            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, {why}: "
+                             "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
