@@ -155,3 +155,18 @@ def test_a_cpu_run_is_never_told_about_a_gpu():
         f.title + f.summary + " ".join(c.title for c in f.causes) + " ".join(a.title for a in f.actions)
         for f in findings)
     assert findings and "GPU" not in text
+
+
+def test_no_ratio_to_a_reference_that_is_zero_or_near_it():
+    """"16910127745x its recent median 0" and "entropy 2893.4x its warm-up level" (the warm-up ~0): a ratio to a
+    reference at or near zero says nothing; each number is relative to one a person can check in the title."""
+    found = replay([(s, {"actor/entropy": 0.0001 if s < 20 else 0.29}) for s in range(40)])
+    ent = [f for f in found if f.detector == "entropy_explosion"]
+    assert ent and "its warm-up median 0.0001 is below that" in ent[0].title
+    assert ent[0].evidence["values"]["ratio"] < 10
+    rng = random.Random(3)  # most steps without a gradient (every group agreed), then one spike
+    grads = [(s, {"actor/grad_norm": 0.0 if rng.random() < 0.7 else rng.lognormvariate(math.log(0.5), 0.3)})
+             for s in range(60)] + [(60, {"actor/grad_norm": 50.0})]
+    spikes = [f for f in replay(grads) if f.detector == "grad_spike"]
+    assert spikes and all(f.evidence["values"]["ratio"] < 1000 for f in spikes)
+    assert "median 0 " not in spikes[0].title and "over the previous 30 logged steps" in spikes[0].title

@@ -338,7 +338,8 @@ class EntropyCollapse(FrozenBaseline):
 @register_detector("entropy_explosion")
 class EntropyExplosion(FrozenBaseline):
     """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) x the warm-up level for ``sustain`` steps."""
+    ``critical_ratio`` (critical) x the warm-up level (at least the metric guide's entropy ``collapse_below``: a
+    ratio to a near-zero warm-up means nothing) for ``sustain`` steps."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
@@ -351,12 +352,18 @@ class EntropyExplosion(FrozenBaseline):
         return ranked(causes), [lr_action(self.ctx.view), kl_action(self.ctx.view)]
 
     def check(self, step: int) -> Finding | None:
-        s = self.ctx.tracks[ENTROPY].mean_steps(self.p["smooth"])
-        ratio = s / max(self.base, 1e-12)
+        track = self.ctx.tracks[ENTROPY]
+        s = track.mean_steps(self.p["smooth"])
+        # a warm-up entropy near 0 (a collapsed or greedy start) makes any ratio to it meaningless: the reference is
+        # at least the guide's collapse level
+        ref = max(self.base, threshold(ENTROPY, "collapse_below"))
+        ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return None
         sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
-        return self.fire(step, sev, f"Entropy exploding: {fmt(s)} ({ratio:.1f}x its warm-up level)",
-                         values={"entropy": s, "baseline": self.base, "ratio": ratio}, samples=True)
+        level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
+            f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
+        return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
+                         values={"entropy": s, "baseline": self.base, "reference": ref, "ratio": ratio}, samples=True)
 
 
