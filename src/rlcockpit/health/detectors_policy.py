@@ -122,7 +122,8 @@ class KLRising(Detector):
 class KLSpike(StartReferenced):
     """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
     right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
-    (a KL that wanders between 0.1 and 0.2 all run long is not a jump). Critical: KL >
+    (a KL that wanders between 0.1 and 0.2 all run long is not a jump), on that step and the next logged one (a
+    small batch's KL has single noisy steps). Critical: KL >
     ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
     it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
     before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
@@ -142,6 +143,7 @@ class KLSpike(StartReferenced):
         self._ref = math.nan
         self._ref_scale = math.nan
         self._onset: int | None = None
+        self._jump: tuple[int, float] | None = None  # (step, KL before) of a jump waiting for the next step
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -175,8 +177,14 @@ class KLSpike(StartReferenced):
                              "A sudden jump of the policy away from the reference; often the start of a collapse.",
                              values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
         jumped = v > p["warn_ratio"] * ref and v - self._ref > p["z_warn"] * self._ref_scale
-        if v > p["warn_abs"] and prev < p["prev_abs"] and jumped:
-            return self.fire(step, "warning", f"KL jumped from {fmt(prev)} to {fmt(v)}", values=vals)
+        pending, self._jump = self._jump, None
+        if v > p["warn_abs"] and jumped:
+            if pending is not None:  # the jump held on the next logged step too: one noisy batch would not
+                return self.fire(step, "warning", f"KL jumped from {fmt(pending[1])} to {fmt(v)} and stayed there "
+                                 f"for 2 logged steps ({v / ref:.1f}x its median {fmt(self._ref)} over the "
+                                 f"{p['window']} steps before)", values=vals, step_start=pending[0])
+            if prev < p["prev_abs"]:
+                self._jump = (step, prev)
         return None
 
 
