@@ -34,3 +34,14 @@ def test_a_trl_collapse_is_diagnosed_in_trl_names_only():
     text = json.dumps(d)
     named = set(re.findall(r"\b[a-z_]+/[a-z_]+(?:/[a-z_@0-9]+)*", text))
     assert named <= logged, sorted(named - logged)
+
+
+def test_update_size_cites_trls_clip_ratio_under_its_own_name():
+    mon = HealthMonitor(None, TRL_CONFIG)
+    found = []
+    for s in range(40):
+        found += mon.observe(s, {"clip_ratio/region_mean": 0.02 if s < 20 else 0.4, "reward": 0.5})
+    upd = [f for f in found if f.detector == "update_size"]
+    assert upd and "clip_ratio/region_mean=0.273" in upd[0].title  # smoothed over 3 steps
+    assert set(upd[0].evidence["values"]) <= {"clip_ratio/region_mean", "clip_ratio/region_mean_baseline"}
+    assert upd[0].metric == "clip_ratio/region_mean"

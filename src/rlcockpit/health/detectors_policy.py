@@ -259,7 +259,8 @@ class UpdateSize(Detector):
             return None
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
         desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
-        vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
+        raw = {k: self.ctx.tracks[k].raw for k in self._base}  # evidence in the run's own names
+        vals = {raw[k]: v for k, v, _ in hits} | {f"{raw[k]}_baseline": b for k, b in self._base.items()}
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
