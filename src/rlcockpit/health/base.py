@@ -432,7 +432,8 @@ class Detector:
             title=title,
             summary=summary,
             step_start=step_start if step_start is not None else step,
-            metric=_logged_name(self.ctx.tracks, metric or (self.keys[0] if self.keys else None)),
+            metric=_logged_name(self.ctx.tracks, metric or next((k for k in self.keys if k in self.ctx.tracks),
+                                                                self.keys[0] if self.keys else None)),
             evidence=evidence,
         )
         self.ctx.view.revalidate()
