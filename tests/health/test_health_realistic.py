@@ -98,7 +98,7 @@ def test_tiny_model_size_is_estimated_and_lr_advice_is_relative_to_it():
     rows[45]["actor/grad_norm"] = 20.0
     monitor = replay(rows)
     spikes = [f for f in monitor.findings if f.detector == "grad_spike"]
-    assert spikes and spikes[0].severity == "critical"
+    assert spikes and spikes[0].severity == "warning"  # one spike alone: a critical needs persistence
     text = " ".join(c.title for c in spikes[0].causes)
     assert "1e-05" not in text and "usual max" not in text  # 3e-5 is a small lr for a 4M-parameter model
     assert "its own recent median" in text

@@ -39,3 +39,45 @@ def test_import_keeps_every_step_of_a_log_with_reward_manager_prints(tmp_path, c
     (run,) = rlcockpit.Api(str(tmp_path / "store")).runs()
     hist = run.history()
     assert hist.index.tolist() == [1, 2, 3, 4, 5] and "fake" not in hist.columns
+
+
+def _validation_line(step: int, grad_norm: float) -> str:
+    """A verl validation step as LocalLogger prints it: the training metrics, then one accuracy per data source
+    and sampling variant, which runs past 4096 characters on a multi-task run."""
+    head = (f"(TaskRunner pid=2873) step:{step} - global_seqlen/mean:np.float64(18432.5) - actor/pg_loss:np.float64(-0.0123) "
+            f"- actor/grad_norm:np.float64({grad_norm}) - critic/score/mean:np.float32(0.41)")
+    val = " - ".join(f"val-core/openai/gsm8k_{i}/acc/mean@{n}:np.float64(0.{i:02d}{n}57)" for i in range(40)
+                     for n in (1, 4, 8, 16))
+    return f"{head} - {val} - timing_s/testing:np.float64(31.2)"
+
+
+def test_a_line_cut_at_4096_characters_keeps_its_complete_pairs(tmp_path, capsys):
+    """W&B's output.log cuts long lines at 4096 characters: the validation steps' lines end mid-pair, and the
+    import used to drop each such step whole (among them a step with a grad-norm spike)."""
+    full = _validation_line(10, 17.4)
+    assert len(full) > 4096
+    cut = full[:4096]  # ends inside a pair
+    step, metrics = parse_console_line(cut + "\n")
+    assert step == 10 and metrics["actor/grad_norm"] == 17.4 and metrics["critic/score/mean"] == 0.41
+    whole = {p.rpartition(":")[0] for p in full.split(" - ")[1:]}
+    assert set(metrics) < whole and "timing_s/testing" not in metrics
+    last = list(metrics)[-1]  # complete pairs only: the value of the last one kept is the full value
+    assert metrics[last] == parse_console_line(full)[1][last]
+    # cut right after a plain value's first digits: that pair is dropped, not kept with a wrong value
+    head = "step:11 - actor/grad_norm:0.5 - "
+    pad = "x" * (4096 - len(head) - len(" - val-core/last:0.12") - len("val-core/pad:"))
+    line = f"{head}val-core/pad:{pad} - val-core/last:0.123456789"[:4096]
+    assert line.endswith(" - val-core/last:0.12")
+    assert parse_console_line(line) == (11, {"actor/grad_norm": 0.5})
+    log = tmp_path / "output.log"
+    with log.open("w") as f:
+        for s in range(1, 21):
+            text = _validation_line(s, 17.4 if s == 10 else 0.3)[:4096] if s % 5 == 0 else REAL.format(s=s, v=0.02 * s)
+            f.write(text + "\n")
+    assert main(["import", str(log), "--dir", str(tmp_path / "store"), "--json", "--no-health"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"] == 20 and out["skipped"] == 0
+    (run,) = rlcockpit.Api(str(tmp_path / "store")).runs()
+    hist = run.history()
+    assert hist.index.tolist() == list(range(1, 21))
+    assert hist.loc[10, "actor/grad_norm"] == 17.4

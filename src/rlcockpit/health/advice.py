@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rlcockpit.health.base import fmt, median
 from rlcockpit.health.config_view import RunConfigView, format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 if TYPE_CHECKING:
     from rlcockpit.health.base import DetectorContext
@@ -69,8 +70,8 @@ def _config_causes(view: RunConfigView) -> dict[str, Cause]:
     if mode == "none":
         what = "beta=0" if view.is_trl else "use_kl_loss and use_kl_in_reward are both off"
         out["kl"] = Cause(f"No KL regularisation: {what}", 0.75, "nothing pulls the policy back towards the reference")
-    elif mode == "loss" and coef is not None and coef < 0.001:
-        out["kl"] = Cause(f"{_name(view, 'actor.kl_loss_coef')}={format_value(coef)} is below the usual 0.001", 0.7,
+    elif mode == "loss" and coef is not None and coef < (least := threshold("actor/kl_coef", "too_small_below")):
+        out["kl"] = Cause(f"{_name(view, 'actor.kl_loss_coef')}={format_value(coef)} is below the usual {least:g}", 0.7,
                           "the KL loss is too weak to constrain the policy update")
     elif mode != "loss" and coef is not None and coef < 0.01:
         out["kl"] = Cause(f"kl_coef={format_value(coef)} is far below the usual 0.01-0.1", 0.9 if coef <= 0.002 else 0.7,
@@ -144,6 +145,24 @@ def moved(ctx: DetectorContext | None, key: str, up: float = 0.0, down: float = 
     if (up and c.ratio >= up) or (down and c.ratio <= down):
         return c
     return None
+
+
+EARLY_STEPS = 5
+
+
+def policy_unmoved(ctx: DetectorContext | None, step: int) -> str | None:
+    """Evidence that no update has moved the policy yet (``None`` otherwise), for a finding in the run's first
+    ``EARLY_STEPS`` steps: the KL to the reference was exactly 0 at every logged step so far, or, with no KL logged,
+    the finding is at step 0 or 1. Outputs that are bad then are the starting model's, and KL or lr overrides cannot
+    fix them. (Later, a KL stuck at 0 means a run without a reference, not an untrained policy.)"""
+    if step > EARLY_STEPS:
+        return None
+    track = ctx.tracks.get(KL) if ctx is not None else None
+    if track is not None and track.n:
+        if max(abs(v) for v in track.values) <= 1e-9 and track.n == len(track.values):
+            return f"{track.raw} is 0 at every logged step so far (steps {track.steps[0]}-{track.last_step})"
+        return None
+    return f"step {step}: no update has been applied yet" if step <= 1 else None
 
 
 def update_causes(ctx: DetectorContext | None) -> list[Cause]:

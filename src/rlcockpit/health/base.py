@@ -31,6 +31,7 @@ from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
+GPU_HINTS = ("system/gpu/", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb")  # logged only with a GPU
 ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
 
 
@@ -157,6 +158,47 @@ def robust(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-1
     return med, max(mad, rel_floor * abs(med), abs_floor)
 
 
+def recent_count(track: Track, n: int, above: float) -> int:
+    """How many of the last ``n`` values of ``track`` exceed ``above``: persistence, "k of the last n logged
+    steps", so one noisy step is not a trend."""
+    v = track.values
+    return sum(1 for i in range(1, min(n, len(v)) + 1) if v[-i] > above)
+
+
+def log_scale(values: list[float], floor: float = 0.05) -> tuple[float, float] | None:
+    """(median, robust scale of log values) of the positive ``values``, or None with fewer than 5 of them. For
+    a positive, heavy-tailed series (a gradient norm): a step with no gradient (0, every advantage zero) says
+    nothing about the size of the others, and a noisy run's ordinary swings are a factor, not a difference."""
+    logs = [math.log(v) for v in values if v > 1e-12]
+    if len(logs) < 5:
+        return None
+    mid = median(logs)
+    return math.exp(mid), max(1.4826 * median([abs(x - mid) for x in logs]), floor)
+
+
+class Cusum:
+    """Page's one-sided CUSUM of standardised deviations above a frozen early baseline: a slow drift adds up step
+    by step and shows near its start, while noise around the baseline drains back to 0. ``start`` is where the
+    current excursion began (the change point's estimate); :meth:`update` is True once the sum passes ``h``.
+    ``k`` is the allowance per step, in noise units (drifts smaller than it are ignored)."""
+
+    __slots__ = ("k", "h", "s", "start")
+
+    def __init__(self, k: float = 0.5, h: float = 8.0) -> None:
+        self.k, self.h, self.s = k, h, 0.0
+        self.start: int | None = None
+
+    def update(self, z: float, step: int) -> bool:
+        s = self.s + z - self.k
+        if s <= 0.0:
+            self.s, self.start = 0.0, None
+            return False
+        if self.start is None:
+            self.start = step
+        self.s = s
+        return s > self.h
+
+
 def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since: int = 0
           ) -> tuple[float, float, float, int, float] | None:
     """A steady climb of ``track``: ``(a, b, c, window, noise)`` for the first of ``windows`` (observations)
@@ -224,6 +266,15 @@ class DetectorContext:
     def max_response_length(self) -> float | None:
         return self.view.number("data.max_response_length")
 
+    def has_gpu(self) -> bool:
+        """Whether this run shows a GPU: a GPU series logged (utilisation, memory; CUDA's peak-memory counters) or
+        ``trainer.device=cuda``. Texts never talk about a GPU on a run that has none."""
+        if str(self.view.get("trainer.device") or "").lower() == "cuda":
+            return True
+        if self.view.framework == "verl" and (self.view.number("trainer.n_gpus_per_node") or 0) > 0:
+            return True  # a verl job: verl trains on accelerators only
+        return any(k.startswith(GPU_HINTS) for k in self.tracks)
+
 
 class Detector:
     """Base class. Subclasses set ``name``, ``keys`` (canonical metrics it reads), ``defaults`` (documented
@@ -232,8 +283,10 @@ class Detector:
     probable cause) and :meth:`advise` / :meth:`chain_text`.
 
     Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
-    detector may fire) and ``cooldown`` (steps after a finding during which the same or a lower severity is
-    not repeated; an escalation from warning to critical still fires).
+    detector may fire) and ``cooldown`` (quiet steps that end an event). An event is reported once: while the
+    detector's condition keeps holding (no gap longer than ``cooldown`` steps between two steps where it held) the
+    same or a lower severity is not repeated, and an escalation (warning -> critical) is reported with the
+    event's first step as its start, so its step range grows instead of a new finding every ``cooldown`` steps.
     """
 
     name: ClassVar[str] = ""
@@ -262,6 +315,7 @@ class Detector:
         self._last_fire_step: int | None = None
         self._last_rank = -1
         self._last_start: int | None = None
+        self._episode: int | None = None  # first step of the event now being reported
         self._streak = 0
         # detectors that do their expensive work every N steps are staggered by a fixed per-name phase, so
         # they do not all sort their windows on the same step (that made every 5th/10th step the slow one)
@@ -351,12 +405,17 @@ class Detector:
     ) -> Finding | None:
         """Build a finding unless the cooldown suppresses it (cheap when suppressed)."""
         rank = severity_rank(severity)
-        last = self._last_fire_step
-        if last is not None and rank <= self._last_rank and (
-            step - last < self.cooldown or (step_start is not None and step_start == self._last_start)
-        ):
-            return None  # cooling down, or the same still-running event
-        self._last_fire_step, self._last_rank, self._last_start = step, rank, step_start
+        last = self._last_fire_step  # the last step this detector's condition held (raised or not)
+        self._last_fire_step = step
+        if last is not None and step - last <= self.cooldown and self._episode is not None:
+            if rank <= self._last_rank:
+                return None  # the same still-running event: raised once, re-raised only when it escalates
+            step_start = min(self._episode, step_start if step_start is not None else step)  # its range grows
+        elif last is not None and rank <= self._last_rank and step_start is not None and step_start == self._last_start:
+            return None  # the same event, reported again after a pause
+        else:
+            self._episode = step_start if step_start is not None else step
+        self._last_rank, self._last_start = rank, step_start
         metrics: dict[str, list[list[float]]] = {}
         for key in (*self.keys, *extra_keys):
             track = self.ctx.tracks.get(key)
@@ -373,12 +432,19 @@ class Detector:
             title=title,
             summary=summary,
             step_start=step_start if step_start is not None else step,
-            metric=metric or (self.keys[0] if self.keys else None),
+            metric=_logged_name(self.ctx.tracks, metric or next((k for k in self.keys if k in self.ctx.tracks),
+                                                                self.keys[0] if self.keys else None)),
             evidence=evidence,
         )
         self.ctx.view.revalidate()
         finding.causes, finding.actions = self.advise(finding)
         return finding
+
+
+def _logged_name(tracks: Mapping[str, Track], key: str | None) -> str | None:
+    """``key`` as the run logged it (``reward`` for TRL's critic/score/mean): findings speak the run's words."""
+    track = tracks.get(key) if key else None
+    return track.raw if track is not None else key
 
 
 class FrozenBaseline(Detector):

@@ -2,7 +2,7 @@
 
 | when | what the guide asks | what the report checks |
 |---|---|---|
-| ``1h`` | is the loss falling? GPU utilisation > 70%? | the loss trend (for a policy-gradient loss, which hovers around 0 by design, the reward's), the GPU utilisation and the ``timing_s/*`` split |
+| ``1h`` | is the loss falling? GPU utilisation in the guide's healthy range (> 70%)? | the loss trend (for a policy-gradient loss, which hovers around 0 by design, the reward's), the GPU utilisation and the ``timing_s/*`` split |
 | ``6h`` | is the reward trending up? KL under control? | the reward trend in the run's own noise, the KL level and trend, KL findings |
 | ``daily`` | sample 10 generations and judge them | 10 generations of the last day with their rewards, and what the sample analysis flags |
 | ``checkpoint`` | full config and logs saved | the run config stored, the checkpoint directory and its files, metrics stored up to that step |
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health.base import median
-from rlcockpit.metrics.guide import canonical_name
+from rlcockpit.metrics.guide import canonical_name, threshold
 
 KINDS = ("1h", "6h", "daily", "checkpoint")
 OFFSET_S = {"1h": 3600.0, "6h": 6 * 3600.0, "daily": 24 * 3600.0}
@@ -31,6 +31,7 @@ STATUS_RANK = {"ok": 0, "n/a": 0, "warn": 1, "fail": 2}
 VERDICTS = ("ok", "attention", "problem")
 LOSSES = ("critic/vf_loss", "actor/pg_loss")
 REWARD, KL, GPU_UTIL = "critic/score/mean", "actor/kl_loss", "system/gpu/<i>/utilization"
+GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # one device's entry in the metric guide
 SAMPLES_PER_REPORT = 10
 
 
@@ -190,18 +191,22 @@ def loss_check(w: RunWindow) -> Check:
     return Check("loss falling", "n/a", "no loss logged")
 
 
-def gpu_check(w: RunWindow, want: float = 70.0, floor: float = 50.0) -> Check:
-    """Hour 1: GPU utilisation above ``want`` percent (the guide's 70%); the ``timing_s/*`` split says where
-    the step goes when it is not."""
+def gpu_check(w: RunWindow, want: float | None = None, floor: float | None = None) -> Check:
+    """Hour 1: GPU utilisation above ``want`` percent (the low end of the guide's healthy range, which the
+    ``gpu_utilization`` detector reads too; ``floor``: its alert level); the ``timing_s/*`` split says where the
+    step goes when it is not."""
+    want = threshold(GPU_UTIL_GUIDE, "healthy_low") if want is None else want
+    floor = threshold(GPU_UTIL_GUIDE, "alert_below") if floor is None else floor
+    name = f"GPU utilisation > {want:.0f}%"
     devices = [w.series(raw)[1] for raw in w.logged(GPU_UTIL)]
     devices = [v[len(v) // 10 :] for v in devices if v]  # the start-up minutes are not the steady state
     split = _timing_split(w)
     if not devices:
-        return Check("GPU utilisation > 70%", "n/a", "no GPU utilisation logged (CPU run, or no system metrics)"
+        return Check(name, "n/a", "no GPU utilisation logged (CPU run, or no system metrics)"
                      + (f"; step time: {split}" if split else ""))
     level = median([median(v) for v in devices if v])
     status = "ok" if level >= want else ("warn" if level >= floor else "fail")
-    return Check("GPU utilisation > 70%", status, f"median {level:.0f}% over {len(devices)} GPU(s)"
+    return Check(name, status, f"median {level:.0f}% over {len(devices)} GPU(s)"
                  + (f"; step time: {split}" if split else ""))
 
 
@@ -228,8 +233,11 @@ def reward_check(w: RunWindow) -> Check:
     return _trend("reward trending up", found[0], found[2], "up")
 
 
-def kl_check(w: RunWindow, band: float = 0.1) -> Check:
-    """Hour 6: KL under control — no KL finding, and a level in the usual band or steady for this run."""
+def kl_check(w: RunWindow, band: float | None = None) -> Check:
+    """Hour 6: KL under control — no KL finding, and a level in the usual band (the guide's healthy range, which
+    the KL detectors read too) or steady for this run."""
+    band = threshold(KL, "healthy_high") if band is None else band
+    low = threshold(KL, "healthy_low")
     found = w.first(KL)
     kl_findings = [f for f in w.store.findings(w.run_id) if str(f.get("detector", "")).startswith("kl_")
                    and f.get("severity") in ("warning", "critical")
@@ -246,13 +254,13 @@ def kl_check(w: RunWindow, band: float = 0.1) -> Check:
         return Check("KL under control", status, f"{text}; {worst['detector']} at step {worst.get('step')}: "
                      f"{worst.get('title')}")
     if latest <= band:
-        return Check("KL under control", "ok", text + " (in the usual 0.01-0.1 band)")
+        return Check("KL under control", "ok", text + f" (in the usual {low:g}-{band:g} band)")
     if latest > 3 * max(a, 1e-6) and latest > 2 * band:
         return Check("KL under control", "fail", text + f" ({latest / max(a, 1e-6):.0f}x its early level: the policy "
                      "is leaving the reference)")
     rising = latest - c > max(3 * noise, 0.25 * c)
     return Check("KL under control", "warn" if rising else "ok",
-                 text + (" (above 0.1 and still rising)" if rising else " (above 0.1 but steady for this run)"))
+                 text + (f" (above {band:g} and still rising)" if rising else f" (above {band:g} but steady for this run)"))
 
 
 def samples_for_report(store: Any, run_id: str, lo_step: int | None, hi_step: int | None,
@@ -292,11 +300,11 @@ def samples_check(samples: list[dict[str, Any]], rows_for_analysis: list[dict[st
                  f"{len(samples)} below, for a person to judge")]
     metrics, _ = analyze_samples(rows_for_analysis, None)
     flags = []
-    if metrics.get("samples/repeat_ngram_rate", 0.0) > 0.3:
+    if metrics.get("samples/repeat_ngram_rate", 0.0) > threshold("samples/repeat_ngram_rate", "warn_above"):
         flags.append(f"repetitive ({metrics['samples/repeat_ngram_rate']:.0%} repeated 3-grams)")
-    if metrics.get("samples/empty_rate", 0.0) > 0.2:
+    if metrics.get("samples/empty_rate", 0.0) > threshold("samples/empty_rate", "warn_above"):
         flags.append(f"empty ({metrics['samples/empty_rate']:.0%})")
-    if metrics.get("samples/nonprintable_rate", 0.0) > 0.02:
+    if metrics.get("samples/nonprintable_rate", 0.0) > threshold("samples/nonprintable_rate", "warn_above"):
         flags.append("non-printable characters")
     out.append(Check("automatic sample checks", "warn" if flags else "ok", "; ".join(flags) or
                      "no repetition, empty answers or gibberish detected"))

@@ -1,4 +1,4 @@
-"""Response-length detectors: answers running away, and answers cut off at the length limit.
+"""Response-length detectors: answers running away, answers cut off at the length limit, answers collapsing.
 
 Healthy reasoning runs lengthen their answers as they learn; what these detectors look for is a length that
 *turns* upwards against the run's own trend, and truncation that jumps or creeps against its own level.
@@ -11,8 +11,10 @@ import math
 from rlcockpit.health.advice import kl_action, length_action, moved, ranked
 from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, span, turn_up
 from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors_policy import collapse_causes
 from rlcockpit.health.detectors_reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 
 @register_detector("length_explosion", "response_length")
@@ -91,7 +93,8 @@ class Truncation(Detector):
     ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
 
     keys = (CLIP, LEN, LEN_MAX)
-    defaults = {"warn_abs": 0.2, "critical_abs": 0.3, "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
+    defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
+                "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30}
     story = "length"
@@ -190,3 +193,66 @@ class Truncation(Detector):
                          f"limit (was {fmt(self._len_base)})", "Longer answers will soon be cut off.", metric=LEN,
                          values={"length": s, "limit": limit, "baseline_length": self._len_base})
 
+
+
+@register_detector("length_collapse", "empty_responses")
+class LengthCollapse(Detector):
+    """Responses collapsing: the mean response length (``response_length/mean``, TRL's
+    ``completions/mean_length``) falling to a small share of the run's own level, or to (nearly) nothing.
+
+    The reference is the median of the first ``warmup`` observations (the starting model's answers), judged from the
+    observation after them. Warning: below ``warn_ratio`` x that reference on ``sustain`` consecutive observations.
+    Critical: below ``critical_ratio`` x it on ``sustain`` observations while the reference was at least
+    ``min_reference`` tokens, or at most ``empty_tokens`` tokens on ``sustain`` observations (answers of one token or
+    none: an unambiguous collapse, whatever came before). A run whose answers shorten as it learns to be concise
+    stays well above these shares."""
+
+    keys = (LEN,)
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "min_reference": 20.0, "sustain": 3}
+    common = {"enabled": True, "warmup": 3, "cooldown": 50}
+    story, role = "collapse", "outcome"
+    cause = "the policy collapsed to (nearly) empty answers: the stop token became the likeliest first token"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = collapse_causes(self, finding)
+        r = moved(self.ctx, REWARD, up=1.1)
+        if r is not None:
+            causes.append(Cause("the reward favours short answers (a length penalty, or a format check an empty "
+                                "answer passes): it rose while the answers shrank", 0.7, r.text))
+        return ranked(causes), [kl_action(self.ctx.view)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self.base: float | None = None
+
+    def adapt_warmup(self) -> None:
+        """The reference is the starting model's answers: the first observations, whatever the log cadence."""
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        track = self.ctx.tracks[LEN]
+        if self.base is None:
+            self.base = median(track.tail(self.warmup, skip=1))
+        v = track.last
+        if v > p["warn_ratio"] * self.base and v > p["empty_tokens"]:  # the usual step
+            self._streak = 0
+            return None
+        n = int(p["sustain"])
+        if not self.sustained(True, n):
+            return None
+        recent = track.tail(n)
+        now = max(recent)
+        empty = now <= p["empty_tokens"]
+        if not empty and now > p["warn_ratio"] * self.base:
+            return None
+        ratio = now / max(self.base, 1e-9)
+        vals = {"length": now, "reference": self.base, "ratio": ratio}
+        start = track.tail_steps(n)[0]
+        what = (f"{track.raw} at most {now:.0f} on the last {n} logged steps, from a median of {self.base:.0f} "
+                f"on the first {self.warmup}")
+        if empty or (ratio < p["critical_ratio"] and self.base >= p["min_reference"]):
+            return self.fire(step, "critical", f"Responses collapsed{' to (nearly) empty' if empty else ''}: {what}",
+                             "An answer of a token or none earns nothing and teaches nothing.", values=vals,
+                             step_start=start, extra_keys=(REWARD, CLIP), samples=True)
+        return self.fire(step, "warning", f"Responses shrinking: {what}", values=vals, step_start=start,
+                         extra_keys=(REWARD, CLIP), samples=True)

@@ -25,7 +25,9 @@ from rlcockpit.health.base import (
     FrozenBaseline,
     Track,
     fmt,
+    log_scale,
     median,
+    recent_count,
     register_detector,
     robust,
 )
@@ -34,6 +36,7 @@ from rlcockpit.health.findings import Action, Cause, Finding
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
+MIN_VARIED = 5  # values off the median a trailing window needs before its spread means anything
 
 def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
     """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
@@ -108,8 +111,8 @@ def noise_scale(values: list[float]) -> tuple[float, float]:
     the run's ordinary excursions (on real arith-grpo runs the smoothed loss stays within 6 of them). One sort
     and one pass: this runs every ``every`` steps on the writer thread."""
     med = median(values)
-    if med != med:
-        return med, math.nan
+    if med != med or sum(1 for v in values if v != med) < MIN_VARIED:
+        return med, math.nan  # (nearly) constant: a loss exactly 0 for 40 steps has no noise to measure against
     return med, max(math.sqrt(sum((v - med) ** 2 for v in values) / len(values)), 1e-8)
 
 
@@ -176,9 +179,11 @@ class LossSpike(FrozenBaseline):
         s = track.mean_last(p["smooth"])
         if self._streak == 0:
             self._ref_age -= 1
-            if self._ref_age <= 0 or self._ref != self._ref:  # refresh the noise scale every few quiet steps
+            if self._ref_age <= 0 or self._ref_scale != self._ref_scale:  # refresh the noise scale when quiet
                 self._ref, self._ref_scale = noise_scale(track.tail(p["window"], skip=p["smooth"]))
                 self._ref_age = p["every"]
+        if self._ref_scale != self._ref_scale:
+            return None  # the trailing window is (nearly) constant: no noise to judge against yet
         z = abs(s - self._ref) / self._ref_scale
         if z <= p["z_warn"]:
             self._streak = 0
@@ -186,19 +191,23 @@ class LossSpike(FrozenBaseline):
         if self._streak == 0:
             self._onset = step
         self._streak += 1
+        if self._streak < p["sustain"]:
+            return None  # one step outside the band is the run's noise
         vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
+        where = (f"its median {fmt(self._ref)} over the previous {p['window']} logged steps (typical deviation "
+                 f"{fmt(self._ref_scale)}), for {self._streak} logged steps")
         if z > p["z_critical"]:
             evidence = corroboration(self.ctx.tracks, p["window"], p["grad_ratio"], p["kl_ratio"], p["kl_floor"])
             if evidence:
                 vals |= evidence
                 why = " and ".join(f"{k.split('_ratio')[0].replace('_', ' ')} {v:.1f}x its recent level"
                                    for k, v in evidence.items())
-                return self.fire(step, "critical", f"Loss excursion {fmt(s)} ({z:.0f}x its noise) with {why}",
-                                 "The policy-gradient loss left its noise band while the update itself blew up.",
-                                 values=vals, step_start=self._onset, extra_keys=(GRAD, KL))
-        return self.fire(step, "warning", f"Loss {fmt(s)} is {z:.0f}x its recent noise ({fmt(self._ref_scale)}) "
-                         f"from its median {fmt(self._ref)}", "A policy-gradient loss alone is noisy; look at grad "
-                         "norm and KL before acting.", values=vals, step_start=self._onset, extra_keys=(GRAD,))
+                return self.fire(step, "critical", f"Loss excursion: {fmt(s)} is {z:.0f} typical deviations from {where}, "
+                                 f"with {why}", "The policy-gradient loss left its noise band while the update itself "
+                                 "blew up.", values=vals, step_start=self._onset, extra_keys=(GRAD, KL))
+        return self.fire(step, "warning", f"Loss {fmt(s)} is {z:.0f} typical deviations from {where}",
+                         "A policy-gradient loss alone is noisy; look at grad norm and KL before acting.",
+                         values=vals, step_start=self._onset, extra_keys=(GRAD,))
 
     def _check_positive(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -299,18 +308,17 @@ class LossPlateau(FrozenBaseline):
 
 
 
-def _trailing_ratio(track: Track, window: int, value: float) -> tuple[float, float]:
-    ref = median(track.tail(window, skip=1))
-    return ref, value / max(ref, 1e-12)
-
-
 @register_detector("grad_spike", "grad_norm")
 class GradSpike(FrozenBaseline):
-    """Gradient-norm spike. Warning: > ``warn_ratio`` x the trailing ``window`` median. Critical: >
-    ``critical_ratio`` x that median, or smoothed > ``critical_ratio`` x the warm-up level (steady growth)."""
+    """Gradient-norm spike, judged against the run's own spread. The reference is the median of the positive
+    values in the trailing ``window`` (a step with no gradient, every advantage zero, says nothing about the size
+    of the others), the spread the robust scale of their logs (a noisy run swings by a factor).
+    Warning: > ``warn_ratio`` x the reference and > ``z_log`` spreads above it. Critical: > ``critical_ratio`` x
+    the reference and a second spike in the same window (persistence), or the smoothed norm > ``critical_ratio``
+    x its warm-up level on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
     keys = (GRAD,)
-    defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1}
+    defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1, "z_log": 4.0, "sustain": 3}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 
@@ -327,33 +335,56 @@ class GradSpike(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ema = math.nan
+        self._warm: float | None = None
+
+    def on_warm(self) -> None:
+        fit = log_scale(self.ctx.tracks[GRAD].tail(self.warmup, skip=1))
+        self._warm = fit[0] if fit else None
+        if fit:
+            self._ema = fit[0]
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[GRAD]
         v = track.last
-        ema = self._ema = v if self._ema != self._ema else self._ema + p["ema"] * (v - self._ema)
-        s = track.mean_last(3)
-        if v <= 0.8 * p["warn_ratio"] * ema and s <= p["critical_ratio"] * self.base:
+        ema = self._ema = v if self._ema != self._ema or self._ema <= 0 else self._ema + p["ema"] * (v - self._ema)
+        grown = self._warm is not None and v > p["critical_ratio"] * self._warm and \
+            recent_count(track, p["sustain"] + 2, p["critical_ratio"] * self._warm) > p["sustain"]
+        if v <= 0.8 * p["warn_ratio"] * ema and not grown:
+            self._streak = 0
             return None
-        ref, ratio = _trailing_ratio(track, p["window"], v)
-        vals = {"grad_norm": v, "trailing_median": ref, "ratio": ratio, "baseline": self.base}
-        if ratio > p["critical_ratio"] or s > p["critical_ratio"] * self.base:
-            return self.fire(step, "critical", f"Gradient norm spiked to {fmt(v)} ({ratio:.0f}x its recent median {fmt(ref)})",
-                             "Often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
-        if ratio > p["warn_ratio"]:
-            return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)} ({ratio:.1f}x its recent median)",
-                             values=vals)
-        return None
+        fit = log_scale(track.tail(p["window"], skip=1))
+        if fit is None:
+            return None  # too few steps with a gradient to know this run's spread
+        ref, spread = fit
+        ratio = v / ref
+        vals = {"grad_norm": v, "trailing_median": ref, "ratio": ratio, "log_spread": spread}
+        where = f"its median {fmt(ref)} over the previous {p['window']} logged steps"
+        if grown:
+            return self.fire(step, "critical", f"Gradient norm stays high: {fmt(v)}, {v / self._warm:.0f}x its warm-up "
+                             f"median {fmt(self._warm)} on {p['sustain'] + 1} of the last {p['sustain'] + 2} logged steps",
+                             "Often the precursor of a NaN loss.", values=vals,
+                             step_start=track.steps[-min(p["sustain"] + 2, len(track.steps))], extra_keys=(LOSS,))
+        if ratio <= p["warn_ratio"] or math.log(ratio) <= p["z_log"] * spread:
+            return None
+        repeated = recent_count(track, p["window"], p["warn_ratio"] * ref) >= 2
+        if ratio > p["critical_ratio"] and repeated:
+            return self.fire(step, "critical", f"Gradient norm spiked again: {fmt(v)}, {ratio:.0f}x {where}",
+                             "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
+        return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)}, {ratio:.1f}x {where}",
+                         "One spike alone; watch whether it repeats or the loss follows.", values=vals)
 
 
 @register_detector("value_divergence", "vf_loss")
 class ValueDivergence(FrozenBaseline):
-    """Critic (PPO) value loss diverging: smoothed > ``warn_ratio`` (warning) / ``critical_ratio`` (critical)
-    x the trailing ``window`` median or the warm-up level."""
+    """Critic (PPO) value loss diverging, against the run's own level and spread: the median of the last
+    ``recent`` values above ``warn_ratio`` x the median of the ``window`` before them and ``z_log`` spreads of
+    that window's logs (a converged critic's loss is small and swings by a factor) on ``sustain`` consecutive
+    observations: warning. Above ``critical_ratio`` x and held twice as long: critical."""
 
     keys = (VF_LOSS,)
-    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30}
+    defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "recent": 5, "z_log": 4.0, "sustain": 3,
+                "every": 5}
     story, role = "divergence", "outcome"
     cause = "the critic's learning rate is too high, or the reward scale changed under it"
 
@@ -367,19 +398,38 @@ class ValueDivergence(FrozenBaseline):
         return ranked(causes), [make_action(view, "Lower the critic learning rate 3x",
                                             {"critic.optim.lr": float(f"{clr / 3:.3g}") if clr else 1e-6})]
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._ref: tuple[float, float] | None = None
+        self._ref_age = 0
+        self._onset: int | None = None
+
     def check(self, step: int) -> Finding | None:
+        p = self.p
         track = self.ctx.tracks[VF_LOSS]
-        s = track.mean_last(3)
-        if s <= self.p["warn_ratio"] * self.base and s <= 2 * track.ago(3):
+        k = int(p["recent"])
+        if self._streak == 0:
+            if self._ref is not None and track.last <= p["warn_ratio"] * self._ref[0] and self._ref_age < p["every"]:
+                self._ref_age += 1
+                return None  # the usual step: below the bar of a reference measured a few steps ago
+            self._ref, self._ref_age = log_scale(track.tail(p["window"], skip=k)), 0  # frozen while the loss is high
+        if self._ref is None:
             return None
-        ref = median(track.tail(self.p["window"], skip=3))
-        ratio = s / max(min(ref, self.base), 1e-12)
-        vals = {"vf_loss": s, "trailing_median": ref, "baseline": self.base, "ratio": ratio}
-        if ratio > self.p["critical_ratio"]:
-            return self.fire(step, "critical", f"Value loss diverging: {fmt(s)} ({ratio:.0f}x its earlier level)", values=vals)
-        if ratio > self.p["warn_ratio"]:
-            return self.fire(step, "warning", f"Value loss rising: {fmt(s)} ({ratio:.1f}x its earlier level)", values=vals)
-        return None
+        ref, spread = self._ref
+        now = median(track.tail(k))
+        bar = math.log(now / ref) if now > 0 else -math.inf
+        if not self.sustained(now > p["warn_ratio"] * ref and bar > p["z_log"] * spread / math.sqrt(k), p["sustain"]):
+            self._onset = None if self._streak == 0 else self._onset
+            return None
+        if self._onset is None:
+            self._onset = track.steps[-min(k, len(track.steps))]
+        ratio = now / ref
+        vals = {"vf_loss": now, "trailing_median": ref, "log_spread": spread, "ratio": ratio}
+        where = (f"the median of the last {k} logged steps is {fmt(now)}, {ratio:.1f}x its median {fmt(ref)} over "
+                 f"the {p['window']} steps before")
+        if ratio > p["critical_ratio"] and self._streak >= 2 * p["sustain"]:
+            return self.fire(step, "critical", f"Value loss diverging: {where}", values=vals, step_start=self._onset)
+        return self.fire(step, "warning", f"Value loss rising: {where}", values=vals, step_start=self._onset)
 
 
 @register_detector("explained_variance", "negative_explained_var")

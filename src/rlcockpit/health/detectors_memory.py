@@ -332,14 +332,16 @@ class HostMemory(_Percent):
 class MemoryGrowth(MemoryTrend):
     """Absolute memory series without a device total (``perf/max_memory_allocated_gb``,
     ``perf/max_memory_reserved_gb``, per-GPU used GB or allocated bytes, ``system/proc_rss_gb`` or MB,
-    ``perf/cpu_memory_used_gb``, the machine's: not judged where the process's RSS is logged): a creep of more than ``growth_ratio`` x the run's own level after warm-up, and
+    ``perf/cpu_memory_used_gb``, the machine's: not judged where the process's RSS is logged): a creep of more than ``growth_ratio`` x the run's own level after warm-up
+    (``host_growth_ratio`` for the machine's used memory, which other processes move too), and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
     above 80% of it is a warning and above ``critical_percent`` of it while ``growth_ratio`` above its own
     level is critical."""
 
     keys = ABSOLUTE
     triggers = ABSOLUTE  # whichever of them the run logs
-    defaults = {**MemoryTrend.defaults, "growth_ratio": 0.03, "device_memory_gb": None, "critical_percent": 92.0}
+    defaults = {**MemoryTrend.defaults, "growth_ratio": 0.03, "host_growth_ratio": 0.15, "device_memory_gb": None,
+                "critical_percent": 92.0}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -347,7 +349,9 @@ class MemoryGrowth(MemoryTrend):
         self._present_at = -1
 
     def min_growth(self, base: float, key: str = "") -> float:
-        return self.p["growth_ratio"] * abs(base)
+        # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
+        ratio = self.p["host_growth_ratio"] if key == CPU_USED else self.p["growth_ratio"]
+        return ratio * abs(base)
 
     def record_growth(self, base: float, key: str = "") -> float:
         """Device memory: half ``min_growth`` (a device's peak only rises with a leak or a longer batch). Host

@@ -36,6 +36,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -70,7 +71,7 @@ class KLRising(Detector):
     > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
-    defaults = {"band_high": 0.1, "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
+    defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -121,14 +122,15 @@ class KLRising(Detector):
 class KLSpike(StartReferenced):
     """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
     right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
-    (a KL that wanders between 0.1 and 0.2 all run long is not a jump). Critical: KL >
+    (a KL that wanders between 0.1 and 0.2 all run long is not a jump), on that step and the next logged one (a
+    small batch's KL has single noisy steps). Critical: KL >
     ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
     it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
     before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
     ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
 
     keys = (KL,)
-    defaults = {"warn_abs": 0.2, "prev_abs": 0.1, "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
+    defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
                 "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 3, "early_abs": 1.0, "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
@@ -141,6 +143,7 @@ class KLSpike(StartReferenced):
         self._ref = math.nan
         self._ref_scale = math.nan
         self._onset: int | None = None
+        self._jump: tuple[int, float] | None = None  # (step, KL before) of a jump waiting for the next step
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -174,8 +177,14 @@ class KLSpike(StartReferenced):
                              "A sudden jump of the policy away from the reference; often the start of a collapse.",
                              values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
         jumped = v > p["warn_ratio"] * ref and v - self._ref > p["z_warn"] * self._ref_scale
-        if v > p["warn_abs"] and prev < p["prev_abs"] and jumped:
-            return self.fire(step, "warning", f"KL jumped from {fmt(prev)} to {fmt(v)}", values=vals)
+        pending, self._jump = self._jump, None
+        if v > p["warn_abs"] and jumped:
+            if pending is not None:  # the jump held on the next logged step too: one noisy batch would not
+                return self.fire(step, "warning", f"KL jumped from {fmt(pending[1])} to {fmt(v)} and stayed there "
+                                 f"for 2 logged steps ({v / ref:.1f}x its median {fmt(self._ref)} over the "
+                                 f"{p['window']} steps before)", values=vals, step_start=pending[0])
+            if prev < p["prev_abs"]:
+                self._jump = (step, prev)
         return None
 
 
@@ -217,7 +226,8 @@ class UpdateSize(Detector):
     ``clipfrac_floor``) for ``sustain`` steps."""
 
     keys = (PPO_KL, CLIPFRAC)
-    defaults = {"ppo_kl_warn": 0.05, "clipfrac_warn": 0.3, "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
+    defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
+                "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
                 "clipfrac_floor": 0.05, "sustain": 3}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
@@ -248,8 +258,9 @@ class UpdateSize(Detector):
             self._streak = 0
             return None
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
-        desc = ", ".join(f"{k}={fmt(v)}" for k, v, _ in hits)
-        vals = {k: v for k, v, _ in hits} | {f"{k}_baseline": b for k, b in self._base.items()}
+        desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
+        raw = {k: self.ctx.tracks[k].raw for k in self._base}  # evidence in the run's own names
+        vals = {raw[k]: v for k, v, _ in hits} | {f"{raw[k]}_baseline": b for k, b in self._base.items()}
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
@@ -336,7 +347,8 @@ class EntropyCollapse(FrozenBaseline):
 @register_detector("entropy_explosion")
 class EntropyExplosion(FrozenBaseline):
     """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) x the warm-up level for ``sustain`` steps."""
+    ``critical_ratio`` (critical) x the warm-up level (at least the metric guide's entropy ``collapse_below``: a
+    ratio to a near-zero warm-up means nothing) for ``sustain`` steps."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
@@ -349,12 +361,18 @@ class EntropyExplosion(FrozenBaseline):
         return ranked(causes), [lr_action(self.ctx.view), kl_action(self.ctx.view)]
 
     def check(self, step: int) -> Finding | None:
-        s = self.ctx.tracks[ENTROPY].mean_steps(self.p["smooth"])
-        ratio = s / max(self.base, 1e-12)
+        track = self.ctx.tracks[ENTROPY]
+        s = track.mean_steps(self.p["smooth"])
+        # a warm-up entropy near 0 (a collapsed or greedy start) makes any ratio to it meaningless: the reference is
+        # at least the guide's collapse level
+        ref = max(self.base, threshold(ENTROPY, "collapse_below"))
+        ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return None
         sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
-        return self.fire(step, sev, f"Entropy exploding: {fmt(s)} ({ratio:.1f}x its warm-up level)",
-                         values={"entropy": s, "baseline": self.base, "ratio": ratio}, samples=True)
+        level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
+            f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
+        return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
+                         values={"entropy": s, "baseline": self.base, "reference": ref, "ratio": ratio}, samples=True)
 
 

@@ -31,6 +31,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
@@ -51,7 +52,8 @@ class RewardCliff(StartReferenced):
 
     During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
     before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it (a
-    collapse in the first few steps, as a far too high lr produces, would otherwise become the baseline)."""
+    collapse in the first few steps, as a far too high lr produces, would otherwise become the baseline); only a
+    warning when the reward spread was exactly 0 on some step (groups so small that one step's mean is noise)."""
 
     keys = (REWARD,)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
@@ -85,7 +87,11 @@ class RewardCliff(StartReferenced):
         s = sum(recent) / k
         vals = {"reward": s, "reward_before": self._start, "drop": self._start - s,
                 "relative_drop": 1 - s / self._start}
-        return self.fire(step, "critical", f"Reward fell off a cliff right after the start: {fmt(self._start)} -> {fmt(s)} "
+        spread = self.ctx.tracks.get(GROUP_STD) or self.ctx.tracks.get(REWARD_STD)
+        # a spread that is exactly 0 on some step: groups so small that one agreeing group moves the mean this far
+        small = spread is not None and any(v <= 1e-12 for v in spread.values)
+        return self.fire(step, "warning" if small else "critical",
+                         f"Reward fell right after the start: {fmt(self._start)} at the first logged step -> {fmt(s)} "
                          f"({1 - s / self._start:.0%} drop)", "The first updates destroyed what the initial policy "
                          "could do.", values=vals, step_start=step - k + 1,
                          extra_keys=("actor/kl_loss", "actor/entropy"), samples=True)
@@ -152,12 +158,16 @@ class RewardStagnation(Detector):
 @register_detector("reward_variance_collapse", "zero_advantage")
 class RewardVarianceCollapse(Detector):
     """Reward variance collapsed (every sample gets the same reward -> zero advantage -> no learning signal).
-    Critical: smoothed ``critic/score/std`` < ``critical_ratio`` x its warm-up level while the reward is not
-    at its best (saturation is reported as info). Warning: < ``warn_ratio`` x warm-up, or
-    ``samples/zero_std_group_rate`` > ``zero_group_warn``."""
+    The spread (``critic/score/std``) counts as low below ``warn_ratio`` x its warm-up mean, and as collapsed
+    once low on n consecutive observations, n from :meth:`persistence` (``sustain`` for a run whose spread was
+    never low before; up to ``max_sustain`` for a spread over a few samples that is often 0 by chance). Warning
+    then; critical when also < ``critical_ratio`` x the warm-up mean and the spread was never low before.
+    Saturation (the reward at its best) is reported as info. Also a warning: ``samples/zero_std_group_rate`` >
+    ``zero_group_warn``."""
 
     keys = (REWARD_STD, GROUP_STD, S_ZERO_STD)
-    defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": 0.8, "sustain": 3}
+    defaults = {"warn_ratio": 0.3, "critical_ratio": 0.1, "zero_group_warn": threshold(S_ZERO_STD, "warn_above"), "sustain": 3, "max_sustain": 30,
+                "chance": 0.0001}
     triggers = keys  # whichever spread the run logs
     story = "entropy"
     cause = "every sample of a group gets the same reward (tasks too easy/hard for the model)"
@@ -180,6 +190,18 @@ class RewardVarianceCollapse(Detector):
         super().__init__(params, ctx)
         self.base: float | None = None
         self._best = -math.inf
+        self._obs = 0  # observations of the spread since warm-up began, and how many of them were low
+        self._low = 0
+
+    def persistence(self) -> int:
+        """Consecutive low observations needed before the spread counts as collapsed. A reward std over one small
+        group (TRL with one prompt x 6 completions) is exactly 0 whenever that group agrees; if the run's spread
+        was low on a share ``q`` of its earlier steps (with a prior), a run of n low steps happens by chance
+        with probability q**n, so n makes that < ``chance`` (between ``sustain`` and ``max_sustain``)."""
+        before = self._obs - self._streak
+        q = (self._low - self._streak + 1.5) / (before + 4)  # prior: 1.5 low in 4 (nothing known yet)
+        n = math.ceil(math.log(self.p["chance"]) / math.log(q))
+        return int(min(self.p["max_sustain"], max(self.p["sustain"], n)))
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
@@ -187,22 +209,33 @@ class RewardVarianceCollapse(Detector):
         std_t, mean_t = tracks.get(GROUP_STD) or tracks.get(REWARD_STD), tracks.get(REWARD)
         if std_t is not None and std_t.n > self.warmup and std_t.last_step == step:
             if self.base is None:
-                self.base = median(std_t.tail(self.warmup, skip=1))
-            s = std_t.mean_last(3)
-            ratio = s / max(self.base, 1e-12)
+                warm = std_t.tail(self.warmup, skip=1)
+                self.base = sum(warm) / len(warm)  # the mean: a median of a spread that is often 0 is 0
+                self._obs = len(warm)
+                self._low = sum(1 for v in warm if v < self.p["warn_ratio"] * self.base)
+            v = std_t.last
+            low = v < self.p["warn_ratio"] * self.base
+            self._obs += 1
+            self._low += low
             if mean_t is not None and mean_t.n and mean_t.last > self._best:
                 self._best = mean_t.last
-            if self.sustained(ratio < self.p["warn_ratio"], self.p["sustain"]):
+            if self.sustained(low and self.base > 1e-12, 1) and self._streak >= self.persistence():
+                n = min(self._streak, len(std_t.values))
+                s = std_t.mean_last(n)
+                ratio = s / self.base
                 reward = mean_t.mean_last(3) if mean_t is not None and mean_t.n else math.nan
-                vals = {"reward_std": s, "baseline_std": self.base, "ratio": ratio, "reward": reward}
+                vals = {"reward_std": s, "baseline_std": self.base, "ratio": ratio, "reward": reward, "steps": n}
                 saturated = reward == reward and reward >= self._best - 0.05 * max(abs(self._best), 1e-9)
                 if saturated:
                     return self.fire(step, "info", f"Reward variance near zero at the best reward ({fmt(reward)}): task saturated",
                                      values=vals)
-                sev = "critical" if ratio < self.p["critical_ratio"] else "warning"
-                return self.fire(step, sev, f"Reward variance collapsed to {fmt(s)} ({ratio:.0%} of warm-up): zero advantages",
+                # a spread that was low by chance before (small groups) is not called critical on its own
+                chance_before = self._low - self._streak > 0
+                sev = "critical" if ratio < self.p["critical_ratio"] and not chance_before else "warning"
+                return self.fire(step, sev, f"Reward spread collapsed: {std_t.raw} averaged {fmt(s)} over the last {n} "
+                                 f"logged steps, {ratio:.0%} of its warm-up mean {fmt(self.base)}: zero advantages",
                                  "All samples of a group get the same reward, so GRPO has no learning signal.",
-                                 values=vals, samples=True)
+                                 values=vals, samples=True, step_start=std_t.steps[-n])
         zt = tracks.get(S_ZERO_STD)
         if zt is not None and zt.last_step == step and zt.last > self.p["zero_group_warn"]:
             return self.fire(step, "warning", f"{zt.last:.0%} of prompt groups have identical rewards (zero advantage)",

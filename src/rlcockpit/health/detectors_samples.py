@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.advice import ranked, story_causes
+from rlcockpit.health.advice import policy_unmoved, ranked, story_causes
 from rlcockpit.health.base import Detector, fmt, median, register_detector
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 REPEAT, RUN, DISTINCT2 = "samples/repeat_ngram_rate", "samples/longest_repeat_run", "samples/distinct_2"
 EMPTY, NONPRINT = "samples/empty_rate", "samples/nonprintable_rate"
@@ -34,8 +35,9 @@ class SampleDegeneration(Detector):
     converges; and a task with few possible answers (yes/no) is judged against its own early steps."""
 
     keys = (REPEAT, RUN, DISTINCT2, EMPTY, NONPRINT, CHAR_RUN, CROSS_DUP)
-    defaults = {"repeat_warn": 0.3, "repeat_ratio": 3.0, "nonprint_warn": 0.02, "nonprint_ratio": 5.0,
-                "empty_warn": 0.2, "empty_critical": 0.5, "char_run_warn": 0.5, "cross_dup_warn": 0.8,
+    defaults = {"repeat_warn": threshold(REPEAT, "warn_above"), "repeat_ratio": 3.0,
+                "nonprint_warn": threshold(NONPRINT, "warn_above"), "nonprint_ratio": 5.0,
+                "empty_warn": threshold(EMPTY, "warn_above"), "empty_critical": threshold(EMPTY, "critical_above"), "char_run_warn": 0.5, "cross_dup_warn": 0.8,
                 "cross_dup_critical": 0.95, "short_rise": 0.4}
     common = {"enabled": True, "warmup": 1, "cooldown": 30}
     story, role = "collapse", "samples"
@@ -56,6 +58,13 @@ class SampleDegeneration(Detector):
                               0.8, "; ".join(since))], [
                     Action("Check the starting model before training: sample it with the run's tokenizer and chat "
                            "template", why="a collapse makes outputs worse than they were; these did not change")]
+        unmoved = policy_unmoved(self.ctx, finding.step)
+        if unmoved is not None:  # bad from the start: the starting model's outputs, not a collapse
+            return [Cause("the starting model writes these samples: no update has moved the policy yet", 0.85,
+                          unmoved)], [
+                Action("Check the starting model before training: sample it with the run's tokenizer, chat template "
+                       "and stop tokens; start from a model that can do the task (SFT first)",
+                       why="KL or lr changes act on updates, and no update has happened yet")]
         return collapse_causes(self, finding), collapse_actions(self)
 
     # (value key, baseline key, how far above its own first samples a signal must be to count as a change)
@@ -128,6 +137,10 @@ class SampleDegeneration(Detector):
         vals = {"repeat_ngram_rate": rep, "nonprintable_rate": bad, "empty_rate": empty,
                 "longest_repeat_run": self._now(RUN), "distinct_2": self._now(DISTINCT2), "char_run_rate": runs,
                 "cross_prompt_duplicate_rate": dup, "baseline": dict(b)}
+        if critical and policy_unmoved(self.ctx, step) is not None:  # nothing trained yet: not a collapse
+            return self.fire(step, "warning", f"Samples look degenerate before any update: {desc}", "The starting "
+                             "model's own outputs: no update has moved the policy yet.", metric=REPEAT, values=vals,
+                             samples=True)
         if critical:
             return self.fire(step, "critical", f"Samples degenerated: {desc}",
                              "The model is producing degenerate text compared with its own earlier outputs.",

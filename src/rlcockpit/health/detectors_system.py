@@ -9,11 +9,24 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import moved, ranked
-from rlcockpit.health.base import ADAPT_AT, Detector, Track, climb, fmt, median, register_detector, robust
+from rlcockpit.health.base import (
+    ADAPT_AT,
+    Cusum,
+    Detector,
+    Track,
+    climb,
+    fmt,
+    log_scale,
+    median,
+    register_detector,
+    robust,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
+GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # the guide's entry for one device (the detector reads their mean)
 THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
 SAMPLES_PER_S = "perf/samples_per_second"
 LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
@@ -25,9 +38,10 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
     values = finding.evidence.get("values", {})
     label = str(values.get("bottleneck") or "")
     share = max((values.get("shares") or {"": 0.0}).values())
+    gpu = det.ctx.has_gpu()
     if "data" in label:
-        return [Cause("data loading / host work stalls the GPU (data-bound)", 0.7,
-                      f"{share:.0%} of the step is outside any GPU phase")], [make_action(
+        return [Cause(f"data loading / host work stalls {'the GPU' if gpu else 'training'} (data-bound)", 0.7,
+                      f"{share:.0%} of the step is outside any timed training phase")], [make_action(
             view, "More dataloader workers (verl; rlcockpit's trainer has no worker knob: look at reward functions "
             "and host-side work)", {"data.dataloader_num_workers": 8})]
     if "generation" in label:
@@ -46,6 +60,8 @@ def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Act
             make_action(view, "Larger micro-batches (if memory allows)", {})]
     if "inference" in label:
         return [Cause("reference / old log-prob passes dominate the step", 0.55, f"{share:.0%} of the step")], []
+    if not gpu:
+        return [Cause("other processes on the same CPU cores, or I/O waits, slow the step", 0.4)], []
     return [Cause("small batches, communication or I/O waits leave the GPU idle", 0.4)], []
 
 
@@ -62,7 +78,8 @@ class GPUUtilization(Detector):
     the run logs every step or two, one check at sparser cadences."""
 
     keys = (GPU_UTIL,)
-    defaults = {"low": 50.0, "target": 70.0, "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
+    defaults = {"low": threshold(GPU_UTIL_GUIDE, "alert_below"), "target": threshold(GPU_UTIL_GUIDE, "healthy_low"),
+                "host_share": 0.3, "drop_ratio": 0.6, "window": 5, "sustain": 2,
                 "first_low": 30.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "speed", "outcome"
@@ -137,13 +154,19 @@ class ThroughputDrop(Detector):
     stretch so far (up to 10 observations) ``z_warn`` of that window's noise scales below it, in log space (speed
     noise is multiplicative; on a noisy shared machine a real slowdown shows after a few more steps). Critical only when the drop is both large and lasting:
     below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
-    dip lasts, so a long drop is measured against the speed before it, not against itself."""
+    dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
+    ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
+    ``uniform_shift`` or more (every phase slower alike: other processes on the same cores) is reported as info, not
+    as a warning; without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
+    level (a machine shared with one more job halves the speed). (On a GPU run a uniform slowdown, clocks or a
+    slower node, stays a warning.)"""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
-                "sustain": 20}
+                "sustain": 20, "uniform_shift": 0.15,
+                "cpu_unexplained_ratio": 0.45}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -159,6 +182,24 @@ class ThroughputDrop(Detector):
         self._onset: int | None = None
         self._markers: list[Track] = []
         self._scanned: int | None = None
+        self._ref_shares: dict[str, float] = {}  # phase shares of the ordinary steps (EMA)
+
+    def _calm_shares(self) -> None:
+        """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth)."""
+        if STEP_TIME not in self.ctx.tracks:
+            return
+        _label, shares = attribute_bottleneck(self.ctx.tracks)
+        if len(shares) > 1:
+            ref = self._ref_shares
+            self._ref_shares = shares if not ref else {ph: 0.7 * ref.get(ph, 0.0) + 0.3 * v for ph, v in shares.items()}
+
+    def _shift(self, now: dict[str, float]) -> float | None:
+        """The largest change of a phase's share of the step between the ordinary steps and the slow ones (None
+        without a ``timing_s/*`` split): a slowdown of the run's own making (a stalled loader, a slow reward
+        server, longer generations) moves time into one phase; other processes on the same cores slow them all."""
+        if len(now) < 2 or not self._ref_shares:
+            return None
+        return max(abs(now.get(ph, 0.0) - self._ref_shares.get(ph, 0.0)) for ph in self._ref_shares)
 
     def _busy(self, step: int) -> bool:
         """True when this step also evaluated or saved (its step time is not training speed)."""
@@ -198,6 +239,8 @@ class ThroughputDrop(Detector):
             self._sparse = spacing >= 3
             if spacing > 1:
                 self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
+        if not self._low_n and (n <= 10 or n % 5 == 0):
+            self._calm_shares()
         if n <= max(self.warmup, self.p["gap"] + 3):
             return None
         return self.judge(step)
@@ -230,10 +273,21 @@ class ThroughputDrop(Detector):
         if self._onset is None:
             self._onset = self._clean[-k][0]
         label, shares = attribute_bottleneck(self.ctx.tracks)
+        shift = self._shift(split_over(self.ctx.tracks, max(k, 3)))
         vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
                     "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
         what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
+        cpu = not self.ctx.has_gpu()
+        unexplained = cpu and shift is None and ratio >= p["cpu_unexplained_ratio"]
+        if cpu and (shift is not None and shift < p["uniform_shift"] or unexplained):
+            # every phase of a CPU run slowed alike, or no split to tell and not below half speed: most likely
+            # other processes on the same cores, not this run's doing
+            vals_out["phase_shift"] = shift
+            why = (f"every phase of the step slower alike (no phase's share moved more than {shift:.0%})"
+                   if shift is not None else "no timing_s/* split to say which part of the step slowed")
+            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, {why}: "
+                             "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
@@ -286,6 +340,23 @@ def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[
     return LABELS[top], shares
 
 
+def split_over(tracks: dict[str, Track], k: int) -> dict[str, float]:
+    """Each phase's share of the last ``k`` logged ``timing_s/step`` values together (``{}`` without a split): the
+    split of a stretch of steps, steadier than one step's."""
+    step_t = tracks.get(STEP_TIME)
+    if step_t is None or step_t.n < k:
+        return {}
+    total = sum(step_t.tail(k))
+    shares: dict[str, float] = {}
+    for phase, keys in PHASES.items():
+        t = sum(sum(tracks[key].tail(k)) for key in keys if key in tracks and tracks[key].last_step == step_t.last_step)
+        if t:
+            shares[phase] = t / max(total, 1e-9)
+    if shares:
+        shares["other"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
+
+
 @register_detector("bottleneck")
 class Bottleneck(Detector):
     """Which phase of ``timing_s/*`` dominates the step. Warning (an absolute bound, so it speaks from the first
@@ -320,8 +391,9 @@ class Bottleneck(Detector):
         needed = p["sustain"] if len(steps) < 2 or steps[1] - steps[0] < 5 else 1  # sparse logs: one reading
         if self.sustained(host > p["host_share"], needed) and not self._warned:
             self._warned = True
-            return self.fire(step, "warning", f"The GPUs wait most of each step: {host:.0%} of the step is outside "
-                             "every timed GPU phase (data loading, host work)", values={"shares": shares,
+            what = ("The GPUs wait most of each step: " if self.ctx.has_gpu() else "Most of each step is host time: ")
+            return self.fire(step, "warning", f"{what}{host:.0%} of the step is outside every timed training phase "
+                             "(data loading, host work)", values={"shares": shares,
                              "bottleneck": LABELS["other"] if shares.get("other", 0) >= shares.get("data", 0)
                              else LABELS["data"], "host_share": host},
                              step_start=self.ctx.tracks[STEP_TIME].tail_steps(p["sustain"])[0])
@@ -389,14 +461,18 @@ class RolloutMismatch(Detector):
     problems make it grow). Warning: the smoothed value is ``warn_ratio`` x its baseline (floored at
     ``floor``) and ``z_warn`` noise scales above it; or ``creep_ratio`` x the baseline while climbing steadily
     over one of ``windows`` recent observations. A mismatch that is high but stable is the run's baseline (bf16
-    rollouts differ from an fp32 trainer), not a finding. Only the first of the keys the run logs is judged.
+    rollouts differ from an fp32 trainer), not a finding. Also a warning: a slow drift, found by a one-sided CUSUM
+    (allowance ``drift_k``, decision level ``drift_h``) of the log-ratio to the level of the first ``warmup``
+    observations in units of their spread, once the median of the last 5 is ``drift_ratio`` x that level; the finding
+    starts where the drift began. Only the first of the keys the run logs is judged.
     Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
     keys = MISMATCH_KEYS
     triggers = MISMATCH_KEYS
     defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
-                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60)}
+                "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
+                "drift_ratio": 1.3}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -407,6 +483,8 @@ class RolloutMismatch(Detector):
         self._base: dict[str, tuple[float, float]] = {}
         self._key: str | None = None
         self._key_at = -1  # len(tracks) when the judged key was chosen: a new series may come first in order
+        self._cusum = Cusum(self.p["drift_k"], self.p["drift_h"])
+        self._log: tuple[float, float] | None = None  # early level and spread, in logs
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
@@ -427,19 +505,37 @@ class RolloutMismatch(Detector):
         s = track.mean_last(p["smooth"])
         ref = max(base, p["floor"])
         ratio = s / ref
+        drifting = self._drift(key, track, ref) and median(track.tail(5)) > p["drift_ratio"] * ref
         relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
         creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
                                                       self.warmup // 2) is not None
-        if not (relative or creeping):
+        if not (relative or creeping or drifting):
             self._streak = 0
             return None
         vals = {"mismatch": s, "baseline": base, "ratio": ratio}
+        start = self._cusum.start if drifting and not (relative or creeping) else None
+        if start is not None:
+            return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch drifting up since step {start}: "
+                             f"{track.raw} {fmt(s)}, {ratio:.1f}x its level over the first {self.warmup} logged steps",
+                             metric=key, values=vals | {"drift_since": start}, step_start=start)
         if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
                              "its earlier level)", "The samples are no longer on-policy for the trainer: updates use "
                              "wrong ratios.", metric=key, values=vals)
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
                          f"{fmt(s)} ({ratio:.1f}x)", metric=key, values=vals)
+
+    def _drift(self, key: str, track: Track, ref: float) -> bool:
+        """A slow drift above the early level (:class:`Cusum` of the log-ratio to it, in units of the early
+        steps' spread of logs), for mismatch that grows a little every step."""
+        if self._log is None:
+            fit = log_scale(track.tail(self.warmup, skip=1), 0.05)
+            self._log = (math.log(max(fit[0], self.p["floor"])), fit[1]) if fit else (math.log(ref), 0.1)
+        v = track.last
+        if v <= 0:
+            return False
+        mid, spread = self._log
+        return self._cusum.update((math.log(v) - mid) / spread, track.last_step)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = [Cause(self.cause, 0.7)]

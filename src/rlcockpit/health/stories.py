@@ -52,7 +52,7 @@ for _story in (
           "the optimiser took steps too large for the loss surface{because} and the loss blew up",
           ("lr", "warmup", "grad_clip")),
     Story("memory", "Out-of-memory risk", "memory use grew towards the device limit{because}", ("ckpt",)),
-    Story("speed", "Training slowed down", "the GPU is waiting on another stage of the step{because}"),
+    Story("speed", "Training slowed down", "each training step takes longer than it did{because}"),
     Story("length", "Responses running to the length limit",
           "responses grew until the length limit cut them off{because}; truncated answers get no reward and "
           "bias the update"),

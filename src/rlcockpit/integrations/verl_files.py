@@ -31,8 +31,14 @@ ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
 # prefix: Ray's ``(TaskRunner pid=N)`` (colored when Ray's output was a terminal), ``srun --label``'s ``0:``, or a
 # timestamp. Anchored, so that a sampled response printed by the reward manager (``[response] ... step:9 - x:1``)
 # is never read as metrics.
-_CONSOLE = re.compile(r"^\s*(?:\d+:\s+)?(?:\([^()]*\)\s*)*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:[|-]\s*)?)?"
-                      r"step:(-?\d+)((?: - [^\s:][^:]*:\S+)*)\s*$")
+_CONSOLE_HEAD = r"^\s*(?:\d+:\s+)?(?:\([^()]*\)\s*)*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:[|-]\s*)?)?step:(-?\d+)"
+_PAIRS = r"((?: - [^\s:][^:]*:\S+)*)"
+_CONSOLE = re.compile(_CONSOLE_HEAD + _PAIRS + r"\s*$")
+# A capture that cuts long lines (W&B's output.log keeps 4096 characters of a line) leaves a metrics line whose
+# last pair is cut mid-key or mid-value: its complete pairs are kept, the cut one is dropped (a value cut after
+# some of its digits would be wrong, not missing).
+_CONSOLE_CUT = re.compile(_CONSOLE_HEAD + _PAIRS + r"( - [^\s:][^:]*(?::\S*)?| -)?$")
+CUT_LINE_CHARS = 4096
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
 
@@ -102,12 +108,18 @@ def _console_value(text: str) -> float | None:
 
 
 def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
-    """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output."""
-    m = _CONSOLE.match(_ANSI.sub("", text).rstrip())
+    """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output. A line cut at
+    :data:`CUT_LINE_CHARS` characters keeps its complete pairs and loses the one it was cut in."""
+    line = _ANSI.sub("", text).rstrip()
+    cut = len(text.rstrip("\r\n")) >= CUT_LINE_CHARS  # a line a capture tool may have cut off
+    m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
     if not m:
         return None
+    parts = m.group(2).split(" - ")[1:]
+    if cut and not m.group(3):
+        parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
     metrics: dict[str, float] = {}
-    for part in m.group(2).split(" - ")[1:]:
+    for part in parts:
         key, _, value = part.rpartition(":")
         v = _console_value(value.strip())
         if key and v is not None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.health.stall import StallWatch
 from rlcockpit.integrations.follow import MAX_LINE, FollowState, LineFollower
 from rlcockpit.integrations.verl_files import (
     SourceError,
@@ -70,6 +71,7 @@ class VerlWatcher:
         self.skipped_lines = 0
         self.bad_lines = 0
         self._stable: dict[int, tuple[int, float]] = {}  # rollout step -> (size, mtime) seen last poll
+        self.stall = StallWatch()  # no new step for k x the usual step time while the log is followed
 
         from rlcockpit import init
         from rlcockpit.store import open_store
@@ -153,6 +155,7 @@ class VerlWatcher:
                 self.skipped_lines += 1
                 continue
             self.run.log(metrics, step=step)
+            self.stall.step(step, time.monotonic())
             n += 1
         return n
 
@@ -198,6 +201,10 @@ class VerlWatcher:
                 last_new = time.monotonic()
             elif idle_exit_s is not None and time.monotonic() - last_new >= idle_exit_s:
                 break
+            else:
+                stalled = self.stall.check(time.monotonic())  # the log stopped growing: a finding and an alert
+                if stalled is not None:
+                    self.run.log_finding(stalled)
             stop.wait(poll_s)
 
     def close(self, reason: str = "watch stopped") -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "match",
     "resolve_metrics",
     "suggest",
+    "threshold",
     "to_verl_key",
 ]
 
@@ -165,6 +166,23 @@ def healthy_range(key: str) -> tuple[float | None, float | None] | None:
     ``None`` when the guide has no fixed range for it (or doesn't know the key)."""
     info = lookup(key)
     return info.healthy if info else None
+
+
+def threshold(key: str, name: str) -> float:
+    """The guide's threshold ``name`` of the metric ``key`` (its ``thresholds:`` block, or ``healthy_low`` /
+    ``healthy_high`` for the sides of its ``healthy`` range): the one home of a default that detectors, checkups,
+    dashboard panels and advice all read. KeyError naming the key and the thresholds it has when absent."""
+    info = lookup(key)
+    if info is None:
+        raise KeyError(f"metric guide: no entry for {key!r}")
+    if name in ("healthy_low", "healthy_high") and info.healthy:
+        value = info.healthy[0 if name == "healthy_low" else 1]
+        if value is not None:
+            return float(value)
+    if name in info.thresholds:
+        return float(info.thresholds[name])
+    known = ", ".join(sorted(info.thresholds)) or "none"
+    raise KeyError(f"metric guide: {info.key} has no threshold {name!r} (it has: {known})")
 
 
 def all_entries() -> list[MetricInfo]:

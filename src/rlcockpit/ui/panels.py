@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.metrics.guide import threshold
 from rlcockpit.store.base import Store
 from rlcockpit.store.downsample import minmax_downsample
 
@@ -52,7 +53,8 @@ MISMATCH_THRESHOLDS: dict[str, dict[str, Any]] = {
     "rollout_corr/chi2_token": {"low": None, "high": 1.0, "source": VERL_DOC},
     "rollout_corr/chi2_seq": {"low": None, "high": 1.0, "source": VERL_DOC},
     "rollout_corr/ppl_ratio": {"low": None, "high": None, "ideal": 1.0, "source": VERL_DOC},
-    "training/rollout_probs_diff_mean": {"low": None, "high": 0.01, "source": GUIDE_DOC},
+    "training/rollout_probs_diff_mean": {"low": None, "high": threshold("training/rollout_probs_diff_mean", "healthy_high"),
+                                         "source": GUIDE_DOC},
 }
 MISMATCH_PREFIXES = ("training/rollout_probs_diff_", "training/rollout_actor_probs_pearson_corr", "rollout_corr/")
 

@@ -1,0 +1,58 @@
+"""A run that stopped making progress while its process lives: no new step for ``factor`` x its median step time.
+
+The step-driven detectors cannot see this (a stalled run logs nothing), so whoever follows the run on the wall
+clock asks: ``rlcockpit watch`` calls :meth:`StallWatch.check` between polls of a log that stopped growing, and
+stores what it returns as a finding, which reaches the run's alert channels like any other.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rlcockpit.health.base import median
+from rlcockpit.health.findings import Cause, Finding
+
+STALL = "run_stalled"
+
+
+class StallWatch:
+    """Wall-clock progress of one run. Warning: no new step for ``factor`` x the median time between the last
+    ``window`` steps (and at least ``min_gap_s``); critical: ``critical_factor`` x. Each is raised once per
+    stall; a new step ends the stall. Judged only after ``min_steps`` steps (a median of their spacing)."""
+
+    def __init__(self, factor: float = 5.0, critical_factor: float = 20.0, min_gap_s: float = 120.0,
+                 min_steps: int = 4, window: int = 20) -> None:
+        self.factor, self.critical_factor, self.min_gap_s, self.min_steps = factor, critical_factor, min_gap_s, min_steps
+        self._times: deque[float] = deque(maxlen=window + 1)
+        self._last_step = -1
+        self._raised = 0  # severity rank raised for the current stall (0: none)
+
+    def step(self, step: int, now: float) -> None:
+        """A new step arrived at wall time ``now`` (seconds, any monotonic clock)."""
+        self._times.append(now)
+        self._last_step = step
+        self._raised = 0
+
+    def check(self, now: float) -> Finding | None:
+        """The stall finding due at ``now``, or ``None``."""
+        t = list(self._times)
+        if len(t) < self.min_steps:
+            return None
+        usual = median([b - a for a, b in zip(t, t[1:])])
+        idle = now - t[-1]
+        if idle < max(self.factor * usual, self.min_gap_s):
+            return None
+        rank = 2 if idle >= max(self.critical_factor * usual, self.min_gap_s) else 1
+        if rank <= self._raised:
+            return None  # raised once; again only when it escalates
+        self._raised = rank
+        minutes = idle / 60.0
+        return Finding(
+            detector=STALL, severity="critical" if rank == 2 else "warning", step=self._last_step,
+            title=f"No new step for {minutes:.1f} min after step {self._last_step}: {idle / max(usual, 1e-9):.0f}x "
+                  f"the median {usual:.0f} s between its last {len(t) - 1} steps",
+            summary="The run stopped making progress while its log is still followed: a hung rollout or reward "
+                    "server, a deadlocked collective, or a killed job that left no exit in the log.",
+            evidence={"values": {"idle_s": idle, "median_step_s": usual, "last_step": self._last_step}},
+            causes=[Cause("a hung worker (rollout engine, reward server, a collective waiting on a dead rank)", 0.6),
+                    Cause("the job was killed or paused without writing to its log", 0.4)])
