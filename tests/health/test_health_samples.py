@@ -153,3 +153,4 @@ def test_vision_prompts_are_told_apart_by_their_images():
     assert metrics["samples/cross_prompt_duplicate_rate"] == 1.0  # the same answer to every picture
     assert metrics["samples/zero_std_group_rate"] == 0.0  # five groups of two, not one group of ten
     assert excerpts[0]["prompt"] == "<image>How many circles?"
+    assert excerpts[0]["images"][0]["sha256"] == rows[excerpts[0]["idx"]]["images"][0]["sha256"]  # cited

@@ -217,4 +217,7 @@ def analyze_samples(
             "reward": row.get("reward"),
             "repeat_ngram_rate": round(rep, 3),
         })
+        images = [ref for _, ref in row_images(row)]
+        if images:  # the evidence cites the pictures the response was given (the dashboard shows them)
+            excerpts[-1]["images"] = images
     return metrics, excerpts

@@ -155,16 +155,16 @@ def validate_row(raw: dict[str, Any], where: str, prompt_key: str = "prompt",
 
 
 def load_rows(files: list[str] | str, cfg: DataConfig | None = None, *, max_samples: int = -1,
-              max_pixels: int = DEFAULT_MAX_PIXELS) -> list[PromptRow]:
+              max_pixels: int = DEFAULT_MAX_PIXELS, rejected: list[str] | None = None) -> list[PromptRow]:
     """Rows of verl-layout files (``data.prompt_key``/``reward_fn_key`` from ``cfg``), at most ``max_samples``.
     A row whose ``data.image_key`` cell is unusable is left out with a message naming it (see
-    :mod:`rlcockpit.trainer.vl_data`); the other rows are kept."""
+    :mod:`rlcockpit.trainer.vl_data`); the other rows are kept. ``rejected`` (a list) receives the messages."""
     files = [files] if isinstance(files, str) else list(files)
     prompt_key = cfg.prompt_key if cfg is not None else "prompt"
     source_key = cfg.reward_fn_key if cfg is not None else "data_source"
     image_key = getattr(cfg, "image_key", None) or "images"
     rows: list[PromptRow] = []
-    rejected: list[str] = []
+    rejected = [] if rejected is None else rejected
     for path in files:
         for i, raw in enumerate(_read_file(path)):
             if not isinstance(raw, dict):
