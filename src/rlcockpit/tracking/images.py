@@ -77,6 +77,15 @@ class ImageList:
         return [row for im in self.images for row in im.sample_rows(key)]
 
 
+def image_bytes(value: Any) -> int:
+    """Encoded bytes an image cell (one image or a list) keeps alive in the queue (``log_samples``' cost)."""
+    if isinstance(value, Image):
+        return len(value.png)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], Image):
+        return sum(len(v.png) for v in value if isinstance(v, Image))
+    return 0
+
+
 def is_image_list(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, Image) for v in value)
 
