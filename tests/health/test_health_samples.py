@@ -140,3 +140,17 @@ def test_healthy_short_arithmetic_answers_raise_nothing():
                           "999 + 1 = ?": ["1000"] * 4, "9999 + 1 = ?": ["10000", "10001", "10000", "9999"],
                           "5 - 5 = ?": ["000"] * 4})
     assert _run_short_answer_monitor(later) == []
+
+
+def test_vision_prompts_are_told_apart_by_their_images():
+    # issue 28: one question text about different pictures; the policy answers "3" whatever the image shows
+    def ref(i: int) -> dict:
+        return {"_type": "image-file", "sha256": f"{i:064x}", "width": 56, "height": 56, "format": "png"}
+
+    rows = [{"prompt": "<image>How many circles?", "response": "3", "reward": float(k == 0), "images": [ref(i)]}
+            for i in range(5) for k in range(2)]
+    metrics, excerpts = analyze_samples(rows)
+    assert metrics["samples/cross_prompt_duplicate_rate"] == 1.0  # the same answer to every picture
+    assert metrics["samples/zero_std_group_rate"] == 0.0  # five groups of two, not one group of ten
+    assert excerpts[0]["prompt"] == "<image>How many circles?"
+    assert excerpts[0]["images"][0]["sha256"] == rows[excerpts[0]["idx"]]["images"][0]["sha256"]  # cited

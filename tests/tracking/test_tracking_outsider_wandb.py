@@ -218,8 +218,9 @@ def test_table_rows_are_read_when_logged_and_incremental_tables_log_new_rows(sta
         rows = stored.samples(step=step)
         assert [r["pred"] for r in rows if r["table"] == "grow"] == [f"p{e}" for e in range(step + 1)]
         inc_rows = [r for r in rows if r["table"] == "inc"]
-        assert [(r["epoch"], r["img"], r["arr"]) for r in inc_rows] == [(step, f"[Image: c{step}]",
-                                                                         list(range(step + 1)))]
+        assert [(r["epoch"], r["img"]["caption"], r["arr"]) for r in inc_rows] == [(step, f"c{step}",
+                                                                                    list(range(step + 1)))]
+        assert inc_rows[0]["img"]["_type"] == "image-file"  # the image itself is stored (issue 28)
 
 
 def test_a_table_without_model_outputs_raises_no_sample_findings(start, store_dir: Path) -> None:

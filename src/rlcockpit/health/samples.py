@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rlcockpit.store.media import row_images
+
 MAX_ROWS = 128  # rows analysed per step (a uniform subset beyond that)
 MAX_CHARS = 4000  # characters analysed per response
 EXCERPT_CHARS = 160
@@ -65,6 +67,13 @@ def char_run_share(text: str) -> float:
         return 0.0
     best = max((len(m.group(0)) for m in _CHAR_RUN.finditer(core)), default=0)
     return best / len(core)
+
+
+def prompt_key(row: Mapping[str, Any]) -> str:
+    """What makes two rows the same prompt: its text and, for a vision-language prompt, its images (one question
+    text asked about different pictures is different prompts — and the same answer to all of them is the
+    repetition that ignores the image)."""
+    return str(row.get("prompt")) + "".join(f"\0{ref['sha256']}" for _, ref in row_images(row))
 
 
 def _is_nonprintable(ch: str) -> bool:
@@ -154,7 +163,7 @@ def analyze_samples(
             nonempty += 1
             char_runs += crs >= CHAR_RUN_SHARE
             if row.get("prompt") is not None:
-                prompts_of.setdefault(stripped, set()).add(str(row["prompt"]))
+                prompts_of.setdefault(stripped, set()).add(prompt_key(row))
         bad_chars += bad
         total_chars += len(text)
         length = _length(row, toks)
@@ -172,7 +181,7 @@ def analyze_samples(
         if isinstance(reward, (int, float)) and not isinstance(reward, bool):
             rewards.append(float(reward))
             if row.get("prompt") is not None:
-                groups.setdefault(str(row["prompt"]), []).append(float(reward))
+                groups.setdefault(prompt_key(row), []).append(float(reward))
     n = len(rows)
     metrics = {
         "samples/repeat_ngram_rate": rep_sum / n,
@@ -208,4 +217,7 @@ def analyze_samples(
             "reward": row.get("reward"),
             "repeat_ngram_rate": round(rep, 3),
         })
+        images = [ref for _, ref in row_images(row)]
+        if images:  # the evidence cites the pictures the response was given (the dashboard shows them)
+            excerpts[-1]["images"] = images
     return metrics, excerpts

@@ -122,15 +122,33 @@ def _reward_label(cfg: Any) -> str:
     return f"{crf.path}:{crf.name or 'compute_score'}" if crf.path else f"reward.name={cfg.reward.name}"
 
 
-def load_rows_for(cfg: Any) -> tuple[list[Any], str]:
+def load_rows_for(cfg: Any, rejected: list[str] | None = None) -> tuple[list[Any], str]:
     """Train rows through the trainer's loader (files or the built-in task) and a description."""
     from rlcockpit.trainer.data import builtin_rows, load_rows
 
     if cfg.data.train_files:
-        rows = load_rows(list(cfg.data.train_files), cfg.data, max_samples=cfg.data.train_max_samples)
+        rows = load_rows(list(cfg.data.train_files), cfg.data, max_samples=cfg.data.train_max_samples,
+                         rejected=rejected)
         return rows, f"{len(rows)} rows in {len(cfg.data.train_files)} file(s)"
     rows = builtin_rows(cfg.data)[0]
     return rows, f"built-in task {cfg.data.builtin.name!r} ({len(rows)} rows)"
+
+
+def check_images(cfg: Any, rows: list[Any], rejected: list[str]) -> CheckResult | None:
+    """The image column (issue 28): rows left out for their images, and rows with images, which the trainer
+    cannot train on yet (it stops at loading rather than train on the text alone)."""
+    with_images = [r for r in rows if r.images]
+    if not with_images and not rejected:
+        return None
+    largest = max((im.width * im.height for r in with_images for im in r.images), default=0)
+    data = {"rows_with_images": len(with_images), "rejected_rows": len(rejected), "largest_image_pixels": largest}
+    if with_images:
+        return CheckResult("data: images", "fail", f"{len(with_images)} row(s) carry images (data.image_key="
+                           f"{cfg.data.image_key!r}, largest {largest} pixels)" + (f"; {len(rejected)} left out, first: "
+                           f"{rejected[0]}" if rejected else "") + ": training a vision-language policy is not "
+                           "supported by this trainer yet (docs/trainer.md, 'Multimodal data')", data)
+    return CheckResult("data: images", "warn", f"{len(rejected)} row(s) left out for their images; first: "
+                       f"{rejected[0]}", data)
 
 
 def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = None) -> list[CheckResult]:
@@ -142,10 +160,12 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
 
     out: list[CheckResult] = []
     rows_val: list[Any] = []
+    rejected: list[str] = []
     try:
-        rows, desc = load_rows_for(cfg)
+        rows, desc = load_rows_for(cfg, rejected)
         if cfg.data.val_files:
-            val = load_rows(list(cfg.data.val_files), cfg.data, max_samples=cfg.data.val_max_samples)
+            val = load_rows(list(cfg.data.val_files), cfg.data, max_samples=cfg.data.val_max_samples,
+                            rejected=rejected)
             rows_val = val
             desc += f"; {len(val)} validation rows"
     except (FileNotFoundError, DataError) as exc:
@@ -154,6 +174,9 @@ def check_data(cfg: Any, tokenizer: Any = None, stats: dict[str, Any] | None = N
         return [CheckResult("data: files and rows", "fail", f"{type(exc).__name__}: {exc}")]
     out.append(CheckResult("data: files and rows", "pass", desc, {"rows": len(rows)}))
     all_rows = [*rows, *rows_val]
+    image_check = check_images(cfg, all_rows, rejected)
+    if image_check is not None:
+        out.append(image_check)
     blank = [r for r in all_rows if empty_prompt(r.prompt)]
     if blank:
         out.append(CheckResult("data: prompts", "fail", f"{len(blank)} row(s) have an empty prompt (first: "

@@ -236,6 +236,26 @@ class Api:
         """Every stored artifact version (filtered by project, name, type)."""
         return self._artifacts().versions(project, name, type)
 
+    def media_file(self, ref: Mapping[str, Any] | str):
+        """The stored file of a logged image (an ``image-file`` reference from a sample row, or its sha256)."""
+        from rlcockpit.store.media import MediaStore
+
+        return MediaStore(self._local_dir("images")).file(ref)
+
+    def image(self, ref: Mapping[str, Any] | str):
+        """A logged image read back as a PIL image."""
+        from PIL import Image as PILImage
+
+        with PILImage.open(self.media_file(ref)) as im:
+            im.load()
+            return im
+
+    def _local_dir(self, what: str):
+        store_dir = getattr(self.store, "dir", None)
+        if store_dir is None:
+            raise ValueError(f"{what} live beside a local store (a directory or sqlite:///DIR); this store has none")
+        return store_dir
+
     def _artifacts(self):
         from rlcockpit.store.artifacts import ArtifactRegistry
 

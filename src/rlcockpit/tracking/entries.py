@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from rlcockpit.store.batch import DataLoss
+from rlcockpit.tracking.images import image_bytes
 
 ENTRY_BYTES = 240  # the entry tuple, the dict copy's fixed part, the timestamp float
 KEY_BYTES = 56  # per logged key: the dict slot (keys are shared with the caller) and the value object
@@ -150,7 +151,7 @@ def samples_cost(rows: list[Any]) -> int:
         total += ROW_BYTES
         if isinstance(row, Mapping):
             for v in row.values():
-                total += CELL_BYTES + (len(v) if isinstance(v, str) else 0)
+                total += CELL_BYTES + (len(v) if isinstance(v, str) else image_bytes(v))
     if len(rows) > 10_000:  # a huge call: extrapolate instead of walking every row on the training thread
         total = int(total * len(rows) / 10_000)
     return total

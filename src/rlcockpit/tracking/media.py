@@ -7,7 +7,9 @@ on ``AttributeError`` at ``wandb.Table``, and a rejected value would lose the da
   column with the logged key; a ``completion`` column (TRL's name) is also the ``response``; columns named
   ``step`` / ``idx`` become ``table_step`` / ``table_idx``.
 * ``Histogram`` → four points: ``<key>/mean``, ``<key>/std``, ``<key>/min``, ``<key>/max``.
-* ``Image`` (and other media) → not stored: the key is rejected with one warning saying so.
+* ``Image`` → stored content-addressed beside the store, a sample row per image (see
+  :mod:`rlcockpit.tracking.images`); the other media (``Html``, ``Video``...) → not stored: the key is rejected
+  with one warning saying so.
 
 The conversion runs on the writer thread (the training thread only copies the dict, as for any value).
 """
@@ -19,6 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from rlcockpit.tracking.images import Image, ImageList, is_image_list
+
+__all__ = ["Audio", "Histogram", "Html", "Image", "Molecule", "Object3D", "Table", "Video"]
 
 
 class Table:
@@ -133,18 +139,9 @@ class Histogram:
         return f"<rlcockpit.Histogram {self.stats}>"
 
 
-class Image:
-    """``wandb.Image(...)``: accepted so scripts run; images are not stored (the key is rejected, once, saying so)."""
-
-    _rlcockpit_media = "image"
-
-    def __init__(self, data_or_path: Any = None, caption: str | None = None, **_: Any) -> None:
-        self.caption = caption
-
-
 class _OtherMedia:
     """W&B's other media (``Html``, ``Video``, ``Audio``, ``Object3D``, ``Molecule``): accepted so scripts run;
-    not stored (the key is rejected, once, saying so — as for ``Image``)."""
+    not stored (the key is rejected, once, saying so)."""
 
     _rlcockpit_media = "media"
 
@@ -193,7 +190,8 @@ def _as_numpy(value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     """A table cell as JSON can store it: numpy / torch scalars as numbers, small arrays as lists, media (an
-    ``Image`` in a table) as a short ``[Image: caption]`` text instead of an object's repr."""
+    ``Html`` in a table) as a short ``[Html: caption]`` text instead of an object's repr; an ``Image`` stays
+    itself (the writer stores it and puts its reference in the cell)."""
     if isinstance(value, np.generic):
         return value.item()
     if hasattr(value, "detach"):
@@ -203,6 +201,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist() if value.size <= 1024 else f"[array of shape {tuple(value.shape)}]"
     media = getattr(value, "_rlcockpit_media", None)
+    if media == "image" or is_image_list(value):
+        return value
     if media is not None and media != "table":
         caption = getattr(value, "caption", None)
         return f"[{type(value).__name__}: {caption}]" if caption else f"[{type(value).__name__}]"
@@ -225,16 +225,19 @@ def split_media(step: int, ts: float, data: dict[str, Any], reject: Any) -> tupl
     """``data`` without its top-level W&B media values, and the tables found: ``(step, ts, key, Table)``.
     Histograms become their statistics (nested, so ``flatten`` names them ``key/mean``...), and so does a
     numeric array or tensor of more than 32 values, which W&B logs as a 32-bin histogram
-    (``wandb.util.maybe_compress_history``); images are rejected with one warning naming the key."""
+    (``wandb.util.maybe_compress_history``); an image (or a list of images) is returned with the tables: it
+    becomes sample rows (:meth:`Image.sample_rows`). Other media are rejected with one warning naming the key."""
     tables: list[Any] = []
     out: dict[str, Any] = {}
     for k, v in data.items():
         kind = getattr(v, "_rlcockpit_media", None) if not isinstance(v, (int, float)) else None
+        if kind is None and is_image_list(v):
+            kind, v = "table", ImageList(list(v))
         if kind is None and _histogram_sized(v):
             out[k] = dict(Histogram(v, num_bins=32).stats)
         elif kind is None:
             out[k] = v
-        elif kind == "table":
+        elif kind in ("table", "image"):
             tables.append((step, ts, k, v))
         elif kind == "histogram":
             out[k] = dict(v.stats)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlcockpit.registry import Registry
+from rlcockpit.store.media import MediaStore
 from rlcockpit.tracking.fanout import SinkWorker
 from rlcockpit.tracking.observers import OBSERVERS, GuardrailLink, ObserverThread
 from rlcockpit.tracking.sinks import SINKS, MissingExtra, RunInfo, Sink, StoreSink
@@ -98,6 +99,7 @@ def build_parts(run: Any, opts: RunOptions) -> RunParts:
                                   emit=run._put_internal, listeners=listeners, link=link)
     writer = Writer(run._queue, run._budget, store_writer, workers=[], observer=observer,
                     end_meta=run._end_meta, listeners=listeners)
+    writer.media = MediaStore(run.dir)  # logged images: content-addressed beside the store
     workers = [SinkWorker(s, max_bytes=opts.max_queue_bytes, on_loss=writer.sink_losses.append) for s in sinks
                if not isinstance(s, StoreSink) or s.store is not None]
     writer.workers = workers

@@ -47,6 +47,7 @@ from rlcockpit.tracking.entries import (
     SummarySet,
 )
 from rlcockpit.tracking.fanout import SinkWorker
+from rlcockpit.tracking.images import store_row_images
 from rlcockpit.tracking.observers import ObserverThread
 from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
 from rlcockpit.tracking.storelink import StoreWriter, describe_unwritten
@@ -72,6 +73,8 @@ class Drain:
 
 
 class Writer(threading.Thread):
+    media: Any = None  # a MediaStore where logged images go (build_parts sets it); None: images are not stored
+
     def __init__(
         self,
         queue: deque,
@@ -304,6 +307,8 @@ class Writer(threading.Thread):
                                 + (f" column {column if column.startswith(chr(39)) else repr(column)}" if column else "")
                                 + f" rejected: {why} (the rest is kept)")
 
+            if self.media is not None:  # images in cells: stored beside the store, their references kept
+                row = store_row_images(row, self.media, reject)
             out = clean_sample_row(row, reject)
             if out is not None:  # a credential quoted in a prompt or a response is masked before any sink sees it
                 clean.append({k: redact_text(v) if type(v) is str else redact(v) if isinstance(v, (dict, list))

@@ -171,7 +171,7 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("dataloader workers, multimodal inputs and verl's dataset output format: prompts are tokenized once "
              "in-process, text only", (
                  "data.dataloader_num_workers", "data.prefetch_factor", "data.filter_overlong_prompts_workers",
-                 "data.image_key", "data.video_key", "data.audio_key", "data.image_patch_size",
+                 "data.video_key", "data.audio_key", "data.image_patch_size",
                  "data.return_multi_modal_inputs", "data.mm_processor_kwargs", "data.mm_processor_kwargs.*",
                  "data.return_raw_input_ids", "data.return_raw_chat", "data.return_full_prompt", "data.validation_shuffle",
                  "data.trust_remote_code", "data.tool_config_path", "data.function_tool_path", "data.custom_cls.*",

@@ -327,6 +327,8 @@ class DataConfig:
     val_files: list[str] = opt(factory=list, help="validation files (same layout)")
     prompt_key: str = opt("prompt", "column holding the chat messages")
     reward_fn_key: str = opt("data_source", "column that picks the reward function")
+    image_key: str = opt("images", "column of a multimodal row's images ({'bytes': ...} cells or paths), paired "
+                                   "one to one with the <image> placeholders of its prompt")
     tokenizer: str | None = opt(None, "tokenizer directory; null = the model's")
     train_batch_size: int = opt(1024, "prompts per step")
     val_batch_size: int | None = opt(None, "prompts per validation generation batch; null = 256")

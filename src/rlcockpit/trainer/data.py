@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.trainer.config import BuiltinDataConfig, DataConfig
+from rlcockpit.trainer.vl_data import DEFAULT_MAX_PIXELS, ImageCellError, attach_images
 
 
 class DataError(ValueError):
@@ -33,6 +34,7 @@ class PromptRow:
     input_ids: list[int] = field(default_factory=list)
     text: str = ""
     where: str = ""  # "file: row N", for messages
+    images: list[Any] = field(default_factory=list)  # decoded PIL images of data.image_key (verl multimodal rows)
 
 
 # --------------------------------------------------------------------------- built-in task
@@ -152,23 +154,38 @@ def validate_row(raw: dict[str, Any], where: str, prompt_key: str = "prompt",
     return PromptRow(prompt=prompt, ground_truth=gt, data_source=source, extra_info=extra)
 
 
-def load_rows(files: list[str] | str, cfg: DataConfig | None = None, *, max_samples: int = -1) -> list[PromptRow]:
-    """Rows of verl-layout files (``data.prompt_key``/``reward_fn_key`` from ``cfg``), at most ``max_samples``."""
+def load_rows(files: list[str] | str, cfg: DataConfig | None = None, *, max_samples: int = -1,
+              max_pixels: int = DEFAULT_MAX_PIXELS, rejected: list[str] | None = None) -> list[PromptRow]:
+    """Rows of verl-layout files (``data.prompt_key``/``reward_fn_key`` from ``cfg``), at most ``max_samples``.
+    A row whose ``data.image_key`` cell is unusable is left out with a message naming it (see
+    :mod:`rlcockpit.trainer.vl_data`); the other rows are kept. ``rejected`` (a list) receives the messages."""
     files = [files] if isinstance(files, str) else list(files)
     prompt_key = cfg.prompt_key if cfg is not None else "prompt"
     source_key = cfg.reward_fn_key if cfg is not None else "data_source"
+    image_key = getattr(cfg, "image_key", None) or "images"
     rows: list[PromptRow] = []
+    rejected = [] if rejected is None else rejected
     for path in files:
         for i, raw in enumerate(_read_file(path)):
             if not isinstance(raw, dict):
                 raise DataError(f"{path}: row {i}: expected an object, got {type(raw).__name__}")
             row = validate_row(raw, f"{path}: row {i}", prompt_key, source_key)
             row.where = f"{path}: row {i}"
+            if raw.get(image_key) is not None:  # as verl: no image column, no image handling
+                try:
+                    row.images = attach_images(raw, row.prompt, row.where, image_key, max_pixels)
+                except ImageCellError as exc:
+                    rejected.append(str(exc))
+                    continue
             rows.append(row)
             if 0 <= max_samples <= len(rows):
-                return rows
+                break
+        if 0 <= max_samples <= len(rows):
+            break
+    for message in rejected:
+        print(f"[rlcockpit] row rejected: {message}")
     if not rows:
-        raise DataError(f"no rows in {files}")
+        raise DataError(f"no rows in {files}" + (f" ({len(rejected)} rejected for their images)" if rejected else ""))
     return rows
 
 
@@ -241,6 +258,11 @@ def load_datasets(cfg: DataConfig, tokenizer: Any) -> tuple[list[PromptRow], lis
         val = load_rows(cfg.val_files, cfg, max_samples=cfg.val_max_samples) if cfg.val_files else []
     else:
         train, val = builtin_rows(cfg)
+    with_images = next((r for r in (*train, *val) if r.images), None)
+    if with_images is not None:  # never train on the text alone of a picture question
+        raise DataError(f"{with_images.where}: rows with images (data.image_key={cfg.image_key!r}) need a "
+                        "vision-language policy, which rlcockpit's trainer does not run yet (docs/trainer.md, "
+                        "'Multimodal data'); the rows, their images and verl's geo3k reward load and check already")
     train, train_stats = encode_rows(train, tokenizer, cfg, "train data")
     stats = {"data/train_prompts": train_stats["kept"], "data/train_dropped": train_stats["dropped"],
              "data/train_truncated": train_stats["truncated"]}

@@ -11,7 +11,8 @@ after ``####``; only the last 300 characters are searched; ``math_dapo`` scores 
   ground truth: 1.0, else 0.0;
 * ``math_dapo``, ``math``, ``math_dapo_reasoning``, ``aime*``: the last ``Answer: ...`` line (Minerva
   normalisation), else the last ``\\boxed{}`` in the final 100 characters: ``{"score": 1.0 | -1.0, "acc",
-  "pred"}``.
+  "pred"}``;
+* ``hiyouga/geometry3k``: verl's geo3k reward (:mod:`rlcockpit.trainer.reward_geo3k`).
 
 The normalisation tables are the published Minerva / lm-evaluation-harness rules, as verl uses them.
 ``tests/trainer/fixtures/verl_reward_cases.json`` holds verl's own results on a few hundred inputs
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from rlcockpit.trainer.reward_geo3k import GEO3K_SOURCES, geo3k_score
 
 CLIP_CHARS = 300
 
@@ -240,13 +243,15 @@ def default_compute_score(data_source: str, solution_str: str, ground_truth: Any
         return dapo_score(solution_str, ground_truth)
     if data_source == "arith":
         return 1.0 if solution_str.strip() == str(ground_truth).strip() else 0.0
+    if data_source in GEO3K_SOURCES:
+        return geo3k_score(solution_str, ground_truth)
     raise NoDefaultReward(f"no built-in reward for data_source {data_source!r} (built in: "
                           f"{', '.join(known_sources())}): set custom_reward_function.path, or reward.name")
 
 
 def known_sources() -> list[str]:
-    return [*GSM8K_SOURCES, *MATH_SOURCES, *DAPO_SOURCES, "aime*", "arith"]
+    return [*GSM8K_SOURCES, *MATH_SOURCES, *DAPO_SOURCES, "aime*", "arith", *GEO3K_SOURCES]
 
 
 def has_default(data_source: str) -> bool:
-    return data_source in (*GSM8K_SOURCES, *MATH_SOURCES, *DAPO_SOURCES, "arith") or data_source.startswith("aime")
+    return data_source in (*GSM8K_SOURCES, *MATH_SOURCES, *DAPO_SOURCES, "arith", *GEO3K_SOURCES) or data_source.startswith("aime")

@@ -24,6 +24,7 @@ from rlcockpit.store.base import Store
 from rlcockpit.ui import routes_health, routes_live, routes_runs, routes_samples, routes_series, routes_sweeps
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, validation_message
 from rlcockpit.ui.respcache import ResponseCache, if_none_match
+from rlcockpit.ui.routes_media import router as media_router
 from rlcockpit.ui.security import Auth, Guard
 from rlcockpit.version import __version__
 
@@ -150,6 +151,7 @@ def create_app(store: Store, *, auth: Auth | None = None, check_host: bool = Tru
     app.state.cockpit = Cockpit(store=store, live_interval_s=live_interval_s, responses=ResponseCache())
     for module in (routes_runs, routes_series, routes_samples, routes_health, routes_live, routes_sweeps):
         app.include_router(module.router)
+    app.include_router(media_router)  # logged images (issue 28)
     _add_static_routes(app)
     _add_error_handlers(app)
     app.add_middleware(Guard, auth=auth, check_host=check_host and auth is None)

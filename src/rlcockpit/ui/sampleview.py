@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rlcockpit.store.media import row_images
 from rlcockpit.ui.runfilter import RowView, compile_filter
 
 GROUP_ID_COLUMNS = ("uid", "group", "group_id", "prompt_id", "prompt_uid", "index")
@@ -51,7 +52,11 @@ def filter_rows(rows: Iterable[dict[str, Any]], expression: str | None) -> list[
 
 
 def _group_key(row: Mapping[str, Any], id_col: str | None) -> str:
-    return str(row.get(id_col)) if id_col else str(row.get("prompt"))
+    """The group id; without a group-id column the prompt text and its images (one VLM prompt text asked
+    about different pictures is different prompts)."""
+    if id_col:
+        return str(row.get(id_col))
+    return str(row.get("prompt")) + "".join(f"\0{ref['sha256']}" for _, ref in row_images(row))
 
 
 def grpo_groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -80,7 +85,8 @@ def grpo_groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             advs = [None if x is None or mean is None else (x - mean) / (std + 1e-6) for x in rewards]
         out.append({
-            "id": gid, "prompt": members[0].get("prompt"), "n": len(members), "mean_reward": mean,
+            "id": gid, "prompt": members[0].get("prompt"), "images": [ref for _, ref in row_images(members[0])],
+            "n": len(members), "mean_reward": mean,
             "std_reward": std, "zero_variance": len(finite) > 1 and std == 0.0,
             "responses": [{"idx": m.get("idx"), "response": m.get("response"), "reward": rw, "advantage": a,
                            "components": {c: _num(m.get(c)) for c in components},

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.tracking.images import sample_images
 from rlcockpit.tracking.runinfo import flatten_config
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
@@ -123,6 +124,8 @@ class MlflowSink(Sink):
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
         text = "".join(json.dumps({"step": step, **r}, ensure_ascii=False, default=str) + "\n" for r in rows)
         self.client.log_text(self.mlflow_run_id, text, f"samples/step_{step:08d}.jsonl")
+        for tag, image, ref in sample_images(self._store_dir, rows):  # images as MLflow images
+            self.client.log_image(self.mlflow_run_id, image, f"{tag}/step_{step:08d}_{ref['sha256'][:12]}.png")
 
     def log_event(self, kind: str, payload: Mapping[str, Any], step: int | None) -> None:
         if kind == "artifact":  # a version logged with run.log_artifact: mirrored as MLflow run artifacts

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from rlcockpit.tracking.images import sample_images
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 MAX_TEXT_ROWS = 64  # samples shown per step in the text tab; the store keeps all of them
@@ -62,6 +65,7 @@ class TensorBoardSink(Sink):
         opts = dict(run.options.get(self.name) or {})
         log_dir = opts.pop("log_dir", None)
         self.log_dir = Path(log_dir) if log_dir else run.sink_dir(self.name)
+        self._store_dir = run.dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         opts.setdefault("flush_secs", 10)
         self.writer = writer_cls(log_dir=str(self.log_dir), **opts)
@@ -77,6 +81,8 @@ class TensorBoardSink(Sink):
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
             self.writer.add_text("samples", samples_markdown(rows), step)
+            for tag, image, _ in sample_images(self._store_dir, rows):  # images as TensorBoard images (HWC)
+                self.writer.add_image(tag, np.asarray(image.convert("RGB")), step, dataformats="HWC")
 
     def log_finding(self, finding: Any) -> None:
         d = finding.to_dict() if hasattr(finding, "to_dict") else dict(finding)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlcockpit.redact import redact_argv
+from rlcockpit.tracking.images import sample_images
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 SAMPLE_COLUMNS = ("step", "prompt", "response", "reward")
@@ -137,7 +138,16 @@ class WandbSink(Sink):
         # own step stays in the table's "step" column)
         at = max(step, self._sent_step)
         self._pending.setdefault(at, {}).setdefault(_SAMPLE_LINES, []).extend(data)
+        self._add_images(at, rows)
         self._send(hold=HOLD_STEPS)
+
+    def _add_images(self, at: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The step's sample images as W&B image galleries ``samples/<column>`` (a list of ``wandb.Image`` in the
+        row, as W&B logs a gallery; its tables write an image cell as the text "Image", so the cells keep the
+        stored reference and the images go here)."""
+        held = self._pending[at]
+        for tag, image, ref in sample_images(self._store_dir, rows):
+            held.setdefault(tag.rsplit("/", 1)[0], []).append(self._wandb.Image(image, caption=ref.get("caption")))
 
     def _table_with(self, lines: list[list[Any]]) -> Any:
         table = self._table

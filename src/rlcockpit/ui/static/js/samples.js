@@ -6,6 +6,7 @@ import { alignNumHeads, api, clear, debounce, el, fmtNum, fmtValue, PALETTE, run
 import { t } from "./i18n.js";
 import { Chart } from "./chart.js";
 import { settings } from "./state.js";
+import { imageRefs, thumbs } from "./media.js";
 
 const VIEWS = ["table", "groups", "prompt", "compare"];
 
@@ -106,6 +107,8 @@ async function tableView(out, run, steps, s) {
         if (c === "response") return textCell(row.response, row._repeats, v.q);
         if (c === "turns" && Array.isArray(row.turns)) return turnsCell(row.turns, v.q);
         const val = row[c];
+        const images = imageRefs(val);
+        if (images.length) return el("td", { class: "media" }, thumbs(run.id, images));
         return typeof val === "number" ? el("td", { class: "num", text: fmtNum(val) }) : textCell(fmtValue(val), [], v.q);
       }), el("td", { class: "num", text: row._repeat_ratio ? Math.round(row._repeat_ratio * 100) + "%" : "" })));
     }
@@ -122,13 +125,13 @@ async function tableView(out, run, steps, s) {
   return { reload: () => load() };
 }
 
-function groupCard(g, components, query) {
+function groupCard(g, components, query, runId) {
   const rows = g.responses.map((r) => el("tr", {}, el("td", { class: "num", text: r.idx }), el("td", { class: "num reward", text: fmtNum(r.reward) }),
     el("td", { class: "num adv" + (r.advantage > 0 ? " pos" : r.advantage < 0 ? " neg" : ""), text: fmtNum(r.advantage) }),
     components.map((c) => el("td", { class: "num", text: fmtNum(r.components[c]) })), textCell(r.response, r._repeats, query)));
   return el("div", { class: "card grpo-group" + (g.zero_variance ? " zero-var" : ""), dataset: { group: g.id } },
     el("div", { class: "card-body" },
-      el("div", { class: "group-head" }, el("span", { class: "mono prompt", text: g.prompt }),
+      el("div", { class: "group-head" }, (g.images || []).length ? thumbs(runId, g.images) : null, el("span", { class: "mono prompt", text: g.prompt }),
         el("span", { class: "muted", text: t("groups.stats", { n: g.n, mean: fmtNum(g.mean_reward), std: fmtNum(g.std_reward) }) }),
         g.zero_variance ? el("span", { class: "pill crashed", text: t("groups.zeroVar") }) : null),
       alignNumHeads(el("table", { class: "grid samples" }, el("thead", {}, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("groups.reward") }),
@@ -154,7 +157,7 @@ async function groupsView(out, run, steps, s) {
     summary.textContent = t(groups.length === 1 ? "groups.summary.one" : "groups.summary", { g: groups.length, z: data.zero_variance, p: Math.round((data.zero_variance_fraction || 0) * 100),
       r: data.responses ?? 0, n: sizes[0] === sizes[1] ? String(sizes[0]) : `${sizes[0]}–${sizes[1]}`,
       by: data.group_by === "prompt" ? t("groups.byPrompt") : data.group_by, adv: data.advantage_source || t("groups.advComputed") });
-    clear(list).append(...groups.map((g) => groupCard(g, data.components, "")));
+    clear(list).append(...groups.map((g) => groupCard(g, data.components, "", run.id)));
     if (!groups.length) list.appendChild(el("div", { class: "empty", text: t("samples.noMatch") }));
   }
   await load();
