@@ -98,7 +98,7 @@ EXPECT: dict[tuple[str, str], Expect] = {
         ("", ""), ("/findings", ""), ("/events", ""), ("/series", f"keys={KEY_A}"), ("/timeline", ""),
         ("/mismatch", ""), ("/samples", "step=0"), ("/samples/compare", "step=0"), ("/samples/groups", "step=0"),
         ("/samples/prompts", ""), ("/samples/history", "prompt=p"), ("/diagnosis", ""), ("/report.html", ""),
-        ("/live", "once=1"))},
+        ("/live", "once=1"), ("/media/{digest}", ""))},
 }
 
 CALLERS = ("no token", "revoked token", "expired token", "viewer A", "member A", "admin A", "member B",
@@ -204,7 +204,7 @@ def _values(world: dict) -> dict[str, str]:
     tokens = {t["label"]: t["id"] for t in team.server.team.accounts.tokens("admin-a")}
     target = team.server.team.kpis.targets(A, fresh=True)[0]["id"]
     return {"run_id": RUN_A, "run": RUN_A, "project": A, "view_id": world["view"], "target_id": str(target),
-            "token_id": tokens["test"], "name": "team.js", "rel:path": "js/core.js", "sweep": "alpha-sweep"}
+            "token_id": tokens["test"], "name": "team.js", "rel:path": "js/core.js", "sweep": "alpha-sweep", "digest": "0" * 64}
 
 
 def _fingerprint(db: str) -> tuple:
