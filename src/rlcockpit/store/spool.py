@@ -103,6 +103,11 @@ class Spool:
         with self._lock:
             return self._conn.execute("DELETE FROM ops WHERE run_id = ? AND seq <= ?", (run_id, through_seq)).rowcount
 
+    def drop_run(self, run_id: str) -> int:
+        """Delete every op of ``run_id`` (the server no longer has the run); how many there were."""
+        with self._lock:
+            return self._conn.execute("DELETE FROM ops WHERE run_id = ?", (run_id,)).rowcount
+
     def drop(self, seq: int) -> None:
         with self._lock:
             self._conn.execute("DELETE FROM ops WHERE seq = ?", (seq,))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -61,6 +62,8 @@ from rlcockpit.tracking.wandb_compat import (
 from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, config_defaults, wandb_env_default
 
 logger = logging.getLogger("rlcockpit")
+WARN_REPEAT_S = 60.0  # the same refusal of a log() call is warned again at most this often
+_DIGITS = re.compile(r"\d+")
 
 _current: Run | None = None
 _time = time.time
@@ -91,6 +94,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
+        self._repeats: dict[str, list] = {}  # warning key -> [when last said, repeats not said since]
         self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
@@ -223,11 +227,11 @@ class Run(WandbRunMethods):
         try:
             value = check_step(step)
         except BadStep as exc:
-            self._warn("step", f"rlcockpit: log() call rejected: {exc}")
+            self._warn("step:" + _DIGITS.sub("N", str(exc))[:120], f"rlcockpit: log() call rejected: {exc}")
             return None
         if value < self._last_step:
             self._warn("lower", f"rlcockpit: log() step {value} is lower than the last logged step "
-                                f"{self._last_step}; entry rejected (further ones are rejected silently)")
+                                f"{self._last_step}; entry rejected")
             return None
         return value
 
@@ -243,9 +247,20 @@ class Run(WandbRunMethods):
         return None
 
     def _warn(self, key: str, message: str) -> None:
+        """Each distinct problem at once; a repeat of the same one at most every ``WARN_REPEAT_S`` with how
+        many were not said (rate-limited, never silenced)."""
+        now = time.monotonic()
         if key not in self._warned:
             self._warned.add(key)
+            self._repeats[key] = [now, 0]
             logger.warning("%s", message)
+            return
+        last = self._repeats.setdefault(key, [now, 0])
+        if now - last[0] < WARN_REPEAT_S:
+            last[1] += 1
+            return
+        logger.warning("%s (%d more like it since)", message, last[1])
+        self._repeats[key] = [now, 0]
 
     def log_samples(self, rows: Sequence[Mapping[str, Any]], step: int | None = None) -> None:
         """Rollout samples of one step: rows with ``prompt``, ``response``, ``reward`` and any extra columns.
