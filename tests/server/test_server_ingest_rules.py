@@ -128,6 +128,7 @@ def test_log_refuses_the_keys_the_server_refuses(tmp_path, caplog) -> None:
 
     run = rlcockpit.init(project="p", dir=tmp_path, system_interval=None, capture_meta=False, health=False)
     with caplog.at_level(logging.WARNING, logger="rlcockpit"):
+        run.log({"neg": 1.0}, step=-1)  # the first call's step used to pass the "not below the last" check
         run.log({"ok": 1.0, "a\nb": 2.0, "x" * 600: 3.0}, step=0)
         run.log({"ok": 2.0}, step=2**62 + 1)
         run.finish()

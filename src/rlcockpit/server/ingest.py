@@ -79,11 +79,14 @@ def ingest(store: PostgresStore, run_id: str, stream: str, ops: Sequence[Mapping
         raise BadBatch(f"run id {run_id[:80]!r}: {why}")
     decoded = []
     for i, op in enumerate(ops):
-        create = decode_create(op["create"]) if op.get("create") is not None else None
+        try:
+            create = decode_create(op["create"]) if op.get("create") is not None else None
+            packed: list = []
+            batch = decode_batch(op["batch"], packed=packed) if op.get("batch") is not None else None
+        except BadBatch as exc:  # name the op: the client drops that one and keeps the rest
+            raise BadBatch(f"ops[{i}] (seq {op['seq']}) {exc}") from None
         if create is not None and create["id"] != run_id:
             raise BadBatch(f"ops[{i}].create.id {create['id']!r} is not the run of this request ({run_id!r})")
-        packed: list = []
-        batch = decode_batch(op["batch"], packed=packed) if op.get("batch") is not None else None
         _check_op(i, int(op["seq"]), create, batch)
         decoded.append((int(op["seq"]), create, batch, packed))
     return store._tx(_apply, store, run_id, stream, decoded, authorize)

@@ -202,7 +202,7 @@ class Run(WandbRunMethods):
         # the hot path: every line here runs for every logged step, on the training thread
         if step is None:
             step = self._next_step
-        elif type(step) is not int or not self._last_step <= step <= MAX_STEP:
+        elif type(step) is not int or not self._last_step <= step <= MAX_STEP or step < 0:  # -1 before the 1st
             step = self._bad_step(step)
             if step is None:
                 return
