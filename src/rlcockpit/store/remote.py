@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from rlcockpit.ratelimit import RepeatLimiter
 from rlcockpit.store.base import Series, Store, StoreError, StoreFull, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.clean import Refusal, refusal_losses, split_batch, split_run_row
@@ -63,27 +64,6 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class Reporter:
-    """Says each distinct kind of problem at once, and a repeat of the same kind at most every
-    :data:`REPEAT_REPORT_S` with how many were not said — rate-limited, never silenced."""
-
-    def __init__(self, every_s: float = REPEAT_REPORT_S) -> None:
-        self.every_s = every_s
-        self._last: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, kind: str, message: str) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            last, held = self._last.get(kind, (None, 0))
-            if last is not None and now - last < self.every_s:
-                self._last[kind] = (last, held + 1)
-                return False
-            self._last[kind] = (now, 0)
-        say(message + (f" ({held} more like it since)" if held else ""))
-        return True
-
-
 class RemoteStore(Store):
     """Writes go to the spool and on to ``server``; reads of run rows ask the server (or the spool)."""
 
@@ -99,7 +79,7 @@ class RemoteStore(Store):
         self.upload_interval_s = upload_interval_s
         self._open_lock = threading.Lock()
         self._closed = True
-        self.report = Reporter()
+        self.report = RepeatLimiter(say, REPEAT_REPORT_S)
         self.gone: dict[str, int] = {}  # runs the server no longer has -> writes dropped since
         headers = {"content-type": "application/json", "user-agent": "rlcockpit-remote"}
         if token:

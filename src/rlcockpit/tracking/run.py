@@ -7,9 +7,11 @@ builds. Data is in the store within about ``poll_s`` (0.2 s) of being logged, so
 that (plus whatever the writer had not caught up with at the time; see docs/tracking.md for the figures).
 
 Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
-entry). When it is full, ``log()`` still returns at once: the entry is dropped, counted in ``run.dropped``,
-and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
-prefix with recorded gaps, never silent holes.
+entry). When it is full, ``log()`` waits up to ``$RLCOCKPIT_QUEUE_WAIT_S`` (default 2 s) for the writer to
+make room — backpressure, as W&B and trackio apply, bench/queue_policy.py — then the entry is dropped, counted
+in ``run.dropped``, and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is
+stored stays a prefix with recorded gaps, never silent holes. It waits again only once the writer has made
+progress, so a stuck store costs one wait, not one per call.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.ratelimit import RepeatLimiter
 from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
 from rlcockpit.store.base import Store, StoreError
@@ -86,6 +89,7 @@ class Run(WandbRunMethods):
         self.dropped = 0
         self._queue: deque = deque()
         self._budget = QueueBudget(options.max_queue_bytes)
+        self._stalled_at = -1  # the writer's released bytes when a wait for room last failed
         self._finished = False
         self._blocked = False  # finished, or entries were dropped and the gap is not recorded yet
         self._gap: DataLoss | None = None
@@ -94,7 +98,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
-        self._repeats: dict[str, list] = {}  # warning key -> [when last said, repeats not said since]
+        self._say = RepeatLimiter(lambda m: logger.warning("%s", m), WARN_REPEAT_S)
         self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
@@ -131,7 +135,8 @@ class Run(WandbRunMethods):
         self._queue.append(entry)
 
     def _charge(self, entry: Any, cost: int, step: int, points: int, what: str) -> bool:
-        """Queue a caller entry within the byte budget; else record it as dropped (never blocks)."""
+        """Queue a caller entry within the byte budget, waiting at most ``QueueBudget.wait_s`` for room; else
+        record it as dropped."""
         b = self._budget
         if self._finished:
             return False
@@ -139,7 +144,11 @@ class Run(WandbRunMethods):
         if b.charged - b.released + cost > b.soft and not wake.is_set():
             wake.set()  # three quarters full: drain now rather than at the next poll
         if self._blocked or b.charged - b.released + cost > b.limit:
-            if b.charged - b.released + cost > b.limit:
+            # backpressure: wait a little for the writer; not again until it made progress (a stuck store
+            # costs one wait, a slow one slows the caller down instead of losing steps)
+            if b.charged - b.released + cost > b.limit and (b.released == self._stalled_at
+                                                             or not b.wait_for_room(cost, wake)):
+                self._stalled_at = b.released
                 self._drop(what, step, points, cost)
                 return False
             self._end_gap()
@@ -247,20 +256,7 @@ class Run(WandbRunMethods):
         return None
 
     def _warn(self, key: str, message: str) -> None:
-        """Each distinct problem at once; a repeat of the same one at most every ``WARN_REPEAT_S`` with how
-        many were not said (rate-limited, never silenced)."""
-        now = time.monotonic()
-        if key not in self._warned:
-            self._warned.add(key)
-            self._repeats[key] = [now, 0]
-            logger.warning("%s", message)
-            return
-        last = self._repeats.setdefault(key, [now, 0])
-        if now - last[0] < WARN_REPEAT_S:
-            last[1] += 1
-            return
-        logger.warning("%s (%d more like it since)", message, last[1])
-        self._repeats[key] = [now, 0]
+        self._say(key, message)  # each distinct problem at once, its repeats rate-limited (never silenced)
 
     def log_samples(self, rows: Sequence[Mapping[str, Any]], step: int | None = None) -> None:
         """Rollout samples of one step: rows with ``prompt``, ``response``, ``reward`` and any extra columns.
