@@ -5,8 +5,8 @@ keep up — the situation of a full-speed producer on a loaded machine. Per poli
 (``run.dropped`` and the ``data_lost`` records), the caller's latency per ``log()`` call (p50/p99/max), the
 producer's rate, and the time to ``finish()``.
 
-    python bench/queue_policy.py                       # drop vs wait 0.05 s (the default), 20k steps
-    python bench/queue_policy.py --steps 50000 --waits 0 0.01 0.05 0.2
+    python bench/queue_policy.py                                    # drop (the default) vs wait up to 2 s
+    python bench/queue_policy.py --steps 100000 --queue-kib 65536 --waits 0 0.05 0.2 0.5 2
 """
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ def one(wait_s: float, steps: int, keys: int, queue_kib: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=20_000)
+    ap.add_argument("--steps", type=int, default=50_000)
     ap.add_argument("--keys", type=int, default=100)
-    ap.add_argument("--queue-kib", type=int, default=256, help="the queue bound (small: the writer cannot keep up)")
-    ap.add_argument("--waits", type=float, nargs="+", default=[0.0, 0.05], help="policies: 0 = drop at once")
+    ap.add_argument("--queue-kib", type=int, default=65536, help="the queue bound (max_queue_bytes, in KiB)")
+    ap.add_argument("--waits", type=float, nargs="+", default=[0.0, 2.0],
+                    help="policies ($RLCOCKPIT_QUEUE_WAIT_S): 0 = drop at once")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = [one(w, args.steps, args.keys, args.queue_kib) for w in args.waits]

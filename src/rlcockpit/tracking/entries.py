@@ -198,7 +198,7 @@ class QueueBudget:
 
 
 QUEUE_WAIT_ENV = "RLCOCKPIT_QUEUE_WAIT_S"
-DEFAULT_QUEUE_WAIT_S = 2.0  # bench/queue_policy.py: 0 steps lost (48% when dropping at once), p99 of log() unchanged
+DEFAULT_QUEUE_WAIT_S = 0.0  # opt-in: see docs/tracking.md "Backpressure" and bench/queue_policy.py
 
 
 def queue_wait_s() -> float:

@@ -7,11 +7,11 @@ builds. Data is in the store within about ``poll_s`` (0.2 s) of being logged, so
 that (plus whatever the writer had not caught up with at the time; see docs/tracking.md for the figures).
 
 Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
-entry). When it is full, ``log()`` waits up to ``$RLCOCKPIT_QUEUE_WAIT_S`` (default 2 s) for the writer to
-make room — backpressure, as W&B and trackio apply, bench/queue_policy.py — then the entry is dropped, counted
-in ``run.dropped``, and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is
-stored stays a prefix with recorded gaps, never silent holes. It waits again only once the writer has made
-progress, so a stuck store costs one wait, not one per call.
+entry). When it is full, ``log()`` returns at once: the entry is dropped, counted in ``run.dropped``,
+and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
+prefix with recorded gaps, never silent holes. With ``$RLCOCKPIT_QUEUE_WAIT_S`` set, ``log()`` first waits up to
+that long for the writer to make room (backpressure, as W&B and trackio apply; bench/queue_policy.py), and
+waits again only once the writer has made progress, so a stuck store costs one wait, not one per call.
 """
 
 from __future__ import annotations
@@ -135,8 +135,8 @@ class Run(WandbRunMethods):
         self._queue.append(entry)
 
     def _charge(self, entry: Any, cost: int, step: int, points: int, what: str) -> bool:
-        """Queue a caller entry within the byte budget, waiting at most ``QueueBudget.wait_s`` for room; else
-        record it as dropped."""
+        """Queue a caller entry within the byte budget (waiting at most ``QueueBudget.wait_s`` for room: 0 by
+        default); else record it as dropped."""
         b = self._budget
         if self._finished:
             return False
