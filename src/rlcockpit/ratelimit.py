@@ -4,16 +4,24 @@ and the remote client's (one per kind of refused key, row or op)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
+
+_DIGITS = re.compile(r"\d+")
+
+
+def kind_of(message: str) -> str:
+    """The kind of a problem from its message: numbers blanked, so ``step 1.5`` and ``step 2.5`` are one kind."""
+    return _DIGITS.sub("N", message)[:120]
 
 
 class RepeatLimiter:
     """``limiter(kind, message)`` calls ``emit`` with the message the first time a ``kind`` is seen, and
     again at most every ``every_s`` seconds, then suffixed with how many repeats were not said."""
 
-    def __init__(self, emit: Callable[[str], None], every_s: float) -> None:
+    def __init__(self, emit: Callable[[str], None], every_s: float = 60.0) -> None:
         self.emit, self.every_s = emit, every_s
         self._last: dict[str, tuple[float, int]] = {}
         self._lock = threading.Lock()

@@ -9,16 +9,14 @@ that (plus whatever the writer had not caught up with at the time; see docs/trac
 Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
 entry). When it is full, ``log()`` returns at once: the entry is dropped, counted in ``run.dropped``,
 and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
-prefix with recorded gaps, never silent holes. With ``$RLCOCKPIT_QUEUE_WAIT_S`` set, ``log()`` first waits up to
-that long for the writer to make room (backpressure, as W&B and trackio apply; bench/queue_policy.py), and
-waits again only once the writer has made progress, so a stuck store costs one wait, not one per call.
+prefix with recorded gaps, never silent holes. ``$RLCOCKPIT_QUEUE_WAIT_S`` makes it wait that long for room
+first (backpressure; docs/tracking.md, bench/queue_policy.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -27,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.ratelimit import RepeatLimiter
+from rlcockpit.ratelimit import RepeatLimiter, kind_of
 from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
 from rlcockpit.store.base import Store, StoreError
@@ -65,8 +63,6 @@ from rlcockpit.tracking.wandb_compat import (
 from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, config_defaults, wandb_env_default
 
 logger = logging.getLogger("rlcockpit")
-WARN_REPEAT_S = 60.0  # the same refusal of a log() call is warned again at most this often
-_DIGITS = re.compile(r"\d+")
 
 _current: Run | None = None
 _time = time.time
@@ -98,7 +94,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
-        self._say = RepeatLimiter(lambda m: logger.warning("%s", m), WARN_REPEAT_S)
+        self._say = RepeatLimiter(lambda m: logger.warning("%s", m))
         self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
@@ -135,8 +131,7 @@ class Run(WandbRunMethods):
         self._queue.append(entry)
 
     def _charge(self, entry: Any, cost: int, step: int, points: int, what: str) -> bool:
-        """Queue a caller entry within the byte budget (waiting at most ``QueueBudget.wait_s`` for room: 0 by
-        default); else record it as dropped."""
+        """Queue a caller entry within the byte budget (waiting up to ``QueueBudget.wait_s``); else drop it."""
         b = self._budget
         if self._finished:
             return False
@@ -144,8 +139,7 @@ class Run(WandbRunMethods):
         if b.charged - b.released + cost > b.soft and not wake.is_set():
             wake.set()  # three quarters full: drain now rather than at the next poll
         if self._blocked or b.charged - b.released + cost > b.limit:
-            # backpressure: wait a little for the writer; not again until it made progress (a stuck store
-            # costs one wait, a slow one slows the caller down instead of losing steps)
+            # backpressure: wait for the writer, not again until it made progress (a stuck store costs one wait)
             if b.charged - b.released + cost > b.limit and (b.released == self._stalled_at
                                                              or not b.wait_for_room(cost, wake)):
                 self._stalled_at = b.released
@@ -236,7 +230,7 @@ class Run(WandbRunMethods):
         try:
             value = check_step(step)
         except BadStep as exc:
-            self._warn("step:" + _DIGITS.sub("N", str(exc))[:120], f"rlcockpit: log() call rejected: {exc}")
+            self._warn("step:" + kind_of(str(exc)), f"rlcockpit: log() call rejected: {exc}")
             return None
         if value < self._last_step:
             self._warn("lower", f"rlcockpit: log() step {value} is lower than the last logged step "
