@@ -169,6 +169,9 @@ def test_a_run_deleted_on_the_server_is_given_up_once(team, tmp_path, capfd) -> 
     err = capfd.readouterr().err
     assert err.count("no longer has run del") == 1 and len(err.strip().splitlines()) <= 2
     assert remote.gone["del"] == 19
+    from rlcockpit.server.sync import spool_status
+
+    assert "batches dropped" in spool_status(remote.spool.path)["gone"]["del"]  # `rlcockpit status` shows it
     remote.close()
 
 

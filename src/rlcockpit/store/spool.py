@@ -124,6 +124,11 @@ class Spool:
         row = self._conn.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def info_like(self, prefix: str) -> dict[str, str]:
+        """Info entries whose key starts with ``prefix`` (e.g. ``gone:``, runs the server no longer has)."""
+        rows = self._conn.execute("SELECT key, value FROM info WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+        return {k[len(prefix):]: v for k, v in rows}
+
     def set_info(self, **values: Any) -> None:
         with self._lock:
             for k, v in values.items():
