@@ -38,10 +38,10 @@ from typing import Any
 
 import httpx
 
-from rlcockpit.ratelimit import RepeatLimiter
 from rlcockpit.store.base import Series, Store, StoreError, StoreFull, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.clean import Refusal, refusal_losses, split_batch, split_run_row
+from rlcockpit.store.ratelimit import RepeatLimiter
 from rlcockpit.store.rows import finding_record
 from rlcockpit.store.spool import Spool
 from rlcockpit.store.wire import dumps, encode_batch, op_losses

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.ratelimit import RepeatLimiter, kind_of
 from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
 from rlcockpit.store.base import Store, StoreError
 from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.store.ratelimit import RepeatLimiter, kind_of
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
 from rlcockpit.tracking import reinit as reinit_module
