@@ -360,8 +360,8 @@ class Uploader(threading.Thread):
     def _gone(self, run_id: str, message: str) -> bool:
         """The server does not have the run (deleted by an admin, or never created): nothing sent for it can
         succeed. Drop its spooled ops, drop its later writes (counted), record it in the spool, say it once."""
+        self.store.gone.setdefault(run_id, 0)  # first: a write racing with the drop below is not spooled
         dropped = self.spool.drop_run(run_id)
-        self.store.gone.setdefault(run_id, 0)
         self._note(**{f"gone:{run_id}": f"{dropped} batches dropped: {message}"})
         say(f"rlcockpit: the team server {self.store.server} no longer has run {run_id} ({message}); {dropped} spooled "
             f"batches are dropped and nothing more is sent for it (logging goes on; `rlcockpit status` shows it)")
