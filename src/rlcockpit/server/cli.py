@@ -217,6 +217,8 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"{', '.join(r['runs']) or '-'} -> {r.get('server')}  [{who}]")
         if r.get("last_error"):
             print(f"  last error: {r['last_error']}")
+        for run, what in (r.get("gone") or {}).items():
+            print(f"  run {run} no longer exists on the server: {what}")
     return 0 if not any(r["ops"] for r in rows) else 1
 
 

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.store.batch import WriteBatch
+from rlcockpit.store.clean import split_batch, split_run_row
 from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.rules import name_problem
 from rlcockpit.store.wire import BadBatch, decode_batch, decode_create, unpack
 
 MAX_OPS = 10_000
@@ -72,15 +74,32 @@ def parse_request(body: bytes) -> tuple[str, list[dict[str, Any]]]:
 def ingest(store: PostgresStore, run_id: str, stream: str, ops: Sequence[Mapping[str, Any]],
            authorize: Callable[[str, bool], None]) -> Applied:
     """Apply ``ops`` (see the module doc). ``authorize(project, creating)`` raises :class:`Refused`."""
+    why = name_problem(run_id, optional=False)
+    if why:
+        raise BadBatch(f"run id {run_id[:80]!r}: {why}")
     decoded = []
     for i, op in enumerate(ops):
-        create = decode_create(op["create"]) if op.get("create") is not None else None
+        try:
+            create = decode_create(op["create"]) if op.get("create") is not None else None
+            packed: list = []
+            batch = decode_batch(op["batch"], packed=packed) if op.get("batch") is not None else None
+        except BadBatch as exc:  # name the op: the client drops that one and keeps the rest
+            raise BadBatch(f"ops[{i}] (seq {op['seq']}) {exc}") from None
         if create is not None and create["id"] != run_id:
             raise BadBatch(f"ops[{i}].create.id {create['id']!r} is not the run of this request ({run_id!r})")
-        packed: list = []
-        batch = decode_batch(op["batch"], packed=packed) if op.get("batch") is not None else None
+        _check_op(i, int(op["seq"]), create, batch)
         decoded.append((int(op["seq"]), create, batch, packed))
     return store._tx(_apply, store, run_id, stream, decoded, authorize)
+
+
+def _check_op(i: int, seq: int, create: dict[str, Any] | None, batch: WriteBatch | None) -> None:
+    """Refuse an op holding a value the store cannot hold (store/rules.py: the rules the client cleans by)."""
+    refused = split_run_row(create)[1] if create is not None else []
+    if batch is not None:
+        refused += split_batch(batch)[1]
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise BadBatch(f"ops[{i}] (seq {seq}) {refused[0]}{more}")
 
 
 def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: list, authorize) -> Applied:
@@ -98,9 +117,13 @@ def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: lis
     out = Applied(applied_through=max(last, decoded[-1][0]))
     fresh = [d for d in decoded if d[0] > last]
     out.duplicates = len(decoded) - len(fresh)
-    if not fresh:
-        return out
     run = None if lock[2] is None else (lock[2],)
+    if run is not None:
+        authorize(run[0], False)  # before anything is answered, a replay's cursor included
+    if not fresh:
+        if run is None:
+            raise UnknownRun(f"run {run_id!r} does not exist on this server")
+        return out
     for _seq, create, _batch, _packed in fresh:
         if create is not None and run is None:
             project = create.get("project") or "default"
@@ -112,8 +135,6 @@ def _apply(tx: Any, store: PostgresStore, run_id: str, stream: str, decoded: lis
     if run is None:
         raise UnknownRun(f"run {run_id!r} does not exist on this server (its create op was never received)")
     out.project = run[0]
-    if not out.created:
-        authorize(out.project, False)
     _check_steps(merged, {k: v[1] for k, v in known.items()})
     if merged:
         store.batch_tx(tx, run_id, merged)

@@ -1,7 +1,8 @@
 """The ingestion API the remote logger speaks (``/api/v1``): write ops, run rows, sync state.
 
 ``POST /api/v1/runs/{run}/ingest`` — body ``{"stream", "ops": [...]}`` (see :mod:`rlcockpit.store.wire`);
-200 ``{"applied_through", "applied", "duplicates"}``; 400/422 malformed or a step going backwards,
+200 ``{"applied_through", "applied", "duplicates"}``; 400/422 malformed, a step going backwards, or a value
+breaking the store's rules (:mod:`rlcockpit.store.rules`: the message names the op and field),
 403 no ``member`` role in the run's project, 404 data for a run never created, 413 too large,
 429 rate limited, 503 the database is unavailable (the client keeps the ops and retries).
 """
@@ -18,7 +19,7 @@ from starlette.responses import Response
 
 from rlcockpit.server.ingest import Refused, UnknownRun, ingest, parse_request
 from rlcockpit.server.state import TeamState, fail, require, team, user_of
-from rlcockpit.store.base import StoreUnavailable
+from rlcockpit.store.base import StoreUnavailable, ValueRefused
 from rlcockpit.store.wire import BadBatch
 from rlcockpit.ui.params import JSON
 
@@ -62,6 +63,8 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
     try:
         applied = await anyio.to_thread.run_sync(work, limiter=state.ingest_limiter())
     except BadBatch as exc:
+        return JSON({"error": f"batch refused: {exc}"}, status_code=422)
+    except ValueRefused as exc:  # a value the rules did not catch but PostgreSQL refuses: as deterministic
         return JSON({"error": f"batch refused: {exc}"}, status_code=422)
     except Refused as exc:
         return JSON({"error": str(exc)}, status_code=403)

@@ -37,6 +37,7 @@ def spool_status(path: Path) -> dict[str, Any]:
     try:
         stats = spool.stats()
         info = {k: spool.info(k) for k in ("server", "stream", "pid", "last_error", "last_error_at", "last_ok")}
+        info["gone"] = spool.info_like("gone:")  # runs deleted on the server: what was dropped for each
     finally:
         spool.close()
     return {"path": str(path), "live": live, **stats, **info}

@@ -48,6 +48,11 @@ class StoreError(OSError):
     """A store operation failed for a reason outside the caller's data (disk, lock, I/O)."""
 
 
+class ValueRefused(ValueError):
+    """The store refuses a value of this write (PostgreSQL: NUL in text, a B-tree row too large, text that is
+    not UTF-8, a number out of range). Deterministic: the same write fails again, so it is never retried."""
+
+
 class StoreUnavailable(StoreError):
     """The store cannot be written *now*; the same write may succeed later (``reason``: ``full``,
     ``locked``, ``io``, ``readonly``). The tracking writer keeps the data and retries with backoff."""

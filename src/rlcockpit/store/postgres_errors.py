@@ -10,7 +10,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
-from rlcockpit.store.base import StoreFull, StoreLocked, StoreUnavailable
+from rlcockpit.store.base import StoreFull, StoreLocked, StoreUnavailable, ValueRefused
 
 
 def redact_url(url: str) -> str:
@@ -37,6 +37,8 @@ def translate_error(exc: BaseException, where: str) -> BaseException:
 
 
 def _translate(exc: BaseException, where: str) -> BaseException:
+    if isinstance(exc, (psycopg.DataError, pg_errors.ProgramLimitExceeded, UnicodeEncodeError)):
+        return ValueRefused(f"store {where}: a value cannot be stored ({' '.join(str(exc).split())[:300]})")
     if isinstance(exc, PoolTimeout):
         return StoreUnavailable("io", f"store {where}: no connection to the server ({exc})")
     if isinstance(exc, pg_errors.DiskFull):

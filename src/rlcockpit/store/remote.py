@@ -14,7 +14,11 @@ request retried after a timeout, a server SIGKILL or a PostgreSQL restart never 
 Visible: one console line when the server becomes unreachable (and where the data is spooled), one
 when it is back; ``rlcockpit status`` reads the spool; a run that ends with ops unsent says so and
 ``rlcockpit sync`` sends them later. Refusals (401/403) keep the data; a batch the server rejects as
-malformed (400/413/422) is isolated op by op, dropped, and recorded on the run as ``data_lost``.
+malformed (400/413/422, or a 500 three times for one op) is isolated op by op, dropped, and recorded on the
+run as ``data_lost``. Before that can happen, each batch is cleaned with the rules the server checks
+(:mod:`rlcockpit.store.clean`): a bad key, sample row or run field is dropped alone and recorded exactly.
+A run the server no longer has (404: deleted by an admin) is given up: its spooled ops and later writes are
+dropped, counted, and said once.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import httpx
 
 from rlcockpit.store.base import Series, Store, StoreError, StoreFull, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch
+from rlcockpit.store.clean import Refusal, refusal_losses, split_batch, split_run_row
+from rlcockpit.store.ratelimit import RepeatLimiter
 from rlcockpit.store.rows import finding_record
 from rlcockpit.store.spool import Spool
 from rlcockpit.store.wire import dumps, encode_batch, op_losses
@@ -46,6 +52,8 @@ SERVER_ENV, TOKEN_ENV = "RLCOCKPIT_SERVER", "RLCOCKPIT_TOKEN"
 FINISH_ENV = "RLCOCKPIT_SERVER_FINISH_S"  # how long finish() waits for the spool to drain (default 30)
 MAX_REQUEST_BYTES = 4 << 20
 BACKOFF_START_S, BACKOFF_MAX_S, REFUSED_RETRY_S = 0.25, 5.0, 30.0
+SERVER_ERROR_TRIES = 3  # a single op answered 500 this many times in a row is deterministic: dropped, recorded
+REPEAT_REPORT_S = 30.0  # the same kind of refusal is said again at most this often (with how many since)
 INGEST_PATH = "/api/v1/runs/{run}/ingest"
 
 
@@ -71,6 +79,8 @@ class RemoteStore(Store):
         self.upload_interval_s = upload_interval_s
         self._open_lock = threading.Lock()
         self._closed = True
+        self.report = RepeatLimiter(say, REPEAT_REPORT_S)
+        self.gone: dict[str, int] = {}  # runs the server no longer has -> writes dropped since
         headers = {"content-type": "application/json", "user-agent": "rlcockpit-remote"}
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -92,6 +102,9 @@ class RemoteStore(Store):
 
     # ---- writes: into the spool ---------------------------------------------------------------
     def _append(self, run_id: str, op: dict[str, Any]) -> None:
+        if run_id in self.gone:  # deleted on the server: said once when found, counted since
+            self.gone[run_id] += 1
+            return
         with self._open_lock:
             if self._closed:
                 self._open()
@@ -104,18 +117,35 @@ class RemoteStore(Store):
         self.uploader.wake_soon()
 
     def create_run(self, run: Mapping[str, Any]) -> None:
-        row = {k: v for k, v in dict(run).items() if v is not None}
+        row, refused = split_run_row({k: v for k, v in dict(run).items() if v is not None})
+        if any(r.where == "run.id" for r in refused):
+            raise StoreError(22, f"team server {self.server}: run id {str(run.get('id'))[:80]!r} cannot be stored "
+                                 f"({next(r.reason for r in refused if r.where == 'run.id')})")
         row.setdefault("created_at", time.time())
         self.spool.remember_run({**row, "status": row.get("status", "running")})
         self._append(row["id"], {"create": row})
+        if refused:
+            self._refused(row["id"], WriteBatch(), refused)
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         if fields:
-            self._append(run_id, {"batch": {"run_fields": fields}})
+            self.write_batch(run_id, WriteBatch(run_fields=fields))
 
     def write_batch(self, run_id: str, batch: WriteBatch, *, timeout_s: float | None = None) -> None:
-        if batch:
+        batch, refused = split_batch(batch)  # the server's rules: a bad unit is dropped alone, not the batch
+        if refused:
+            self._refused(run_id, batch, refused)
+        elif batch:
             self._append(run_id, {"batch": encode_batch(batch)})
+
+    def _refused(self, run_id: str, batch: WriteBatch, refused: list[Refusal]) -> None:
+        """Record what the store's rules refuse (exactly: units, steps, points) and say it, rate-limited."""
+        batch.losses.extend(refusal_losses(refused, "rejected_by_store"))
+        self._append(run_id, {"batch": encode_batch(batch)})
+        for r in refused:
+            self.report(f"refused:{r.where.split('[')[0]}:{r.reason[:60]}",
+                        f"rlcockpit: run {run_id}: {r} — the team server cannot store it; dropped and recorded as "
+                        f"data_lost (the rest of the batch is kept)")
 
     def append_points(self, run_id: str, points: Mapping[str, Series]) -> None:
         self.write_batch(run_id, WriteBatch(points=dict(points)))
@@ -130,7 +160,7 @@ class RemoteStore(Store):
 
     def add_event(self, run_id: str, kind: str, payload: Mapping[str, Any], step: int | None = None) -> str:
         eid = uuid.uuid4().hex[:12]
-        self._append(run_id, {"batch": {"events": [[kind, dict(payload), step, eid]]}})
+        self.write_batch(run_id, WriteBatch(events=[(kind, dict(payload), step, eid)]))
         return eid
 
     def add_data_loss(self, run_id: str, loss: DataLoss) -> str:
@@ -225,6 +255,7 @@ class Uploader(threading.Thread):
         self._next_try = 0.0
         self._backoff = BACKOFF_START_S
         self._single_through = 0  # ops up to this seq are sent one per request (isolating a rejected one)
+        self._errors_of = (0, 0)  # (seq, consecutive 500s) of the op sent alone
         self.state = "ok"
         self.outage: str | None = None
         self.had_outage = False
@@ -294,22 +325,46 @@ class Uploader(threading.Thread):
                     f"in {self.spool.path} (fix RLCOCKPIT_TOKEN or the project role, then `rlcockpit sync`)")
             self.state = "refused"
             return self._failed(message, REFUSED_RETRY_S, quiet=True)
-        if r.status_code in (400, 404, 409, 413, 422):
+        if r.status_code == 404:
+            return self._gone(run_id, message)
+        if r.status_code in (400, 409, 413, 422) or (r.status_code == 500 and self._deterministic(ops)):
             if len(ops) > 1:
                 self._single_through = ops[-1][0]  # resend one by one to find the op at fault
                 return True
             return self._reject(ops[0], message)
+        if r.status_code == 500 and len(ops) > 1:
+            self._single_through = ops[-1][0]  # a 500 may be one op's value: isolate before it blocks the rest
         retry = r.headers.get("retry-after")
         return self._failed(message, float(retry) if retry and retry.replace(".", "", 1).isdigit() else None)
+
+    def _deterministic(self, ops: list[tuple[int, str, bytes]]) -> bool:
+        """Whether this 500 is the op's own: the same single op answered 500 :data:`SERVER_ERROR_TRIES` times."""
+        if len(ops) > 1:
+            return False
+        seq = ops[0][0]
+        n = self._errors_of[1] + 1 if self._errors_of[0] == seq else 1
+        self._errors_of = (seq, n)
+        return n >= SERVER_ERROR_TRIES
 
     def _reject(self, op: tuple[int, str, bytes], message: str) -> bool:
         """The server refuses this op for good: drop it and record the loss on the run (a new op)."""
         seq, run_id, body = op
         self.spool.drop(seq)
-        say(f"rlcockpit: the team server rejected a batch of run {run_id}: {message}; it is dropped and recorded "
-            f"as data_lost")
-        for loss in op_losses(body, "rejected_by_store", message):
+        losses = op_losses(body, "rejected_by_store", message)
+        self.store.report(f"rejected:{message[:80]}", f"rlcockpit: the team server rejected a batch of run {run_id}: "
+                          f"{message}; it is dropped and recorded as data_lost ({'; '.join(x.describe() for x in losses)})")
+        for loss in losses:
             self.spool.append(run_id, {"batch": encode_batch(WriteBatch(losses=[loss]))}, dumps)
+        return True
+
+    def _gone(self, run_id: str, message: str) -> bool:
+        """The server does not have the run (deleted by an admin, or never created): nothing sent for it can
+        succeed. Drop its spooled ops, drop its later writes (counted), record it in the spool, say it once."""
+        self.store.gone.setdefault(run_id, 0)  # first: a write racing with the drop below is not spooled
+        dropped = self.spool.drop_run(run_id)
+        self._note(**{f"gone:{run_id}": f"{dropped} batches dropped: {message}"})
+        say(f"rlcockpit: the team server {self.store.server} no longer has run {run_id} ({message}); {dropped} spooled "
+            f"batches are dropped and nothing more is sent for it (logging goes on; `rlcockpit status` shows it)")
         return True
 
     def _failed(self, why: str, retry_s: float | None = None, *, quiet: bool = False) -> bool:

@@ -103,6 +103,11 @@ class Spool:
         with self._lock:
             return self._conn.execute("DELETE FROM ops WHERE run_id = ? AND seq <= ?", (run_id, through_seq)).rowcount
 
+    def drop_run(self, run_id: str) -> int:
+        """Delete every op of ``run_id`` (the server no longer has the run); how many there were."""
+        with self._lock:
+            return self._conn.execute("DELETE FROM ops WHERE run_id = ?", (run_id,)).rowcount
+
     def drop(self, seq: int) -> None:
         with self._lock:
             self._conn.execute("DELETE FROM ops WHERE seq = ?", (seq,))
@@ -118,6 +123,11 @@ class Spool:
     def info(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
+
+    def info_like(self, prefix: str) -> dict[str, str]:
+        """Info entries whose key starts with ``prefix`` (e.g. ``gone:``, runs the server no longer has)."""
+        rows = self._conn.execute("SELECT key, value FROM info WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+        return {k[len(prefix):]: v for k, v in rows}
 
     def set_info(self, **values: Any) -> None:
         with self._lock:

@@ -17,16 +17,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from rlcockpit.store.batch import DataLoss, WriteBatch
+from rlcockpit.store.batch import DataLoss, WriteBatch, step_ranges
+from rlcockpit.store.clean import checked_key
+from rlcockpit.store.rules import MAX_KEY_LEN, MAX_STEP
 
-MAX_KEY_LEN = 512
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_KEYS_PER_BATCH = 20_000
 RUN_FIELDS = {"summary", "heartbeat_at", "heartbeat_mono", "boot_id", "status", "exit_code", "finished_at", "config",
               "notes", "tags", "group", "name", "data_lost"}
@@ -91,16 +90,12 @@ def _array(obj: Any, dtype: str, where: str) -> np.ndarray:
 
 
 Packed = tuple[list[str], list[int], np.ndarray, np.ndarray, np.ndarray]  # keys, counts, steps, values, ts
-_GOOD_KEYS: set[str] = set()  # names already checked (the same keys arrive in every request of a run)
 
 
 def _check_key(key: Any) -> None:
-    if key in _GOOD_KEYS:
-        return
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LEN or _CONTROL.search(key):
-        raise BadBatch(f"points: bad metric name {str(key)[:80]!r} (1-{MAX_KEY_LEN} printable characters)")
-    if len(_GOOD_KEYS) < 200_000:
-        _GOOD_KEYS.add(key)
+    why = checked_key(key)  # the rules log() applies too (store/rules.py)
+    if why is not None:
+        raise BadBatch(f"points[{str(key)[:80]!r}]: bad metric name: {why} (1-{MAX_KEY_LEN} printable characters)")
 
 
 def decode_packed(points: Any) -> Packed:
@@ -126,8 +121,8 @@ def decode_packed(points: Any) -> Packed:
     if not len(s) == len(v) == len(t) == total:
         raise BadBatch(f"points: {total} points announced, but steps, values and timestamps hold {len(s)}, "
                        f"{len(v)} and {len(t)}")
-    if total and (s.min() < 0 or s.max() >= 2**62):
-        raise BadBatch("points.s: steps must be within 0..2^62")
+    if total and s.min() < 0:
+        raise BadBatch(f"points.s: steps must be within 0..2**63-1 (got {int(s.min())})")
     return keys, counts, s, v, t
 
 
@@ -224,7 +219,7 @@ def _decode_loss(obj: Any, i: int) -> DataLoss:
 
 
 def _is_step(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**62
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_STEP
 
 
 def decode_create(obj: Any) -> dict[str, Any]:
@@ -239,18 +234,36 @@ def decode_create(obj: Any) -> dict[str, Any]:
 
 
 def op_losses(body: bytes, reason: str, message: str) -> list[DataLoss]:
-    """What is lost when the spooled op ``body`` is dropped (its steps where they can be read)."""
+    """What is lost when the spooled op ``body`` is dropped: its steps, points and entries, read leniently
+    (the op may be refused precisely because a key or value breaks the rules)."""
     try:
-        batch = decode_batch(json.loads(body).get("batch") or {})
+        obj = json.loads(body).get("batch") or {}
     except (ValueError, AttributeError):
         return [DataLoss("metrics", reason, [], entries=1, message=message)]
     out = []
-    if batch.points:
-        out.append(DataLoss("metrics", reason, batch.metric_steps(), entries=max(batch.entries, 1),
-                            points=batch.point_count(), message=message))
-    if batch.samples:
-        out.append(DataLoss("samples", reason, [[s, s] for s, _ in batch.samples], entries=len(batch.samples),
-                            message=message))
-    if batch.events or batch.findings:
-        out.append(DataLoss("events", reason, [], entries=len(batch.events) + len(batch.findings), message=message))
+    points = _lenient_points(obj.get("points") if isinstance(obj, Mapping) else None)
+    if points is not None:
+        steps, keys = points
+        out.append(DataLoss("metrics", reason, step_ranges(steps), entries=1, points=len(steps),
+                            message=f"{message} (keys: {', '.join(repr(k)[:80] for k in keys[:10])}"
+                                    + (f", … {len(keys)} in all)" if len(keys) > 10 else ")")))
+    samples = obj.get("samples") if isinstance(obj, Mapping) else None
+    if isinstance(samples, list) and samples:
+        steps = sorted({int(x[0]) for x in samples if isinstance(x, list) and x and _is_step(x[0])})
+        out.append(DataLoss("samples", reason, [[s, s] for s in steps], entries=len(samples), message=message))
+    n = sum(len(obj.get(k) or []) for k in ("events", "findings") if isinstance(obj, Mapping)
+            and isinstance(obj.get(k), list))
+    if n:
+        out.append(DataLoss("events", reason, [], entries=n, message=message))
     return out or [DataLoss("summary", reason, [], entries=1, message=message)]
+
+
+def _lenient_points(points: Any) -> tuple[np.ndarray, list] | None:
+    """``(steps, keys)`` of a packed ``points`` object, without the checks a refused op may fail."""
+    if not isinstance(points, Mapping) or not isinstance(points.get("keys"), list):
+        return None
+    try:
+        steps = np.frombuffer(base64.b64decode(points.get("s") or ""), "<i8")
+    except (binascii.Error, ValueError, TypeError):
+        steps = np.zeros(0, np.int64)
+    return steps[steps >= 0], list(points["keys"])

@@ -13,7 +13,9 @@ records, barriers) are small and not charged: they must never be dropped.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -163,14 +165,28 @@ class QueueBudget:
     lets ``log()`` decide with one comparison. A race between two *producer* threads can lose one charge:
     the bound then loosens by one entry."""
 
-    __slots__ = ("charged", "released", "limit", "soft", "mark")
+    __slots__ = ("charged", "released", "limit", "soft", "mark", "wait_s")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, wait_s: float | None = None) -> None:
         self.charged = 0
         self.released = 0
         self.limit = int(limit)
         self.soft = self.limit * 3 // 4  # past this, the caller's slow path wakes the writer before anything is lost
         self.mark = self.soft
+        self.wait_s = queue_wait_s() if wait_s is None else float(wait_s)
+
+    def wait_for_room(self, cost: int, wake: threading.Event) -> bool:
+        """Backpressure: wait up to ``wait_s`` for the writer to make room for ``cost`` bytes (polling: the
+        writer never takes a lock for the caller). ``False``: still full, the caller drops the entry."""
+        if self.wait_s <= 0:
+            return False
+        wake.set()
+        deadline = time.monotonic() + self.wait_s
+        while self.charged - self.released + cost > self.limit:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.0005)
+        return True
 
     @property
     def queued(self) -> int:
@@ -180,6 +196,19 @@ class QueueBudget:
         """The writer took ``nbytes`` off the queue (writer thread only)."""
         self.released += nbytes
         self.mark = self.released + self.soft
+
+
+QUEUE_WAIT_ENV = "RLCOCKPIT_QUEUE_WAIT_S"
+DEFAULT_QUEUE_WAIT_S = 0.0  # opt-in: see docs/tracking.md "Backpressure" and bench/queue_policy.py
+
+
+def queue_wait_s() -> float:
+    """How long ``log()`` waits for room in a full queue (``$RLCOCKPIT_QUEUE_WAIT_S``; 0: drop at once)."""
+    raw = os.environ.get(QUEUE_WAIT_ENV)
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_QUEUE_WAIT_S
+    except ValueError:
+        return DEFAULT_QUEUE_WAIT_S
 
 
 def human_bytes(n: int) -> str:

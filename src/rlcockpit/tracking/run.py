@@ -7,9 +7,10 @@ builds. Data is in the store within about ``poll_s`` (0.2 s) of being logged, so
 that (plus whatever the writer had not caught up with at the time; see docs/tracking.md for the figures).
 
 Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
-entry). When it is full, ``log()`` still returns at once: the entry is dropped, counted in ``run.dropped``,
+entry). When it is full, ``log()`` returns at once: the entry is dropped, counted in ``run.dropped``,
 and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
-prefix with recorded gaps, never silent holes.
+prefix with recorded gaps, never silent holes. ``$RLCOCKPIT_QUEUE_WAIT_S`` makes it wait that long for room
+first (backpressure; docs/tracking.md, bench/queue_policy.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from rlcockpit.redact import redact
 from rlcockpit.store import resolve_dir
 from rlcockpit.store.base import Store, StoreError
 from rlcockpit.store.batch import DataLoss, merge_ranges
+from rlcockpit.store.ratelimit import RepeatLimiter, kind_of
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
 from rlcockpit.tracking import reinit as reinit_module
@@ -84,6 +86,7 @@ class Run(WandbRunMethods):
         self.dropped = 0
         self._queue: deque = deque()
         self._budget = QueueBudget(options.max_queue_bytes)
+        self._stalled_at = -1  # the writer's released bytes when a wait for room last failed
         self._finished = False
         self._blocked = False  # finished, or entries were dropped and the gap is not recorded yet
         self._gap: DataLoss | None = None
@@ -92,6 +95,7 @@ class Run(WandbRunMethods):
         self._finding_listeners: list[Callable[[Any], None]] = []
         self._alert_listeners: list[Callable[[str, str, str], None]] = []
         self._warned: set[str] = set()
+        self._say = RepeatLimiter(lambda m: logger.warning("%s", m))
         self._alerts_sent: dict[str, float] = {}  # title -> when it was last sent (W&B's wait_duration)
         self._end_reason: str | None = None
         try:
@@ -128,7 +132,7 @@ class Run(WandbRunMethods):
         self._queue.append(entry)
 
     def _charge(self, entry: Any, cost: int, step: int, points: int, what: str) -> bool:
-        """Queue a caller entry within the byte budget; else record it as dropped (never blocks)."""
+        """Queue a caller entry within the byte budget (waiting up to ``QueueBudget.wait_s``); else drop it."""
         b = self._budget
         if self._finished:
             return False
@@ -136,7 +140,10 @@ class Run(WandbRunMethods):
         if b.charged - b.released + cost > b.soft and not wake.is_set():
             wake.set()  # three quarters full: drain now rather than at the next poll
         if self._blocked or b.charged - b.released + cost > b.limit:
-            if b.charged - b.released + cost > b.limit:
+            # backpressure: wait for the writer, not again until it made progress (a stuck store costs one wait)
+            if b.charged - b.released + cost > b.limit and (b.released == self._stalled_at
+                                                             or not b.wait_for_room(cost, wake)):
+                self._stalled_at = b.released
                 self._drop(what, step, points, cost)
                 return False
             self._end_gap()
@@ -196,7 +203,7 @@ class Run(WandbRunMethods):
         # the hot path: every line here runs for every logged step, on the training thread
         if step is None:
             step = self._next_step
-        elif type(step) is not int or not self._last_step <= step <= MAX_STEP:
+        elif type(step) is not int or not self._last_step <= step <= MAX_STEP or step < 0:  # -1 before the 1st
             step = self._bad_step(step)
             if step is None:
                 return
@@ -221,11 +228,11 @@ class Run(WandbRunMethods):
         try:
             value = check_step(step)
         except BadStep as exc:
-            self._warn("step", f"rlcockpit: log() call rejected: {exc}")
+            self._warn("step:" + kind_of(str(exc)), f"rlcockpit: log() call rejected: {exc}")
             return None
         if value < self._last_step:
             self._warn("lower", f"rlcockpit: log() step {value} is lower than the last logged step "
-                                f"{self._last_step}; entry rejected (further ones are rejected silently)")
+                                f"{self._last_step}; entry rejected")
             return None
         return value
 
@@ -241,9 +248,7 @@ class Run(WandbRunMethods):
         return None
 
     def _warn(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            logger.warning("%s", message)
+        self._say(key, message)  # each distinct problem at once, its repeats rate-limited (never silenced)
 
     def log_samples(self, rows: Sequence[Mapping[str, Any]], step: int | None = None) -> None:
         """Rollout samples of one step: rows with ``prompt``, ``response``, ``reward`` and any extra columns.

@@ -8,8 +8,9 @@ numpy arrays / tensors of 2..32 values are kept as lists, as W&B keeps them in i
 they are evidence, not errors. ``None`` (also inside a nested dict) is a *null*, as W&B stores it: the key is
 present at that step with no value (see :func:`flatten`'s ``nulls``). Rejected per key, with one warning
 naming the key: strings, lists holding anything but numbers, ``None`` and nested lists of them (``["a"]``),
-numbers no float can hold (``10**400``), keys that are not text or cannot be
-stored as UTF-8 (a lone surrogate ``"\\ud800"``), empty keys.
+numbers no float can hold (``10**400``), keys that are not text, empty, longer than 512 characters, holding a
+control character (newline, NUL...) or not UTF-8 (a lone surrogate ``"\\ud800"``) — the rules of
+:mod:`rlcockpit.store.rules`, which the team server applies too.
 
 Steps (checked on the caller's thread, see :func:`check_step`): an ``int`` (or numpy integer, or an
 integral float such as ``3.0``) in ``0 ≤ step < 2**63``. ``1.5``, ``"7"``, ``True``, NaN are rejected —
@@ -30,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-MAX_STEP = 2**63 - 1
+from rlcockpit.store.rules import MAX_STEP, key_problem  # noqa: F401 - the rules the team server applies too
+
 MAX_DEPTH = 32
 TEXT_COLUMNS = ("prompt", "response")
 
@@ -57,20 +59,6 @@ def check_step(step: Any) -> int:
     if not 0 <= value <= MAX_STEP:
         raise BadStep(f"step {value} is outside 0..2**63-1")
     return value
-
-
-def key_problem(key: Any) -> str | None:
-    """Why ``key`` cannot be a stored metric/column name, or ``None`` when it can."""
-    if not isinstance(key, str):
-        return f"a {type(key).__name__} is not a key (keys are text)"
-    if not key:
-        return "an empty key"
-    if not key.isascii():
-        try:
-            key.encode("utf-8")
-        except UnicodeEncodeError:
-            return "the key is not valid text (it holds a lone surrogate)"
-    return None
 
 
 def to_float(value: Any) -> float | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -23,9 +24,11 @@ Ctx = Annotated[Cockpit, Depends(cockpit)]
 
 @contextmanager
 def _state(ctx: Cockpit) -> Iterator[SweepState | None]:
-    """The sweep tables (None when no sweep was ever created in this store, or the store has no local file)."""
+    """The sweep tables (None when no sweep was ever created in this store, or the store has no local file:
+    sweeps live beside a local SQLite store; a PostgreSQL store's ``dir`` is its URL, a string, so the team
+    server has none)."""
     store_dir = getattr(ctx.store, "dir", None)
-    if store_dir is None or not (store_dir / "rlcockpit.db").is_file():
+    if not isinstance(store_dir, Path) or not (store_dir / "rlcockpit.db").is_file():
         yield None
         return
     db = open_database(store_dir, read_only=True)
