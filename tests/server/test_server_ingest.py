@@ -214,3 +214,20 @@ def test_a_remote_run_resumes_where_it_stopped(team, remote_init) -> None:
     row = team.server.store.get_run(first.id)
     assert _steps(team.server.store, first.id, "a") == list(range(20))
     assert row["config"] == {"lr": 1e-6, "n": 4, "extra": True} and row["status"] == "finished"
+
+
+def test_a_permanent_refusal_does_not_hold_finish_for_its_timeout(team, tmp_path, capsys) -> None:
+    """A viewer's token is refused (403) for good: ``finish`` says so at once and keeps the data spooled for
+    ``rlcockpit sync``; it waited out the whole finish timeout (30 s by default) first."""
+    import time
+
+    remote = RemoteStore(team.url, team.tokens["val"], spool_dir=tmp_path / "s")
+    remote.create_run({"id": "viewer01", "project": "rl", "name": "v"})
+    remote.write_batch("viewer01", WriteBatch(points={"a": (np.arange(5), np.arange(5.0), np.zeros(5))}))
+    t0 = time.monotonic()
+    assert remote.finish_run("viewer01", timeout_s=20.0) is False
+    assert time.monotonic() - t0 < 10.0
+    out = capsys.readouterr()
+    assert "refused it" in out.out + out.err and "rlcockpit sync" in out.out + out.err
+    assert remote.spool.stats("viewer01")["ops"] > 0  # nothing was thrown away
+    remote.close()

@@ -180,7 +180,8 @@ def test_a_replay_by_a_user_without_the_role_is_refused(team) -> None:
     ops = [{"seq": 1, "create": {"id": "rp", "project": "rl", "name": "rp"}}]
     assert _post(team, "alice", "rp", ops).status_code == 200
     r = _post(team, "eve", "rp", ops)  # the same stream and seq: a duplicate, but eve has no role in rl
-    assert r.status_code == 403 and "applied_through" not in r.text
+    # eve cannot see project rl: its run is "no run" to her (404, the project not named), and no cursor
+    assert r.status_code == 404 and "applied_through" not in r.text and "'rl'" not in r.text
 
 
 # ---- 14: wrong types are refused per op, naming the field; pages keep working ----------------------------

@@ -39,6 +39,8 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
         return JSON({"error": f"batch larger than the limit ({state.limits.max_body_bytes} bytes)"}, status_code=413)
 
     def authorize(project: str, creating: bool) -> None:
+        if not creating and not user.can(project, "viewer"):  # another project's run: as if it did not exist
+            raise UnknownRun(f"run {run_id!r} does not exist on this server")
         if not user.can(project, "member"):
             raise Refused(f"user {user.name!r} may not log runs in project {project!r} (needs the member role)")
 
@@ -70,8 +72,8 @@ async def ingest_ops(run_id: str, request: Request) -> Response:
         return JSON({"error": str(exc)}, status_code=403)
     except UnknownRun as exc:
         return JSON({"error": str(exc)}, status_code=404)
-    except StoreUnavailable as exc:
-        return JSON({"error": f"the team database is unavailable: {exc}"}, status_code=503,
+    except StoreUnavailable:  # its text may carry the database's address: never shown to a client
+        return JSON({"error": "the team database is unavailable"}, status_code=503,
                     headers={"retry-after": "1"})
     state.metrics.observe(time.perf_counter() - t0, applied.applied, times[0] - t0, times[1] - times[0])
     return JSON(applied.to_json())

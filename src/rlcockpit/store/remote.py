@@ -210,9 +210,15 @@ class RemoteStore(Store):
             timeout_s = float(os.environ.get(FINISH_ENV) or 30.0)
         deadline = time.monotonic() + timeout_s
         self.uploader.wake_now()
-        while self.spool.stats(run_id)["ops"] and time.monotonic() < deadline and self.uploader.is_alive():
+        while self.spool.stats(run_id)["ops"] and time.monotonic() < deadline and self.uploader.is_alive() \
+                and self.uploader.state != "refused":  # a refused token or role does not heal by waiting
             time.sleep(0.05)
         left = self.spool.stats(run_id)
+        if left["ops"] and self.uploader.state == "refused":
+            say(f"rlcockpit: run {run_id}: the team server {self.server} refused it ({self.uploader.outage}); "
+                f"{left['ops']} batches ({left['bytes'] / 2**20:.1f} MiB) are kept in {self.spool.path}: fix "
+                "RLCOCKPIT_TOKEN or the project role, then `rlcockpit sync`")
+            return False
         if left["ops"]:
             say(f"rlcockpit: run {run_id}: {left['ops']} batches ({left['bytes'] / 2**20:.1f} MiB) not yet at the team "
                 f"server {self.server} ({self.uploader.state}); they are kept in {self.spool.path} and sent by "
