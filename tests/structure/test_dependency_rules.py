@@ -36,7 +36,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": set(),
     "tracking": {"store", "metrics"},
     "health": {"metrics", "store"},
-    # + store: `rlcockpit alert-test` and the watchdog read the watched runs from the store (read side, as health)
+    # + store: ``rlcockpit watchdog`` opens the store whose runs it watches (read side, as health)
     "alerts": {"health", "store"},
     # ROOT: the trainer opens its run with the public ``rlcockpit.init``, as any user script does
     "trainer": {"algos", "tracking", ROOT},
