@@ -69,6 +69,7 @@ def _zero_padding(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def require_index(name: str, index: Any) -> None:
+    """Group estimators need a group label per row: fail with the estimator's name when there is none."""
     if index is None:
         raise ValueError(f"adv_estimator {name!r} needs index: one group label (prompt uid) per row")
 

@@ -79,6 +79,7 @@ class HealthReport:
 
 
 def one_line(text: Any, limit: int) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
     s = " ".join(str(text or "").split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 

@@ -58,10 +58,12 @@ class SweepConfigError(ValueError):
 
 
 def is_number(v: Any) -> bool:
+    """A finite int or float (a bool is not a number in a sweep config)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def is_int(v: Any) -> bool:
+    """An int that is not a bool."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 

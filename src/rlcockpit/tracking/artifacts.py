@@ -104,6 +104,7 @@ class Artifact:
 
 
 def artifact_registry(run: Run) -> ArtifactRegistry:
+    """The run's artifact registry (made on first use, then kept on the run)."""
     reg = getattr(run, "_artifacts", None)
     if reg is None:
         reg = ArtifactRegistry(run.dir)

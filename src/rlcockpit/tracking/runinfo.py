@@ -69,6 +69,8 @@ class Summary(dict):
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
+    """A run config as a plain dict, from what ``init(config=...)`` takes (W&B's forms: a dict, a YAML file
+    path, an OmegaConf config, a dataclass, an argparse namespace)."""
     if config is None:
         return {}
     if isinstance(config, (str, os.PathLike)):  # W&B: a path to a YAML config file

@@ -301,6 +301,7 @@ def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: t
 
 
 def checkpointing_on(model: Any) -> bool:
+    """Activation (gradient) checkpointing is on for ``model`` (or its PEFT base)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     name = "is_activation_checkpointing" if hasattr(type(base), "is_activation_checkpointing") else "is_gradient_checkpointing"
     return bool(getattr(base, name, False))

@@ -194,6 +194,7 @@ def cache_kwarg(model: Any) -> str:
 
 @functools.cache
 def cache_kwarg_of(model_cls: type) -> str:
+    """The KV-cache keyword of ``model_cls.forward`` (``cache`` or ``past_key_values``), once per class."""
     import inspect
 
     return "cache" if "cache" in inspect.signature(model_cls.forward).parameters else "past_key_values"

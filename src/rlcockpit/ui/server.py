@@ -143,6 +143,7 @@ if HttpToolsProtocol is not None:
 
 
 def protocol_class(timeouts: Timeouts) -> type[_Deadlines]:
+    """uvicorn's HTTP protocol (httptools when installed, else h11) enforcing ``timeouts``."""
     base = TimedHttpToolsProtocol if HttpToolsProtocol is not None else TimedH11Protocol  # noqa: F821
     return type(base.__name__, (base,), {"timeouts": timeouts})
 
@@ -233,6 +234,7 @@ class CockpitServer:
 
 
 def bind_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (the dashboard's and the team server's HTTP servers)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _name, addr = infos[0]
     sock = socket.socket(family, kind, proto)
