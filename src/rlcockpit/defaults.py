@@ -74,11 +74,40 @@ def public_sweep() -> Any:
     return make
 
 
+def preflight() -> Any:
+    """``train`` runs the checks first: (``preflight_gate``, the exception a strict failure raises). Handed down
+    so the trainer does not import preflight (which imports the trainer's config, data and models)."""
+    from rlcockpit.preflight import PreflightFailed, preflight_gate
+
+    return preflight_gate, PreflightFailed
+
+
+def preflight_probes() -> Any:
+    """What preflight's logging and backup checks read from tracking, the store and alerts, handed down so
+    preflight imports none of them: ``logger_name`` (a logger's registered name; ``KeyError`` with a hint),
+    ``missing_extra`` (the error a logger without its library raises), ``store_dir`` (where the store of a
+    ``trainer.rlcockpit_dir`` is), ``load_alerts_config`` and ``env_webhooks`` (the alert channels),
+    ``collect_meta`` (the command line, git state and packages a run records)."""
+    from types import SimpleNamespace
+
+    from rlcockpit.alerts.config import ENV_WEBHOOKS, load_alerts_config
+    from rlcockpit.store import resolve_dir
+    from rlcockpit.tracking.meta import collect_meta
+    from rlcockpit.tracking.sinks import SINKS, MissingExtra
+
+    return SimpleNamespace(logger_name=SINKS.canonical, missing_extra=MissingExtra, store_dir=resolve_dir,
+                           load_alerts_config=load_alerts_config, env_webhooks=ENV_WEBHOOKS, collect_meta=collect_meta)
+
+
 if "public_sweep" not in PROVIDERS:
     PROVIDERS.add("public_sweep", public_sweep)
 if "trainer_keys" not in PROVIDERS:
     PROVIDERS.add("trainer_keys", trainer_keys)
 if "verl_inactive_reason" not in PROVIDERS:
     PROVIDERS.add("verl_inactive_reason", verl_inactive_reason)
+if "preflight" not in PROVIDERS:
+    PROVIDERS.add("preflight", preflight)
+if "preflight_probes" not in PROVIDERS:
+    PROVIDERS.add("preflight_probes", preflight_probes)
 if "report_sender" not in PROVIDERS:
     PROVIDERS.add("report_sender", report_sender)

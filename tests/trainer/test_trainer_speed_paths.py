@@ -11,7 +11,7 @@ from rlcockpit.trainer.fused_logprobs import chunk_rows, output_head, token_logp
 from rlcockpit.trainer.rollout import (
     ROLLOUT_ENGINES,
     SamplingParams,
-    _cache_kwarg,
+    cache_kwarg,
     left_pad,
 )
 from rlcockpit.trainer.sampling import sample_categorical
@@ -150,7 +150,7 @@ def test_rollout_with_the_preallocated_cache_matches_transformers_dynamic_cache(
     out = engine.generate(prompts, params)
     for r, p in enumerate(prompts):
         ids = torch.tensor([p])
-        ck = {_cache_kwarg(model): DynamicCache()}
+        ck = {cache_kwarg(model): DynamicCache()}
         with torch.no_grad():
             logits = model(input_ids=ids, use_cache=True, **ck).logits[:, -1]
             for t in range(int(out.response_mask[r].sum())):

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from rlcockpit.alerts.message import AlertMessage, run_link
-from rlcockpit.health.checkups import HealthReport, _one_line
+from rlcockpit.health.checkups import HealthReport, one_line
 
 
 def report_message(report: HealthReport, dashboard_url: str | None = None) -> Any:
@@ -21,7 +21,7 @@ def report_message(report: HealthReport, dashboard_url: str | None = None) -> An
     text = report.note
     if report.samples:
         lines = [f"step {s['step']} reward {s['reward'] if s['reward'] is not None else '-'}: "
-                 f"{_one_line(s['response'], 200)}" for s in report.samples]
+                 f"{one_line(s['response'], 200)}" for s in report.samples]
         text = (text + "\n\n" if text else "") + "Sampled generations:\n" + "\n".join(lines)
     return AlertMessage(title=report.headline.split(" for run ")[0] + f": {report.verdict}", text=text, level=level,
                         kind="report", project=report.project, run_id=report.run_id, run_name=report.run_name,

@@ -58,7 +58,7 @@ ESTIMATOR_INPUTS = ("values", "reward_baselines", "old_log_probs", "sum_pi_squar
                     "non_tensor_batch")
 
 
-def _outcome_scores(token_level_rewards: Tensor, response_mask: Tensor) -> Tensor:
+def outcome_scores(token_level_rewards: Tensor, response_mask: Tensor) -> Tensor:
     """``(bs,)`` per-sequence score: the sum of the rewards on valid tokens."""
     return _zero_padding(token_level_rewards, response_mask.to(token_level_rewards.dtype)).sum(-1)
 
@@ -68,7 +68,8 @@ def _zero_padding(x: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask != 0, x, torch.zeros_like(x)) * mask
 
 
-def _require_index(name: str, index: Any) -> None:
+def require_index(name: str, index: Any) -> None:
+    """Group estimators need a group label per row: fail with the estimator's name when there is none."""
     if index is None:
         raise ValueError(f"adv_estimator {name!r} needs index: one group label (prompt uid) per row")
 
@@ -97,7 +98,7 @@ def group_stats(scores: Tensor, index: Any) -> tuple[Tensor, Tensor, Tensor, Ten
     return ids, count[ids].to(dt), mean[ids].to(dt), std[ids].to(dt)
 
 
-def _broadcast(per_row: Tensor, response_mask: Tensor) -> Tensor:
+def broadcast_to_tokens(per_row: Tensor, response_mask: Tensor) -> Tensor:
     """``(bs,)`` -> ``(bs, T)`` on valid tokens, 0 on padding."""
     return per_row.unsqueeze(-1) * response_mask.to(per_row.dtype)
 
@@ -169,8 +170,8 @@ def compute_grpo_outcome_advantage(
         ``(advantages, returns)``, identical ``(bs, T)`` tensors: the row's advantage on every
         valid token, 0 on padding.
     """
-    _require_index("grpo", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("grpo", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     _, count, mean, std = group_stats(scores, index)
     single = count <= 1
     mean = torch.where(single, torch.zeros_like(mean), mean)
@@ -178,7 +179,7 @@ def compute_grpo_outcome_advantage(
     adv = scores - mean
     if norm_adv_by_std_in_grpo:
         adv = adv / (std + epsilon)
-    out = _broadcast(adv, response_mask)
+    out = broadcast_to_tokens(adv, response_mask)
     return out, out.clone()
 
 
@@ -193,12 +194,12 @@ def compute_rloo_outcome_advantage(
 
     Args/Returns: as :func:`compute_grpo_outcome_advantage`.
     """
-    _require_index("rloo", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("rloo", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     _, count, mean, _ = group_stats(scores, index)
     loo = count / (count - 1).clamp(min=1) * (scores - mean)
     adv = torch.where(count > 1, loo, scores)
-    out = _broadcast(adv, response_mask)
+    out = broadcast_to_tokens(adv, response_mask)
     return out, out.clone()
 
 
@@ -215,14 +216,14 @@ def compute_grpo_vectorized_outcome_advantage(
 
     Args/Returns: as :func:`compute_grpo_outcome_advantage`.
     """
-    _require_index("grpo_vectorized", index)
-    scores = _outcome_scores(token_level_rewards, response_mask).to(torch.float32)
+    require_index("grpo_vectorized", index)
+    scores = outcome_scores(token_level_rewards, response_mask).to(torch.float32)
     _, count, mean, std = group_stats(scores, index)
     single = count <= 1
     mean = torch.where(single, torch.zeros_like(mean), mean)
     std = torch.where(single, torch.ones_like(std), std)
     adv = (scores - mean) / (std + epsilon) if norm_adv_by_std_in_grpo else scores - mean
-    out = _broadcast(adv.to(token_level_rewards.dtype), response_mask)
+    out = broadcast_to_tokens(adv.to(token_level_rewards.dtype), response_mask)
     return out, out.clone()
 
 
@@ -238,11 +239,11 @@ def compute_rloo_vectorized_outcome_advantage(
 
     Args/Returns: as :func:`compute_grpo_outcome_advantage`.
     """
-    _require_index("rloo_vectorized", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("rloo_vectorized", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     _, count, mean, _ = group_stats(scores, index)
     adv = torch.where(count > 1, (count * scores - count * mean) / (count - 1).clamp(min=1), torch.zeros_like(scores))
-    out = _broadcast(adv, response_mask)
+    out = broadcast_to_tokens(adv, response_mask)
     return out, out.clone()
 
 
@@ -322,12 +323,12 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
 
     Args/Returns: as :func:`compute_grpo_outcome_advantage`.
     """
-    _require_index("reinforce_plus_plus_baseline", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("reinforce_plus_plus_baseline", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     _, count, mean, _ = group_stats(scores, index)
     centered = scores - torch.where(count > 1, mean, torch.zeros_like(mean))
     mask = response_mask.to(scores.dtype)
-    tiled = _broadcast(centered, mask)
+    tiled = broadcast_to_tokens(centered, mask)
     out = masked_whiten(tiled, mask) * mask
     return out, out.clone()
 

@@ -16,11 +16,11 @@ from torch import Tensor
 
 from rlcockpit.algos.advantages import (
     ADV_ESTIMATORS,
-    _broadcast,
-    _outcome_scores,
-    _require_index,
+    broadcast_to_tokens,
     compute_grpo_outcome_advantage,
     group_stats,
+    outcome_scores,
+    require_index,
 )
 from rlcockpit.algos.core import group_ids, masked_whiten
 
@@ -44,15 +44,15 @@ def compute_opo_outcome_advantage(
 
     Returns: ``(advantages, returns)``, identical ``(bs, T)`` tensors.
     """
-    _require_index("opo", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("opo", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     lengths = response_mask.to(scores.dtype).sum(-1)
     ids, n_groups = group_ids(index, scores.shape[0], scores.device)
     weighted = torch.zeros(n_groups, dtype=scores.dtype, device=scores.device).index_add_(0, ids, lengths * scores)
     total = torch.zeros_like(weighted).index_add_(0, ids, lengths)
     count = torch.zeros_like(weighted).index_add_(0, ids, torch.ones_like(scores))
     baseline = torch.where(count > 1, weighted / total.clamp(min=1), torch.zeros_like(total))[ids]
-    out = _broadcast(scores - baseline, response_mask)
+    out = broadcast_to_tokens(scores - baseline, response_mask)
     return out, out.clone()
 
 
@@ -68,11 +68,11 @@ def compute_gpg_outcome_advantage(
 
     Returns: ``(advantages, returns)``, identical ``(bs, T)`` tensors.
     """
-    _require_index("gpg", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("gpg", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     alpha = scores.shape[0] / torch.count_nonzero(scores).clamp(min=1)
     _, count, mean, _ = group_stats(scores, index)
-    out = _broadcast(alpha * (scores - torch.where(count > 1, mean, torch.zeros_like(mean))) / f_norm, response_mask)
+    out = broadcast_to_tokens(alpha * (scores - torch.where(count > 1, mean, torch.zeros_like(mean))) / f_norm, response_mask)
     return out, out.clone()
 
 
@@ -93,8 +93,8 @@ def compute_grpo_passk_outcome_advantage(
     Raises:
         ValueError: a group of one response.
     """
-    _require_index("grpo_passk", index)
-    scores = _outcome_scores(token_level_rewards, response_mask)
+    require_index("grpo_passk", index)
+    scores = outcome_scores(token_level_rewards, response_mask)
     ids, n_groups = group_ids(index, scores.shape[0], scores.device)
     advantages = torch.zeros_like(scores)
     for g in range(n_groups):
@@ -108,7 +108,7 @@ def compute_grpo_passk_outcome_advantage(
         if norm_adv_by_std_in_grpo:
             margin = margin / (torch.std(rewards) + epsilon)
         advantages[rows[top_idx[0]]] = margin
-    out = _broadcast(advantages, response_mask)
+    out = broadcast_to_tokens(advantages, response_mask)
     return out, out.clone()
 
 
@@ -147,14 +147,14 @@ def compute_gdpo_outcome_advantage(
         ValueError: keys without the per-component data or the other way round, a missing key, or a
             weight list whose length differs from the keys'.
     """
-    _require_index("gdpo", index)
+    require_index("gdpo", index)
     if (gdpo_reward_keys is None) != (non_tensor_batch is None) or (gdpo_reward_keys is not None
                                                                     and len(gdpo_reward_keys) == 0):
         raise ValueError("GDPO needs both algorithm.gdpo_reward_keys (the reward components, e.g. "
                          "['format_reward', 'accuracy_reward']) and non_tensor_batch holding them, or neither")
     bs = token_level_rewards.shape[0]
     if gdpo_reward_keys is None:
-        components = [_outcome_scores(token_level_rewards, response_mask)]
+        components = [outcome_scores(token_level_rewards, response_mask)]
     else:
         components = _component_scores(non_tensor_batch or {}, list(gdpo_reward_keys), bs, token_level_rewards.device)
     weights = [1.0] * len(components) if gdpo_reward_weights is None else [float(w) for w in gdpo_reward_weights]

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rlcockpit.algos.advantages import ADV_ESTIMATORS, _require_index
+from rlcockpit.algos.advantages import ADV_ESTIMATORS, require_index
 from rlcockpit.algos.core import check_same_shape, group_ids
 
 __all__ = ["compute_multi_turn_optimal_token_baseline_advantage", "compute_optimal_token_baseline_advantage"]
@@ -76,7 +76,7 @@ def compute_optimal_token_baseline_advantage(
     Returns:
         ``advantages (bs, T)`` (0 on padding) and ``returns (bs, T)``: the reward-to-go.
     """
-    _require_index("optimal_token_baseline", index)
+    require_index("optimal_token_baseline", index)
     mask, w_cum = _path_weights(response_mask, old_log_probs, sum_pi_squared, rollout_is_weights,
                                 "optimal_token_baseline")
     rewards = torch.where(mask != 0, token_level_rewards, torch.zeros_like(token_level_rewards)) * mask
@@ -109,7 +109,7 @@ def compute_multi_turn_optimal_token_baseline_advantage(
     Returns:
         ``advantages (bs, T)`` (0 on padding and observation tokens) and ``returns (bs, T)``.
     """
-    _require_index("tir_optimal_token_baseline", index)
+    require_index("tir_optimal_token_baseline", index)
     mask, w_cum = _path_weights(response_mask, old_log_probs, sum_pi_squared, rollout_is_weights,
                                 "tir_optimal_token_baseline")
     rewards = torch.where(mask != 0, token_level_rewards, torch.zeros_like(token_level_rewards)) * mask

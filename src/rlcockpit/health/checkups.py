@@ -74,11 +74,12 @@ class HealthReport:
             for s in self.samples:
                 reward = s.get("reward")
                 r = f"{reward:.3g}" if isinstance(reward, (int, float)) else "-"
-                lines.append(f"    step {s.get('step')} reward {r}: {_one_line(s.get('response'), 160)}")
+                lines.append(f"    step {s.get('step')} reward {r}: {one_line(s.get('response'), 160)}")
         return "\n".join(lines)
 
 
-def _one_line(text: Any, limit: int) -> str:
+def one_line(text: Any, limit: int) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
     s = " ".join(str(text or "").split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
@@ -275,7 +276,7 @@ def samples_for_report(store: Any, run_id: str, lo_step: int | None, hi_step: in
         if r.get("prompt") in prompts:
             continue
         prompts.add(r.get("prompt"))
-        picked.append({"step": r["step"], "prompt": _one_line(r.get("prompt"), 300),
+        picked.append({"step": r["step"], "prompt": one_line(r.get("prompt"), 300),
                        "response": str(r.get("response") or "")[:1000], "reward": r.get("reward")})
         if len(picked) == n:
             break
@@ -285,7 +286,7 @@ def samples_for_report(store: Any, run_id: str, lo_step: int | None, hi_step: in
             if len(picked) == n:
                 break
             if (r["step"], str(r.get("response") or "")[:1000]) not in seen:
-                picked.append({"step": r["step"], "prompt": _one_line(r.get("prompt"), 300),
+                picked.append({"step": r["step"], "prompt": one_line(r.get("prompt"), 300),
                                "response": str(r.get("response") or "")[:1000], "reward": r.get("reward")})
     return picked
 

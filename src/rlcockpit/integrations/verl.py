@@ -63,9 +63,9 @@ class CockpitBackend:
         import rlcockpit
         from rlcockpit.integrations.verl_files import load_config_file, verl_config
         from rlcockpit.tracking.reinit import OWN_RUN
-        from rlcockpit.tracking.run import _config_to_dict
+        from rlcockpit.tracking.runinfo import config_to_dict
 
-        cfg = verl_config(_config_to_dict(config) if config is not None else None)
+        cfg = verl_config(config_to_dict(config) if config is not None else None)
         alerts_file = os.environ.get("RLCOCKPIT_ALERTS")
         alerts = None
         if alerts_file:

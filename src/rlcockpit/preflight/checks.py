@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.redact import redact
+from rlcockpit.registry import PROVIDERS
+
 STATUSES = ("pass", "warn", "fail")
 SAMPLE_ROWS_FOR_LENGTHS = 2000
 TRACKER_PACKAGES = {"wandb": "wandb", "mlflow": "mlflow", "swanlab": "swanlab", "tensorboard": "tensorboard"}
@@ -256,14 +259,12 @@ def _writable(path: Path) -> str | None:
 
 def check_logging(cfg: Any, alerts: Any = None) -> list[CheckResult]:
     """Every configured logger can start (library installed, directory writable); alert channels parse."""
-    from rlcockpit.store import resolve_dir
-    from rlcockpit.tracking.sinks import SINKS, MissingExtra
-
+    probes = PROVIDERS.get("preflight_probes")()  # tracking's and the store's knowledge, handed down
     out: list[CheckResult] = []
     problems: list[str] = []
     for name in cfg.trainer.logger:
         try:
-            canonical = SINKS.canonical(name)
+            canonical = probes.logger_name(name)
         except KeyError as exc:
             problems.append(f"trainer.logger: {exc.args[0]}")
             continue
@@ -272,8 +273,8 @@ def check_logging(cfg: Any, alerts: Any = None) -> list[CheckResult]:
             try:
                 importlib.import_module(package)
             except ImportError:
-                problems.append(str(MissingExtra(canonical, package, canonical)))
-    store_dir = resolve_dir(cfg.trainer.rlcockpit_dir)
+                problems.append(str(probes.missing_extra(canonical, package, canonical)))
+    store_dir = probes.store_dir(cfg.trainer.rlcockpit_dir)
     err = _writable(store_dir)
     if err:
         problems.append(f"tracking store: {err}")
@@ -288,18 +289,17 @@ def check_logging(cfg: Any, alerts: Any = None) -> list[CheckResult]:
 
 
 def _check_alerts(alerts: Any) -> CheckResult:
-    from rlcockpit.alerts.config import ENV_WEBHOOKS, load_alerts_config
-
+    probes = PROVIDERS.get("preflight_probes")()
     name = "logging: alert channels"
     try:
-        config = load_alerts_config(alerts)
+        config = probes.load_alerts_config(alerts)
     except ValueError as exc:
         return CheckResult(name, "fail", str(exc))
     problems = [p for ch in config.channels for p in ch.problems()]
     for ch in config.channels:
         if "secret" in ch.options and not ch.options.get("secret"):
             problems.append(f"{ch.name}: signing is configured ('secret' key) but the secret is empty")
-    for var, (_kind, secret_var) in ENV_WEBHOOKS.items():
+    for var, (_kind, secret_var) in probes.env_webhooks.items():
         if secret_var and os.environ.get(secret_var) and not os.environ.get(var):
             problems.append(f"{secret_var} is set but {var} is not: the signed channel is not configured")
     if problems:
@@ -314,10 +314,8 @@ def _check_alerts(alerts: Any) -> CheckResult:
 
 def check_backup(cfg: Any, run: Any = None, backup_dir: str | os.PathLike[str] | None = None) -> list[CheckResult]:
     """Resolved config, command line, git commit + diff and package versions are captured (and saved)."""
-    from rlcockpit.redact import redact
-    from rlcockpit.tracking.meta import collect_meta
-
-    meta = (run.store.get_run(run.id).get("meta") if run is not None else None) or collect_meta(capture_git=True)
+    meta = ((run.store.get_run(run.id).get("meta") if run is not None else None)
+            or PROVIDERS.get("preflight_probes")().collect_meta(capture_git=True))
     config = redact(dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg))
     missing, warns = [], []
     if not meta.get("command"):

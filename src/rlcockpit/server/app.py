@@ -32,7 +32,7 @@ from rlcockpit.store.postgres import PostgresStore
 from rlcockpit.ui.app import STATIC_DIR, create_app
 from rlcockpit.ui.params import JSON, ApiError
 from rlcockpit.ui.security import Principal, is_loopback
-from rlcockpit.ui.server import Timeouts, _bind, _protocol_class
+from rlcockpit.ui.server import Timeouts, bind_socket, protocol_class
 from rlcockpit.version import __version__
 
 logger = logging.getLogger("rlcockpit.server")
@@ -161,9 +161,9 @@ class TeamServer:
         self.app = create_team_app(self.store, loopback=self.loopback, limits=limits, alerts=alerts,
                                    dashboard_url=dashboard_url, local_admin=local_admin)
         t = timeouts or Timeouts()
-        self.socket = _bind(host, port, t.backlog)
+        self.socket = bind_socket(host, port, t.backlog)
         self.server_address = self.socket.getsockname()[:2]
-        config = uvicorn.Config(self.app, http=_protocol_class(t), lifespan="off", access_log=False,
+        config = uvicorn.Config(self.app, http=protocol_class(t), lifespan="off", access_log=False,
                                 log_level="warning", timeout_keep_alive=t.keep_alive_s, backlog=t.backlog,
                                 timeout_graceful_shutdown=t.graceful_shutdown_s, server_header=False,
                                 date_header=False)

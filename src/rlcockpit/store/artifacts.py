@@ -25,7 +25,7 @@ from typing import Any
 
 from rlcockpit.paths import UnsafePathError, check_relative, confined
 from rlcockpit.store.base import resolve_dir
-from rlcockpit.store.blobs import BlobStore, _copy_hashing, sha256_file
+from rlcockpit.store.blobs import BlobStore, copy_hashing, sha256_file
 from rlcockpit.store.sql import Cursor, Database, open_database
 
 SCHEMA = (
@@ -421,7 +421,7 @@ class ArtifactRegistry:
                 out.unlink()
             if mode == "symlink":
                 out.symlink_to(src)
-            elif _copy_hashing(src, out) != f["sha256"]:  # verified on the way: a stored file changed on disk
+            elif copy_hashing(src, out) != f["sha256"]:  # verified on the way: a stored file changed on disk
                 out.unlink()
                 raise OSError(f"{version.qualified_name}: stored file {f['path']} no longer matches its sha256 "
                               f"{f['sha256'][:12]}… (modified on disk?)")

@@ -40,7 +40,7 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _copy_hashing(src: str | os.PathLike[str], dst: Path) -> str:
+def copy_hashing(src: str | os.PathLike[str], dst: Path) -> str:
     """Copy ``src`` to ``dst`` and return the sha256 of the bytes actually copied (one read of ``src``)."""
     h = hashlib.sha256()
     buf = bytearray(CHUNK)
@@ -103,7 +103,7 @@ class BlobStore:
         try:
             got = _link_hashing(src, tmp) if link else None
             if got is None:
-                got = _copy_hashing(src, tmp)
+                got = copy_hashing(src, tmp)
             if got != digest:  # the source changed while we copied it: refuse rather than store a lie
                 raise OSError(f"{src} changed while it was being stored (sha256 {digest[:12]} -> {got[:12]}); "
                               "log it again once it is written")

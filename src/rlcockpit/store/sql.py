@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.store.base import resolve_dir
+from rlcockpit.store.urls import postgres_dsn, url_kind
 
 DB_FILE = "rlcockpit.db"
 BUSY_TIMEOUT_MS = 60_000
@@ -142,12 +143,12 @@ def open_database(dir: str | os.PathLike[str] | None = None, *, read_only: bool 
     ``sqlite:///DIR`` URL or a ``postgresql://`` URL (also from ``$RLCOCKPIT_STORE`` when ``dir`` is None)."""
     target = os.fspath(dir) if dir is not None else (os.environ.get("RLCOCKPIT_STORE") or None)
     if target is not None and "://" in target:
-        scheme = target.split("://", 1)[0].lower()
-        if scheme in ("postgresql", "postgres"):  # the team server's database (store/sql_postgres.py)
+        scheme, kind = target.split("://", 1)[0].lower(), url_kind(target)  # the schemes' one home: store/urls.py
+        if kind == "postgresql":  # the team server's database (store/sql_postgres.py)
             from rlcockpit.store.sql_postgres import PostgresDatabase
 
-            return PostgresDatabase("postgresql://" + target.split("://", 1)[1], read_only=read_only)
-        if scheme != "sqlite":
+            return PostgresDatabase(postgres_dsn(target), read_only=read_only)
+        if kind != "sqlite":
             raise ValueError(f"sweeps and artifacts keep their tables in the store's database; {scheme}:// stores "
                              "are not supported for them — use a directory, sqlite:///DIR or postgresql://...")
         path = target.split("://", 1)[1]

@@ -12,10 +12,27 @@ import os
 import urllib.parse
 from pathlib import Path
 
+from rlcockpit.registry import Registry
 from rlcockpit.store.base import Store
 
 STORE_ENV = "RLCOCKPIT_STORE"
-PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+# The one home of the URL schemes that choose a store: each store kind (a name in ``STORES``) under its
+# canonical scheme, with the spellings SQLAlchemy and libpq users write as aliases. ``open_url`` (stores) and
+# ``store.sql.open_database`` (the sweep/artifact tables) both read it, so they accept the same URLs.
+STORE_SCHEMES: Registry[str] = Registry("store URL scheme")
+STORE_SCHEMES.add("sqlite", "sqlite")
+STORE_SCHEMES.add("postgresql", "postgresql", "postgres", "postgresql+psycopg")
+
+
+def url_kind(url: str) -> str | None:
+    """The store kind ``url``'s scheme names (``"sqlite"``, ``"postgresql"``), ``None`` for another scheme."""
+    scheme = url.split("://", 1)[0].lower()
+    return STORE_SCHEMES.get(scheme) if scheme in STORE_SCHEMES else None
+
+
+def postgres_dsn(url: str) -> str:
+    """The libpq URL of a PostgreSQL store URL in any accepted spelling (``postgres://``, ``+psycopg``)."""
+    return "postgresql://" + url.split("://", 1)[1]
 
 
 def store_url(target: str | os.PathLike[str] | None) -> str | None:
@@ -44,15 +61,15 @@ def sqlite_dir(url: str) -> Path:
 
 def open_url(url: str) -> Store:
     """Open the store ``url`` names."""
-    scheme = url.split("://", 1)[0].lower()
-    if scheme == "sqlite":
+    scheme, kind = url.split("://", 1)[0].lower(), url_kind(url)
+    if kind == "sqlite":
         from rlcockpit.store.sqlite import SQLiteStore
 
         return SQLiteStore(sqlite_dir(url))
-    if scheme in PG_SCHEMES:
+    if kind == "postgresql":
         from rlcockpit.store.postgres import PostgresStore
 
-        return PostgresStore("postgresql://" + url.split("://", 1)[1])
+        return PostgresStore(postgres_dsn(url))
     if scheme in ("http", "https"):
         raise ValueError(f"store {url!r} is a team server: log to it with RLCOCKPIT_SERVER=... (or "
                          "init(server=...)); read it in the browser, or open its PostgreSQL database directly")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from rlcockpit.sweeps.params import Parameter, SweepConfigError, _is_int, _is_number, parse_parameters
+from rlcockpit.sweeps.params import Parameter, SweepConfigError, is_int, is_number, parse_parameters
 
 METHODS = ("grid", "random", "bayes")
 TOP_LEVEL = ("program", "method", "metric", "parameters", "command", "early_terminate", "run_cap", "name",
@@ -207,7 +207,7 @@ def _metric(value: Any) -> Metric | None:
     if goal not in ("minimize", "maximize"):
         raise SweepConfigError(f"metric.goal must be minimize or maximize, got {goal!r}")
     target = value.get("target")
-    if target is not None and not _is_number(target):
+    if target is not None and not is_number(target):
         raise SweepConfigError(f"metric.target must be a number, got {target!r}")
     impute = value.get("impute", "worst")
     if impute not in IMPUTE:
@@ -221,7 +221,7 @@ def _metric(value: Any) -> Metric | None:
 def _run_cap(value: Any) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value <= 0:
+    if not is_int(value) or value <= 0:
         raise SweepConfigError(f"run_cap must be a positive integer, got {value!r}")
     return value
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlcockpit.sweeps.params import SweepConfigError, _is_int, _is_number
+from rlcockpit.sweeps.params import SweepConfigError, is_int, is_number
 
 MAX_BAND = 10**12
 
@@ -22,13 +22,13 @@ MAX_BAND = 10**12
 def hyperband_bands(*, min_iter: object = None, max_iter: object = None, s: object = None,
                     eta: object = 3) -> list[int]:
     """The sorted band iterations for an ``early_terminate`` block (errors name the key)."""
-    if not _is_number(eta) or float(eta) <= 1:
+    if not is_number(eta) or float(eta) <= 1:
         raise SweepConfigError(f"early_terminate.eta must be a number > 1, got {eta!r}")
     eta_f = float(eta)
     if max_iter is not None:
-        if not _is_int(max_iter) or max_iter < 1:
+        if not is_int(max_iter) or max_iter < 1:
             raise SweepConfigError(f"early_terminate.max_iter must be a positive integer, got {max_iter!r}")
-        if s is None or not _is_number(s) or s < 1:
+        if s is None or not is_number(s) or s < 1:
             raise SweepConfigError(f"early_terminate: max_iter needs s (the number of bands, >= 1), got {s!r}")
         bands = []
         band = float(max_iter)
@@ -41,7 +41,7 @@ def hyperband_bands(*, min_iter: object = None, max_iter: object = None, s: obje
             raise SweepConfigError("early_terminate: no band >= 1 (increase max_iter or decrease eta)")
         return sorted(set(bands))
     if min_iter is not None:
-        if not _is_int(min_iter) or min_iter < 1:
+        if not is_int(min_iter) or min_iter < 1:
             raise SweepConfigError(f"early_terminate.min_iter must be an integer >= 1, got {min_iter!r}")
         bands, band = [], float(min_iter)
         while band <= MAX_BAND and len(bands) < 100:

@@ -57,11 +57,13 @@ class SweepConfigError(ValueError):
     """A sweep file is invalid; the message names the key (``parameters.lr.min``)."""
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A finite int or float (a bool is not a number in a sweep config)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """An int that is not a bool."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -106,7 +108,7 @@ class Parameter:
             return list(range(s["min"], s["max"] + 1))
         if self.kind == "q_uniform":
             out = np.arange(s["min"], s["max"], s["q"]).tolist()
-            return [int(v) for v in out] if _is_int(s["q"]) and _is_int(s["min"]) else out
+            return [int(v) for v in out] if is_int(s["q"]) and is_int(s["min"]) else out
         raise SweepConfigError(
             f"parameters.{self.name}: grid search needs discrete parameters (values, value, int_uniform or "
             f"q_uniform); {self.kind} is continuous" + (
@@ -141,7 +143,7 @@ class Parameter:
                 return None
             n = len(s["values"])
             return (idx + 0.5) / n
-        if not _is_number(value):
+        if not is_number(value):
             return None
         if k == "int_uniform":
             n = s["max"] - s["min"] + 1
@@ -172,14 +174,14 @@ def same_value(a: Any, b: Any) -> bool:
     """Equality as the grid's dedup sees it: ``3e6 == 3000000``, ``True != 1``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         return float(a) == float(b)
     return a == b
 
 
 def _quantise(x: float, q: float) -> Any:
     out = round(x / q) * q
-    if _is_int(q):
+    if is_int(q):
         return int(round(out))
     return float(out)
 
@@ -301,7 +303,7 @@ def _infer_kind(spec: Mapping[str, Any], where: str) -> str:
     if "value" in spec:
         return "constant"
     if "min" in spec and "max" in spec:
-        return "int_uniform" if _is_int(spec["min"]) and _is_int(spec["max"]) else "uniform"
+        return "int_uniform" if is_int(spec["min"]) and is_int(spec["max"]) else "uniform"
     raise SweepConfigError(f"{where}: say what to search: value, values, min/max or a distribution "
                            f"(got keys {', '.join(map(str, spec)) or 'none'})")
 
@@ -334,16 +336,16 @@ def _check(kind: str, s: dict[str, Any], where: str) -> None:
     if "probabilities" in s:
         probs = s["probabilities"]
         if (not isinstance(probs, Sequence) or len(probs) != len(s["values"])
-                or not all(_is_number(p) and p >= 0 for p in probs)):
+                or not all(is_number(p) and p >= 0 for p in probs)):
             raise SweepConfigError(f"{where}.probabilities must be {len(s['values'])} non-negative numbers, "
                                    "one per value")
         if abs(sum(probs) - 1.0) > 1e-6:
             raise SweepConfigError(f"{where}.probabilities must sum to 1 (they sum to {sum(probs):g})")
         s["probabilities"] = [float(p) for p in probs]
     for key in ("min", "max", "mu", "sigma", "a", "b", "q"):
-        if key in s and not _is_number(s[key]):
+        if key in s and not is_number(s[key]):
             raise SweepConfigError(f"{where}.{key} must be a number, got {s[key]!r}")
-    if kind == "int_uniform" and not (_is_int(s["min"]) and _is_int(s["max"])):
+    if kind == "int_uniform" and not (is_int(s["min"]) and is_int(s["max"])):
         raise SweepConfigError(f"{where}: int_uniform needs integer min and max, got {s['min']!r}, {s['max']!r}")
     if "min" in s and not s["min"] < s["max"]:
         raise SweepConfigError(f"{where}: min ({s['min']!r}) must be less than max ({s['max']!r})")

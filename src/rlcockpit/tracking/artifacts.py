@@ -103,7 +103,8 @@ class Artifact:
         return list(self._files)
 
 
-def _registry(run: Run) -> ArtifactRegistry:
+def artifact_registry(run: Run) -> ArtifactRegistry:
+    """The run's artifact registry (made on first use, then kept on the run)."""
     reg = getattr(run, "_artifacts", None)
     if reg is None:
         reg = ArtifactRegistry(run.dir)
@@ -130,7 +131,7 @@ def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], 
         files = collect_files(path)
         name = name or _default_name(path)
         type = type or "artifact"
-    version = _registry(run).log(files, project=run.project, name=name, type=type, aliases=aliases or (),
+    version = artifact_registry(run).log(files, project=run.project, name=name, type=type, aliases=aliases or (),
                                  metadata=metadata, description=description, producer_run=run.id,
                                  step=max(run.step, 0), link=link)
     # the event reaches every logger on its own thread, in order: the W&B and MLflow loggers mirror the version
@@ -142,7 +143,7 @@ def log_artifact(run: Run, artifact_or_path: Artifact | str | os.PathLike[str], 
 
 def use_artifact(run: Run, ref: str | ArtifactVersion, type: str | None = None) -> ArtifactVersion:
     """Resolve ``name:v3`` / ``name:best`` / ``name`` and record that ``run`` used it (lineage)."""
-    reg = _registry(run)
+    reg = artifact_registry(run)
     version = ref if isinstance(ref, ArtifactVersion) else reg.resolve(ref, project=run.project, type=type)
     version._registry = reg
     reg.record_use(version, run.id)
@@ -158,7 +159,7 @@ def log_checkpoint(run: Run, path: str | os.PathLike[str], *, step: int, metrics
     runs, so after a sweep ``policy:best`` is the best checkpoint of every trial."""
     meta = {"step": int(step), **{k: v for k, v in dict(metrics or {}).items() if isinstance(v, (int, float, str))}}
     version = log_artifact(run, path, name=name, type=type, metadata=meta, link=link)
-    reg = _registry(run)
+    reg = artifact_registry(run)
     if best_key is not None and reg.set_alias_if_better(version, "best", best_key, goal == "max"):
         run.log_event("artifact", {"op": "best", "artifact": version.qualified_name, best_key: meta.get(best_key)})
     if keep:  # checkpoint rotation: this run's versions beyond the newest ``keep`` go too, aliased ones stay

@@ -62,6 +62,27 @@ class ObserveSamples(NamedTuple):
     rows: list[dict[str, Any]]
 
 
+class GuardrailAction(Protocol):
+    """What guardrails read of a finding's recommended action (a health ``Action``)."""
+
+    title: str
+    overrides: Sequence[str]  # ``key=value`` texts in the run's config vocabulary
+
+
+class GuardrailFinding(Protocol):
+    """What guardrails read of a finding that crossed the link (a health ``Finding``): the link's contract, so
+    the trainer decides on findings without importing health."""
+
+    id: Any
+    detector: str
+    title: str
+    severity: str
+    step: int
+    step_start: int | None
+    step_end: int | None
+    actions: Sequence[GuardrailAction]
+
+
 class GuardrailLink:
     """The one channel from a run's observers to a trainer's guardrails.
 

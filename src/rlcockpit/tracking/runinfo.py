@@ -68,7 +68,9 @@ class Summary(dict):
             dict.__setitem__(self, k, v)
 
 
-def _config_to_dict(config: Any) -> dict[str, Any]:
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A run config as a plain dict, from what ``init(config=...)`` takes (W&B's forms: a dict, a YAML file
+    path, an OmegaConf config, a dataclass, an argparse namespace)."""
     if config is None:
         return {}
     if isinstance(config, (str, os.PathLike)):  # W&B: a path to a YAML config file
@@ -104,7 +106,7 @@ def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any
     return out
 
 
-def _init_error(exc: StoreError, dir: Path) -> StoreError:
+def init_error(exc: StoreError, dir: Path) -> StoreError:
     """The same store error, saying that ``init`` could not start and what to do."""
     text = f"rlcockpit.init: cannot use the store at {dir}: {exc}"
     if isinstance(exc, StoreUnavailable):

@@ -60,10 +60,10 @@ class Config(dict):
 
     def update(self, *args: Any, allow_val_change: bool | None = None, **kwargs: Any) -> None:  # type: ignore[override]
         """As ``wandb.config.update``: a dict, an ``argparse.Namespace`` or any object with ``__dict__``."""
-        from rlcockpit.tracking.runinfo import _config_to_dict
+        from rlcockpit.tracking.runinfo import config_to_dict
 
         for arg in args:
-            super().update(_config_to_dict(arg) if not isinstance(arg, Mapping) else arg)
+            super().update(config_to_dict(arg) if not isinstance(arg, Mapping) else arg)
         super().update(kwargs)
         self._changed()
 

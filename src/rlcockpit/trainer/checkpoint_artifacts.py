@@ -42,13 +42,13 @@ def register_checkpoint(run: Any, st: Any, path: str | Path) -> Any:
 def note_validation(run: Any, st: Any) -> None:
     """A validation that ran after the checkpoint of the same step was saved (the last step): record its
     accuracy on that version and let it compete for ``best``."""
-    from rlcockpit.tracking.artifacts import _registry
+    from rlcockpit.tracking.artifacts import artifact_registry
 
     version, val = _last.get(run.id), getattr(st, "last_val", None)
     if version is None or val is None or version.metadata.get("step") != val[0] or BEST_KEY in version.metadata:
         return
     try:
-        reg = _registry(run)
+        reg = artifact_registry(run)
         reg.update_metadata(version, {BEST_KEY: float(val[1])})
         if reg.set_alias_if_better(version, "best", BEST_KEY, maximize=True):
             run.log_event("artifact", {"op": "best", "artifact": version.qualified_name, BEST_KEY: float(val[1])})

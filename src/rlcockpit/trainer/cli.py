@@ -147,7 +147,7 @@ TRAIN_OPTIONS = {"--preset": 1, "--config": 1, "--print-config": 0, **HYDRA_OPTI
 def _train(args: argparse.Namespace) -> int:
     import yaml
 
-    from rlcockpit.preflight import PreflightFailed
+    from rlcockpit.registry import PROVIDERS
     from rlcockpit.trainer.config import load_config, to_dict
     from rlcockpit.trainer.distributed_run import env_rank
     from rlcockpit.trainer.launch import finish_group, launch, needs_launch
@@ -161,9 +161,10 @@ def _train(args: argparse.Namespace) -> int:
     if needs_launch(cfg, log=print):  # trainer.n_gpus_per_node=N outside torchrun: start N ranks running this
         return launch(cfg, ["train", *(["--preset", args.preset] if args.preset else []),
                             *(["--config", args.config] if args.config else []), *overrides])
+    _, refused = PROVIDERS.get("preflight")()  # preflight's exception, handed down by the wiring
     try:
         result = train(cfg)
-    except PreflightFailed as exc:
+    except refused as exc:
         run = getattr(exc, "run_id", None)
         if env_rank() == 0:
             print(f"rlcockpit train: stopped before training: {exc}" + (f" (recorded as run {run})" if run else ""))

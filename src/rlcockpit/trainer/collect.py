@@ -62,7 +62,7 @@ def decode(tokenizer: Any, out: RolloutOutput) -> list[str]:
     return tokenizer.batch_decode([row[:n] for row, n in zip(ids, lengths)], skip_special_tokens=True)
 
 
-def _pad_cat(outs: list[RolloutOutput], pad_id: int) -> RolloutOutput:
+def pad_cat(outs: list[RolloutOutput], pad_id: int) -> RolloutOutput:
     """Concatenate rollouts of different widths (prompts are left-padded, responses right-padded)."""
     P = max(o.prompts.size(1) for o in outs)
     T = max(o.responses.size(1) for o in outs)
@@ -188,7 +188,7 @@ def collect(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardMa
         if part.baselines is not None:
             bases.append(part.baselines)
     uids = np.concatenate(merged_uids)
-    out = _pad_cat(outs, tokenizer.pad_token_id)
+    out = pad_cat(outs, tokenizer.pad_token_id)
     merged = Experience(merged_rows, uids, out, texts, torch.cat(scores), torch.cat(bases) if bases else None,
                         extras=extras, raw_scores=torch.cat(raws))
     groups = list(dict.fromkeys(uids.tolist()))[:bsz]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.collect import _pad_cat
+from rlcockpit.trainer.collect import pad_cat
 from rlcockpit.trainer.distributed import Dist
 from rlcockpit.trainer.rollout import RolloutOutput, SamplingParams
 from rlcockpit.trainer.rollout_seeds import base_seed, row_seed
@@ -53,7 +53,7 @@ class ShardedEngine:
             local = RolloutOutput(*(None if t is None else t.cpu() for t in dataclasses.astuple(out)))
             device = out.prompts.device
         parts = [p for p in d.all_gather_object(local) if p is not None]
-        merged = _pad_cat(parts, self._pad)
+        merged = pad_cat(parts, self._pad)
         device = device if local is not None else merged.prompts.device
         return RolloutOutput(*(None if t is None else t.to(device) for t in dataclasses.astuple(merged)))
 

@@ -31,7 +31,7 @@ import queue
 from collections.abc import Callable
 from typing import Any
 
-from rlcockpit.health import Action, Finding
+from rlcockpit.tracking.observers import GuardrailAction, GuardrailFinding
 from rlcockpit.trainer.config import Config, parse_override, set_key, to_dict
 
 CONFIRM_STEPS = 3  # steps the monitor must see past a checkpoint before it counts as healthy
@@ -53,7 +53,7 @@ class Guardrails:
         ``link``: the run's guardrail link (``run.guardrails``), else findings come via :meth:`on_finding`."""
         self.cfg, self.run, self.link = cfg, run, link
         self._rollback, self._apply_live, self._log = rollback, apply_live, log
-        self._queue: queue.Queue[Finding] = queue.Queue()
+        self._queue: queue.Queue[GuardrailFinding] = queue.Queue()
         self.rollbacks = 0
         self.rolled_back_at: int | None = None  # training step at which the last rollback happened
         self.applied: list[str] = []  # overrides applied by rollbacks, in order
@@ -65,7 +65,7 @@ class Guardrails:
         self.observed_step = -1  # the last step the health monitor has processed (set on its thread)
 
     # ---- inputs ---------------------------------------------------------------------------------
-    def on_finding(self, finding: Finding) -> None:
+    def on_finding(self, finding: GuardrailFinding) -> None:
         """Queue a finding (any thread); with a link, :meth:`poll` takes them from it."""
         if finding.severity in ("warning", "critical"):
             self._queue.put(finding)
@@ -117,7 +117,7 @@ class Guardrails:
             if not self._covers(ckpt) and (self.healthy is None or ckpt > self.healthy):
                 self.healthy = ckpt
 
-    def handle(self, finding: Finding, step: int) -> dict[str, Any] | None:
+    def handle(self, finding: GuardrailFinding, step: int) -> dict[str, Any] | None:
         start = finding.step_start if finding.step_start is not None else finding.step
         if self.rolled_back_at is not None and start <= self.rolled_back_at:
             self._log(f"[rlcockpit] guardrail: ignoring {finding.title!r}: it began at step {start}, before the "
@@ -151,7 +151,7 @@ class Guardrails:
             return self.healthy + 1
         return start - LEAD_STEPS + 1  # nothing confirmed yet: the newest one the finding does not cover
 
-    def _do_rollback(self, finding: Finding, start: int, step: int, event: dict[str, Any]) -> None:
+    def _do_rollback(self, finding: GuardrailFinding, start: int, step: int, event: dict[str, Any]) -> None:
         restored = self._rollback(self._target(start))
         if restored is None:
             event.update(action="stop", reason="no checkpoint from before the event to roll back to")
@@ -174,7 +174,7 @@ class Guardrails:
         if reset is not None:
             reset(to_dict(self.cfg))
 
-    def choose_actions(self, finding: Finding) -> list[Action]:
+    def choose_actions(self, finding: GuardrailFinding) -> list[GuardrailAction]:
         """What to change on this rollback: the finding's first recommended action on a lever (set of keys)
         not tried yet, plus its action lowering the learning rate if it offers one.
 
@@ -184,7 +184,7 @@ class Guardrails:
         for safety, never correctness. The advice derives the new lr from the current one, so each repeated
         failure lowers it further while escalation moves through the other levers in the finding's order."""
         tried = _keys(self.applied)
-        chosen: list[Action] = []
+        chosen: list[GuardrailAction] = []
         lever = next((a for a in finding.actions if a.overrides and not _keys(a.overrides) <= tried
                       and not any(self._lowers(t) for t in a.overrides)), None)
         step_size = next((a for a in finding.actions if any(self._lowers(t) for t in a.overrides)), None)
@@ -203,7 +203,7 @@ class Guardrails:
         except (ValueError, KeyError, TypeError):
             return False
 
-    def _apply_action(self, action: Action) -> list[str]:
+    def _apply_action(self, action: GuardrailAction) -> list[str]:
         return [text for text in action.overrides if self._apply_text(text, record=True)]
 
     def _apply_text(self, text: str, *, record: bool) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rlcockpit.registry import PROVIDERS
 from rlcockpit.tracking.reinit import OWN_RUN
 from rlcockpit.tracking.sweep_env import trial_run_id
 from rlcockpit.trainer import checkpoint as ckpt
@@ -232,8 +233,9 @@ def record_preflight_failure(cfg: Config, reason: str) -> str:
 
 
 def train(cfg: Config, *, log: Any = print, state: State | None = None) -> TrainResult:
-    from rlcockpit.preflight import PreflightFailed, preflight_gate
-
+    # the checks before any work come from the wiring (``PROVIDERS["preflight"]``): the trainer never imports
+    # preflight, which imports the trainer's config, data and models to check them
+    preflight_gate, refused = PROVIDERS.get("preflight")()
     t_start = time.time()
     tr = cfg.trainer
     main = env_rank() == 0  # data-parallel: rank 0 speaks, tracks and checkpoints (trainer/distributed.py)
@@ -241,7 +243,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     no_effect = print_config_notes(cfg, log)
     try:
         preflight_gate(cfg, log=log, skip=tuple(tr.preflight_skip))  # strict raises before any work
-    except PreflightFailed as exc:
+    except refused as exc:
         exc.run_id = record_preflight_failure(cfg, str(exc)) if main else None
         raise
     st = state or build(cfg, log)

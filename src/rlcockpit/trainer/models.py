@@ -179,7 +179,7 @@ def forward_policy(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     """Per-token log-probs (and entropy: ``none|nograd|grad``) of the last ``response_len`` tokens, (bs, T).
 
     Returns a dict: ``log_probs``, ``entropy`` (unless ``none``), ``sum_pi_squared`` and ``full_log_probs``
-    (bs, T, V) when asked for (see ``_score``).
+    (bs, T, V) when asked for (see ``score_logits``).
 
     Only the logits that predict response tokens are computed (``logits_to_keep``): with a large
     vocabulary that is most of the memory of the forward pass.
@@ -196,13 +196,13 @@ def forward_policy(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     # log-probs/entropy straight from the hidden states where the logits are a plain output layer
     # (fused_logprobs.py); the vocabulary-wide extras need the logits themselves
     head = None if (sum_pi_squared or full_log_probs) else output_head(model)
-    if not share_prefix or _dropout_active(model):
+    if not share_prefix or dropout_active(model):
         states = _response_states(model, input_ids, attention_mask, response_len, head)
         return _score_states(states, head, input_ids[:, -response_len:], temperature, with_entropy, extras)
-    uniq_ids, uniq_mask, row_of = _dedupe_rows(input_ids, attention_mask)
+    uniq_ids, uniq_mask, row_of = dedupe_rows(input_ids, attention_mask)
     states = None
     # gradient checkpointing turns the KV cache off while training
-    if input_ids.size(1) > response_len and not (model.training and _checkpointing(model)):
+    if input_ids.size(1) > response_len and not (model.training and checkpointing_on(model)):
         states = _shared_prefix_states(model, uniq_ids, uniq_mask, response_len, head)
     if states is None:
         states = _response_states(model, uniq_ids, uniq_mask, response_len, head)
@@ -214,7 +214,7 @@ def _score_states(states: torch.Tensor, head: Any, labels: torch.Tensor, tempera
                   extras: dict[str, bool]) -> dict[str, torch.Tensor]:
     """Score hidden states through the fused output layer (``head`` = (decoder, lm_head)) or logits."""
     if head is None:
-        return _score(states, labels, temperature, with_entropy, **extras)
+        return score_logits(states, labels, temperature, with_entropy, **extras)
     return token_logprobs(states, head[1], labels, temperature=temperature, with_entropy=with_entropy)
 
 
@@ -234,7 +234,7 @@ def _response_states(model: Any, input_ids: torch.Tensor, attention_mask: torch.
                     position_ids=positions, use_cache=False)[:, :-1]
 
 
-def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float, with_entropy: str, *,
+def score_logits(logits: torch.Tensor, labels: torch.Tensor, temperature: float, with_entropy: str, *,
            sum_pi_squared: bool = False, full_log_probs: bool = False) -> dict[str, torch.Tensor]:
     """``log_probs`` (bs, T) and, on request, ``entropy``, ``sum_pi_squared`` (bs, T; sum_v pi(v)^2, no grad, for
     the optimal-token-baseline estimators) and ``full_log_probs`` (bs, T, V; log_softmax, for the exact KL)."""
@@ -255,7 +255,7 @@ def _score(logits: torch.Tensor, labels: torch.Tensor, temperature: float, with_
     return out
 
 
-def _dedupe_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor
+def dedupe_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(unique ids, their masks, row -> unique index or None when every row is distinct)."""
     key = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
@@ -270,7 +270,7 @@ def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: t
                           head: Any = None) -> torch.Tensor | None:
     """Response logits (hidden states with ``head``) computed with each distinct prompt run once; None when
     that saves < 10% of tokens."""
-    from rlcockpit.trainer.rollout import _cache_kwarg, _cache_kwarg_of
+    from rlcockpit.trainer.rollout import cache_kwarg, cache_kwarg_of
 
     prompt_len = input_ids.size(1) - response_len
     prompts, prompt_of = torch.unique(torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(
@@ -285,7 +285,7 @@ def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: t
     p_ids, p_mask = prompts[:, :prompt_len], prompts[:, prompt_len:].to(attention_mask.dtype)
     p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache()
-    ck = {(_cache_kwarg(model) if head is None else _cache_kwarg_of(type(head[0]))): cache}
+    ck = {(cache_kwarg(model) if head is None else cache_kwarg_of(type(head[0]))): cache}
     # the logits at the last prompt position predict the first response token
     first = _forward(model, head, 1, input_ids=p_ids, attention_mask=p_mask, position_ids=p_pos, use_cache=True,
                      **ck)[:, -1:][prompt_of]
@@ -300,13 +300,14 @@ def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: t
     return torch.cat([first, rest], dim=1)
 
 
-def _checkpointing(model: Any) -> bool:
+def checkpointing_on(model: Any) -> bool:
+    """Activation (gradient) checkpointing is on for ``model`` (or its PEFT base)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     name = "is_activation_checkpointing" if hasattr(type(base), "is_activation_checkpointing") else "is_gradient_checkpointing"
     return bool(getattr(base, name, False))
 
 
-def _dropout_active(model: Any) -> bool:
+def dropout_active(model: Any) -> bool:
     """Scoring a repeated row once is exact only when the forward pass is deterministic."""
     if not model.training:
         return False
@@ -325,8 +326,8 @@ def forward_values(critic: Any, input_ids: torch.Tensor, attention_mask: torch.T
     Identical rows are scored once (unless dropout is active), as in :func:`forward_logprobs`.
     """
     row_of = None
-    if not _dropout_active(critic):
-        input_ids, attention_mask, row_of = _dedupe_rows(input_ids, attention_mask)
+    if not dropout_active(critic):
+        input_ids, attention_mask, row_of = dedupe_rows(input_ids, attention_mask)
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     out = critic(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=False)
     values = out.logits[:, -response_len - 1: -1, 0].float()

@@ -27,7 +27,13 @@ from typing import Any
 import torch
 
 from rlcockpit.trainer.fused_logprobs import output_head, token_logprobs
-from rlcockpit.trainer.models import _checkpointing, _dedupe_rows, _dropout_active, _score, forward_policy
+from rlcockpit.trainer.models import (
+    checkpointing_on,
+    dedupe_rows,
+    dropout_active,
+    forward_policy,
+    score_logits,
+)
 
 # config attributes that transform the logits after the output layer: packing skips such models
 _LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
@@ -91,7 +97,7 @@ def sharing_beats_packing(model: Any, input_ids: torch.Tensor, attention_mask: t
                           share_prefix: bool) -> bool:
     """Whether the shared-prefix pass would run fewer tokens than packing these (distinct) rows would."""
     prompt_len = input_ids.size(1) - response_len
-    if not share_prefix or prompt_len <= 0 or _dropout_active(model) or (model.training and _checkpointing(model)):
+    if not share_prefix or prompt_len <= 0 or dropout_active(model) or (model.training and checkpointing_on(model)):
         return False
     key = torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(input_ids.dtype)], dim=1)
     shared = torch.unique(key, dim=0).size(0) * prompt_len + input_ids.size(0) * (response_len - 1)
@@ -112,8 +118,8 @@ def forward_packed(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     if parts is None:
         return forward_policy(model, input_ids, attention_mask, response_len, **kwargs)
     row_of, rows_in, mask_in = None, input_ids, attention_mask
-    if not _dropout_active(model):
-        input_ids, attention_mask, row_of = _dedupe_rows(input_ids, attention_mask)
+    if not dropout_active(model):
+        input_ids, attention_mask, row_of = dedupe_rows(input_ids, attention_mask)
     if sharing_beats_packing(model, input_ids, attention_mask, response_len, share_prefix):
         return forward_policy(model, rows_in, mask_in, response_len, **kwargs)
     decoder, head = parts
@@ -130,7 +136,7 @@ def forward_packed(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
         scored = token_logprobs(states[None], fused[1], labels[None], temperature=temperature,
                                 with_entropy=with_entropy)
     else:
-        scored = _score(head(states)[None], labels[None], temperature, with_entropy,
+        scored = score_logits(head(states)[None], labels[None], temperature, with_entropy,
                         sum_pi_squared=sum_pi_squared, full_log_probs=full_log_probs)
     shape = (input_ids.size(0), response_len)
     out = {}

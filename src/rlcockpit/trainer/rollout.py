@@ -177,7 +177,7 @@ class HFRolloutEngine:
 
 def _model_forward(model: Any) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any], torch.Tensor]:
     """The model's own forward as the rollout calls it: (ids, mask, positions, cache) -> last logits."""
-    ck = _cache_kwarg(model)
+    ck = cache_kwarg(model)
 
     def forward(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any) -> torch.Tensor:
         return model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
@@ -186,14 +186,15 @@ def _model_forward(model: Any) -> Callable[[torch.Tensor, torch.Tensor, torch.Te
     return forward
 
 
-def _cache_kwarg(model: Any) -> str:
+def cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x renamed ``past_key_values`` to ``cache``; support both."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return _cache_kwarg_of(type(base))
+    return cache_kwarg_of(type(base))
 
 
 @functools.cache
-def _cache_kwarg_of(model_cls: type) -> str:
+def cache_kwarg_of(model_cls: type) -> str:
+    """The KV-cache keyword of ``model_cls.forward`` (``cache`` or ``past_key_values``), once per class."""
     import inspect
 
     return "cache" if "cache" in inspect.signature(model_cls.forward).parameters else "past_key_values"

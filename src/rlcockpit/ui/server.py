@@ -142,7 +142,8 @@ if HttpToolsProtocol is not None:
             self._whole_request = True
 
 
-def _protocol_class(timeouts: Timeouts) -> type[_Deadlines]:
+def protocol_class(timeouts: Timeouts) -> type[_Deadlines]:
+    """uvicorn's HTTP protocol (httptools when installed, else h11) enforcing ``timeouts``."""
     base = TimedHttpToolsProtocol if HttpToolsProtocol is not None else TimedH11Protocol  # noqa: F821
     return type(base.__name__, (base,), {"timeouts": timeouts})
 
@@ -171,7 +172,7 @@ class CockpitServer:
         self._store_factory = store_factory
         self._app_args = {"auth": auth, "check_host": is_loopback(host), "live_interval_s": live_interval_s}
         self._set_app(store)
-        self.socket = _bind(host, port, self.timeouts.backlog)
+        self.socket = bind_socket(host, port, self.timeouts.backlog)
         self.server_address = self.socket.getsockname()[:2]
         self._loop: asyncio.AbstractEventLoop | None = None
         if verbose:
@@ -190,7 +191,7 @@ class CockpitServer:
         self.app = create_app(store, **self._app_args)
         self.cockpit: Cockpit = self.app.state.cockpit
         t = self.timeouts
-        config = uvicorn.Config(self.app, http=_protocol_class(t), lifespan="off", access_log=False,
+        config = uvicorn.Config(self.app, http=protocol_class(t), lifespan="off", access_log=False,
                                 log_level="warning", timeout_keep_alive=t.keep_alive_s, backlog=t.backlog,
                                 timeout_graceful_shutdown=t.graceful_shutdown_s, server_header=False,
                                 date_header=False)
@@ -232,7 +233,8 @@ class CockpitServer:
         return bool(self._uvicorn.started)
 
 
-def _bind(host: str, port: int, backlog: int) -> socket.socket:
+def bind_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (the dashboard's and the team server's HTTP servers)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _name, addr = infos[0]
     sock = socket.socket(family, kind, proto)
