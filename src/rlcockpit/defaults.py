@@ -60,6 +60,13 @@ def verl_inactive_reason() -> Any:
     return inactive_reason
 
 
+def trainer_defaults() -> dict[str, Any]:
+    """verl path -> the trainer's default (verl 0.9.1's where they share a key): advice compares against it."""
+    from rlcockpit.trainer.config_load import defaults_table
+
+    return defaults_table()
+
+
 def report_sender() -> Any:
     """``rlcockpit report --send``: the alert channels' sender of a stored run's health report."""
     from rlcockpit.alerts.reports import send_report_now
@@ -80,5 +87,7 @@ if "trainer_keys" not in PROVIDERS:
     PROVIDERS.add("trainer_keys", trainer_keys)
 if "verl_inactive_reason" not in PROVIDERS:
     PROVIDERS.add("verl_inactive_reason", verl_inactive_reason)
+if "trainer_defaults" not in PROVIDERS:
+    PROVIDERS.add("trainer_defaults", trainer_defaults)
 if "report_sender" not in PROVIDERS:
     PROVIDERS.add("report_sender", report_sender)
