@@ -60,11 +60,20 @@ def verl_inactive_reason() -> Any:
     return inactive_reason
 
 
-def trainer_defaults() -> dict[str, Any]:
-    """verl path -> the trainer's default (verl 0.9.1's where they share a key): advice compares against it."""
+def trainer_defaults() -> Any:
+    """``framework -> {verl path: default}``: what a verl run (verl 0.9.1's defaults) or a run of rlcockpit's
+    trainer runs with where its config is silent; advice compares against it."""
     from rlcockpit.trainer.config_load import defaults_table
+    from rlcockpit.trainer.config_verl import VERL_DEFAULT_DIFFERENCES, VERL_DEFAULT_VALUES
 
-    return defaults_table()
+    def defaults(framework: str) -> dict[str, Any]:
+        table = defaults_table()
+        if framework == "verl":
+            table = {k: v for k, v in table.items() if k not in VERL_DEFAULT_DIFFERENCES}
+            table.update(VERL_DEFAULT_VALUES)
+        return table
+
+    return defaults
 
 
 def report_sender() -> Any:

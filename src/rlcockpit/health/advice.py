@@ -240,10 +240,13 @@ def lr_action(view: RunConfigView, factor: float = 5.0) -> Action:
 
 
 def clip_action(view: RunConfigView) -> Action:
-    """Half the run's clip range (written as ``clip_ratio``: make_action turns it into ``clip_ratio_low/high``
-    where those take precedence, as in verl's generated config)."""
-    clip = view.current_number("actor.clip_ratio_low") or view.current_number("actor.clip_ratio")
-    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio": _scaled(clip, 0.5, 0.1),
+    """Half the run's clip range on both sides, written as ``clip_ratio_low/high``: verl (0.9.1 sets both to 0.2)
+    and rlcockpit read those before ``clip_ratio``, and TRL's ``epsilon_high`` bounds the upper side once set."""
+    base = view.current_number("actor.clip_ratio")
+    low = view.current_number("actor.clip_ratio_low") or base
+    high = view.current_number("actor.clip_ratio_high") or low
+    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio_low": _scaled(low, 0.5, 0.1),
+                                                          "actor.clip_ratio_high": _scaled(high, 0.5, 0.1),
                                                           "actor.ppo_epochs": 1, "actor.target_kl": 0.05},
                        "a tighter clip range and early stopping bound each update")
 

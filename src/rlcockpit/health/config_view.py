@@ -219,8 +219,7 @@ class RunConfigView:
 
     def current(self, key: str) -> Any:
         """The value advice key ``key`` has when this run runs: its config's value, else (a verl or rlcockpit
-        config that is known, i.e. not empty) the framework's default, which verl 0.9.1 and rlcockpit's trainer
-        share (``PROVIDERS["trainer_defaults"]``). ``None`` when neither says: advice then falls back to the usual
+        config that is known, i.e. not empty) the framework's default (:func:`trainer_defaults`). ``None`` when neither says: advice then falls back to the usual
         values. Advice values are relative to this (``lr`` 10x below the run's)."""
         value = self.get(key)
         if value is None and (path := VERL_KEYS.get(key) or RLCOCKPIT_PATHS.get(key)):
@@ -239,7 +238,7 @@ class RunConfigView:
     def _effective_verl(self) -> dict[str, Any]:
         if self.is_trl or not self.raw:
             return {}
-        values = dict(trainer_defaults())
+        values = dict(trainer_defaults(self.framework))
         for path in values:
             found = _find_path(self.raw, path)
             if found is not _MISSING:
@@ -316,13 +315,14 @@ def trainer_keys() -> frozenset[str]:
     return frozenset(PROVIDERS.get("trainer_keys")()) if "trainer_keys" in PROVIDERS else frozenset()
 
 
-@lru_cache(maxsize=1)
-def trainer_defaults() -> dict[str, Any]:
-    """verl path -> default of rlcockpit's trainer, which are verl 0.9.1's for every key the two share (handed
-    down as ``PROVIDERS["trainer_defaults"]``; empty without it)."""
+@lru_cache(maxsize=4)
+def trainer_defaults(framework: str) -> dict[str, Any]:
+    """verl path -> what a ``framework`` ("verl" or "rlcockpit") run has where its config is silent: verl 0.9.1's
+    defaults, which rlcockpit's trainer shares but for a few documented keys (handed down as
+    ``PROVIDERS["trainer_defaults"]``: health never imports trainer code; empty without it)."""
     from rlcockpit.registry import PROVIDERS
 
-    return dict(PROVIDERS.get("trainer_defaults")()) if "trainer_defaults" in PROVIDERS else {}
+    return dict(PROVIDERS.get("trainer_defaults")()(framework)) if "trainer_defaults" in PROVIDERS else {}
 
 
 def _inactive_rule() -> Callable[[str, dict[str, Any]], str | None] | None:

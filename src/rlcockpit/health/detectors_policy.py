@@ -67,7 +67,7 @@ def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
     grad, clipped = moved(det.ctx, GRAD, up=3.0), moved(det.ctx, CLIPFRAC, up=2.5) or moved(det.ctx, PPO_KL, up=2.5)
     return rank_actions([
         (kl_action(view), kl.score if kl else 0.5, kl.title if kl else "the policy left the reference"),
-        (lr_action(view, lr_factor), max(lr.score if lr else 0.4, 0.75 if grad else 0.0),
+        (lr_action(view, lr_factor), max(lr.score if lr else 0.4, 0.8 if grad else 0.0),
          grad.text if grad else (lr.title if lr else "a smaller step moves the policy less per update")),
         (clip_action(view), 0.65 if clipped else 0.35, clipped.text if clipped else "bounds each PPO update"),
     ])
@@ -217,7 +217,7 @@ class KLStuck(Detector):
         if std is not None and std.n and std.mean_last(5) < 1e-6:
             return [Cause("every sample gets the same reward: the advantages are all zero", 0.75,
                           f"{std.raw} = {fmt(std.mean_last(5))}")], []
-        lr = view.number("actor.optim.lr")
+        lr = view.current_number("actor.optim.lr")
         return [Cause(self.cause, 0.6)], [make_action(view, "Raise the learning rate 3x",
                                                       {"actor.optim.lr": float(f"{lr * 3:.3g}") if lr else 1e-6})]
 
