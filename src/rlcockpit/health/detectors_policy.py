@@ -60,10 +60,11 @@ def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
 
 def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
     """KL, lr and clip fixes, ranked by what this run shows: a weak or missing KL in its config puts the KL fix
-    first, a gradient-norm jump or an lr above the norm the lr cut, a PPO clip fraction / KL jump the clip."""
+    first, a gradient-norm jump (or an lr above the norm, a short warm-up) the lr cut, a PPO clip fraction / KL
+    jump the clip. Each carries the evidence that ranked it."""
     view = det.ctx.view
     cfg = config_causes(view)
-    kl, lr = cfg.get("kl"), cfg.get("lr")
+    kl, lr = cfg.get("kl"), cfg.get("lr") or cfg.get("warmup")
     grad, clipped = moved(det.ctx, GRAD, up=3.0), moved(det.ctx, CLIPFRAC, up=2.5) or moved(det.ctx, PPO_KL, up=2.5)
     return rank_actions([
         (kl_action(view), kl.score if kl else 0.5, kl.title if kl else "the policy left the reference"),

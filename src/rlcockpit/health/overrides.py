@@ -147,5 +147,5 @@ def assign_to_actions(ordered: Sequence[Finding], merged: dict[str, Any], view: 
                 continue  # everything it would change is already set by an earlier action
             seen_titles.add(action.title)
             out.append({"title": action.title, "overrides": overrides, "verl_overrides": verl, "why": action.why,
-                        "for": f"{f.detector} at step {f.step_start}"})
+                        "for": f"{f.detector} at step {f.step_start}", "evidence": action.evidence})
     return out[:limit]
