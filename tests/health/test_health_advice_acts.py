@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-import rlcockpit.defaults  # noqa: F401  (the providers health asks: trainer defaults, verl's precedence rules)
 from rlcockpit.health.advice import advise
 from rlcockpit.health.base import DETECTORS, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView, make_action
