@@ -172,6 +172,10 @@ def test_values_are_relative_to_the_runs_current_value():
     explore = {o for a in by_detector["entropy_collapse"].actions for o in a.verl_overrides}
     assert "actor_rollout_ref.actor.entropy_coeff=0.002" in explore  # doubled: 0.001 is already the run's value
     assert not any(o.startswith("actor_rollout_ref.actor.clip_ratio_high=0.28") for o in explore)  # 0.4 is wider
+    wide = RunConfigView(with_settings(base, {"actor_rollout_ref.actor.clip_ratio_low": 10.0,
+                                              "actor_rollout_ref.actor.clip_ratio_high": 10.0}))
+    cliff = {o for f in every_finding(wide) if f.detector == "reward_cliff" for a in f.actions for o in a.verl_overrides}
+    assert {"actor_rollout_ref.actor.clip_ratio_low=0.2", "actor_rollout_ref.actor.clip_ratio_high=0.2"} <= cliff
 
 
 def test_collapse_fixes_are_ranked_by_the_runs_evidence():

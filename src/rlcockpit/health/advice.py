@@ -103,6 +103,9 @@ def _config_causes(view: RunConfigView) -> dict[str, Cause]:
         ("actor.entropy_coeff", lambda v: v <= 0, "entropy_coeff", 0.5, "{k}=0: nothing rewards exploration"),
         ("rollout.temperature", lambda v: v < 0.7, "temperature", 0.6, "rollout temperature {v} < 0.7 narrows exploration"),
         ("actor.clip_ratio", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
+        ("actor.clip_ratio_low", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
+        ("actor.clip_ratio_high", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual "
+                                                                  "0.2-0.28)"),
         ("actor.ppo_epochs", lambda v: v > 2, "epochs", 0.5, "{k}={v} reuses each batch many times"),
         ("actor.grad_clip", lambda v: v <= 0 or v > 5, "grad_clip", 0.6, "{k}={v} does not bound gradient spikes"),
         ("rollout.n", lambda v: v < 4, "rollout_n", 0.6, "{k}={v}: small groups often have identical rewards"),
@@ -240,13 +243,14 @@ def lr_action(view: RunConfigView, factor: float = 5.0) -> Action:
 
 
 def clip_action(view: RunConfigView) -> Action:
-    """Half the run's clip range on both sides, written as ``clip_ratio_low/high``: verl (0.9.1 sets both to 0.2)
-    and rlcockpit read those before ``clip_ratio``, and TRL's ``epsilon_high`` bounds the upper side once set."""
+    """Half the run's clip range on both sides, never above the usual 0.2 (a run at 10 gets 0.2, not 5), written
+    as ``clip_ratio_low/high``: verl (0.9.1 sets both to 0.2) and rlcockpit read those before ``clip_ratio``, and
+    TRL's ``epsilon_high`` bounds the upper side once set."""
     base = view.current_number("actor.clip_ratio")
     low = view.current_number("actor.clip_ratio_low") or base
     high = view.current_number("actor.clip_ratio_high") or low
-    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio_low": _scaled(low, 0.5, 0.1),
-                                                          "actor.clip_ratio_high": _scaled(high, 0.5, 0.1),
+    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio_low": min(_scaled(low, 0.5, 0.1), 0.2),
+                                                          "actor.clip_ratio_high": min(_scaled(high, 0.5, 0.1), 0.2),
                                                           "actor.ppo_epochs": 1, "actor.target_kl": 0.05},
                        "a tighter clip range and early stopping bound each update")
 
