@@ -60,6 +60,22 @@ def verl_inactive_reason() -> Any:
     return inactive_reason
 
 
+def trainer_defaults() -> Any:
+    """``framework -> {verl path: default}``: what a verl run (verl 0.9.1's defaults) or a run of rlcockpit's
+    trainer runs with where its config is silent; advice compares against it."""
+    from rlcockpit.trainer.config_load import defaults_table
+    from rlcockpit.trainer.config_verl import VERL_DEFAULT_DIFFERENCES, VERL_DEFAULT_VALUES
+
+    def defaults(framework: str) -> dict[str, Any]:
+        table = defaults_table()
+        if framework == "verl":
+            table = {k: v for k, v in table.items() if k not in VERL_DEFAULT_DIFFERENCES}
+            table.update(VERL_DEFAULT_VALUES)
+        return table
+
+    return defaults
+
+
 def report_sender() -> Any:
     """``rlcockpit report --send``: the alert channels' sender of a stored run's health report."""
     from rlcockpit.alerts.reports import send_report_now
@@ -109,5 +125,7 @@ if "preflight" not in PROVIDERS:
     PROVIDERS.add("preflight", preflight)
 if "preflight_probes" not in PROVIDERS:
     PROVIDERS.add("preflight_probes", preflight_probes)
+if "trainer_defaults" not in PROVIDERS:
+    PROVIDERS.add("trainer_defaults", trainer_defaults)
 if "report_sender" not in PROVIDERS:
     PROVIDERS.add("report_sender", report_sender)

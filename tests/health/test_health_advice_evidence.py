@@ -115,7 +115,8 @@ def test_corroborating_findings_unlock_more_fixes_and_a_critical_all():
     crit = Finding("sample_degeneration", "critical", 40, "degenerated", evidence=degenerate.evidence)
     crit.causes, crit.actions = advise(crit, view)
     full = proposed_overrides([crit], view, steps=5)  # a critical stands on its own, even on a short run
-    assert {"actor_rollout_ref.actor.clip_ratio=0.1", "actor_rollout_ref.actor.kl_loss_coef=0.02"} <= set(full["apply"])
+    assert {"actor_rollout_ref.actor.clip_ratio_low=0.1", "actor_rollout_ref.actor.clip_ratio_high=0.1",
+            "actor_rollout_ref.actor.kl_loss_coef=0.02"} <= set(full["apply"])  # verl reads low/high, not clip_ratio
     assert full["held_back"] == []
 
 
@@ -136,7 +137,7 @@ def test_healthy_runs_get_nothing_and_real_collapses_keep_their_fixes():
         if path.name.startswith("healthy-grpo-lr"):
             assert apply == "" and diag["baseline"]["enough"], path.name
         if path.name.startswith("collapse"):  # criticals: the whole collapse fix, even on the 5-step recording
-            for key in ("algorithm.kl_ctrl.kl_coef=", "actor.optim.lr=", "actor.clip_ratio="):
+            for key in ("algorithm.kl_ctrl.kl_coef=", "actor.optim.lr=", "actor.clip_ratio"):  # _low/_high where set
                 assert key in apply, (path.name, apply)
     for kind in ("healthy_grpo", "healthy_ppo", "healthy_long_reasoning"):
         trace = make_trace(kind, 0)
@@ -152,7 +153,7 @@ def test_a_real_collapse_in_verl_dialect_keeps_the_stacked_fix():
     apply = diag["overrides"]["apply"]
     assert all(o.startswith(("actor_rollout_ref.", "algorithm.", "data.")) for o in apply), apply
     assert {"actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.optim.lr",
-            "actor_rollout_ref.actor.clip_ratio"} <= {o.split("=")[0] for o in apply}
+            "actor_rollout_ref.actor.clip_ratio_low"} <= {o.split("=")[0] for o in apply}
 
 
 @pytest.mark.parametrize("config", [{"framework": "rlcockpit", "rollout": {"name": "hf"}},

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcockpit.health.base import fmt, median
 from rlcockpit.health.config_view import RunConfigView, format_value, make_action
-from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.health.findings import Action, Cause, Finding, checked_last
 from rlcockpit.metrics.guide import threshold
 
 if TYPE_CHECKING:
@@ -34,23 +34,36 @@ PPO_KL, CLIPFRAC, REWARD, LEN = "actor/ppo_kl", "actor/pg_clipfrac", "critic/sco
 
 # ---- config causes -------------------------------------------------------------------------------------
 
-def kl_setup(view: RunConfigView) -> tuple[str, float | None]:
+def kl_setup(view: RunConfigView, effective: bool = False) -> tuple[str, float | None]:
     """How the run regularises towards the reference: ("loss"|"reward"|"none"|"unknown", coefficient).
-    TRL's GRPO always puts the KL in the loss, weighted by ``beta`` (0 = no reference model at all)."""
+    TRL's GRPO always puts the KL in the loss, weighted by ``beta`` (0 = no reference model at all).
+    ``effective``: settings the config leaves out count at the framework's default (what the run runs with,
+    for advice that must act); else only what the config says (for causes that quote it)."""
     if view.is_trl:
         beta = view.number("actor.kl_loss_coef")
         if beta is None:
             return "unknown", None
         return ("loss", beta) if beta > 0 else ("none", None)
-    use_loss, use_reward = view.flag("actor.use_kl_loss"), view.flag("algorithm.use_kl_in_reward")
+    get = view.current if effective else view.get
+    use_loss, use_reward = _flag(get("actor.use_kl_loss")), _flag(get("algorithm.use_kl_in_reward"))
     if use_loss:
-        return "loss", view.number("actor.kl_loss_coef")
+        return "loss", _number(get("actor.kl_loss_coef"))
     if use_reward:
-        return "reward", view.number("algorithm.kl_ctrl.kl_coef")
+        return "reward", _number(get("algorithm.kl_ctrl.kl_coef"))
     coef = view.number("algorithm.kl_ctrl.kl_coef")
     if use_loss is False and use_reward is False:
         return "none", None
     return ("reward", coef) if coef is not None else ("unknown", None)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None:
+        return None
+    return value.strip().lower() in ("1", "true", "yes", "on") if isinstance(value, str) else bool(value)
 
 
 def config_causes(view: RunConfigView) -> dict[str, Cause]:
@@ -90,6 +103,9 @@ def _config_causes(view: RunConfigView) -> dict[str, Cause]:
         ("actor.entropy_coeff", lambda v: v <= 0, "entropy_coeff", 0.5, "{k}=0: nothing rewards exploration"),
         ("rollout.temperature", lambda v: v < 0.7, "temperature", 0.6, "rollout temperature {v} < 0.7 narrows exploration"),
         ("actor.clip_ratio", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
+        ("actor.clip_ratio_low", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
+        ("actor.clip_ratio_high", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual "
+                                                                  "0.2-0.28)"),
         ("actor.ppo_epochs", lambda v: v > 2, "epochs", 0.5, "{k}={v} reuses each batch many times"),
         ("actor.grad_clip", lambda v: v <= 0 or v > 5, "grad_clip", 0.6, "{k}={v} does not bound gradient spikes"),
         ("rollout.n", lambda v: v < 4, "rollout_n", 0.6, "{k}={v}: small groups often have identical rewards"),
@@ -189,53 +205,77 @@ def ranked(causes: list[Cause]) -> list[Cause]:
 
 
 # ---- actions -------------------------------------------------------------------------------------------
+# Values are relative to what the run has (``view.current``: its config, else the framework's default) and
+# fall back to the usual values only where the run's config is unknown; make_action then checks each change
+# acts in the run's framework and is not already the run's value.
+
+def _scaled(current: float | None, factor: float, fallback: float, floor: float = 0.0) -> float:
+    """``current x factor`` to 3 significant digits (at least ``floor``), or ``fallback`` when unknown."""
+    if not current:
+        return fallback
+    return float(f"{max(current * factor, floor):.3g}")
+
 
 def kl_action(view: RunConfigView) -> Action:
-    mode, coef = kl_setup(view)
+    mode, coef = kl_setup(view, effective=True)
+    usual = threshold("actor/kl_coef", "too_small_below")
     if mode == "loss" or view.is_trl:  # TRL has no KL-in-reward controller: strengthen beta
-        new = max(0.02, (coef or 0.0) * 10)
-        return make_action(view, "Strengthen the KL loss towards the reference", {"actor.kl_loss_coef": new},
+        return make_action(view, "Strengthen the KL loss towards the reference",
+                           {"actor.kl_loss_coef": _scaled(coef, 10, 0.02, max(usual, 0.02))},
                            "a stronger KL term keeps the policy near the reference")
-    changes: dict[str, object] = {"algorithm.kl_ctrl.kl_coef": 0.02, "algorithm.kl_ctrl.type": "adaptive",
-                                  "algorithm.kl_ctrl.target_kl": 0.05}
+    target = view.current_number("algorithm.kl_ctrl.target_kl")
+    changes: dict[str, object] = {"algorithm.kl_ctrl.kl_coef": _scaled(coef, 10, 0.02, 0.02),
+                                  "algorithm.kl_ctrl.type": "adaptive",
+                                  "algorithm.kl_ctrl.target_kl": min(0.05, target / 2) if target else 0.05}
     if mode != "reward":
         changes = {"algorithm.use_kl_in_reward": True, **changes}
-    return make_action(view, "Raise the KL penalty and let an adaptive controller hold KL near 0.05", changes,
+    return make_action(view, "Raise the KL penalty and let an adaptive controller hold KL near its target", changes,
                        "adaptive KL raises the coefficient whenever KL overshoots its target")
 
 
 def lr_action(view: RunConfigView, factor: float = 5.0) -> Action:
-    lr = view.number("actor.optim.lr")
-    changes: dict[str, object] = {"actor.optim.lr": float(f"{lr / factor:.3g}") if lr else 1e-6}
-    ratio = view.number("actor.optim.lr_warmup_steps_ratio")
+    lr = view.current_number("actor.optim.lr")
+    changes: dict[str, object] = {"actor.optim.lr": _scaled(lr, 1 / factor, 1e-6)}
+    ratio = view.current_number("actor.optim.lr_warmup_steps_ratio")
     if ratio is None or ratio < 0.1:
         changes["actor.optim.lr_warmup_steps_ratio"] = 0.1
     return make_action(view, f"Lower the learning rate {factor:g}x and warm up over 10% of the steps", changes)
 
 
 def clip_action(view: RunConfigView) -> Action:
-    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio": 0.1, "actor.ppo_epochs": 1,
-                                                          "actor.target_kl": 0.05},
+    """Half the run's clip range on both sides, never above the usual 0.2 (a run at 10 gets 0.2, not 5), written
+    as ``clip_ratio_low/high``: verl (0.9.1 sets both to 0.2) and rlcockpit read those before ``clip_ratio``, and
+    TRL's ``epsilon_high`` bounds the upper side once set."""
+    base = view.current_number("actor.clip_ratio")
+    low = view.current_number("actor.clip_ratio_low") or base
+    high = view.current_number("actor.clip_ratio_high") or low
+    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio_low": min(_scaled(low, 0.5, 0.1), 0.2),
+                                                          "actor.clip_ratio_high": min(_scaled(high, 0.5, 0.1), 0.2),
+                                                          "actor.ppo_epochs": 1, "actor.target_kl": 0.05},
                        "a tighter clip range and early stopping bound each update")
 
 
 def entropy_action(view: RunConfigView) -> Action:
-    changes: dict[str, object] = {"actor.entropy_coeff": 0.001, "actor.clip_ratio_high": 0.28}
-    temp = view.number("rollout.temperature")
+    coeff = view.current_number("actor.entropy_coeff")
+    changes: dict[str, object] = {"actor.entropy_coeff": _scaled(coeff, 2, 0.001)}
+    high = view.current_number("actor.clip_ratio_high")
+    if high is None or high < 0.28:  # DAPO's clip-higher; never narrow a wider one
+        changes["actor.clip_ratio_high"] = 0.28
+    temp = view.current_number("rollout.temperature")
     if temp is not None and temp < 1.0:
         changes["rollout.temperature"] = 1.0
     return make_action(view, "Keep exploration alive (entropy bonus, clip-higher)", changes)
 
 
 def grad_clip_action(view: RunConfigView) -> Action | None:
-    gclip = view.number("actor.grad_clip")
+    gclip = view.current_number("actor.grad_clip")
     if gclip is not None and 0 < gclip <= 1.0:
         return None  # already clipped tightly
     return make_action(view, "Clip gradients", {"actor.grad_clip": 1.0})
 
 
 def memory_action(view: RunConfigView) -> Action:
-    mb = view.number("actor.ppo_micro_batch_size")
+    mb = view.current_number("actor.ppo_micro_batch_size")
     changes: dict[str, object] = {"actor.model.enable_gradient_checkpointing": True}
     if mb and mb > 1:
         changes["actor.ppo_micro_batch_size"] = max(1, int(mb) // 2)
@@ -243,9 +283,19 @@ def memory_action(view: RunConfigView) -> Action:
 
 
 def length_action(view: RunConfigView) -> Action:
-    limit = view.number("data.max_response_length")
+    limit = view.current_number("data.max_response_length")
     return make_action(view, "Give responses room or penalise overlong ones",
                        {"data.max_response_length": int(limit * 2)} if limit else {})
+
+
+def rank_actions(candidates: list[tuple[Action | None, float, str]]) -> list[Action]:
+    """Candidate actions ``(action, score, evidence)`` best first (stable for equal scores), each carrying the
+    evidence that put it there; ``None`` candidates (nothing to change) are left out, and an action whose every
+    change was checked out (a no-op in the run's framework, or already set) goes last, its reasons shown."""
+    kept = sorted((c for c in candidates if c[0] is not None), key=lambda c: -c[1])
+    for action, _score, evidence in kept:
+        action.evidence = evidence  # type: ignore[union-attr]
+    return checked_last([a for a, _s, _e in kept if a is not None])
 
 
 def advise(finding: Finding, view: RunConfigView) -> tuple[list[Cause], list[Action]]:

@@ -26,7 +26,7 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.findings import Action, Cause, Finding, severity_rank
+from rlcockpit.health.findings import Action, Cause, Finding, checked_last, severity_rank
 from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.registry import Registry
 
@@ -437,7 +437,8 @@ class Detector:
             evidence=evidence,
         )
         self.ctx.view.revalidate()
-        finding.causes, finding.actions = self.advise(finding)
+        finding.causes, actions = self.advise(finding)
+        finding.actions = checked_last(actions)
         return finding
 
 

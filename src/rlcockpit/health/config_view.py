@@ -33,6 +33,7 @@ VERL_KEYS: dict[str, str | None] = {
     "actor.kl_loss_coef": "actor_rollout_ref.actor.kl_loss_coef",
     "actor.entropy_coeff": "actor_rollout_ref.actor.entropy_coeff",
     "actor.clip_ratio": "actor_rollout_ref.actor.clip_ratio",
+    "actor.clip_ratio_low": "actor_rollout_ref.actor.clip_ratio_low",
     "actor.clip_ratio_high": "actor_rollout_ref.actor.clip_ratio_high",
     "actor.grad_clip": "actor_rollout_ref.actor.grad_clip",
     "actor.ppo_epochs": "actor_rollout_ref.actor.ppo_epochs",
@@ -45,6 +46,7 @@ VERL_KEYS: dict[str, str | None] = {
     "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",  # verl only
     "data.max_response_length": "data.max_response_length",
     "data.dataloader_num_workers": "data.dataloader_num_workers",  # verl only
+    "algorithm.adv_estimator": "algorithm.adv_estimator",
     "algorithm.filter_groups.enable": "algorithm.filter_groups.enable",
     "algorithm.filter_groups.metric": "algorithm.filter_groups.metric",
     "algorithm.filter_groups.max_num_gen_batches": "algorithm.filter_groups.max_num_gen_batches",
@@ -67,6 +69,7 @@ TRL_KEYS: dict[str, str | None] = {
     "algorithm.kl_ctrl.kl_coef": "beta",
     "actor.entropy_coeff": "entropy_coef",
     "actor.clip_ratio": "epsilon",
+    "actor.clip_ratio_low": "epsilon",
     "actor.clip_ratio_high": "epsilon_high",
     "actor.grad_clip": "max_grad_norm",
     "actor.ppo_epochs": "num_iterations",
@@ -87,6 +90,15 @@ FRAMEWORKS = ("rlcockpit", "verl", "trl")
 RLCOCKPIT_PATHS: dict[str, str] = {"actor.target_kl": "actor_rollout_ref.actor.target_kl"}
 # trainer settings verl does not have: a verl-shaped config carrying one was written by rlcockpit's trainer
 RLCOCKPIT_MARKERS = ("trainer.preflight", "trainer.rlcockpit_dir", "trainer.log_samples_freq")
+
+# advice key -> the advice keys that act in its place where verl's precedence rules make it change nothing
+# (``PROVIDERS["verl_inactive_reason"]``): low/high clip over ``clip_ratio``; the KL coefficient of whichever KL
+# path (``use_kl_loss`` / ``use_kl_in_reward``) the run has on. The first group whose keys all act is proposed.
+ACTING_INSTEAD: dict[str, tuple[tuple[str, ...], ...]] = {
+    "actor.clip_ratio": (("actor.clip_ratio_low", "actor.clip_ratio_high"),),
+    "actor.kl_loss_coef": (("algorithm.kl_ctrl.kl_coef",),),
+    "algorithm.kl_ctrl.kl_coef": (("actor.kl_loss_coef",),),
+}
 
 # extra spellings people type (seed articles, TRL) for an rlcockpit key; tried after the two main shapes
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -113,6 +125,28 @@ def _get_path(cfg: Mapping[str, Any], path: str) -> Any:
     if rest and isinstance(cfg.get(head), Mapping):
         return _get_path(cfg[head], rest)
     return None
+
+
+_MISSING = object()
+
+
+def _find_path(cfg: Mapping[str, Any], path: str) -> Any:
+    """Like :func:`_get_path`, but an explicit ``None`` is returned as such and a missing key as ``_MISSING``."""
+    if path in cfg:
+        return cfg[path]
+    head, _, rest = path.partition(".")
+    if rest and isinstance(cfg.get(head), Mapping):
+        return _find_path(cfg[head], rest)
+    return _MISSING
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 class RunConfigView:
@@ -173,13 +207,7 @@ class RunConfigView:
 
     def number(self, key: str) -> float | None:
         """``get`` as a float (``None`` when missing or not numeric)."""
-        value = self.get(key)
-        if isinstance(value, bool):
-            return float(value)
-        try:
-            return float(value) if value is not None else None
-        except (TypeError, ValueError):
-            return None
+        return _as_number(self.get(key))
 
     def flag(self, key: str) -> bool | None:
         value = self.get(key)
@@ -188,6 +216,37 @@ class RunConfigView:
         if isinstance(value, str):
             return value.strip().lower() in ("1", "true", "yes", "on")
         return bool(value)
+
+    def current(self, key: str) -> Any:
+        """The value advice key ``key`` has when this run runs: its config's value, else (a verl or rlcockpit
+        config that is known, i.e. not empty) the framework's default (:func:`trainer_defaults`). ``None`` when neither says: advice then falls back to the usual
+        values. Advice values are relative to this (``lr`` 10x below the run's)."""
+        value = self.get(key)
+        if value is None and (path := VERL_KEYS.get(key) or RLCOCKPIT_PATHS.get(key)):
+            value = self.effective_verl().get(path)
+        return value
+
+    def current_number(self, key: str) -> float | None:
+        return _as_number(self.current(key))
+
+    def effective_verl(self) -> dict[str, Any]:
+        """verl path -> the value this run runs with, by verl's (and rlcockpit's trainer's) defaults overlaid with
+        the run's config; empty for TRL runs and unknown (empty) configs. An explicit ``null`` in the config
+        counts (verl before 0.5 wrote ``clip_ratio_low: null``)."""
+        return self.memo("effective_verl", self._effective_verl)
+
+    def _effective_verl(self) -> dict[str, Any]:
+        if self.is_trl or not self.raw:
+            return {}
+        values = dict(trainer_defaults(self.framework))
+        for path in values:
+            found = _find_path(self.raw, path)
+            if found is not _MISSING:
+                values[path] = found
+        for key, path in (*VERL_KEYS.items(), *RLCOCKPIT_PATHS.items()):
+            if path and (value := self.get(key)) is not None:
+                values[path] = value
+        return values
 
     def model_size_b(self) -> float | None:
         """Model size in billions of parameters: parsed from the model path (``Qwen2.5-7B`` -> 7.0), or for
@@ -256,6 +315,64 @@ def trainer_keys() -> frozenset[str]:
     return frozenset(PROVIDERS.get("trainer_keys")()) if "trainer_keys" in PROVIDERS else frozenset()
 
 
+@lru_cache(maxsize=4)
+def trainer_defaults(framework: str) -> dict[str, Any]:
+    """verl path -> what a ``framework`` ("verl" or "rlcockpit") run has where its config is silent: verl 0.9.1's
+    defaults, which rlcockpit's trainer shares but for a few documented keys (handed down as
+    ``PROVIDERS["trainer_defaults"]``: health never imports trainer code; empty without it)."""
+    from rlcockpit.registry import PROVIDERS
+
+    return dict(PROVIDERS.get("trainer_defaults")()(framework)) if "trainer_defaults" in PROVIDERS else {}
+
+
+def _inactive_rule() -> Callable[[str, dict[str, Any]], str | None] | None:
+    """verl's precedence rules (``PROVIDERS["verl_inactive_reason"]``: one home, in the trainer's config code)."""
+    from rlcockpit.registry import PROVIDERS
+
+    return PROVIDERS.get("verl_inactive_reason")() if "verl_inactive_reason" in PROVIDERS else None
+
+
+def _verl_path(key: str) -> str | None:
+    return VERL_KEYS.get(key) or RLCOCKPIT_PATHS.get(key)
+
+
+ALREADY_SET = "already the run's value"
+
+
+def acting_changes(view: RunConfigView, changes: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``changes`` (advice keys -> values) as they act in the run's framework, and why each change left out was.
+
+    For verl and rlcockpit runs each key is checked against the effective config (:meth:`RunConfigView.effective_verl`
+    with the other proposed changes applied) by verl's precedence rules: a key that would change nothing there is
+    replaced by the keys that act (:data:`ACTING_INSTEAD`: ``clip_ratio`` -> ``clip_ratio_low/high``), or left out
+    with the reason. Any framework: a change to the value the run already has is left out."""
+    out: dict[str, Any] = {}
+    dropped: list[str] = []
+    values, rule = view.effective_verl(), _inactive_rule()
+    if values and rule is not None:
+        proposed = {**values, **{p: v for k, v in changes.items() if (p := _verl_path(k))}}
+        for key, value in changes.items():
+            path = _verl_path(key)
+            why = rule(path, proposed) if path else None
+            if why is None:
+                out.setdefault(key, value)
+                continue
+            group = next((g for g in ACTING_INSTEAD.get(key, ()) if all(
+                rule(_verl_path(k) or k, {**proposed, **{_verl_path(a) or a: value for a in g}}) is None for k in g)), None)
+            if group is None:
+                dropped.append(f"{view.key_for(key) or key}={format_value(value)}: changes nothing ({why})")
+                continue
+            for alt in group:
+                out.setdefault(alt, value)
+    else:
+        out = dict(changes)
+    for key in list(out):
+        current = view.current(key)
+        if current is not None and format_value(current) == format_value(out[key]):
+            dropped.append(f"{view.key_for(key) or key}={format_value(out.pop(key))}: {ALREADY_SET}")
+    return out, dropped
+
+
 def _render(changes: Mapping[str, Any], name: Callable[[str], str | None]) -> list[str]:
     """``key=value`` texts for ``changes`` under the naming ``name`` (keys it cannot name are left out; two
     advice keys naming one knob, as TRL's ``beta`` for both KL coefficients, keep the first value)."""
@@ -278,7 +395,8 @@ def make_action(view: RunConfigView | None, title: str, changes: Mapping[str, An
     rlcockpit run. ``changes`` itself is kept (advice keys) so diagnosis can merge actions by knob.
     """
     view = view if view is not None else RunConfigView(None)
+    changes, dropped = acting_changes(view, changes)
     verl = _render(changes, VERL_KEYS.get) if not view.is_trl else []
     ours = _render(changes, view.key_for)
     return Action(title=title, overrides=ours, verl_overrides=verl, why=why,
-                  changes={k: v for k, v in changes.items()})
+                  changes={k: v for k, v in changes.items()}, dropped=dropped)

@@ -394,7 +394,7 @@ class ValueDivergence(FrozenBaseline):
         r = moved(self.ctx, "critic/score/mean", up=2.0, down=0.5)
         if r is not None:
             causes.append(Cause("the reward scale changed under the critic", 0.65, r.text))
-        clr = view.number("critic.optim.lr")
+        clr = view.current_number("critic.optim.lr")
         return ranked(causes), [make_action(view, "Lower the critic learning rate 3x",
                                             {"critic.optim.lr": float(f"{clr / 3:.3g}") if clr else 1e-6})]
 
@@ -444,7 +444,7 @@ class ExplainedVariance(Detector):
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
-        clr = view.number("critic.optim.lr")
+        clr = view.current_number("critic.optim.lr")
         return [Cause(self.cause, 0.5)], [make_action(view, "Tune the critic learning rate",
                                                       {"critic.optim.lr": clr * 2 if clr else 1e-5})]
 

@@ -235,7 +235,7 @@ class MemoryTrend(Detector):
         if length is not None:
             causes.append(Cause("memory grows with the response length: longer sequences need more activation "
                                 "and KV-cache memory", 0.7, length.text))
-            limit = view.number("data.max_response_length")
+            limit = view.current_number("data.max_response_length")
             cap = make_action(view, "Cap the response length (or penalise overlong answers)",
                               {"data.max_response_length": int(limit * 0.75)} if limit else {})
             return ranked(causes + [Cause(self.cause, 0.5)]), [memory_action(view), cap]

@@ -12,14 +12,17 @@ from itertools import islice
 from rlcockpit.health.advice import (
     CLIPFRAC,
     ENTROPY,
+    GRAD,
     KL,
     PPO_KL,
     REWARD,
     clip_action,
+    config_causes,
     entropy_action,
     kl_action,
     lr_action,
     moved,
+    rank_actions,
     ranked,
     story_causes,
     update_causes,
@@ -56,8 +59,19 @@ def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
 
 
 def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
+    """KL, lr and clip fixes, ranked by what this run shows: a weak or missing KL in its config puts the KL fix
+    first, a gradient-norm jump (or an lr above the norm, a short warm-up) the lr cut, a PPO clip fraction / KL
+    jump the clip. Each carries the evidence that ranked it."""
     view = det.ctx.view
-    return [kl_action(view), lr_action(view, lr_factor), clip_action(view)]
+    cfg = config_causes(view)
+    kl, lr = cfg.get("kl"), cfg.get("lr") or cfg.get("warmup")
+    grad, clipped = moved(det.ctx, GRAD, up=3.0), moved(det.ctx, CLIPFRAC, up=2.5) or moved(det.ctx, PPO_KL, up=2.5)
+    return rank_actions([
+        (kl_action(view), kl.score if kl else 0.5, kl.title if kl else "the policy left the reference"),
+        (lr_action(view, lr_factor), max(lr.score if lr else 0.4, 0.8 if grad else 0.0),
+         grad.text if grad else (lr.title if lr else "a smaller step moves the policy less per update")),
+        (clip_action(view), 0.65 if clipped else 0.35, clipped.text if clipped else "bounds each PPO update"),
+    ])
 
 
 @register_detector("kl_rising", "kl_drift", "kl_band")
@@ -204,7 +218,7 @@ class KLStuck(Detector):
         if std is not None and std.n and std.mean_last(5) < 1e-6:
             return [Cause("every sample gets the same reward: the advantages are all zero", 0.75,
                           f"{std.raw} = {fmt(std.mean_last(5))}")], []
-        lr = view.number("actor.optim.lr")
+        lr = view.current_number("actor.optim.lr")
         return [Cause(self.cause, 0.6)], [make_action(view, "Raise the learning rate 3x",
                                                       {"actor.optim.lr": float(f"{lr * 3:.3g}") if lr else 1e-6})]
 

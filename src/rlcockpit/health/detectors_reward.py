@@ -178,7 +178,7 @@ class RewardVarianceCollapse(Detector):
         e = moved(self.ctx, ENTROPY, down=0.5)
         if e is not None:
             causes.append(Cause("the policy stopped exploring: entropy fell with the reward spread", 0.65, e.text))
-        n = view.number("rollout.n") or 4
+        n = view.current_number("rollout.n") or 4
         return ranked(causes), [make_action(view, "More and more diverse samples per prompt; drop zero-variance groups",
                                             {"rollout.n": int(n) * 2, "algorithm.filter_groups.enable": True,
                                              # a bound (verl's DAPO scripts use 10): with the default 0 (no limit) a run

@@ -33,6 +33,14 @@ class Action:
     verl_overrides: list[str] = field(default_factory=list)
     why: str = ""
     changes: dict[str, Any] = field(default_factory=dict)
+    evidence: str = ""  # what in this run ranks this candidate where it is among the finding's actions
+    dropped: list[str] = field(default_factory=list)  # proposed changes left out, each with why (no-op, already set)
+
+
+def checked_last(actions: list[Action]) -> list[Action]:
+    """``actions`` (best first) with those that lost every change to the effective-config check (each a no-op
+    in the run's framework, or already set) moved to the end, where their reasons are still shown."""
+    return sorted(actions, key=lambda a: bool(a.dropped) and not a.changes)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlcockpit.health.config_view import VERL_KEYS, RunConfigView, format_value
+from rlcockpit.health.config_view import ALREADY_SET, VERL_KEYS, RunConfigView, format_value
 from rlcockpit.health.findings import Action, Finding
 
 
@@ -73,6 +73,9 @@ def _merge(ordered: Sequence[Finding], view: RunConfigView, name: Callable[[str]
     unchanged: dict[str, str] = {}
     for rank, f in enumerate(ordered):
         for action in f.actions:
+            for text in action.dropped:  # checked out when the action was made: a no-op there, or already set
+                key, _, why = text.partition(": ")
+                (unchanged if why == ALREADY_SET else skipped).setdefault(key, f"{key} (for {f.detector}): {why}")
             for key, value in (action.changes or {}).items():
                 target = name(key)
                 if target is None:
@@ -144,5 +147,5 @@ def assign_to_actions(ordered: Sequence[Finding], merged: dict[str, Any], view: 
                 continue  # everything it would change is already set by an earlier action
             seen_titles.add(action.title)
             out.append({"title": action.title, "overrides": overrides, "verl_overrides": verl, "why": action.why,
-                        "for": f"{f.detector} at step {f.step_start}"})
+                        "for": f"{f.detector} at step {f.step_start}", "evidence": action.evidence})
     return out[:limit]

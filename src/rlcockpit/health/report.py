@@ -81,6 +81,8 @@ def format_diagnosis_text(diagnosis: dict[str, Any]) -> str:
         lines += ["", f"Why: {rc['explanation']}", "", "Fix:"]
         for a in rc["actions"]:
             lines.append(f"  - {a['title']}" + (f" (for {a['for']})" if a.get("for") else ""))
+            if a.get("evidence"):
+                lines.append(f"      ranked by: {a['evidence']}")
             if a.get("overrides"):
                 lines.append(f"      {' '.join(a['overrides'])}")
             if a.get("verl_overrides") and a["verl_overrides"] != a.get("overrides"):
