@@ -209,6 +209,8 @@ class LengthMemory(Detector):
         super().__init__(params, ctx)
         self._length: Drift | None = None
         self._mem: dict[str, Drift] = {}
+        self._present: list[str] = []
+        self._present_at = -1
 
     def on_warm(self) -> None:
         self._length = Drift(self.ctx.tracks[LEN].tail(self.warmup, skip=1), self.p["k"], self.p["h"], 0.01, 1e-9)
@@ -217,10 +219,13 @@ class LengthMemory(Detector):
         p, tracks = self.p, self.ctx.tracks
         length = tracks[LEN]
         lengthening = self._length.update(length.last, step)
+        if self._present_at != len(tracks):  # which memory series this run logs
+            self._present_at = len(tracks)
+            self._present = [k for k in MEMORY_KEYS if k in tracks]
         found = None
-        for key in MEMORY_KEYS:
-            track = tracks.get(key)
-            if track is None or track.last_step != step:
+        for key in self._present:
+            track = tracks[key]
+            if track.last_step != step:
                 continue
             drift = self._mem.get(key)
             if drift is None:
