@@ -97,3 +97,37 @@ def test_healthy_runs_stay_quiet():
         alerts = [f for seed in range(6) for f in run(kind, seed)]
         assert not [f for f in alerts if f.severity == "critical"], [f.title for f in alerts]
         assert len(alerts) <= 3, [(f.detector, f.title) for f in alerts]  # <= 1 warning per healthy run on average
+
+
+def test_trl_names_are_cited_as_logged_and_a_run_without_held_out_scores_gets_no_divergence():
+    """TRL logs ``reward``, ``completions/mean_length`` and a second reward ``rewards/accuracy/mean``: the finding
+    speaks those names. Without any held-out score or second reward there is nothing to diverge from."""
+    rng = random.Random(3)
+    with_acc, without = HealthMonitor(run_config={}), HealthMonitor(run_config={})
+    found, quiet = [], []
+    for s in range(200):
+        t = max(0, s - ONSET)
+        m = {"reward": 1.0 + 0.01 * t + rng.gauss(0, 0.01), "completions/mean_length": 300 * rng.lognormvariate(0, 0.02)}
+        quiet += [f for f in without.observe(s, dict(m)) if f.detector == "reward_divergence"]
+        m["rewards/accuracy/mean"] = 0.6 - 0.004 * t + rng.gauss(0, 0.01)
+        found += [f for f in with_acc.observe(s, m) if f.detector == "reward_divergence"]
+    assert not quiet
+    first = found[0]
+    assert ONSET <= first.step <= ONSET + 15
+    assert "rewards/accuracy/mean" in first.title and "reward rose" in first.title
+    assert "critic/score" not in first.title and set(first.evidence["metrics"]) <= {
+        "reward", "completions/mean_length", "rewards/accuracy/mean"}
+
+
+def test_drift_dates_a_drift_from_where_it_took_off_not_from_a_lingering_wobble():
+    from rlcockpit.health.base import Drift
+
+    rng = random.Random(0)
+    d = Drift([rng.gauss(0.0, 1.0) for _ in range(20)], k=0.5, h=8.0, rel_floor=0.0, abs_floor=1e-9)
+    alarms = []
+    for s in range(20, 200):
+        x = rng.gauss(0.0, 1.0) + (0.3 * (s - 120) if s >= 120 else 0.2)  # a small offset lingers, then a drift
+        if d.update(x, s):
+            alarms.append(s)
+    assert alarms and 120 <= alarms[0] <= 135
+    assert 110 <= d.start <= 130 and abs(d.level) < 1.0 and 0.5 < d.noise < 2.0
