@@ -215,20 +215,29 @@ class Drift:
     of the series' own noise (the larger of its step-to-step noise and its spread around the level, floored at ``rel_floor`` x |level| and ``abs_floor``, for a series that is
     constant early on). ``start`` is where the drift began; ``level`` and ``noise`` say what it is relative to."""
 
-    __slots__ = ("level", "noise", "cusum", "_takeoff")
+    __slots__ = ("level", "noise", "cusum", "_takeoff", "_quarter")
 
     def __init__(self, values: list[float], k: float, h: float, rel_floor: float, abs_floor: float) -> None:
         self.level, spread = robust(values, rel_floor, abs_floor)  # a series that wanders: its spread, not its steps
         self.noise = max(diff_noise(values), spread)
         self.cusum = Cusum(k, h)
         self._takeoff: int | None = None
+        self._quarter = 0.25 * h
 
     def update(self, value: float, step: int) -> bool:
-        """Add one observation; True while the accumulated drift is past ``h``."""
-        alarm = self.cusum.update((value - self.level) / self.noise, step)
-        if self.cusum.s <= 0.25 * self.cusum.h:
+        """Add one observation; True while the accumulated drift is past ``h``. (:meth:`Cusum.update`, inlined:
+        this runs for several series on every logged step.)"""
+        c = self.cusum
+        s = c.s + (value - self.level) / self.noise - c.k
+        if s <= 0.0:
+            c.s, c.start, self._takeoff = 0.0, None, step
+            return False
+        if c.start is None:
+            c.start = step
+        c.s = s
+        if s <= self._quarter:
             self._takeoff = step
-        return alarm
+        return s > c.h
 
     @property
     def start(self) -> int | None:

@@ -37,8 +37,16 @@ def _quality_keys(tracks: dict[str, Track]) -> list[str]:
 
 def _mean_between(track: Track, lo: float, hi: float) -> tuple[float, int]:
     """(mean, count) of the values of ``track`` logged at steps in [lo, hi]."""
-    vals = [v for s, v in zip(track.steps, track.values) if lo <= s <= hi]
-    return (sum(vals) / len(vals), len(vals)) if vals else (math.nan, 0)
+    total, n = 0.0, 0
+    steps, values = track.steps, track.values
+    for i in range(len(steps) - 1, -1, -1):  # from the newest back: windows are recent
+        s = steps[i]
+        if s < lo:
+            break
+        if s <= hi:
+            total += values[i]
+            n += 1
+    return (total / n, n) if n else (math.nan, 0)
 
 
 @register_detector("reward_divergence", "reward_quality_divergence")
@@ -194,13 +202,14 @@ class LengthMemory(Detector):
     a run whose answers lengthen needs more memory every step and ends in an out-of-memory kill at the longest
     batch. Both series drift up (a CUSUM each against its level over the first ``warmup`` observations, in units of
     its own noise; allowance ``k``, alarm ``h``), the memory ``growth`` (relative) above its early level, and the
-    two move together: Pearson correlation >= ``min_corr`` over the observations since the memory began to climb
-    (at least ``min_points``). Warning; the finding names it length-driven, with advice on
+    two move together (a memory sum starts only while the length's is above zero: growth while the length holds is
+    a leak, ``memory_growth``'s business): Pearson correlation >= ``min_corr`` over the observations since the memory began to climb
+    (at least ``min_points``, the latest ``max_points``; judged on every ``every``-th observation). Warning; the finding names it length-driven, with advice on
     ``data.max_response_length`` and micro-batch sizes."""
 
     keys = (LEN, *MEMORY_KEYS)
     defaults = {"k": 0.5, "h": 8.0, "growth": threshold(ALLOC, "length_growth_ratio"), "min_corr": 0.7,
-                "min_points": 6, "length_growth": 1.1}
+                "min_points": 6, "length_growth": 1.1, "every": 2, "max_points": 60}
     common = {"enabled": True, "warmup": 10, "cooldown": 100}
     story, role = "memory", "outcome"
     cause = "memory grows with the response length: longer sequences need more activation and KV-cache memory"
@@ -211,6 +220,7 @@ class LengthMemory(Detector):
         self._mem: dict[str, Drift] = {}
         self._present: list[str] = []
         self._present_at = -1
+        self._busy = False  # some memory sum is running (it drains, or grows, whatever the length does)
 
     def on_warm(self) -> None:
         self._length = Drift(self.ctx.tracks[LEN].tail(self.warmup, skip=1), self.p["k"], self.p["h"], 0.01, 1e-9)
@@ -222,6 +232,9 @@ class LengthMemory(Detector):
         if self._present_at != len(tracks):  # which memory series this run logs
             self._present_at = len(tracks)
             self._present = [k for k in MEMORY_KEYS if k in tracks]
+        flat = self._length.cusum.s <= 0.0
+        if flat and not self._busy and len(self._mem) == len(self._present):
+            return None  # the usual step: length at its early level and no memory sum running
         found = None
         for key in self._present:
             track = tracks[key]
@@ -229,11 +242,14 @@ class LengthMemory(Detector):
                 continue
             drift = self._mem.get(key)
             if drift is None:
-                if track.n > self.warmup:
+                if track.n > self.warmup:  # its early level (past the allocator's first steps)
                     self._mem[key] = Drift(track.tail(self.warmup, skip=1), p["k"], p["h"], 0.001, 1e-9)
                 continue
-            if drift.update(track.last, step) and lengthening and found is None:
+            if flat and drift.cusum.s <= 0.0:
+                continue  # memory rising while the length holds is not length-driven (a leak: memory_growth's)
+            if drift.update(track.last, step) and lengthening and found is None and self.due(p["every"]):
                 found = self._judge(step, key, track, length, drift)
+        self._busy = any(d.cusum.s > 0.0 for d in self._mem.values())
         return found
 
     def _judge(self, step: int, key: str, track: Track, length: Track, drift: Drift) -> Finding | None:
@@ -243,7 +259,7 @@ class LengthMemory(Detector):
         if growth < p["growth"] or l_now < p["length_growth"] * self._length.level:
             return None
         start = drift.start or step  # where the memory began to climb
-        pairs = _paired(track, length, start)
+        pairs = _paired(track, length, start)[-int(p["max_points"]):]
         if len(pairs) < p["min_points"]:
             return None
         corr = _pearson(pairs)
@@ -272,8 +288,10 @@ class LengthMemory(Detector):
 
 def _paired(track: Track, other: Track, start: int) -> list[tuple[float, float]]:
     """(value, other's value at the same step) for the steps since ``start`` both logged."""
-    at = {s: v for s, v in zip(other.steps, other.values) if s >= start}
-    return [(v, at[s]) for s, v in zip(track.steps, track.values) if s >= start and s in at]
+    n = min(len(other.steps), 64)
+    at = {s: v for s, v in zip(other.tail_steps(n), other.tail(n)) if s >= start}
+    n = min(len(track.steps), 64)
+    return [(v, at[s]) for s, v in zip(track.tail_steps(n), track.tail(n)) if s in at]
 
 
 def _pearson(pairs: list[tuple[float, float]]) -> float:
