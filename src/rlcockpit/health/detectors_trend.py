@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import ranked
-from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, median, register_detector
+from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
 from rlcockpit.health.detectors_reward import LEN, REWARD, VAL_PREFIXES
@@ -101,7 +101,7 @@ class RewardDivergence(Detector):
         lengthening = False
         if self._length is not None and length is not None and length.last_step == step:
             lengthening = self._length.update(length.last, step)
-        if self._scan < 0 or self.seen - self._scan >= 20:  # held-out series appear rarely
+        if self._scan < 0 or self.seen - self._scan >= 50:  # held-out series appear rarely
             self._scan = self.seen
             self._keys = _quality_keys(tracks)
         found = None
@@ -123,15 +123,16 @@ class RewardDivergence(Detector):
         now = track.mean_last(k)
         r_now = reward.mean_last(3)
         best = self._best.get(key)
-        level = median(track.tail(3))  # a best is a level held over three points, not one outlier
+        v = track.values
+        level = sorted((v[-1], v[-2], v[-3]))[1]  # a best is a level held over three points, not one outlier
         if best is None or level > best[0]:
             self._best[key] = (level, track.last_step, r_now)
             return None
-        if not up or r_now - best[2] < p["gain_z"] * self._reward.noise:
-            return None  # the reward did not rise since the held-out score peaked
-        noise = max(diff_noise(track.tail(32)), 1e-9)
         drop = best[0] - now
         rel = drop / max(abs(best[0]), 1e-9)
+        if not up or rel < p["drop_fraction"] or r_now - best[2] < p["gain_z"] * self._reward.noise:
+            return None  # the usual case: no fall from the best, or the reward did not rise since it
+        noise = max(diff_noise(track.tail(32)), 1e-9)
         z = drop / (noise * math.sqrt(2.0 / k))
         if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
             return None
