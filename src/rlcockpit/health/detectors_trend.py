@@ -161,7 +161,7 @@ class RewardDivergence(Detector):
         start = step - w
         after, n_after = _mean_between(track, step - w // 2, step)  # the held-out level now ...
         before, n_before = _mean_between(track, start - w // 4, start + w // 4)  # ... and where the window began
-        if n_after < 2 or n_before < 1:
+        if n_after < 3 or n_before < 2:  # a held-out score is noisy: a few points on each side
             return None
         noise = max(diff_noise(track.tail(32)), 1e-9)
         if after - before > p["flat_z"] * noise * math.sqrt(1 / n_after + 1 / n_before):
