@@ -26,6 +26,7 @@ GROUPS = {
     "rlcockpit.health.detectors_samples": "Samples (from `run.log_samples`)",
     "rlcockpit.health.detectors_memory": "Memory",
     "rlcockpit.health.detectors_system": "Pipeline and performance",
+    "rlcockpit.health.detectors_trend": "Slow failures by their trend",
 }
 
 

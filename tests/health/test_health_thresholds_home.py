@@ -31,6 +31,10 @@ SHARED = [
     ("reward_variance_collapse", "zero_group_warn", "samples/zero_std_group_rate", "warn_above"),
     ("truncation", "warn_abs", "response_length/clip_ratio", "warn_above"),
     ("truncation", "critical_abs", "response_length/clip_ratio", "critical_above"),
+    ("truncation", "creep_rise", "response_length/clip_ratio", "creep_rise"),
+    ("reward_divergence", "drop_fraction", "val-core/<source>/<metric>/mean@<N>", "divergence_drop_fraction"),
+    ("reward_divergence", "bonus_growth", "response_length/mean", "bonus_growth_ratio"),
+    ("length_memory", "growth", "perf/max_memory_allocated_gb", "length_growth_ratio"),
 ]
 # a second copy of one of the thresholds above, as it used to be written (setting or argument = number)
 COPIES = re.compile(r"""["'](?:clipfrac_warn|ppo_kl_warn|warn_abs|critical_abs|prev_abs|band_high|repeat_warn|empty_warn|"""

@@ -199,6 +199,55 @@ class Cusum:
         return s > self.h
 
 
+
+def diff_noise(values: list[float]) -> float:
+    """Robust noise of one value from the step-to-step changes of ``values`` (their median change taken out, so a
+    series already drifting does not widen its own noise band): 1.4826 x MAD of the changes / sqrt(2)."""
+    diffs = [b - a for a, b in zip(values, values[1:])]
+    if not diffs:
+        return 0.0
+    mid = median(diffs)
+    return 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
+
+
+class Drift:
+    """A slow upward drift of one series away from its frozen early level: a :class:`Cusum` of the values in units
+    of the series' own noise (the larger of its step-to-step noise and its spread around the level, floored at ``rel_floor`` x |level| and ``abs_floor``, for a series that is
+    constant early on). ``start`` is where the drift began; ``level`` and ``noise`` say what it is relative to."""
+
+    __slots__ = ("level", "noise", "cusum", "_takeoff", "_quarter")
+
+    def __init__(self, values: list[float], k: float, h: float, rel_floor: float, abs_floor: float) -> None:
+        self.level, spread = robust(values, rel_floor, abs_floor)  # a series that wanders: its spread, not its steps
+        self.noise = max(diff_noise(values), spread)
+        self.cusum = Cusum(k, h)
+        self._takeoff: int | None = None
+        self._quarter = 0.25 * h
+
+    def update(self, value: float, step: int) -> bool:
+        """Add one observation; True while the accumulated drift is past ``h``. (:meth:`Cusum.update`, inlined:
+        this runs for several series on every logged step.)"""
+        c = self.cusum
+        s = c.s + (value - self.level) / self.noise - c.k
+        if s <= 0.0:
+            c.s, c.start, self._takeoff = 0.0, None, step
+            return False
+        if c.start is None:
+            c.start = step
+        c.s = s
+        if s <= self._quarter:
+            self._takeoff = step
+        return s > c.h
+
+    @property
+    def start(self) -> int | None:
+        """Where the drift took off: the last step its sum was within a quarter of the alarm level (a small
+        excursion that lingered before the drift began is not its start)."""
+        if self.cusum.start is None:
+            return None
+        return max(self.cusum.start, self._takeoff) if self._takeoff is not None else self.cusum.start
+
+
 def climb(track: Track, windows: tuple[int, ...], z: float, floor: float, since: int = 0
           ) -> tuple[float, float, float, int, float] | None:
     """A steady climb of ``track``: ``(a, b, c, window, noise)`` for the first of ``windows`` (observations)

@@ -9,7 +9,18 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import kl_action, length_action, moved, ranked
-from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, span, turn_up
+from rlcockpit.health.base import (
+    Detector,
+    Drift,
+    Track,
+    climb,
+    fmt,
+    median,
+    recent_count,
+    register_detector,
+    span,
+    turn_up,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_causes
 from rlcockpit.health.detectors_reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
@@ -90,13 +101,20 @@ class Truncation(Detector):
     thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
     warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
     (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting) after growing
-    ``len_growth`` x since warm-up. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
+    ``len_growth`` x since warm-up; or drifting — a CUSUM of the clip ratio against its level over its first ``creep_warmup`` observations, in units of
+    its warm-up noise (floored at ``creep_noise``; allowance ``creep_k``, alarm at ``creep_h``), past its alarm
+    while the ratio (smoothed, and on 3 of the last 5 observations) is ``creep_rise`` (and three of its smallest positive values: a small batch's ratio moves in steps of
+    1/completions) above that level and ``creep_ratio`` x it, within ``creep_span`` steps of where the drift began (healthy runs wander a
+    point or two over hundreds of steps): a creep from a low level is seen near where it began, and
+    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
 
     keys = (CLIP, LEN, LEN_MAX)
     defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
                 "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
-                "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30}
+                "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30,
+                "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
+                "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -114,6 +132,7 @@ class Truncation(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
+        self._drift: Drift | None = None
 
     def limit(self) -> float | None:
         """The response length limit: the config's, else the maximum length the run keeps hitting."""
@@ -133,8 +152,16 @@ class Truncation(Detector):
         if self.base is None:
             self.base = median(track.tail(self.warmup, skip=1))
             self._len_base = self._median_of(LEN)
+        if self._drift is None and self.seen > p["creep_warmup"]:  # the early level, once the first steps settled
+            self._drift = Drift(track.tail(p["creep_warmup"], skip=1), p["creep_k"], p["creep_h"], 0.0, p["creep_noise"])
         s = track.mean_last(3)
         vals = {"clip_ratio": s, "baseline": self.base}
+        drifting = self._drift is not None and self._drift.update(track.last, step)
+        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * self._quantum(track)) and s <= p["warn_abs"] \
+                and s > p["creep_ratio"] * self._drift.level \
+                and recent_count(track, 5, self._drift.level + p["creep_rise"]) >= 3 \
+                and step - self._drift.start <= p["creep_span"]:  # one blip is not a creep, a slow wander neither
+            return self._drifted(step, track, s)
         if s <= p["warn_abs"] and s <= p["jump_min"] and s <= p["min_abs"]:  # the usual step: below every bound
             self._streak = 0
             return self._near_limit(step)
@@ -160,6 +187,20 @@ class Truncation(Detector):
                                  "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
                                  extra_keys=(LEN,))
         return self._near_limit(step)
+
+    def _quantum(self, track: Track) -> float:
+        """The smallest positive clip ratio seen: 1/24 for a run that samples 24 completions a step, whose ratio moves
+        in such steps (a creep must be several of them)."""
+        positive = [v for v in track.tail(32) if v > 0]
+        return min(positive) if positive else 0.0
+
+    def _drifted(self, step: int, track: Track, s: float) -> Finding | None:
+        d = self._drift
+        vals = {"clip_ratio": s, "baseline": d.level, "baseline_noise": d.noise, "cusum": d.cusum.s,
+                "drift_start": d.start}
+        return self.fire(step, "warning", f"Truncation creeping up since step {d.start}: {track.raw} {d.level:.1%} -> "
+                         f"{s:.1%} (from its level over the first {self.p['creep_warmup']} logged steps, noise {d.noise:.1%} a step)", "Answers that no longer fit get "
+                         "no reward and bias the update.", values=vals, step_start=d.start, extra_keys=(LEN,))
 
     def _jump(self, track: Track) -> tuple[float, float] | None:
         """(before, now) when the clip ratio of the last ``span_steps`` steps rose ``jump`` above the trailing

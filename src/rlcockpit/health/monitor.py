@@ -22,6 +22,7 @@ from rlcockpit.health import (  # noqa: F401 - importing registers the built-in 
     detectors_reward,
     detectors_samples,
     detectors_system,
+    detectors_trend,
 )
 from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track

@@ -1,0 +1,305 @@
+"""Slow failures found by their trend against the run's early baseline (issue 29): two series that should move
+together parting ways, or one growing in step with another.
+
+- ``reward_divergence``: reward hacking seen as a divergence. The training reward drifts up (a CUSUM against its
+  early level) while a held-out score or a second reward falls from its best, or while the reward rises together
+  with the response length and the held-out score does not rise (a length bonus being exploited).
+- ``length_memory``: memory that grows in step with the response length (a length-driven growth, not a leak).
+
+Each compares against the run's own early level and noise (:class:`~rlcockpit.health.base.Drift`), so it is quiet
+on a run whose reward, length and memory wander inside their own noise, and dates its finding from where the
+drift began.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rlcockpit.health.advice import ranked
+from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
+from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors_memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
+from rlcockpit.health.detectors_reward import LEN, REWARD, VAL_PREFIXES
+from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
+
+VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
+MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
+
+
+def _quality_keys(tracks: dict[str, Track]) -> list[str]:
+    """Held-out scores (``val-core/*``, ``val/*``, ``eval/*``) and second rewards (``critic/score/<fn>/mean``,
+    TRL's ``rewards/<fn>/mean``): the series a hacked reward leaves behind. Spreads and extremes are not scores."""
+    return [k for k in tracks if (k.startswith(VAL_PREFIXES) or k.startswith("val/") or (
+        k.startswith("critic/score/") and k.endswith("/mean") and k != REWARD))
+        and not any(x in k for x in ("/std", "worst", "/max", "/min", "loss", "length"))]
+
+
+def _mean_between(track: Track, lo: float, hi: float) -> tuple[float, int]:
+    """(mean, count) of the values of ``track`` logged at steps in [lo, hi]."""
+    total, n = 0.0, 0
+    steps, values = track.steps, track.values
+    for i in range(len(steps) - 1, -1, -1):  # from the newest back: windows are recent
+        s = steps[i]
+        if s < lo:
+            break
+        if s <= hi:
+            total += values[i]
+            n += 1
+    return (total / n, n) if n else (math.nan, 0)
+
+
+@register_detector("reward_divergence", "reward_quality_divergence")
+class RewardDivergence(Detector):
+    """Reward hacking as a divergence between the training reward and what it should stand for.
+
+    The reward's drift: a CUSUM of ``critic/score/mean`` (TRL: ``reward``) against its level over the first
+    ``warmup`` observations, in units of its own noise (allowance ``k``, alarm ``h``). While it is past its alarm:
+
+    - *held-out falling* (warning): a held-out score or second reward (``val-core/*``, ``val/*``, ``eval/*``,
+      ``critic/score/<fn>/mean``) whose mean over its last ``points`` values lies ``drop_z`` of its own noise and
+      ``drop_fraction`` (relative) below its best level (the highest median of three consecutive values: one
+      outlier is not a best), while the reward rose ``gain_z`` of its own noise since that best; critical once the fall is ``critical_factor`` x as large on both counts;
+    - *length bonus* (warning): the response length also drifting up (its own CUSUM), ``bonus_growth`` x its early
+      level and grown by half that share over the last ``bonus_span`` steps, while the reward rose ``gain_z`` of its
+      noise over those steps, and the held-out score over the last half of them not above its level around where
+      they began (by ``flat_z`` noise units of a mean): the reward is bought with length, not with accuracy.
+
+    A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
+
+    keys = (REWARD, LEN)
+    prefixes = (*VAL_PREFIXES, "val/", "critic/score/")
+    defaults = {"k": 0.5, "h": 8.0, "points": 2, "drop_z": 3.0, "critical_factor": 2.0,
+                "drop_fraction": threshold(VAL_GUIDE, "divergence_drop_fraction"),
+                "bonus_growth": threshold(LEN, "bonus_growth_ratio"), "flat_z": 1.0, "gain_z": 3.0,
+                "bonus_span": 20}
+    common = {"enabled": True, "warmup": 10, "cooldown": 50}
+    story, role = "hacking", "outcome"
+    cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._reward: Drift | None = None
+        self._length: Drift | None = None
+        self._keys: list[str] = []
+        self._scan = -1
+        self._best: dict[str, tuple[float, int, float]] = {}  # key -> (best mean, its step, reward then)
+        self._seen: dict[str, int] = {}
+
+    def on_warm(self) -> None:
+        p, tracks = self.p, self.ctx.tracks
+        self._reward = Drift(tracks[REWARD].tail(self.warmup, skip=1), p["k"], p["h"], 0.01, 1e-9)
+        length = tracks.get(LEN)
+        if length is not None and length.n > 3:
+            self._length = Drift(length.tail(self.warmup, skip=1), p["k"], p["h"], 0.01, 1e-9)
+
+    def check(self, step: int) -> Finding | None:
+        tracks = self.ctx.tracks
+        reward = tracks[REWARD]
+        up = self._reward.update(reward.last, step)
+        length = tracks.get(LEN)
+        lengthening = False
+        if self._length is not None and length is not None and length.last_step == step:
+            lengthening = self._length.update(length.last, step)
+        if self._scan < 0 or self.seen - self._scan >= 50:  # held-out series appear rarely
+            self._scan = self.seen
+            self._keys = _quality_keys(tracks)
+        found = None
+        for key in self._keys:
+            track = tracks[key]
+            if self._seen.get(key) == track.n:
+                continue
+            self._seen[key] = track.n
+            found = found or self._held_out_falling(step, key, track, reward, up)
+            if found is None and up and lengthening:
+                found = self._length_bonus(step, key, track, reward, length)
+        return found
+
+    def _held_out_falling(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
+        p = self.p
+        k = int(p["points"])
+        if track.n < k + 2:
+            return None
+        now = track.mean_last(k)
+        r_now = reward.mean_last(3)
+        best = self._best.get(key)
+        v = track.values
+        level = sorted((v[-1], v[-2], v[-3]))[1]  # a best is a level held over three points, not one outlier
+        if best is None or level > best[0]:
+            self._best[key] = (level, track.last_step, r_now)
+            return None
+        drop = best[0] - now
+        rel = drop / max(abs(best[0]), 1e-9)
+        if not up or rel < p["drop_fraction"] or r_now - best[2] < p["gain_z"] * self._reward.noise:
+            return None  # the usual case: no fall from the best, or the reward did not rise since it
+        noise = max(diff_noise(track.tail(32)), 1e-9)
+        z = drop / (noise * math.sqrt(2.0 / k))
+        if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
+            return None
+        crit = z >= p["critical_factor"] * p["drop_z"] and rel >= p["critical_factor"] * p["drop_fraction"]
+        vals = {"reward": r_now, "reward_at_best": best[2], "reward_baseline": self._reward.level,
+                "held_out": now, "held_out_best": best[0], "held_out_best_step": best[1], "drop_z": z,
+                "relative_drop": rel, "signals": [f"validation {track.raw} {fmt(best[0])} -> {fmt(now)}"]}
+        return self.fire(step, "critical" if crit else "warning",
+                         f"Reward and held-out score diverge: {reward.raw} rose {fmt(best[2])} -> {fmt(r_now)} since "
+                         f"step {best[1]} while {track.raw} fell from its best {fmt(best[0])} (step {best[1]}) to "
+                         f"{fmt(now)} ({rel:.0%}, {z:.1f}x its step-to-step noise)",
+                         "The policy is learning what the reward pays for, not the task: a learned reward model being "
+                         "exploited, or a reward term the task does not need.", metric=REWARD, values=vals,
+                         step_start=best[1], extra_keys=(key,), samples=True)
+
+    def _length_bonus(self, step: int, key: str, track: Track, reward: Track, length: Track) -> Finding | None:
+        p = self.p
+        w = int(p["bonus_span"])
+        l_then = length.back(w)
+        r_then = _mean_between(reward, step - w - 2, step - w + 2)[0]  # smoothed: one noisy step is no start
+        l_now, r_now = length.mean_last(3), reward.mean_last(3)
+        growing = l_now >= p["bonus_growth"] * self._length.level and l_now >= (1 + (p["bonus_growth"] - 1) / 2) * l_then
+        if not growing \
+                or not r_now - r_then >= p["gain_z"] * self._reward.noise:
+            return None
+        start = step - w
+        after, n_after = _mean_between(track, step - w // 2, step)  # the held-out level now ...
+        before, n_before = _mean_between(track, start - w // 4, start + w // 4)  # ... and where the window began
+        if n_after < 3 or n_before < 2:  # a held-out score is noisy: a few points on each side
+            return None
+        noise = max(diff_noise(track.tail(32)), 1e-9)
+        if after - before > p["flat_z"] * noise * math.sqrt(1 / n_after + 1 / n_before):
+            return None  # the held-out score rose with the reward and the length: learning, not a bonus
+        vals = {"reward": r_now, "reward_before": r_then, "length": l_now, "length_before": l_then,
+                "length_baseline": self._length.level, "held_out_before": before, "held_out_since": after,
+                "signals": [f"validation {track.raw} {fmt(before)} -> {fmt(after)}",
+                            f"length {fmt(l_then)} -> {fmt(l_now)}"]}
+        return self.fire(step, "warning",
+                         f"Reward rising with response length, not with accuracy: over the last {w} steps {reward.raw} "
+                         f"{fmt(r_then)} -> {fmt(r_now)} and {length.raw} {fmt(l_then)} -> {fmt(l_now)} "
+                         f"({l_now / self._length.level:.2f}x its early level), while {track.raw} averaged {fmt(after)} against {fmt(before)} in "
+                         f"the {w} steps before",
+                         "A length bonus (or a reward model that prefers long answers) is paying for length.",
+                         metric=REWARD, values=vals, step_start=start, extra_keys=(key,), samples=True)
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        vals = finding.evidence.get("values", {})
+        if "length" in vals:
+            causes = [Cause("the reward pays for length: a length bonus, or a reward model that prefers long "
+                            "answers", 0.8, "; ".join(vals.get("signals", [])))]
+            limit = view.number("data.max_response_length")
+            actions = [make_action(view, "Stop paying for length: remove the length bonus, or add an overlong "
+                                   "penalty", {"reward.overlong_buffer.enable": True}),
+                       make_action(view, "Cap the response length", {"data.max_response_length": int(limit * 0.75)}
+                                   if limit else {})]
+        else:
+            causes = [Cause("the (learned) reward model is being exploited: its score rises while held-out accuracy "
+                            "falls", 0.85, "; ".join(vals.get("signals", [])))]
+            actions = [make_action(view, "Gate the reward on validation, refresh the reward model, or pull the policy "
+                                   "closer to the reference", {"actor.kl_loss_coef": 0.01})]
+        return ranked(causes + [Cause(self.cause, 0.5)]), actions
+
+
+@register_detector("length_memory", "memory_with_length")
+class LengthMemory(Detector):
+    """Memory growing in step with the response length: activation and KV-cache memory scale with the sequence, so
+    a run whose answers lengthen needs more memory every step and ends in an out-of-memory kill at the longest
+    batch. Both series drift up (a CUSUM each against its level over the first ``warmup`` observations, in units of
+    its own noise; allowance ``k``, alarm ``h``), the memory ``growth`` (relative) above its early level, and the
+    two move together (a memory sum starts only while the length's is above zero: growth while the length holds is
+    a leak, ``memory_growth``'s business): Pearson correlation >= ``min_corr`` over the observations since the memory began to climb
+    (at least ``min_points``, the latest ``max_points``; judged on every ``every``-th observation). Warning; the finding names it length-driven, with advice on
+    ``data.max_response_length`` and micro-batch sizes."""
+
+    keys = (LEN, *MEMORY_KEYS)
+    defaults = {"k": 0.5, "h": 8.0, "growth": threshold(ALLOC, "length_growth_ratio"), "min_corr": 0.7,
+                "min_points": 6, "length_growth": 1.1, "every": 2, "max_points": 60}
+    common = {"enabled": True, "warmup": 10, "cooldown": 100}
+    story, role = "memory", "outcome"
+    cause = "memory grows with the response length: longer sequences need more activation and KV-cache memory"
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._length: Drift | None = None
+        self._mem: dict[str, Drift] = {}
+        self._present: list[str] = []
+        self._present_at = -1
+        self._busy = False  # some memory sum is running (it drains, or grows, whatever the length does)
+
+    def on_warm(self) -> None:
+        self._length = Drift(self.ctx.tracks[LEN].tail(self.warmup, skip=1), self.p["k"], self.p["h"], 0.01, 1e-9)
+
+    def check(self, step: int) -> Finding | None:
+        p, tracks = self.p, self.ctx.tracks
+        length = tracks[LEN]
+        lengthening = self._length.update(length.last, step)
+        if self._present_at != len(tracks):  # which memory series this run logs
+            self._present_at = len(tracks)
+            self._present = [k for k in MEMORY_KEYS if k in tracks]
+        flat = self._length.cusum.s <= 0.0
+        if flat and not self._busy and len(self._mem) == len(self._present):
+            return None  # the usual step: length at its early level and no memory sum running
+        found = None
+        for key in self._present:
+            track = tracks[key]
+            if track.last_step != step:
+                continue
+            drift = self._mem.get(key)
+            if drift is None:
+                if track.n > self.warmup:  # its early level (past the allocator's first steps)
+                    self._mem[key] = Drift(track.tail(self.warmup, skip=1), p["k"], p["h"], 0.001, 1e-9)
+                continue
+            if flat and drift.cusum.s <= 0.0:
+                continue  # memory rising while the length holds is not length-driven (a leak: memory_growth's)
+            if drift.update(track.last, step) and lengthening and found is None and self.due(p["every"]):
+                found = self._judge(step, key, track, length, drift)
+        self._busy = any(d.cusum.s > 0.0 for d in self._mem.values())
+        return found
+
+    def _judge(self, step: int, key: str, track: Track, length: Track, drift: Drift) -> Finding | None:
+        p = self.p
+        now, l_now = track.mean_last(3), length.mean_last(3)
+        growth = (now - drift.level) / max(abs(drift.level), 1e-12)
+        if growth < p["growth"] or l_now < p["length_growth"] * self._length.level:
+            return None
+        start = drift.start or step  # where the memory began to climb
+        pairs = _paired(track, length, start)[-int(p["max_points"]):]
+        if len(pairs) < p["min_points"]:
+            return None
+        corr = _pearson(pairs)
+        if corr < p["min_corr"]:
+            return None  # memory climbs on its own: a leak, judged by memory_growth
+        vals = {"memory": now, "memory_baseline": drift.level, "relative_growth": growth, "length": l_now,
+                "length_baseline": self._length.level, "correlation": corr, "drift_start": start}
+        return self.fire(step, "warning",
+                         f"Memory grows with the response length: {track.raw} {fmt(drift.level)} -> {fmt(now)} "
+                         f"({growth:+.0%} over its early level) while {length.raw} rose {fmt(self._length.level)} -> "
+                         f"{fmt(l_now)} since step {start} (correlation {corr:.2f}): length-driven memory growth",
+                         "Activation and KV-cache memory scale with the sequence length: the longest batch to come "
+                         "decides whether the run runs out of memory.", metric=key, values=vals, step_start=start,
+                         extra_keys=(LEN,))
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        view = self.ctx.view
+        limit = view.number("data.max_response_length")
+        mb = view.number("actor.ppo_micro_batch_size")
+        cap = make_action(view, "Cap the response length (or penalise overlong answers) so the longest batch fits",
+                          {"data.max_response_length": int(limit * 0.75)} if limit else {})
+        smaller = make_action(view, "Smaller micro-batches: memory per step follows micro-batch size x sequence length",
+                              {"actor.ppo_micro_batch_size": max(1, int(mb) // 2)} if mb and mb > 1 else {})
+        return ranked([Cause(self.cause, 0.85, f"correlation {finding.evidence.get('values', {}).get('correlation', 0):.2f}")]), [cap, smaller]
+
+
+def _paired(track: Track, other: Track, start: int) -> list[tuple[float, float]]:
+    """(value, other's value at the same step) for the steps since ``start`` both logged."""
+    n = min(len(other.steps), 64)
+    at = {s: v for s, v in zip(other.tail_steps(n), other.tail(n)) if s >= start}
+    n = min(len(track.steps), 64)
+    return [(v, at[s]) for s, v in zip(track.tail_steps(n), track.tail(n)) if s in at]
+
+
+def _pearson(pairs: list[tuple[float, float]]) -> float:
+    n = len(pairs)
+    mx = sum(x for x, _ in pairs) / n
+    my = sum(y for _, y in pairs) / n
+    sxy = sum((x - mx) * (y - my) for x, y in pairs)
+    sxx = sum((x - mx) ** 2 for x, _ in pairs)
+    syy = sum((y - my) ** 2 for _, y in pairs)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else 0.0
