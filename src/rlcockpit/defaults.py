@@ -38,14 +38,6 @@ def attach_health_reports(run: Any, reports: Any) -> Any:
     return attach_reports(run, reports, send=lambda report: send_report_live(run, report))
 
 
-if "health" not in OBSERVERS:
-    OBSERVERS.add("health", health_monitor)
-if "alerts" not in RUN_HOOKS:
-    RUN_HOOKS.add("alerts", attach_alerts)
-if "health_reports" not in RUN_HOOKS:
-    RUN_HOOKS.add("health_reports", attach_health_reports)
-
-
 def trainer_keys() -> list[str]:
     """Every key rlcockpit's trainer config accepts (health's advice keeps only those for our runs)."""
     from rlcockpit.trainer.config import all_keys
@@ -115,17 +107,16 @@ def preflight_probes() -> Any:
                            load_alerts_config=load_alerts_config, env_webhooks=ENV_WEBHOOKS, collect_meta=collect_meta)
 
 
-if "public_sweep" not in PROVIDERS:
-    PROVIDERS.add("public_sweep", public_sweep)
-if "trainer_keys" not in PROVIDERS:
-    PROVIDERS.add("trainer_keys", trainer_keys)
-if "verl_inactive_reason" not in PROVIDERS:
-    PROVIDERS.add("verl_inactive_reason", verl_inactive_reason)
-if "preflight" not in PROVIDERS:
-    PROVIDERS.add("preflight", preflight)
-if "preflight_probes" not in PROVIDERS:
-    PROVIDERS.add("preflight_probes", preflight_probes)
-if "trainer_defaults" not in PROVIDERS:
-    PROVIDERS.add("trainer_defaults", trainer_defaults)
-if "report_sender" not in PROVIDERS:
-    PROVIDERS.add("report_sender", report_sender)
+def _register(registry: Any, entries: dict[str, Any]) -> None:
+    """Add the defaults a registry does not hold yet (a user's own entry under the same name wins)."""
+    for name, entry in entries.items():
+        if name not in registry:
+            registry.add(name, entry)
+
+
+_register(OBSERVERS, {"health": health_monitor})
+_register(RUN_HOOKS, {"alerts": attach_alerts, "health_reports": attach_health_reports})
+_register(PROVIDERS, {"public_sweep": public_sweep, "trainer_keys": trainer_keys,
+                      "verl_inactive_reason": verl_inactive_reason, "preflight": preflight,
+                      "preflight_probes": preflight_probes, "trainer_defaults": trainer_defaults,
+                      "report_sender": report_sender})

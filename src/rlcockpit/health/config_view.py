@@ -117,17 +117,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _get_path(cfg: Mapping[str, Any], path: str) -> Any:
-    """Value at dotted ``path`` in nested ``cfg`` (also accepts flat dotted keys at any level)."""
-    if path in cfg:
-        return cfg[path]
-    head, _, rest = path.partition(".")
-    if rest and isinstance(cfg.get(head), Mapping):
-        return _get_path(cfg[head], rest)
-    return None
-
-
 _MISSING = object()
+
+
+def _get_path(cfg: Mapping[str, Any], path: str) -> Any:
+    """Value at dotted ``path`` in nested ``cfg`` (also accepts flat dotted keys at any level); ``None`` if absent."""
+    found = _find_path(cfg, path)
+    return None if found is _MISSING else found
 
 
 def _find_path(cfg: Mapping[str, Any], path: str) -> Any:
