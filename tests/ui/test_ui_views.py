@@ -215,6 +215,30 @@ def test_phase_mean_shares_of_a_run_validating_on_its_last_step_sum_to_one(tmp_p
     assert shares["generation"] == pytest.approx((14 * 0.25 + 0.125) / 15)
 
 
+def test_a_verl_v1_runs_gen_time_is_a_wait_for_samples_not_generation(tmp_path) -> None:
+    """verl's V1 trainer (training/off_policy/* logged) times sampling from its replay buffer as timing_s/gen:
+    the timeline showed it as generation. It is the sample wait there, with wait_for_enough_samples; and
+    param_sync is weight sync. A run without the V1 keys keeps gen as generation."""
+    for name, v1 in (("v1", True), ("classic", False)):
+        run = rlcockpit.init(project="p", name=name, dir=tmp_path, system_interval=None, health=False,
+                             capture_meta=False)
+        for step in range(1, 6):
+            m = {"timing_s/gen": 0.5, "timing_s/update_actor": 0.3, "timing_s/param_sync": 0.1, "timing_s/step": 1.0}
+            if v1:
+                m.update({"training/off_policy/staleness_mean": 1.0, "timing_s/wait_for_enough_samples": 0.05})
+            run.log(m, step=step)
+        run.finish()
+        with running_server(tmp_path) as srv:
+            tl = get_json(srv, f"/api/runs/{run.id}/timeline")
+        phases = {p["name"]: p["keys"] for p in tl["phases"]}
+        assert tl["unassigned"] == [] and phases["sync"] == ["timing_s/param_sync"]
+        if v1:
+            assert "generation" not in phases
+            assert sorted(phases["sample_wait"]) == ["timing_s/gen", "timing_s/wait_for_enough_samples"]
+        else:
+            assert phases["generation"] == ["timing_s/gen"] and "sample_wait" not in phases
+
+
 # ---- live ------------------------------------------------------------------------------------------------
 
 

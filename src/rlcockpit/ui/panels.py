@@ -26,16 +26,22 @@ from rlcockpit.store.downsample import minmax_downsample
 
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("generation", ("gen",)),
+    ("sample_wait", ("wait_for_enough_samples",)),  # verl's fully-async / V1 trainers: waiting for rollouts
     ("reward", ("reward",)),
     ("log_prob", ("old_log_prob",)),
     ("reference", ("ref",)),
     ("values", ("values",)),
     ("advantage", ("adv",)),
     ("update", ("update_actor", "update_critic")),
-    ("sync", ("update_weights", "sync_weights", "reshard")),
+    ("sync", ("update_weights", "sync_weights", "reshard", "param_sync")),
     ("validation", ("testing",)),
     ("checkpoint", ("save_checkpoint",)),
 )
+# verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen while
+# generation runs concurrently elsewhere: there ``gen`` is a wait for samples, not generation.
+V1_MARKER = "training/off_policy/"
+V1_PHASES = tuple((name, ("gen", *names) if name == "sample_wait" else tuple(n for n in names if n != "gen"))
+                  for name, names in PHASES)
 # verl times the profiler's start and stop outside timing_s/step (0 on steps not profiled): known, no phase
 OUTSIDE_STEP = ("timing_s/start_profile", "timing_s/stop_profile")
 STEP_KEYS = ("timing_s/step", "perf/time_per_step")
@@ -100,7 +106,8 @@ def timeline(store: Store, rid: str, max_points: int = 600) -> dict[str, Any]:
     keys = store.keys(rid)
     present = {k[len("timing_s/"):] for k in keys if k.startswith("timing_s/")}
     step_key = next((k for k in STEP_KEYS if k in keys), None)
-    phases = [(name, [f"timing_s/{t}" for t in names if t in present]) for name, names in PHASES]
+    table = V1_PHASES if any(k.startswith(V1_MARKER) for k in keys) else PHASES
+    phases = [(name, [f"timing_s/{t}" for t in names if t in present]) for name, names in table]
     phases = [(n, ks) for n, ks in phases if ks]
     assigned = {k for _n, ks in phases for k in ks} | {"timing_s/step", *OUTSIDE_STEP}
     unassigned = sorted(f"timing_s/{t}" for t in present if f"timing_s/{t}" not in assigned)

@@ -7,7 +7,7 @@ import { SyncGroup } from "./chart.js";
 import { chartCard } from "./chartkit.js";
 import { settings } from "./state.js";
 
-const PHASE_COLORS = { generation: "#4c8dff", reward: "#d29922", log_prob: "#39c5cf", reference: "#a5d6ff", values: "#7ee787",
+const PHASE_COLORS = { generation: "#4c8dff", sample_wait: "#1f6feb", reward: "#d29922", log_prob: "#39c5cf", reference: "#a5d6ff", values: "#7ee787",
   advantage: "#db61a2", update: "#3fb950", sync: "#bc8cff", validation: "#f0883e", checkpoint: "#8b949e", idle: "#f85149" };
 
 function stacked(data, share) {
