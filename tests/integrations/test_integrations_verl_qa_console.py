@@ -81,3 +81,21 @@ def test_a_line_cut_at_4096_characters_keeps_its_complete_pairs(tmp_path, capsys
     hist = run.history()
     assert hist.index.tolist() == list(range(1, 21))
     assert hist.loc[10, "actor/grad_norm"] == 17.4
+
+
+def test_a_line_cut_after_a_separator_and_trimmed_keeps_its_pairs(tmp_path, capsys):
+    """W&B trims the blank a 4096-character cut leaves: a validation line cut right after `` - `` ends in `` -`` at
+    4095 characters. A real W&B output.log (jianghoucheng/Agent_On_Policy_Distillation, run 8g5bqf9b) has such a
+    step 0; the import dropped it."""
+    full = _validation_line(0, 0.12)
+    at = full.rindex(" - ", 0, 4094) + 3  # a cut just after a separator
+    line = full[:at].rstrip()
+    assert line.endswith(" -")
+    step, metrics = parse_console_line(line + "\n")
+    last = full[:at].split(" - ")[-2].rpartition(":")[0]
+    assert step == 0 and metrics["actor/grad_norm"] == 0.12 and last in metrics
+    log = tmp_path / "output.log"
+    log.write_text("\n".join([line] + [REAL.format(s=s, v=0.1) for s in range(1, 4)]) + "\n")
+    assert main(["import", str(log), "--dir", str(tmp_path / "store"), "--json", "--no-health"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"] == 4 and out["skipped"] == 0

@@ -111,7 +111,9 @@ def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output. A line cut at
     :data:`CUT_LINE_CHARS` characters keeps its complete pairs and loses the one it was cut in."""
     line = _ANSI.sub("", text).rstrip()
-    cut = len(text.rstrip("\r\n")) >= CUT_LINE_CHARS  # a line a capture tool may have cut off
+    # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right after
+    # a separator leaves 4095 characters ending in " -" (verl never ends a line that way)
+    cut = len(text.rstrip("\r\n")) >= CUT_LINE_CHARS or line.endswith(" -")
     m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
     if not m:
         return None
