@@ -67,9 +67,9 @@ TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnin
 RLWATCH_INPUTS = {
     "entropy": ("actor/entropy", "entropy", "train/entropy", "policy/entropy"),
     "kl_divergence": ("actor/kl_loss", "actor/reward_kl_penalty", "actor/ref_kl", "kl", "train/kl_div", "kl/divergence"),
-    "reward_mean": ("critic/score/mean", "reward", "train/reward", "reward/mean"),
-    "reward_std": ("critic/score/std", "reward_std", "reward/std"),
-    "loss": ("actor/pg_loss", "loss", "train/loss", "policy/loss"),
+    "reward_mean": ("critic/score/mean", "reward", "train/reward", "reward/mean", "train_reward"),
+    "reward_std": ("critic/score/std", "reward_std", "reward/std", "train_reward_std"),
+    "loss": ("actor/pg_loss", "loss", "train/loss", "policy/loss", "pg_loss"),
     "grad_norm": ("actor/grad_norm", "grad_norm"),
 }
 Finding = tuple[int, str, str]  # (step, detector, severity)

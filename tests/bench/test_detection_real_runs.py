@@ -71,6 +71,27 @@ def test_every_real_run_imports_with_the_step_count_of_a_clean_parse(entries, re
     assert verl["metrics"][0][1]["critic/score/mean"] == pytest.approx(0.016)
 
 
+def test_public_runs_by_other_people_include_failures(entries):
+    """The corpus is not only our own runs: public runs from several repositories, failing ones among them."""
+    public = [e for e in entries if e["origin"]["repository"] != "rlcockpit (this repository)"]
+    assert len(public) >= 11 and len({e["origin"]["repository"] for e in public}) >= 6
+    assert sum(e["class"] != "healthy" for e in public) >= 4
+    assert {e["kind"] for e in public} >= {"verl", "trl", "jsonl"}
+
+
+def test_a_metrics_jsonl_is_read_line_by_line_naming_a_bad_line():
+    """A hand-written loop's metrics.jsonl: numeric values under the run's own keys, rows of one step merged;
+    a broken line is named (file and line) and the others are kept; the clean count finds steps without JSON."""
+    data = (b'{"step": 0, "eval_reward": 0.5}\n{"step": 1, "train_reward": 0.6, "kl": 0.0, "note": "x", "ok": true}\n'
+            b'{"step": 1, "eval_reward": 0.7}\n{"step": 2, "kl": 0.1\n["not", "a", "record"]\n{"step": 3, "kl": 0.2}\n')
+    entry = {"id": "j", "kind": "jsonl", "origin": {"path": "results/run/metrics.jsonl"}}
+    metrics, config, problems = real_runs.import_entry(entry, data)
+    assert metrics == [(0, {"eval_reward": 0.5}), (1, {"train_reward": 0.6, "kl": 0.0, "eval_reward": 0.7}),
+                       (3, {"kl": 0.2})] and config == {}
+    assert problems == ["metrics.jsonl:4: not JSON (Expecting ',' delimiter)", "metrics.jsonl:5: no integer 'step'"]
+    assert real_runs.clean_step_count(entry, data) == 4  # sees the cut line's step: the import check flags it
+
+
 def test_clean_count_is_independent_of_the_importer():
     """The clean parse sees steps the importer would have to find: console lines and trainer_state entries."""
     verl = {"kind": "verl", "id": "x"}
@@ -118,7 +139,8 @@ def test_per_source_figures_mark_tuned_sources(real):
         assert row["tuned_on"] is False and row["traces"] == len(items[src])
         assert row["rlcockpit"]["healthy_criticals"] == 0  # no findings given: nothing counted
     cpu = table["trl_cpu_settings"]["rlcockpit"]
-    assert cpu["recall"] == 0.0 and cpu["failure_traces"] == 2 and cpu["targets"]["recall_per_class"] is False
+    failing = sum(1 for t, _r, _w in items["trl_cpu_settings"] if t["class"] != "healthy")
+    assert cpu["recall"] == 0.0 and cpu["failure_traces"] == failing >= 2 and cpu["targets"]["recall_per_class"] is False
     verl = table["verl_console_public"]["rlcockpit"]  # healthy runs only: no recall or delay target applies
     assert verl["targets"]["recall_per_class"] is None and verl["targets"]["median_delay"] is None
     assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True

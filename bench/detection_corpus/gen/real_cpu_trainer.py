@@ -37,6 +37,11 @@ SPECS: dict[str, dict[str, Any]] = {
                                   "fault": {"kind": "lr_jump", "step": 200,
                                             "params": {"factor": 60, "set": {"actor.clip_ratio": 10.0,
                                                                              "actor.ppo_epochs": 4}}}},
+    # one prompt x 4 samples, 800 steps, validation every 100; lr x30 from step 500 (nothing else changed)
+    "gpt2-1prompt-lr30-800": {"steps": 800, "overrides": ["data.train_batch_size=1", "actor_rollout_ref.rollout.n=4",
+                                                           "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+                                                           "trainer.test_freq=100"], "seed": 23, "model": "gpt2",
+                              "fault": {"kind": "lr_jump", "step": 500, "params": {"factor": 30}}},
 }
 
 

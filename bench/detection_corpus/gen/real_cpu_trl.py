@@ -41,6 +41,18 @@ SPECS: dict[str, dict[str, Any]] = {
     # 1 prompt x 6 completions, the learning rate x300 from step 250 on, logging every step
     "llama-1prompt-lr-jump-400": {"model": "llama", "batch": 6, "num_generations": 6, "steps": 400, "logging_steps": 1,
                                   "lr": 5e-5, "seed": 15, "lr_jump_at": 250, "lr_factor": 300},
+    # 1 prompt x 4 completions, 600 steps, logging every 5, evaluation every 50; the learning rate x30 from step 400.
+    # Run once and not stored: only the kl moved (0.04-0.19 -> 0.2-0.8), reward/entropy/length did not (README)
+    "gpt2-1prompt-lr30-log5-600": {"model": "gpt2", "batch": 4, "num_generations": 4, "steps": 600,
+                                   "logging_steps": 5, "eval_steps": 50, "lr": 5e-5, "seed": 16, "lr_jump_at": 400,
+                                   "lr_factor": 30},
+    # as above with the learning rate x100 from step 400 (x30 moved only the kl: see the README)
+    "gpt2-1prompt-lr100-log5-600": {"model": "gpt2", "batch": 4, "num_generations": 4, "steps": 600,
+                                    "logging_steps": 5, "eval_steps": 50, "lr": 5e-5, "seed": 16, "lr_jump_at": 400,
+                                    "lr_factor": 100},
+    # 2 prompts x 3 completions, 800 steps, logging every 2, evaluation every 100 (healthy, long, sparse eval)
+    "llama-2prompt-800-log2": {"model": "llama", "batch": 6, "num_generations": 3, "steps": 800, "logging_steps": 2,
+                               "eval_steps": 100, "lr": 5e-5, "seed": 17},
 }
 
 
