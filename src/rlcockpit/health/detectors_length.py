@@ -14,6 +14,7 @@ from rlcockpit.health.base import (
     Drift,
     Track,
     climb,
+    diff_noise,
     fmt,
     median,
     recent_count,
@@ -82,8 +83,8 @@ class LengthExplosion(Detector):
                              "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
         if not rising:
             return None
-        logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
-        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
+        logs = [math.log(max(v, 1e-9)) for v in track.tail(6 * w)]  # the older half: the run's noise only
+        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"], diff_noise(logs))
         if turned is None:
             return None
         a, b, c, _noise = (math.exp(x) for x in turned)

@@ -151,7 +151,7 @@ class KLSpike(StartReferenced):
     Warning: the last two values both above ``warn_abs``, ``warn_ratio`` x the reference and ``z_warn`` units
     above it, right after a value below ``prev_abs`` (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    their median ``z`` units above it. The reference is frozen where a candidate spike starts. During warm-up
+    one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike starts. During warm-up
     the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps)."""
@@ -213,7 +213,8 @@ class KLSpike(StartReferenced):
         n = int(p["sustain"])
         held, z = self._held(track, n)
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
-        if track.n > n and self._streak >= n and min(track.tail(n)) > p["critical_ratio"] * self._ref and z > p["z"]:
+        floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
+        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"]:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x its median {fmt(self._ref)} over the "
