@@ -1,0 +1,90 @@
+"""The real runs of bench/detection_corpus/real/ (public verl console logs and TRL trainer_state.json files, and
+CPU runs of TRL and of our trainer), imported with ``rlcockpit import``'s readers and replayed through the
+monitor (issue 29):
+
+- a run labelled healthy gets no critical finding;
+- every finding speaks the run's own words: its metric, the series in its evidence and any metric key in its
+  title or summary are keys the run logged (a TRL run hears about ``reward`` and ``kl``, never about
+  ``critic/score/mean``, ``actor/kl_loss`` or ``perf/throughput``);
+- a finding is raised once per event: the same detector raises the same event (same first step) again only
+  with a higher severity.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from rlcockpit.health import HealthMonitor
+from rlcockpit.health.base import DETECTORS
+from rlcockpit.health.findings import severity_rank
+
+GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
+KEYISH = re.compile(r"(?<![\w/])[A-Za-z_][\w\-@.]*(?:/[\w\-@.]+)+")  # something/like/a/metric/key
+
+
+@lru_cache(maxsize=1)
+def real_runs() -> list[dict]:
+    sys.path.insert(0, str(GEN))
+    try:
+        from real_runs import load_real
+    finally:
+        sys.path.remove(str(GEN))
+    return load_real()
+
+
+def replay(trace: dict) -> list:
+    mon = HealthMonitor(run_config=trace["config"])
+    pending = sorted(trace["samples"], key=lambda x: x[0])
+    found = []
+    for step, metrics in trace["metrics"]:
+        while pending and pending[0][0] <= step:
+            s, rows = pending.pop(0)
+            found += mon.observe_samples(s, rows)[1]
+        found += mon.observe(step, metrics)
+    return found + mon.close()
+
+
+def ids(trace: dict) -> str:
+    return trace["id"]
+
+
+def detector_keys() -> set[str]:
+    """Every metric key a built-in detector reads, by its canonical name: what a phantom key would be."""
+    return {k for _name, cls in DETECTORS.items() for k in cls.keys}
+
+
+@pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)
+def test_a_healthy_real_run_gets_no_critical(trace):
+    crit = [(f.step, f.detector, f.title) for f in replay(trace) if f.severity == "critical"]
+    assert crit == []
+
+
+@pytest.mark.parametrize("trace", real_runs(), ids=ids)
+def test_findings_on_a_real_run_name_only_keys_it_logged(trace):
+    logged = {k for _s, m in trace["metrics"] for k in m}
+    phantoms = detector_keys() - logged
+    for f in replay(trace):
+        cited = set(f.evidence.get("metrics", {})) | ({f.metric} if f.metric else set())
+        assert cited <= logged, (f.detector, f.title, cited - logged)
+        named = set(KEYISH.findall(f"{f.title} {f.summary}"))
+        assert not named & phantoms, (f.detector, f.title, named & phantoms)
+
+
+def test_the_corpus_holds_a_trl_state_and_a_verl_console_import():
+    namings = {t["naming"] for t in real_runs()}
+    assert {"trl", "verl"} <= namings
+
+
+@pytest.mark.parametrize("trace", real_runs(), ids=ids)
+def test_each_event_is_raised_once_and_again_only_when_it_escalates(trace):
+    last: dict[tuple[str, int], int] = {}
+    for f in replay(trace):
+        key = (f.detector, f.step_start)
+        rank = severity_rank(f.severity)
+        assert rank > last.get(key, -1), (f.detector, f.step, f.title)
+        last[key] = rank
