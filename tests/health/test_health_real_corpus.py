@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rlcockpit.health import HealthMonitor
-from rlcockpit.health.base import DETECTORS
+from rlcockpit.health.base import DETECTORS, GPU_HINTS
 from rlcockpit.health.findings import severity_rank
 
 GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
@@ -88,3 +88,16 @@ def test_each_event_is_raised_once_and_again_only_when_it_escalates(trace):
         rank = severity_rank(f.severity)
         assert rank > last.get(key, -1), (f.detector, f.step, f.title)
         last[key] = rank
+
+
+def shows_no_gpu(trace: dict) -> bool:
+    logged = {k for _s, m in trace["metrics"] for k in m}
+    return trace["naming"] != "verl" and not any(k.startswith(GPU_HINTS) or ".gpu" in k or "gpu" in k.split("/")[0]
+                                                 for k in logged)
+
+
+@pytest.mark.parametrize("trace", [t for t in real_runs() if shows_no_gpu(t)], ids=ids)
+def test_a_real_run_without_a_gpu_is_never_told_about_one(trace):
+    for f in replay(trace):
+        text = " ".join([f.title, f.summary, *(c.title for c in f.causes), *(a.title for a in f.actions)])
+        assert "GPU" not in text, (f.detector, text)
