@@ -173,3 +173,37 @@ def test_a_component_falling_with_the_total_reward_is_not_hacking():
 def test_a_component_falling_while_the_total_rises_is_hacking():
     found = alerts(replay(trl_components(True)), "reward_hacking")
     assert found and found[0][0] >= 380
+
+
+# -- throughput_drop: a shared CPU slows every phase, one step at a time ------------------------------------------
+def cpu_contention(stalled_loader: bool):
+    """Our trainer on a shared 2-core machine: 30 ms of generation and 30 ms of update a step; from step 60 on
+    another job takes the cores, stretching whichever phase runs (generation 4x on the first two steps, then
+    the update and generation 4x in turn), or (``stalled_loader``) 150 ms of host time a step with both phases as before."""
+    rng = random.Random(3)
+    out = []
+    for s in range(1, 100):
+        gen, upd, other = 0.03, 0.03, 0.005
+        if s >= 60 and not stalled_loader:
+            o = s - 60
+            if o < 2 or o % 2:  # as in the real run: the first slow steps stretched generation
+                gen *= 4
+            else:
+                upd *= 4
+        elif s >= 60:
+            other = 0.15
+        gen, upd = gen * rng.uniform(0.95, 1.05), upd * rng.uniform(0.95, 1.05)
+        step = gen + upd + other
+        out.append((s, {"timing_s/gen": gen, "timing_s/update_actor": upd, "timing_s/step": step,
+                        "perf/throughput": 40 / step, "critic/score/mean": 0.5}))
+    return out
+
+
+def test_a_shared_cpu_stretching_each_phase_in_turn_is_info_not_a_warning():
+    found = [f for f in replay(cpu_contention(False)) if f.detector == "throughput_drop"]
+    assert found and {f.severity for f in found} == {"info"}
+    assert "every phase of the step slower" in found[0].title and "GPU" not in found[0].title
+
+
+def test_a_stalled_loader_on_the_same_machine_is_still_a_warning():
+    assert "warning" in {sev for _s, sev in alerts(replay(cpu_contention(True)), "throughput_drop")}
