@@ -207,3 +207,11 @@ def test_a_shared_cpu_stretching_each_phase_in_turn_is_info_not_a_warning():
 
 def test_a_stalled_loader_on_the_same_machine_is_still_a_warning():
     assert "warning" in {sev for _s, sev in alerts(replay(cpu_contention(True)), "throughput_drop")}
+
+
+def test_a_kl_that_climbs_slowly_above_the_band_is_no_spike():
+    """A healthy KL climbing from 0.05 to 0.3 over 300 steps, above ``kl_spike``'s 0.2 gate for its last third:
+    a reference frozen at the first gate pass would call the late level a jump."""
+    rng = random.Random(6)
+    trace = [(s, {"kl": (0.05 + 0.25 * s / 300) * rng.uniform(0.9, 1.1), "reward": 0.5}) for s in range(1, 301)]
+    assert alerts(replay(trace), "kl_spike") == []

@@ -151,8 +151,9 @@ class KLSpike(StartReferenced):
     Warning: the last two values both above ``warn_abs``, ``warn_ratio`` x the reference and ``z_warn`` units
     above it, right after a value below ``prev_abs`` (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike starts. During warm-up
-    the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
+    one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike
+    starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
+    During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps)."""
 
@@ -228,8 +229,8 @@ class KLSpike(StartReferenced):
                              f"for 2 logged steps (at least {both / self._ref:.1f}x its median {fmt(self._ref)} over "
                              f"the {p['window']} steps before)", values=vals | {"held": both, "z": z2},
                              step_start=self._onset)
-        if v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref:
-            self._streak = 0  # back to the usual level: the candidate ended
+        if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
+            self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
         return None
 
 
