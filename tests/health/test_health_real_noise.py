@@ -215,3 +215,9 @@ def test_a_kl_that_climbs_slowly_above_the_band_is_no_spike():
     rng = random.Random(6)
     trace = [(s, {"kl": (0.05 + 0.25 * s / 300) * rng.uniform(0.9, 1.1), "reward": 0.5}) for s in range(1, 301)]
     assert alerts(replay(trace), "kl_spike") == []
+
+
+def test_a_loss_that_is_beta_times_the_kl_leaves_the_kl_blips_to_the_kl_detectors():
+    """TRL's loss with beta 0.04 on-policy is 0.04 x KL: its excursions are the KL's, judged in the KL's noise."""
+    for seed in range(4):
+        assert alerts(replay(one_prompt_kl(seed, blips=(100, 102, 200, 230))), "loss_spike") == [], seed

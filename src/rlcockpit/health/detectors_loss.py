@@ -155,7 +155,9 @@ class LossSpike(FrozenBaseline):
     off-median steps, :func:`noise_scale`) on ``sustain`` logged steps (warning). Critical needs ``z_critical``
     scales AND corroboration (:func:`corroboration`): the gradient norm > ``grad_ratio`` x or the KL to the
     reference > ``kl_ratio`` x their own trailing medians, on both of the last two steps and beyond their own log
-    spread. The reference is refreshed every ``every`` steps and frozen during an excursion.
+    spread. The reference is refreshed every ``every`` steps and frozen during an excursion. A loss that is a
+    fixed multiple of the KL over the trailing ``window`` and now (ratios within ``kl_multiple_tol``: TRL's
+    beta x KL on-policy) is left to the KL detectors: its excursion is the KL's.
 
     Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
     ``lag`` steps earlier and the rise exceeds ``z_warn`` warm-up scales; critical when ``z_critical``
@@ -163,7 +165,8 @@ class LossSpike(FrozenBaseline):
 
     keys = (LOSS,)
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
-                "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2}
+                "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2,
+                "kl_multiple_tol": 0.1}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
     story, role = "divergence", "outcome"
     cause = "an outlier batch or too large a step made the optimiser diverge"
@@ -206,6 +209,8 @@ class LossSpike(FrozenBaseline):
         self._streak += 1
         if self._streak < p["sustain"]:
             return None  # one step outside the band is the run's noise
+        if self._kl_multiple(track):
+            return None  # the loss is beta x KL: its excursion is the KL's, judged by the KL detectors
         vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
         where = (f"its median {fmt(self._ref)} over the previous {p['window']} logged steps (typical deviation "
                  f"{fmt(self._ref_scale)}), for {self._streak} logged steps")
@@ -221,6 +226,23 @@ class LossSpike(FrozenBaseline):
         return self.fire(step, "warning", f"Loss {fmt(s)} is {z:.0f} typical deviations from {where}",
                          "A policy-gradient loss alone is noisy; look at grad norm and KL before acting.",
                          values=vals, step_start=self._onset, extra_keys=(GRAD,))
+
+    def _kl_multiple(self, track: Track) -> bool:
+        """Whether the loss is a fixed multiple of the KL to the reference, now as over the trailing window (the
+        loss/KL ratios within ``kl_multiple_tol`` of their median, which is positive). TRL's logged loss with
+        beta > 0 is beta x KL plus a policy-gradient part that is ~0 on-policy; a 1-prompt run's KL moves 50x
+        from one step to the next, and the loss with it. Such an excursion is the KL's, which ``kl_spike`` and
+        ``kl_rising`` judge in the KL's own noise; a policy-gradient part that blows up breaks the ratio."""
+        kl = self.ctx.tracks.get(KL)
+        w = int(self.p["window"])
+        if kl is None or kl.last_step != track.last_step or kl.n < w or kl.tail_steps(w) != track.tail_steps(w):
+            return False
+        ratios = [lo / k for lo, k in zip(track.tail(w), kl.tail(w)) if k > 1e-9]
+        if len(ratios) < w // 2:
+            return False
+        mid = median(ratios)
+        tol = self.p["kl_multiple_tol"] * mid
+        return mid > 0 and max(abs(r - mid) for r in ratios) <= tol
 
     def _check_positive(self, step: int, track: Track) -> Finding | None:
         p = self.p
