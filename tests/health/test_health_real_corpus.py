@@ -4,7 +4,7 @@ monitor (issue 29):
 
 - a run labelled healthy gets no critical finding;
 - every finding speaks the run's own words: its metric, the series in its evidence and any metric key in its
-  title or summary are keys the run logged (a TRL run hears about ``reward`` and ``kl``, never about
+  title, summary, causes or actions are keys the run logged (a TRL run hears about ``reward`` and ``kl``, never about
   ``critic/score/mean``, ``actor/kl_loss`` or ``perf/throughput``);
 - a finding is raised once per event: the same detector raises the same event (same first step) again only
   with a higher severity.
@@ -71,7 +71,9 @@ def test_findings_on_a_real_run_name_only_keys_it_logged(trace):
     for f in replay(trace):
         cited = set(f.evidence.get("metrics", {})) | ({f.metric} if f.metric else set())
         assert cited <= logged, (f.detector, f.title, cited - logged)
-        named = set(KEYISH.findall(f"{f.title} {f.summary}"))
+        text = " ".join([f.title, f.summary, *(f"{c.title} {c.evidence or ''}" for c in f.causes),
+                         *(a.title for a in f.actions)])
+        named = set(KEYISH.findall(text))
         assert not named & phantoms, (f.detector, f.title, named & phantoms)
 
 
