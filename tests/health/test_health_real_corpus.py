@@ -103,3 +103,13 @@ def test_a_real_run_without_a_gpu_is_never_told_about_one(trace):
     for f in replay(trace):
         text = " ".join([f.title, f.summary, *(c.title for c in f.causes), *(a.title for a in f.actions)])
         assert "GPU" not in text, (f.detector, text)
+
+
+def test_healthy_real_runs_get_at_most_one_warning_each_on_average_per_source():
+    """The issue's bar, per source of real runs: <= 1 warning per healthy run on average (every warning counts,
+    from any detector)."""
+    per_source: dict[str, list[int]] = {}
+    for t in real_runs():
+        if t["class"] == "healthy":
+            per_source.setdefault(t["source"], []).append(sum(1 for f in replay(t) if f.severity == "warning"))
+    assert per_source and {s: sum(n) / len(n) for s, n in per_source.items() if sum(n) > len(n)} == {}
