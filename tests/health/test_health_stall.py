@@ -55,3 +55,16 @@ def test_watch_reports_a_log_that_stopped_growing(tmp_path):
     watcher.close()
     found = [f for f in open_store(tmp_path / "s").findings(watcher.run.id) if f["detector"] == STALL]
     assert [f["severity"] for f in found] == ["warning"] and found[0]["step"] == 6
+
+
+def test_steps_read_in_one_poll_are_one_arrival_not_a_zero_step_time():
+    """A watcher that catches up on a log reads many steps at once; their spacing is unknown, not 0 s (which
+    made the next ordinary pause a critical stall of "102203x the median 0 s")."""
+    w = StallWatch(factor=5, critical_factor=20, min_gap_s=0)
+    for i in range(10):
+        w.step(i, 100.0)  # one poll: ten steps of an existing log
+    for i, t in enumerate((110.0, 120.0, 130.0, 140.0)):
+        w.step(10 + i, t)
+    assert w.check(145.0) is None  # 5 s after a step that comes every 10 s
+    found = w.check(140.0 + 60)
+    assert found is not None and found.severity == "warning" and "the median 10 s between" in found.title

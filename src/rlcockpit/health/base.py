@@ -282,21 +282,34 @@ def span(track: Track, steps: float, lo: int = 2, hi: int = 10) -> int:
     return max(lo, min(hi, math.ceil(steps / spacing)))
 
 
-def turn_up(values: list[float], w: int, min_rise: float, accel: float = 1.5, z: float = 3.0
-            ) -> tuple[float, float, float, float] | None:
+def turn_up(values: list[float], w: int, min_rise: float, accel: float = 1.5, z: float = 3.0,
+            sigma: float = 0.0) -> tuple[float, float, float, float] | None:
     """``(a, b, c, noise)`` when the last ``w`` values (median ``c``) rose above the ``w`` before (``b``) by more
     than ``min_rise`` and by more than ``accel`` x the rise of the ``w`` before those (``a`` -> ``b``) plus ``z``
-    noise units of a window median: a series that *turned* upwards. A series that has been climbing at a steady
-    or slowing pace all along (a healthy KL, a reasoning run's length) does not turn."""
+    noise units: a series that *turned* upwards. A series that has been climbing at a steady or slowing pace all
+    along (a healthy KL, a reasoning run's length) does not turn. The rise is counted from the higher of the two
+    earlier windows (a series that dipped and came back to where it was has not turned), and ``noise`` is the
+    standard error of a difference of two window medians (:func:`median_diff_noise`), so ``z`` means what it
+    says however few values a window holds. ``sigma``: the noise of one value measured over a longer stretch
+    (a MAD of 30 values is itself noisy and now and then says "quiet" of a noisy series); the larger one counts."""
     if len(values) < 3 * w:
         return None
     parts = (values[-3 * w : -2 * w], values[-2 * w : -w], values[-w:])
     a, b, c = (median(part) for part in parts)
-    resid = [abs(v - m) for part, m in zip(parts, (a, b, c)) for v in part]  # pooled over the three windows
-    noise = 1.4826 * median(resid) / math.sqrt(w)
-    if c - b > min_rise and c - b > accel * max(b - a, 0.0) + z * noise:
+    noise = max(median_diff_noise(parts, (a, b, c)), sigma * 1.2533 * math.sqrt(2.0 / w))
+    rise = c - max(a, b)
+    if rise > min_rise and rise > accel * max(b - a, 0.0) + z * noise:
         return a, b, c, noise
     return None
+
+
+def median_diff_noise(parts: tuple[list[float], ...], medians: tuple[float, ...]) -> float:
+    """Standard error of the difference of two medians of windows like ``parts``: the values' robust spread
+    (1.4826 x MAD around each window's median, pooled) x 1.2533 (a median's efficiency) x sqrt(2 / window).
+    What a noisy series' window medians wander by with nothing happening."""
+    resid = [abs(v - m) for part, m in zip(parts, medians) for v in part]
+    w = min(len(part) for part in parts)
+    return 1.4826 * median(resid) * 1.2533 * math.sqrt(2.0 / max(w, 1))
 
 
 class DetectorContext:

@@ -14,6 +14,7 @@ from rlcockpit.health.base import (
     Drift,
     Track,
     climb,
+    diff_noise,
     fmt,
     median,
     recent_count,
@@ -82,8 +83,8 @@ class LengthExplosion(Detector):
                              "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
         if not rising:
             return None
-        logs = [math.log(max(v, 1e-9)) for v in track.tail(3 * w)]
-        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"])
+        logs = [math.log(max(v, 1e-9)) for v in track.tail(6 * w)]  # the older half: the run's noise only
+        turned = turn_up(logs, w, math.log(p["turn_ratio"]), p["accel"], p["z"], diff_noise(logs))
         if turned is None:
             return None
         a, b, c, _noise = (math.exp(x) for x in turned)
@@ -106,7 +107,9 @@ class Truncation(Detector):
     while the ratio (smoothed, and on 3 of the last 5 observations) is ``creep_rise`` (and three of its smallest positive values: a small batch's ratio moves in steps of
     1/completions) above that level and ``creep_ratio`` x it, within ``creep_span`` steps of where the drift began (healthy runs wander a
     point or two over hundreds of steps): a creep from a low level is seen near where it began, and
-    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``."""
+    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``. A ratio above ``warn_abs``
+    that was already there over the warm-up (the first logged steps) and has not risen ``standing_rise`` above
+    that level is a standing setting (the limit is short for this model), reported once as info."""
 
     keys = (CLIP, LEN, LEN_MAX)
     defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
@@ -114,7 +117,7 @@ class Truncation(Detector):
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30,
                 "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
-                "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20}
+                "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -133,6 +136,7 @@ class Truncation(Detector):
         super().__init__(params, ctx)
         self.base: float | None = None
         self._drift: Drift | None = None
+        self._noted_standing = False
 
     def limit(self) -> float | None:
         """The response length limit: the config's, else the maximum length the run keeps hitting."""
@@ -169,6 +173,8 @@ class Truncation(Detector):
             if s > p["critical_abs"] and s > self.base + p["critical_rise"]:
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
                                  values=vals, extra_keys=(LEN,), samples=True)
+            if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"]:
+                return self._standing(step, track, s)
             return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
                              extra_keys=(LEN,))
         jumped = self._jump(track)
@@ -187,6 +193,18 @@ class Truncation(Detector):
                                  "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
                                  extra_keys=(LEN,))
         return self._near_limit(step)
+
+    def _standing(self, step: int, track: Track, s: float) -> Finding | None:
+        """Truncation that was this high from the run's first logged steps and has not risen: the length limit is
+        short for this model and task (a setting to look at), not a failure developing in training. Info, once."""
+        if self._noted_standing:
+            return None
+        self._noted_standing = True
+        return self.fire(step, "info", f"{s:.0%} of responses truncated at the length limit, as from the first "
+                         f"logged steps ({track.raw} {self.base:.0%} then): the limit is short for this model and task",
+                         "Not a change during training; truncated answers earn no reward, so a longer limit (or "
+                         "shorter answers) may help.", values={"clip_ratio": s, "baseline": self.base},
+                         extra_keys=(LEN,))
 
     def _quantum(self, track: Track) -> float:
         """The smallest positive clip ratio seen: 1/24 for a run that samples 24 completions a step, whose ratio moves

@@ -37,6 +37,7 @@ from rlcockpit.health.findings import Action, Cause, Finding
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
 MIN_VARIED = 5  # values off the median a trailing window needs before its spread means anything
+ROUNDOFF = 1e-6  # float32 round-off of a sum of O(1) terms: a loss this close to its median has not moved
 
 def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
     """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
@@ -105,32 +106,43 @@ def zero_centred(values: list[float], base: float, scale: float, band: float = 3
 
 
 def noise_scale(values: list[float]) -> tuple[float, float]:
-    """(median, scale) of a trailing window; scale = the RMS deviation from the median. A GRPO pg_loss is
-    spike-and-slab shaped (~1e-9 on steps where every group got one reward, 1e-3..1e-2 on the others), so a MAD
-    is ~0 and would make every ordinary non-zero step look like a spike; the RMS keeps the scale at the size of
-    the run's ordinary excursions (on real arith-grpo runs the smoothed loss stays within 6 of them). One sort
-    and one pass: this runs every ``every`` steps on the writer thread."""
+    """(median, scale) of a trailing window; scale = the RMS deviation from the median of the values that differ
+    from it by more than float round-off (``ROUNDOFF``). A GRPO pg_loss is spike-and-slab shaped: exactly 0 up to
+    round-off (~1e-8) on steps where every group got one reward, 1e-3..1e-1 on the others. A MAD is then ~0, and
+    so is an RMS over round-off noise, which made every ordinary non-zero step look like a spike ("Loss 0.02 is
+    447411 typical deviations"); the RMS of the off-median steps is the size of the run's ordinary excursions.
+    Fewer than ``MIN_VARIED`` such steps: no scale (NaN), nothing to judge against. One sort and one pass: this
+    runs every ``every`` steps on the writer thread."""
     med = median(values)
-    if med != med or sum(1 for v in values if v != med) < MIN_VARIED:
+    if med != med:
+        return med, math.nan
+    tol = ROUNDOFF * max(1.0, abs(med))
+    off = [(v - med) ** 2 for v in values if abs(v - med) > tol]
+    if len(off) < MIN_VARIED:
         return med, math.nan  # (nearly) constant: a loss exactly 0 for 40 steps has no noise to measure against
-    return med, max(math.sqrt(sum((v - med) ** 2 for v in values) / len(values)), 1e-8)
+    return med, math.sqrt(sum(off) / len(off))
 
 
 def corroboration(tracks: dict[str, Track], window: int, grad_ratio: float, kl_ratio: float,
-                  kl_floor: float) -> dict[str, float]:
+                  kl_floor: float, z_log: float = 3.0) -> dict[str, float]:
     """Run-relative evidence that an update really went wrong: the gradient norm or the KL to the reference
-    jumped against their own trailing medians. A policy-gradient loss spike without either is noise."""
+    jumped against their own trailing medians, on both of the last two logged steps (the lower of the two is
+    compared: one noisy batch is not an update that blew up), by ``grad_ratio`` / ``kl_ratio`` and by ``z_log``
+    standard errors of their own log spread (both are positive, heavy-tailed series whose ordinary swings are a
+    factor: a 1-prompt run's KL moves 50x from one step to the next). A policy-gradient loss spike without
+    either is noise."""
     out: dict[str, float] = {}
-    grad = tracks.get(GRAD)
-    if grad is not None and len(grad.values) > 5:
-        ref = median(grad.tail(window, skip=3))
-        if grad.mean_last(2) > grad_ratio * max(ref, 1e-12):
-            out["grad_norm_ratio"] = grad.mean_last(2) / max(ref, 1e-12)
-    kl = tracks.get(KL)
-    if kl is not None and len(kl.values) > 5:
-        ref = median(kl.tail(window, skip=3))
-        if kl.mean_last(2) > kl_ratio * max(ref, kl_floor):
-            out["kl_ratio"] = kl.mean_last(2) / max(ref, kl_floor)
+    for key, name, ratio_min, floor in ((GRAD, "grad_norm_ratio", grad_ratio, 1e-12), (KL, "kl_ratio", kl_ratio, kl_floor)):
+        track = tracks.get(key)
+        if track is None or len(track.values) <= 5:
+            continue
+        fit = log_scale(track.tail(window, skip=3))
+        if fit is None:
+            continue
+        ref, spread = max(fit[0], floor), fit[1]
+        low = min(track.tail(2))
+        if low > ratio_min * ref and math.log(low / ref) > z_log * spread * 0.886:  # 1.2533 / sqrt(2)
+            out[name] = low / ref
     return out
 
 
@@ -139,10 +151,13 @@ class LossSpike(FrozenBaseline):
     """Sharp loss excursion, judged in one of two modes chosen at warm-up end.
 
     Zero-centred loss (a policy-gradient ``actor/pg_loss`` hovering around 0): the smoothed loss deviates from
-    the median of a trailing ``window`` by more than ``z_warn`` robust noise scales of that window (warning).
-    Critical needs ``z_critical`` scales AND corroboration: the gradient norm > ``grad_ratio`` x or the KL to
-    the reference > ``kl_ratio`` x their own trailing medians. The reference is refreshed every ``every``
-    steps and frozen during an excursion.
+    the median of a trailing ``window`` by more than ``z_warn`` noise scales of that window (the RMS size of its
+    off-median steps, :func:`noise_scale`) on ``sustain`` logged steps (warning). Critical needs ``z_critical``
+    scales AND corroboration (:func:`corroboration`): the gradient norm > ``grad_ratio`` x or the KL to the
+    reference > ``kl_ratio`` x their own trailing medians, on both of the last two steps and beyond their own log
+    spread. The reference is refreshed every ``every`` steps and frozen during an excursion. A loss that is a
+    fixed multiple of the KL over the trailing ``window`` and now (ratios within ``kl_multiple_tol``: TRL's
+    beta x KL on-policy) is left to the KL detectors: its excursion is the KL's.
 
     Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
     ``lag`` steps earlier and the rise exceeds ``z_warn`` warm-up scales; critical when ``z_critical``
@@ -150,7 +165,8 @@ class LossSpike(FrozenBaseline):
 
     keys = (LOSS,)
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
-                "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2}
+                "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2,
+                "kl_multiple_tol": 0.1}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
     story, role = "divergence", "outcome"
     cause = "an outlier batch or too large a step made the optimiser diverge"
@@ -193,6 +209,8 @@ class LossSpike(FrozenBaseline):
         self._streak += 1
         if self._streak < p["sustain"]:
             return None  # one step outside the band is the run's noise
+        if self._kl_multiple(track):
+            return None  # the loss is beta x KL: its excursion is the KL's, judged by the KL detectors
         vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
         where = (f"its median {fmt(self._ref)} over the previous {p['window']} logged steps (typical deviation "
                  f"{fmt(self._ref_scale)}), for {self._streak} logged steps")
@@ -208,6 +226,23 @@ class LossSpike(FrozenBaseline):
         return self.fire(step, "warning", f"Loss {fmt(s)} is {z:.0f} typical deviations from {where}",
                          "A policy-gradient loss alone is noisy; look at grad norm and KL before acting.",
                          values=vals, step_start=self._onset, extra_keys=(GRAD,))
+
+    def _kl_multiple(self, track: Track) -> bool:
+        """Whether the loss is a fixed multiple of the KL to the reference, now as over the trailing window (the
+        loss/KL ratios within ``kl_multiple_tol`` of their median, which is positive). TRL's logged loss with
+        beta > 0 is beta x KL plus a policy-gradient part that is ~0 on-policy; a 1-prompt run's KL moves 50x
+        from one step to the next, and the loss with it. Such an excursion is the KL's, which ``kl_spike`` and
+        ``kl_rising`` judge in the KL's own noise; a policy-gradient part that blows up breaks the ratio."""
+        kl = self.ctx.tracks.get(KL)
+        w = int(self.p["window"])
+        if kl is None or kl.last_step != track.last_step or kl.n < w or kl.tail_steps(w) != track.tail_steps(w):
+            return False
+        ratios = [lo / k for lo, k in zip(track.tail(w), kl.tail(w)) if k > 1e-9]
+        if len(ratios) < w // 2:
+            return False
+        mid = median(ratios)
+        tol = self.p["kl_multiple_tol"] * mid
+        return mid > 0 and max(abs(r - mid) for r in ratios) <= tol
 
     def _check_positive(self, step: int, track: Track) -> Finding | None:
         p = self.p

@@ -33,7 +33,9 @@ from rlcockpit.health.base import (
     StartReferenced,
     Track,
     fmt,
+    log_scale,
     median,
+    median_diff_noise,
     register_detector,
     robust,
 )
@@ -80,12 +82,15 @@ class KLRising(Detector):
     and levels off (each stretch of the run adds less than the one before), and on short-answer tasks it sits
     at 0.1-0.2 per token for the whole run; a run that is drifting away accelerates. Compared are the medians
     ``a``, ``b``, ``c`` of three consecutive windows of ``span`` observations (``c`` the newest). Warning: ``c`` >
-    ``band_high``, ``c`` > ``rise_ratio`` x ``a``, and the last window's rise ``c - b`` exceeds ``accel`` x the
-    rise before it (``b - a``) plus the window's own noise. Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    ``band_high``, ``c`` > ``rise_ratio`` x ``a``, and the last window's rise (above the higher of ``a`` and ``b``:
+    a KL that dipped and came back has not risen) exceeds ``accel`` x the rise before it (``b - a``) plus ``z``
+    standard errors of a difference of window medians (the noise pooled over the three windows; the test runs
+    every ``every`` steps all run long, so ``z`` is that of a repeated test). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
-    defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0, "every": 2}
+    defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
+                "every": 2, "z": 3.0}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -107,12 +112,13 @@ class KLRising(Detector):
         vals = track.tail(3 * span)
         if len(vals) < 3 * span:
             return None
-        a, b, c = median(vals[:span]), median(vals[span : 2 * span]), median(vals[2 * span :])
+        parts = (vals[:span], vals[span : 2 * span], vals[2 * span :])
+        a, b, c = (median(part) for part in parts)
         if c <= p["band_high"]:
             return None
-        last = vals[2 * span :]
-        noise = median([abs(v - c) for v in last]) * 1.4826 / math.sqrt(span)
-        accelerating = c - b > p["accel"] * max(b - a, 0.0) + 2 * noise
+        last = parts[2]
+        noise = median_diff_noise(parts, (a, b, c))  # pooled over the three windows: one noisy window is no trend
+        accelerating = c - max(a, b) > p["accel"] * max(b - a, 0.0) + p["z"] * noise  # a dip and back is no rise
         ratio = c / max(a, 1e-9)
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
@@ -134,18 +140,27 @@ class KLRising(Detector):
 
 @register_detector("kl_spike")
 class KLSpike(StartReferenced):
-    """Sudden KL jump. Warning (the seed article's rule, judged against the run's own level): KL > ``warn_abs``
-    right after < ``prev_abs``, and > ``warn_ratio`` x and ``z_warn`` robust scales above the trailing median
-    (a KL that wanders between 0.1 and 0.2 all run long is not a jump), on that step and the next logged one (a
-    small batch's KL has single noisy steps). Critical: KL >
-    ``critical_ratio`` x the trailing ``window`` median (floored at ``min_abs``) and ``z`` robust scales above
-    it, for ``sustain`` consecutive steps. During warm-up the reference is the first logged KL (the policy
-    before any update, ~0): critical when the last ``sustain`` values all exceed ``early_abs`` and
-    ``early_ratio`` x that start (a policy that left the reference within the first steps)."""
+    """Sudden KL jump that holds. The KL to the reference is a positive, heavy-tailed series (one batch's estimate
+    over a few completions swings by a factor), so it is judged in log units against the trailing ``window``:
+    reference = the median of its positive values (floored at ``min_abs``), spread = the robust scale of their
+    logs (floored at ``log_floor``; see :func:`~rlcockpit.health.base.log_scale`). Persistence is part of the
+    test: what is compared is the lower median of the last k logged values (k = ``sustain`` for a critical, 2 for
+    a warning), in units of the standard error of such a median (spread x 1.2533 / sqrt(k)): one noisy batch
+    moves the median of three values not at all.
+
+    Warning: the last two values both above ``warn_abs``, ``warn_ratio`` x the reference and ``z_warn`` units
+    above it, right after a value below ``prev_abs`` (the seed article's rule, judged against the run's own
+    level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
+    one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike
+    starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
+    During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
+    values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
+    the first steps)."""
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "window": 20, "min_abs": 0.01, "z": 6.0, "sustain": 3, "early_abs": 1.0, "early_ratio": 10.0}
+                "window": 20, "min_abs": 0.01, "z": 4.0, "log_floor": 0.1, "sustain": 3, "early_abs": 1.0,
+                "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
 
@@ -155,9 +170,9 @@ class KLSpike(StartReferenced):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref = math.nan
-        self._ref_scale = math.nan
+        self._spread = math.nan
         self._onset: int | None = None
-        self._jump: tuple[int, float] | None = None  # (step, KL before) of a jump waiting for the next step
+        self._before = math.nan  # the KL logged just before the candidate spike
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -173,6 +188,15 @@ class KLSpike(StartReferenced):
                          values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
                          step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
 
+    def _held(self, track: Track, k: int) -> tuple[float, float]:
+        """(lower median of the last ``k`` values, its distance above the reference in standard errors)."""
+        vals = sorted(track.tail(k))
+        low = vals[(len(vals) - 1) // 2]
+        if low <= 0.0:
+            return low, -math.inf
+        se = self._spread * 1.2533 / math.sqrt(len(vals))
+        return low, math.log(low / self._ref) / se
+
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
@@ -181,24 +205,32 @@ class KLSpike(StartReferenced):
             gate = v > p["warn_abs"] or v > 0.8 * p["critical_ratio"] * max(prev, p["min_abs"] / p["critical_ratio"])
             if not gate:
                 return None
-            self._ref, self._ref_scale = robust(track.tail(p["window"], skip=1), 0.1)
-            self._onset = step
-        ref = max(self._ref, p["min_abs"])
-        hit = v > p["critical_ratio"] * ref and v - self._ref > p["z"] * self._ref_scale
-        vals = {"kl": v, "kl_before": self._ref, "ratio": v / max(self._ref, 1e-9)}
-        if self.sustained(hit, p["sustain"]):
-            return self.fire(step, "critical", f"KL spiked to {fmt(v)}, {v / ref:.1f}x its level before ({fmt(self._ref)})",
-                             "A sudden jump of the policy away from the reference; often the start of a collapse.",
-                             values=vals, step_start=self._onset, extra_keys=("critic/score/mean",))
-        jumped = v > p["warn_ratio"] * ref and v - self._ref > p["z_warn"] * self._ref_scale
-        pending, self._jump = self._jump, None
-        if v > p["warn_abs"] and jumped:
-            if pending is not None:  # the jump held on the next logged step too: one noisy batch would not
-                return self.fire(step, "warning", f"KL jumped from {fmt(pending[1])} to {fmt(v)} and stayed there "
-                                 f"for 2 logged steps ({v / ref:.1f}x its median {fmt(self._ref)} over the "
-                                 f"{p['window']} steps before)", values=vals, step_start=pending[0])
-            if prev < p["prev_abs"]:
-                self._jump = (step, prev)
+            window = track.tail(p["window"], skip=1)
+            fit = log_scale(window, p["log_floor"])
+            self._ref, self._spread = (max(fit[0], p["min_abs"]), fit[1]) if fit else (
+                max(median(window), p["min_abs"]), p["log_floor"])
+            self._onset, self._before = step, prev
+        self._streak += 1
+        n = int(p["sustain"])
+        held, z = self._held(track, n)
+        vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
+        floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
+        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"]:
+            vals |= {"held": held, "z": z}
+            return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
+                             f"values is {fmt(held)}, {held / self._ref:.1f}x its median {fmt(self._ref)} over the "
+                             f"{p['window']} steps before", "A sudden jump of the policy away from the reference; often "
+                             "the start of a collapse.", values=vals, step_start=self._onset,
+                             extra_keys=("critic/score/mean",))
+        both, z2 = self._held(track, 2)
+        if self._streak >= 2 and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
+                and self._before < p["prev_abs"]:
+            return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
+                             f"for 2 logged steps (at least {both / self._ref:.1f}x its median {fmt(self._ref)} over "
+                             f"the {p['window']} steps before)", values=vals | {"held": both, "z": z2},
+                             step_start=self._onset)
+        if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
+            self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
         return None
 
 

@@ -38,6 +38,7 @@ LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
 S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distinct_2", "samples/at_limit_rate"
 S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
+SCORE_MAX, SCORE_MIN = "critic/score/max", "critic/score/min"
 VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 
 
@@ -51,11 +52,14 @@ class RewardCliff(StartReferenced):
     at once is the run's noise.
 
     During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
-    before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it (a
-    collapse in the first few steps, as a far too high lr produces, would otherwise become the baseline); only a
-    warning when the reward spread was exactly 0 on some step (groups so small that one step's mean is noise)."""
+    before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it and the
+    fall is more than ``drop_critical`` x the reward's scale (the larger of that first reward and the range of
+    individual rewards, ``critic/score/max`` - ``critic/score/min``, when logged; more than ``drop_warn`` x it:
+    a warning; less: nothing) (a collapse in the first few steps, as a far too high lr produces, would otherwise
+    become the baseline); only a warning when the reward spread was exactly 0 on some step (groups so small that
+    one step's mean is noise)."""
 
-    keys = (REWARD,)
+    keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25, "hold_steps": 4}
     story, role = "collapse", "outcome"
@@ -85,16 +89,29 @@ class RewardCliff(StartReferenced):
         if max(recent) >= self.p["early_drop"] * self._start:
             return None
         s = sum(recent) / k
+        spread = self._sample_range()
+        if self._start - s <= self.p["drop_warn"] * spread:
+            return None  # 0.016 -> 0 on a 0..1 score: 4 right answers of 256 -> none, not a cliff
         vals = {"reward": s, "reward_before": self._start, "drop": self._start - s,
                 "relative_drop": 1 - s / self._start}
-        spread = self.ctx.tracks.get(GROUP_STD) or self.ctx.tracks.get(REWARD_STD)
+        std = self.ctx.tracks.get(GROUP_STD) or self.ctx.tracks.get(REWARD_STD)
         # a spread that is exactly 0 on some step: groups so small that one agreeing group moves the mean this far
-        small = spread is not None and any(v <= 1e-12 for v in spread.values)
-        return self.fire(step, "warning" if small else "critical",
+        small = std is not None and any(v <= 1e-12 for v in std.values)
+        big = self._start - s > self.p["drop_critical"] * spread
+        of_range = f", {(self._start - s) / spread:.0%} of the reward's range {fmt(spread)}" if spread > self._start else ""
+        return self.fire(step, "warning" if small or not big else "critical",
                          f"Reward fell right after the start: {fmt(self._start)} at the first logged step -> {fmt(s)} "
-                         f"({1 - s / self._start:.0%} drop)", "The first updates destroyed what the initial policy "
-                         "could do.", values=vals, step_start=step - k + 1,
+                         f"({1 - s / self._start:.0%} drop{of_range})", "The first updates destroyed what the initial "
+                         "policy could do.", values=vals | {"reward_range": spread}, step_start=step - k + 1,
                          extra_keys=("actor/kl_loss", "actor/entropy"), samples=True)
+
+    def _sample_range(self) -> float:
+        """The scale a drop of the mean reward is judged on: the larger of the first reward and the range of the
+        individual rewards seen so far (``critic/score/max`` - ``critic/score/min``, when the run logs them). A
+        mean reward of 0.016 on a 0..1 score has no room to fall off a cliff: its fall to 0 is 1.6% of the range."""
+        hi, lo = self.ctx.tracks.get(SCORE_MAX), self.ctx.tracks.get(SCORE_MIN)
+        span = max(hi.values) - min(lo.values) if hi is not None and lo is not None and hi.n and lo.n else 0.0
+        return max(abs(self._start), span, 1e-12)
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -243,8 +260,8 @@ class RewardVarianceCollapse(Detector):
         return None
 
 
-def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[float, float] | None:
-    """(first third's median, last third's median) when one of ``windows`` recent ``values`` falls steadily:
+def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[float, float, int] | None:
+    """(first third's median, last third's median, window) when one of ``windows`` recent ``values`` falls steadily:
     the medians of its thirds fall, each step by a quarter of the fall or more, by ``z`` noise units of a
     third's median (the mirror of :func:`~rlcockpit.health.base.climb`)."""
     for window in windows:
@@ -259,7 +276,7 @@ def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[fl
             continue
         resid = [abs(v - mm) for part, mm in zip(parts, (a, b, c)) for v in part]
         if fall >= z * max(1.4826 * median(resid) / math.sqrt(third), 1e-12):
-            return a, c
+            return a, c, window
     return None
 
 
@@ -363,11 +380,28 @@ class RewardHacking(Detector):
             if steady is not None:
                 ref, recent, drop = steady[0], steady[1], steady[0] - steady[1]
             need = self.p["val_drop"] * (1.5 if steady is not None else 1.0)  # a slow wobble is not a fall
+            if component and not self._total_held(k, m, steady[2] if steady is not None else None):
+                continue  # the total reward fell with its component: no other component is being gamed
             if drop > need * max(abs(ref), 1e-9) and (sudden or steady is not None):
                 what = "validation" if not component else "reward component"
                 self._val_hit[key] = ("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)
                 return [self._val_hit[key]]
         return []
+
+    def _total_held(self, k: int, m: int, window: int | None) -> bool:
+        """Whether the total reward did not fall over the window in which a component fell: the mean of its last
+        ``k`` values at least that of the ``m`` before (a sudden fall), or the median of the last third of the
+        last ``window`` values at least that of the first third (a steady one). A component falling while the
+        total holds or rises means another component rose in its place (a format bonus while accuracy falls); a
+        component falling with the total is the reward falling, not being gamed."""
+        track = self.ctx.tracks[REWARD]
+        if window is not None:
+            vals, third = track.tail(window), window // 3
+            return len(vals) < window or median(vals[-third:]) >= median(vals[:third])
+        vals = track.tail(k + m)
+        if len(vals) < k + m:
+            return True
+        return sum(vals[-k:]) / k >= sum(vals[:m]) / m
 
     def _signals(self) -> list[tuple[str, str, float]]:
         """The degradation signals present now. Runs every ``every`` steps while the reward is up, so the

@@ -156,8 +156,11 @@ class ThroughputDrop(Detector):
     below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
     dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
     ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
-    ``uniform_shift`` or more (every phase slower alike: other processes on the same cores) is reported as info, not
-    as a warning; without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
+    ``uniform_shift`` or more, or in which every phase that fills ``phase_min`` of an ordinary step took at least
+    ``uniform_growth`` x its usual time and ``uniform_balance`` x the slowdown of the most slowed one (every
+    phase slower, comparably: other processes on the same cores) is reported as
+    info, not as a warning, and a warning waits until the low stretch holds ``cpu_hold`` observations (the
+    other job stretches whichever phase runs, so it takes a few steps to see that every phase slowed); without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
     level (a machine shared with one more job halves the speed). (On a GPU run a uniform slowdown, clocks or a
     slower node, stays a warning.)"""
 
@@ -165,7 +168,8 @@ class ThroughputDrop(Detector):
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
-                "sustain": 20, "uniform_shift": 0.15,
+                "sustain": 20, "uniform_shift": 0.15, "uniform_growth": 1.3, "uniform_balance": 0.4, "phase_min": 0.1,
+                "cpu_hold": 5,
                 "cpu_unexplained_ratio": 0.45}
     story, role = "speed", "outcome"
 
@@ -183,15 +187,39 @@ class ThroughputDrop(Detector):
         self._markers: list[Track] = []
         self._scanned: int | None = None
         self._ref_shares: dict[str, float] = {}  # phase shares of the ordinary steps (EMA)
+        self._ref_times: dict[str, float] = {}  # phase times of the ordinary steps, seconds (EMA)
 
     def _calm_shares(self) -> None:
-        """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth)."""
-        if STEP_TIME not in self.ctx.tracks:
+        """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
+        phase's share of the step and its time in seconds."""
+        step_t = self.ctx.tracks.get(STEP_TIME)
+        if step_t is None or not step_t.n:
             return
         _label, shares = attribute_bottleneck(self.ctx.tracks)
         if len(shares) > 1:
             ref = self._ref_shares
             self._ref_shares = shares if not ref else {ph: 0.7 * ref.get(ph, 0.0) + 0.3 * v for ph, v in shares.items()}
+            times = {ph: v * step_t.last for ph, v in shares.items()}
+            old = self._ref_times
+            self._ref_times = times if not old else {ph: 0.7 * old.get(ph, 0.0) + 0.3 * v for ph, v in times.items()}
+
+    def _all_slower(self, now: dict[str, float], k: int) -> float | None:
+        """The smallest slowdown (time now / usual time) over the phases that fill at least ``phase_min`` of an
+        ordinary step (None without a split): other processes on the same cores slow every phase of the step;
+        a stalled loader, a slow reward server or longer generations slow one and leave the others' times as
+        they were. (Shares alone cannot tell: on a shared CPU the phase that happens to run while the other job
+        does stretches most.)"""
+        step_t = self.ctx.tracks.get(STEP_TIME)
+        if len(now) < 2 or not self._ref_times or step_t is None or step_t.n < k:
+            return None
+        mean_step = sum(step_t.tail(k)) / k
+        usual = sum(self._ref_times.values())
+        ratios = [now.get(ph, 0.0) * mean_step / t for ph, t in self._ref_times.items()
+                  if ph != "other" and t >= self.p["phase_min"] * usual]
+        if len(ratios) < 2:
+            return None
+        return min(ratios) if min(ratios) >= self.p["uniform_balance"] * max(ratios) else 1.0  # one phase far
+        # slower than the others (an update 6x, generation 1.3x) is this run's own doing
 
     def _shift(self, now: dict[str, float]) -> float | None:
         """The largest change of a phase's share of the step between the ordinary steps and the slow ones (None
@@ -239,8 +267,8 @@ class ThroughputDrop(Detector):
             self._sparse = spacing >= 3
             if spacing > 1:
                 self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
-        if not self._low_n and (n <= 10 or n % 5 == 0):
-            self._calm_shares()
+        if not self._low_n and (n <= 10 or n % 5 == 0) and not speed < self.p["warn_ratio"] * self._ref:
+            self._calm_shares()  # an ordinary step (a slow one would teach the reference its slowness)
         if n <= max(self.warmup, self.p["gap"] + 3):
             return None
         return self.judge(step)
@@ -273,21 +301,29 @@ class ThroughputDrop(Detector):
         if self._onset is None:
             self._onset = self._clean[-k][0]
         label, shares = attribute_bottleneck(self.ctx.tracks)
-        shift = self._shift(split_over(self.ctx.tracks, max(k, 3)))
+        stretch = split_over(self.ctx.tracks, max(k, 3))
+        shift = self._shift(stretch)
         vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
                     "steps_low": step - self._onset}
         where = f"; {label}" if label else ""
         what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
         cpu = not self.ctx.has_gpu()
         unexplained = cpu and shift is None and ratio >= p["cpu_unexplained_ratio"]
-        if cpu and (shift is not None and shift < p["uniform_shift"] or unexplained):
+        slowest = self._all_slower(stretch, max(k, 3)) if cpu and shift is not None else None
+        every = slowest is not None and slowest >= p["uniform_growth"]
+        if cpu and (shift is not None and shift < p["uniform_shift"] or unexplained or every):
             # every phase of a CPU run slowed alike, or no split to tell and not below half speed: most likely
             # other processes on the same cores, not this run's doing
             vals_out["phase_shift"] = shift
+            vals_out["slowest_phase_growth"] = slowest
             why = (f"every phase of the step slower alike (no phase's share moved more than {shift:.0%})"
-                   if shift is not None else "no timing_s/* split to say which part of the step slowed")
+                   if shift is not None and shift < p["uniform_shift"] else
+                   f"every phase of the step slower (each took at least {slowest:.1f}x its usual time)" if every
+                   else "no timing_s/* split to say which part of the step slowed")
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, {why}: "
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
+        if cpu and shift is not None and k < p["cpu_hold"]:
+            return None  # a shared CPU stretches whichever phase runs: judge the phases over a few low steps first
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,

@@ -13,6 +13,7 @@ from rlcockpit.health.base import median
 from rlcockpit.health.findings import Cause, Finding
 
 STALL = "run_stalled"
+SAME_ARRIVAL_S = 0.005  # steps seen within this many seconds of each other arrived together
 
 
 class StallWatch:
@@ -28,8 +29,11 @@ class StallWatch:
         self._raised = 0  # severity rank raised for the current stall (0: none)
 
     def step(self, step: int, now: float) -> None:
-        """A new step arrived at wall time ``now`` (seconds, any monotonic clock)."""
-        self._times.append(now)
+        """A new step arrived at wall time ``now`` (seconds, any monotonic clock). Steps that arrive together
+        (one poll of a log that grew by several lines, a watcher catching up on a log) are one arrival: their
+        spacing is not known, and counting it as 0 s made any pause look like a stall of "102203x the median 0 s"."""
+        if not self._times or now - self._times[-1] > SAME_ARRIVAL_S:
+            self._times.append(now)
         self._last_step = step
         self._raised = 0
 
@@ -46,13 +50,19 @@ class StallWatch:
         if rank <= self._raised:
             return None  # raised once; again only when it escalates
         self._raised = rank
-        minutes = idle / 60.0
         return Finding(
             detector=STALL, severity="critical" if rank == 2 else "warning", step=self._last_step,
-            title=f"No new step for {minutes:.1f} min after step {self._last_step}: {idle / max(usual, 1e-9):.0f}x "
-                  f"the median {usual:.0f} s between its last {len(t) - 1} steps",
+            title=f"No new step for {_duration(idle)} after step {self._last_step}: {idle / max(usual, 1e-9):.0f}x "
+                  f"the median {_duration(usual)} between its last {len(t) - 1} steps",
             summary="The run stopped making progress while its log is still followed: a hung rollout or reward "
                     "server, a deadlocked collective, or a killed job that left no exit in the log.",
             evidence={"values": {"idle_s": idle, "median_step_s": usual, "last_step": self._last_step}},
             causes=[Cause("a hung worker (rollout engine, reward server, a collective waiting on a dead rank)", 0.6),
                     Cause("the job was killed or paused without writing to its log", 0.4)])
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``0.3 s``, ``12.5 min``: a duration a person reads in one look."""
+    if seconds >= 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"
