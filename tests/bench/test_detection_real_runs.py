@@ -94,6 +94,17 @@ def test_the_public_verl_collapse_keeps_every_step_and_its_cut_validation_lines(
     assert by_step[50]["actor/grad_norm"] > 8 > 1 > by_step[29]["actor/grad_norm"]
 
 
+def test_the_public_healthy_verl_agent_run_keeps_every_step(real):
+    """The same setup with a weaker KL (f6sves9c): 52 steps (0 = validation only), its six cut validation lines
+    keep their pairs, and the run stays healthy in the numbers (length ~1k tokens, validation rising)."""
+    t = next(t for t in real if t["id"] == "verl_wandb_output_public-healthy-opd-qwen3b-kl0.001-51")
+    by_step = dict(t["metrics"])
+    assert sorted(by_step) == list(range(52)) and t["onset"] is None
+    assert by_step[30]["val-aux/aime_2024/score/maj@8/std"] == pytest.approx(0.11917781275717876)
+    assert by_step[10]["val-aux/aime_2024/reward/mean@16"] > by_step[0]["val-aux/aime_2024/reward/mean@16"]
+    assert min(m["response_length/mean"] for s, m in by_step.items() if s % 10) > 890
+
+
 def test_a_metrics_jsonl_is_read_line_by_line_naming_a_bad_line():
     """A hand-written loop's metrics.jsonl: numeric values under the run's own keys, rows of one step merged;
     a broken line is named (file and line) and the others are kept; the clean count finds steps without JSON."""
