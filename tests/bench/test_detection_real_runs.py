@@ -77,6 +77,32 @@ def test_public_runs_by_other_people_include_failures(entries):
     assert len(public) >= 11 and len({e["origin"]["repository"] for e in public}) >= 6
     assert sum(e["class"] != "healthy" for e in public) >= 4
     assert {e["kind"] for e in public} >= {"verl", "trl", "jsonl"}
+    assert any(e["kind"] == "verl" and e["class"] != "healthy" for e in public), "a public verl run that fails"
+
+
+def test_the_public_verl_collapse_keeps_every_step_and_its_cut_validation_lines(real):
+    """jianghoucheng's gjvwlq13 output.log: 60 steps (0 = validation only), six lines cut by W&B at 4,096
+    characters (the validation steps) import with their complete pairs, and the collapse is in the numbers."""
+    t = next(t for t in real if t["id"] == "verl_wandb_output_public-collapse-opd-qwen3b-59")
+    by_step = dict(t["metrics"])
+    assert sorted(by_step) == list(range(60)) and t["onset"] == 31
+    assert by_step[10]["actor/grad_norm"] == pytest.approx(0.7673196792602539)  # a cut line's pairs are kept
+    assert by_step[40]["val-aux/aime_2024/score/best@8/mean"] == pytest.approx(-0.77321)
+    assert "val-aux/aime_2024/score/best@8/std" not in by_step[40]  # the value W&B cut is not guessed
+    assert by_step[0]["val-aux/aime_2024/reward/mean@30"] == pytest.approx(-0.7833333284987343)
+    assert by_step[2]["response_length/mean"] > 1000 and by_step[42]["response_length/mean"] < 10
+    assert by_step[50]["actor/grad_norm"] > 8 > 1 > by_step[29]["actor/grad_norm"]
+
+
+def test_the_public_healthy_verl_agent_run_keeps_every_step(real):
+    """The same setup with a weaker KL (f6sves9c): 52 steps (0 = validation only), its six cut validation lines
+    keep their pairs, and the run stays healthy in the numbers (length ~1k tokens, validation rising)."""
+    t = next(t for t in real if t["id"] == "verl_wandb_output_public-healthy-opd-qwen3b-kl0.001-51")
+    by_step = dict(t["metrics"])
+    assert sorted(by_step) == list(range(52)) and t["onset"] is None
+    assert by_step[30]["val-aux/aime_2024/score/maj@8/std"] == pytest.approx(0.11917781275717876)
+    assert by_step[10]["val-aux/aime_2024/reward/mean@16"] > by_step[0]["val-aux/aime_2024/reward/mean@16"]
+    assert min(m["response_length/mean"] for s, m in by_step.items() if s % 10) > 890
 
 
 def test_a_metrics_jsonl_is_read_line_by_line_naming_a_bad_line():
