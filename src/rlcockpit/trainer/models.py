@@ -94,11 +94,18 @@ def import_external_lib(cfg: Config) -> None:
 
 
 def load_causal_lm(cfg: Config, path: str, device: torch.device) -> Any:
-    from transformers import AutoModelForCausalLM
+    """The policy; a vision-language config (Qwen2-VL, Qwen2.5-VL) loads as transformers' image-text-to-text
+    model (its causal LM with the vision tower)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from rlcockpit.trainer.vl_model import vl_family
 
     m = cfg.model
+    config = AutoConfig.from_pretrained(str(Path(path).expanduser()), local_files_only=True,
+                                        trust_remote_code=m.trust_remote_code)
+    auto = AutoModelForImageTextToText if vl_family(config) else AutoModelForCausalLM
     # the trained weights stay fp32 (Adam on bf16 weights loses small updates); bf16 = autocast
-    return AutoModelForCausalLM.from_pretrained(str(Path(path).expanduser()), dtype=torch.float32,
+    return auto.from_pretrained(str(Path(path).expanduser()), dtype=torch.float32,
                                                 local_files_only=True, trust_remote_code=m.trust_remote_code,
                                                 **dict(m.override_config)).to(device)
 
