@@ -34,5 +34,21 @@ def test_image_rows_are_checked_and_fail_preflight(tmp_path: Path) -> None:
     assert images.status == "fail" and images.data == {"rows_with_images": 2, "rejected_rows": 1,
                                                        "largest_image_pixels": 84 * 56}
     assert f"{path}: row 1: column 'images' image 0: not a decodable image" in images.detail
-    assert "vision-language policy is not supported" in images.detail
+    assert "model.path='tiny' is a text-only model" in images.detail
     assert results["data: files and rows"].status == "pass"  # the other rows load
+
+
+def test_image_rows_pass_with_a_vision_language_model(tmp_path: Path) -> None:
+    from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+
+    processor = build_tiny_processor()
+    model_dir = tmp_path / "vl"
+    build_tiny_vl_model(processor).save_pretrained(model_dir)
+    processor.tokenizer.save_pretrained(model_dir)
+    processor.image_processor.save_pretrained(model_dir)
+    path = tmp_path / "geo.parquet"
+    pq.write_table(pa.Table.from_pylist([_row(0, _png((84, 56))), _row(1, b"not an image")]), path)
+    cfg = load_cfg(overrides=[f"data.train_files={path}", f"model.path={model_dir}"], log=lambda *_: None)
+    images = {r.name: r for r in check_data(cfg)}["data: images"]
+    assert images.status == "warn" and "a vision-language policy" in images.detail  # warn: row 1 left out
+    assert f"{path}: row 1: column 'images'" in images.detail
