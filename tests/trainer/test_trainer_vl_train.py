@@ -69,6 +69,28 @@ def test_rollout_and_every_logprob_pass_agree_with_the_images(tiny) -> None:
     assert not torch.allclose(swapped[0] * out.response_mask[0], old[0], atol=1e-4)
 
 
+def test_the_rollout_never_samples_an_image_placeholder(tiny) -> None:
+    """A response holding ``<|image_pad|>`` would break every later pass over its row (the model counts the
+    placeholders in ``input_ids`` to place the image features): a policy that prefers it still never emits it."""
+    processor, model = tiny
+    tok = processor.tokenizer
+    pad = tok.convert_tokens_to_ids(VISION_TOKENS[1])
+    rows = [_row(processor, "<image>Which?", [draw_bars(30, 12, ("red", "blue"))])] * 4
+    mm = vl_batch(rows)
+    boost = model.lm_head.register_forward_hook(lambda _m, _i, out: out.index_add(
+        -1, torch.tensor([pad]), torch.full((*out.shape[:-1], 1), 100.0)))
+    try:
+        engine = HFRolloutEngine(model, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                                 device=torch.device("cpu"))
+        out = engine.generate([r.input_ids for r in rows], SamplingParams(max_new_tokens=4), mm=mm)
+    finally:
+        boost.remove()
+    assert not (out.responses == pad).any()
+    batch = {"input_ids": out.input_ids, "attention_mask": out.attention_mask, **mm}
+    with torch.no_grad():  # and the update's pass over these rows runs
+        vl_scoring_pass(batch)(model, batch["input_ids"], batch["attention_mask"], 4)
+
+
 def test_the_image_placeholder_expands_to_one_token_per_merged_patch(tiny) -> None:
     processor, _ = tiny
     pad = processor.tokenizer.convert_tokens_to_ids(VISION_TOKENS[1])
@@ -124,7 +146,8 @@ def test_a_vision_grpo_step_runs_through_the_loop(tmp_path: Path, monkeypatch) -
     cfg = _vision_cfg(tmp_path, "trainer.total_training_steps=2", "trainer.test_freq=2", "data.builtin.train_size=64",
                       "data.builtin.val_size=16", "actor_rollout_ref.model.tiny.sft_steps=4",
                       "actor_rollout_ref.model.tiny.sft_slip_steps=0", "actor_rollout_ref.actor.use_kl_loss=true",
-                      "actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=8")
+                      "actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=8",
+                      "trainer.log_samples_freq=1")
     result = train(cfg, log=lambda *_: None)
     assert result.status == "finished" and result.steps == 2
     import rlcockpit
@@ -134,6 +157,10 @@ def test_a_vision_grpo_step_runs_through_the_loop(tmp_path: Path, monkeypatch) -
     assert hist["actor/kl_loss"].notna().sum() == 2  # the reference model scored the images too
     assert hist["val-core/bars/acc/mean@1"].notna().sum() == 2  # before training and at step 2
     assert (tmp_path / "cache").is_dir() and any((tmp_path / "cache").iterdir())  # the warm-up is cached
+    samples = run.samples(step=1)  # each sample carries its prompt's picture, stored content-addressed
+    assert samples and all(len(s["images"]) == 1 for s in samples)
+    picture = rlcockpit.Api(str(tmp_path / "store")).image(samples[0]["images"][0])
+    assert picture.size == (56, 56)
 
 
 @pytest.mark.slow
