@@ -101,13 +101,13 @@ def load_causal_lm(cfg: Config, path: str, device: torch.device) -> Any:
     from rlcockpit.trainer.vl_model import vl_family
 
     m = cfg.model
-    config = AutoConfig.from_pretrained(str(Path(path).expanduser()), local_files_only=True,
-                                        trust_remote_code=m.trust_remote_code)
-    auto = AutoModelForImageTextToText if vl_family(config) else AutoModelForCausalLM
+    folder = Path(path).expanduser()
+    vl = (folder / "config.json").is_file() and vl_family(AutoConfig.from_pretrained(
+        str(folder), local_files_only=True, trust_remote_code=m.trust_remote_code)) is not None
+    auto = AutoModelForImageTextToText if vl else AutoModelForCausalLM  # (a PEFT adapter folder has no config.json)
     # the trained weights stay fp32 (Adam on bf16 weights loses small updates); bf16 = autocast
-    return auto.from_pretrained(str(Path(path).expanduser()), dtype=torch.float32,
-                                                local_files_only=True, trust_remote_code=m.trust_remote_code,
-                                                **dict(m.override_config)).to(device)
+    return auto.from_pretrained(str(folder), dtype=torch.float32, local_files_only=True,
+                                trust_remote_code=m.trust_remote_code, **dict(m.override_config)).to(device)
 
 
 def load_actor_and_ref(cfg: Config, path: str, device: torch.device) -> tuple[Any, Any | None]:

@@ -104,8 +104,9 @@ def model_inputs(model: Any, mm: dict[str, torch.Tensor], input_ids: torch.Tenso
 
 
 def config_of(model: Any) -> Any:
+    """The HF config of a model (through a PEFT wrapper); None for a module without one."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return base.config
+    return getattr(base, "config", None)
 
 
 def forward_vl(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_len: int, *,
