@@ -93,6 +93,20 @@ SCENARIOS: list[dict[str, Any]] = [
      "model": {"model_type": "qwen2", "hidden_size": 192, "num_hidden_layers": 3, "num_attention_heads": 3,
                "num_key_value_heads": 3, "intermediate_size": 768, "vocab_size": 151936, "tie_word_embeddings": True},
      "train": {"batch": 4, "n": 8, "micro": 16, "prompt": 40, "response": 32}},
+    # ---- vision-language (issue 28): fitted on nothing; the vision terms follow the decoder layer's
+    {"name": "qwen2-vl 8k, 112 px images", "split": "vl",
+     "model": {"model_type": "qwen2_vl",
+               "text_config": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                               "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 8192},
+               "vision_config": {"depth": 4, "embed_dim": 192, "hidden_size": 256, "num_heads": 4, "mlp_ratio": 4}},
+     "train": {"batch": 4, "n": 4, "micro": 8, "prompt": 48, "response": 32, "image_px": 112}},
+    {"name": "qwen2.5-vl 16k, 224 px images + KL ref", "split": "vl",
+     "model": {"model_type": "qwen2_5_vl",
+               "text_config": {"hidden_size": 320, "num_hidden_layers": 3, "num_attention_heads": 5,
+                               "num_key_value_heads": 1, "intermediate_size": 960, "vocab_size": 16384},
+               "vision_config": {"depth": 4, "hidden_size": 160, "intermediate_size": 480, "num_heads": 4,
+                                 "out_hidden_size": 320, "fullatt_block_indexes": [3], "window_size": 112}},
+     "train": {"batch": 2, "n": 4, "micro": 8, "prompt": 40, "response": 32, "image_px": 224, "kl_loss": True}},
     {"name": "mistral 32k 2 epochs mini 2", "split": "heldout",
      "model": {"model_type": "mistral", "hidden_size": 384, "num_hidden_layers": 4, "num_attention_heads": 8,
                "num_key_value_heads": 4, "intermediate_size": 1280, "vocab_size": 32768, "tie_word_embeddings": False},
@@ -120,8 +134,36 @@ def overrides_for(train: dict[str, Any], model_path: str = "tiny") -> list[str]:
 def hf_config(model: dict[str, Any]) -> Any:
     from transformers import AutoConfig
 
+    if "vision_config" in model:  # a VL model: its vision tokens are the vocabulary's last four ids
+        v = model["text_config"]["vocab_size"]
+        text = {**model["text_config"], "max_position_embeddings": 1024, "pad_token_id": 0, "bos_token_id": None,
+                "eos_token_id": None, "tie_word_embeddings": True,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                    "mrope_section": _mrope(model["text_config"])}}
+        return AutoConfig.for_model(model["model_type"], text_config=text, vision_config=model["vision_config"],
+                                    image_token_id=v - 3, vision_start_token_id=v - 2, vision_end_token_id=v - 1,
+                                    video_token_id=v - 4, tie_word_embeddings=True)
     fields = {k: v for k, v in model.items() if k != "model_type"}
     return AutoConfig.for_model(model["model_type"], max_position_embeddings=1024, pad_token_id=0, **fields)
+
+
+def _mrope(text: dict[str, Any]) -> list[int]:
+    """M-RoPE sections (time, height, width) over head_dim / 2 rotary pairs, in Qwen2-VL's 2:3:3 proportion."""
+    pairs = text["hidden_size"] // text["num_attention_heads"] // 2
+    t = pairs * 2 // 8
+    return [t, (pairs - t) // 2, pairs - t - (pairs - t) // 2]
+
+
+def vl_inputs(spec: dict[str, Any], rows: int) -> tuple[list[int], dict[str, Any]]:
+    """A VL scenario's image part of a prompt (vision start, image tokens, vision end) and ``rows`` rows' padded
+    image tensors as ``trainer/vl_inputs.vl_batch`` gives them (one ``image_px`` square picture a row)."""
+    import torch
+
+    v, side = spec["model"]["text_config"]["vocab_size"], spec["train"]["image_px"] // 14
+    tokens = [v - 2] + [v - 3] * (side * side // 4) + [v - 1]
+    mm = {"pixel_values": torch.randn(rows, side * side, 3 * 2 * 14 * 14),
+          "image_grid_thw": torch.tensor([[[1, side, side]]] * rows)}
+    return tokens, mm
 
 
 class PhaseSampler:
@@ -184,7 +226,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
     torch.set_num_threads(2)
     torch.manual_seed(0)
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     import rlcockpit.trainer.update as upd
     from rlcockpit.trainer.config import load_config
@@ -201,7 +243,9 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         return_freed_memory_to_os()  # as state.build does on CPU (trainer/host_memory.py)
     dev = torch.device(spec.get("device", "cpu"))
     train, tmp = spec["train"], tempfile.mkdtemp(prefix="rlc-membench-")
-    AutoModelForCausalLM.from_config(hf_config(spec["model"])).save_pretrained(tmp)  # random weights, on disk
+    vision = "vision_config" in spec["model"]
+    auto = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+    auto.from_config(hf_config(spec["model"])).save_pretrained(tmp)  # random weights, on disk
     gc.collect()
     cfg = load_config(overrides=overrides_for(train, tmp), log=lambda *_: None)
     x = torch.randn(64, 64)
@@ -236,18 +280,21 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     tok = types.SimpleNamespace(pad_token_id=0, eos_token_id=[-1])  # never stops: full-length responses
     engine = make_engine(cfg, actor, tok, dev, autocast, log=lambda *_: None)
     st = types.SimpleNamespace(cfg=cfg, actor=actor, ref=ref, critic=None, autocast=autocast)
-    vocab, g = int(spec["model"]["vocab_size"]), torch.Generator().manual_seed(0)
+    vocab = int((spec["model"].get("text_config") or spec["model"])["vocab_size"]) - (4 if vision else 0)
+    g = torch.Generator().manual_seed(0)
     params = SamplingParams(max_new_tokens=train["response"], temperature=cfg.rollout.temperature)
+    image = vl_inputs(spec, 0)[0] if vision else []
     for _ in range(2):
         prompts = []
         for _ in range(train["batch"]):  # GRPO: each prompt n times, lengths from half the maximum up
             length = int(torch.randint(train["prompt"] // 2, train["prompt"] + 1, (1,), generator=g))
-            prompts += [torch.randint(3, vocab, (length,), generator=g).tolist()] * train["n"]
+            prompts += [image + torch.randint(3, vocab, (length,), generator=g).tolist()] * train["n"]
+        mm = vl_inputs(spec, len(prompts))[1] if vision else {}
         s.enter("rollout")
-        out = engine.generate(prompts, params)
+        out = engine.generate(prompts, params, **({"mm": mm} if vision else {}))
         s.enter("after_rollout")
         batch = {"input_ids": out.input_ids, "attention_mask": out.attention_mask, "responses": out.responses,
-                 "response_mask": out.response_mask, "prompt_mask": out.prompt_mask}
+                 "response_mask": out.response_mask, "prompt_mask": out.prompt_mask, **mm}
         policy_passes(st, batch, out.rollout_log_probs, timed, {})
         s.enter("after_passes")
         batch["advantages"] = torch.randn(out.responses.shape, device=dev)
@@ -270,7 +317,8 @@ def estimate_for(spec: dict[str, Any]) -> Any:
 
     cfg = load_config(overrides=overrides_for(spec["train"]), log=lambda *_: None)
     shape = ModelShape.from_hf_config(hf_config(spec["model"]).to_dict())
-    return estimate_memory(shape, train_shape_for(cfg, spec.get("device", "cpu"), spec["train"]["prompt"]))
+    patches = (spec["train"].get("image_px", 0) // 14) ** 2
+    return estimate_memory(shape, train_shape_for(cfg, spec.get("device", "cpu"), spec["train"]["prompt"], patches))
 
 
 def run_scenario(spec: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +362,7 @@ def compare(spec: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for split in ("tune", "heldout"):
+    for split in ("tune", "heldout", "vl"):
         errs = [r["error_pct"] for r in rows if r["split"] == split]
         if errs:
             out[split] = {"n": len(errs), "mean_abs_error_pct": round(sum(map(abs, errs)) / len(errs), 1),
@@ -327,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--only", help="run only scenarios whose name contains this")
-    ap.add_argument("--split", choices=["tune", "heldout", "all"], default="all")
+    ap.add_argument("--split", choices=["tune", "heldout", "vl", "all"], default="all")
     ap.add_argument("--jobs", type=int, default=1, help="scenarios run at once (RSS is per process)")
     ap.add_argument("--rescore", metavar="JSON", help="re-estimate the measurements of an earlier --json output "
                     "with the current estimator (no runs)")

@@ -138,18 +138,23 @@ def load_rows_for(cfg: Any, rejected: list[str] | None = None) -> tuple[list[Any
 
 
 def check_images(cfg: Any, rows: list[Any], rejected: list[str]) -> CheckResult | None:
-    """The image column (issue 28): rows left out for their images, and rows with images, which the trainer
-    cannot train on yet (it stops at loading rather than train on the text alone)."""
+    """The image column (issue 28): rows left out for their images, and rows with images, which need a
+    vision-language policy (the trainer stops at loading rather than train a text model on the text alone)."""
+    from rlcockpit.trainer.vl_inputs import policy_is_vl
+
     with_images = [r for r in rows if r.images]
     if not with_images and not rejected:
         return None
     largest = max((im.width * im.height for r in with_images for im in r.images), default=0)
     data = {"rows_with_images": len(with_images), "rejected_rows": len(rejected), "largest_image_pixels": largest}
     if with_images:
-        return CheckResult("data: images", "fail", f"{len(with_images)} row(s) carry images (data.image_key="
-                           f"{cfg.data.image_key!r}, largest {largest} pixels)" + (f"; {len(rejected)} left out, first: "
-                           f"{rejected[0]}" if rejected else "") + ": training a vision-language policy is not "
-                           "supported by this trainer yet (docs/trainer.md, 'Multimodal data')", data)
+        detail = (f"{len(with_images)} row(s) carry images (data.image_key={cfg.data.image_key!r}, largest {largest} "
+                  "pixels)" + (f"; {len(rejected)} left out, first: {rejected[0]}" if rejected else ""))
+        if policy_is_vl(cfg):
+            return CheckResult("data: images", "warn" if rejected else "pass",
+                               detail + "; a vision-language policy", data)
+        return CheckResult("data: images", "fail", detail + f": actor_rollout_ref.model.path={cfg.model.path!r} is "
+                           "a text-only model (a vision-language one, e.g. Qwen2-VL / Qwen2.5-VL, reads them)", data)
     return CheckResult("data: images", "warn", f"{len(rejected)} row(s) left out for their images; first: "
                        f"{rejected[0]}", data)
 

@@ -25,13 +25,54 @@ from rlcockpit.preflight.memory_terms import CPU_HEAP_BYTES, DTYPE_BYTES, phase_
 
 GiB = 1024**3
 __all__ = ["DTYPE_BYTES", "LORA_MODULES", "SAFETY_MARGIN", "GiB", "MemoryEstimate", "ModelShape", "TrainShape",
+           "VisionShape",
            "alternatives", "count_params", "device_capacity", "estimate_memory", "fits", "lora_params"]
 SAFETY_MARGIN = 0.20
 
 
 @dataclass
+class VisionShape:
+    """A Qwen2-VL / Qwen2.5-VL vision tower: ``depth`` blocks of width ``embed_dim`` over 14 px patches, then a
+    merger of ``merge``² patches into one token of the language model's width ``out_hidden``."""
+
+    depth: int
+    embed_dim: int
+    heads: int
+    mlp: int  # the blocks' MLP width
+    out_hidden: int
+    gated: bool = False  # Qwen2.5-VL: a gated (SwiGLU) MLP and RMSNorms
+    patch: int = 14
+    temporal: int = 2
+    merge: int = 2
+
+    @property
+    def patch_values(self) -> int:
+        """Numbers per patch in ``pixel_values`` (channels x temporal x patch x patch)."""
+        return 3 * self.temporal * self.patch ** 2
+
+    @property
+    def n_params(self) -> int:
+        e, m = self.embed_dim, self.mlp
+        block = 4 * e * e + 4 * e + (3 if self.gated else 2) * e * m + m + e + 4 * e
+        merged = e * self.merge ** 2
+        return self.patch_values * e + self.depth * block + e + merged * merged + merged + merged * self.out_hidden
+
+    @classmethod
+    def from_config(cls, v: Mapping[str, Any], text_hidden: int) -> VisionShape:
+        """From a ``vision_config`` dict (Qwen2-VL: ``embed_dim``/``mlp_ratio``; Qwen2.5-VL: ``hidden_size``/
+        ``intermediate_size``/``out_hidden_size``)."""
+        gated = "out_hidden_size" in v or "intermediate_size" in v
+        embed = int(v.get("embed_dim") or v["hidden_size"])
+        mlp = int(v.get("intermediate_size") or embed * float(v.get("mlp_ratio", 4)))
+        return cls(depth=int(v["depth"]), embed_dim=embed, heads=int(v.get("num_heads", 16)), mlp=mlp,
+                   out_hidden=int(v.get("out_hidden_size") or (text_hidden if gated else v.get("hidden_size"))
+                                  or text_hidden), gated=gated, patch=int(v.get("patch_size", 14)),
+                   temporal=int(v.get("temporal_patch_size", 2)), merge=int(v.get("spatial_merge_size", 2)))
+
+
+@dataclass
 class ModelShape:
-    """What the estimate needs from a decoder-only model config."""
+    """What the estimate needs from a decoder-only model config (and a VL model's vision tower)."""
 
     hidden: int
     layers: int
@@ -44,12 +85,13 @@ class ModelShape:
     attention_bias: bool = False
     n_params: int | None = None  # computed from the shape when not given
     model_type: str | None = None  # config.json's model_type (decides the trainer's fused log-prob path)
+    vision: VisionShape | None = None  # a vision-language model's vision tower
 
     def __post_init__(self) -> None:
         if self.head_dim is None:
             self.head_dim = self.hidden // self.heads
         if self.n_params is None:
-            self.n_params = count_params(self)
+            self.n_params = count_params(self) + (self.vision.n_params if self.vision else 0)
 
     @property
     def kv_dim(self) -> int:
@@ -57,7 +99,10 @@ class ModelShape:
 
     @classmethod
     def from_hf_config(cls, cfg: Mapping[str, Any]) -> ModelShape:
-        """From a Hugging Face ``config.json`` dict (Qwen2, Llama, Mistral and alike)."""
+        """From a Hugging Face ``config.json`` dict (Qwen2, Llama, Mistral and alike; Qwen2-VL and Qwen2.5-VL
+        with their ``vision_config``)."""
+        vision_cfg = cfg.get("vision_config")
+        top_type, top_tie = cfg.get("model_type"), cfg.get("tie_word_embeddings")  # a VL config ties at the top
         cfg = dict(cfg.get("text_config") or cfg) if isinstance(cfg.get("text_config"), Mapping) else dict(cfg)
         try:
             hidden = int(cfg.get("hidden_size") or cfg["n_embd"])
@@ -72,8 +117,11 @@ class ModelShape:
         return cls(hidden=hidden, layers=layers, heads=heads,
                    kv_heads=int(cfg.get("num_key_value_heads") or heads),
                    intermediate=int(cfg.get("intermediate_size") or cfg.get("n_inner") or 4 * hidden),
-                   vocab=vocab, tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-                   head_dim=cfg.get("head_dim"), attention_bias=bool(bias), model_type=cfg.get("model_type"))
+                   vocab=vocab, tie_embeddings=bool(top_tie if isinstance(vision_cfg, Mapping) and top_tie is not None
+                                                    else cfg.get("tie_word_embeddings", False)),
+                   head_dim=cfg.get("head_dim"), attention_bias=bool(bias),
+                   model_type=top_type if isinstance(vision_cfg, Mapping) else cfg.get("model_type"),
+                   vision=VisionShape.from_config(vision_cfg, hidden) if isinstance(vision_cfg, Mapping) else None)
 
 
 def count_params(m: ModelShape) -> int:
@@ -115,6 +163,7 @@ class TrainShape:
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory
     world_size: int = 1  # trainer.n_gpus_per_node: data-parallel ranks (per device on GPUs; summed on CPU)
+    image_patches: int = 0  # a VL prompt's vision patches at the processor's max_pixels (all its images)
     device: str = "cuda"  # "cuda" adds the CUDA context and foreach AdamW; "cpu" the heap's overhead
 
 

@@ -151,7 +151,8 @@ def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
     seq = t.prompt_length + t.response_length
     per_layer = 2 * m.kv_dim * seq * rows * e
     kv = per_layer * m.layers
-    prompts = t.train_batch_size  # each distinct prompt is prefilled once
+    prompts = rows if m.vision else t.train_batch_size  # each distinct prompt is prefilled once (VL: model.generate
+    # prefills every row)
     prefill = prompts * t.prompt_length * e * (4 * m.hidden + 3 * m.intermediate)
     sampler = rows * m.vocab * (e + 3 * FP32)  # the rows' logits, tempered fp32 copy, softmax, draw
     # + one layer's copy while DynamicCache grows by cat
@@ -173,6 +174,25 @@ def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
     return full if t.device != "cuda" and full <= TRANSPOSED_BYTES else qkv
 
 
+def vision_bytes(m: ModelShape, t: TrainShape, rows: int, grad: bool) -> int:
+    """The vision tower over ``rows`` rows' images (a VL model; ``trainer/vl_inputs.py``): every pass runs it on
+    every row (no prompt sharing), at ``image_patches`` patches a prompt (the processor's ``max_pixels``).
+    The step's padded ``pixel_values`` and the pass's concatenated copy (fp32), and with ``grad`` what each
+    block saves for backward per patch (as a decoder layer's, at the tower's width: norms in fp32, q/k/v,
+    attention output and projection inputs, the MLP's inputs and activations); without, one block's
+    transients."""
+    v = m.vision
+    if v is None or not t.image_patches:
+        return 0
+    e = DTYPE_BYTES[t.compute_dtype]
+    patches = rows * t.image_patches
+    pixels = 2 * patches * v.patch_values * FP32
+    if not grad:
+        return pixels + patches * e * (4 * v.embed_dim + v.mlp)
+    per_block = 16 * v.embed_dim + e * (10 * v.embed_dim + (3 if v.gated else 2) * v.mlp)
+    return pixels + patches * per_block * v.depth
+
+
 def optimizer_step_bytes(m: ModelShape, t: TrainShape, trainable: int) -> int:
     """AdamW's temporaries: none on a CPU (``state.make_optimizer`` takes torch's fused kernel there);
     CUDA's foreach kernels hold one fp32 copy of every parameter at once."""
@@ -188,8 +208,11 @@ def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str,
     n = int(m.n_params or 0)
     comp: dict[str, int] = {}
     comp["kv_cache"], comp["rollout_transient"] = rollout_bytes(m, t)
-    phases = {"rollout": comp["kv_cache"] + comp["rollout_transient"]}
-    comp["log_prob_pass"] = pass_bytes(m, t) if (t.old_log_prob_pass or t.needs_ref) else 0
+    rows = t.train_batch_size * t.rollout_n
+    comp["vision_rollout"] = vision_bytes(m, t, rows, grad=False)  # generate's prefill: every row's images
+    phases = {"rollout": comp["kv_cache"] + comp["rollout_transient"] + comp["vision_rollout"]}
+    comp["log_prob_pass"] = pass_bytes(m, t) + vision_bytes(m, t, rows, grad=False) if (
+        t.old_log_prob_pass or t.needs_ref) else 0
     if comp["log_prob_pass"]:
         phases["log_prob_passes"] = comp["log_prob_pass"]
     micro = max(1, t.micro_batch_size)
@@ -198,11 +221,13 @@ def phase_bytes(m: ModelShape, t: TrainShape, trainable: int) -> tuple[dict[str,
     comp["actor_grads"] = grads
     comp["autocast_weight_cache"] = n * e if wb > e else 0  # every linear saves its half-precision weight
     comp["activations"] = activation_bytes(m, t, micro, prompts)
+    comp["vision_activations"] = vision_bytes(m, t, micro, grad=True)
     if uses_fused_head(m, t):
         comp["logits"] = fused_logit_bytes(m, micro * t.response_length, backward=True, e=e)
     else:
         comp["logits"] = micro * t.response_length * m.vocab * logit_bytes_per_element(e, t)
-    phases["actor_update"] = grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
+    phases["actor_update"] = (grads + comp["autocast_weight_cache"] + comp["activations"] + comp["logits"]
+                              + comp["vision_activations"])
     comp["adamw_temporaries"] = optimizer_step_bytes(m, t, trainable)
     phases["optimizer_step"] = grads + comp["adamw_temporaries"]
     if t.needs_critic:

@@ -38,6 +38,12 @@ class PreflightFailed(RuntimeError):
 def model_shape_for(cfg: Any) -> ModelShape:
     """Shapes of ``actor.model.path`` from its ``config.json`` (no weights), or of the tiny model."""
     m = cfg.model
+    if m.path == "tiny" and cfg.data.builtin.name == "bars" and not cfg.data.train_files:
+        from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+
+        t = m.tiny  # the vision demo's Qwen2-VL (trainer/vl_task.py): its config, built without weights' cost
+        return ModelShape.from_hf_config(build_tiny_vl_model(build_tiny_processor(), hidden=t.hidden_size,
+                                                             layers=t.num_layers, heads=t.num_heads).config.to_dict())
     if m.path == "tiny":
         from rlcockpit.trainer.tiny import build_char_tokenizer
 
@@ -51,8 +57,30 @@ def model_shape_for(cfg: Any) -> ModelShape:
     return ModelShape.from_hf_config(json.loads(path.read_text()))
 
 
-def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> TrainShape:
-    """The memory-relevant settings of a trainer config, as the trainer will run them on ``device``."""
+def image_patches_for(cfg: Any, shape: ModelShape | None = None) -> int:
+    """A VL prompt's vision patches at the processor's ``max_pixels`` (one image a prompt, as geo3k's rows):
+    the pixel budget the estimate plans for; 0 for a text model."""
+    shape = shape or model_shape_for(cfg)
+    if shape.vision is None:
+        return 0
+    from rlcockpit.trainer.vl_data import max_pixels_of
+    from rlcockpit.trainer.vl_model import TINY_MAX_PIXELS
+
+    if cfg.model.path == "tiny":
+        pixels = TINY_MAX_PIXELS
+    else:
+        from transformers import AutoImageProcessor
+
+        pixels = max_pixels_of(AutoImageProcessor.from_pretrained(str(Path(cfg.model.path).expanduser()),
+                                                                  use_fast=False, local_files_only=True))
+    return pixels // shape.vision.patch ** 2
+
+
+def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None,
+                    image_patches: int = 0) -> TrainShape:
+    """The memory-relevant settings of a trainer config, as the trainer will run them on ``device``. A VL
+    model (``image_patches`` > 0): the prompt gains the image's tokens, and the passes run whole rows with their
+    images (no prompt sharing, no chunked output layer: ``trainer/vl_inputs.py``)."""
     from rlcockpit.algos import kl_needs_full_vocab
     from rlcockpit.trainer.config import micro_batch_size
     from rlcockpit.trainer.launch import node_ranks
@@ -73,15 +101,19 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None) -> 
     return TrainShape(
         train_batch_size=d.train_batch_size, rollout_n=cfg.rollout.n,
         micro_batch_size=max(1, min(mini, micro_batch_size(cfg) or mini)),
-        prompt_length=prompt_length or d.max_prompt_length, response_length=d.max_response_length,
+        # a VL prompt's image tokens: one per 2x2 merged patches
+        prompt_length=(prompt_length or d.max_prompt_length) + image_patches // 4,
+        response_length=d.max_response_length,
         compute_dtype=m.dtype, weight_dtype="fp32",  # the trainer keeps fp32 weights and autocasts (models.py)
         ref_dtype="bf16" if (on_gpu and m.dtype == "bf16") else "fp32",
         grad_checkpointing=m.enable_gradient_checkpointing, lora_rank=m.lora_rank if lora else 0,
         lora_targets=lora_targets, needs_ref=needs_reference(cfg),
         needs_critic=alg.adv_estimator == "gae", old_log_prob_pass=needs_old_pass(cfg, rows, None),
-        full_vocab_kl=full_kl, share_prefix=bool(a.share_prefix) and not m.use_remove_padding,  # packing.py
+        full_vocab_kl=full_kl,
+        share_prefix=bool(a.share_prefix) and not m.use_remove_padding and not image_patches,  # packing.py
         entropy_grad=a.entropy_coeff != 0, temperature=float(cfg.rollout.temperature),
-        world_size=node_ranks(cfg), device="cuda" if on_gpu else "cpu")
+        world_size=node_ranks(cfg), device="cuda" if on_gpu else "cpu", image_patches=image_patches,
+        fused_head=False if image_patches else None)
 
 
 def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: int | None = None,
@@ -96,7 +128,7 @@ def check_memory(cfg: Any, *, prompt_length: int | None = None, capacity_bytes: 
     if capacity_bytes is not None:
         where, capacity = "given capacity", capacity_bytes
     dev = device or ("cuda" if where.startswith("GPU") else "cpu")
-    train = train_shape_for(cfg, dev, prompt_length)
+    train = train_shape_for(cfg, dev, prompt_length, image_patches_for(cfg, shape))
     est = estimate_memory(shape, train)
     top = sorted(((k, v) for k, v in est.components.items() if v), key=lambda kv: -kv[1])[:4]
     parts = ", ".join(f"{k} {v / GiB:.2f}" for k, v in top)

@@ -132,7 +132,9 @@ def register(subparsers: Any) -> None:
     d = subparsers.add_parser("demo", help="train the built-in tiny model on 2-digit addition and show it learn")
     d.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the preset's)")
     d.add_argument("--dir", default=None, help="tracking store directory (default $RLCOCKPIT_DIR or ./rlcockpit)")
-    d.add_argument("--preset", default="arith-grpo", help="preset to run (default arith-grpo)")
+    d.add_argument("--preset", default=None, help="preset to run (default: the task's, arith-grpo for arith)")
+    d.add_argument("--task", default="arith", choices=sorted(DEMO_TASKS),
+                   help="arith: 2-digit addition (text); vision: which bar is taller, a tiny Qwen2-VL on pictures")
     d.add_argument("overrides", nargs="*", help="extra overrides")
     d.set_defaults(func=_demo)
 
@@ -141,6 +143,7 @@ def register(subparsers: Any) -> None:
     register_export(subparsers)
 
 
+DEMO_TASKS = {"arith": "arith-grpo", "vision": "vision-grpo"}  # rlcockpit demo --task NAME -> its preset
 TRAIN_OPTIONS = {"--preset": 1, "--config": 1, "--print-config": 0, **HYDRA_OPTIONS}
 
 
@@ -184,4 +187,5 @@ def _train(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from rlcockpit.trainer.demo import run_demo
 
-    return run_demo(steps=args.steps, store_dir=args.dir, preset=args.preset, overrides=list(args.overrides))
+    return run_demo(steps=args.steps, store_dir=args.dir, preset=args.preset or DEMO_TASKS[args.task],
+                    overrides=list(args.overrides))

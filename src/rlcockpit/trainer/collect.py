@@ -26,6 +26,7 @@ from rlcockpit.trainer.profiling import phase
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
 from rlcockpit.trainer.val_metrics import validation_metrics
+from rlcockpit.trainer.vl_inputs import vl_batch
 
 
 @dataclass
@@ -54,6 +55,12 @@ def val_sampling_params(cfg: Config) -> SamplingParams:
     greedy = not v.do_sample or v.temperature <= 0
     return SamplingParams(max_new_tokens=cfg.data.max_response_length, temperature=v.temperature or 1.0,
                           top_p=v.top_p, top_k=v.top_k, greedy=greedy)
+
+
+def generate_rows(engine: RolloutEngine, rows: list[PromptRow], params: SamplingParams) -> RolloutOutput:
+    """Sample the rows' prompts; rows with images hand their image tensors to the engine too (vl_inputs.py)."""
+    mm = vl_batch(rows)
+    return engine.generate([r.input_ids for r in rows], params, **({"mm": mm} if mm else {}))
 
 
 def decode(tokenizer: Any, out: RolloutOutput) -> list[str]:
@@ -102,11 +109,11 @@ def generate_once(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: Re
     uids = np.repeat(np.arange(uid_offset, uid_offset + len(prompts)), n)
     t0 = time.perf_counter()
     with phase("timing_s/gen"):  # a named range in profiler traces
-        out = engine.generate([r.input_ids for r in rows], sampling_params(cfg))
+        out = generate_rows(engine, rows, sampling_params(cfg))
     texts = decode(tokenizer, out)
     baselines = None
     if cfg.algorithm.adv_estimator == "remax":  # greedy rollout of each prompt = the baseline
-        greedy = engine.generate([r.input_ids for r in prompts], sampling_params(cfg, greedy=True))
+        greedy = generate_rows(engine, prompts, sampling_params(cfg, greedy=True))
         base_scores, _ = reward(prompts, decode(tokenizer, greedy))
         baselines = torch.tensor(base_scores, dtype=torch.float32).repeat_interleave(n)
     timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - t0
@@ -217,7 +224,7 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
     batch = cfg.data.val_batch_size or 256
     for i in range(0, len(rows), batch):
         chunk = [r for r in rows[i: i + batch] for _ in range(n)]
-        out = engine.generate([r.input_ids for r in chunk], params)
+        out = generate_rows(engine, chunk, params)
         texts = decode(tokenizer, out)
         raw, extras = reward(chunk, texts)
         penalised, extras = apply_overlong(cfg, torch.tensor(raw, dtype=torch.float32), extras, out.response_mask)

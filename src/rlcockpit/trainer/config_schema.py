@@ -313,7 +313,7 @@ class RewardConfig:
 class BuiltinDataConfig:
     """The demo task generator used when ``data.train_files`` is empty."""
 
-    name: str = opt("arith", "built-in task", choices=("arith",))
+    name: str = opt("arith", "built-in task: arith (addition, text) or bars (which bar is taller: a picture, for a vision-language policy)", choices=("arith", "bars"))
     digits: int = opt(2, "operand digits")
     train_size: int = opt(20000, "training prompts generated")
     val_size: int = opt(200, "held-out validation prompts (never in training)")

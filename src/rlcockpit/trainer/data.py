@@ -9,6 +9,7 @@ and the count is reported.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.trainer.config import BuiltinDataConfig, DataConfig
-from rlcockpit.trainer.vl_data import DEFAULT_MAX_PIXELS, ImageCellError, attach_images
+from rlcockpit.trainer.vl_data import DEFAULT_MAX_PIXELS, ImageCellError, attach_images, max_pixels_of
+from rlcockpit.trainer.vl_inputs import encode_vl_row
 
 
 class DataError(ValueError):
@@ -35,6 +37,7 @@ class PromptRow:
     text: str = ""
     where: str = ""  # "file: row N", for messages
     images: list[Any] = field(default_factory=list)  # decoded PIL images of data.image_key (verl multimodal rows)
+    mm: dict[str, Any] = field(default_factory=dict)  # their processor outputs (pixel_values, image_grid_thw)
 
 
 # --------------------------------------------------------------------------- built-in task
@@ -42,7 +45,7 @@ class PromptRow:
 def arith_rows(cfg: BuiltinDataConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """n-digit addition, with a fixed held-out validation set that never appears in training."""
     if cfg.name != "arith":
-        raise DataError(f"unknown built-in data set {cfg.name!r}; known: arith")
+        raise DataError(f"unknown built-in text data set {cfg.name!r}; known: arith")
     rng = random.Random(cfg.seed)
     lo, hi = 0, 10 ** cfg.digits - 1
 
@@ -245,29 +248,72 @@ def encode_rows(rows: list[PromptRow], tokenizer: Any, cfg: DataConfig, name: st
     return kept, {"dropped": dropped, "truncated": truncated, "kept": len(kept)}
 
 
-def builtin_rows(cfg: DataConfig) -> tuple[list[PromptRow], list[PromptRow]]:
-    tr, va = arith_rows(cfg.builtin)
-    return ([validate_row(r, f"builtin:{cfg.builtin.name}: row {i}") for i, r in enumerate(tr)],
-            [validate_row(r, f"builtin:{cfg.builtin.name} val: row {i}") for i, r in enumerate(va)])
+def builtin_rows(cfg: DataConfig, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[list[PromptRow], list[PromptRow]]:
+    """The built-in task's rows, through the same checks as a file's (the vision task's images included)."""
+    if cfg.builtin.name == "bars":
+        from rlcockpit.trainer.vl_task import bars_rows
 
-
-def load_datasets(cfg: DataConfig, tokenizer: Any) -> tuple[list[PromptRow], list[PromptRow], dict]:
-    """Train and validation rows (built-in task when no files are given), tokenized."""
-    if cfg.train_files:
-        train = load_rows(cfg.train_files, cfg, max_samples=cfg.train_max_samples)
-        val = load_rows(cfg.val_files, cfg, max_samples=cfg.val_max_samples) if cfg.val_files else []
+        tr, va = bars_rows(cfg.builtin)
     else:
-        train, val = builtin_rows(cfg)
+        tr, va = arith_rows(cfg.builtin)
+    out = []
+    for split, raws in (("", tr), (" val", va)):
+        rows = []
+        for i, raw in enumerate(raws):
+            where = f"builtin:{cfg.builtin.name}{split}: row {i}"
+            row = validate_row(raw, where)
+            row.where = where
+            if raw.get("images") is not None:
+                row.images = attach_images(raw, row.prompt, where, "images", max_pixels)
+            rows.append(row)
+        out.append(rows)
+    return out[0], out[1]
+
+
+def encode_vl_rows(rows: list[PromptRow], tokenizer: Any, cfg: DataConfig, name: str, *,
+                   processor: Any) -> tuple[list[PromptRow], dict]:
+    """Multimodal rows through the processor (chat template, image tokens, pixel values). A prompt over
+    ``data.max_prompt_length`` is dropped (``filter_overlong_prompts``) or an error naming the row: cutting
+    through its image tokens would leave them unmatched with its pixels."""
+    kept, dropped = [], 0
+    for row in rows:
+        row.text, row.input_ids, row.mm = encode_vl_row(processor, row)
+        if len(row.input_ids) > cfg.max_prompt_length:
+            if cfg.filter_overlong_prompts or cfg.truncation == "drop":
+                dropped += 1
+                continue
+            raise DataError(f"{row.where}: prompt has {len(row.input_ids)} tokens (its image tokens included) > "
+                            f"data.max_prompt_length={cfg.max_prompt_length}; a prompt with images is not "
+                            "truncated: raise the limit, lower max_pixels, or set data.filter_overlong_prompts=true")
+        kept.append(row)
+    if dropped:
+        print(f"[rlcockpit] {name}: {dropped} prompts dropped (longer than data.max_prompt_length="
+              f"{cfg.max_prompt_length})")
+    if not kept:
+        raise DataError(f"{name}: every prompt is longer than data.max_prompt_length={cfg.max_prompt_length}")
+    return kept, {"dropped": dropped, "truncated": 0, "kept": len(kept)}
+
+
+def load_datasets(cfg: DataConfig, tokenizer: Any, processor: Any = None) -> tuple[list[PromptRow], list[PromptRow], dict]:
+    """Train and validation rows (built-in task when no files are given), tokenized; with a vision-language
+    ``processor`` the rows' images are checked against its ``max_pixels`` and encoded with it."""
+    max_pixels = max_pixels_of(processor) if processor is not None else DEFAULT_MAX_PIXELS
+    if cfg.train_files:
+        train = load_rows(cfg.train_files, cfg, max_samples=cfg.train_max_samples, max_pixels=max_pixels)
+        val = (load_rows(cfg.val_files, cfg, max_samples=cfg.val_max_samples, max_pixels=max_pixels)
+               if cfg.val_files else [])
+    else:
+        train, val = builtin_rows(cfg, max_pixels)
     with_images = next((r for r in (*train, *val) if r.images), None)
-    if with_images is not None:  # never train on the text alone of a picture question
+    if with_images is not None and processor is None:  # never train on the text alone of a picture question
         raise DataError(f"{with_images.where}: rows with images (data.image_key={cfg.image_key!r}) need a "
-                        "vision-language policy, which rlcockpit's trainer does not run yet (docs/trainer.md, "
-                        "'Multimodal data'); the rows, their images and verl's geo3k reward load and check already")
-    train, train_stats = encode_rows(train, tokenizer, cfg, "train data")
+                        "vision-language policy (a Qwen2-VL / Qwen2.5-VL model directory); this model is text-only")
+    encode = encode_rows if processor is None else functools.partial(encode_vl_rows, processor=processor)
+    train, train_stats = encode(train, tokenizer, cfg, "train data")
     stats = {"data/train_prompts": train_stats["kept"], "data/train_dropped": train_stats["dropped"],
              "data/train_truncated": train_stats["truncated"]}
     if val:
-        val, val_stats = encode_rows(val, tokenizer, cfg, "val data")
+        val, val_stats = encode(val, tokenizer, cfg, "val data")
         stats.update({"data/val_prompts": val_stats["kept"], "data/val_dropped": val_stats["dropped"]})
     return train, val, stats
 

@@ -20,7 +20,9 @@ def run_demo(steps: int | None = None, store_dir: str | None = None, preset: str
     if store_dir is not None:
         extra.append(f"trainer.rlcockpit_dir={store_dir}")
     cfg = load_config(preset=preset, overrides=extra)
-    print(f"[rlcockpit] demo: preset {preset}: {cfg.algorithm.adv_estimator} on {cfg.data.builtin.digits}-digit addition, "
+    task = ("'which bar is taller?' pictures" if cfg.data.builtin.name == "bars"
+            else f"{cfg.data.builtin.digits}-digit addition")
+    print(f"[rlcockpit] demo: preset {preset}: {cfg.algorithm.adv_estimator} on {task}, "
           f"{cfg.data.train_batch_size} prompts x {cfg.rollout.n} samples per step, "
           f"{cfg.trainer.total_training_steps} steps, model {cfg.actor.model.path} ({cfg.actor.model.dtype})")
     t0 = time.time()

@@ -40,16 +40,18 @@ class ShardedEngine:
     def wrapped(self) -> Any:
         return self._engine
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
+    def generate(self, prompts: list[list[int]], params: SamplingParams, **mm: Any) -> RolloutOutput:
+        """``mm``: a vision-language batch's ``mm=`` image tensors, row-aligned: each rank takes its rows'."""
         d = self._dist
         base = d.broadcast_object(base_seed())  # the same on every rank (and with one process)
         seeds = [row_seed(base, i) for i in range(len(prompts))]
         if not d.enabled:
-            return self._engine.generate(prompts, dataclasses.replace(params, seeds=seeds))
+            return self._engine.generate(prompts, dataclasses.replace(params, seeds=seeds), **mm)
         lo, hi = d.bounds(len(prompts))
         local = None
         if hi > lo:
-            out = self._engine.generate(prompts[lo:hi], dataclasses.replace(params, seeds=seeds[lo:hi]))
+            rows = {k: {name: t[lo:hi] for name, t in v.items()} for k, v in mm.items()}
+            out = self._engine.generate(prompts[lo:hi], dataclasses.replace(params, seeds=seeds[lo:hi]), **rows)
             local = RolloutOutput(*(None if t is None else t.cpu() for t in dataclasses.astuple(out)))
             device = out.prompts.device
         parts = [p for p in d.all_gather_object(local) if p is not None]

@@ -57,6 +57,7 @@ from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's pu
 from rlcockpit.trainer.state import rollback as _rollback
 from rlcockpit.trainer.step_inputs import rewards_and_advantages
 from rlcockpit.trainer.update import rank_rows, update_actor, update_critic
+from rlcockpit.trainer.vl_inputs import vl_batch
 
 CHECKPOINT_FLUSH_S = 10.0  # how long a checkpoint waits for the steps before it to reach the store
 
@@ -96,7 +97,8 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     exp = collect(cfg, st.engine, st.tokenizer, st.reward, st.loader, st.step, timing)
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
-             "response_mask": o.response_mask, "prompt_mask": o.prompt_mask}
+             "response_mask": o.response_mask, "prompt_mask": o.prompt_mask,
+             **vl_batch(exp.rows)}  # a vision-language batch: each row's image tensors, row-aligned (vl_inputs.py)
     # verl's _balance_batch statistics (trainer.balance_batch, on by default there): tokens per rank
     metrics: dict[str, float] = global_seqlen_metrics(o.attention_mask, rank_rows(cfg, len(o.responses), st.dist))
     sharded_policy_passes(st, batch, o.rollout_log_probs, timed, timing)  # each rank its rows, gathered

@@ -196,8 +196,15 @@ def sample_rows(exp: Any, k: int) -> list[dict[str, Any]]:
             break
         keep += idx
     out = []
+    images: dict[int, list[Any]] = {}  # a VLM prompt's pictures, encoded once per prompt (its group shares them)
     for i in keep:
-        out.append({"prompt": exp.rows[i].text, "response": exp.texts[i], "reward": float(exp.scores[i]),
+        row = exp.rows[i]
+        if row.images and id(row) not in images:
+            from rlcockpit.tracking.images import Image
+
+            images[id(row)] = [Image(im) for im in row.images]
+        out.append({**({"images": images[id(row)]} if row.images else {}),
+                    "prompt": exp.rows[i].text, "response": exp.texts[i], "reward": float(exp.scores[i]),
                     "uid": uids[i], "ground_truth": str(exp.rows[i].ground_truth),
                     "data_source": exp.rows[i].data_source, "response_length": int(exp.out.response_mask[i].sum()),
                     # the reward function's extra keys (acc, pred, ...), as verl keeps them with the samples

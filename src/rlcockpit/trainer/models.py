@@ -94,13 +94,20 @@ def import_external_lib(cfg: Config) -> None:
 
 
 def load_causal_lm(cfg: Config, path: str, device: torch.device) -> Any:
-    from transformers import AutoModelForCausalLM
+    """The policy; a vision-language config (Qwen2-VL, Qwen2.5-VL) loads as transformers' image-text-to-text
+    model (its causal LM with the vision tower)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from rlcockpit.trainer.vl_model import vl_family
 
     m = cfg.model
+    folder = Path(path).expanduser()
+    vl = (folder / "config.json").is_file() and vl_family(AutoConfig.from_pretrained(
+        str(folder), local_files_only=True, trust_remote_code=m.trust_remote_code)) is not None
+    auto = AutoModelForImageTextToText if vl else AutoModelForCausalLM  # (a PEFT adapter folder has no config.json)
     # the trained weights stay fp32 (Adam on bf16 weights loses small updates); bf16 = autocast
-    return AutoModelForCausalLM.from_pretrained(str(Path(path).expanduser()), dtype=torch.float32,
-                                                local_files_only=True, trust_remote_code=m.trust_remote_code,
-                                                **dict(m.override_config)).to(device)
+    return auto.from_pretrained(str(folder), dtype=torch.float32, local_files_only=True,
+                                trust_remote_code=m.trust_remote_code, **dict(m.override_config)).to(device)
 
 
 def load_actor_and_ref(cfg: Config, path: str, device: torch.device) -> tuple[Any, Any | None]:

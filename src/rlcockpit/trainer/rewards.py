@@ -43,6 +43,18 @@ def arith_exact_match(data_source: str, solution_str: str, ground_truth: Any, ex
     return 1.0 if solution_str.strip() == str(ground_truth).strip() else 0.0
 
 
+@REWARDS.register("bars")
+def bars_reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None,
+                format_score: float = 0.1) -> dict[str, Any]:
+    """The built-in vision task (:mod:`rlcockpit.trainer.vl_task`): 1 for the taller bar's colour; as verl's
+    geo3k reward gives ``format_score`` for a well-formed wrong answer, naming the other bar's colour (a colour
+    that is in the picture) gets ``format_score``; anything else 0. ``acc`` is the exact answer."""
+    answer = solution_str.strip()
+    correct = answer == str(ground_truth).strip()
+    in_picture = answer in ((extra_info or {}).get("colors") or ())
+    return {"score": 1.0 if correct else format_score if in_picture else 0.0, "acc": bool(correct)}
+
+
 @REWARDS.register("gsm8k")
 def gsm8k(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, method: str = "strict",
           format_score: float = 0.0, score: float = 1.0) -> float:

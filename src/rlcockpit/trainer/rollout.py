@@ -55,6 +55,9 @@ class RolloutOutput:
 
 
 class RolloutEngine(Protocol):
+    """An engine that samples vision-language models also takes ``mm=``: the batch's row-aligned image tensors
+    (:func:`rlcockpit.trainer.vl_inputs.vl_batch`), passed only when the rows carry images."""
+
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput: ...
 
     def sync_weights(self, model: Any) -> None: ...
@@ -88,17 +91,32 @@ class HFRolloutEngine:
     def sync_weights(self, model: Any) -> None:
         self.model = model
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 mm: dict[str, torch.Tensor] | None = None) -> RolloutOutput:
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.inference_mode():
-                out = self._generate(prompts, params)
+                out = self._generate_vl(prompts, params, mm) if mm else self._generate(prompts, params)
         finally:
             self.model.train(was_training)
         # inference tensors cannot be saved for backward (the update embeds these ids): plain copies
         return RolloutOutput(*(None if t is None else t.clone() for t in (
             out.prompts, out.prompt_mask, out.responses, out.response_mask, out.rollout_log_probs)))
+
+    def _generate_vl(self, prompts: list[list[int]], params: SamplingParams,
+                     mm: dict[str, torch.Tensor]) -> RolloutOutput:
+        """A vision-language batch: ``model.generate`` with the images (vl_inputs.py says why)."""
+        from rlcockpit.trainer.vl_inputs import generate_vl
+
+        ids, mask = left_pad(prompts, self.pad_token_id, self.device)
+        eos = self.eos_ids.to(self.device)
+        with self.autocast():
+            responses, logps = generate_vl(self.model, ids, mask, mm, params, self.pad_token_id, eos)
+        response_mask = response_mask_from_eos(responses, eos)
+        if logps is not None:
+            logps = logps * response_mask
+        return RolloutOutput(ids, mask, responses, response_mask, logps)
 
     def _generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput:
         """Sampling that never computes the same thing twice.

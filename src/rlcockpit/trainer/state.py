@@ -38,6 +38,8 @@ from rlcockpit.trainer.models import (
 )
 from rlcockpit.trainer.rewards import RewardManager
 from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
+from rlcockpit.trainer.vl_inputs import config_of, load_vl_processor, vl_engine_note
+from rlcockpit.trainer.vl_model import vl_family
 
 
 @dataclass
@@ -130,6 +132,9 @@ def resolve_model_path(cfg: Config, log: Any = print) -> str:
 def make_engine(cfg: Config, actor: Any, tokenizer: Any, device: torch.device, autocast: Any, log: Any = print) -> Any:
     """``rollout.name``'s engine; vllm/sglang fall back to the built-in one (with one line) where missing."""
     name = cfg.rollout.name
+    if vl_family(config_of(actor)) and name not in ("hf", "torch"):
+        log(vl_engine_note(name))
+        name = "hf"
     try:
         factory = ROLLOUT_ENGINES.get(name)
         return factory(actor, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -159,7 +164,10 @@ def build(cfg: Config, log: Any = print) -> State:
                                chat_template=cfg.model.custom_chat_template)
     actor, ref = load_actor_and_ref(cfg, path, device)
     critic = load_critic(cfg, path, device) if cfg.algorithm.adv_estimator == "gae" else None
-    train_rows, val_rows, data_stats = load_datasets(cfg.data, tokenizer)
+    # a vision-language policy (family from its config): its image processor encodes every row's images once,
+    # so the rollout, the update and the reference all see the same pixel_values (vl_inputs.py)
+    processor = load_vl_processor(path, tokenizer) if vl_family(config_of(actor)) else None
+    train_rows, val_rows, data_stats = load_datasets(cfg.data, tokenizer, processor)
     loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
                           seed=1 if cfg.data.seed is None else cfg.data.seed)
     steps = total_steps(cfg, loader)

@@ -161,6 +161,10 @@ def prepare_tiny(tiny: TinyModelConfig, data: BuiltinDataConfig, *, seed: int, d
     """Build + warm up the tiny model (or reuse a cached one); returns an HF model directory."""
     from rlcockpit.trainer.data import builtin_sft_pairs
 
+    if data.name == "bars":  # the vision task: a tiny Qwen2-VL (vl_task.py)
+        from rlcockpit.trainer.vl_task import prepare_tiny_vl
+
+        return prepare_tiny_vl(tiny, data, seed=seed, out_dir=out_dir, cache_root=_cache_root(), log=log)
     fp = tiny_fingerprint(tiny, data, seed, dtype)
     target = Path(out_dir) if out_dir else _cache_root() / f"tiny-{fp}"
     if (tiny.cache or out_dir) and (target / "config.json").is_file() and (target / "rlcockpit_tiny.json").is_file():

@@ -49,6 +49,7 @@ from rlcockpit.trainer.flops import mfu
 from rlcockpit.trainer.metrics import variance_proxy_metrics, worker_memory_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
 from rlcockpit.trainer.packing import forward_packed
+from rlcockpit.trainer.vl_inputs import vl_scoring_pass
 
 Batch = dict[str, torch.Tensor]
 
@@ -79,9 +80,10 @@ def _micro(cfg: Config, mini: int, dist: Dist) -> int:
     return min(mini, size or mini)
 
 
-def _forward(cfg: Config) -> Any:
-    """The scoring pass: packed rows with ``model.use_remove_padding``, else the padded one (same log-probs)."""
-    return forward_packed if cfg.model.use_remove_padding else forward_policy
+def _forward(cfg: Config, mb: Batch) -> Any:
+    """The scoring pass: packed rows with ``model.use_remove_padding``, else the padded one (same log-probs);
+    a micro-batch with images scores with them (vl_inputs.py)."""
+    return vl_scoring_pass(mb) or (forward_packed if cfg.model.use_remove_padding else forward_policy)
 
 
 def _select(batch: Batch, idx: torch.Tensor) -> Batch:
@@ -108,7 +110,7 @@ def _kl_loss(cfg: Config, actor: Any, ref: Any, mb: Batch, out: dict[str, torch.
     if kl_needs_full_vocab(a.kl_loss_type):  # the reference's full distribution, for this micro-batch only
         model, ctx = reference_context(actor, ref)
         with torch.no_grad(), ctx, autocast():
-            ref_full = _forward(cfg)(model, mb["input_ids"], mb["attention_mask"], mask.shape[1], full_log_probs=True,
+            ref_full = _forward(cfg, mb)(model, mb["input_ids"], mb["attention_mask"], mask.shape[1], full_log_probs=True,
                                       temperature=cfg.rollout.temperature, share_prefix=a.share_prefix)
         return compute_kl_loss(out["full_log_probs"], ref_full["full_log_probs"], mask, kl_loss_type=a.kl_loss_type,
                                loss_agg_mode=a.loss_agg_mode, **info)
@@ -136,7 +138,7 @@ def _micro_step(cfg: Config, actor: Any, ref: Any, mb: Batch, info: dict[str, fl
     T = mask.shape[1]
     full_kl = a.use_kl_loss and kl_needs_full_vocab(a.kl_loss_type)
     with autocast():
-        out = _forward(cfg)(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
+        out = _forward(cfg, mb)(actor, mb["input_ids"], mb["attention_mask"], T, temperature=cfg.rollout.temperature,
                              with_entropy=with_entropy, share_prefix=a.share_prefix, full_log_probs=full_kl)
     logp, ent = out["log_probs"], out.get("entropy")
     old = mb["old_log_probs"] if "old_log_probs" in mb else logp.detach()

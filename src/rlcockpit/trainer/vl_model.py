@@ -71,13 +71,17 @@ def build_tiny_processor() -> VLProcessor:
     return VLProcessor(tokenizer=tok, image_processor=images)
 
 
-def build_tiny_vl_model(processor: Any, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0) -> Any:
-    """A ``Qwen2VLForConditionalGeneration`` with random weights sized for a 2-core CPU."""
+def build_tiny_vl_model(processor: Any, *, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0,
+                        family: str = "qwen2_vl") -> Any:
+    """A ``Qwen2VLForConditionalGeneration`` (``family="qwen2_5_vl"``: a Qwen2.5-VL, with its windowed vision
+    blocks and grouped KV heads) with random weights sized for a 2-core CPU."""
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
     tok = processor.tokenizer
     ids = dict(zip(VISION_TOKENS, tok.convert_tokens_to_ids(list(VISION_TOKENS))))
     torch.manual_seed(seed)
+    if family == "qwen2_5_vl":
+        return _tiny_qwen2_5_vl(tok, ids, hidden, layers, heads)
     config = Qwen2VLConfig(
         text_config={"vocab_size": len(tok), "hidden_size": hidden, "intermediate_size": 2 * hidden,
                      "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": heads,
@@ -90,6 +94,23 @@ def build_tiny_vl_model(processor: Any, *, hidden: int = 64, layers: int = 2, he
         image_token_id=ids["<|image_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"], video_token_id=tok.unk_token_id, tie_word_embeddings=True)
     return Qwen2VLForConditionalGeneration(config).eval()
+
+
+def _tiny_qwen2_5_vl(tok: Any, ids: dict[str, int], hidden: int, layers: int, heads: int) -> Any:
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    config = Qwen2_5_VLConfig(
+        text_config={"vocab_size": len(tok), "hidden_size": hidden, "intermediate_size": 2 * hidden,
+                     "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": heads // 2,
+                     "max_position_embeddings": 2048, "pad_token_id": tok.pad_token_id,
+                     "eos_token_id": tok.eos_token_id, "bos_token_id": None,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}},
+        vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": hidden,
+                       "fullatt_block_indexes": [1], "window_size": 56, "patch_size": 14, "spatial_merge_size": 2,
+                       "temporal_patch_size": 2},
+        image_token_id=ids["<|image_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"], video_token_id=tok.unk_token_id, tie_word_embeddings=True)
+    return Qwen2_5_VLForConditionalGeneration(config).eval()
 
 
 def prompt_inputs(processor: Any, prompts: list[Any], images: list[list[Any]]) -> dict[str, torch.Tensor]:
