@@ -231,6 +231,18 @@ def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
     return state
 
 
+def branch_from(st: State, resumed: dict[str, Any]) -> dict[str, Any]:
+    """A branch (``trainer.branch_of``) resumes a checkpoint but is a new run with its own settings: the
+    optimizer's lr and the KL controller, which the checkpoint restored, are set back to this run's config
+    (the change under test would otherwise not act); returns ``resumed`` without the parent's run id."""
+    for key in ("actor_rollout_ref.actor.optim.lr", "critic.optim.lr"):
+        optim = st.cfg.actor.optim if key.startswith("actor") else st.cfg.critic.optim
+        apply_live(st, key, optim.lr)
+    if st.cfg.algorithm.kl_ctrl.type == "fixed":  # an adaptive controller keeps the value it had adapted to
+        apply_live(st, "algorithm.kl_ctrl.kl_coef", st.cfg.algorithm.kl_ctrl.kl_coef)
+    return {k: v for k, v in resumed.items() if k not in ("run_id", "guardrail")}
+
+
 def rollback(st: State, before_step: int) -> int | None:
     """Restore the weights and optimizer of the newest checkpoint before ``before_step``; the checkpoints
     of the abandoned trajectory after it are deleted (a later ``resume_mode=auto`` must not pick one)."""
