@@ -14,7 +14,13 @@ import pytest
 
 import rlcockpit
 from rlcockpit.health.diagnosis import diagnose_run
-from rlcockpit.health.verify import CONFIRMED, DID_NOT_REPRODUCE, NOT_CONFIRMED, checkpoint_before, steps_past_onset
+from rlcockpit.health.verify import (
+    CONFIRMED,
+    DID_NOT_REPRODUCE,
+    NOT_CONFIRMED,
+    checkpoint_before,
+    steps_past_onset,
+)
 from rlcockpit.health.verify_branches import verify_run
 from rlcockpit.store import open_store
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.health.config_view import detect_framework
 from rlcockpit.health.diagnosis import load_run, replay
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
@@ -90,18 +91,20 @@ def watched_findings(diagnosis: Mapping[str, Any]) -> list[dict[str, Any]]:
             for c in chain if c.get("detector")]
 
 
-def make_plan(store: Any, run_id: str, diagnosis: Mapping[str, Any], steps: int | None = None) -> Plan:
-    """The verification plan for ``run_id``; ``ValueError`` naming why when there is nothing to verify."""
+def make_plan(store: Any, run_id: str, diagnosis: Mapping[str, Any], steps: int | None = None, *,
+              external: bool = False) -> Plan:
+    """The verification plan for ``run_id``; ``ValueError`` naming why when there is nothing to verify.
+    ``external``: a verl/TRL run, which is not rerun here (its checkpoints are not rlcockpit's)."""
     run = store.get_run(run_id)
     config = dict(run.get("config") or {})
-    if config.get("framework") not in (None, "rlcockpit"):
-        raise ValueError(f"run {run['id']} was trained by {config['framework']}, not rlcockpit's trainer: "
+    if not external and (framework := detect_framework(config)) != "rlcockpit":
+        raise ValueError(f"run {run['id']} was trained by {framework}, not rlcockpit's trainer: "
                          "rerun it there (diagnose --verify prints the resume command)")
     found = onset_of(diagnosis)
     if found is None:
         raise ValueError(f"run {run['id']}: the diagnosis has no critical finding, so there is no failure to verify")
     finding, onset = found
-    start, path = checkpoint_before(store, run["id"], onset)
+    start, path = (0, None) if external else checkpoint_before(store, run["id"], onset)
     k = steps_past_onset(onset, start, steps)
     return Plan(run_id=run["id"], run_name=run.get("name") or run["id"], config=config, finding=finding,
                 onset=onset, start_step=start, checkpoint=path, end_step=onset + k, steps_past_onset=k,
@@ -207,8 +210,9 @@ def format_verify_text(report: Mapping[str, Any]) -> str:
         lines.append(f"\nTry {a['rank']}: {a['title']}\n  overrides: {' '.join(a['overrides'])}")
         for b in t["branches"]:
             state = b["status"] if b["status"] == "finished" else f"{b['status']}: {b.get('error') or ''}".rstrip(": ")
-            lines.append(f"  {b['role']:<9} seed {b['seed']}: run {b.get('run_id') or '-'} {state}, "
-                         f"headline {_fmt(b['headline'])}, {b['cpu_s']:.0f} s CPU")
+            seed = f" seed {b['seed']}" if b["seed"] is not None else ""
+            lines.append(f"  {b['role']:<9}{seed}: run {b.get('run_id') or '-'} {state}, "
+                         f"headline {_fmt(b['headline'])}" + (f", {b['cpu_s']:.0f} s CPU" if b["cpu_s"] else ""))
         for r in t["findings"]:
             lines.append(f"  {r['detector']} ({r['severity']}): reproduced {r['reproduced']}/{r['unchanged_runs']} "
                          f"unchanged, avoided {r['avoided']}/{r['fixed_runs']} fixed")
@@ -219,5 +223,6 @@ def format_verify_text(report: Mapping[str, Any]) -> str:
     for line in report["not_run"]:
         lines.append(f"  not run: {line}")
     budget = f" of a {report['budget_s']:.0f} s budget" if report["budget_s"] else ""
-    lines.append(f"  {report['cpu_s']:.0f} s CPU{budget}, {report['wall_s']:.0f} s wall")
+    if report["cpu_s"] or report["wall_s"]:
+        lines.append(f"  {report['cpu_s']:.0f} s CPU{budget}, {report['wall_s']:.0f} s wall")
     return "\n".join(lines)
