@@ -8,6 +8,7 @@ rusage; ``--budget`` stops launching when the next branch would exceed it, and t
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -42,13 +43,16 @@ def branch_config(plan: Plan, store_dir: Path, workdir: Path, name: str, role: s
     """The parent's stored config, made a branch: its own name and checkpoint folder, the parent's checkpoint
     (or its start), the branch's end step and seed, no guardrail action (the failure must be allowed to happen),
     no preflight (the parent passed it) and only the embedded store as logger (no third-party pushes)."""
-    cfg = {k: v for k, v in plan.config.items() if k != "framework"}
+    cfg = copy.deepcopy({k: v for k, v in plan.config.items() if k != "framework"})
     tr = dict(cfg.get("trainer") or {})
     tr.update(experiment_name=name, group=plan.run_id, tags=[f"verify:{role}"], branch_of=plan.run_id,
               stop_at_step=plan.end_step, save_freq=-1, default_local_dir=str(workdir / name),
               rlcockpit_dir=str(store_dir), seed=seed, preflight="off", logger=["rlcockpit"], num_threads=1,
               resume_mode="resume_path" if plan.checkpoint else "disable", resume_from_path=plan.checkpoint)
     cfg["trainer"] = tr
+    model = (cfg.get("actor_rollout_ref") or {}).get("model") or {}
+    if model.get("path") == "tiny" and (model.get("tiny") or {}).get("seed") is None:  # the parent's starting model
+        model["tiny"] = {**(model.get("tiny") or {}), "seed": int(plan.config["trainer"].get("seed") or 42)}
     cfg["health"] = {**(cfg.get("health") or {}), "on_critical": "warn"}
     cfg.pop("alerts", None)  # a branch sends no alerts
     return cfg

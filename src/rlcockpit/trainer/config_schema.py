@@ -133,6 +133,8 @@ class TinyModelConfig:
     sft_slip_rate: float = opt(0.7, "share of the sloppy phase's answers written without their carries")
     sft_slip_lr: float = opt(5e-4, "sloppy-phase learning rate")
     cache: bool = opt(True, "reuse a warmed-up model built with the same settings (under ~/.cache/rlcockpit)")
+    seed: int | None = opt(None, "seed of the model's init and warm-up; null = trainer.seed (a verify branch "
+                                 "keeps its parent's starting model while its training seed varies)", only_here=True)
 
 
 @dataclass

@@ -123,7 +123,8 @@ def resolve_model_path(cfg: Config, log: Any = print) -> str:
 
     tiny = cfg.model.tiny
     out_dir = None if tiny.cache else Path(cfg.trainer.default_local_dir) / "init_model"
-    return str(prepare_tiny(tiny, cfg.data.builtin, seed=cfg.trainer.seed, dtype=cfg.model.dtype,
+    seed = cfg.trainer.seed if tiny.seed is None else tiny.seed
+    return str(prepare_tiny(tiny, cfg.data.builtin, seed=seed, dtype=cfg.model.dtype,
                             out_dir=out_dir, log=log))
 
 
@@ -234,7 +235,9 @@ def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
 def branch_from(st: State, resumed: dict[str, Any]) -> dict[str, Any]:
     """A branch (``trainer.branch_of``) resumes a checkpoint but is a new run with its own settings: the
     optimizer's lr and the KL controller, which the checkpoint restored, are set back to this run's config
-    (the change under test would otherwise not act); returns ``resumed`` without the parent's run id."""
+    (the change under test would otherwise not act), and the RNG is reseeded from ``trainer.seed`` (the
+    checkpoint's RNG would make every seed's branch the same); returns ``resumed`` without the parent's run id."""
+    seed_everything(st.cfg.trainer.seed + st.step)
     for key in ("actor_rollout_ref.actor.optim.lr", "critic.optim.lr"):
         optim = st.cfg.actor.optim if key.startswith("actor") else st.cfg.critic.optim
         apply_live(st, key, optim.lr)
