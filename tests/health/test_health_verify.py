@@ -56,7 +56,7 @@ def train_tiny(tmp_path, monkeypatch, tmp_path_factory):
     return go
 
 
-def test_a_branch_is_a_new_run_from_the_checkpoint_with_its_own_lr(train_tiny, tmp_path):
+def test_a_branch_is_a_new_run_from_the_checkpoint_with_its_own_lr(train_tiny, tmp_path, capsys):
     store_dir, parent = train_tiny("trainer.total_training_steps=4", "trainer.save_freq=2")
     _dir, branch = train_tiny("trainer.total_training_steps=4", "trainer.resume_mode=resume_path",
                               f"trainer.resume_from_path={tmp_path / 'ckpt' / 'global_step_2'}",
@@ -70,6 +70,10 @@ def test_a_branch_is_a_new_run_from_the_checkpoint_with_its_own_lr(train_tiny, t
     assert sorted(int(s) for s in hist["critic/score/mean"].dropna().index) == [3]  # only the branch's own step
     assert hist["actor/lr"].dropna().tolist() == [1e-5]  # the checkpoint's optimizer lr (1e-3) does not win
     assert api.run(parent.run_id).history()["critic/score/mean"].notna().sum() == 4  # the parent is untouched
+    from rlcockpit.cli import main
+
+    main(["show", branch.run_id, "--dir", str(store_dir)])
+    assert f"branch of run {parent.run_id}" in capsys.readouterr().out
 
 
 def test_checkpoint_before_the_onset_and_steps_past_it(train_tiny):
