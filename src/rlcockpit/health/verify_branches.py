@@ -35,7 +35,7 @@ from rlcockpit.health.verify import (
 )
 from rlcockpit.paths import confined
 
-STEP_LINE = re.compile(r"step (\d+)/(\d+)")
+STEP_LINE = re.compile(r"^\[rlcockpit\] step (\d+)/(\d+) \|")  # the trainer's progress line (not its warm-up's)
 Progress = Callable[[str], None]
 
 
