@@ -96,11 +96,15 @@ def test_a_healthy_branch_does_not_reproduce_the_failure(train_tiny):
     fake = Finding(detector="kl_spike", severity="critical", step=2, title="KL to reference jumped",
                    metric="actor/kl_loss")
     diagnosis = diagnose_findings([fake], run["config"], run)
-    diagnosis["root_cause"]["actions"] = [{"title": "lower lr", "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7"]}]
+    diagnosis["root_cause"]["actions"] = [  # a fix whose branch cannot start, then a real one
+        {"title": "typo", "overrides": ["actor_rollout_ref.actor.optim.no_such_key=1"]},
+        {"title": "lower lr", "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7"]}]
     lines: list[str] = []
     report = verify_run(store, store_dir, parent.run_id, diagnosis, steps=1, seeds=1, progress=lines.append)
+    broken, t = report["tries"]
+    assert broken["verdict"] == NOT_CONFIRMED and broken["branches"][1]["status"] == "not started"
+    assert "no_such_key" in broken["branches"][1]["error"]  # reported, and the verifier went on
     assert report["verdict"] == DID_NOT_REPRODUCE and report["worked"] is None
-    t = report["tries"][0]
     assert [b["status"] for b in t["branches"]] == ["finished", "finished"]
     assert t["findings"][0]["reproduced"] == 0 and report["end_step"] == 3
     assert any("unchanged seed 42: step 3/3" in x for x in lines)  # progress as the branch runs

@@ -174,7 +174,7 @@ def summarise(plan: Plan, tries: list[dict[str, Any]], not_run: list[str], cpu_s
     worked = next((t["action"]["rank"] for t in tries if t["verdict"] == CONFIRMED), None)
     if worked is not None:
         verdict = CONFIRMED
-    elif tries and all(t["verdict"] == DID_NOT_REPRODUCE for t in tries):
+    elif any(t["verdict"] == DID_NOT_REPRODUCE for t in tries):  # the unchanged branches are every try's
         verdict = DID_NOT_REPRODUCE
     else:
         verdict = NOT_CONFIRMED
