@@ -51,6 +51,14 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def save_every(run: Mapping[str, Any]) -> int | None:
+    """How often the run saved: verl's ``trainer.save_freq``, TRL's ``save_steps`` (its args or trainer_state)."""
+    config = run.get("config") or {}
+    if framework_of(run) == "verl":
+        return _int(_dig(config, "trainer.save_freq"))
+    return _int(config.get("save_steps") or (config.get("trainer_state") or {}).get("save_steps"))
+
+
 def last_save(onset: int, every: int | None) -> int:
     """The step of the last checkpoint strictly before ``onset`` when saving every ``every`` steps (0: none)."""
     return 0 if not every or every <= 0 else (onset - 1) // every * every
@@ -71,9 +79,8 @@ def _verl_args(run: Mapping[str, Any], drop: set[str]) -> list[str]:
 
 def verl_command(run: Mapping[str, Any], onset: int, overrides: list[str]) -> tuple[str, str | None]:
     """(command, checkpoint path or None) that resumes the verl run before ``onset`` with ``overrides``."""
-    config = run.get("config") or {}
-    step = last_save(onset, _int(_dig(config, "trainer.save_freq")))
-    ckpt = f"{verl_checkpoint_dir(config)}/global_step_{step}" if step else None
+    step = last_save(onset, save_every(run))
+    ckpt = f"{verl_checkpoint_dir(run.get('config') or {})}/global_step_{step}" if step else None
     resume = ["trainer.resume_mode=resume_path", f"trainer.resume_from_path={ckpt}"] if ckpt else \
         ["trainer.resume_mode=disable"]  # no save before the onset: from the start, same seed
     keys = {o.split("=", 1)[0] for o in overrides + resume}
@@ -85,8 +92,7 @@ def trl_command(run: Mapping[str, Any], onset: int, overrides: list[str]) -> tup
     """(command-line arguments, checkpoint) resuming the TRL run before ``onset``: ``--resume_from_checkpoint``
     (what ``trainer.train(resume_from_checkpoint=...)`` takes) and the ``GRPOConfig`` overrides as flags."""
     config = run.get("config") or {}
-    every = _int(config.get("save_steps") or (config.get("trainer_state") or {}).get("save_steps"))
-    step = last_save(onset, every)
+    step = last_save(onset, save_every(run))
     out_dir = str(config.get("output_dir") or "<output_dir>")
     ckpt = f"{out_dir}/checkpoint-{step}" if step else None
     flags = ["--resume_from_checkpoint", ckpt] if ckpt else []
@@ -168,8 +174,7 @@ def external_verify(store: Any, run_id: str, diagnosis: Mapping[str, Any]) -> tu
     for action in plan.actions:
         cmd, ckpt = build(run, plan.onset, action["overrides"])
         commands.append({"rank": action["rank"], "title": action["title"], "command": cmd, "checkpoint": ckpt})
-    start = last_save(plan.onset, _int(_dig(run.get("config") or {}, "trainer.save_freq")
-                                       if framework == "verl" else (run.get("config") or {}).get("save_steps")))
+    start = last_save(plan.onset, save_every(run))
     branches = find_branches(store, run)
     tries = compare_branches(store, run, plan, branches, start) if branches else []
     report = summarise(plan, tries, [], 0.0, 0.0, None, [], headline(store, run["id"])[0])

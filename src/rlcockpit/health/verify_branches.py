@@ -156,7 +156,10 @@ def verify_run(store: Any, store_dir: str | Path, run_id: str, diagnosis: Mappin
                 b = run_branch(store, store_dir, plan, role, seed, [] if role == "unchanged" else action["overrides"],
                                progress)
                 spend.add(b["cpu_s"])
-                (unchanged.__setitem__(seed, b) if role == "unchanged" else fixed.append(b))
+                if role == "unchanged":
+                    unchanged[seed] = b
+                else:
+                    fixed.append(b)
         base_runs = [unchanged[s] for s in seed_list if s in unchanged]
         verdict, rows = judge(plan, _findings(store, plan, base_runs), _findings(store, plan, fixed))
         reports.append(try_report(action, base_runs + fixed, verdict, rows))
