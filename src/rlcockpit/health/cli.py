@@ -1,4 +1,5 @@
-"""``rlcockpit diagnose RUN [--dir DIR] [--json] [--html FILE]``: post-mortem of a stored run.
+"""``rlcockpit diagnose RUN [--dir DIR] [--json] [--html FILE]``: post-mortem of a stored run;
+``rlcockpit diagnose RUN --verify [--steps K] [--seeds N] [--tries N] [--budget SECONDS]``: test its fix by rerunning.
 ``rlcockpit report RUN --at {1h,6h,daily,checkpoint} [--send] [--json]``: a scheduled health report, on demand."""
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default=None, help="store directory (default: $RLCOCKPIT_DIR or ./rlcockpit)")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     p.add_argument("--html", metavar="FILE", default=None, help="also write a self-contained HTML report to FILE")
+    v = p.add_argument_group("verifying the fix (docs/health.md, \"Verifying a fix\")")
+    v.add_argument("--verify", action="store_true", help="rerun the failure from the last checkpoint before its "
+                   "onset, unchanged and with the proposed fix (same seeds), and report whether the fix works; for "
+                   "a verl or TRL run, print the resume command instead")
+    v.add_argument("--steps", type=int, default=None, metavar="K", help="steps past the onset each branch runs "
+                   "(default: 2x the onset's distance from the branch point, 8 to 40)")
+    v.add_argument("--seeds", type=int, default=2, metavar="N", help="seeds per branch (default 2)")
+    v.add_argument("--tries", type=int, default=3, metavar="N", help="ranked fixes to try until one is confirmed "
+                   "(default 3)")
+    v.add_argument("--budget", type=float, default=None, metavar="SECONDS", help="CPU seconds for all branches: "
+                   "no branch is launched that would exceed it (the report lists what was not run)")
     p.set_defaults(func=run_diagnose)
     r = subparsers.add_parser(
         "report", help="a scheduled health report (hour 1, hour 6, daily, checkpoint) of a stored run",
@@ -53,6 +65,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
     try:
         run_id = store.get_run(args.run)["id"]
         diagnosis = diagnose_run(store, run_id)
+        if args.verify:
+            return run_verify(store, resolve_dir(args.dir), run_id, diagnosis, args)
         diagnosis["profiles"] = profile_events(store, run_id)  # trainer.profile_steps
         if args.html:
             Path(args.html).write_text(render_html_report(diagnosis, store, run_id), encoding="utf-8")
@@ -69,6 +83,27 @@ def run_diagnose(args: argparse.Namespace) -> int:
         close = getattr(store, "close", None)
         if close:
             close()
+    return 0
+
+
+def run_verify(store: object, store_dir: Path, run_id: str, diagnosis: dict, args: argparse.Namespace) -> int:
+    """``diagnose --verify``: rerun and compare (rlcockpit's trainer), or the resume command (verl, TRL)."""
+    from rlcockpit.health.resume_command import external_verify
+    from rlcockpit.health.verify import format_verify_text
+    from rlcockpit.health.verify_branches import verify_run
+
+    external = external_verify(store, run_id, diagnosis)
+    if external is not None:
+        report, text = external
+    else:
+        report = verify_run(store, store_dir, run_id, diagnosis, steps=args.steps, seeds=args.seeds,
+                            tries=args.tries, budget=args.budget)
+        text = format_verify_text(report)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        print()
+    else:
+        print(text)
     return 0
 
 

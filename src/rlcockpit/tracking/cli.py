@@ -130,6 +130,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if run.get("group") or run.get("tags"):
         out.append(f"group={run.get('group')}  tags={', '.join(run.get('tags') or [])}")
     meta = run.get("meta") or {}
+    parent = meta.get("verify_of") or ((run.get("config") or {}).get("trainer") or {}).get("branch_of")
+    if parent:  # a rerun made (or linked) by `rlcockpit diagnose --verify`
+        out.append(f"branch of run {parent} (rlcockpit diagnose {parent} --verify)")
     if meta.get("command"):
         out.append("command: " + " ".join(meta["command"]))
     if (meta.get("git") or {}).get("commit"):

@@ -133,6 +133,8 @@ class TinyModelConfig:
     sft_slip_rate: float = opt(0.7, "share of the sloppy phase's answers written without their carries")
     sft_slip_lr: float = opt(5e-4, "sloppy-phase learning rate")
     cache: bool = opt(True, "reuse a warmed-up model built with the same settings (under ~/.cache/rlcockpit)")
+    seed: int | None = opt(None, "seed of the model's init and warm-up; null = trainer.seed (a verify branch "
+                                 "keeps its parent's starting model while its training seed varies)", only_here=True)
 
 
 @dataclass
@@ -381,6 +383,12 @@ class TrainerConfig:
     resume_mode: str = opt("auto", "disable | auto (newest checkpoint in default_local_dir) | resume_path "
                                       "(resume_from_path) | a global_step_N path")
     resume_from_path: str | None = opt(None, "checkpoint (global_step_N) for resume_mode=resume_path")
+    branch_of: str | None = opt(None, "run id this run branches from (`rlcockpit diagnose --verify`): a resume then "
+                                      "starts a new run from the checkpoint instead of continuing the checkpoint's "
+                                      "run", only_here=True)
+    stop_at_step: int | None = opt(None, "stop after this step, keeping total_training_steps' lr schedule (a "
+                                         "branch runs part of its parent's schedule); null = run to the end",
+                                   only_here=True)
     logger: list[str] = opt(factory=lambda: ["console", "rlcockpit"],
                             help="loggers: console (live progress), rlcockpit, wandb, tensorboard, mlflow, swanlab...")
     store: bool = opt(True, "write the embedded store even when trainer.logger does not list rlcockpit",

@@ -46,6 +46,7 @@ from rlcockpit.trainer.rollout_check import rollout_probs_metrics
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
     State,
     apply_live,
+    branch_from,
     build,
     ckpt_root,
     clamp_kl,
@@ -254,9 +255,11 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resume_from is not None:
         resumed = restore(st, resume_from)
         log(f"[rlcockpit] resuming run {resumed['run_id']} from {resume_from} (step {st.step})")
+    if tr.branch_of and resumed:  # a branch: a new run from the parent's checkpoint, with its own settings
+        resumed = branch_from(st, resumed)
     st.run_id = resumed.get("run_id") or trial_run_id() or uuid.uuid4().hex[:8]  # a sweep trial has its id
     if main:
-        st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=resume_from is not None)
+        st.ckpt_dir = ckpt.claim_dir(tr.default_local_dir, st.run_id, resuming=bool(resumed.get("run_id")))
     st.run_id, st.ckpt_dir = st.dist.broadcast_object((st.run_id, st.ckpt_dir))
     if st.ckpt_dir != Path(tr.default_local_dir):
         log(f"[rlcockpit] {tr.default_local_dir} holds another run's checkpoints: this run saves to {st.ckpt_dir}")
@@ -272,7 +275,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     if resumed.get("guardrail"):
         guard.load_state_dict(resumed["guardrail"])
     result = TrainResult(run_id=run.id, steps=st.step, checkpoint_dir=str(ckpt_root(st)))
-    steps = total_steps(cfg, st.loader)
+    steps = min(total_steps(cfg, st.loader), tr.stop_at_step or 1 << 62)  # stop_at_step: a branch's end
     try:
         with Progress(steps, start=st.step, live=None if main else False,
                       stream=None if main else NullStream()) as progress:

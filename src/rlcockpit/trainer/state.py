@@ -125,7 +125,8 @@ def resolve_model_path(cfg: Config, log: Any = print) -> str:
 
     tiny = cfg.model.tiny
     out_dir = None if tiny.cache else Path(cfg.trainer.default_local_dir) / "init_model"
-    return str(prepare_tiny(tiny, cfg.data.builtin, seed=cfg.trainer.seed, dtype=cfg.model.dtype,
+    seed = cfg.trainer.seed if tiny.seed is None else tiny.seed
+    return str(prepare_tiny(tiny, cfg.data.builtin, seed=seed, dtype=cfg.model.dtype,
                             out_dir=out_dir, log=log))
 
 
@@ -237,6 +238,20 @@ def restore(st: State, path: Path, *, full: bool = True) -> dict[str, Any]:
         last_val = state.get("last_val")  # checkpoints before this field: None (the final step re-validates)
         st.last_val = tuple(last_val) if last_val is not None else None
     return state
+
+
+def branch_from(st: State, resumed: dict[str, Any]) -> dict[str, Any]:
+    """A branch (``trainer.branch_of``) resumes a checkpoint but is a new run with its own settings: the
+    optimizer's lr and the KL controller, which the checkpoint restored, are set back to this run's config
+    (the change under test would otherwise not act), and the RNG is reseeded from ``trainer.seed`` (the
+    checkpoint's RNG would make every seed's branch the same); returns ``resumed`` without the parent's run id."""
+    seed_everything(st.cfg.trainer.seed + st.step)
+    for key in ("actor_rollout_ref.actor.optim.lr", "critic.optim.lr"):
+        optim = st.cfg.actor.optim if key.startswith("actor") else st.cfg.critic.optim
+        apply_live(st, key, optim.lr)
+    if st.cfg.algorithm.kl_ctrl.type == "fixed":  # an adaptive controller keeps the value it had adapted to
+        apply_live(st, "algorithm.kl_ctrl.kl_coef", st.cfg.algorithm.kl_ctrl.kl_coef)
+    return {k: v for k, v in resumed.items() if k not in ("run_id", "guardrail")}
 
 
 def rollback(st: State, before_step: int) -> int | None:

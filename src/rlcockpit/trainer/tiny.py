@@ -95,7 +95,8 @@ def _cache_root() -> Path:
 
 
 def tiny_fingerprint(tiny: TinyModelConfig, data: BuiltinDataConfig, seed: int, dtype: str) -> str:
-    blob = json.dumps([tiny.__dict__, data.__dict__, seed, dtype, "v3-sloppy-phase"], sort_keys=True, default=str)
+    settings = {k: v for k, v in tiny.__dict__.items() if k != "seed"}  # the seed used is ``seed`` (same key as before)
+    blob = json.dumps([settings, data.__dict__, seed, dtype, "v3-sloppy-phase"], sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
