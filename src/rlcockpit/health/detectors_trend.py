@@ -69,15 +69,17 @@ class RewardDivergence(Detector):
 
     - *quality worse than at the start* (a measure where lower is better, the metric guide's ``eval/perplexity``:
       the evaluation samples' perplexity under a frozen model): its newest value ``rise_ratio`` x its early level
-      (the mean of its values logged during the reward's warm-up, else its first value) while the reward is past its
-      alarm and ``gain_z`` of its noise above its early level: warning; critical once two successive values are
+      (the mean of its values logged during the reward's warm-up, else its first value) while the reward's mean over
+      its last 3 values is ``gain_z`` of that mean's noise above the reward's early level: warning; critical once two successive values are
       ``rise_critical_ratio`` x the early level. A series logged every k steps (an evaluation every 10) is judged
       on each value as it comes, so the first evaluation after the onset can raise it.
     - *correctness flat* (warning): a correctness component of the reward itself (named accuracy, correct,
       pass@k...: ``critic/score/<fn>/mean``, a reward-function field; scored on the same samples, so it cannot lag
-      the way a held-out score lags the training reward in a healthy run) whose mean over its last ``points`` values stays within ``flat_z`` of
-      its own noise of its early level while the reward rose ``flat_gain_z`` of its noise, on ``flat_points``
-      successive values spanning ``flat_span`` steps or more: the reward climbs, the verdict on the answers does not.
+      the way a held-out score lags the training reward in a healthy run) whose mean since the reward's drift began
+      (``flat_points`` values or more, over ``flat_span`` steps or more) is above its early level by no more than
+      ``flat_se_z`` standard errors of the difference of the two means and no more than ``flat_share`` of the
+      reward's rise, while the reward is past its alarm and its 3-value mean ``flat_gain_z`` of that mean's noise
+      above its early level: the reward climbs, the verdict on the answers does not.
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -88,7 +90,7 @@ class RewardDivergence(Detector):
                 "bonus_growth": threshold(LEN, "bonus_growth_ratio"), "flat_z": 1.0, "gain_z": 3.0,
                 "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
-                "flat_points": 3, "flat_span": 10}
+                "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -104,7 +106,6 @@ class RewardDivergence(Detector):
         self._warm_step = 0  # the first step after the reward's warm-up: a quality series' early level is before it
         self._early: dict[str, float] = {}
         self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
-        self._flat: dict[str, tuple[int, int]] = {}  # key -> (first step of the flat stretch, values in it)
 
     def on_warm(self) -> None:
         p, tracks = self.p, self.ctx.tracks
@@ -132,7 +133,7 @@ class RewardDivergence(Detector):
                 continue
             self._seen[key] = track.n
             if quality_direction(key) < 0:
-                found = found or self._worse_than_early(step, key, track, reward, up)
+                found = found or self._worse_than_early(step, key, track, reward)
                 continue
             found = found or self._held_out_falling(step, key, track, reward, up)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
@@ -157,7 +158,7 @@ class RewardDivergence(Detector):
         a mean (a reward bounded at 1 that starts at 0.68 +- 0.12 can rise no more than 2.7 single-step noises)."""
         return (reward.mean_last(3) - self._reward.level) / (self._reward.noise / math.sqrt(3.0))
 
-    def _worse_than_early(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
+    def _worse_than_early(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
         """A lower-is-better quality measure (perplexity under a frozen model) risen ``rise_ratio`` x its early
         level while the reward climbed."""
         p = self.p
@@ -166,8 +167,9 @@ class RewardDivergence(Detector):
             return None
         ratio = track.last / early
         worse = self._worse[key] = self._worse.get(key, 0) + 1 if ratio >= p["rise_critical_ratio"] else 0
-        if not up or ratio < p["rise_ratio"] or self._reward_gain(reward) < p["gain_z"]:
-            return None
+        if ratio < p["rise_ratio"] or self._reward_gain(reward) < p["gain_z"]:
+            return None  # (the reward's own rise is the evidence here, not its CUSUM: an evaluation every 10 steps
+            # may come before the sum passes its alarm, and the next one is 10 steps late)
         r_now = reward.mean_last(3)
         crit = worse >= 2
         prev_step = track.steps[-2]
@@ -183,29 +185,31 @@ class RewardDivergence(Detector):
                          metric=REWARD, values=vals, step_start=prev_step, extra_keys=(key,), samples=True)
 
     def _correctness_flat(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
-        """A correctness measure that stays at its early level while the reward climbs far above its own."""
+        """A correctness measure that stays at its early level while the reward climbs far above its own (the mean of
+        its values since the reward's drift began against the mean of those before the reward's warm-up ended)."""
         p = self.p
         early = self._early_level(key, track)
-        gain = self._reward_gain(reward)
-        if early is None or not up or gain < p["flat_gain_z"]:
-            self._flat.pop(key, None)
+        first = self._reward.start
+        if early is None or not up or first is None or self._reward_gain(reward) < p["flat_gain_z"]:
             return None
-        now = track.mean_last(int(p["points"]))
+        since = [v for s, v in zip(track.tail_steps(64), track.tail(64)) if s >= first]
+        if len(since) < p["flat_points"] or step - first < p["flat_span"]:
+            return None
+        now = sum(since) / len(since)
         noise = max(diff_noise(track.tail(32)), 0.05 * abs(early), 1e-3)
-        if now - early > p["flat_z"] * noise:
-            self._flat.pop(key, None)
-            return None  # correctness rose with the reward: learning
-        first, n = self._flat.get(key, (track.last_step, 0))
-        self._flat[key] = (first, n + 1)
-        if n + 1 < p["flat_points"] or step - first < p["flat_span"]:
-            return None
+        n_early = max(1, sum(1 for s in track.tail_steps(64) if s < self._warm_step))
+        se = noise * math.sqrt(1.0 / len(since) + 1.0 / n_early)  # of the difference of the two means
+        r_rise = reward.mean_last(3) - self._reward.level
+        if now - early > p["flat_se_z"] * se or now - early > p["flat_share"] * r_rise:
+            return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
+        gain = self._reward_gain(reward)
         r_now = reward.mean_last(3)
         vals = {"reward": r_now, "reward_baseline": self._reward.level, "quality": now, "quality_early": early,
                 "signals": [f"correctness {track.raw} {fmt(early)} -> {fmt(now)}"]}
         return self.fire(step, "warning",
                          f"Reward up, correctness flat: {reward.raw} {fmt(self._reward.level)} -> {fmt(r_now)} "
                          f"({gain:.0f}x the noise of its early level) while {track.raw} stayed at {fmt(now)} (early {fmt(early)}, "
-                         f"noise {fmt(noise)}) over steps {first}-{step}",
+                         f"noise {fmt(noise)}) on average over steps {first}-{step}",
                          "The reward climbs but the answers are not more often right: the reward pays for something "
                          "else (format, a proxy check, length).", metric=REWARD, values=vals, step_start=first,
                          extra_keys=(key,), samples=True)
@@ -232,11 +236,12 @@ class RewardDivergence(Detector):
         if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
             return None
         crit = z >= p["critical_factor"] * p["drop_z"] and rel >= p["critical_factor"] * p["drop_fraction"]
+        what = "held-out score" if key.startswith(HELD_OUT) else "its correctness part"
         vals = {"reward": r_now, "reward_at_best": best[2], "reward_baseline": self._reward.level,
                 "held_out": now, "held_out_best": best[0], "held_out_best_step": best[1], "drop_z": z,
                 "relative_drop": rel, "signals": [f"validation {track.raw} {fmt(best[0])} -> {fmt(now)}"]}
         return self.fire(step, "critical" if crit else "warning",
-                         f"Reward and held-out score diverge: {reward.raw} rose {fmt(best[2])} -> {fmt(r_now)} since "
+                         f"Reward and {what} diverge: {reward.raw} rose {fmt(best[2])} -> {fmt(r_now)} since "
                          f"step {best[1]} while {track.raw} fell from its best {fmt(best[0])} (step {best[1]}) to "
                          f"{fmt(now)} ({rel:.0%}, {z:.1f}x its step-to-step noise)",
                          "The policy is learning what the reward pays for, not the task: a learned reward model being "
