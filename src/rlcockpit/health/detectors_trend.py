@@ -77,9 +77,10 @@ class RewardDivergence(Detector):
       pass@k...: ``critic/score/<fn>/mean``, a reward-function field; scored on the same samples, so it cannot lag
       the way a held-out score lags the training reward in a healthy run) whose mean since the reward's drift began
       (``flat_points`` values or more, over ``flat_span`` steps or more) is above its early level by no more than
-      ``flat_se_z`` standard errors of the difference of the two means and no more than ``flat_share`` of the
-      reward's rise, while the reward is past its alarm and its 3-value mean ``flat_gain_z`` of that mean's noise
-      above its early level: the reward climbs, the verdict on the answers does not.
+      ``flat_se_z`` standard errors of the difference of the two means and ``flat_share`` of the reward's rise,
+      and below it by no more than one (a slide is judged as a fall), while the reward is past its alarm and its
+      3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
+      the answers does not.
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -104,7 +105,7 @@ class RewardDivergence(Detector):
         self._best: dict[str, tuple[float, int, float]] = {}  # key -> (best mean, its step, reward then)
         self._seen: dict[str, int] = {}
         self._warm_step = 0  # the first step after the reward's warm-up: a quality series' early level is before it
-        self._early: dict[str, float] = {}
+        self._early: dict[str, tuple[float, int]] = {}  # key -> (early level, values it is the mean of)
         self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
 
     def on_warm(self) -> None:
@@ -146,12 +147,10 @@ class RewardDivergence(Detector):
         """The quality series' level before the reward moved: the mean of its values logged before the end of the
         reward's warm-up (an evaluation of the starting policy at step 0, and any in the first steps), else its
         first value. Frozen on first use; None while the series has nothing after that level to judge."""
-        level = self._early.get(key)
-        if level is None:
-            before = [v for s, v in zip(track.steps, track.values) if s < self._warm_step]
-            level = sum(before) / len(before) if before else track.values[0]
-            self._early[key] = level
-        return level if track.last_step >= self._warm_step and track.n >= 2 else None
+        if key not in self._early:
+            before = [v for s, v in zip(track.steps, track.values) if s < self._warm_step] or [track.values[0]]
+            self._early[key] = (sum(before) / len(before), len(before))
+        return self._early[key][0] if track.last_step >= self._warm_step and track.n >= 2 else None
 
     def _reward_gain(self, reward: Track) -> float:
         """How far the reward's mean over its last 3 values is above its early level, in units of the noise of such
@@ -197,11 +196,13 @@ class RewardDivergence(Detector):
             return None
         now = sum(since) / len(since)
         noise = max(diff_noise(track.tail(32)), 0.05 * abs(early), 1e-3)
-        n_early = max(1, sum(1 for s in track.tail_steps(64) if s < self._warm_step))
+        n_early = self._early[key][1]
         se = noise * math.sqrt(1.0 / len(since) + 1.0 / n_early)  # of the difference of the two means
         r_rise = reward.mean_last(3) - self._reward.level
         if now - early > p["flat_se_z"] * se or now - early > p["flat_share"] * r_rise:
             return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
+        if early - now > se:
+            return None  # it is sliding down: a fall is judged (and named) as a fall from its best
         gain = self._reward_gain(reward)
         r_now = reward.mean_last(3)
         vals = {"reward": r_now, "reward_baseline": self._reward.level, "quality": now, "quality_early": early,
