@@ -65,6 +65,8 @@ RLWATCH: dict[str, set[str]] = {  # rlwatch 0.5 has no memory, utilisation, mism
 # ``tuned_on`` records the corpus owner's view of each file; this records which detector work looked at a source)
 DEVELOPED_ON: dict[str, str] = {
     "grpo_loop_jsonl_public": "reward_divergence's perplexity and correctness checks (issue 29, branch h-detect2)",
+    "tinker_jsonl_public": "held out until scored once (0/4 at aa9b6fd); then changed: reward parts not named for "
+                           "format count as task scores (issue 29, branch h-detect2)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -52,6 +52,16 @@ NOT_A_SCORE = ("/std", "worst", "/max", "/min", "loss", "length", "token", "time
                "entropy")
 
 
+FORMAT_WORDS = frozenset({"format", "xml", "xmlcount", "json", "length", "len", "style", "tag", "tags", "int",
+                          "strict", "soft", "count", "overlong"})
+
+
+def is_format(key: str) -> bool:
+    """Whether ``key`` names a format or length part of the reward (Unsloth's soft/strict_format_reward_func,
+    xmlcount_reward_func, int_reward_func; a valid_json reward; an overlong penalty), not a verdict on the task."""
+    return any(w in FORMAT_WORDS for w in re.split(r"[^a-z0-9]+", key.lower()) if w)
+
+
 def is_correctness(key: str) -> bool:
     """Whether ``key`` names a correctness measure (accuracy, correct, pass@k, exact match, solved...)."""
     words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
@@ -61,10 +71,11 @@ def is_correctness(key: str) -> bool:
 @lru_cache(maxsize=4096)
 def quality_direction(key: str) -> int:
     """How the series ``key`` (canonical) measures quality beside the training reward: +1 when higher is better
-    (a held-out score: ``val-core/*``, ``val/*``, ``eval/*``; a correctness component of the reward,
-    ``critic/score/<fn>/mean`` or ``reward_extra/<name>/mean`` named accuracy, correct...), -1 when lower is
-    better (the metric guide says so: the perplexity of evaluation samples under a frozen model), 0 when it is no
-    such measure (a format or length component: the policy trading a format bonus for accuracy is learning)."""
+    (a held-out score: ``val-core/*``, ``val/*``, ``eval/*``; a reward component ``critic/score/<fn>/mean`` not
+    named for format or length; a reward-function field ``reward_extra/<name>/mean`` named accuracy, correct...),
+    -1 when lower is better (the metric guide says so: the perplexity of evaluation samples under a frozen model),
+    0 when it is no such measure (a format or length component: the policy trading a format bonus for accuracy is
+    learning)."""
     info = lookup(key)
     if info is not None and info.direction == "lower" and info.category == "validation":
         return -1
@@ -72,8 +83,10 @@ def quality_direction(key: str) -> int:
         return 0
     if key.startswith((*VAL_PREFIXES, "val/")):
         return 1
-    if key.startswith(("critic/score/", "reward_extra/")) and is_correctness(key):
-        return 1  # a format or length component falling while the total holds is a trade, not a verdict
+    if key.startswith("critic/score/") and key.endswith("/mean") and not is_format(key):
+        return 1  # a task score (a format or length component falling while the total holds is a trade)
+    if key.startswith("reward_extra/") and is_correctness(key):
+        return 1
     return 0
 
 

@@ -237,7 +237,8 @@ class RewardDivergence(Detector):
         if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
             return None
         crit = z >= p["critical_factor"] * p["drop_z"] and rel >= p["critical_factor"] * p["drop_fraction"]
-        what = "held-out score" if key.startswith(HELD_OUT) else "its correctness part"
+        what = ("held-out score" if key.startswith(HELD_OUT) else "its correctness part" if is_correctness(key)
+                else "another part of the reward")
         vals = {"reward": r_now, "reward_at_best": best[2], "reward_baseline": self._reward.level,
                 "held_out": now, "held_out_best": best[0], "held_out_best_step": best[1], "drop_z": z,
                 "relative_drop": rel, "signals": [f"validation {track.raw} {fmt(best[0])} -> {fmt(now)}"]}
