@@ -162,7 +162,8 @@ def test_per_source_figures_mark_tuned_sources(real):
     table = dq.per_source(items, with_rlwatch=True)
     assert set(table) == {t["source"] for t in real}
     for src, row in table.items():
-        assert row["tuned_on"] is False and row["traces"] == len(items[src])
+        # a real source is held out unless detector work was developed on it (then it says so)
+        assert row["tuned_on"] is (src in dq.DEVELOPED_ON) and row["traces"] == len(items[src])
         assert row["rlcockpit"]["healthy_criticals"] == 0  # no findings given: nothing counted
     cpu = table["trl_cpu_settings"]["rlcockpit"]
     failing = sum(1 for t, _r, _w in items["trl_cpu_settings"] if t["class"] != "healthy")
@@ -171,3 +172,4 @@ def test_per_source_figures_mark_tuned_sources(real):
     assert verl["targets"]["recall_per_class"] is None and verl["targets"]["median_delay"] is None
     assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True
     assert "| trl_cpu_settings | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
+    assert "| grpo_loop_jsonl_public | yes (developed on) |" in "\n".join(dq.per_source_markdown({"per_source": table}))

@@ -7,6 +7,8 @@ against the run's own level and noise: robust median/MAD of a trailing window or
 from __future__ import annotations
 
 import math
+import re
+from functools import lru_cache
 
 from rlcockpit.health.advice import (
     ENTROPY,
@@ -31,7 +33,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
-from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.guide import lookup, threshold
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
@@ -40,6 +42,52 @@ S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
 SCORE_MAX, SCORE_MIN = "critic/score/max", "critic/score/min"
 VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
+# What a measure of quality is called, by the words of its name (any naming: TRL's rewards/accuracy/mean, a
+# verifier's correct / is_correct, OpenRLHF's eval_<set>_pass1, Tinker's env/all/correct): a verdict on the
+# answer, which a hacked reward leaves behind. A series named for a length, a spread or an optimiser quantity is
+# not a score, whatever its prefix (TRL's eval_completions/mean_length, eval_loss).
+CORRECTNESS_WORDS = frozenset({"correct", "correctness", "accuracy", "acc", "exact", "em", "solved", "solve",
+                               "success", "pass", "is_correct"})
+NOT_A_SCORE = ("/std", "worst", "/max", "/min", "loss", "length", "token", "time", "clip", "truncat", "kl",
+               "entropy")
+
+
+FORMAT_WORDS = frozenset({"format", "xml", "xmlcount", "json", "length", "len", "style", "tag", "tags", "int",
+                          "strict", "soft", "count", "overlong"})
+
+
+def is_format(key: str) -> bool:
+    """Whether ``key`` names a format or length part of the reward (Unsloth's soft/strict_format_reward_func,
+    xmlcount_reward_func, int_reward_func; a valid_json reward; an overlong penalty), not a verdict on the task."""
+    return any(w in FORMAT_WORDS for w in re.split(r"[^a-z0-9]+", key.lower()) if w)
+
+
+def is_correctness(key: str) -> bool:
+    """Whether ``key`` names a correctness measure (accuracy, correct, pass@k, exact match, solved...)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
+    return any(w in CORRECTNESS_WORDS or (w.startswith("pass") and w[4:].isdigit()) for w in words)
+
+
+@lru_cache(maxsize=4096)
+def quality_direction(key: str) -> int:
+    """How the series ``key`` (canonical) measures quality beside the training reward: +1 when higher is better
+    (a held-out score: ``val-core/*``, ``val/*``, ``eval/*``; a reward component ``critic/score/<fn>/mean`` not
+    named for format or length; a reward-function field ``reward_extra/<name>/mean`` named accuracy, correct...),
+    -1 when lower is better (the metric guide says so: the perplexity of evaluation samples under a frozen model),
+    0 when it is no such measure (a format or length component: the policy trading a format bonus for accuracy is
+    learning)."""
+    info = lookup(key)
+    if info is not None and info.direction == "lower" and info.category == "validation":
+        return -1
+    if key == REWARD or any(x in key for x in NOT_A_SCORE):
+        return 0
+    if key.startswith((*VAL_PREFIXES, "val/")):
+        return 1
+    if key.startswith("critic/score/") and key.endswith("/mean") and not is_format(key):
+        return 1  # a task score (a format or length component falling while the total holds is a trade)
+    if key.startswith("reward_extra/") and is_correctness(key):
+        return 1
+    return 0
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -354,8 +402,7 @@ class RewardHacking(Detector):
         if self._val_scan is None or self.seen - self._val_scan >= 20:  # held-out series appear rarely
             self._val_scan = self.seen
             self._val_keys = [key for key in self.ctx.tracks if (key.startswith(VAL_PREFIXES) or (
-                key.startswith("critic/score/") and key.endswith("/mean") and key != REWARD))
-                and not any(x in key for x in ("/std", "worst", "/max", "/min"))]
+                key.startswith("critic/score/") and key.endswith("/mean"))) and quality_direction(key) > 0]
         for key in self._val_keys:
             track = self.ctx.tracks[key]
             if self._val_seen.get(key) == track.n:  # nothing new logged since the last look

@@ -19,20 +19,22 @@ from rlcockpit.health.advice import ranked
 from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors_memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
-from rlcockpit.health.detectors_reward import LEN, REWARD, VAL_PREFIXES
+from rlcockpit.health.detectors_reward import LEN, REWARD, VAL_PREFIXES, is_correctness, quality_direction
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
+PERPLEXITY = "eval/perplexity"
+HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
-    """Held-out scores (``val-core/*``, ``val/*``, ``eval/*``) and second rewards (``critic/score/<fn>/mean``,
-    TRL's ``rewards/<fn>/mean``): the series a hacked reward leaves behind. Spreads and extremes are not scores."""
-    return [k for k in tracks if (k.startswith(VAL_PREFIXES) or k.startswith("val/") or (
-        k.startswith("critic/score/") and k.endswith("/mean") and k != REWARD))
-        and not any(x in k for x in ("/std", "worst", "/max", "/min", "loss", "length"))]
+    """Held-out scores (``val-core/*``, ``val/*``, ``eval/*``), second rewards (``critic/score/<fn>/mean``,
+    TRL's ``rewards/<fn>/mean``), correctness fields and the perplexity of evaluation samples: the series a hacked
+    reward leaves behind (:func:`~rlcockpit.health.detectors_reward.quality_direction`). Spreads, extremes,
+    lengths and losses are not scores."""
+    return [k for k in tracks if quality_direction(k) != 0]
 
 
 def _mean_between(track: Track, lo: float, hi: float) -> tuple[float, int]:
@@ -65,14 +67,31 @@ class RewardDivergence(Detector):
       noise over those steps, and the held-out score over the last half of them not above its level around where
       they began (by ``flat_z`` noise units of a mean): the reward is bought with length, not with accuracy.
 
+    - *quality worse than at the start* (a measure where lower is better, the metric guide's ``eval/perplexity``:
+      the evaluation samples' perplexity under a frozen model): its newest value ``rise_ratio`` x its early level
+      (the mean of its values logged during the reward's warm-up, else its first value) while the reward's mean over
+      its last 3 values is ``gain_z`` of that mean's noise above the reward's early level: warning; critical once two successive values are
+      ``rise_critical_ratio`` x the early level. A series logged every k steps (an evaluation every 10) is judged
+      on each value as it comes, so the first evaluation after the onset can raise it.
+    - *correctness flat* (warning): a correctness component of the reward itself (named accuracy, correct,
+      pass@k...: ``critic/score/<fn>/mean``, a reward-function field; scored on the same samples, so it cannot lag
+      the way a held-out score lags the training reward in a healthy run) whose mean since the reward's drift began
+      (``flat_points`` values or more, over ``flat_span`` steps or more) is above its early level by no more than
+      ``flat_se_z`` standard errors of the difference of the two means and ``flat_share`` of the reward's rise,
+      and below it by no more than one (a slide is judged as a fall), while the reward is past its alarm and its
+      3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
+      the answers does not.
+
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
     keys = (REWARD, LEN)
-    prefixes = (*VAL_PREFIXES, "val/", "critic/score/")
+    prefixes = (*VAL_PREFIXES, "val/", "critic/score/", "reward_extra/")
     defaults = {"k": 0.5, "h": 8.0, "points": 2, "drop_z": 3.0, "critical_factor": 2.0,
                 "drop_fraction": threshold(VAL_GUIDE, "divergence_drop_fraction"),
                 "bonus_growth": threshold(LEN, "bonus_growth_ratio"), "flat_z": 1.0, "gain_z": 3.0,
-                "bonus_span": 20}
+                "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
+                "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
+                "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -85,9 +104,13 @@ class RewardDivergence(Detector):
         self._scan = -1
         self._best: dict[str, tuple[float, int, float]] = {}  # key -> (best mean, its step, reward then)
         self._seen: dict[str, int] = {}
+        self._warm_step = 0  # the first step after the reward's warm-up: a quality series' early level is before it
+        self._early: dict[str, tuple[float, int]] = {}  # key -> (early level, values it is the mean of)
+        self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
 
     def on_warm(self) -> None:
         p, tracks = self.p, self.ctx.tracks
+        self._warm_step = tracks[REWARD].last_step
         self._reward = Drift(tracks[REWARD].tail(self.warmup, skip=1), p["k"], p["h"], 0.01, 1e-9)
         length = tracks.get(LEN)
         if length is not None and length.n > 3:
@@ -110,10 +133,87 @@ class RewardDivergence(Detector):
             if self._seen.get(key) == track.n:
                 continue
             self._seen[key] = track.n
+            if quality_direction(key) < 0:
+                found = found or self._worse_than_early(step, key, track, reward)
+                continue
             found = found or self._held_out_falling(step, key, track, reward, up)
+            if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
+                found = self._correctness_flat(step, key, track, reward, up)
             if found is None and up and lengthening:
                 found = self._length_bonus(step, key, track, reward, length)
         return found
+
+    def _early_level(self, key: str, track: Track) -> float | None:
+        """The quality series' level before the reward moved: the mean of its values logged before the end of the
+        reward's warm-up (an evaluation of the starting policy at step 0, and any in the first steps), else its
+        first value. Frozen on first use; None while the series has nothing after that level to judge."""
+        if key not in self._early:
+            before = [v for s, v in zip(track.steps, track.values) if s < self._warm_step] or [track.values[0]]
+            self._early[key] = (sum(before) / len(before), len(before))
+        return self._early[key][0] if track.last_step >= self._warm_step and track.n >= 2 else None
+
+    def _reward_gain(self, reward: Track) -> float:
+        """How far the reward's mean over its last 3 values is above its early level, in units of the noise of such
+        a mean (a reward bounded at 1 that starts at 0.68 +- 0.12 can rise no more than 2.7 single-step noises)."""
+        return (reward.mean_last(3) - self._reward.level) / (self._reward.noise / math.sqrt(3.0))
+
+    def _worse_than_early(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
+        """A lower-is-better quality measure (perplexity under a frozen model) risen ``rise_ratio`` x its early
+        level while the reward climbed."""
+        p = self.p
+        early = self._early_level(key, track)
+        if early is None or early <= 0.0:
+            return None
+        ratio = track.last / early
+        worse = self._worse[key] = self._worse.get(key, 0) + 1 if ratio >= p["rise_critical_ratio"] else 0
+        if ratio < p["rise_ratio"] or self._reward_gain(reward) < p["gain_z"]:
+            return None  # (the reward's own rise is the evidence here, not its CUSUM: an evaluation every 10 steps
+            # may come before the sum passes its alarm, and the next one is 10 steps late)
+        r_now = reward.mean_last(3)
+        crit = worse >= 2
+        prev_step = track.steps[-2]
+        vals = {"reward": r_now, "reward_baseline": self._reward.level, "quality": track.last,
+                "quality_early": early, "ratio": ratio, "signals": [f"{track.raw} {fmt(early)} -> {fmt(track.last)}"]}
+        return self.fire(step, "critical" if crit else "warning",
+                         f"Reward up while quality falls: {reward.raw} {fmt(self._reward.level)} -> {fmt(r_now)} "
+                         f"({self._reward_gain(reward):.0f}x the noise of its early level) while {track.raw} (lower is better) rose "
+                         f"from {fmt(early)} at the start to {fmt(track.last)} ({ratio:.2f}x"
+                         + (", twice in a row past " + f"{p['rise_critical_ratio']:g}x)" if crit else ")"),
+                         "The samples get worse by a measure the policy is not trained on (their perplexity under "
+                         "a frozen model) while the reward climbs: the policy is exploiting the reward.",
+                         metric=REWARD, values=vals, step_start=prev_step, extra_keys=(key,), samples=True)
+
+    def _correctness_flat(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
+        """A correctness measure that stays at its early level while the reward climbs far above its own (the mean of
+        its values since the reward's drift began against the mean of those before the reward's warm-up ended)."""
+        p = self.p
+        early = self._early_level(key, track)
+        first = self._reward.start
+        if early is None or not up or first is None or self._reward_gain(reward) < p["flat_gain_z"]:
+            return None
+        since = [v for s, v in zip(track.tail_steps(64), track.tail(64)) if s >= first]
+        if len(since) < p["flat_points"] or step - first < p["flat_span"]:
+            return None
+        now = sum(since) / len(since)
+        noise = max(diff_noise(track.tail(32)), 0.05 * abs(early), 1e-3)
+        n_early = self._early[key][1]
+        se = noise * math.sqrt(1.0 / len(since) + 1.0 / n_early)  # of the difference of the two means
+        r_rise = reward.mean_last(3) - self._reward.level
+        if now - early > p["flat_se_z"] * se or now - early > p["flat_share"] * r_rise:
+            return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
+        if early - now > se:
+            return None  # it is sliding down: a fall is judged (and named) as a fall from its best
+        gain = self._reward_gain(reward)
+        r_now = reward.mean_last(3)
+        vals = {"reward": r_now, "reward_baseline": self._reward.level, "quality": now, "quality_early": early,
+                "signals": [f"correctness {track.raw} {fmt(early)} -> {fmt(now)}"]}
+        return self.fire(step, "warning",
+                         f"Reward up, correctness flat: {reward.raw} {fmt(self._reward.level)} -> {fmt(r_now)} "
+                         f"({gain:.0f}x the noise of its early level) while {track.raw} stayed at {fmt(now)} (early {fmt(early)}, "
+                         f"noise {fmt(noise)}) on average over steps {first}-{step}",
+                         "The reward climbs but the answers are not more often right: the reward pays for something "
+                         "else (format, a proxy check, length).", metric=REWARD, values=vals, step_start=first,
+                         extra_keys=(key,), samples=True)
 
     def _held_out_falling(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
         p = self.p
@@ -137,11 +237,13 @@ class RewardDivergence(Detector):
         if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
             return None
         crit = z >= p["critical_factor"] * p["drop_z"] and rel >= p["critical_factor"] * p["drop_fraction"]
+        what = ("held-out score" if key.startswith(HELD_OUT) else "its correctness part" if is_correctness(key)
+                else "another part of the reward")
         vals = {"reward": r_now, "reward_at_best": best[2], "reward_baseline": self._reward.level,
                 "held_out": now, "held_out_best": best[0], "held_out_best_step": best[1], "drop_z": z,
                 "relative_drop": rel, "signals": [f"validation {track.raw} {fmt(best[0])} -> {fmt(now)}"]}
         return self.fire(step, "critical" if crit else "warning",
-                         f"Reward and held-out score diverge: {reward.raw} rose {fmt(best[2])} -> {fmt(r_now)} since "
+                         f"Reward and {what} diverge: {reward.raw} rose {fmt(best[2])} -> {fmt(r_now)} since "
                          f"step {best[1]} while {track.raw} fell from its best {fmt(best[0])} (step {best[1]}) to "
                          f"{fmt(now)} ({rel:.0%}, {z:.1f}x its step-to-step noise)",
                          "The policy is learning what the reward pays for, not the task: a learned reward model being "

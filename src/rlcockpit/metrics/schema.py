@@ -64,6 +64,7 @@ _PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 # (verl's gsm8k source is "openai/gsm8k"); counters are digits; anything else is one path segment.
 _PLACEHOLDER_REGEX = {
     "source": r".+",
+    "path": r".+",  # a key's tail that may hold "/" (transformers' eval_<path> copies of TRL's rewards/<fn>/mean)
     "N": r"\d+",
     "n": r"\d+",
     "i": r"\d+",
