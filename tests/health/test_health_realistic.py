@@ -79,10 +79,20 @@ def test_throughput_drop_that_is_large_and_lasting_is_critical_once():
     rows = grpo_stream(100, 3)
     for t in range(40, 100):
         rows[t]["perf/throughput"] *= 0.25
+        rows[t]["perf/max_memory_allocated_gb"] = 20.0  # a GPU run (a CPU run's slowdown stays a warning, below)
+    for t in range(40):
+        rows[t]["perf/max_memory_allocated_gb"] = 20.0
     found = [f for f in replay(rows).findings if f.detector == "throughput_drop"]
     assert [f.severity for f in found] == ["warning", "critical"]
     assert found[1].step - found[1].step_start >= 19  # sustained, measured against the speed before the dip
     assert found[1].evidence["values"]["ratio"] < 0.35
+
+
+def test_a_cpu_runs_large_lasting_slowdown_stays_a_warning():
+    rows = grpo_stream(100, 3)  # no GPU series: on a CPU the likeliest slowdown is the machine's other work
+    for t in range(40, 100):
+        rows[t]["perf/throughput"] *= 0.25
+    assert by(replay(rows), "throughput_drop") == ["warning"]
 
 
 def test_moderate_lasting_slowdown_stays_a_warning():

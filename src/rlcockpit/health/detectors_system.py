@@ -153,7 +153,8 @@ class ThroughputDrop(Detector):
     x the median of a trailing ``window`` ending ``gap`` observations earlier, and the median of the whole low
     stretch so far (up to 10 observations) ``z_warn`` of that window's noise scales below it, in log space (speed
     noise is multiplicative; on a noisy shared machine a real slowdown shows after a few more steps). Critical only when the drop is both large and lasting:
-    below ``critical_ratio`` x the level before the dip for ``sustain`` steps. The reference is frozen while the
+    below ``critical_ratio`` x the level before the dip for ``sustain`` steps, on a run with a GPU (a CPU-only run
+    stays at a warning: its likeliest slowdown is the machine's other work). The reference is frozen while the
     dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
     ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
     ``uniform_shift`` or more, or in which every phase that fills ``phase_min`` of an ordinary step took at least
@@ -324,7 +325,8 @@ class ThroughputDrop(Detector):
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if cpu and shift is not None and k < p["cpu_hold"]:
             return None  # a shared CPU stretches whichever phase runs: judge the phases over a few low steps first
-        if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"]:
+        if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"] and not cpu:
+            # a CPU-only run stays at a warning: on a CPU the likeliest cause is the machine's other work
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
                              extra_keys=(STEP_TIME, GPU_UTIL))
