@@ -18,7 +18,7 @@ from typing import Any
 
 from rlcockpit.health.advice import story_causes
 from rlcockpit.health.base import DETECTORS, Detector
-from rlcockpit.health.config_view import RunConfigView
+from rlcockpit.health.config_view import RunConfigView, with_framework
 from rlcockpit.health.evidence import RELATED_WINDOW, baseline_note, weigh
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
@@ -58,10 +58,17 @@ def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], dict[int, dict[st
     return run, dict(metrics), dict(samples)
 
 
+def run_config(run: Mapping[str, Any], metrics: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+    """The stored run's config, marked with the framework it came from when the config does not say (an
+    imported TRL ``trainer_state.json`` stores none): advice is then written in that framework's names."""
+    keys = {k for row in metrics.values() for k in row}
+    return with_framework(run.get("config"), keys, run.get("meta"))
+
+
 def replay_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> list[Finding]:
     """Every finding the live monitor would have raised on the stored run ``run_id``."""
     run, metrics, samples = load_run(store, run_id)
-    return replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    return replay(HealthMonitor(settings, run_config(run, metrics)), metrics, samples)
 
 
 def _finding_id(f: Finding) -> str:
@@ -224,6 +231,7 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     :func:`proposed_overrides`); ``baseline.note`` says when the run is too short to judge against itself.
     """
     run, metrics, samples = load_run(store, run_id)
-    findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    config = run_config(run, metrics)
+    findings = replay(HealthMonitor(settings, config), metrics, samples)
     findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
-    return diagnose_findings(findings, run.get("config") or {}, run, steps=len(metrics))
+    return diagnose_findings(findings, config, run, steps=len(metrics))
