@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from rlcockpit.health import HealthMonitor
+from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.diagnosis import diagnose_findings, replay
+from rlcockpit.health.findings import Finding
 
 _spec = importlib.util.spec_from_file_location("health_record_fixture_c", Path(__file__).parent / "record_fixture.py")
 _recorder = importlib.util.module_from_spec(_spec)
@@ -71,3 +73,29 @@ def test_an_lr_within_the_norm_is_cut_relative_to_the_runs_value():
     assert lr_action(near, 10).changes["actor.optim.lr"] == 1e-5
     unknown = RunConfigView({"actor": {"optim": {"lr": 3e-3}, "model": {"path": "my-own-model"}}})  # no size: no norm
     assert lr_action(unknown, 10).changes["actor.optim.lr"] == 3e-4
+
+
+
+def test_warnings_after_an_unrecovered_collapse_propose_nothing_of_their_own():
+    """The full 80-step collapse preset run (seed 42) collapsed at step 2; at step 50 every group scored 0, and the
+    zero-variance warning added rollout.n=16 and dynamic sampling to the pasted fix, doubling the rerun's cost for
+    a symptom. It is held back, naming the collapse it follows; an unrelated warning (host memory) is not."""
+    config, _metrics, _samples = _recorder.load_fixture(DATA / "collapse-preset-80steps.json")
+    view = RunConfigView(config)
+
+    def finding(detector: str, severity: str, step: int, start: int) -> Finding:
+        f = Finding(detector, severity, step, detector, step_start=start,
+                    evidence={"values": {"share": 1.0}})
+        f.causes, f.actions = advise(f, view)
+        return f
+
+    findings = [finding("kl_spike", "critical", 4, 2), finding("reward_cliff", "critical", 4, 2),
+                finding("reward_variance_collapse", "warning", 50, 50)]
+    variance_fix = {o.split("=")[0] for a in findings[2].actions for o in a.overrides}
+    assert "rollout.n" in variance_fix  # what it proposes on its own
+    diag = diagnose_findings(findings, config)
+    fix = applied(diag)
+    assert not {"rollout.n", "algorithm.filter_groups.enable"} & set(fix), fix
+    held = {h["for"].split(" at ")[0]: h["text"] for h in diag["overrides"]["held_back"]}
+    assert "follows the policy collapse at step 2" in held["reward_variance_collapse"]
+    assert fix["actor.optim.lr"] == "5e-05" and fix["actor.grad_clip"] == "1"

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from rlcockpit.health.advice import story_causes
 from rlcockpit.health.base import DETECTORS, Detector
 from rlcockpit.health.config_view import RunConfigView, with_framework
-from rlcockpit.health.evidence import RELATED_WINDOW, baseline_note, weigh
+from rlcockpit.health.evidence import RELATED_WINDOW, Weighed, baseline_note, weigh
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.overrides import assign_to_actions, merge_overrides
@@ -190,11 +191,34 @@ def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int 
     per corroborating finding, none from warnings on a run too short for a baseline. ``held_back`` lists what
     was left out and why."""
     event = event_findings(findings)
-    weighed = weigh(priority_order(findings), findings, steps, fixes_for(*event) if event else ())
+    trusted = fixes_for(*event) if event else []
+    weighed = weigh(priority_order(findings), findings, steps, trusted)
+    if event:
+        own = {id(f) for f in trusted}
+        weighed = [w if id(w.finding) in own else _hold_consequence(w, event[0]) for w in weighed]
     merged = merge_overrides([w.finding for w in weighed], view)
     merged["held_back"] = [{"for": f"{w.finding.detector} at step {w.finding.step_start}", "text": w.held}
                            for w in weighed if w.held]
     return merged
+
+
+# stories of the policy's learning dynamics: after a critical event of one of them, a later warning of any of them
+# describes the failed policy (a collapsed policy's groups all score 0), not a cause of its own
+DYNAMICS_STORIES = ("collapse", "entropy", "hacking", "length", "divergence")
+
+
+def _hold_consequence(w: Weighed, anchor: Finding) -> Weighed:
+    """``w`` with its config changes held back when it is a warning of a learning-dynamics story raised after the
+    root-cause event ``anchor``: until that event is fixed, it is a symptom (proposing more samples per prompt
+    for the zero-variance groups of a collapsed policy doubles the rerun's cost and fixes nothing)."""
+    f, story = w.finding, _story(anchor)
+    if (f.severity != "warning" or f.step_start <= anchor.step or _story(f).name not in DYNAMICS_STORIES
+            or story.name not in DYNAMICS_STORIES or not any(a.changes for a in f.actions)):
+        return w
+    held = "; ".join(a.title + (f" ({' '.join(a.overrides)})" if a.overrides else "") for a in f.actions if a.changes)
+    why = (f"follows the {story.title.lower()} at step {anchor.step_start}: a symptom of it until that is fixed; "
+           f"held back: {held}")
+    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why)
 
 
 def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | None, run: Mapping[str, Any] | None = None,
