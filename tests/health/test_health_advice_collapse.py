@@ -16,7 +16,7 @@ import pytest
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.diagnosis import diagnose_findings, replay
+from rlcockpit.health.diagnosis import diagnose_findings, headline, replay
 from rlcockpit.health.findings import Finding
 
 _spec = importlib.util.spec_from_file_location("health_record_fixture_c", Path(__file__).parent / "record_fixture.py")
@@ -99,3 +99,26 @@ def test_warnings_after_an_unrecovered_collapse_propose_nothing_of_their_own():
     held = {h["for"].split(" at ")[0]: h["text"] for h in diag["overrides"]["held_back"]}
     assert "follows the policy collapse at step 2" in held["reward_variance_collapse"]
     assert fix["actor.optim.lr"] == "5e-05" and fix["actor.grad_clip"] == "1"
+
+
+def test_a_second_diagnose_of_the_fixed_rerun_proposes_nothing_absurd():
+    """The collapse preset rerun with its pasted fix (seed 42, 80 steps: validation accuracy 0.32 -> 0.745, the
+    healthy preset 0.77 at step 80). Its KL drifts up (one kl_rising warning) while the accuracy keeps rising: the
+    second diagnose used to propose a 10x stronger KL and, with more evidence, a 3x lr cut. Now it proposes no lr
+    cut and no KL change, says why (the headline metric rose), and never a key already at the suggested value."""
+    config, metrics, samples = _recorder.load_fixture(DATA / "fixed-collapse-preset-s42.json")
+    findings = replay(HealthMonitor(None, config), metrics, samples)
+    head = headline(metrics)
+    assert head["key"] == "val-core/arith/acc/mean@1" and head["last"] > head["first"] + 0.3
+    diag = diagnose_findings(findings, config, head=head)
+    assert diag["root_cause"] is None
+    fix = applied(diag)
+    assert not {k for k in fix if k.startswith(("actor.optim.lr", "algorithm.kl_ctrl", "actor.kl_loss"))}, fix
+    held = " ".join(h["text"] for h in diag["overrides"]["held_back"])
+    assert "val-core/arith/acc/mean@1 rose 0.32 -> 0.745" in held
+    view = RunConfigView(config)
+    for override in diag["overrides"]["apply"]:
+        key, value = override.split("=", 1)
+        assert str(view.get(key)) != value, override  # already the run's value: never proposed
+    # without the headline (a caller that has no metrics) the warning's primary fix is still proposed
+    assert any(o.startswith("algorithm.kl_ctrl.kl_coef=") for o in diagnose_findings(findings, config)["overrides"]["apply"])

@@ -303,7 +303,22 @@ def memory_action(view: RunConfigView) -> Action:
     return make_action(view, "Cut activation memory", changes, "keep total usage under 80% of the device")
 
 
-def length_action(view: RunConfigView) -> Action:
+def pays_for_length(ctx: DetectorContext | None) -> Change | None:
+    """The reward's rise when it rose with the response length (``None`` otherwise): answers cut at the limit
+    score nothing on a task reward, so a reward rising while they grow pays for the length itself."""
+    length, reward = moved(ctx, LEN, up=1.5), change(ctx, REWARD)
+    if length is None or reward is None or reward.now - reward.before < 0.1 * max(1.0, abs(reward.before)):
+        return None
+    return reward
+
+
+def length_action(view: RunConfigView, ctx: DetectorContext | None = None) -> Action:
+    """Double the length limit, unless the reward rose with the length (:func:`pays_for_length`): more room
+    then feeds the exploit, and the overlong penalty (DAPO's soft punishment near the limit) stops the pay."""
+    paid = pays_for_length(ctx)
+    if paid is not None:
+        return make_action(view, "Stop paying for length: penalise answers that run to the limit",
+                           {"reward.overlong_buffer.enable": True}, f"the reward rose with the length ({paid.text})")
     limit = view.current_number("data.max_response_length")
     return make_action(view, "Give responses room or penalise overlong ones",
                        {"data.max_response_length": int(limit * 2)} if limit else {})

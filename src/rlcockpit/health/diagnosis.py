@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from rlcockpit.health.advice import story_causes
-from rlcockpit.health.base import DETECTORS, Detector
+from rlcockpit.health.base import DETECTORS, Detector, fmt
 from rlcockpit.health.config_view import RunConfigView, with_framework
 from rlcockpit.health.evidence import RELATED_WINDOW, Weighed, baseline_note, weigh
 from rlcockpit.health.findings import Finding, severity_rank
@@ -26,6 +26,7 @@ from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.overrides import assign_to_actions, merge_overrides
 from rlcockpit.health.reviews import reviewer_findings
 from rlcockpit.health.stories import Story, resolve_story
+from rlcockpit.metrics.guide import canonical_name
 
 LOOKBACK = 60  # steps before it in which findings of the same story count as its precursors
 ROLE_ORDER = {"mechanism": 0, "outcome": 1, "samples": 2}
@@ -185,7 +186,39 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None) -> dict[str, Any]:
+def headline(metrics: Mapping[int, Mapping[str, float]]) -> dict[str, Any] | None:
+    """The run's headline metric, ``{"key", "first", "last"}``: its held-out accuracy (``val-core/...``) where
+    logged, else its training reward; first and last are the means of its first and last three values."""
+    keys = {k for row in metrics.values() for k in row}
+    key = min((k for k in keys if k.startswith("val-core/")), default=None) or next(
+        (k for k in sorted(keys) if canonical_name(k) == "critic/score/mean"), None)
+    if key is None:
+        return None
+    values = [float(metrics[s][key]) for s in sorted(metrics) if key in metrics[s] and math.isfinite(metrics[s][key])]
+    if len(values) < 2:
+        return None
+    head, tail = values[:3] if len(values) >= 6 else values[:1], values[-3:] if len(values) >= 6 else values[-1:]
+    return {"key": key, "first": sum(head) / len(head), "last": sum(tail) / len(tail)}
+
+
+def _improved(head: Mapping[str, Any] | None) -> bool:
+    return head is not None and head["last"] - head["first"] > 0.05 * max(1.0, abs(head["first"]))
+
+
+def _hold_while_improving(w: Weighed, head: Mapping[str, Any]) -> Weighed:
+    """``w`` with its config changes held back when it is a warning about a mechanism (KL, update size, gradient)
+    on a run whose headline metric kept improving: the outcome shows no harm yet, so the advice is to watch."""
+    f = w.finding
+    if f.severity != "warning" or _role(f) != "mechanism" or not any(a.changes for a in f.actions):
+        return w
+    held = "; ".join(a.title + (f" ({' '.join(a.overrides)})" if a.overrides else "") for a in f.actions if a.changes)
+    why = (f"{head['key']} rose {fmt(head['first'])} -> {fmt(head['last'])} over the run: no harm to the outcome "
+           f"yet, watch it; held back: {held}")
+    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why + (f"; {w.held}" if w.held else ""))
+
+
+def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None,
+                       head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The merged override set of the diagnosis, in proportion to the evidence (see
     :mod:`rlcockpit.health.evidence`): the root-cause event's fixes and criticals in full, a warning's fixes one
     per corroborating finding, none from warnings on a run too short for a baseline. ``held_back`` lists what
@@ -196,6 +229,8 @@ def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int 
     if event:
         own = {id(f) for f in trusted}
         weighed = [w if id(w.finding) in own else _hold_consequence(w, event[0]) for w in weighed]
+    elif _improved(head):  # nothing critical and the run's outcome kept improving
+        weighed = [_hold_while_improving(w, head) for w in weighed]  # type: ignore[arg-type]
     merged = merge_overrides([w.finding for w in weighed], view)
     merged["held_back"] = [{"for": f"{w.finding.detector} at step {w.finding.step_start}", "text": w.held}
                            for w in weighed if w.held]
@@ -218,13 +253,14 @@ def _hold_consequence(w: Weighed, anchor: Finding) -> Weighed:
     held = "; ".join(a.title + (f" ({' '.join(a.overrides)})" if a.overrides else "") for a in f.actions if a.changes)
     why = (f"follows the {story.title.lower()} at step {anchor.step_start}: a symptom of it until that is fixed; "
            f"held back: {held}")
-    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why)
+    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why + (f"; {w.held}" if w.held else ""))
 
 
 def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | None, run: Mapping[str, Any] | None = None,
-                      steps: int | None = None) -> dict[str, Any]:
+                      steps: int | None = None, head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The diagnosis dict for already computed ``findings`` (see :func:`diagnose_run`); ``steps`` is the run's
-    number of logged steps (default: the run's ``last_step``; unknown: the run counts as long enough)."""
+    number of logged steps (default: the run's ``last_step``; unknown: the run counts as long enough); ``head`` its
+    headline metric (:func:`headline`), by which warnings about a mechanism on a run still improving propose nothing."""
     for f in findings:
         f.id = _finding_id(f)
     view = RunConfigView(run_config)
@@ -240,7 +276,7 @@ def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | N
     return _clean({"run": run_info, "counts": counts, "findings": [f.to_dict() for f in findings],
                    "root_cause": root_cause(findings, view),
                    "baseline": {"steps": steps, "enough": note is None, "note": note},
-                   "overrides": proposed_overrides(findings, view, steps)})
+                   "overrides": proposed_overrides(findings, view, steps, head)})
 
 
 def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -258,4 +294,4 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     config = run_config(run, metrics)
     findings = replay(HealthMonitor(settings, config), metrics, samples)
     findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
-    return diagnose_findings(findings, config, run, steps=len(metrics))
+    return diagnose_findings(findings, config, run, steps=len(metrics), head=headline(metrics))
