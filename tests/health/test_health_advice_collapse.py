@@ -40,7 +40,7 @@ def test_collapse_fix_undoes_every_setting_far_outside_the_norm(name):
     fix = applied(diagnosis_of(name))
     assert fix["actor.optim.lr"] == "5e-05"  # back to the tiny model's norm, not 10x down to a still-too-high 3e-4
     assert fix["actor.grad_clip"] == "1"  # grad_clip=100 bounds nothing
-    assert fix["actor.ppo_epochs"] == "1"
+    assert fix["actor.ppo_epochs"] == "1" and fix["actor.ppo_mini_batch_size"] == "16"  # 4 epochs x 16/4: 16 updates a batch
     assert float(fix["actor.clip_ratio_low"]) <= 0.2 and float(fix["actor.clip_ratio_high"]) <= 0.2
     assert float(fix["algorithm.kl_ctrl.kl_coef"]) >= 0.02
 

@@ -39,6 +39,7 @@ VERL_KEYS: dict[str, str | None] = {
     "actor.ppo_epochs": "actor_rollout_ref.actor.ppo_epochs",
     "actor.target_kl": None,
     "actor.ppo_micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor.ppo_mini_batch_size": "actor_rollout_ref.actor.ppo_mini_batch_size",
     "actor.model.enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
     "actor.model.path": "actor_rollout_ref.model.path",
     "rollout.temperature": "actor_rollout_ref.rollout.temperature",

@@ -70,7 +70,7 @@ def collapse_actions(det: Detector, lr_factor: float = 10.0) -> list[Action]:
     cfg = config_causes(view)
     kl, lr = cfg.get("kl"), cfg.get("lr") or cfg.get("warmup")
     grad, clipped = moved(det.ctx, GRAD, up=3.0), moved(det.ctx, CLIPFRAC, up=2.5) or moved(det.ctx, PPO_KL, up=2.5)
-    wide, gclip = cfg.get("clip") or cfg.get("epochs"), cfg.get("grad_clip")
+    wide, gclip = cfg.get("clip") or cfg.get("epochs") or cfg.get("updates"), cfg.get("grad_clip")
     narrow = cfg.get("entropy_penalty") or cfg.get("temperature")  # exploration settings far outside the usual
     return rank_actions([
         (entropy_action(view, clip_higher=False) if narrow else None, narrow.score if narrow else 0.0,

@@ -41,8 +41,8 @@ def register_story(story: Story) -> Story:
 for _story in (
     Story("collapse", "Policy collapse",
           "the policy moved too far from the reference in one go{because}; its outputs degenerated and the "
-          "reward collapsed", ("kl", "lr", "warmup", "clip", "epochs", "grad_clip", "entropy_penalty",
-                                "temperature")),
+          "reward collapsed", ("kl", "lr", "warmup", "clip", "epochs", "updates", "grad_clip",
+                                "entropy_penalty", "temperature")),
     Story("hacking", "Reward hacking",
           "the reward kept rising while the outputs got worse{because}: the policy learned to exploit the "
           "reward function instead of solving the task", ("kl", "entropy_penalty", "entropy_coeff")),
