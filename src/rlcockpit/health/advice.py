@@ -26,8 +26,11 @@ from rlcockpit.metrics.guide import threshold
 if TYPE_CHECKING:
     from rlcockpit.health.base import DetectorContext
 
-# usual peak actor lr for RL post-training by model size (billions of parameters -> upper end of the norm)
-LR_NORMS = ((0.05, 5e-4), (0.2, 1e-4), (1.0, 1e-5), (4.0, 5e-6), (15.0, 2e-6), (1e9, 1e-6))
+# usual peak actor lr for RL post-training by model size (billions of parameters -> upper end of the norm). The
+# smallest bucket is measured: the built-in tiny model (~0.004B) trains healthy at 5e-5 (preset arith-grpo) and
+# collapses at 1e-4 and above once the PPO update is unbounded (docs/health.md, "Pasted fixes, rerun").
+LR_NORMS = ((0.05, 5e-5), (0.2, 2e-5), (1.0, 1e-5), (4.0, 5e-6), (15.0, 2e-6), (1e9, 1e-6))
+LR_FAR_ABOVE = 3.0  # an lr more than this many times the norm is a config cause, and its fix goes back to the norm
 KL, GRAD, ENTROPY = "actor/kl_loss", "actor/grad_norm", "actor/entropy"
 PPO_KL, CLIPFRAC, REWARD, LEN = "actor/ppo_kl", "actor/pg_clipfrac", "critic/score/mean", "response_length/mean"
 
@@ -54,6 +57,13 @@ def kl_setup(view: RunConfigView, effective: bool = False) -> tuple[str, float |
     if use_loss is False and use_reward is False:
         return "none", None
     return ("reward", coef) if coef is not None else ("unknown", None)
+
+
+def lr_norm(view: RunConfigView) -> float | None:
+    """The upper end of the usual actor lr for the run's model size (``None`` when the size is unknown: then
+    there is no norm to compare against)."""
+    size = view.model_size_b()
+    return None if size is None else next(n for limit, n in LR_NORMS if size <= limit)
 
 
 def _number(value: Any) -> float | None:
@@ -93,14 +103,15 @@ def _config_causes(view: RunConfigView) -> dict[str, Cause]:
     if ratio is not None and ratio < 0.1 and not (view.is_trl and ratio >= 1):  # TRL: an int = steps
         out["warmup"] = Cause(f"lr warm-up covers {ratio:.0%} of the steps (rule of thumb: at least 10%)", 0.5,
                               f"{_name(view, 'actor.optim.lr_warmup_steps_ratio')}={format_value(ratio)}")
-    lr, size = view.number("actor.optim.lr"), view.model_size_b()
-    if lr is not None and size is not None:  # without a known model size there is no norm to compare against
-        norm = next(n for limit, n in LR_NORMS if size <= limit)
-        if lr > 3 * norm:
-            out["lr"] = Cause(f"lr={format_value(lr)} is {lr / norm:.0f}x the usual maximum for a {size:.2g}B model "
-                              f"({norm:g})", 0.8, "large steps move the policy too far per update")
+    lr, norm = view.number("actor.optim.lr"), lr_norm(view)
+    if lr is not None and norm is not None and lr > LR_FAR_ABOVE * norm:
+        out["lr"] = Cause(f"lr={format_value(lr)} is {lr / norm:.0f}x the usual maximum for a "
+                          f"{view.model_size_b():.2g}B model ({norm:g})", 0.8,
+                          "large steps move the policy too far per update")
     checks = (
-        ("actor.entropy_coeff", lambda v: v <= 0, "entropy_coeff", 0.5, "{k}=0: nothing rewards exploration"),
+        ("actor.entropy_coeff", lambda v: v < 0, "entropy_penalty", 0.8, "{k}={v} < 0 pays the policy for losing "
+                                                                     "entropy"),
+        ("actor.entropy_coeff", lambda v: v == 0, "entropy_coeff", 0.5, "{k}=0: nothing rewards exploration"),
         ("rollout.temperature", lambda v: v < 0.7, "temperature", 0.6, "rollout temperature {v} < 0.7 narrows exploration"),
         ("actor.clip_ratio", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
         ("actor.clip_ratio_low", lambda v: v > 0.3, "clip", 0.6, "{k}={v} allows large policy updates (usual 0.2)"),
@@ -114,6 +125,11 @@ def _config_causes(view: RunConfigView) -> dict[str, Cause]:
         v = view.number(key)
         if v is not None and bad(v):
             out[cid] = Cause(text.format(k=_name(view, key).rsplit(".", 1)[-1], v=format_value(v)), score)
+    batch, count = updates_per_step(view)
+    if count is not None and count > MAX_UPDATES_PER_STEP:
+        out["updates"] = Cause(f"each batch drives {count:g} optimizer updates (ppo_epochs x train_batch_size / "
+                               f"ppo_mini_batch_size; usual at most {MAX_UPDATES_PER_STEP})", 0.6,
+                               "many updates on one batch move the policy far from the one that sampled it")
     if view.flag("actor.model.enable_gradient_checkpointing") is False:
         out["ckpt"] = Cause("gradient checkpointing is off", 0.5)
     return out
@@ -234,12 +250,18 @@ def kl_action(view: RunConfigView) -> Action:
 
 
 def lr_action(view: RunConfigView, factor: float = 5.0) -> Action:
-    lr = view.current_number("actor.optim.lr")
-    changes: dict[str, object] = {"actor.optim.lr": _scaled(lr, 1 / factor, 1e-6)}
+    """``factor`` x below the run's lr; an lr far above the norm for the model's size (:data:`LR_FAR_ABOVE`) goes
+    back to the norm instead when that is lower: a 60x excess cut 10x still collapses (the collapse preset's
+    3e-3 cut to 3e-4 did; at the norm, 5e-5, it trains like the healthy preset)."""
+    lr, norm = view.current_number("actor.optim.lr"), lr_norm(view)
+    target, how = _scaled(lr, 1 / factor, 1e-6), f"{factor:g}x"
+    if lr and norm and lr > LR_FAR_ABOVE * norm and target > norm:
+        target, how = norm, f"to the usual maximum for the model's size ({lr / norm:.0f}x lower)"
+    changes: dict[str, object] = {"actor.optim.lr": target}
     ratio = view.current_number("actor.optim.lr_warmup_steps_ratio")
     if ratio is None or ratio < 0.1:
         changes["actor.optim.lr_warmup_steps_ratio"] = 0.1
-    return make_action(view, f"Lower the learning rate {factor:g}x and warm up over 10% of the steps", changes)
+    return make_action(view, f"Lower the learning rate {how} and warm up over 10% of the steps", changes)
 
 
 def clip_action(view: RunConfigView) -> Action:
@@ -249,17 +271,38 @@ def clip_action(view: RunConfigView) -> Action:
     base = view.current_number("actor.clip_ratio")
     low = view.current_number("actor.clip_ratio_low") or base
     high = view.current_number("actor.clip_ratio_high") or low
-    return make_action(view, "Make PPO updates smaller", {"actor.clip_ratio_low": min(_scaled(low, 0.5, 0.1), 0.2),
-                                                          "actor.clip_ratio_high": min(_scaled(high, 0.5, 0.1), 0.2),
-                                                          "actor.ppo_epochs": 1, "actor.target_kl": 0.05},
-                       "a tighter clip range and early stopping bound each update")
+    changes: dict[str, object] = {"actor.clip_ratio_low": min(_scaled(low, 0.5, 0.1), 0.2),
+                                  "actor.clip_ratio_high": min(_scaled(high, 0.5, 0.1), 0.2),
+                                  "actor.ppo_epochs": 1, "actor.target_kl": 0.05}
+    batch, count = updates_per_step(view)
+    if count is not None and count > MAX_UPDATES_PER_STEP:  # one optimizer step per batch, as the healthy preset
+        changes["actor.ppo_mini_batch_size"] = batch
+    return make_action(view, "Make PPO updates smaller", changes,
+                       "a tighter clip range, one pass over each batch and early stopping bound each update")
 
 
-def entropy_action(view: RunConfigView) -> Action:
+MAX_UPDATES_PER_STEP = 4  # verl's defaults: 1 epoch x train_batch_size 1024 / ppo_mini_batch_size 256
+
+
+def updates_per_step(view: RunConfigView) -> tuple[int | None, float | None]:
+    """(train batch size, optimizer updates each batch drives: ``ppo_epochs x train_batch / ppo_mini_batch``);
+    ``None`` where the config does not tell. The collapse preset's 4 x 16/4 = 16 kept collapsing at 4 (one epoch)
+    and trained like the healthy preset at 1 (mini-batch = batch: 0.805 vs 0.785 at step 40, seed 42)."""
+    batch, mini = view.current_number("data.train_batch_size"), view.current_number("actor.ppo_mini_batch_size")
+    epochs = view.current_number("actor.ppo_epochs") or 1.0
+    if not batch or not mini or mini <= 0:
+        return None, None
+    return int(batch), epochs * max(1.0, batch / mini)
+
+
+def entropy_action(view: RunConfigView, clip_higher: bool = True) -> Action:
+    """Double the entropy bonus (a negative one, which pays for losing entropy, becomes a small bonus), sample
+    at temperature 1 again and, with ``clip_higher``, widen the upper clip (DAPO). A collapse's fix leaves the
+    clip to :func:`clip_action`, which tightens it."""
     coeff = view.current_number("actor.entropy_coeff")
-    changes: dict[str, object] = {"actor.entropy_coeff": _scaled(coeff, 2, 0.001)}
+    changes: dict[str, object] = {"actor.entropy_coeff": _scaled(coeff, 2, 0.001) if coeff and coeff > 0 else 0.001}
     high = view.current_number("actor.clip_ratio_high")
-    if high is None or high < 0.28:  # DAPO's clip-higher; never narrow a wider one
+    if clip_higher and (high is None or high < 0.28):  # DAPO's clip-higher; never narrow a wider one
         changes["actor.clip_ratio_high"] = 0.28
     temp = view.current_number("rollout.temperature")
     if temp is not None and temp < 1.0:
@@ -271,7 +314,8 @@ def grad_clip_action(view: RunConfigView) -> Action | None:
     gclip = view.current_number("actor.grad_clip")
     if gclip is not None and 0 < gclip <= 1.0:
         return None  # already clipped tightly
-    return make_action(view, "Clip gradients", {"actor.grad_clip": 1.0})
+    return make_action(view, "Clip gradients", {"actor.grad_clip": 1.0}, "bounds a single update's size "
+                       "whatever the gradient spike (verl's default, 1.0)")
 
 
 def memory_action(view: RunConfigView) -> Action:
@@ -282,7 +326,22 @@ def memory_action(view: RunConfigView) -> Action:
     return make_action(view, "Cut activation memory", changes, "keep total usage under 80% of the device")
 
 
-def length_action(view: RunConfigView) -> Action:
+def pays_for_length(ctx: DetectorContext | None) -> Change | None:
+    """The reward's rise when it rose with the response length (``None`` otherwise): answers cut at the limit
+    score nothing on a task reward, so a reward rising while they grow pays for the length itself."""
+    length, reward = moved(ctx, LEN, up=1.5), change(ctx, REWARD)
+    if length is None or reward is None or reward.now - reward.before < 0.1 * max(1.0, abs(reward.before)):
+        return None
+    return reward
+
+
+def length_action(view: RunConfigView, ctx: DetectorContext | None = None) -> Action:
+    """Double the length limit, unless the reward rose with the length (:func:`pays_for_length`): more room
+    then feeds the exploit, and the overlong penalty (DAPO's soft punishment near the limit) stops the pay."""
+    paid = pays_for_length(ctx)
+    if paid is not None:
+        return make_action(view, "Stop paying for length: penalise answers that run to the limit",
+                           {"reward.overlong_buffer.enable": True}, f"the reward rose with the length ({paid.text})")
     limit = view.current_number("data.max_response_length")
     return make_action(view, "Give responses room or penalise overlong ones",
                        {"data.max_response_length": int(limit * 2)} if limit else {})

@@ -12,7 +12,7 @@ diagnosis prints can be pasted back into the launcher the run came from.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -39,6 +39,7 @@ VERL_KEYS: dict[str, str | None] = {
     "actor.ppo_epochs": "actor_rollout_ref.actor.ppo_epochs",
     "actor.target_kl": None,
     "actor.ppo_micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor.ppo_mini_batch_size": "actor_rollout_ref.actor.ppo_mini_batch_size",
     "actor.model.enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
     "actor.model.path": "actor_rollout_ref.model.path",
     "rollout.temperature": "actor_rollout_ref.rollout.temperature",
@@ -283,6 +284,12 @@ def detect_framework(config: Mapping[str, Any]) -> str:
     """"verl", "trl" or "rlcockpit": which launcher's vocabulary a stored run config speaks. Runs watched,
     imported or logged in-process from verl or TRL are marked ``framework``; a bare verl config is recognised
     by ``actor_rollout_ref``, a bare ``GRPOConfig``/``TrainingArguments`` dict by its argument names."""
+    return config_framework(config) or "rlcockpit"
+
+
+def config_framework(config: Mapping[str, Any]) -> str | None:
+    """The framework ``config`` itself names or is shaped like (see :func:`detect_framework`); ``None`` when it
+    says nothing about it (an empty config, an imported ``trainer_state.json``'s counters)."""
     marked = config.get("framework")
     if marked in FRAMEWORKS:
         return str(marked)
@@ -290,7 +297,40 @@ def detect_framework(config: Mapping[str, Any]) -> str:
         return "rlcockpit" if any(_get_path(config, m) is not None for m in RLCOCKPIT_MARKERS) else "verl"
     if "learning_rate" in config and ("num_generations" in config or "per_device_train_batch_size" in config):
         return "trl"
-    return "rlcockpit"
+    if any(_get_path(config, section) is not None for section in ("actor", "algorithm", "rollout", "trainer")):
+        return "rlcockpit"
+    return None
+
+
+# metric names only TRL's trainers log (verl logs these as ``actor/...``, ``response_length/...``): a run with no
+# config that tells its framework speaks TRL when it logged them (``train/`` is the prefix W&B and TensorBoard add)
+TRL_METRIC_PREFIXES = ("completions/", "rewards/", "clip_ratio/")
+TRL_METRIC_NAMES = frozenset({"num_tokens", "reward_std", "frac_reward_zero_std", "learning_rate"})
+VERL_METRIC_PREFIXES = ("actor/", "critic/", "response_length/", "timing_s/", "actor_rollout_ref/")
+
+
+def metrics_framework(keys: Iterable[str]) -> str | None:
+    """"trl" when the logged metric ``keys`` are TRL's (some TRL-only name, no verl one), else ``None``."""
+    trl = verl = False
+    for key in keys:
+        name = key[len("train/"):] if key.startswith("train/") else key
+        verl = verl or key.startswith(VERL_METRIC_PREFIXES)
+        trl = trl or name in TRL_METRIC_NAMES or name.startswith(TRL_METRIC_PREFIXES)
+    return "trl" if trl and not verl else None
+
+
+def with_framework(config: Mapping[str, Any] | None, metric_keys: Iterable[str] = (),
+                   meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config`` marked with the framework the run came from when the config does not say so itself: from the
+    run's ``meta`` (importers and integrations record it), else from the metric names it logged. So advice on
+    an imported TRL ``trainer_state.json`` (no config stored) is written as ``learning_rate``, ``beta``..."""
+    config = dict(config or {})
+    if config_framework(config) is None:
+        marked = (meta or {}).get("framework")
+        framework = str(marked) if marked in FRAMEWORKS else metrics_framework(metric_keys)
+        if framework is not None:
+            config["framework"] = framework
+    return config
 
 
 def format_value(value: Any) -> str:

@@ -51,7 +51,7 @@ class LengthExplosion(Detector):
         r = moved(self.ctx, REWARD, up=1.1)
         if r is not None:
             causes.append(Cause("the reward favours longer answers: it rose with the length", 0.65, r.text))
-        return ranked(causes), [length_action(self.ctx.view), kl_action(self.ctx.view)]
+        return ranked(causes), [length_action(self.ctx.view, self.ctx), kl_action(self.ctx.view)]
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
@@ -127,7 +127,7 @@ class Truncation(Detector):
         rep = moved(self.ctx, S_REPEAT, up=2.0)
         if rep is not None:
             causes.append(Cause("the model loops until the limit: repetition rose too", 0.75, rep.text))
-        actions = [length_action(view)]
+        actions = [length_action(view, self.ctx)]
         if view.is_trl:
             actions.append(make_action(view, "Leave truncated completions out of the loss", {"actor.mask_truncated_completions": True}))
         return ranked(causes), actions

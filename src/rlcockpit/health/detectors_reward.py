@@ -239,7 +239,7 @@ class RewardVarianceCollapse(Detector):
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
-        causes = story_causes(view, ("rollout_n", "temperature", "entropy_coeff")) + [Cause(self.cause, 0.6)]
+        causes = story_causes(view, ("rollout_n", "temperature", "entropy_penalty", "entropy_coeff")) + [Cause(self.cause, 0.6)]
         e = moved(self.ctx, ENTROPY, down=0.5)
         if e is not None:
             causes.append(Cause("the policy stopped exploring: entropy fell with the reward spread", 0.65, e.text))
@@ -353,7 +353,7 @@ class RewardHacking(Detector):
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         view = self.ctx.view
-        causes = story_causes(view, ("kl", "entropy_coeff"))
+        causes = story_causes(view, ("kl", "entropy_penalty", "entropy_coeff"))
         signals = " ".join(finding.evidence.get("values", {}).get("signals", []))
         if "validation" in signals:
             causes.append(Cause("the (learned) reward model is being exploited: its score rises while held-out "

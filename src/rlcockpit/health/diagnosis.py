@@ -14,17 +14,19 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from rlcockpit.health.advice import story_causes
-from rlcockpit.health.base import DETECTORS, Detector
-from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.evidence import RELATED_WINDOW, baseline_note, weigh
+from rlcockpit.health.base import DETECTORS, Detector, fmt
+from rlcockpit.health.config_view import RunConfigView, with_framework
+from rlcockpit.health.evidence import RELATED_WINDOW, Weighed, baseline_note, weigh
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.overrides import assign_to_actions, merge_overrides
 from rlcockpit.health.reviews import reviewer_findings
 from rlcockpit.health.stories import Story, resolve_story
+from rlcockpit.metrics.guide import canonical_name
 
 LOOKBACK = 60  # steps before it in which findings of the same story count as its precursors
 ROLE_ORDER = {"mechanism": 0, "outcome": 1, "samples": 2}
@@ -58,10 +60,17 @@ def load_run(store: Any, run_id: str) -> tuple[dict[str, Any], dict[int, dict[st
     return run, dict(metrics), dict(samples)
 
 
+def run_config(run: Mapping[str, Any], metrics: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+    """The stored run's config, marked with the framework it came from when the config does not say (an
+    imported TRL ``trainer_state.json`` stores none): advice is then written in that framework's names."""
+    keys = {k for row in metrics.values() for k in row}
+    return with_framework(run.get("config"), keys, run.get("meta"))
+
+
 def replay_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> list[Finding]:
     """Every finding the live monitor would have raised on the stored run ``run_id``."""
     run, metrics, samples = load_run(store, run_id)
-    return replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    return replay(HealthMonitor(settings, run_config(run, metrics)), metrics, samples)
 
 
 def _finding_id(f: Finding) -> str:
@@ -177,23 +186,81 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None) -> dict[str, Any]:
+def headline(metrics: Mapping[int, Mapping[str, float]]) -> dict[str, Any] | None:
+    """The run's headline metric, ``{"key", "first", "last"}``: its held-out accuracy (``val-core/...``) where
+    logged, else its training reward; first and last are the means of its first and last three values."""
+    keys = {k for row in metrics.values() for k in row}
+    key = min((k for k in keys if k.startswith("val-core/")), default=None) or next(
+        (k for k in sorted(keys) if canonical_name(k) == "critic/score/mean"), None)
+    if key is None:
+        return None
+    values = [float(metrics[s][key]) for s in sorted(metrics) if key in metrics[s] and math.isfinite(metrics[s][key])]
+    if len(values) < 2:
+        return None
+    head, tail = values[:3] if len(values) >= 6 else values[:1], values[-3:] if len(values) >= 6 else values[-1:]
+    return {"key": key, "first": sum(head) / len(head), "last": sum(tail) / len(tail)}
+
+
+def _improved(head: Mapping[str, Any] | None) -> bool:
+    return head is not None and head["last"] - head["first"] > 0.05 * max(1.0, abs(head["first"]))
+
+
+def _hold_while_improving(w: Weighed, head: Mapping[str, Any]) -> Weighed:
+    """``w`` with its config changes held back when it is a warning about a mechanism (KL, update size, gradient)
+    on a run whose headline metric kept improving: the outcome shows no harm yet, so the advice is to watch."""
+    f = w.finding
+    if f.severity != "warning" or _role(f) != "mechanism" or not any(a.changes for a in f.actions):
+        return w
+    held = "; ".join(a.title + (f" ({' '.join(a.overrides)})" if a.overrides else "") for a in f.actions if a.changes)
+    why = (f"{head['key']} rose {fmt(head['first'])} -> {fmt(head['last'])} over the run: no harm to the outcome "
+           f"yet, watch it; held back: {held}")
+    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why + (f"; {w.held}" if w.held else ""))
+
+
+def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None,
+                       head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The merged override set of the diagnosis, in proportion to the evidence (see
     :mod:`rlcockpit.health.evidence`): the root-cause event's fixes and criticals in full, a warning's fixes one
     per corroborating finding, none from warnings on a run too short for a baseline. ``held_back`` lists what
     was left out and why."""
     event = event_findings(findings)
-    weighed = weigh(priority_order(findings), findings, steps, fixes_for(*event) if event else ())
+    trusted = fixes_for(*event) if event else []
+    weighed = weigh(priority_order(findings), findings, steps, trusted)
+    if event:
+        own = {id(f) for f in trusted}
+        weighed = [w if id(w.finding) in own else _hold_consequence(w, event[0]) for w in weighed]
+    elif _improved(head):  # nothing critical and the run's outcome kept improving
+        weighed = [_hold_while_improving(w, head) for w in weighed]  # type: ignore[arg-type]
     merged = merge_overrides([w.finding for w in weighed], view)
     merged["held_back"] = [{"for": f"{w.finding.detector} at step {w.finding.step_start}", "text": w.held}
                            for w in weighed if w.held]
     return merged
 
 
+# stories of the policy's learning dynamics: after a critical event of one of them, a later warning of any of them
+# describes the failed policy (a collapsed policy's groups all score 0), not a cause of its own
+DYNAMICS_STORIES = ("collapse", "entropy", "hacking", "length", "divergence")
+
+
+def _hold_consequence(w: Weighed, anchor: Finding) -> Weighed:
+    """``w`` with its config changes held back when it is a warning of a learning-dynamics story raised after the
+    root-cause event ``anchor``: until that event is fixed, it is a symptom (proposing more samples per prompt
+    for the zero-variance groups of a collapsed policy doubles the rerun's cost and fixes nothing)."""
+    f, story = w.finding, _story(anchor)
+    if (f.severity != "warning" or f.step_start <= anchor.step or _story(f).name not in DYNAMICS_STORIES
+            or story.name not in DYNAMICS_STORIES or not any(a.changes for a in f.actions)):
+        return w
+    held = "; ".join(a.title + (f" ({' '.join(a.overrides)})" if a.overrides else "") for a in f.actions if a.changes)
+    why = (f"follows the {story.title.lower()} at step {anchor.step_start}: a symptom of it until that is fixed; "
+           f"held back: {held}")
+    return Weighed(replace(f, actions=[a for a in f.actions if not a.changes]), why + (f"; {w.held}" if w.held else ""))
+
+
 def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | None, run: Mapping[str, Any] | None = None,
-                      steps: int | None = None) -> dict[str, Any]:
+                      steps: int | None = None, head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The diagnosis dict for already computed ``findings`` (see :func:`diagnose_run`); ``steps`` is the run's
-    number of logged steps (default: the run's ``last_step``; unknown: the run counts as long enough)."""
+    number of logged steps (default: the run's ``last_step``; unknown: the run counts as long enough); ``head`` its
+    headline metric (:func:`headline`), by which warnings about a mechanism on a run still improving propose nothing."""
     for f in findings:
         f.id = _finding_id(f)
     view = RunConfigView(run_config)
@@ -209,7 +276,7 @@ def diagnose_findings(findings: list[Finding], run_config: Mapping[str, Any] | N
     return _clean({"run": run_info, "counts": counts, "findings": [f.to_dict() for f in findings],
                    "root_cause": root_cause(findings, view),
                    "baseline": {"steps": steps, "enough": note is None, "note": note},
-                   "overrides": proposed_overrides(findings, view, steps)})
+                   "overrides": proposed_overrides(findings, view, steps, head)})
 
 
 def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -224,6 +291,7 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     :func:`proposed_overrides`); ``baseline.note`` says when the run is too short to judge against itself.
     """
     run, metrics, samples = load_run(store, run_id)
-    findings = replay(HealthMonitor(settings, run.get("config") or {}), metrics, samples)
+    config = run_config(run, metrics)
+    findings = replay(HealthMonitor(settings, config), metrics, samples)
     findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
-    return diagnose_findings(findings, run.get("config") or {}, run, steps=len(metrics))
+    return diagnose_findings(findings, config, run, steps=len(metrics), head=headline(metrics))

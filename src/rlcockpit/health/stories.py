@@ -41,13 +41,14 @@ def register_story(story: Story) -> Story:
 for _story in (
     Story("collapse", "Policy collapse",
           "the policy moved too far from the reference in one go{because}; its outputs degenerated and the "
-          "reward collapsed", ("kl", "lr", "warmup", "clip", "epochs")),
+          "reward collapsed", ("kl", "lr", "warmup", "clip", "epochs", "updates", "grad_clip",
+                                "entropy_penalty", "temperature")),
     Story("hacking", "Reward hacking",
           "the reward kept rising while the outputs got worse{because}: the policy learned to exploit the "
-          "reward function instead of solving the task", ("kl", "entropy_coeff")),
+          "reward function instead of solving the task", ("kl", "entropy_penalty", "entropy_coeff")),
     Story("entropy", "Entropy collapse",
           "the policy became nearly deterministic{because}; with identical samples per prompt the advantages "
-          "vanish and learning stalls", ("entropy_coeff", "temperature", "lr", "kl")),
+          "vanish and learning stalls", ("entropy_penalty", "entropy_coeff", "temperature", "lr", "kl")),
     Story("divergence", "Optimisation diverged",
           "the optimiser took steps too large for the loss surface{because} and the loss blew up",
           ("lr", "warmup", "grad_clip")),
