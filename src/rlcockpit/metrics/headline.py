@@ -10,11 +10,11 @@ from __future__ import annotations
 
 HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "reward": ("critic/score/mean", "critic/rewards/mean", "objective/scores", "reward", "train/reward"),
-    # the KL to the reference policy when the run has one (the KL loss, verl's in-reward KL penalty, rlcockpit's
-    # old-vs-reference estimate, TRL's and the articles' names); the per-update ppo_kl only without a reference
-    # (it stays ~0 through a collapse whose KL to the reference is large)
-    "kl": ("actor/kl_loss", "actor/reward_kl_penalty", "actor/ref_kl", "objective/kl", "kl", "train/kl_div",
-           "kl/divergence", "actor/ppo_kl"),
+    # the KL to the reference policy as verl (the KL loss, the in-reward KL penalty), TRL and the articles log it
+    "kl": ("actor/kl_loss", "actor/reward_kl_penalty", "objective/kl", "kl", "train/kl_div", "kl/divergence"),
+    # rlcockpit's trainer's own estimates, after "kl" in its progress bar: old-vs-reference, then the per-update
+    # ppo_kl only without a reference (it stays ~0 through a collapse whose KL to the reference is large)
+    "kl_estimate": ("actor/ref_kl", "actor/ppo_kl"),
     "entropy": ("actor/entropy", "actor/entropy_loss", "objective/entropy", "entropy", "train/entropy"),
     "resp_len": ("response_length/mean", "completions/mean_length", "train/response_length"),
     "pg_loss": ("actor/pg_loss", "train/loss", "loss"),

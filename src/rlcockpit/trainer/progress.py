@@ -67,7 +67,8 @@ class Progress:
         avg = sum(self.step_times) / len(self.step_times) if self.step_times else seconds
         parts = [f"{seconds:.2f}s/step", f"ETA {_duration(avg * max(0, self.total - step))}"]
         for name, slot, fmt in KEY_METRICS:
-            key = next((k for k in HEADLINE_KEYS[slot] if k in metrics), "")
+            keys = HEADLINE_KEYS[slot] + HEADLINE_KEYS["kl_estimate"] if slot == "kl" else HEADLINE_KEYS[slot]
+            key = next((k for k in keys if k in metrics), "")
             if slot == "kl":
                 name = key.rsplit("/", 1)[-1]
             if key:
