@@ -38,8 +38,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "health": {"metrics", "store"},
     # + store: ``rlcockpit watchdog`` opens the store whose runs it watches (read side, as health)
     "alerts": {"health", "store"},
-    # ROOT: the trainer opens its run with the public ``rlcockpit.init``, as any user script does
-    "trainer": {"algos", "tracking", ROOT},
+    # ROOT: the trainer opens its run with the public ``rlcockpit.init``, as any user script does; + metrics: the
+    # knowledge layer's config-key spellings (``metrics.keys``) and headline metrics (``metrics.headline``)
+    "trainer": {"algos", "tracking", "metrics", ROOT},
     # + trainer (all of it, not only the config), + algos: preflight checks data, reward, model and memory with
     # the trainer's own loaders, reward managers, models and estimators, so it checks what will run
     "preflight": {"trainer", "metrics", "algos"},

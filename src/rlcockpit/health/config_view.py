@@ -17,75 +17,8 @@ from functools import lru_cache
 from typing import Any
 
 from rlcockpit.health.findings import Action
+from rlcockpit.metrics.keys import ALIASES, TRL_KEYS, VERL_KEYS
 
-# advice key -> verl key path (None: verl has no equivalent). Advice names its changes in rlcockpit's key
-# names; a knob only verl has (vLLM's gpu_memory_utilization) is named by the path rlcockpit would give it and
-# lands in the verl overrides only (see :func:`trainer_keys`).
-VERL_KEYS: dict[str, str | None] = {
-    "actor.optim.lr": "actor_rollout_ref.actor.optim.lr",
-    "actor.optim.lr_warmup_steps_ratio": "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
-    "actor.optim.warmup_style": "actor_rollout_ref.actor.optim.warmup_style",
-    "algorithm.kl_ctrl.kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "algorithm.kl_ctrl.type": "algorithm.kl_ctrl.type",
-    "algorithm.kl_ctrl.target_kl": "algorithm.kl_ctrl.target_kl",
-    "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
-    "actor.use_kl_loss": "actor_rollout_ref.actor.use_kl_loss",
-    "actor.kl_loss_coef": "actor_rollout_ref.actor.kl_loss_coef",
-    "actor.entropy_coeff": "actor_rollout_ref.actor.entropy_coeff",
-    "actor.clip_ratio": "actor_rollout_ref.actor.clip_ratio",
-    "actor.clip_ratio_low": "actor_rollout_ref.actor.clip_ratio_low",
-    "actor.clip_ratio_high": "actor_rollout_ref.actor.clip_ratio_high",
-    "actor.grad_clip": "actor_rollout_ref.actor.grad_clip",
-    "actor.ppo_epochs": "actor_rollout_ref.actor.ppo_epochs",
-    "actor.target_kl": None,
-    "actor.ppo_micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor.ppo_mini_batch_size": "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor.model.enable_gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
-    "actor.model.path": "actor_rollout_ref.model.path",
-    "rollout.temperature": "actor_rollout_ref.rollout.temperature",
-    "rollout.n": "actor_rollout_ref.rollout.n",
-    "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",  # verl only
-    "data.max_response_length": "data.max_response_length",
-    "data.dataloader_num_workers": "data.dataloader_num_workers",  # verl only
-    "algorithm.adv_estimator": "algorithm.adv_estimator",
-    "algorithm.filter_groups.enable": "algorithm.filter_groups.enable",
-    "algorithm.filter_groups.metric": "algorithm.filter_groups.metric",
-    "algorithm.filter_groups.max_num_gen_batches": "algorithm.filter_groups.max_num_gen_batches",
-    "data.train_batch_size": "data.train_batch_size",
-    "critic.optim.lr": "critic.optim.lr",
-    "trainer.total_training_steps": "trainer.total_training_steps",
-    # verl V1 / rollout knobs of the off-policy detectors (detectors_offpolicy.py)
-    "trainer.v1.sampler.max_off_policy_threshold": "trainer.v1.sampler.max_off_policy_threshold",  # verl only
-    "algorithm.rollout_correction.rollout_is": "algorithm.rollout_correction.rollout_is",
-    "rollout.log_prob_micro_batch_size_per_gpu": "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-}
-
-# advice key -> TRL ``GRPOConfig`` field (None: TRL has no such knob). TRL's KL term is always in the loss,
-# weighted by ``beta``; warm-up is ``warmup_steps`` (a float in [0, 1) is a ratio of the total steps).
-TRL_KEYS: dict[str, str | None] = {
-    "actor.optim.lr": "learning_rate",
-    "actor.optim.lr_warmup_steps_ratio": "warmup_steps",
-    "actor.optim.warmup_style": "lr_scheduler_type",
-    "actor.kl_loss_coef": "beta",
-    "algorithm.kl_ctrl.kl_coef": "beta",
-    "actor.entropy_coeff": "entropy_coef",
-    "actor.clip_ratio": "epsilon",
-    "actor.clip_ratio_low": "epsilon",
-    "actor.clip_ratio_high": "epsilon_high",
-    "actor.grad_clip": "max_grad_norm",
-    "actor.ppo_epochs": "num_iterations",
-    "actor.ppo_micro_batch_size": "per_device_train_batch_size",
-    "actor.model.enable_gradient_checkpointing": "gradient_checkpointing",
-    "actor.model.path": "model_name_or_path",
-    "rollout.temperature": "temperature",
-    "rollout.n": "num_generations",
-    "rollout.gpu_memory_utilization": "vllm_gpu_memory_utilization",
-    "data.max_response_length": "max_completion_length",
-    "data.dataloader_num_workers": "dataloader_num_workers",
-    "data.train_batch_size": "per_device_train_batch_size",
-    "trainer.total_training_steps": "max_steps",
-    "actor.mask_truncated_completions": "mask_truncated_completions",  # TRL only
-}
 FRAMEWORKS = ("rlcockpit", "verl", "trl")
 # knobs only rlcockpit's trainer has, under the verl-shaped paths its config uses
 RLCOCKPIT_PATHS: dict[str, str] = {"actor.target_kl": "actor_rollout_ref.actor.target_kl"}
@@ -100,23 +33,6 @@ ACTING_INSTEAD: dict[str, tuple[tuple[str, ...], ...]] = {
     "actor.kl_loss_coef": (("algorithm.kl_ctrl.kl_coef",),),
     "algorithm.kl_ctrl.kl_coef": (("actor.kl_loss_coef",),),
 }
-
-# extra spellings people type (seed articles, TRL) for an rlcockpit key; tried after the two main shapes
-ALIASES: dict[str, tuple[str, ...]] = {
-    "algorithm.kl_ctrl.kl_coef": ("kl_coef", "reward_config.kl_coef", "ppo_config.kl_coef", "beta", "init_kl_coef"),
-    "algorithm.kl_ctrl.type": ("kl_controller.type", "kl_ctrl.type"),
-    "algorithm.kl_ctrl.target_kl": ("kl_controller.target_kl", "ppo_config.target_kl", "target_kl"),
-    "actor.optim.lr": ("optim.lr", "lr", "learning_rate"),
-    "actor.optim.lr_warmup_steps_ratio": ("optim.warmup_steps_ratio", "warmup_ratio", "optim.lr_warmup_steps_ratio"),
-    "actor.entropy_coeff": ("entropy_coef", "reward_config.entropy_coef", "entropy_coeff"),
-    "actor.clip_ratio": ("ppo_config.cliprange", "cliprange", "clip_ratio", "epsilon"),
-    "actor.grad_clip": ("max_grad_norm", "grad_clip"),
-    "rollout.temperature": ("temperature",),
-    "rollout.n": ("num_generations", "n_samples_per_prompt"),
-    "data.max_response_length": ("max_response_length", "max_completion_length", "max_new_tokens"),
-    "actor.model.path": ("model.path", "model_name_or_path", "model"),
-}
-
 
 _MISSING = object()
 

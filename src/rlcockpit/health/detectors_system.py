@@ -24,6 +24,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.phases import BOTTLENECK_KEYS
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
 GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # the guide's entry for one device (the detector reads their mean)
@@ -335,14 +336,7 @@ class ThroughputDrop(Detector):
                          values=vals_out, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
 
 
-PHASES = {
-    "generation": ("timing_s/gen", "timing_s/generate", "timing_s/rollout"),
-    "update": ("timing_s/update_actor", "timing_s/update_critic", "timing_s/update", "timing_s/update_weights",
-               "timing_s/param_sync"),
-    "inference": ("timing_s/old_log_prob", "timing_s/ref", "timing_s/values", "timing_s/reward", "timing_s/adv"),
-    "data": ("timing_s/data", "timing_s/dataloader", "timing_s/data_loading"),
-    "sample_wait": ("timing_s/wait_for_enough_samples",),
-}
+PHASES = BOTTLENECK_KEYS
 # verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen;
 # generation runs concurrently elsewhere, so there timing_s/gen is a wait for samples, not generation
 V1_MARKER = "training/off_policy/"

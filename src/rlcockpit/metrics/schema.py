@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from rlcockpit.metrics.keys import to_verl_key
+
 DIRECTIONS = ("higher", "lower", "band", "none")
 KNOB_CHANGES = ("increase", "decrease", "enable", "disable", "set", "check")
 TEXT_FIELDS = ("title", "meaning", "healthy_note", "abnormal", "action")
@@ -31,34 +33,6 @@ STAT_ZH = {
     "recv": "接收",
 }
 
-# rlcockpit's trainer flattens verl's ``actor_rollout_ref`` group: ``actor.optim.lr`` here is
-# ``actor_rollout_ref.actor.optim.lr`` in verl, and the model lives under ``actor.model``. These
-# prefixes are rewritten (longest first); other groups (algorithm, data, critic, trainer) match verl.
-_VERL_PREFIXES = (
-    ("rollout.val_temperature", "actor_rollout_ref.rollout.val_kwargs.temperature"),
-    ("actor.ppo_micro_batch_size", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
-    ("actor.model.", "actor_rollout_ref.model."),
-    ("actor.", "actor_rollout_ref.actor."),
-    ("rollout.", "actor_rollout_ref.rollout."),
-    ("reward.overlong_buffer.", "reward_model.overlong_buffer."),
-    ("reward.custom_fn", "custom_reward_function.path"),
-    ("reward.model_path", "reward_model.model.path"),
-    ("critic.model_path", "critic.model.path"),
-)
-# rlcockpit keys verl has no counterpart for.
-_NO_VERL_KEY = (
-    "actor.target_kl",
-    "health.",
-    "reward.name",
-    "reward.val_name",
-    "reward.kwargs",
-    "reward.max_failure_rate",
-    "trainer.preflight",
-    "trainer.rlcockpit_dir",
-    "trainer.num_threads",
-    "trainer.device",
-)
-
 _PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 # Regex for a placeholder's value, by placeholder name. A data source may contain "/"
 # (verl's gsm8k source is "openai/gsm8k"); counters are digits; anything else is one path segment.
@@ -72,17 +46,6 @@ _PLACEHOLDER_REGEX = {
 }
 _DEFAULT_PLACEHOLDER_REGEX = r"[^/]+"
 _REGEX_SPECIAL = set(".^$*+?()[]{}|\\")
-
-
-def to_verl_key(key: str) -> str | None:
-    """verl's full config path for an rlcockpit trainer key (``rollout.n`` -> ``actor_rollout_ref.rollout.n``);
-    ``None`` where verl has no such setting (``actor.target_kl``, ``health.*``)."""
-    if any(key == p or (p.endswith(".") and key.startswith(p)) for p in _NO_VERL_KEY):
-        return None
-    for prefix, verl in _VERL_PREFIXES:
-        if key == prefix or (prefix.endswith(".") and key.startswith(prefix)):
-            return verl + key[len(prefix) :]
-    return key
 
 
 @dataclass(frozen=True)

@@ -189,15 +189,18 @@ class Run(WandbRunMethods):
 
     # ---- public API ----------------------------------------------------------------------------
     @property
-    def finished(self) -> bool:  # True once finish() has started (the writer no longer accepts entries)
+    def finished(self) -> bool:
+        """True once finish() has started (the writer no longer accepts entries)."""
         return self._finished
 
     @property
-    def step(self) -> int:  # the last logged step (-1 before the first log)
+    def step(self) -> int:
+        """The last logged step (-1 before the first log)."""
         return self._last_step
 
     @property
-    def guardrails(self) -> GuardrailLink | None:  # init(guardrails=True): findings for a trainer, and sync()
+    def guardrails(self) -> GuardrailLink | None:
+        """The link to a trainer with ``init(guardrails=True)``: findings for it, and ``sync()``; else ``None``."""
         return self._parts.link
 
     def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:

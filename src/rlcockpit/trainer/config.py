@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rlcockpit.metrics.keys import SHORT_PREFIXES
 from rlcockpit.trainer.config_keys import KEY_ALIASES, canonical_key, no_effect_reason
 from rlcockpit.trainer.config_load import ConfigLoader
 from rlcockpit.trainer.config_schema import (  # noqa: F401 - the public names of the config package
@@ -53,8 +54,7 @@ from rlcockpit.trainer.config_values import coerce
 from rlcockpit.trainer.config_verl import parse_override_text
 
 # rlcockpit's older short forms of the canonical prefixes, for key listings (all are accepted as input)
-_SHORT = (("actor_rollout_ref.model.", "actor.model."), ("actor_rollout_ref.actor.", "actor."),
-          ("actor_rollout_ref.rollout.", "rollout."))
+_SHORT = tuple((verl, short) for short, verl in SHORT_PREFIXES)
 
 
 def schema_keys() -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Three tables, all data:
 
-* :data:`PREFIX_ALIASES` / :data:`KEY_ALIASES`: rlcockpit's older short keys (``actor.optim.lr``), TRL /
+* :data:`PREFIX_ALIASES` / :data:`KEY_ALIASES` (their home is :mod:`rlcockpit.metrics.keys`, the one table of
+  config-key spellings): rlcockpit's older short keys (``actor.optim.lr``), TRL /
   seed-article names (``ppo_config.cliprange``, ``kl_controller.kl_coef_range``) and verl's renamed keys
   (``optim.warmup_style``) mapped to the canonical verl path. Each one used is reported once per run.
 * :data:`NO_EFFECT`: verl keys that only steer verl's distributed engines (FSDP, vLLM servers, Ray,
@@ -22,83 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-# Applied in order; the first match rewrites the start of the key.
-PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
-    ("actor.model.", "actor_rollout_ref.model."),
-    ("actor.", "actor_rollout_ref.actor."),
-    ("rollout.", "actor_rollout_ref.rollout."),
-    ("ref.", "actor_rollout_ref.ref."),
-    ("model.", "actor_rollout_ref.model."),
-    ("optim.", "actor_rollout_ref.actor.optim."),
-    ("fsdp_config.", "actor_rollout_ref.actor.fsdp_config."),
-    ("kl_controller.", "algorithm.kl_ctrl."),
-    ("kl_ctrl.", "algorithm.kl_ctrl."),
-    # verl's DAPO reward manager reads its overlong punishment from the manager's kwargs (verl 0.9 moves
-    # reward_model.reward_kwargs to reward.reward_kwargs); the other manager kwargs reach no reward function
-    ("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
-    ("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
-    ("reward_model.overlong_buffer.", "reward.overlong_buffer."),
-    ("custom_reward_function.overlong_buffer.", "reward.overlong_buffer."),  # the first DAPO recipe's scripts
-    ("custom_reward_function.reward_kwargs.", "reward.kwargs."),
-    ("reward.custom_reward_function.reward_kwargs.", "reward.kwargs."),
-    ("reward.custom_reward_function.", "custom_reward_function."),
-)
-
-# Whole keys (looked up after the prefix aliases, so "actor.optim.warmup_style" arrives here canonicalised).
-KEY_ALIASES: dict[str, str] = {
-    # verl renames
-    "actor_rollout_ref.actor.optim.warmup_style": "actor_rollout_ref.actor.optim.lr_scheduler_type",
-    "critic.optim.warmup_style": "critic.optim.lr_scheduler_type",
-    "actor_rollout_ref.actor.optim.warmup_steps_ratio": "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
-    "actor_rollout_ref.actor.optim.clip_grad": "actor_rollout_ref.actor.grad_clip",
-    "critic.optim.clip_grad": "critic.grad_clip",
-    "actor_rollout_ref.rollout.val_temperature": "actor_rollout_ref.rollout.val_kwargs.temperature",
-    "actor_rollout_ref.model.ulysses_sequence_parallel_size": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
-    "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
-    "reward.reward_model.enable": "reward_model.enable",
-    "reward.reward_model.model_path": "reward_model.model.path",
-    "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
-    "actor_rollout_ref.model.use_rmpad": "actor_rollout_ref.model.use_remove_padding",  # verl's old name
-    # verl's generated trainer config repeats it under the actor as ${oc.select:...model.use_remove_padding}
-    "actor_rollout_ref.actor.use_remove_padding": "actor_rollout_ref.model.use_remove_padding",
-    "reward_model.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
-    "reward.reward_kwargs.max_resp_len": "reward.overlong_buffer.max_resp_len",
-    # rlcockpit's older keys
-    "critic.model_path": "critic.model.path",
-    "reward.model_path": "reward_model.model.path",
-    # TRL's PPOConfig and the seed articles
-    "ppo_config.target_kl": "actor_rollout_ref.actor.target_kl",
-    "target_kl": "actor_rollout_ref.actor.target_kl",
-    "ppo_config.early_stopping": "actor_rollout_ref.actor.early_stopping",
-    "early_stopping": "actor_rollout_ref.actor.early_stopping",
-    "ppo_config.cliprange": "actor_rollout_ref.actor.clip_ratio",
-    "cliprange": "actor_rollout_ref.actor.clip_ratio",
-    "ppo_config.cliprange_value": "critic.cliprange_value",
-    "cliprange_value": "critic.cliprange_value",
-    "ppo_config.gamma": "algorithm.gamma",
-    "ppo_config.lam": "algorithm.lam",
-    "ppo_config.kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "ppo_config.init_kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "init_kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "reward_config.kl_coef": "algorithm.kl_ctrl.kl_coef",
-    "reward_config.entropy_coef": "actor_rollout_ref.actor.entropy_coeff",
-    "entropy_coef": "actor_rollout_ref.actor.entropy_coeff",
-    "ppo_config.learning_rate": "actor_rollout_ref.actor.optim.lr",
-    "learning_rate": "actor_rollout_ref.actor.optim.lr",
-    "lr": "actor_rollout_ref.actor.optim.lr",  # the articles' sweep file
-    "value_update_steps": "critic.ppo_epochs",
-    "ppo_config.cliprange_reward": "ppo_config.cliprange_reward",  # no effect (below), kept under its own name
-    "data.micro_batch_size_per_gpu": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "data.num_workers": "data.dataloader_num_workers",
-    # the articles' command-line flags (--project, --exp_name, ...)
-    "project": "trainer.project_name",
-    "group": "trainer.group",
-    "entity": "trainer.entity",
-    "exp_name": "trainer.experiment_name",
-    "rollout_batch_size": "data.train_batch_size",
-    "save_policy_model": "trainer.save_policy_model",
-}
+from rlcockpit.metrics.keys import KEY_ALIASES, PREFIX_ALIASES
 
 # A scalar given for a section means one field of it (``actor.policy_loss=gspo``: older verl and rlcockpit).
 SHORTHAND: dict[str, str] = {"actor_rollout_ref.actor.policy_loss": "loss_mode"}

@@ -31,13 +31,14 @@ import queue
 from collections.abc import Callable
 from typing import Any
 
+from rlcockpit.metrics.keys import to_verl_key
 from rlcockpit.tracking.observers import GuardrailAction, GuardrailFinding
 from rlcockpit.trainer.config import Config, parse_override, set_key, to_dict
 
 CONFIRM_STEPS = 3  # steps the monitor must see past a checkpoint before it counts as healthy
 SYNC_TIMEOUT_S = 10.0  # the longest a step waits for the observers to catch up
 LEAD_STEPS = 2  # a finding starting at step t also covers checkpoints t-1 and t-2 (see module doc)
-STEP_SIZE_KEYS = ("actor.optim.lr", "actor_rollout_ref.actor.optim.lr")  # short form and verl path
+STEP_SIZE_KEYS = ("actor.optim.lr", to_verl_key("actor.optim.lr"))  # short form and verl path
 
 
 def _keys(overrides: list[str]) -> set[str]:

@@ -13,12 +13,11 @@ import time
 from collections import deque
 from typing import Any
 
-KEY_METRICS = (("score", "critic/score/mean", "{:.3f}"), ("entropy", "actor/entropy", "{:.3f}"),
-               ("kl", "kl", "{:+.4f}"), ("len", "response_length/mean", "{:.1f}"))
-# The "kl" column: the KL to the reference policy when the run has one (the KL loss, verl's in-reward KL penalty,
-# then rlcockpit's old-vs-reference estimate), named by its metric; the per-update ppo_kl only without a reference
-# (it stays ~0 through a collapse whose KL to the reference is large).
-KL_KEYS = ("actor/kl_loss", "actor/reward_kl_penalty", "actor/ref_kl", "actor/ppo_kl")
+from rlcockpit.metrics.headline import HEADLINE_KEYS
+
+# name shown, headline slot, format; the "kl" column is named by the metric it found (kl_loss, ref_kl, ...)
+KEY_METRICS = (("score", "reward", "{:.3f}"), ("entropy", "entropy", "{:.3f}"), ("kl", "kl", "{:+.4f}"),
+               ("len", "resp_len", "{:.1f}"))
 
 
 def _duration(seconds: float) -> str:
@@ -67,11 +66,12 @@ class Progress:
     def line(self, step: int, metrics: dict[str, float], seconds: float) -> str:
         avg = sum(self.step_times) / len(self.step_times) if self.step_times else seconds
         parts = [f"{seconds:.2f}s/step", f"ETA {_duration(avg * max(0, self.total - step))}"]
-        for name, key, fmt in KEY_METRICS:
-            if key == "kl":
-                key = next((k for k in KL_KEYS if k in metrics), "")
+        for name, slot, fmt in KEY_METRICS:
+            keys = HEADLINE_KEYS[slot] + HEADLINE_KEYS["kl_estimate"] if slot == "kl" else HEADLINE_KEYS[slot]
+            key = next((k for k in keys if k in metrics), "")
+            if slot == "kl":
                 name = key.rsplit("/", 1)[-1]
-            if key in metrics:
+            if key:
                 parts.append(f"{name} {fmt.format(metrics[key])}")
         if self.last_acc is not None:
             parts.append(f"val acc {self.last_acc:.3f}")

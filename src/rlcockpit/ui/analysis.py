@@ -16,17 +16,13 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.metrics.guide import canonical_name
+from rlcockpit.metrics.headline import HEADLINE_KEYS
 
 # Sections of the run page shown first, in this order; a key's section is its first path segment.
 PANEL_GROUPS = ("actor", "critic", "response_length", "perf", "timing_s", "val-core", "samples", "system")
 
 # Summary metrics shown as columns of the runs list (first present alias wins per column).
-KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "reward": ("critic/score/mean", "critic/rewards/mean", "objective/scores", "reward", "train/reward"),
-    "kl": ("actor/kl_loss", "actor/reward_kl_penalty", "objective/kl", "kl", "train/kl_div", "kl/divergence"),
-    "entropy": ("actor/entropy", "actor/entropy_loss", "objective/entropy", "entropy"),
-    "resp_len": ("response_length/mean", "completions/mean_length", "train/response_length"),
-}
+KEY_METRICS: dict[str, tuple[str, ...]] = {slot: HEADLINE_KEYS[slot] for slot in ("reward", "kl", "entropy", "resp_len")}
 KL_KEYS = KEY_METRICS["kl"]
 REWARD_KEYS = KEY_METRICS["reward"]
 

@@ -21,22 +21,11 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.headline import HEADLINE_KEYS
+from rlcockpit.metrics.phases import PHASES
 from rlcockpit.store.base import Store
 from rlcockpit.store.downsample import minmax_downsample
 
-PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("generation", ("gen",)),
-    ("sample_wait", ("wait_for_enough_samples",)),  # verl's fully-async / V1 trainers: waiting for rollouts
-    ("reward", ("reward",)),
-    ("log_prob", ("old_log_prob",)),
-    ("reference", ("ref",)),
-    ("values", ("values",)),
-    ("advantage", ("adv",)),
-    ("update", ("update_actor", "update_critic")),
-    ("sync", ("update_weights", "sync_weights", "reshard", "param_sync")),
-    ("validation", ("testing",)),
-    ("checkpoint", ("save_checkpoint",)),
-)
 # verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen while
 # generation runs concurrently elsewhere: there ``gen`` is a wait for samples, not generation.
 V1_MARKER = "training/off_policy/"
@@ -44,7 +33,7 @@ V1_PHASES = tuple((name, ("gen", *names) if name == "sample_wait" else tuple(n f
                   for name, names in PHASES)
 # verl times the profiler's start and stop outside timing_s/step (0 on steps not profiled): known, no phase
 OUTSIDE_STEP = ("timing_s/start_profile", "timing_s/stop_profile")
-STEP_KEYS = ("timing_s/step", "perf/time_per_step")
+STEP_KEYS = HEADLINE_KEYS["step_time"]
 THROUGHPUT_KEYS = ("perf/throughput",)
 
 VERL_DOC = "verl"  # verl's docs/algo/rollout_corr.md (the UI names the source in the user's language)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rlcockpit.metrics.headline import HEADLINE_KEYS
 from rlcockpit.redact import redact_text
 from rlcockpit.store.base import Store
 from rlcockpit.tracking.convert import rows_to_columns
@@ -92,18 +93,10 @@ class JsonlSink(Sink):
             if f is not None:
                 f.close()
 
-# Keys shown by the console view, first match per slot (canonical verl key or an alias of it).
-CONSOLE_KEYS = (
-    ("reward", ("critic/score/mean", "train/reward", "reward")),
-    ("acc", ("val-core/arith/acc/mean@1",)),
-    ("kl", ("actor/kl_loss", "actor/reward_kl_penalty", "train/kl_div", "kl")),
-    ("entropy", ("actor/entropy", "train/entropy", "entropy")),
-    ("pg_loss", ("actor/pg_loss", "train/loss", "loss")),
-    ("clipfrac", ("actor/pg_clipfrac",)),
-    ("grad", ("actor/grad_norm", "grad_norm")),
-    ("len", ("response_length/mean", "completions/mean_length")),
-    ("s/step", ("timing_s/step", "perf/time_per_step")),
-)
+# Keys shown by the console view: its label -> the headline slot (first candidate logged wins).
+CONSOLE_KEYS = tuple((label, HEADLINE_KEYS[slot]) for label, slot in (
+    ("reward", "reward"), ("acc", "val_acc"), ("kl", "kl"), ("entropy", "entropy"), ("pg_loss", "pg_loss"),
+    ("clipfrac", "clipfrac"), ("grad", "grad_norm"), ("len", "resp_len"), ("s/step", "step_time")))
 
 @SINKS.register("console")
 class ConsoleSink(Sink):
