@@ -156,7 +156,7 @@ def _mrope(text: dict[str, Any]) -> list[int]:
 
 def vl_inputs(spec: dict[str, Any], rows: int) -> tuple[list[int], dict[str, Any]]:
     """A VL scenario's image part of a prompt (vision start, image tokens, vision end) and ``rows`` rows' padded
-    image tensors as ``trainer/vl_inputs.vl_batch`` gives them (one ``image_px`` square picture a row)."""
+    image tensors as ``trainer/vision/inputs.vl_batch`` gives them (one ``image_px`` square picture a row)."""
     import torch
 
     v, side = spec["model"]["text_config"]["vocab_size"], spec["train"]["image_px"] // 14
@@ -228,11 +228,11 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     torch.manual_seed(0)
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    import rlcockpit.trainer.update as upd
+    import rlcockpit.trainer.update.ppo as upd
     from rlcockpit.trainer.config import load_config
     from rlcockpit.trainer.host_memory import return_freed_memory_to_os
     from rlcockpit.trainer.models import autocast_factory, load_actor_and_ref
-    from rlcockpit.trainer.rollout import SamplingParams
+    from rlcockpit.trainer.rollout.engine import SamplingParams
     from rlcockpit.trainer.state import make_engine, make_optimizer
     from rlcockpit.trainer.step_inputs import policy_passes
 

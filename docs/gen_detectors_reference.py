@@ -19,14 +19,14 @@ OUTPUT = Path(__file__).resolve().with_name("detectors-reference.md")
 
 # detector module -> section title, in display order
 GROUPS = {
-    "rlcockpit.health.detectors_loss": "Optimisation: loss, gradients, critic",
-    "rlcockpit.health.detectors_policy": "Policy: KL, update size, entropy",
-    "rlcockpit.health.detectors_reward": "Reward",
-    "rlcockpit.health.detectors_length": "Response length",
-    "rlcockpit.health.detectors_samples": "Samples (from `run.log_samples`)",
-    "rlcockpit.health.detectors_memory": "Memory",
-    "rlcockpit.health.detectors_system": "Pipeline and performance",
-    "rlcockpit.health.detectors_trend": "Slow failures by their trend",
+    "rlcockpit.health.detectors.loss": "Optimisation: loss, gradients, critic",
+    "rlcockpit.health.detectors.policy": "Policy: KL, update size, entropy",
+    "rlcockpit.health.detectors.reward": "Reward",
+    "rlcockpit.health.detectors.length": "Response length",
+    "rlcockpit.health.detectors.samples": "Samples (from `run.log_samples`)",
+    "rlcockpit.health.detectors.memory": "Memory",
+    "rlcockpit.health.detectors.system": "Pipeline and performance",
+    "rlcockpit.health.detectors.trend": "Slow failures by their trend",
 }
 
 

@@ -38,7 +38,7 @@ venv_install_rlcockpit "$VENV" "peft>=0.12" "omegaconf>=2.3"
 HF_HUB_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 "$VENV/bin/python" - <<'PY'
 import torch, transformers, vllm
 from vllm import LLM, SamplingParams  # noqa: F401 - the engine entry points the rollout uses
-import rlcockpit.trainer.rollout_vllm  # noqa: F401
+import rlcockpit.trainer.rollout.vllm  # noqa: F401
 print(f"setup_vllm_env: vllm {vllm.__version__} (torch {torch.__version__}, transformers "
       f"{transformers.__version__}) imports on CPU")
 PY

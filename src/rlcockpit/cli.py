@@ -23,7 +23,7 @@ from rlcockpit.store.base import StoreError
 from rlcockpit.sweeps import cli as sweeps_cli
 from rlcockpit.tracking import cli as tracking_cli
 from rlcockpit.trainer import cli as trainer_cli
-from rlcockpit.trainer import generate as generate_cli
+from rlcockpit.trainer.rollout import generate as generate_cli
 from rlcockpit.ui import cli as ui_cli
 
 # Plain imports: a broken command module fails loudly here instead of its commands quietly vanishing.

@@ -47,7 +47,7 @@ def trainer_keys() -> list[str]:
 
 def verl_inactive_reason() -> Any:
     """Advice checks an override against verl's precedence rules before printing it (issue 24)."""
-    from rlcockpit.trainer.config_verl import inactive_reason
+    from rlcockpit.trainer.config.verl import inactive_reason
 
     return inactive_reason
 
@@ -55,8 +55,8 @@ def verl_inactive_reason() -> Any:
 def trainer_defaults() -> Any:
     """``framework -> {verl path: default}``: what a verl run (verl 0.9.1's defaults) or a run of rlcockpit's
     trainer runs with where its config is silent; advice compares against it."""
-    from rlcockpit.trainer.config_load import defaults_table
-    from rlcockpit.trainer.config_verl import VERL_DEFAULT_DIFFERENCES, VERL_DEFAULT_VALUES
+    from rlcockpit.trainer.config.load import defaults_table
+    from rlcockpit.trainer.config.verl import VERL_DEFAULT_DIFFERENCES, VERL_DEFAULT_VALUES
 
     def defaults(framework: str) -> dict[str, Any]:
         table = defaults_table()

@@ -70,7 +70,7 @@ def test_config_reference_lists_every_key_and_only_real_keys() -> None:
     import re
 
     from rlcockpit.trainer.config import all_keys, schema_keys
-    from rlcockpit.trainer.config_keys import KEY_ALIASES, canonical_key, no_effect_reason
+    from rlcockpit.trainer.config.keys import KEY_ALIASES, canonical_key, no_effect_reason
 
     text = (DOCS / "config-reference.md").read_text(encoding="utf-8")
     main_tables = text.split("## Aliases", 1)[0]
@@ -85,8 +85,8 @@ def test_config_reference_lists_every_key_and_only_real_keys() -> None:
 
 
 def test_config_help_comes_from_the_schema() -> None:
-    """The help column comes from ``opt(default, "help")`` in config_schema.py; losing it would empty it."""
-    from rlcockpit.trainer.config_schema import schema_fields
+    """The help column comes from ``opt(default, "help")`` in config/schema.py; losing it would empty it."""
+    from rlcockpit.trainer.config.schema import schema_fields
 
     fields = schema_fields()
     assert "prompts" in fields["actor_rollout_ref.actor.ppo_mini_batch_size"].help

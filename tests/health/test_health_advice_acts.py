@@ -1,6 +1,6 @@
 """Advice that acts (issue 24): every override a diagnosis proposes changes something in the framework it is
 written for. The oracle is verl 0.9.1's own generated config (``_generated_ppo_trainer.yaml``, shipped in the verl
-venv's package) plus verl's precedence rules (their one home, ``rlcockpit.trainer.config_verl.inactive_reason``):
+venv's package) plus verl's precedence rules (their one home, ``rlcockpit.trainer.config.verl.inactive_reason``):
 an override on a key that the generated config shadows (``clip_ratio`` under explicit ``clip_ratio_low/high``), on
 the KL path that is off, or to the value the run already has is a no-op there."""
 
@@ -16,11 +16,11 @@ import yaml
 from rlcockpit.health.advice import advise
 from rlcockpit.health.base import DETECTORS, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView, make_action
-from rlcockpit.health.detectors_policy import collapse_actions
+from rlcockpit.health.detectors.policy import collapse_actions
 from rlcockpit.health.diagnosis import diagnose_findings
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.overrides import merge_overrides
-from rlcockpit.trainer.config_verl import inactive_reason
+from rlcockpit.trainer.config.verl import inactive_reason
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATED = sorted((REPO / ".venv-verl" / "lib").glob("python*/site-packages/verl/trainer/config/"
@@ -239,7 +239,7 @@ def test_advice_renders_into_trls_vocabulary():
 def test_verls_defaults_where_rlcockpits_differ_are_verls_own():
     """A verl run that leaves a key out runs with verl's default, not rlcockpit's (gradient checkpointing: verl on,
     rlcockpit off): advice compares against verl's generated config there."""
-    from rlcockpit.trainer.config_verl import VERL_DEFAULT_VALUES
+    from rlcockpit.trainer.config.verl import VERL_DEFAULT_VALUES
 
     generated = flatten(verl_generated())
     assert {k: generated[k] for k in VERL_DEFAULT_VALUES} == VERL_DEFAULT_VALUES

@@ -9,7 +9,7 @@ from rlcockpit.health import HealthMonitor
 from rlcockpit.health.advice import advise
 from rlcockpit.health.base import Track
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.detectors_memory import creep
+from rlcockpit.health.detectors.memory import creep
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.monitor import PLAN_CACHE_SIZE
 

@@ -75,7 +75,7 @@ def test_v1_gen_time_is_a_wait_for_samples_not_generation(stale_run):
               if f["detector"] in ("bottleneck", "throughput_drop")]
     assert not [x for x in labels if "generation-bound" in x]
     from rlcockpit.health.base import Track
-    from rlcockpit.health.detectors_system import attribute_bottleneck
+    from rlcockpit.health.detectors.system import attribute_bottleneck
 
     tracks = {}
     for key in ("timing_s/step", "timing_s/gen", "timing_s/wait_for_enough_samples", "timing_s/update_actor",

@@ -39,7 +39,7 @@ def test_image_rows_are_checked_and_fail_preflight(tmp_path: Path) -> None:
 
 
 def test_image_rows_pass_with_a_vision_language_model(tmp_path: Path) -> None:
-    from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+    from rlcockpit.trainer.vision.model import build_tiny_processor, build_tiny_vl_model
 
     processor = build_tiny_processor()
     model_dir = tmp_path / "vl"
@@ -58,7 +58,7 @@ def test_the_vl_memory_estimate_counts_the_vision_tower_and_the_pixel_budget() -
     from rlcockpit.preflight.memory import ModelShape, estimate_memory
     from rlcockpit.preflight.runner import image_patches_for, model_shape_for, train_shape_for
     from rlcockpit.trainer.config import load_config
-    from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+    from rlcockpit.trainer.vision.model import build_tiny_processor, build_tiny_vl_model
 
     for family in ("qwen2_vl", "qwen2_5_vl"):  # the parameter count from config.json alone
         model = build_tiny_vl_model(build_tiny_processor(), family=family)

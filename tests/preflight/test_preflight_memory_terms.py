@@ -54,7 +54,7 @@ def test_whole_batch_pass_scales_with_the_batch_not_the_micro_batch():
     assert smaller_micro.components["log_prob_pass"] == base.components["log_prob_pass"]
     assert bigger_batch.components["log_prob_pass"] == 2 * base.components["log_prob_pass"]
     assert base.peak_phase == "log_prob_passes"  # 64 rows x 256 tokens x 152k vocabulary at once
-    # the chunked output layer (fused_logprobs.py) scores hidden states: no whole-batch logits
+    # the chunked output layer (update/fused_logprobs.py) scores hidden states: no whole-batch logits
     fused = estimate_memory(m, dataclasses.replace(t, fused_head=True))
     assert fused.components["log_prob_pass"] < base.components["log_prob_pass"] / 10
 

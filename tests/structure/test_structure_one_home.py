@@ -107,7 +107,7 @@ def test_no_second_copy_of_a_table(name: str) -> None:
 
 
 def test_a_copied_table_is_caught() -> None:
-    """The relation check sees a renamed, reordered, inverted copy (as ``trainer/config.py``'s ``_SHORT`` was)."""
+    """The relation check sees a renamed, reordered, inverted copy (as ``trainer/config/__init__.py``'s ``_SHORT`` was)."""
     copy = '_SHORT = (("actor_rollout_ref.model.", "actor.model."), ("actor_rollout_ref.actor.", "actor."),\n' \
            '          ("actor_rollout_ref.rollout.", "rollout."))\n'
     assert len(table_relations(keys.PREFIX_ALIASES) & file_relations(copy)) >= COPY_AT
@@ -120,7 +120,8 @@ def test_a_copied_table_is_caught() -> None:
 def test_the_readers_read_the_home_tables() -> None:
     """The modules that used to keep their own copies now hand out the home's objects."""
     from rlcockpit.health import config_view
-    from rlcockpit.trainer import config_keys, guardrails
+    from rlcockpit.trainer import guardrails
+    from rlcockpit.trainer.config import keys as config_keys
     from rlcockpit.ui import analysis, panels
 
     assert config_keys.PREFIX_ALIASES is keys.PREFIX_ALIASES and config_keys.KEY_ALIASES is keys.KEY_ALIASES

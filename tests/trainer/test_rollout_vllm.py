@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import rlcockpit
-from rlcockpit.trainer.rollout_check import rollout_probs_metrics
-from rlcockpit.trainer.rollout_vllm import VLLMSettings, cpu_lacks_vllm_isa
+from rlcockpit.trainer.rollout.check import rollout_probs_metrics
+from rlcockpit.trainer.rollout.vllm import VLLMSettings, cpu_lacks_vllm_isa
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
@@ -104,7 +104,7 @@ def test_rlcockpit_train_with_vllm_rollout_logs_verl_mismatch_metrics(vllm_pytho
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed in this venv")
 def test_without_vllm_the_trainer_falls_back_to_the_builtin_engine_and_says_so(tiny_cfg):
-    from rlcockpit.trainer.rollout import HFRolloutEngine
+    from rlcockpit.trainer.rollout.engine import HFRolloutEngine
     from rlcockpit.trainer.state import make_engine
 
     lines: list[str] = []

@@ -16,11 +16,11 @@ from trainer_batches import PROMPTS, mixed_length_batch, tiny_policy
 
 import rlcockpit
 from rlcockpit.algos import ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES, agg_loss
-from rlcockpit.trainer import update
 from rlcockpit.trainer.config import ConfigError, load_config
 from rlcockpit.trainer.loop import train
 from rlcockpit.trainer.models import forward_logprobs
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, SamplingParams
+from rlcockpit.trainer.update import ppo as update
 
 FIXTURE = Path(__file__).parents[1] / "algos" / "verl_oracle" / "fixture.npz"
 

@@ -16,7 +16,7 @@ from rlcockpit.trainer.config import (
     set_key,
     to_dict,
 )
-from rlcockpit.trainer.config_schema import schema_fields
+from rlcockpit.trainer.config.schema import schema_fields
 
 
 def test_presets_load_and_overrides_apply():

@@ -1,7 +1,7 @@
 """Data-parallel training on CPU (gloo): the same config on 1 and on 2 processes trains the same way, and
 a checkpoint written by 2 ranks resumes on 1.
 
-Why the curves can be compared tightly: rows draw their samples from per-row seeds (rollout_seeds.py),
+Why the curves can be compared tightly: rows draw their samples from per-row seeds (rollout/seeds.py),
 so both runs generate the very same responses; advantages are computed on the whole gathered batch;
 each rank's loss is aggregated with the whole mini-batch's token counts and the gradients are summed,
 so the 2-rank gradient is the 1-rank one up to float summation order (fp32: ~1e-7 relative per

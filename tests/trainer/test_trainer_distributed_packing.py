@@ -8,7 +8,7 @@ import torch
 
 from rlcockpit.trainer.config import load_config, no_effect_table
 from rlcockpit.trainer.models import forward_policy
-from rlcockpit.trainer.packing import forward_packed, pack_rows, packed_inputs
+from rlcockpit.trainer.update.packing import forward_packed, pack_rows, packed_inputs
 
 # (prompt length, response length) per row of a (6, 7 + 5) batch: left-padded prompts, right-padded responses
 LENGTHS = [(7, 5), (3, 2), (5, 5), (1, 1), (7, 3), (3, 2)]
@@ -76,7 +76,7 @@ def test_packing_positions_restart_per_row_and_cut_the_padding():
 
 def test_breaking_the_restart_changes_the_result(monkeypatch):
     """The comparison above can fail: positions that do not restart mix rows inside a bin."""
-    import rlcockpit.trainer.packing as packing
+    import rlcockpit.trainer.update.packing as packing
 
     model = _model("qwen2")
     ids, mask = _batch()
@@ -131,7 +131,7 @@ def test_training_with_use_remove_padding_matches_the_padded_run(hf_assets, tmp_
 def test_a_grpo_batch_takes_the_cheaper_of_packing_and_prompt_sharing(monkeypatch):
     """n samples of one prompt with full-length answers: running the prompt once beats packing it n times,
     so forward_packed takes the shared-prefix pass (same log-probs); with distinct prompts it packs."""
-    import rlcockpit.trainer.packing as packing
+    import rlcockpit.trainer.update.packing as packing
 
     model = _model("qwen2").eval()
     g = torch.Generator().manual_seed(3)

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from rlcockpit.trainer.config import load_config
-from rlcockpit.trainer.distributed import Dist, setup
+from rlcockpit.trainer.distributed.group import Dist, setup
 from rlcockpit.trainer.launch import check_launch, needs_launch, node_ranks
-from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
-from rlcockpit.trainer.rollout_seeds import row_seed
+from rlcockpit.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+from rlcockpit.trainer.rollout.seeds import row_seed
 
 
 def _engine():
@@ -45,8 +45,8 @@ def test_a_rows_samples_depend_on_its_seed_not_on_the_batch_split():
 
 
 def test_seeded_draws_follow_the_distribution():
-    from rlcockpit.trainer.rollout_seeds import row_uniforms
-    from rlcockpit.trainer.sampling import sample_with_uniforms
+    from rlcockpit.trainer.rollout.sampling import sample_with_uniforms
+    from rlcockpit.trainer.rollout.seeds import row_uniforms
 
     probs = torch.tensor([0.1, 0.0, 0.6, 0.3])
     u = row_uniforms([row_seed(7, i) for i in range(4000)], 1)[:, 0]

@@ -15,7 +15,7 @@ import torch
 
 from rlcockpit.trainer.config import TinyModelConfig
 from rlcockpit.trainer.models import forward_logprobs, forward_policy
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams, left_pad
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, SamplingParams, left_pad
 from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
 
 SMALL = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
@@ -139,7 +139,7 @@ def test_shared_prefix_matches_with_lora_adapters():
 
 def _reference_sample(model, prompts: list[list[int]], params: SamplingParams, pad: int, eos: int) -> torch.Tensor:
     """One cache-free forward per row per step, sampled with the same calls as the engine."""
-    from rlcockpit.trainer.sampling import sample_next_token
+    from rlcockpit.trainer.rollout.sampling import sample_next_token
 
     seqs = [list(p) for p in prompts]
     finished = torch.zeros(len(seqs), dtype=torch.bool)
@@ -221,8 +221,8 @@ def test_critic_values_of_duplicate_rows_are_computed_once_and_match():
 
 def test_update_actor_takes_the_same_step_with_and_without_sharing(monkeypatch):
     """The whole PPO update (micro-batches, clipping, metrics) is unchanged by the fast path."""
-    from rlcockpit.trainer import update
     from rlcockpit.trainer.config import load_config
+    from rlcockpit.trainer.update import ppo as update
 
     cfg = load_config(overrides=["actor.ppo_mini_batch_size=4", "rollout.n=4", "actor.ppo_micro_batch_size=6",
                                  "actor.entropy_coeff=0.01", "actor.ppo_epochs=2"])

@@ -3,8 +3,8 @@ from __future__ import annotations
 import torch
 
 from rlcockpit.trainer.config import TinyModelConfig
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, SamplingParams, response_mask_from_eos
-from rlcockpit.trainer.sampling import filter_logits, sample_next_token
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, SamplingParams, response_mask_from_eos
+from rlcockpit.trainer.rollout.sampling import filter_logits, sample_next_token
 from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
 
 

@@ -7,14 +7,9 @@ import pytest
 import torch
 
 import rlcockpit.trainer.models as models
-from rlcockpit.trainer.fused_logprobs import chunk_rows, output_head, token_logprobs
-from rlcockpit.trainer.rollout import (
-    ROLLOUT_ENGINES,
-    SamplingParams,
-    cache_kwarg,
-    left_pad,
-)
-from rlcockpit.trainer.sampling import sample_categorical
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, SamplingParams, cache_kwarg, left_pad
+from rlcockpit.trainer.rollout.sampling import sample_categorical
+from rlcockpit.trainer.update.fused_logprobs import chunk_rows, output_head, token_logprobs
 
 
 def _qwen2(vocab: int = 300, seed: int = 0, tie: bool = True):
@@ -67,9 +62,9 @@ def test_fused_logprobs_entropy_loss_and_grads_match_the_logits_path(share, tie,
 def test_fused_logprobs_over_several_chunks_match_log_softmax(save_bytes, monkeypatch):
     """Chunks smaller than the rows (the big-vocabulary case) give the same values and gradients, with the
     log-softmax kept for the backward or recomputed there."""
-    monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.SAVE_BYTES", save_bytes)
-    monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.MIN_CHUNK_ROWS", 3)
-    monkeypatch.setattr("rlcockpit.trainer.fused_logprobs.CHUNK_BYTES", 4 * 50 * 3)
+    monkeypatch.setattr("rlcockpit.trainer.update.fused_logprobs.SAVE_BYTES", save_bytes)
+    monkeypatch.setattr("rlcockpit.trainer.update.fused_logprobs.MIN_CHUNK_ROWS", 3)
+    monkeypatch.setattr("rlcockpit.trainer.update.fused_logprobs.CHUNK_BYTES", 4 * 50 * 3)
     assert chunk_rows(50, 20) == 3
     torch.manual_seed(0)
     head = torch.nn.Linear(16, 50, bias=True)
@@ -123,7 +118,7 @@ def test_inverse_cdf_sampling_has_the_categorical_distribution():
 def test_inverse_cdf_gives_each_draw_its_rows_token_whatever_the_row_order():
     """Draws that index their distributions in a permuted order (a rollout whose rows have all diverged),
     repeat them, or take them one to one: each draw gets the token its own row alone would give."""
-    from rlcockpit.trainer.sampling import inverse_cdf
+    from rlcockpit.trainer.rollout.sampling import inverse_cdf
 
     g = torch.Generator().manual_seed(3)
     probs = torch.softmax(torch.randn(6, 50, generator=g) * 3, -1)
@@ -182,9 +177,9 @@ def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind, 
     as the model's forward over the whole sequence (with its mask and positions), with the decode step's
     weights pre-packed for MKL (packed for more rows than the steps have), transposed copies (a torch
     without MKL), and the model's own (a model too big for the copies)."""
-    import rlcockpit.trainer.lean_decoder as lean
-    from rlcockpit.trainer.kv_cache import preallocated_cache
-    from rlcockpit.trainer.lean_decoder import lean_forward
+    import rlcockpit.trainer.rollout.lean_decoder as lean
+    from rlcockpit.trainer.rollout.kv_cache import preallocated_cache
+    from rlcockpit.trainer.rollout.lean_decoder import lean_forward
 
     if layout == "packed":
         assert lean._mkl_packing(), "this x86 torch build has MKL's packed GEMM"
@@ -213,7 +208,7 @@ def test_lean_decoder_gives_the_models_own_logits_over_prefill_and_decode(kind, 
 
 def test_lean_decoder_rotary_table_grows_with_the_positions():
     """The cos/sin rows for positions past the first table (256) are the rotary module's own."""
-    from rlcockpit.trainer.lean_decoder import _Plan
+    from rlcockpit.trainer.rollout.lean_decoder import _Plan
 
     model = _family("qwen2")
     plan = _Plan(model)
@@ -228,8 +223,8 @@ def test_lean_decoder_rotary_table_grows_with_the_positions():
 
 def test_lean_decoder_under_bf16_autocast_matches_the_model():
     """Autocast (the trainer's bf16 on CPU): the projections run in bf16 as the model's would."""
-    from rlcockpit.trainer.kv_cache import preallocated_cache
-    from rlcockpit.trainer.lean_decoder import lean_forward
+    from rlcockpit.trainer.rollout.kv_cache import preallocated_cache
+    from rlcockpit.trainer.rollout.lean_decoder import lean_forward
 
     model = _family("qwen2")
     ids, mask = left_pad([list(range(5, 12)), list(range(20, 24))], 0, "cpu")
@@ -243,7 +238,7 @@ def test_lean_decoder_under_bf16_autocast_matches_the_model():
 def test_lean_decoder_refuses_what_it_does_not_compute_exactly():
     from peft import LoraConfig, get_peft_model
 
-    from rlcockpit.trainer.lean_decoder import lean_forward
+    from rlcockpit.trainer.rollout.lean_decoder import lean_forward
 
     model = _family("qwen2")
     handle = model.model.layers[0].register_forward_hook(lambda m, a, o: o)

@@ -18,7 +18,7 @@ from verl_effective_config import verl_effective_configs
 from verl_scripts import script_overrides
 
 from rlcockpit.trainer.config import flat_values, load_config
-from rlcockpit.trainer.config_schema import schema_fields
+from rlcockpit.trainer.config.schema import schema_fields
 
 DOC = Path(__file__).parents[2] / "docs" / "config-reference.md"
 # only paths (verl's placeholders under /home/user): rlcockpit needs data files to leave its built-in demo task
@@ -166,7 +166,7 @@ def test_a_config_error_is_one_line_through_every_entry(entry, tmp_path):
 def test_verls_precedence_rules_say_which_overrides_change_nothing():
     import rlcockpit.defaults  # noqa: F401 - registers the provider health's advice asks
     from rlcockpit.registry import PROVIDERS
-    from rlcockpit.trainer.config_verl import inactive_reason
+    from rlcockpit.trainer.config.verl import inactive_reason
 
     assert PROVIDERS.get("verl_inactive_reason")() is inactive_reason
     verl = flat_values(load_config(overrides=PLACEHOLDERS, validate=False, log=None))  # gae, no KL anywhere

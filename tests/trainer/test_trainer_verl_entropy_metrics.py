@@ -24,9 +24,9 @@ import torch
 from trainer_batches import mixed_length_batch, tiny_policy
 
 from rlcockpit.algos import LOSS_AGG_MODES
-from rlcockpit.trainer import update
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.models import forward_policy
+from rlcockpit.trainer.update import ppo as update
 
 VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
 MODES = sorted(LOSS_AGG_MODES.names())

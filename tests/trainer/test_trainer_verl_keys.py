@@ -16,7 +16,7 @@ import pytest
 import torch
 from verl_metric_keys import VERL_PY, verl_step_keys
 
-from rlcockpit.trainer.distributed import Dist
+from rlcockpit.trainer.distributed.group import Dist
 from rlcockpit.trainer.flops import mfu, peak_flops, train_flops
 from rlcockpit.trainer.metrics import global_seqlen_metrics, perf_metrics
 
@@ -169,7 +169,7 @@ def test_global_seqlen_balanced_is_what_each_rank_gets():
 
 
 def test_rank_rows_follow_the_update_split(tiny_cfg):
-    from rlcockpit.trainer.update import rank_rows
+    from rlcockpit.trainer.update.ppo import rank_rows
 
     cfg = tiny_cfg("actor_rollout_ref.actor.ppo_mini_batch_size=2")  # 2 prompts x n=4: mini-batches of 8 rows
     rows = rank_rows(cfg, 16, Dist(rank=0, world_size=2))

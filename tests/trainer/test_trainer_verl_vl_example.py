@@ -58,7 +58,7 @@ def _write(path: Path, rows: list[dict]) -> None:
 
 
 def _tiny_qwen2_5_vl(path: Path) -> Path:
-    from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+    from rlcockpit.trainer.vision.model import build_tiny_processor, build_tiny_vl_model
 
     processor = build_tiny_processor()
     build_tiny_vl_model(processor, family="qwen2_5_vl").save_pretrained(path)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from rlcockpit.trainer.vl_model import (
+from rlcockpit.trainer.vision.model import (
     build_tiny_processor,
     build_tiny_vl_model,
     mrope_positions,

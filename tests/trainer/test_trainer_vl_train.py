@@ -16,10 +16,10 @@ from PIL import Image
 
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow, load_datasets
-from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
-from rlcockpit.trainer.vl_inputs import encode_vl_row, vl_batch, vl_scoring_pass
-from rlcockpit.trainer.vl_model import VISION_TOKENS, build_tiny_processor, build_tiny_vl_model
-from rlcockpit.trainer.vl_task import draw_bars
+from rlcockpit.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+from rlcockpit.trainer.vision.inputs import encode_vl_row, vl_batch, vl_scoring_pass
+from rlcockpit.trainer.vision.model import VISION_TOKENS, build_tiny_processor, build_tiny_vl_model
+from rlcockpit.trainer.vision.task import draw_bars
 
 
 @pytest.fixture(scope="module")

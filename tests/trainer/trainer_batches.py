@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from rlcockpit.trainer.config import TinyModelConfig
-from rlcockpit.trainer.rollout import RolloutOutput, left_pad
+from rlcockpit.trainer.rollout.engine import RolloutOutput, left_pad
 from rlcockpit.trainer.tiny import build_char_tokenizer, build_tiny_model
 
 PROMPTS = ["<|user|>12+3=<|assistant|>", "<|user|>7+45=<|assistant|>"]

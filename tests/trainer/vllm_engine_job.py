@@ -18,9 +18,9 @@ def main(argv: list[str]) -> int:
     from rlcockpit.trainer.config import load_config
     from rlcockpit.trainer.data import load_datasets
     from rlcockpit.trainer.models import forward_logprobs, load_tokenizer
-    from rlcockpit.trainer.rollout import HFRolloutEngine, SamplingParams
-    from rlcockpit.trainer.rollout_check import rollout_probs_metrics
-    from rlcockpit.trainer.rollout_vllm import VLLMRolloutEngine, _weight_versions, make_vllm_engine
+    from rlcockpit.trainer.rollout.check import rollout_probs_metrics
+    from rlcockpit.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+    from rlcockpit.trainer.rollout.vllm import VLLMRolloutEngine, _weight_versions, make_vllm_engine
     from rlcockpit.trainer.state import resolve_model_path
 
     torch.set_num_threads(2)

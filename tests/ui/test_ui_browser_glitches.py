@@ -45,10 +45,10 @@ def _grpo_step_rows(n_prompts: int = 16, n: int = 16) -> list[dict]:
     import torch
 
     from rlcockpit.trainer.collect import Experience
-    from rlcockpit.trainer.config_schema import TrainerConfig
+    from rlcockpit.trainer.config.schema import TrainerConfig
     from rlcockpit.trainer.data import PromptRow
     from rlcockpit.trainer.metrics import sample_rows
-    from rlcockpit.trainer.rollout import RolloutOutput
+    from rlcockpit.trainer.rollout.engine import RolloutOutput
 
     bs = n_prompts * n
     rows = [PromptRow(f"What is {p} + {p}?", str(2 * p), "arith", text=f"What is {p} + {p}?") for p in range(n_prompts)

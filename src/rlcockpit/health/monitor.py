@@ -13,23 +13,21 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rlcockpit.health import (  # noqa: F401 - importing registers the built-in detectors
-    detectors_length,
-    detectors_loss,
-    detectors_memory,
-    detectors_offpolicy,
-    detectors_policy,
-    detectors_reward,
-    detectors_samples,
-    detectors_system,
-    detectors_trend,
-)
 from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.detectors_loss import NonFinite
-from rlcockpit.health.detectors_memory import GPU_BYTES, GPU_MEM, GPU_SPREAD, GPU_USED
-from rlcockpit.health.detectors_system import GPU_UTIL
+from rlcockpit.health.detectors import length as detectors_length  # noqa: F401 - importing registers the built-in detectors
+from rlcockpit.health.detectors import loss as detectors_loss  # noqa: F401
+from rlcockpit.health.detectors import memory as detectors_memory  # noqa: F401
+from rlcockpit.health.detectors import offpolicy as detectors_offpolicy  # noqa: F401
+from rlcockpit.health.detectors import policy as detectors_policy  # noqa: F401
+from rlcockpit.health.detectors import reward as detectors_reward  # noqa: F401
+from rlcockpit.health.detectors import samples as detectors_samples  # noqa: F401
+from rlcockpit.health.detectors import system as detectors_system  # noqa: F401
+from rlcockpit.health.detectors import trend as detectors_trend  # noqa: F401
+from rlcockpit.health.detectors.loss import NonFinite
+from rlcockpit.health.detectors.memory import GPU_BYTES, GPU_MEM, GPU_SPREAD, GPU_USED
+from rlcockpit.health.detectors.system import GPU_UTIL
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
 from rlcockpit.metrics.guide import canonical_name

@@ -5,7 +5,7 @@ accepts its older short forms (``actor.optim.lr``: verl's ``actor_rollout_ref`` 
 keys (``optim.warmup_style``), and the names TRL and the seed articles use (``learning_rate``, ``beta``,
 ``ppo_config.cliprange``). Everything that reads or writes a config key in another vocabulary reads it here:
 
-* the trainer's loader (:data:`PREFIX_ALIASES`, :data:`KEY_ALIASES`, via ``trainer/config_keys.py``) and its key
+* the trainer's loader (:data:`PREFIX_ALIASES`, :data:`KEY_ALIASES`, via ``trainer/config/keys.py``) and its key
   listings (:data:`SHORT_PREFIXES`);
 * the metric guide's knobs and advice (:func:`to_verl_key`), and the guardrails' step-size keys;
 * health's view of any run's config and the actions it writes (:data:`VERL_KEYS`, :data:`TRL_KEYS`,
@@ -179,7 +179,7 @@ ADVICE_KEYS: tuple[str, ...] = (
     "data.train_batch_size",
     "critic.optim.lr",
     "trainer.total_training_steps",
-    # verl V1 / rollout knobs of the off-policy detectors (detectors_offpolicy.py)
+    # verl V1 / rollout knobs of the off-policy detectors (detectors/offpolicy.py)
     "trainer.v1.sampler.max_off_policy_threshold",  # verl only
     "algorithm.rollout_correction.rollout_is",
     "rollout.log_prob_micro_batch_size_per_gpu",

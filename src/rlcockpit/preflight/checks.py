@@ -140,7 +140,7 @@ def load_rows_for(cfg: Any, rejected: list[str] | None = None) -> tuple[list[Any
 def check_images(cfg: Any, rows: list[Any], rejected: list[str]) -> CheckResult | None:
     """The image column (issue 28): rows left out for their images, and rows with images, which need a
     vision-language policy (the trainer stops at loading rather than train a text model on the text alone)."""
-    from rlcockpit.trainer.vl_inputs import policy_is_vl
+    from rlcockpit.trainer.vision.inputs import policy_is_vl
 
     with_images = [r for r in rows if r.images]
     if not with_images and not rejected:

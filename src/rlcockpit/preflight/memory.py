@@ -158,7 +158,7 @@ class TrainShape:
     share_prefix: bool = True  # actor.share_prefix: a group's prompt runs once in the update
     entropy_grad: bool = False  # entropy bonus: backward through the (tokens, vocab) softmax
     temperature: float = 1.0  # rollout temperature: the log-prob pass divides the logits by it (one more copy)
-    fused_head: bool | None = None  # log-probs from hidden states in chunks (trainer/fused_logprobs.py); None:
+    fused_head: bool | None = None  # log-probs from hidden states in chunks (trainer/update/fused_logprobs.py); None:
     # decided from the model type (Qwen2/Qwen3/Llama/Mistral without LoRA or the exact KL use it)
     optimizer_state_bytes: int = 8  # AdamW: fp32 exp_avg + exp_avg_sq per trainable parameter
     offload_optimizer: bool = False  # optimizer states (and fp32 grads) kept in host memory

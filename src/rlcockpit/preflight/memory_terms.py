@@ -1,7 +1,7 @@
 """The terms of the memory estimate: what the trainer holds in each phase of a step, in bytes.
 
 Why phases: the phases of one RL step do not overlap, so the peak is the static part plus the largest
-phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inputs.py``, ``models.py``,
+phase. Each term follows the trainer's code (``trainer/rollout/engine.py``, ``step_inputs.py``, ``models.py``,
 ``update.py``) and was checked against the phase peaks ``bench/memory_estimate.py`` measures:
 
 * static: actor weights (fp32: the trainer keeps fp32 weights and autocasts), the reference copy, AdamW's two
@@ -9,7 +9,7 @@ phase. Each term follows the trainer's code (``trainer/rollout.py``, ``step_inpu
   carries them);
 * rollout: the KV cache of every row for prompt + response, one layer's copy while it grows, the prefill of
   each distinct prompt, the sampler's (rows, vocab) temporaries, and the decode step's own layout of the
-  weights (``trainer/lean_decoder.py``: stacked q/k/v; on CPU transposed copies while they are small);
+  weights (``trainer/rollout/lean_decoder.py``: stacked q/k/v; on CPU transposed copies while they are small);
 * old-log-prob / reference passes: no-grad forwards over the *whole* batch at once (not micro-batched), so
   (rows, response, vocab) logits with their fp32 copy and the log-sum-exp temporary, or the shared-prefix
   pass's KV cache for every row;
@@ -97,12 +97,12 @@ def logit_bytes_per_element(e: int, t: TrainShape) -> int:
 
 
 def uses_fused_head(m: ModelShape, t: TrainShape) -> bool:
-    """Whether the trainer scores with the chunked output layer (``trainer/fused_logprobs.py``): the families it
+    """Whether the trainer scores with the chunked output layer (``trainer/update/fused_logprobs.py``): the families it
     knows, unless LoRA wraps the head itself (adapters on the projections leave it a plain Linear) or the
     exact KL needs the full log-softmax."""
     if t.fused_head is not None:
         return t.fused_head
-    from rlcockpit.trainer.fused_logprobs import FUSED_MODEL_TYPES
+    from rlcockpit.trainer.update.fused_logprobs import FUSED_MODEL_TYPES
 
     lora_head = bool(t.lora_rank) and "lm_head" in t.lora_targets
     return m.model_type in FUSED_MODEL_TYPES and not t.full_vocab_kl and not lora_head
@@ -113,7 +113,7 @@ def fused_logit_bytes(m: ModelShape, tokens: int, backward: bool, e: int = FP32)
     layer's weight cast to the autocast dtype (``e`` bytes < fp32); and when a backward follows, the whole
     log-softmax kept for it (when it fits ``SAVE_BYTES``) and each chunk's weight-gradient product (in the
     matmul dtype, then its fp32 copy) before it adds into the accumulated gradient."""
-    from rlcockpit.trainer.fused_logprobs import SAVE_BYTES, chunk_rows
+    from rlcockpit.trainer.update.fused_logprobs import SAVE_BYTES, chunk_rows
 
     chunk = chunk_rows(m.vocab, tokens) * m.vocab * FP32
     full = tokens * m.vocab * FP32
@@ -145,7 +145,7 @@ def pass_bytes(m: ModelShape, t: TrainShape) -> int:
 
 
 def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
-    """(KV cache, transients) of generating the whole batch at once (``trainer/rollout.py``)."""
+    """(KV cache, transients) of generating the whole batch at once (``trainer/rollout/engine.py``)."""
     e = DTYPE_BYTES[t.compute_dtype]
     rows = t.train_batch_size * t.rollout_n
     seq = t.prompt_length + t.response_length
@@ -160,10 +160,10 @@ def rollout_bytes(m: ModelShape, t: TrainShape) -> tuple[int, int]:
 
 
 def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
-    """The lean decode step's weight layout for one rollout (``trainer/lean_decoder.py``, the families it
+    """The lean decode step's weight layout for one rollout (``trainer/rollout/lean_decoder.py``, the families it
     knows): every projection and the output layer transposed on CPU while that fits ``TRANSPOSED_BYTES``,
     else only q/k/v stacked into one matrix."""
-    from rlcockpit.trainer.lean_decoder import FAMILIES, TRANSPOSED_BYTES
+    from rlcockpit.trainer.rollout.lean_decoder import FAMILIES, TRANSPOSED_BYTES
 
     if m.model_type not in FAMILIES or t.lora_rank:
         return 0
@@ -175,7 +175,7 @@ def decode_weight_bytes(m: ModelShape, t: TrainShape) -> int:
 
 
 def vision_bytes(m: ModelShape, t: TrainShape, rows: int, grad: bool) -> int:
-    """The vision tower over ``rows`` rows' images (a VL model; ``trainer/vl_inputs.py``): every pass runs it on
+    """The vision tower over ``rows`` rows' images (a VL model; ``trainer/vision/inputs.py``): every pass runs it on
     every row (no prompt sharing), at ``image_patches`` patches a prompt (the processor's ``max_pixels``).
     The step's padded ``pixel_values`` and the pass's concatenated copy (fp32), and with ``grad`` what each
     block saves for backward per patch (as a decoder layer's, at the tower's width: norms in fp32, q/k/v,

@@ -39,9 +39,9 @@ def model_shape_for(cfg: Any) -> ModelShape:
     """Shapes of ``actor.model.path`` from its ``config.json`` (no weights), or of the tiny model."""
     m = cfg.model
     if m.path == "tiny" and cfg.data.builtin.name == "bars" and not cfg.data.train_files:
-        from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+        from rlcockpit.trainer.vision.model import build_tiny_processor, build_tiny_vl_model
 
-        t = m.tiny  # the vision demo's Qwen2-VL (trainer/vl_task.py): its config, built without weights' cost
+        t = m.tiny  # the vision demo's Qwen2-VL (trainer/vision/task.py): its config, built without weights' cost
         return ModelShape.from_hf_config(build_tiny_vl_model(build_tiny_processor(), hidden=t.hidden_size,
                                                              layers=t.num_layers, heads=t.num_heads).config.to_dict())
     if m.path == "tiny":
@@ -63,8 +63,8 @@ def image_patches_for(cfg: Any, shape: ModelShape | None = None) -> int:
     shape = shape or model_shape_for(cfg)
     if shape.vision is None:
         return 0
-    from rlcockpit.trainer.vl_data import max_pixels_of
-    from rlcockpit.trainer.vl_model import TINY_MAX_PIXELS
+    from rlcockpit.trainer.vision.data import max_pixels_of
+    from rlcockpit.trainer.vision.model import TINY_MAX_PIXELS
 
     if cfg.model.path == "tiny":
         pixels = TINY_MAX_PIXELS
@@ -80,7 +80,7 @@ def train_shape_for(cfg: Any, device: str, prompt_length: int | None = None,
                     image_patches: int = 0) -> TrainShape:
     """The memory-relevant settings of a trainer config, as the trainer will run them on ``device``. A VL
     model (``image_patches`` > 0): the prompt gains the image's tokens, and the passes run whole rows with their
-    images (no prompt sharing, no chunked output layer: ``trainer/vl_inputs.py``)."""
+    images (no prompt sharing, no chunked output layer: ``trainer/vision/inputs.py``)."""
     from rlcockpit.algos import kl_needs_full_vocab
     from rlcockpit.trainer.config import micro_batch_size
     from rlcockpit.trainer.launch import node_ranks

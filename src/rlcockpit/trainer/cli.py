@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from rlcockpit.trainer.config_keys import SEED_FLAGS
+from rlcockpit.trainer.config.keys import SEED_FLAGS
 
 STRING_FLAGS = ("project", "group", "entity", "exp_name")
 
@@ -152,7 +152,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from rlcockpit.registry import PROVIDERS
     from rlcockpit.trainer.config import load_config, to_dict
-    from rlcockpit.trainer.distributed_run import env_rank
+    from rlcockpit.trainer.distributed.run import env_rank
     from rlcockpit.trainer.launch import finish_group, launch, needs_launch
     from rlcockpit.trainer.loop import train
 

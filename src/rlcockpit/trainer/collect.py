@@ -24,9 +24,9 @@ from rlcockpit.trainer.data import PromptLoader, PromptRow
 from rlcockpit.trainer.filter_metric import filter_metric_values
 from rlcockpit.trainer.profiling import phase
 from rlcockpit.trainer.rewards import RewardManager, extra_metrics
-from rlcockpit.trainer.rollout import RolloutEngine, RolloutOutput, SamplingParams
+from rlcockpit.trainer.rollout.engine import RolloutEngine, RolloutOutput, SamplingParams
 from rlcockpit.trainer.val_metrics import validation_metrics
-from rlcockpit.trainer.vl_inputs import vl_batch
+from rlcockpit.trainer.vision.inputs import vl_batch
 
 
 @dataclass
@@ -58,7 +58,7 @@ def val_sampling_params(cfg: Config) -> SamplingParams:
 
 
 def generate_rows(engine: RolloutEngine, rows: list[PromptRow], params: SamplingParams) -> RolloutOutput:
-    """Sample the rows' prompts; rows with images hand their image tensors to the engine too (vl_inputs.py)."""
+    """Sample the rows' prompts; rows with images hand their image tensors to the engine too (vision/inputs.py)."""
     mm = vl_batch(rows)
     return engine.generate([r.input_ids for r in rows], params, **({"mm": mm} if mm else {}))
 

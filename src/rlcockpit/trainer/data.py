@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.trainer.config import BuiltinDataConfig, DataConfig
-from rlcockpit.trainer.vl_data import DEFAULT_MAX_PIXELS, ImageCellError, attach_images, max_pixels_of
-from rlcockpit.trainer.vl_inputs import encode_vl_row
+from rlcockpit.trainer.vision.data import DEFAULT_MAX_PIXELS, ImageCellError, attach_images, max_pixels_of
+from rlcockpit.trainer.vision.inputs import encode_vl_row
 
 
 class DataError(ValueError):
@@ -161,7 +161,7 @@ def load_rows(files: list[str] | str, cfg: DataConfig | None = None, *, max_samp
               max_pixels: int = DEFAULT_MAX_PIXELS, rejected: list[str] | None = None) -> list[PromptRow]:
     """Rows of verl-layout files (``data.prompt_key``/``reward_fn_key`` from ``cfg``), at most ``max_samples``.
     A row whose ``data.image_key`` cell is unusable is left out with a message naming it (see
-    :mod:`rlcockpit.trainer.vl_data`); the other rows are kept. ``rejected`` (a list) receives the messages."""
+    :mod:`rlcockpit.trainer.vision.data`); the other rows are kept. ``rejected`` (a list) receives the messages."""
     files = [files] if isinstance(files, str) else list(files)
     prompt_key = cfg.prompt_key if cfg is not None else "prompt"
     source_key = cfg.reward_fn_key if cfg is not None else "data_source"
@@ -251,7 +251,7 @@ def encode_rows(rows: list[PromptRow], tokenizer: Any, cfg: DataConfig, name: st
 def builtin_rows(cfg: DataConfig, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[list[PromptRow], list[PromptRow]]:
     """The built-in task's rows, through the same checks as a file's (the vision task's images included)."""
     if cfg.builtin.name == "bars":
-        from rlcockpit.trainer.vl_task import bars_rows
+        from rlcockpit.trainer.vision.task import bars_rows
 
         tr, va = bars_rows(cfg.builtin)
     else:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.distributed import check_nodes, env_world_size
+from rlcockpit.trainer.distributed.group import check_nodes, env_world_size
 
 NO_GPU_NOTE = ("[rlcockpit] trainer.n_gpus_per_node={n} but this node has no GPU: training in one process "
                "(for CPU data-parallel say so: trainer.device=cpu trainer.n_gpus_per_node=N, or torchrun)")

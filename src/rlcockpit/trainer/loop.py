@@ -26,8 +26,8 @@ from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
-from rlcockpit.trainer.distributed_rollout import sharded_policy_passes
-from rlcockpit.trainer.distributed_run import (
+from rlcockpit.trainer.distributed.rollout import sharded_policy_passes
+from rlcockpit.trainer.distributed.run import (
     GuardrailMirror,
     NullRun,
     NullStream,
@@ -42,7 +42,7 @@ from rlcockpit.trainer.probes import log_probes
 from rlcockpit.trainer.profiling import StepProfiler, phase
 from rlcockpit.trainer.progress import Progress
 from rlcockpit.trainer.rewards import RewardFailureError
-from rlcockpit.trainer.rollout_check import rollout_probs_metrics
+from rlcockpit.trainer.rollout.check import rollout_probs_metrics
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
     State,
     apply_live,
@@ -57,8 +57,8 @@ from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's pu
 )
 from rlcockpit.trainer.state import rollback as _rollback
 from rlcockpit.trainer.step_inputs import rewards_and_advantages
-from rlcockpit.trainer.update import rank_rows, update_actor, update_critic
-from rlcockpit.trainer.vl_inputs import vl_batch
+from rlcockpit.trainer.update.ppo import rank_rows, update_actor, update_critic
+from rlcockpit.trainer.vision.inputs import vl_batch
 
 CHECKPOINT_FLUSH_S = 10.0  # how long a checkpoint waits for the steps before it to reach the store
 
@@ -99,7 +99,7 @@ def train_step(st: State, timing: dict[str, float]) -> tuple[dict[str, float], A
     o = exp.out
     batch = {"input_ids": o.input_ids, "attention_mask": o.attention_mask, "responses": o.responses,
              "response_mask": o.response_mask, "prompt_mask": o.prompt_mask,
-             **vl_batch(exp.rows)}  # a vision-language batch: each row's image tensors, row-aligned (vl_inputs.py)
+             **vl_batch(exp.rows)}  # a vision-language batch: each row's image tensors, row-aligned (vision/inputs.py)
     # verl's _balance_batch statistics (trainer.balance_batch, on by default there): tokens per rank
     metrics: dict[str, float] = global_seqlen_metrics(o.attention_mask, rank_rows(cfg, len(o.responses), st.dist))
     sharded_policy_passes(st, batch, o.rollout_log_probs, timed, timing)  # each rank its rows, gathered
@@ -241,7 +241,7 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     preflight_gate, refused = PROVIDERS.get("preflight")()
     t_start = time.time()
     tr = cfg.trainer
-    main = env_rank() == 0  # data-parallel: rank 0 speaks, tracks and checkpoints (trainer/distributed.py)
+    main = env_rank() == 0  # data-parallel: rank 0 speaks, tracks and checkpoints (trainer/distributed/group.py)
     log = log if main else quiet
     no_effect = print_config_notes(cfg, log)
     try:

@@ -18,7 +18,7 @@ import torch
 
 from rlcockpit.algos import entropy_from_logits, logprobs_from_logits
 from rlcockpit.trainer.config import Config
-from rlcockpit.trainer.fused_logprobs import output_head, token_logprobs
+from rlcockpit.trainer.update.fused_logprobs import output_head, token_logprobs
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -98,7 +98,7 @@ def load_causal_lm(cfg: Config, path: str, device: torch.device) -> Any:
     model (its causal LM with the vision tower)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
-    from rlcockpit.trainer.vl_model import vl_family
+    from rlcockpit.trainer.vision.model import vl_family
 
     m = cfg.model
     folder = Path(path).expanduser()
@@ -201,7 +201,7 @@ def forward_policy(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     """
     extras = {"sum_pi_squared": sum_pi_squared, "full_log_probs": full_log_probs}
     # log-probs/entropy straight from the hidden states where the logits are a plain output layer
-    # (fused_logprobs.py); the vocabulary-wide extras need the logits themselves
+    # (update/fused_logprobs.py); the vocabulary-wide extras need the logits themselves
     head = None if (sum_pi_squared or full_log_probs) else output_head(model)
     if not share_prefix or dropout_active(model):
         states = _response_states(model, input_ids, attention_mask, response_len, head)
@@ -277,7 +277,7 @@ def _shared_prefix_states(model: Any, input_ids: torch.Tensor, attention_mask: t
                           head: Any = None) -> torch.Tensor | None:
     """Response logits (hidden states with ``head``) computed with each distinct prompt run once; None when
     that saves < 10% of tokens."""
-    from rlcockpit.trainer.rollout import cache_kwarg, cache_kwarg_of
+    from rlcockpit.trainer.rollout.engine import cache_kwarg, cache_kwarg_of
 
     prompt_len = input_ids.size(1) - response_len
     prompts, prompt_of = torch.unique(torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len].to(

@@ -46,7 +46,7 @@ def arith_exact_match(data_source: str, solution_str: str, ground_truth: Any, ex
 @REWARDS.register("bars")
 def bars_reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None,
                 format_score: float = 0.1) -> dict[str, Any]:
-    """The built-in vision task (:mod:`rlcockpit.trainer.vl_task`): 1 for the taller bar's colour; as verl's
+    """The built-in vision task (:mod:`rlcockpit.trainer.vision.task`): 1 for the taller bar's colour; as verl's
     geo3k reward gives ``format_score`` for a well-formed wrong answer, naming the other bar's colour (a colour
     that is in the picture) gets ``format_score``; anything else 0. ``acc`` is the exact answer."""
     answer = solution_str.strip()

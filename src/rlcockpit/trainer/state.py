@@ -19,12 +19,11 @@ import torch
 
 from rlcockpit.algos import get_kl_controller
 from rlcockpit.trainer import checkpoint as ckpt
-from rlcockpit.trainer import rollout_vllm  # noqa: F401 - registers rollout.name=vllm
 from rlcockpit.trainer.config import Config, canonical, to_dict
 from rlcockpit.trainer.data import PromptLoader, load_datasets
-from rlcockpit.trainer.distributed import SINGLE, Dist, check_batch_layout
-from rlcockpit.trainer.distributed import setup as setup_distributed
-from rlcockpit.trainer.distributed_rollout import ShardedEngine, ShardedReward
+from rlcockpit.trainer.distributed.group import SINGLE, Dist, check_batch_layout
+from rlcockpit.trainer.distributed.group import setup as setup_distributed
+from rlcockpit.trainer.distributed.rollout import ShardedEngine, ShardedReward
 from rlcockpit.trainer.host_memory import return_freed_memory_to_os
 from rlcockpit.trainer.models import (
     autocast_factory,
@@ -37,9 +36,10 @@ from rlcockpit.trainer.models import (
     tokenizer_path,
 )
 from rlcockpit.trainer.rewards import RewardManager
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES
-from rlcockpit.trainer.vl_inputs import config_of, load_vl_processor, vl_engine_note
-from rlcockpit.trainer.vl_model import vl_family
+from rlcockpit.trainer.rollout import vllm as rollout_vllm  # noqa: F401 - registers rollout.name=vllm
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES
+from rlcockpit.trainer.vision.inputs import config_of, load_vl_processor, vl_engine_note
+from rlcockpit.trainer.vision.model import vl_family
 
 
 @dataclass
@@ -69,7 +69,7 @@ class State:
     ckpt_dir: Path | None = None  # where this run's checkpoints go (see checkpoint.claim_dir)
     run_id: str | None = None
     last_val: tuple[int, float] | None = None  # (step, validation accuracy) of the latest validation
-    dist: Dist = SINGLE  # this process's rank in the data-parallel group (trainer/distributed.py)
+    dist: Dist = SINGLE  # this process's rank in the data-parallel group (trainer/distributed/group.py)
 
 
 def warmup_steps(optim_cfg: Any, total_steps: int) -> int:
@@ -166,7 +166,7 @@ def build(cfg: Config, log: Any = print) -> State:
     actor, ref = load_actor_and_ref(cfg, path, device)
     critic = load_critic(cfg, path, device) if cfg.algorithm.adv_estimator == "gae" else None
     # a vision-language policy (family from its config): its image processor encodes every row's images once,
-    # so the rollout, the update and the reference all see the same pixel_values (vl_inputs.py)
+    # so the rollout, the update and the reference all see the same pixel_values (vision/inputs.py)
     processor = load_vl_processor(path, tokenizer) if vl_family(config_of(actor)) else None
     train_rows, val_rows, data_stats = load_datasets(cfg.data, tokenizer, processor)
     loader = PromptLoader(train_rows, cfg.data.train_batch_size, shuffle=cfg.data.shuffle,
@@ -178,7 +178,7 @@ def build(cfg: Config, log: Any = print) -> State:
     kc = cfg.algorithm.kl_ctrl
     for model in (actor, ref, critic):
         dist.broadcast_params(model)  # every rank starts from rank 0's weights
-    # rollout and rewards: each rank its share of the rows, per-row seeds, gathered (distributed_rollout.py)
+    # rollout and rewards: each rank its share of the rows, per-row seeds, gathered (distributed/rollout.py)
     engine = ShardedEngine(make_engine(cfg, actor, tokenizer, device, autocast, log), dist,
                            pad_token_id=tokenizer.pad_token_id)
     return State(

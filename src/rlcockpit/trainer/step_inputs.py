@@ -34,9 +34,9 @@ from rlcockpit.trainer.algo_args import (
     rollout_correction_on,
 )
 from rlcockpit.trainer.models import forward_policy, forward_values, needs_reference, reference_context
-from rlcockpit.trainer.packing import forward_packed
 from rlcockpit.trainer.state import clamp_kl
-from rlcockpit.trainer.vl_inputs import vl_scoring_pass
+from rlcockpit.trainer.update.packing import forward_packed
+from rlcockpit.trainer.vision.inputs import vl_scoring_pass
 
 Batch = dict[str, torch.Tensor]
 
@@ -66,7 +66,7 @@ def policy_passes(st: Any, batch: Batch, rollout_log_probs: torch.Tensor | None,
     full_kl = cfg.algorithm.use_kl_in_reward and kl_needs_full_vocab(cfg.algorithm.kl_penalty)
     fwd = {"temperature": cfg.rollout.temperature, "share_prefix": cfg.actor.share_prefix}
     ids, am = batch["input_ids"], batch["attention_mask"]
-    # with the batch's images (vl_inputs.py), else packed or padded (same log-probs, packing.py)
+    # with the batch's images (vision/inputs.py), else packed or padded (same log-probs, packing.py)
     score = vl_scoring_pass(batch) or (forward_packed if cfg.model.use_remove_padding else forward_policy)
     with torch.no_grad():
         if cfg.algorithm.rollout_correction.bypass_mode:

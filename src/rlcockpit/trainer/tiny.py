@@ -162,8 +162,8 @@ def prepare_tiny(tiny: TinyModelConfig, data: BuiltinDataConfig, *, seed: int, d
     """Build + warm up the tiny model (or reuse a cached one); returns an HF model directory."""
     from rlcockpit.trainer.data import builtin_sft_pairs
 
-    if data.name == "bars":  # the vision task: a tiny Qwen2-VL (vl_task.py)
-        from rlcockpit.trainer.vl_task import prepare_tiny_vl
+    if data.name == "bars":  # the vision task: a tiny Qwen2-VL (vision/task.py)
+        from rlcockpit.trainer.vision.task import prepare_tiny_vl
 
         return prepare_tiny_vl(tiny, data, seed=seed, out_dir=out_dir, cache_root=_cache_root(), log=log)
     fp = tiny_fingerprint(tiny, data, seed, dtype)

@@ -18,8 +18,8 @@ import math
 from rlcockpit.health.advice import ranked
 from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
 from rlcockpit.health.config_view import make_action
-from rlcockpit.health.detectors_memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
-from rlcockpit.health.detectors_reward import LEN, REWARD, VAL_PREFIXES, is_correctness, quality_direction
+from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
+from rlcockpit.health.detectors.reward import LEN, REWARD, VAL_PREFIXES, is_correctness, quality_direction
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
@@ -32,7 +32,7 @@ MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
     """Held-out scores (``val-core/*``, ``val/*``, ``eval/*``), second rewards (``critic/score/<fn>/mean``,
     TRL's ``rewards/<fn>/mean``), correctness fields and the perplexity of evaluation samples: the series a hacked
-    reward leaves behind (:func:`~rlcockpit.health.detectors_reward.quality_direction`). Spreads, extremes,
+    reward leaves behind (:func:`~rlcockpit.health.detectors.reward.quality_direction`). Spreads, extremes,
     lengths and losses are not scores."""
     return [k for k in tracks if quality_direction(k) != 0]
 

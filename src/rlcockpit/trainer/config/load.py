@@ -8,8 +8,8 @@ the merged result, and then every leaf is classified: a schema key is type-check
 key is kept as an extra (no effect here), anything else is an unknown key. All problems are reported
 together, so a pasted command line is fixed in one pass instead of one key per run.
 
-The override grammar, retired verl flags and verl's defaults: :mod:`rlcockpit.trainer.config_verl`; what a
-leaf may hold: :mod:`rlcockpit.trainer.config_values`.
+The override grammar, retired verl flags and verl's defaults: :mod:`rlcockpit.trainer.config.verl`; what a
+leaf may hold: :mod:`rlcockpit.trainer.config.values`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from rlcockpit.trainer.config_keys import (
+from rlcockpit.trainer.config.keys import (
     IGNORED_LEAVES,
     MATH_WARNINGS,
     NULL_IS_DEFAULT,
@@ -31,9 +31,9 @@ from rlcockpit.trainer.config_keys import (
     explicit_no_effect_keys,
     no_effect_reason,
 )
-from rlcockpit.trainer.config_schema import Config, ConfigError, FieldInfo, schema_fields
-from rlcockpit.trainer.config_values import check_choice, coerce, takes_text
-from rlcockpit.trainer.config_verl import (
+from rlcockpit.trainer.config.schema import Config, ConfigError, FieldInfo, schema_fields
+from rlcockpit.trainer.config.values import check_choice, coerce, takes_text
+from rlcockpit.trainer.config.verl import (
     apply_verl_defaults,
     loggers_with_wandb,
     parse_override_text,

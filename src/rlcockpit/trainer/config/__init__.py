@@ -1,14 +1,18 @@
-"""Trainer configuration: verl's key paths, verl's YAML and command-line grammar, typed validation.
+"""The trainer's config room: verl's key paths and defaults (``schema``), loading YAML and overrides (``load``),
+value coercion (``values``), aliases and no-effect keys (``keys``), verl's precedence rules and override
+syntax (``verl``); this module is its public face.
+
+Trainer configuration: verl's key paths, verl's YAML and command-line grammar, typed validation.
 
 Why dataclasses and not a free-form dict: a typo in a long command line (``actor_rollout_ref.actor.optim.lrr``)
 must fail before minutes of model loading, naming the closest valid key, and a value of the wrong type must
 fail naming the key and the type it expects. Why OmegaConf underneath: it is verl's own config library, so
 verl's YAML files (interpolations, ``_target_`` entries) and overrides mean here what they mean in verl.
 
-* the schema (keys, defaults, help, allowed values): :mod:`rlcockpit.trainer.config_schema`;
-* aliases and verl's engine-only keys: :mod:`rlcockpit.trainer.config_keys`;
-* parsing and merging: :mod:`rlcockpit.trainer.config_load`; verl's override grammar, retired flags and
-  defaults: :mod:`rlcockpit.trainer.config_verl`; leaf types and choices: :mod:`rlcockpit.trainer.config_values`.
+* the schema (keys, defaults, help, allowed values): :mod:`rlcockpit.trainer.config.schema`;
+* aliases and verl's engine-only keys: :mod:`rlcockpit.trainer.config.keys`;
+* parsing and merging: :mod:`rlcockpit.trainer.config.load`; verl's override grammar, retired flags and
+  defaults: :mod:`rlcockpit.trainer.config.verl`; leaf types and choices: :mod:`rlcockpit.trainer.config.values`.
 
 The resolved config is a plain nested dict (:func:`to_dict`) in verl's shape, stored with the run.
 """
@@ -23,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.metrics.keys import SHORT_PREFIXES
-from rlcockpit.trainer.config_keys import KEY_ALIASES, canonical_key, no_effect_reason
-from rlcockpit.trainer.config_load import ConfigLoader
-from rlcockpit.trainer.config_schema import (  # noqa: F401 - the public names of the config package
+from rlcockpit.trainer.config.keys import KEY_ALIASES, canonical_key, no_effect_reason
+from rlcockpit.trainer.config.load import ConfigLoader
+from rlcockpit.trainer.config.schema import (  # noqa: F401 - the public names of the config package
     ActorConfig,
     ActorRolloutRefConfig,
     AlgorithmConfig,
@@ -50,8 +54,8 @@ from rlcockpit.trainer.config_schema import (  # noqa: F401 - the public names o
     link_model,
     schema_fields,
 )
-from rlcockpit.trainer.config_values import coerce
-from rlcockpit.trainer.config_verl import parse_override_text
+from rlcockpit.trainer.config.values import coerce
+from rlcockpit.trainer.config.verl import parse_override_text
 
 # rlcockpit's older short forms of the canonical prefixes, for key listings (all are accepted as input)
 _SHORT = tuple((verl, short) for short, verl in SHORT_PREFIXES)
@@ -112,7 +116,7 @@ def set_key(cfg: Config, key: str, value: Any, *, notes: list[str] | None = None
 
 def apply_dict(cfg: Config, data: Any, *, notes: list[str] | None = None) -> Config:
     """Apply a nested mapping (or OmegaConf config) onto ``cfg`` key by key, with :func:`set_key`'s checks."""
-    from rlcockpit.trainer.config_load import flatten, to_plain
+    from rlcockpit.trainer.config.load import flatten, to_plain
 
     for key, value in flatten(dict(to_plain(data))):
         set_key(cfg, key, value, notes=notes)
@@ -120,7 +124,7 @@ def apply_dict(cfg: Config, data: Any, *, notes: list[str] | None = None) -> Con
 
 
 def _free_form() -> tuple[str, ...]:
-    from rlcockpit.trainer.config_load import free_form_keys
+    from rlcockpit.trainer.config.load import free_form_keys
 
     return free_form_keys()
 
@@ -298,7 +302,7 @@ def no_effect_table(cfg: Config) -> list[tuple[str, list[str]]]:
         groups.setdefault(why, []).append(key)
     fallback = engine_fallback(cfg)
     if fallback:
-        from rlcockpit.trainer.config_load import defaults_table
+        from rlcockpit.trainer.config.load import defaults_table
 
         defaults, values = defaults_table(), flat_values(cfg)
         given = [k for k in ENGINE_ONLY_KEYS if values.get(k) != defaults.get(k)]

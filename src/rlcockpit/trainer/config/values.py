@@ -13,7 +13,7 @@ import typing
 from functools import lru_cache
 from typing import Any
 
-from rlcockpit.trainer.config_schema import ConfigError, FieldInfo
+from rlcockpit.trainer.config.schema import ConfigError, FieldInfo
 
 
 def type_name(tp: Any) -> str:

@@ -219,7 +219,7 @@ class ValKwargsConfig:
 @dataclass
 class RolloutConfig:
     name: str = opt("hf", "rollout engine (vllm/sglang fall back to hf where not installed)",
-                    registry="rlcockpit.trainer.rollout:ROLLOUT_ENGINES", extra_choices=("vllm", "sglang"))
+                    registry="rlcockpit.trainer.rollout.engine:ROLLOUT_ENGINES", extra_choices=("vllm", "sglang"))
     n: int = opt(1, "responses sampled per prompt (the group size of GRPO/RLOO: set it >= 2 there)")
     temperature: float = opt(1.0, "sampling temperature (also used for the training log-probs)")
     top_p: float = opt(1.0, "nucleus sampling")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcockpit.trainer.config import set_key
-from rlcockpit.trainer.distributed import Dist
+from rlcockpit.trainer.distributed.group import Dist
 
 
 def env_rank() -> int:

@@ -8,7 +8,7 @@ bookkeeping, repeating the grouped K/V heads for attention.  This module runs th
 same weights and the same submodules (the RMSNorms, the MLP, the rotary embedding are called as they
 are), and does only the glue itself: one boolean mask per step, grouped-query attention as a
 ``(rows, kv_heads, group, head_dim)`` query against the unrepeated cache (exact: every query head of a
-group reads the same K/V), the cache written in place (``kv_cache.py``).
+group reads the same K/V), the cache written in place (``rollout/kv_cache.py``).
 
 Each rollout also lays the weights out for a decode step's few-row inputs (:class:`_Proj`, built per
 ``lean_forward`` call, i.e. per rollout, so they follow every update): q/k/v as one projection, and on a
@@ -37,7 +37,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from rlcockpit.trainer.fused_logprobs import has_forward_hooks
+from rlcockpit.trainer.update.fused_logprobs import has_forward_hooks
 
 FAMILIES = frozenset({"qwen2", "qwen3", "llama", "mistral"})
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")

@@ -33,7 +33,7 @@ def load_vl_processor(path: str, tokenizer: Any) -> Any:
     torchvision too."""
     from transformers import AutoImageProcessor
 
-    from rlcockpit.trainer.vl_model import VLProcessor
+    from rlcockpit.trainer.vision.model import VLProcessor
 
     images = AutoImageProcessor.from_pretrained(path, use_fast=False, local_files_only=True)
     return VLProcessor(tokenizer=tokenizer, image_processor=images)
@@ -44,7 +44,7 @@ def policy_is_vl(cfg: Any) -> bool:
     ``tiny`` one is a Qwen2-VL for the vision task), read without loading weights."""
     from pathlib import Path
 
-    from rlcockpit.trainer.vl_model import vl_family
+    from rlcockpit.trainer.vision.model import vl_family
 
     if cfg.model.path == "tiny":
         return cfg.data.builtin.name == "bars" and not cfg.data.train_files
@@ -59,8 +59,8 @@ def policy_is_vl(cfg: Any) -> bool:
 
 def encode_vl_row(processor: Any, row: Any) -> tuple[str, list[int], dict[str, torch.Tensor]]:
     """(display text, input ids with the image tokens expanded, {pixel_values, image_grid_thw}) of one row."""
-    from rlcockpit.trainer.vl_data import build_messages
-    from rlcockpit.trainer.vl_model import prompt_inputs
+    from rlcockpit.trainer.vision.data import build_messages
+    from rlcockpit.trainer.vision.model import prompt_inputs
 
     if not row.images:
         raise ValueError(f"{row.where or 'a row'}: a vision-language batch row has no images (data.image_key): "

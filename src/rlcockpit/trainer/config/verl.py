@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlcockpit.trainer.config_schema import ConfigError
-from rlcockpit.trainer.config_values import coerce
+from rlcockpit.trainer.config.schema import ConfigError
+from rlcockpit.trainer.config.values import coerce
 
 # The built-in demo task (no data.train_files) is sized for a CPU; these apply there to the keys not given.
 # Every other run, a verl command line included, gets verl's defaults (the schema's).

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from rlcockpit.trainer.tiny import build_char_tokenizer
-from rlcockpit.trainer.vl_data import build_messages
+from rlcockpit.trainer.vision.data import build_messages
 
 VISION_TOKENS = ("<|vision_start|>", "<|image_pad|>", "<|vision_end|>")
 #: model_type -> family, for the VL causal LMs transformers ships whose inputs this module builds

@@ -23,8 +23,8 @@ from rlcockpit.health.base import (
     turn_up,
 )
 from rlcockpit.health.config_view import make_action
-from rlcockpit.health.detectors_policy import collapse_causes
-from rlcockpit.health.detectors_reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
+from rlcockpit.health.detectors.policy import collapse_causes
+from rlcockpit.health.detectors.reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.rollout import ROLLOUT_ENGINES, RolloutOutput, SamplingParams, left_pad
+from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, RolloutOutput, SamplingParams, left_pad
 
 VLLM_HINT = "create it with `make vllm-env` (scripts/setup_vllm_env.sh) and run `.venv-vllm/bin/rlcockpit train ...`"
 # head sizes vLLM's CPU attention backend has kernels for (vllm/v1/attention/backends/cpu_attn.py)
@@ -234,7 +234,7 @@ class VLLMRolloutEngine:
 
         if seed is None:  # from torch's RNG: seeded runs (and resumes) repeat
             seed = int(torch.randint(0, 2**31 - 1, (1,)))
-        seed %= 2**31 - 1  # per-row seeds (rollout_seeds.py): the request's first row
+        seed %= 2**31 - 1  # per-row seeds (rollout/seeds.py): the request's first row
         return VLLMSamplingParams(
             n=n, temperature=0.0 if greedy else float(params.temperature),
             top_p=1.0 if greedy else float(params.top_p),

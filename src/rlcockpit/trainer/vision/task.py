@@ -79,7 +79,7 @@ def _fingerprint(tiny: TinyModelConfig, data: BuiltinDataConfig, seed: int) -> s
 def sft_vl(model: Any, processor: Any, examples: list[tuple[Any, str]], *, steps: int, lr: float, batch: int,
            seed: int, log: Any = print) -> float:
     """Cross-entropy on the answer tokens (and EOS) of (image, answer) pairs, with the picture in the pass."""
-    from rlcockpit.trainer.vl_model import prompt_inputs, response_logprobs
+    from rlcockpit.trainer.vision.model import prompt_inputs, response_logprobs
 
     rng = random.Random(seed)
     tok = processor.tokenizer
@@ -108,7 +108,7 @@ def sft_vl(model: Any, processor: Any, examples: list[tuple[Any, str]], *, steps
 def prepare_tiny_vl(tiny: TinyModelConfig, data: BuiltinDataConfig, *, seed: int, out_dir: str | Path | None = None,
                     cache_root: Path, log: Any = print) -> Path:
     """Build + warm up the tiny Qwen2-VL on the bars task (or reuse the cached one); an HF model directory."""
-    from rlcockpit.trainer.vl_model import build_tiny_processor, build_tiny_vl_model
+    from rlcockpit.trainer.vision.model import build_tiny_processor, build_tiny_vl_model
 
     fp = _fingerprint(tiny, data, seed)
     target = Path(out_dir) if out_dir else cache_root / f"tiny-vl-{fp}"

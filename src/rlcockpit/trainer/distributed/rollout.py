@@ -14,9 +14,9 @@ from typing import Any
 import torch
 
 from rlcockpit.trainer.collect import pad_cat
-from rlcockpit.trainer.distributed import Dist
-from rlcockpit.trainer.rollout import RolloutOutput, SamplingParams
-from rlcockpit.trainer.rollout_seeds import base_seed, row_seed
+from rlcockpit.trainer.distributed.group import Dist
+from rlcockpit.trainer.rollout.engine import RolloutOutput, SamplingParams
+from rlcockpit.trainer.rollout.seeds import base_seed, row_seed
 
 
 class ShardedEngine:

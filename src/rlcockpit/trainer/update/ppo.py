@@ -16,7 +16,7 @@ needs it: the metric must not cost another pass over the vocabulary.
 Non-finite losses or gradients do not reach the optimizer: that mini-batch's update is skipped and
 counted (``actor/nonfinite_skipped``); the loop stops the run after too many in a row.
 
-Data-parallel (``dist``, :mod:`rlcockpit.trainer.distributed`): every rank holds the whole batch, takes
+Data-parallel (``dist``, :mod:`rlcockpit.trainer.distributed.group`): every rank holds the whole batch, takes
 its share of each mini-batch, aggregates with the whole mini-batch's counts and sums gradients over the
 ranks before the step, so the update is the single-process one.
 """
@@ -44,12 +44,12 @@ from rlcockpit.algos import (
 )
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
-from rlcockpit.trainer.distributed import SINGLE, Dist
+from rlcockpit.trainer.distributed.group import SINGLE, Dist
 from rlcockpit.trainer.flops import mfu
 from rlcockpit.trainer.metrics import variance_proxy_metrics, worker_memory_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
-from rlcockpit.trainer.packing import forward_packed
-from rlcockpit.trainer.vl_inputs import vl_scoring_pass
+from rlcockpit.trainer.update.packing import forward_packed
+from rlcockpit.trainer.vision.inputs import vl_scoring_pass
 
 Batch = dict[str, torch.Tensor]
 
@@ -82,7 +82,7 @@ def _micro(cfg: Config, mini: int, dist: Dist) -> int:
 
 def _forward(cfg: Config, mb: Batch) -> Any:
     """The scoring pass: packed rows with ``model.use_remove_padding``, else the padded one (same log-probs);
-    a micro-batch with images scores with them (vl_inputs.py)."""
+    a micro-batch with images scores with them (vision/inputs.py)."""
     return vl_scoring_pass(mb) or (forward_packed if cfg.model.use_remove_padding else forward_policy)
 
 

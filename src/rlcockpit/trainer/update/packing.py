@@ -17,7 +17,7 @@ Packing runs every row's prompt; the padded path's shared-prefix pass (``models.
 each distinct prompt once.  A GRPO batch (n samples per prompt, answers of similar length) is often
 cheaper that way, so each batch takes whichever of the two runs fewer tokens - the same log-probs
 either way.  The response tokens' log-probs come through the chunked output layer
-(``fused_logprobs.py``) where the model allows it, as on the padded path.
+(``update/fused_logprobs.py``) where the model allows it, as on the padded path.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any
 
 import torch
 
-from rlcockpit.trainer.fused_logprobs import output_head, token_logprobs
 from rlcockpit.trainer.models import (
     checkpointing_on,
     dedupe_rows,
@@ -34,6 +33,7 @@ from rlcockpit.trainer.models import (
     forward_policy,
     score_logits,
 )
+from rlcockpit.trainer.update.fused_logprobs import output_head, token_logprobs
 
 # config attributes that transform the logits after the output layer: packing skips such models
 _LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")

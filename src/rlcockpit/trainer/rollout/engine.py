@@ -18,10 +18,10 @@ from typing import Any, Protocol
 import torch
 
 from rlcockpit.registry import Registry
-from rlcockpit.trainer.kv_cache import preallocated_cache
-from rlcockpit.trainer.lean_decoder import lean_forward
-from rlcockpit.trainer.rollout_seeds import row_uniforms
-from rlcockpit.trainer.sampling import sample_next_token, sample_with_uniforms
+from rlcockpit.trainer.rollout.kv_cache import preallocated_cache
+from rlcockpit.trainer.rollout.lean_decoder import lean_forward
+from rlcockpit.trainer.rollout.sampling import sample_next_token, sample_with_uniforms
+from rlcockpit.trainer.rollout.seeds import row_uniforms
 
 
 @dataclass
@@ -32,7 +32,7 @@ class SamplingParams:
     top_k: int = -1
     greedy: bool = False
     logprobs: bool = False  # report each sampled token's log-prob (RolloutOutput.rollout_log_probs)
-    seeds: list[int] | None = None  # one per prompt row: its draws come from its own generator (rollout_seeds.py)
+    seeds: list[int] | None = None  # one per prompt row: its draws come from its own generator (rollout/seeds.py)
 
 
 @dataclass
@@ -56,7 +56,7 @@ class RolloutOutput:
 
 class RolloutEngine(Protocol):
     """An engine that samples vision-language models also takes ``mm=``: the batch's row-aligned image tensors
-    (:func:`rlcockpit.trainer.vl_inputs.vl_batch`), passed only when the rows carry images."""
+    (:func:`rlcockpit.trainer.vision.inputs.vl_batch`), passed only when the rows carry images."""
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> RolloutOutput: ...
 
@@ -106,8 +106,8 @@ class HFRolloutEngine:
 
     def _generate_vl(self, prompts: list[list[int]], params: SamplingParams,
                      mm: dict[str, torch.Tensor]) -> RolloutOutput:
-        """A vision-language batch: ``model.generate`` with the images (vl_inputs.py says why)."""
-        from rlcockpit.trainer.vl_inputs import generate_vl
+        """A vision-language batch: ``model.generate`` with the images (vision/inputs.py says why)."""
+        from rlcockpit.trainer.vision.inputs import generate_vl
 
         ids, mask = left_pad(prompts, self.pad_token_id, self.device)
         eos = self.eos_ids.to(self.device)
@@ -126,9 +126,9 @@ class HFRolloutEngine:
         distributions are the same.  Each row still draws its own token from that distribution, so
         sampling is exactly what one forward per row would give; when rows draw different tokens the
         node splits (its cache row is copied), and finished rows drop out of the computation.  The cache
-        and the nodes' attention masks are allocated once for the whole rollout (``kv_cache.py``) and
+        and the nodes' attention masks are allocated once for the whole rollout (``rollout/kv_cache.py``) and
         nothing is re-indexed on the steps where the nodes stay the same.  Llama-family models run
-        through ``lean_decoder.py`` (the same layers without transformers' per-token glue).
+        through ``rollout/lean_decoder.py`` (the same layers without transformers' per-token glue).
         """
         model = self.model
         ids, mask = left_pad(prompts, self.pad_token_id, self.device)
@@ -162,7 +162,7 @@ class HFRolloutEngine:
                 rows = None if nodes == bs and bool((node_of_row == identity).all()) else node_of_row
                 if draws is None:  # one distribution per node; each row draws from its node's
                     tok = sample_next_token(logits, params, rows=rows)
-                else:  # per-row seeds (rollout_seeds.py): the row's own uniform
+                else:  # per-row seeds (rollout/seeds.py): the row's own uniform
                     tok = sample_with_uniforms(logits, params, draws[:, t], rows)
                 tok = torch.where(finished, pad, tok)
                 out_tokens.append(tok)

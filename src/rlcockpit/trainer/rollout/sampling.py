@@ -3,7 +3,7 @@
 Why inverse-CDF and not ``torch.multinomial``: multinomial draws an exponential for *every* vocabulary
 entry (32 rows x 8k vocabulary: 7 ms per decoded token on this CPU, a sixth of the realistic benchmark's
 rollout); a draw here is one uniform located in the row's cumulative sum.  The same distribution, and
-with per-row uniforms (``rollout_seeds.py``) the same tokens however the batch is split.
+with per-row uniforms (``rollout/seeds.py``) the same tokens however the batch is split.
 
 Rows that share a history share one distribution (``rollout.py``'s nodes): the cumulative sums are taken
 once per distribution and each row indexes its own (``rows``).
