@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from geo3k_parquet import write_geo3k
 from PIL import Image, ImageDraw
 from verl_scripts import replace_values, script_overrides
 
@@ -45,16 +44,6 @@ def _geo3k_rows(n: int, seed: int, split: str) -> list[dict]:
     return rows
 
 
-def _write(path: Path, rows: list[dict]) -> None:
-    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    schema = pa.schema([("data_source", pa.string()),
-                        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-                        ("images", pa.list_(image)), ("ability", pa.string()),
-                        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-                        ("extra_info", pa.struct([("split", pa.string()), ("index", pa.int64()),
-                                                  ("answer", pa.string()), ("question", pa.string())]))])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
 def _tiny_qwen2_5_vl(path: Path) -> Path:
@@ -79,8 +68,8 @@ def test_the_geo3k_script_loads_with_its_multimodal_keys() -> None:
 @pytest.mark.slow
 def test_the_geo3k_script_trains_two_steps_with_images(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    _write(home / "data" / "geo3k" / "train.parquet", _geo3k_rows(16, 1, "train"))
-    _write(home / "data" / "geo3k" / "test.parquet", _geo3k_rows(4, 2, "test"))
+    write_geo3k(home / "data" / "geo3k" / "train.parquet", _geo3k_rows(16, 1, "train"))
+    write_geo3k(home / "data" / "geo3k" / "test.parquet", _geo3k_rows(4, 2, "test"))
     original = script_overrides(SCRIPT, home=str(home))
     sizes = {"actor_rollout_ref.model.path": _tiny_qwen2_5_vl(tmp_path / "qwen2_5_vl"), "data.train_batch_size": 4,
              "data.max_response_length": 16, "actor_rollout_ref.actor.ppo_mini_batch_size": 4}

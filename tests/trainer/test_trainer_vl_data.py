@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from geo3k_parquet import write_geo3k
 from PIL import Image
 
 from rlcockpit.trainer.config import load_config
@@ -34,23 +35,12 @@ def _row(i: int, images: list[dict], text: str = "<image>Find x.") -> dict:
             "extra_info": {"split": "train", "index": i, "answer": str(i), "question": text}}
 
 
-def _write(path: Path, rows: list[dict]) -> Path:
-    # the arrow type HF datasets gives a list of Image features: list<struct<bytes: binary, path: string>>
-    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    schema = pa.schema([("data_source", pa.string()),
-                        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-                        ("images", pa.list_(image)), ("ability", pa.string()),
-                        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-                        ("extra_info", pa.struct([("split", pa.string()), ("index", pa.int64()),
-                                                  ("answer", pa.string()), ("question", pa.string())]))])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-    return path
 
 
 def test_geo3k_schema_parquet_loads_with_its_images(tmp_path: Path) -> None:
     pic = tmp_path / "pic.png"
     pic.write_bytes(_png((64, 32), "blue"))
-    path = _write(tmp_path / "train.parquet", [
+    path = write_geo3k(tmp_path / "train.parquet", [
         _row(0, [{"bytes": _png(), "path": None}]),
         _row(1, [{"bytes": None, "path": str(pic)}, {"bytes": _png((28, 28)), "path": None}],
              text="<image>and<image>Compare."),
@@ -64,7 +54,7 @@ def test_geo3k_schema_parquet_loads_with_its_images(tmp_path: Path) -> None:
 
 
 def test_a_bad_image_cell_rejects_its_row_alone(tmp_path: Path, capsys) -> None:
-    path = _write(tmp_path / "train.parquet", [
+    path = write_geo3k(tmp_path / "train.parquet", [
         _row(0, [{"bytes": _png(), "path": None}]),
         _row(1, [{"bytes": b"\x89PNG but truncated", "path": None}]),
         _row(2, [{"bytes": _png((600, 600)), "path": None}]),
