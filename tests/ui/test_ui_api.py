@@ -117,7 +117,8 @@ def test_compare_overlays_paths_and_config_diff(server, store_env) -> None:
 
 
 def test_diagnosis_lists_overrides(server, store_env) -> None:
-    rid = store_env["ids"]["grpo-baseline"]
+    rid = store_env["ids"]["grpo-high-lr"]  # its entropy collapses (grpo-baseline's one warning is held back: its
+    # accuracy kept rising)
     d = get_json(server, f"/api/runs/{rid}/diagnosis")
     assert d["source"] in ("engine", "stored")
     assert d["overrides"] and all("=" in o for o in d["overrides"])
