@@ -5,7 +5,8 @@ keep up — the situation of a full-speed producer on a loaded machine. Per poli
 (``run.dropped`` and the ``data_lost`` records), the caller's latency per ``log()`` call (p50/p99/max), the
 producer's rate, and the time to ``finish()``.
 
-    python bench/queue_policy.py                                    # drop (the default) vs wait up to 2 s
+    python bench/queue_policy.py                                    # drop at once vs wait up to 2 s
+    python bench/queue_policy.py --steps 100000 --waits 0 2 5       # ... and the default (5 s)
     python bench/queue_policy.py --steps 100000 --queue-kib 65536 --waits 0 0.05 0.2 0.5 2
 """
 

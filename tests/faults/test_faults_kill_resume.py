@@ -77,6 +77,18 @@ def readers_work(store: Path, run_id: str, tmp: Path, capsys) -> None:  # noqa: 
     capsys.readouterr()
 
 
+def _wait_for_rows(store: Path, run_id: str, n: int, proc, timeout: float = 120.0) -> None:  # noqa: ANN001
+    """Until the store holds ``n`` rows of the run: a kill point counted from the child's progress, not wall
+    time (at load average ~15 a child could spend the whole random delay before its first write, and every
+    kill then landed before anything was stored: issue 25, finding 13)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        last = rlcockpit.Api(store).run(run_id).last_step
+        if last is not None and last + 1 >= n:
+            return
+        time.sleep(0.05)
+
+
 def test_sigkill_a_wandb_style_program_then_resume_allow(tmp_path: Path, capsys) -> None:
     rng = random.Random(20261201)
     store, rid = tmp_path / "store", "victim01"
@@ -91,6 +103,7 @@ def test_sigkill_a_wandb_style_program_then_resume_allow(tmp_path: Path, capsys)
             line = proc.stdout.readline()
             assert line.startswith("start "), proc.stderr.read()
             assert int(line.split()[1]) == expected_start, "the resumed run does not continue at the next step"
+            _wait_for_rows(store, rid, expected_start + 1, proc)
             time.sleep(rng.uniform(0.0, 1.0))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)

@@ -12,6 +12,8 @@ from faults_support import DatabaseLocker
 
 import rlcockpit
 from rlcockpit.store import open_store
+from rlcockpit.store.batch import WriteBatch
+from rlcockpit.tracking.storelink import StoreWriter
 
 pytestmark = pytest.mark.faults
 
@@ -110,3 +112,45 @@ def test_a_lock_held_past_the_backlog_records_what_it_cost(tmp_path: Path) -> No
         assert not covered & set(range(lo, hi + 1)), "a step is both stored and reported lost"
         covered |= set(range(lo, hi + 1))
     assert covered == set(range(step)) and got[-1] == step - 1
+
+
+def _batch(step: int, nbytes: int) -> WriteBatch:
+    return WriteBatch(points={"x": (np.array([step]), np.array([float(step)]), np.zeros(1))}, nbytes=nbytes, entries=1)
+
+
+def test_data_logged_after_a_lock_is_released_is_stored_though_the_backlog_was_full(tmp_path: Path) -> None:
+    """The backlog is full and the writer is in its 2 s backoff when the lock goes: the next batch is written,
+    not dropped as ``store_unavailable`` because the retry was not due yet (with backpressure on, every step
+    logged in the second after a long lock was lost that way)."""
+    store = open_store(tmp_path / "store")
+    store.create_run({"id": "r", "project": "p", "name": "n"})
+    writer = StoreWriter(store, "r", max_bytes=1000, busy_timeout_s=0.05)
+    locker = DatabaseLocker(tmp_path / "store" / "rlcockpit.db")
+    try:
+        assert writer.write(_batch(0, 600)) is False  # held: the backlog
+        for _ in range(5):
+            writer.write(WriteBatch(), force=True)  # failed retries: the backoff grows to its 2 s maximum
+        assert writer.write(_batch(1, 600)) is False  # the backlog is full: step 1 is lost, and recorded
+    finally:
+        locker.release()
+        locker.close()
+    time.sleep(0.3)
+    assert writer.write(_batch(2, 600)) is True  # the retry is not due for ~1.5 s more, yet step 2 is written
+    assert store.series("r", "x")[0].tolist() == [0, 2]
+    lost = store.events("r", "data_lost")
+    assert [e["payload"]["ranges"] for e in lost] == [[[1, 1]]]
+    assert lost[0]["payload"]["reason"] == "store_unavailable"
+
+
+def test_a_full_speed_producer_into_a_slow_writer_loses_nothing_by_default(tmp_path: Path, monkeypatch) -> None:
+    """Backpressure is the default (finding 13 of issue 25: at full speed 20-48% of the steps were dropped as
+    ``queue_full``): ``log()`` waits for room, bounded, instead of dropping."""
+    monkeypatch.delenv("RLCOCKPIT_QUEUE_WAIT_S", raising=False)
+    run = rlcockpit.init(project="p", dir=tmp_path / "store", system_interval=None, capture_meta=False,
+                         health=False, max_queue_bytes=8_000)  # about two entries: the writer cannot keep up
+    keys = [f"k{i}" for i in range(50)]
+    for step in range(3000):
+        run.log({k: float(step) for k in keys}, step=step)
+    run.finish()
+    assert run.dropped == 0 and not run.store.events(run.id, "data_lost")
+    assert run.store.series(run.id, "k49")[0].tolist() == list(range(3000))

@@ -1,5 +1,5 @@
 """Backpressure on a full log queue (``$RLCOCKPIT_QUEUE_WAIT_S``): a producer faster than the writer waits for
-room instead of losing steps; the default (0) still drops at once and records each gap."""
+room instead of losing steps (the default waits 5 s: test_faults_locked); 0 drops at once and records each gap."""
 
 from __future__ import annotations
 

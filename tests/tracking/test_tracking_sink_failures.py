@@ -113,9 +113,11 @@ def test_a_hung_logger_costs_only_its_own_copy_and_its_loss_is_recorded(
     assert sum("not keeping up" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_a_full_queue_drops_new_entries_and_records_each_gap(start, store_dir: Path, caplog) -> None:
-    """A queue bounded at ~2 entries: at full speed most calls are dropped; every step is either stored or
-    inside a recorded data_lost range, never both, and run.dropped counts them."""
+def test_a_full_queue_drops_new_entries_and_records_each_gap(start, store_dir: Path, caplog, monkeypatch) -> None:
+    """A queue bounded at ~2 entries and no backpressure (``RLCOCKPIT_QUEUE_WAIT_S=0``; the default waits):
+    at full speed most calls are dropped; every step is either stored or inside a recorded data_lost range,
+    never both, and run.dropped counts them."""
+    monkeypatch.setenv("RLCOCKPIT_QUEUE_WAIT_S", "0")
     caplog.set_level(logging.WARNING, logger="rlcockpit")
     run = start(max_queue_bytes=8_000)
     keys = [f"k{i}" for i in range(50)]

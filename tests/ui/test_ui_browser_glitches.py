@@ -123,8 +123,9 @@ def test_single_point_scatter_for_per_step_x_and_unclipped_labels(page, browser_
 
 
 def test_chinese_diagnosis_shows_the_guides_chinese_text_for_each_finding(page, browser_env) -> None:
-    """Detector texts are English; the diagnosis page in Chinese adds, to each finding, what the metric
-    guide says in Chinese about its metric (if abnormal, action), and all chrome is Chinese."""
+    """The diagnosis page in Chinese adds, to each finding, what the metric guide says in Chinese about its
+    metric (if abnormal, action), and all chrome is Chinese. (The finding's own title is Chinese too since
+    finding 19d; its English stays in the title's tooltip, which is what this test finds the card by.)"""
     import json
     import urllib.request
 
@@ -134,10 +135,56 @@ def test_chinese_diagnosis_shows_the_guides_chinese_text_for_each_finding(page, 
     kl = guide["entries"][guide["aliases"].get("actor/kl_loss", "actor/kl_loss")]
     fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=zh", "#diagnosis .finding")
     wait(page, "document.documentElement.lang === 'zh-CN'")
-    card = page.locator("#diagnosis .finding", has_text="KL to reference")
+    card = page.locator("#diagnosis .finding").filter(has=page.locator("h4[title^='KL to reference']"))
     box = card.locator(".finding-guide")
     assert box.count() == 1
     text = box.inner_text()
     assert f"指标指南：{kl['title']}" in text and kl["action"] in text and "处理：" in text
     fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=en", "#diagnosis .finding")
     assert "Metric guide:" in page.locator("#diagnosis .finding", has_text="KL to reference").inner_text()
+
+
+def test_chinese_diagnosis_shows_chinese_findings_and_story_with_their_numbers(page, browser_env) -> None:
+    """Finding 19d: in Chinese the diagnosis of a real stored run shows its root-cause story, finding titles,
+    causes and actions in Chinese; numbers, metric keys, steps and the overrides to paste are the run's own."""
+    import json
+    import re
+    import urllib.request
+
+    def diagnosis(rid: str, lang: str) -> dict:
+        with urllib.request.urlopen(f"{browser_env['url']}/api/runs/{rid}/diagnosis?lang={lang}", timeout=60) as resp:
+            return json.loads(resp.read())
+
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    rid = next(r for r in browser_env["ids"].values() if isinstance(r, str) and diagnosis(r, "en")["diagnosis"].get("root_cause"))
+    en, zh = diagnosis(rid, "en"), diagnosis(rid, "zh")
+    assert zh["overrides"] == en["overrides"] and zh["verl_overrides"] == en["verl_overrides"]
+    rc = zh["diagnosis"]["root_cause"]
+    assert cjk.search(rc["title"]) and f"第 {rc['step']} 步" in rc["title"] and cjk.search(rc["explanation"])
+    fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=zh", "#diagnosis .finding")
+    wait(page, "document.documentElement.lang === 'zh-CN'")
+    assert page.inner_text("#root-cause h4") == rc["title"]
+    chain = page.inner_text("#root-cause ol.chain")
+    assert all(link["text"] in chain for link in rc["chain"]) and cjk.search(chain)
+    shown = page.locator("#diagnosis .finding h4").all()
+    assert len(shown) == len(zh["diagnosis"]["findings"]) >= 1
+    titles = {f["title"]: f for f in zh["diagnosis"]["findings"]}
+    english = {f["title"] for f in en["diagnosis"]["findings"]}
+    for h4 in shown:
+        text = h4.inner_text()
+        assert cjk.search(text), text
+        assert h4.get_attribute("title") in english  # the English original, in the tooltip
+        f = next(f for t, f in titles.items() if t in text)
+        values = f["evidence"]["values"]
+        if f["detector"] in ("kl_spike", "kl_rising"):
+            assert f"{values['kl']:.3g}" in text
+        if f["detector"] == "reward_cliff":
+            assert f"{values['reward']:.3g}" in text and f"{values['reward_before']:.3g}" in text
+    body = page.inner_text("#diagnosis")
+    for f in zh["diagnosis"]["findings"]:
+        for a in f["actions"]:
+            assert cjk.search(a["title"]) and a["title"] in body
+            assert all(o in page.inner_text("#app") for o in a["overrides"])
+    fresh(page, browser_env, f"/run/{rid}/diagnosis?lang=en", "#diagnosis .finding")
+    assert page.inner_text("#root-cause h4") == en["diagnosis"]["root_cause"]["title"]
+    assert not cjk.search(page.inner_text("#diagnosis .finding h4"))

@@ -145,7 +145,10 @@ def root_cause(findings: list[Finding], view: RunConfigView) -> dict[str, Any] |
     explanation = explanation[0].upper() + explanation[1:] + "." if explanation else anchor.title
     fixing = fixes_for(anchor, linked)
     merged = merge_overrides(fixing, view)
+    because_of = None if top is None else {"title": top.title, "evidence": top.evidence,  # for translations
+                                           "detector": None if picked else root.detector}
     return {"title": f"{story.title} at step {outcome.step_start}", "story": story.name, "step": outcome.step_start,
+            "because": because_of,
             "root": {"detector": root.detector, "step": root.step_start, "title": root.title,
                      "finding_id": _finding_id(root)},
             "chain": chain, "explanation": explanation, "actions": assign_to_actions(fixing, merged, view)}

@@ -199,11 +199,13 @@ class QueueBudget:
 
 
 QUEUE_WAIT_ENV = "RLCOCKPIT_QUEUE_WAIT_S"
-DEFAULT_QUEUE_WAIT_S = 0.0  # opt-in: see docs/tracking.md "Backpressure" and bench/queue_policy.py
+# Bounded backpressure by default (W&B and trackio block a producer that outruns the writer; we block at most this
+# long, once per stall, then drop and record the loss): see docs/tracking.md "Backpressure", bench/queue_policy.py.
+DEFAULT_QUEUE_WAIT_S = 5.0
 
 
 def queue_wait_s() -> float:
-    """How long ``log()`` waits for room in a full queue (``$RLCOCKPIT_QUEUE_WAIT_S``; 0: drop at once)."""
+    """How long ``log()`` waits for room in a full queue (``$RLCOCKPIT_QUEUE_WAIT_S``, default 5; 0: drop at once)."""
     raw = os.environ.get(QUEUE_WAIT_ENV)
     try:
         return max(0.0, float(raw)) if raw else DEFAULT_QUEUE_WAIT_S

@@ -7,10 +7,10 @@ builds. Data is in the store within about ``poll_s`` (0.2 s) of being logged, so
 that (plus whatever the writer had not caught up with at the time; see docs/tracking.md for the figures).
 
 Memory is bounded in bytes: the queue holds at most ``max_queue_bytes`` (default 64 MiB, estimated per
-entry). When it is full, ``log()`` returns at once: the entry is dropped, counted in ``run.dropped``,
-and the dropped step ranges are recorded on the run as a ``data_lost`` event — what is stored stays a
-prefix with recorded gaps, never silent holes. ``$RLCOCKPIT_QUEUE_WAIT_S`` makes it wait that long for room
-first (backpressure; docs/tracking.md, bench/queue_policy.py).
+entry). When it is full, ``log()`` waits for room up to ``$RLCOCKPIT_QUEUE_WAIT_S`` (default 5 s; once per
+stall: backpressure, docs/tracking.md, bench/queue_policy.py); if there is still none, the entry is dropped,
+counted in ``run.dropped``, and the dropped step ranges are recorded on the run as a ``data_lost`` event —
+what is stored stays a prefix with recorded gaps, never silent holes.
 """
 
 from __future__ import annotations
@@ -162,8 +162,9 @@ class Run(WandbRunMethods):
             self._blocked = True
             if "queue" not in self._warned:
                 self._warned.add("queue")
-                logger.warning("rlcockpit: log queue full (%s): dropping new entries; the dropped steps are "
-                               "recorded as data_lost (is the store or a logger stuck?)", human_bytes(self._budget.limit))
+                logger.warning("rlcockpit: log queue full (%s, no room after waiting %gs): dropping new entries; the "
+                               "dropped steps are recorded as data_lost (is the store or a logger stuck?)",
+                               human_bytes(self._budget.limit), self._budget.wait_s)
         elif step > gap.ranges[-1][1] + 1:
             gap.ranges.append([step, step])
         else:

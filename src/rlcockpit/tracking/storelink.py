@@ -30,6 +30,10 @@ logger = logging.getLogger("rlcockpit")
 
 BACKOFF_START_S = 0.1
 BACKOFF_MAX_S = 2.0
+# A full backlog would drop each new batch; before dropping one, the store is probed (at most every PROBE_EVERY_S,
+# waiting at most PROBE_TIMEOUT_S for a lock) so that data logged after an outage ends is not lost to the backoff.
+PROBE_EVERY_S = 0.2
+PROBE_TIMEOUT_S = 0.02
 LOSS_FLUSH_S = 2.0  # a loss record that has not grown this long is closed; the next loss opens a new one
 
 
@@ -111,6 +115,7 @@ class StoreWriter:
         self.losses = LossLedger()
         self.lost_entries = 0  # everything recorded as lost so far (for the end-of-run message)
         self._next_try = 0.0
+        self._last_try = 0.0
         self._backoff = BACKOFF_START_S
         self._outage: str | None = None  # the error of the current outage, reported once
         self.written_batches = 0
@@ -131,10 +136,12 @@ class StoreWriter:
         if not self.store_data and batch.has_data():
             batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch)
         if self.pending is not None:
-            if batch.has_data() and self.pending.nbytes + batch.nbytes > self.max_bytes:
+            if (batch.has_data() and self.pending.nbytes + batch.nbytes > self.max_bytes
+                    and not self._probe(force)):
                 for loss in batch_loss(batch, "store_unavailable", self._outage or ""):
                     self.record(loss)
                 batch = WriteBatch(run_fields=batch.run_fields, meta_patch=batch.meta_patch)
+        if self.pending is not None:
             self.pending.merge(batch)
             batch = self.pending
             if not force and time.monotonic() < self._next_try:
@@ -154,9 +161,34 @@ class StoreWriter:
         self._recovered()
         return True
 
+    def _probe(self, force: bool) -> bool:
+        """The backlog is full: write it now, with a short lock wait, if the last try is ``PROBE_EVERY_S`` old.
+
+        Why: the backoff grows to 2 s, and every batch arriving meanwhile would be dropped although the outage may
+        be over (a lock released, space freed); probing costs the writer at most ``PROBE_TIMEOUT_S`` per
+        ``PROBE_EVERY_S`` while the store stays unwritable. ``True``: the backlog was written."""
+        now = time.monotonic()
+        if not force and now < self._last_try + PROBE_EVERY_S:
+            return False
+        self._last_try = now
+        held = self.pending
+        held.losses = self.losses.take()
+        try:
+            self.store.write_batch(self.run_id, held, timeout_s=min(self.busy_timeout_s, PROBE_TIMEOUT_S))
+        except StoreUnavailable:
+            held.losses = []
+            return False
+        except Exception as exc:  # noqa: BLE001 - about the data: isolate the parts the store refuses
+            self._isolate(held, exc)
+            return self.pending is None
+        self.losses.written(held.losses)
+        self._recovered()
+        return True
+
     def _failed(self, batch: WriteBatch, exc: StoreUnavailable) -> None:
         batch.losses = []  # the ledger still holds them (dirty): taken afresh on the next attempt
         self.pending = batch
+        self._last_try = time.monotonic()
         self._next_try = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
         if self._outage is None:

@@ -19,6 +19,7 @@ import numpy as np
 from rlcockpit.store.base import Store
 from rlcockpit.store.downsample import minmax_downsample
 from rlcockpit.ui import analysis
+from rlcockpit.ui.i18n import localize_finding
 
 MAX_LIVE_POINTS = 5000  # per key and event; more (a long gap) is downsampled and flagged
 
@@ -37,6 +38,7 @@ class LiveCursor:
     status: str | None = None
     last_step: int | None = None
     finished: bool = False
+    lang: str = "en"  # the language of the findings' texts (rlcockpit.ui.i18n)
 
     def _read_marker(self) -> tuple[tuple, dict[str, Any], list[dict[str, Any]], list[int]]:
         run = self.store.get_run(self.run_id)
@@ -103,6 +105,7 @@ class LiveCursor:
         keys = self.store.keys(self.run_id)
         for f in findings:
             f["cites"] = analysis.cited_keys(f, keys)
+        findings = [localize_finding(f, self.lang) for f in analysis.clean_json(findings)]
         return [("findings", analysis.clean_json({
             "findings": findings, "events": events, "finding_counts": analysis.finding_counts(findings),
             "data_lost": [e for e in events if e.get("kind") == "data_lost"]}))]

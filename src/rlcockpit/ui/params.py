@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request
 from starlette.responses import Response
@@ -28,6 +28,7 @@ MAX_KEYS_PER_REQUEST = 400
 
 # Typed, bounded query parameters (documented in the generated OpenAPI document).
 StepQ = Annotated[int | None, Query(ge=INT64_MIN, le=INT64_MAX)]
+LangQ = Annotated[Literal["en", "zh"], Query(description="language of the diagnosis texts (rlcockpit.ui.i18n)")]
 OffsetQ = Annotated[int, Query(ge=0, le=INT64_MAX, description="rows to skip")]
 MaxPointsQ = Annotated[int, Query(ge=4, le=INT64_MAX, description=(
     f"downsample each series to at most this many points, keeping per-bucket min and max (capped at "

@@ -17,7 +17,8 @@ from rlcockpit.health.diagnosis import diagnose_run
 from rlcockpit.health.report import render_html_report
 from rlcockpit.metrics.guide import guide_as_dict
 from rlcockpit.ui import analysis
-from rlcockpit.ui.params import JSON, Cockpit, cockpit
+from rlcockpit.ui.i18n import localize_diagnosis
+from rlcockpit.ui.params import JSON, Cockpit, LangQ, cockpit
 from rlcockpit.ui.routes_runs import visible_run
 from rlcockpit.ui.security import REPORT_CSP
 
@@ -50,9 +51,10 @@ def diagnose(ctx: Cockpit, run_id: str) -> tuple[dict[str, Any], str, str | None
 
 
 @router.get("/runs/{run}/diagnosis", summary="Diagnosis: root-cause chain, findings, overrides to copy")
-def get_diagnosis(ctx: Ctx, request: Request, run: str) -> JSON:
+def get_diagnosis(ctx: Ctx, request: Request, run: str, lang: LangQ = "en") -> JSON:
     r = visible_run(ctx, request, run)
     diag, source, error = diagnose(ctx, r["id"])
+    diag = localize_diagnosis(analysis.clean_json(diag), lang)  # numbers, keys and overrides stay as they are
     overrides: list[str] = []
     verl: list[str] = []
     merged = diag.get("overrides")

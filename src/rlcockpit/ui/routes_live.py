@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from rlcockpit.ui.live import LiveCursor
-from rlcockpit.ui.params import INT64_MAX, Cockpit, StepQ, cockpit
+from rlcockpit.ui.params import INT64_MAX, Cockpit, LangQ, StepQ, cockpit
 from rlcockpit.ui.routes_runs import visible_projects, visible_run
 
 router = APIRouter(prefix="/api", tags=["live"])
@@ -74,10 +74,12 @@ async def run_live(
     findings: Annotated[CountQ, Query(description="findings the page has")] = 0,
     events: Annotated[CountQ, Query(description="events the page has")] = 0,
     samples: Annotated[CountQ, Query(description="sample steps the page has")] = 0,
+    lang: LangQ = "en",
 ) -> StreamingResponse:
     r = await run_in_threadpool(visible_run, ctx, request, run)
     since, t = _resume(request.headers.get("last-event-id"), since, t)
-    cursor = LiveCursor(ctx.store, r["id"], since, t, findings_n=findings, events_n=events, samples_n=samples)
+    cursor = LiveCursor(ctx.store, r["id"], since, t, findings_n=findings, events_n=events, samples_n=samples,
+                        lang=lang)
     clock = [time.time()]
 
     def poll() -> list[tuple[str, dict[str, Any]]]:

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from rlcockpit.ui import analysis
-from rlcockpit.ui.params import JSON, ApiError, Cockpit, cockpit, run_or_404, split_list
+from rlcockpit.ui.i18n import localize_finding
+from rlcockpit.ui.params import JSON, ApiError, Cockpit, LangQ, cockpit, run_or_404, split_list
 from rlcockpit.ui.runfilter import MISSING, RUN_FIELDS, FilterError, RunView, compile_filter
 from rlcockpit.version import __version__
 
@@ -151,17 +152,19 @@ def run_fields(ctx: Ctx, request: Request,
 
 @router.get("/runs/{run}", summary="Run detail: config, meta, summary, metric sections, findings, events, "
                                    "sample steps, data-loss records")
-def get_run(ctx: Ctx, request: Request, run: str) -> JSON:
-    return JSON(run_detail(ctx, visible_run(ctx, request, run)))
+def get_run(ctx: Ctx, request: Request, run: str, lang: LangQ = "en") -> JSON:
+    return JSON(run_detail(ctx, visible_run(ctx, request, run), lang))
 
 
-def run_detail(ctx: Cockpit, run: dict[str, Any]) -> dict[str, Any]:
-    """Everything the run page needs except metric points (also sent again by the live stream)."""
+def run_detail(ctx: Cockpit, run: dict[str, Any], lang: str = "en") -> dict[str, Any]:
+    """Everything the run page needs except metric points (also sent again by the live stream); the findings'
+    texts in ``lang``."""
     rid = run["id"]
     keys = ctx.store.keys(rid)
     findings = ctx.store.findings(rid)
     for f in findings:
         f["cites"] = analysis.cited_keys(f, keys)
+    findings = [localize_finding(f, lang) for f in analysis.clean_json(findings)]
     events = ctx.store.events(rid)
     return analysis.clean_json({
         "run": {k: run.get(k) for k in (
@@ -181,9 +184,9 @@ def run_detail(ctx: Cockpit, run: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("/runs/{run}/findings", summary="Stored findings of the run")
-def get_findings(ctx: Ctx, request: Request, run: str) -> JSON:
+def get_findings(ctx: Ctx, request: Request, run: str, lang: LangQ = "en") -> JSON:
     r = visible_run(ctx, request, run)
-    return JSON({"findings": ctx.store.findings(r["id"])})
+    return JSON({"findings": [localize_finding(f, lang) for f in analysis.clean_json(ctx.store.findings(r["id"]))]})
 
 
 @router.get("/runs/{run}/events", summary="Events (guardrail interventions, alerts, data_lost...)")

@@ -2,7 +2,7 @@
 // Config & meta tab.
 
 import { api, attachTip, copyText, el, guideEntry, metricTip, runPath } from "./core.js";
-import { t } from "./i18n.js";
+import { getLang, t } from "./i18n.js";
 
 function copyBlock(title, lines, id) {
   const text = lines.join("\n");
@@ -22,7 +22,7 @@ function findingCard(f) {
   const metric = f.metric ? el("span", { class: "mono", text: f.metric }) : null;
   if (metric) attachTip(metric, () => metricTip(f.metric));
   const box = el("div", { class: "finding " + sev },
-    el("h4", {}, el("span", { class: "sev " + sev, text: t("severity." + sev) }), " ", f.title || t("diag.untitled")),
+    el("h4", { title: f.title_en || "" }, el("span", { class: "sev " + sev, text: t("severity." + sev) }), " ", f.title || t("diag.untitled")),
     el("div", { class: "sub" }, `${f.detector || ""} · ${t("chart.step", { n: range })}` + (metric ? " · " : ""), metric));
   if (f.summary) box.appendChild(el("p", { text: f.summary }));
   const guide = f.metric ? guideEntry(f.metric) : null;  // the metric guide, in the page's language
@@ -42,7 +42,7 @@ function findingCard(f) {
 }
 
 export async function renderDiagnosis(body, detail) {
-  const data = await api(runPath(detail.run.id) + "/diagnosis");
+  const data = await api(runPath(detail.run.id) + "/diagnosis?lang=" + getLang());  // texts in the UI's language
   const diag = data.diagnosis || {};
   const order = ["critical", "warning", "info"];
   const findings = (diag.findings || []).slice().sort((a, b) => order.indexOf(a.severity) - order.indexOf(b.severity) || (a.step ?? 0) - (b.step ?? 0));

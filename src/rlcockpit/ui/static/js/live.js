@@ -1,6 +1,7 @@
 // Live updates by server-sent events (EventSource reconnects by itself and resumes from Last-Event-ID).
 
 import { apiUrl, runPath } from "./core.js";
+import { getLang } from "./i18n.js";
 
 const RUN_EVENTS = ["points", "findings", "samples", "status"];
 
@@ -9,7 +10,7 @@ const RUN_EVENTS = ["points", "findings", "samples", "status"];
 export function openRunStream(detail, handlers) {
   const url = apiUrl(runPath(detail.run.id) + "/live", {
     since: detail.run.last_step, t: detail.now, findings: detail.findings.length, events: detail.events.length,
-    samples: detail.sample_steps.length,
+    samples: detail.sample_steps.length, lang: getLang(),
   });
   const es = new EventSource(url);
   for (const name of RUN_EVENTS) es.addEventListener(name, (e) => { if (handlers[name]) handlers[name](JSON.parse(e.data)); });

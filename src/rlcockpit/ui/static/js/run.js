@@ -2,7 +2,7 @@
 // every tab current. Tabs: charts (charts.js), samples, phases + mismatch (panels.js), diagnosis, config.
 
 import { api, clear, el, fmtDuration, fmtTime, runPath, setCrumbs, setLive, severityBadges, statusPill } from "./core.js";
-import { t } from "./i18n.js";
+import { getLang, t } from "./i18n.js";
 import { openRunStream } from "./live.js";
 import { renderCharts } from "./charts.js";
 import { renderConfig, renderDiagnosis } from "./diagnosis.js";
@@ -28,7 +28,7 @@ function dataLostBanner(detail) {
 }
 
 export async function renderRun(root, id, tab, params) {
-  const detail = await api(runPath(id));
+  const detail = await api(runPath(id) + "?lang=" + getLang());  // findings' texts in the UI's language
   const run = detail.run;
   if (!TABS.includes(tab)) tab = "charts";
   setCrumbs([[t("nav.runs"), "#/?project=" + encodeURIComponent(run.project)], [run.project, "#/?project=" + encodeURIComponent(run.project)], [run.name, null]]);
