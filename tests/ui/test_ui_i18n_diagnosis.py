@@ -53,7 +53,7 @@ def test_every_registered_detector_and_story_has_a_chinese_entry() -> None:
 def _action_titles() -> set[str]:
     """The title of every ``make_action(view, TITLE, ...)`` in rlcockpit/health, placeholders as ``{}``."""
     out = set()
-    for path in HEALTH.glob("*.py"):
+    for path in HEALTH.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             func = getattr(node, "func", None)
             if isinstance(node, ast.Call) and getattr(func, "id", getattr(func, "attr", "")) == "make_action":
