@@ -19,6 +19,7 @@ from rlcockpit.health.verify import (
     DID_NOT_REPRODUCE,
     NOT_CONFIRMED,
     checkpoint_before,
+    make_plan,
     steps_past_onset,
 )
 from rlcockpit.health.verify_branches import verify_run
@@ -85,6 +86,24 @@ def test_checkpoint_before_the_onset_and_steps_past_it(train_tiny):
     assert steps_past_onset(2, 0, steps=3) == 3
 
 
+def test_the_first_try_is_the_line_diagnose_prints_to_paste(train_tiny):
+    """A user pastes the "Overrides to apply" line (every action's changes merged), not action 1 alone: that line
+    is try 1, then the ranked actions that differ from it."""
+    from rlcockpit.health.report import format_diagnosis_text
+
+    store_dir, parent = train_tiny("trainer.total_training_steps=4", *BLOWUP)
+    store = open_store(str(store_dir))
+    diagnosis = diagnose_run(store, parent.run_id)
+    pasted = diagnosis["overrides"]["apply"]
+    ranked = [a["overrides"] for a in diagnosis["root_cause"]["actions"] if a["overrides"]]
+    assert len(ranked) >= 2 and pasted != ranked[0]  # the merged line is more than action 1
+    plan = make_plan(store, parent.run_id, diagnosis)
+    assert plan.actions[0]["overrides"] == pasted and plan.actions[0]["rank"] == 1
+    assert "  " + " ".join(pasted) in format_diagnosis_text(diagnosis).splitlines()  # what is printed to paste
+    assert [a["overrides"] for a in plan.actions[1:]] == [o for o in ranked if sorted(o) != sorted(pasted)]
+    assert [a["rank"] for a in plan.actions] == list(range(1, len(plan.actions) + 1))
+
+
 def test_a_healthy_branch_does_not_reproduce_the_failure(train_tiny):
     """A diagnosis whose failure the run does not have: the unchanged branch must not reproduce it."""
     from rlcockpit.health.diagnosis import diagnose_findings
@@ -96,6 +115,7 @@ def test_a_healthy_branch_does_not_reproduce_the_failure(train_tiny):
     fake = Finding(detector="kl_spike", severity="critical", step=2, title="KL to reference jumped",
                    metric="actor/kl_loss")
     diagnosis = diagnose_findings([fake], run["config"], run)
+    diagnosis["overrides"]["apply"] = []  # nothing printed to paste: the ranked actions are the tries
     diagnosis["root_cause"]["actions"] = [  # a fix whose branch cannot start, then a real one
         {"title": "typo", "overrides": ["actor_rollout_ref.actor.optim.no_such_key=1"]},
         {"title": "lower lr", "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7"]}]
@@ -116,9 +136,9 @@ def test_a_failing_fix_is_not_confirmed_and_the_next_one_is(train_tiny):
     store = open_store(str(store_dir))
     diagnosis = diagnose_run(store, parent.run_id)
     assert diagnosis["root_cause"]["root"]["detector"] == "kl_spike"
-    # the verifier consumes the ranked actions: a no-op first (the run's own value), then a real fix
+    # try 1 is the printed line to paste (here a no-op: the run's own value), then the ranked actions: a real fix
+    diagnosis["overrides"]["apply"] = ["actor_rollout_ref.actor.ppo_epochs=4"]
     diagnosis["root_cause"]["actions"] = [
-        {"title": "no change", "overrides": ["actor_rollout_ref.actor.ppo_epochs=4"]},
         {"title": "a sane lr", "overrides": ["actor_rollout_ref.actor.optim.lr=1e-4"]},
         {"title": "never tried", "overrides": ["actor_rollout_ref.actor.optim.lr=1e-5"]},
     ]

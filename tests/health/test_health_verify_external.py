@@ -58,7 +58,7 @@ def test_verl_run_gets_the_resume_command_and_a_rerun_is_linked_and_compared(tmp
     onset = diagnosis["root_cause"]["root"]["step"]
     n = (onset - 1) // SAVE * SAVE
     report, text = external_verify(store, parent, diagnosis)
-    first = diagnosis["root_cause"]["actions"][0]["overrides"]
+    first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     cmd = shlex.split(report["commands"][0]["command"])
     assert cmd[:3] == ["python", "-m", "verl.trainer.main_ppo"]
     assert cmd[-len(first) - 2:] == ["trainer.resume_mode=resume_path",
@@ -93,7 +93,7 @@ def test_a_rerun_that_collapses_anyway_is_not_confirmed(tmp_path):
     diagnosis = diagnose_run(store, parent)
     n = (diagnosis["root_cause"]["root"]["step"] - 1) // SAVE * SAVE
     cfg = _verl_config(resume_mode="resume_path", resume_from_path=f"/ckpts/p/grpo/global_step_{n}")
-    for o in diagnosis["root_cause"]["actions"][0]["overrides"]:
+    for o in diagnosis["overrides"]["apply"]:
         _set(cfg, o)
     _log(tmp_path, "rerun-fixed-but-collapses", cfg, [r for r in rows if r[0] > n])
     report, _text = external_verify(store, parent, diagnosis)
@@ -118,6 +118,6 @@ def test_trl_trainer_state_gets_resume_from_checkpoint(tmp_path):
     assert report["framework"] == "trl"
     cmd = report["commands"][0]["command"]
     assert f"--resume_from_checkpoint {out}/checkpoint-{n}" in cmd
-    first = diagnosis["root_cause"]["actions"][0]["overrides"]
+    first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     assert all(f"--{o.split('=', 1)[0]} {o.split('=', 1)[1]}" in cmd for o in first)
     assert "actor_rollout_ref" not in cmd  # TRL's own argument names, not verl's

@@ -137,21 +137,32 @@ def _changed(parent: Mapping[str, Any], child: Mapping[str, Any], overrides: lis
     return False
 
 
+def _tried(parent: Mapping[str, Any], child: Mapping[str, Any], actions: list[dict[str, Any]]) -> int | None:
+    """The rank of the try a rerun applied: the one with the largest share of its keys changed (the pasted merged
+    line and a single action both match a rerun that pasted the line; the earlier, the line, wins), else ``None``."""
+    best: tuple[float, int] | None = None
+    for a in actions:
+        keys = {o.split("=", 1)[0] for o in a["overrides"]}
+        share = sum(_changed(parent, child, [f"{k}="]) for k in keys) / len(keys) if keys else 0.0
+        if share > 0 and (best is None or share > best[0]):
+            best = (share, a["rank"])
+    return None if best is None else best[1]
+
+
 def compare_branches(store: Any, run: Mapping[str, Any], plan: Plan, branches: list[dict[str, Any]],
                      start: int) -> list[dict[str, Any]]:
-    """One try per ranked action some branch applied: the diagnosed run and its unchanged reruns against the
-    branches that changed the action's keys."""
+    """One try per candidate fix some branch applied: the diagnosed run and its unchanged reruns against the
+    branches that applied the try (see :func:`_tried`)."""
     parent_cfg = run.get("config") or {}
-    unchanged = [b for b in branches if not any(_changed(parent_cfg, b.get("config") or {}, a["overrides"])
-                                                 for a in plan.actions)]
+    tried = {b["id"]: _tried(parent_cfg, b.get("config") or {}, plan.actions) for b in branches}
+    unchanged = [b for b in branches if tried[b["id"]] is None]
     base = [{"role": "unchanged", "seed": None, "overrides": [], "run_id": r["id"], "cpu_s": 0.0,
              "status": r.get("status"), "error": None, "headline": headline(store, r["id"])[1]}
             for r in [run, *unchanged]]
     base_findings = [branch_findings(store, run["id"], b["run_id"], start) for b in base]
     tries = []
     for action in plan.actions:
-        fixed = [b for b in branches if b not in unchanged and _changed(parent_cfg, b.get("config") or {},
-                                                                         action["overrides"])]
+        fixed = [b for b in branches if tried[b["id"]] == action["rank"]]
         if not fixed:
             continue
         rows = [{"role": "fixed", "seed": None, "overrides": action["overrides"], "run_id": b["id"], "cpu_s": 0.0,

@@ -1,11 +1,12 @@
 """``rlcockpit diagnose RUN --verify``: test the proposed fix by rerunning the failure.
 
-A diagnosis names a root cause and ranks fixes; this module checks the first one works. From the last checkpoint
+A diagnosis names a root cause and ranks fixes; this module checks the fix it prints to paste works. From the last checkpoint
 before the root-cause finding's onset (or the run's start, same seed, when there is none) it runs two short
 branches with the same seeds: the run unchanged, and the run with the fix's overrides, each K steps past the onset.
 Each branch is replayed through the same detectors as ``diagnose`` (the parent's steps up to the branch point
 first, so the detectors see the history the branch grew from) and the verdict per finding is one of
-:data:`VERDICTS`. When the fix is not confirmed the next ranked action is tried, up to ``tries``.
+:data:`VERDICTS`. The first try is the merged override line a user pastes; when it is not confirmed the root
+cause's ranked actions are tried one by one, up to ``tries`` in all.
 
 Branches are ordinary runs of rlcockpit's trainer in the same store, launched as subprocesses (a crash of one never
 kills the verifier): group = the parent's id, config ``trainer.branch_of`` = the parent's id, tags
@@ -77,11 +78,17 @@ def steps_past_onset(onset: int, start: int, steps: int | None = None) -> int:
 
 
 def candidate_actions(diagnosis: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The root cause's ranked actions that still change something (an action whose every change was dropped
-    as a no-op or already set has no overrides to test)."""
-    actions = (diagnosis.get("root_cause") or {}).get("actions") or []
-    return [{"rank": i + 1, "title": a.get("title", ""), "overrides": list(a.get("overrides") or [])}
-            for i, a in enumerate(actions) if a.get("overrides")]
+    """The fixes to try, in order: first the one override line ``diagnose`` prints to paste ("Overrides to
+    apply": every action's changes merged, one value per key), since that is what a user tries; then the root
+    cause's ranked actions that still change something (an action whose every change was dropped as a no-op or
+    already set has nothing to test), each on its own, skipping one that is the pasted line again."""
+    pasted = list((diagnosis.get("overrides") or {}).get("apply") or [])
+    found = [{"title": "the printed overrides to apply (the actions merged)", "overrides": pasted}] if pasted else []
+    for a in (diagnosis.get("root_cause") or {}).get("actions") or []:
+        overrides = list(a.get("overrides") or [])
+        if overrides and sorted(overrides) != sorted(pasted):
+            found.append({"title": a.get("title", ""), "overrides": overrides})
+    return [{"rank": i + 1, **c} for i, c in enumerate(found)]
 
 
 def watched_findings(diagnosis: Mapping[str, Any]) -> list[dict[str, Any]]:
