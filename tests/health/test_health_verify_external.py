@@ -121,3 +121,21 @@ def test_trl_trainer_state_gets_resume_from_checkpoint(tmp_path):
     first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     assert all(f"--{o.split('=', 1)[0]} {o.split('=', 1)[1]}" in cmd for o in first)
     assert "actor_rollout_ref" not in cmd  # TRL's own argument names, not verl's
+
+
+def test_a_rerun_is_matched_to_the_try_it_applied():
+    """A rerun that pasted the merged line is try 1's; one that applied only a ranked action (a subset of the
+    line's keys) is that action's try, not the line's; one that changed none of the keys is unchanged."""
+    from rlcockpit.health.resume_command import _tried
+
+    parent = _verl_config()
+    tries = [{"rank": 1, "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7", "algorithm.kl_ctrl.kl_coef=0.02"]},
+             {"rank": 2, "overrides": ["algorithm.kl_ctrl.kl_coef=0.02"]},
+             {"rank": 3, "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7"]}]
+    both, kl_only = _verl_config(), _verl_config()
+    for o in tries[0]["overrides"]:
+        _set(both, o)
+    _set(kl_only, tries[1]["overrides"][0])
+    assert _tried(parent, both, tries) == 1
+    assert _tried(parent, kl_only, tries) == 2
+    assert _tried(parent, _verl_config(), tries) is None
