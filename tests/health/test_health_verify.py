@@ -80,8 +80,10 @@ def test_a_branch_is_a_new_run_from_the_checkpoint_with_its_own_lr(train_tiny, t
 def test_checkpoint_before_the_onset_and_steps_past_it(train_tiny):
     store_dir, parent = train_tiny("trainer.total_training_steps=4", "trainer.save_freq=1")
     store = open_store(str(store_dir))
-    assert checkpoint_before(store, parent.run_id, 3)[0] == 2  # strictly before: step 3's checkpoint holds the failure
-    assert checkpoint_before(store, parent.run_id, 1) == (0, None)  # none before: the run's start
+    # at least FIX_LEAD (3) steps before the onset: for an onset at 5, step 4's checkpoint holds the failed update
+    # and step 3's the drift that led to it (a fix branched there cannot act before the failure shows)
+    assert checkpoint_before(store, parent.run_id, 5)[0] == 2 and checkpoint_before(store, parent.run_id, 7)[0] == 4
+    assert checkpoint_before(store, parent.run_id, 3) == (0, None)  # none that early: the run's start
     assert steps_past_onset(20, 10) == 20 and steps_past_onset(2, 0) == 8 and steps_past_onset(200, 0) == 40
     assert steps_past_onset(2, 0, steps=3) == 3
 
@@ -145,7 +147,7 @@ def test_a_failing_fix_is_not_confirmed_and_the_next_one_is(train_tiny):
     report = verify_run(store, store_dir, parent.run_id, diagnosis, steps=4, seeds=1, tries=3,
                         progress=lambda _line: None)
     first, second = report["tries"]
-    assert report["start"]["step"] == 1 and report["start"]["checkpoint"].endswith("global_step_1")
+    assert report["start"] == {"step": 0, "checkpoint": None}  # onset 2: no checkpoint FIX_LEAD steps before it
     assert first["verdict"] == NOT_CONFIRMED and second["verdict"] == CONFIRMED
     assert report["verdict"] == CONFIRMED and report["worked"] == 2
     root = next(r for r in second["findings"] if r["detector"] == "kl_spike")

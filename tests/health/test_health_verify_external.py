@@ -10,7 +10,7 @@ import rlcockpit
 from rlcockpit.health.diagnosis import diagnose_run
 from rlcockpit.health.resume_command import external_verify
 from rlcockpit.health.synthetic import make_trace
-from rlcockpit.health.verify import CONFIRMED, NOT_CONFIRMED
+from rlcockpit.health.verify import CONFIRMED, FIX_LEAD, NOT_CONFIRMED
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.store import open_store
 
@@ -56,7 +56,7 @@ def test_verl_run_gets_the_resume_command_and_a_rerun_is_linked_and_compared(tmp
     store = open_store(str(tmp_path))
     diagnosis = diagnose_run(store, parent)
     onset = diagnosis["root_cause"]["root"]["step"]
-    n = (onset - 1) // SAVE * SAVE
+    n = (onset - FIX_LEAD) // SAVE * SAVE
     report, text = external_verify(store, parent, diagnosis)
     first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     cmd = shlex.split(report["commands"][0]["command"])
@@ -91,7 +91,7 @@ def test_a_rerun_that_collapses_anyway_is_not_confirmed(tmp_path):
     parent = _log(tmp_path, "verl-collapse", _verl_config(), rows)
     store = open_store(str(tmp_path))
     diagnosis = diagnose_run(store, parent)
-    n = (diagnosis["root_cause"]["root"]["step"] - 1) // SAVE * SAVE
+    n = (diagnosis["root_cause"]["root"]["step"] - FIX_LEAD) // SAVE * SAVE
     cfg = _verl_config(resume_mode="resume_path", resume_from_path=f"/ckpts/p/grpo/global_step_{n}")
     for o in diagnosis["overrides"]["apply"]:
         _set(cfg, o)
@@ -113,7 +113,7 @@ def test_trl_trainer_state_gets_resume_from_checkpoint(tmp_path):
     result = import_run(str(out), dir=str(tmp_path / "store"), config_file=str(args), health=False)
     store = open_store(str(tmp_path / "store"))
     diagnosis = diagnose_run(store, result.run_id)
-    n = (diagnosis["root_cause"]["root"]["step"] - 1) // 25 * 25
+    n = (diagnosis["root_cause"]["root"]["step"] - FIX_LEAD) // 25 * 25
     report, text = external_verify(store, result.run_id, diagnosis)
     assert report["framework"] == "trl"
     cmd = report["commands"][0]["command"]

@@ -8,7 +8,7 @@ before the onset, with the fix's overrides (one command per ranked fix):
 * TRL: ``--resume_from_checkpoint <output_dir>/checkpoint-N`` (``trainer.train(resume_from_checkpoint=...)``)
   plus the ``GRPOConfig`` arguments.
 
-N is the last save (``save_freq`` / ``save_steps``) strictly before the onset. When such a rerun is later imported
+N is the last save (``save_freq`` / ``save_steps``) at least ``FIX_LEAD`` steps before the onset. When such a rerun is later imported
 or watched into the same store (its config resumes from inside the diagnosed run's checkpoint folder), it is
 linked as a branch (``meta.verify_of``) and compared with the diagnosed run the same way as rlcockpit's own
 branches (:func:`rlcockpit.health.verify.judge`).
@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health.config_view import detect_framework
-from rlcockpit.health.verify import Plan, branch_findings, headline, judge, make_plan, summarise, try_report
+from rlcockpit.health.verify import (
+    FIX_LEAD,
+    Plan,
+    branch_findings,
+    headline,
+    judge,
+    make_plan,
+    summarise,
+    try_report,
+)
 
 OWN_ARGS = "<your original arguments>"  # placeholders where the run recorded no command line
 TRL_SCRIPT = "<your TRL script or `trl grpo`>"
@@ -60,8 +69,9 @@ def save_every(run: Mapping[str, Any]) -> int | None:
 
 
 def last_save(onset: int, every: int | None) -> int:
-    """The step of the last checkpoint strictly before ``onset`` when saving every ``every`` steps (0: none)."""
-    return 0 if not every or every <= 0 else (onset - 1) // every * every
+    """The step of the last checkpoint at least ``FIX_LEAD`` steps before ``onset`` when saving every ``every``
+    steps (0: none), as for rlcockpit's own runs (see :func:`rlcockpit.health.verify.checkpoint_before`)."""
+    return 0 if not every or every <= 0 else max(0, onset - FIX_LEAD) // every * every
 
 
 def verl_checkpoint_dir(config: Mapping[str, Any]) -> str:
