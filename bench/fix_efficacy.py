@@ -119,6 +119,7 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=3, help="seeds per failure (default 3: 42, 43, 44)")
+    p.add_argument("--first-seed", type=int, default=42, help="the first seed (default 42; 43 adds a 2nd seed)")
     p.add_argument("--failures", nargs="*", default=list(FAILURES), choices=list(FAILURES))
     p.add_argument("--parent-steps", type=int, default=40, help="steps of each failing run (default 40)")
     p.add_argument("--steps", type=int, default=None, help="verify: steps past the onset (default: from the finding)")
@@ -131,7 +132,7 @@ def main() -> None:
     work = Path(args.dir or tempfile.mkdtemp(prefix="fix-efficacy-"))
     t0, rows = time.time(), []
     for failure in args.failures:
-        for seed in range(42, 42 + args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             rows.append(one_pair(work, failure, seed, args))
             print(json.dumps(rows[-1], default=str), file=sys.stderr, flush=True)
     print(table(rows))

@@ -10,7 +10,7 @@ import rlcockpit
 from rlcockpit.health.diagnosis import diagnose_run
 from rlcockpit.health.resume_command import external_verify
 from rlcockpit.health.synthetic import make_trace
-from rlcockpit.health.verify import CONFIRMED, NOT_CONFIRMED
+from rlcockpit.health.verify import CONFIRMED, FIX_LEAD, NOT_CONFIRMED
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.store import open_store
 
@@ -56,9 +56,9 @@ def test_verl_run_gets_the_resume_command_and_a_rerun_is_linked_and_compared(tmp
     store = open_store(str(tmp_path))
     diagnosis = diagnose_run(store, parent)
     onset = diagnosis["root_cause"]["root"]["step"]
-    n = (onset - 1) // SAVE * SAVE
+    n = (onset - FIX_LEAD) // SAVE * SAVE
     report, text = external_verify(store, parent, diagnosis)
-    first = diagnosis["root_cause"]["actions"][0]["overrides"]
+    first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     cmd = shlex.split(report["commands"][0]["command"])
     assert cmd[:3] == ["python", "-m", "verl.trainer.main_ppo"]
     assert cmd[-len(first) - 2:] == ["trainer.resume_mode=resume_path",
@@ -91,9 +91,9 @@ def test_a_rerun_that_collapses_anyway_is_not_confirmed(tmp_path):
     parent = _log(tmp_path, "verl-collapse", _verl_config(), rows)
     store = open_store(str(tmp_path))
     diagnosis = diagnose_run(store, parent)
-    n = (diagnosis["root_cause"]["root"]["step"] - 1) // SAVE * SAVE
+    n = (diagnosis["root_cause"]["root"]["step"] - FIX_LEAD) // SAVE * SAVE
     cfg = _verl_config(resume_mode="resume_path", resume_from_path=f"/ckpts/p/grpo/global_step_{n}")
-    for o in diagnosis["root_cause"]["actions"][0]["overrides"]:
+    for o in diagnosis["overrides"]["apply"]:
         _set(cfg, o)
     _log(tmp_path, "rerun-fixed-but-collapses", cfg, [r for r in rows if r[0] > n])
     report, _text = external_verify(store, parent, diagnosis)
@@ -113,11 +113,29 @@ def test_trl_trainer_state_gets_resume_from_checkpoint(tmp_path):
     result = import_run(str(out), dir=str(tmp_path / "store"), config_file=str(args), health=False)
     store = open_store(str(tmp_path / "store"))
     diagnosis = diagnose_run(store, result.run_id)
-    n = (diagnosis["root_cause"]["root"]["step"] - 1) // 25 * 25
+    n = (diagnosis["root_cause"]["root"]["step"] - FIX_LEAD) // 25 * 25
     report, text = external_verify(store, result.run_id, diagnosis)
     assert report["framework"] == "trl"
     cmd = report["commands"][0]["command"]
     assert f"--resume_from_checkpoint {out}/checkpoint-{n}" in cmd
-    first = diagnosis["root_cause"]["actions"][0]["overrides"]
+    first = diagnosis["overrides"]["apply"]  # the printed line to paste: try 1
     assert all(f"--{o.split('=', 1)[0]} {o.split('=', 1)[1]}" in cmd for o in first)
     assert "actor_rollout_ref" not in cmd  # TRL's own argument names, not verl's
+
+
+def test_a_rerun_is_matched_to_the_try_it_applied():
+    """A rerun that pasted the merged line is try 1's; one that applied only a ranked action (a subset of the
+    line's keys) is that action's try, not the line's; one that changed none of the keys is unchanged."""
+    from rlcockpit.health.resume_command import _tried
+
+    parent = _verl_config()
+    tries = [{"rank": 1, "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7", "algorithm.kl_ctrl.kl_coef=0.02"]},
+             {"rank": 2, "overrides": ["algorithm.kl_ctrl.kl_coef=0.02"]},
+             {"rank": 3, "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7"]}]
+    both, kl_only = _verl_config(), _verl_config()
+    for o in tries[0]["overrides"]:
+        _set(both, o)
+    _set(kl_only, tries[1]["overrides"][0])
+    assert _tried(parent, both, tries) == 1
+    assert _tried(parent, kl_only, tries) == 2
+    assert _tried(parent, _verl_config(), tries) is None

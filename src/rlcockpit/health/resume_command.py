@@ -8,7 +8,7 @@ before the onset, with the fix's overrides (one command per ranked fix):
 * TRL: ``--resume_from_checkpoint <output_dir>/checkpoint-N`` (``trainer.train(resume_from_checkpoint=...)``)
   plus the ``GRPOConfig`` arguments.
 
-N is the last save (``save_freq`` / ``save_steps``) strictly before the onset. When such a rerun is later imported
+N is the last save (``save_freq`` / ``save_steps``) at least ``FIX_LEAD`` steps before the onset. When such a rerun is later imported
 or watched into the same store (its config resumes from inside the diagnosed run's checkpoint folder), it is
 linked as a branch (``meta.verify_of``) and compared with the diagnosed run the same way as rlcockpit's own
 branches (:func:`rlcockpit.health.verify.judge`).
@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health.config_view import detect_framework
-from rlcockpit.health.verify import Plan, branch_findings, headline, judge, make_plan, summarise, try_report
+from rlcockpit.health.verify import (
+    FIX_LEAD,
+    Plan,
+    branch_findings,
+    headline,
+    judge,
+    make_plan,
+    summarise,
+    try_report,
+)
 
 OWN_ARGS = "<your original arguments>"  # placeholders where the run recorded no command line
 TRL_SCRIPT = "<your TRL script or `trl grpo`>"
@@ -60,8 +69,9 @@ def save_every(run: Mapping[str, Any]) -> int | None:
 
 
 def last_save(onset: int, every: int | None) -> int:
-    """The step of the last checkpoint strictly before ``onset`` when saving every ``every`` steps (0: none)."""
-    return 0 if not every or every <= 0 else (onset - 1) // every * every
+    """The step of the last checkpoint at least ``FIX_LEAD`` steps before ``onset`` when saving every ``every``
+    steps (0: none), as for rlcockpit's own runs (see :func:`rlcockpit.health.verify.checkpoint_before`)."""
+    return 0 if not every or every <= 0 else max(0, onset - FIX_LEAD) // every * every
 
 
 def verl_checkpoint_dir(config: Mapping[str, Any]) -> str:
@@ -137,21 +147,32 @@ def _changed(parent: Mapping[str, Any], child: Mapping[str, Any], overrides: lis
     return False
 
 
+def _tried(parent: Mapping[str, Any], child: Mapping[str, Any], actions: list[dict[str, Any]]) -> int | None:
+    """The rank of the try a rerun applied: the one with the largest share of its keys changed (the pasted merged
+    line and a single action both match a rerun that pasted the line; the earlier, the line, wins), else ``None``."""
+    best: tuple[float, int] | None = None
+    for a in actions:
+        keys = {o.split("=", 1)[0] for o in a["overrides"]}
+        share = sum(_changed(parent, child, [f"{k}="]) for k in keys) / len(keys) if keys else 0.0
+        if share > 0 and (best is None or share > best[0]):
+            best = (share, a["rank"])
+    return None if best is None else best[1]
+
+
 def compare_branches(store: Any, run: Mapping[str, Any], plan: Plan, branches: list[dict[str, Any]],
                      start: int) -> list[dict[str, Any]]:
-    """One try per ranked action some branch applied: the diagnosed run and its unchanged reruns against the
-    branches that changed the action's keys."""
+    """One try per candidate fix some branch applied: the diagnosed run and its unchanged reruns against the
+    branches that applied the try (see :func:`_tried`)."""
     parent_cfg = run.get("config") or {}
-    unchanged = [b for b in branches if not any(_changed(parent_cfg, b.get("config") or {}, a["overrides"])
-                                                 for a in plan.actions)]
+    tried = {b["id"]: _tried(parent_cfg, b.get("config") or {}, plan.actions) for b in branches}
+    unchanged = [b for b in branches if tried[b["id"]] is None]
     base = [{"role": "unchanged", "seed": None, "overrides": [], "run_id": r["id"], "cpu_s": 0.0,
              "status": r.get("status"), "error": None, "headline": headline(store, r["id"])[1]}
             for r in [run, *unchanged]]
     base_findings = [branch_findings(store, run["id"], b["run_id"], start) for b in base]
     tries = []
     for action in plan.actions:
-        fixed = [b for b in branches if b not in unchanged and _changed(parent_cfg, b.get("config") or {},
-                                                                         action["overrides"])]
+        fixed = [b for b in branches if tried[b["id"]] == action["rank"]]
         if not fixed:
             continue
         rows = [{"role": "fixed", "seed": None, "overrides": action["overrides"], "run_id": b["id"], "cpu_s": 0.0,

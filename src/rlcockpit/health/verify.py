@@ -1,11 +1,12 @@
 """``rlcockpit diagnose RUN --verify``: test the proposed fix by rerunning the failure.
 
-A diagnosis names a root cause and ranks fixes; this module checks the first one works. From the last checkpoint
-before the root-cause finding's onset (or the run's start, same seed, when there is none) it runs two short
+A diagnosis names a root cause and ranks fixes; this module checks the fix it prints to paste works. From the last checkpoint
+at least :data:`FIX_LEAD` steps before the root-cause finding's onset (or the run's start, same seed, when there is none) it runs two short
 branches with the same seeds: the run unchanged, and the run with the fix's overrides, each K steps past the onset.
 Each branch is replayed through the same detectors as ``diagnose`` (the parent's steps up to the branch point
 first, so the detectors see the history the branch grew from) and the verdict per finding is one of
-:data:`VERDICTS`. When the fix is not confirmed the next ranked action is tried, up to ``tries``.
+:data:`VERDICTS`. The first try is the merged override line a user pastes; when it is not confirmed the root
+cause's ranked actions are tried one by one, up to ``tries`` in all.
 
 Branches are ordinary runs of rlcockpit's trainer in the same store, launched as subprocesses (a crash of one never
 kills the verifier): group = the parent's id, config ``trainer.branch_of`` = the parent's id, tags
@@ -26,6 +27,11 @@ from rlcockpit.health.monitor import HealthMonitor
 
 CONFIRMED, NOT_CONFIRMED, DID_NOT_REPRODUCE = "fix confirmed", "fix not confirmed", "failure did not reproduce"
 VERDICTS = (CONFIRMED, NOT_CONFIRMED, DID_NOT_REPRODUCE)
+# A detector fires once its metric is far from the baseline; the drift starts steps earlier, and a checkpoint saved
+# during it already holds the failing policy (arith-hacking: answers 4.0 tokens at step 5, 9.8 at the step-10
+# checkpoint, truncation fired at 12, and a fix branched at 10 could not stop it). A branch starts at least this
+# many steps before the onset, so the fix gets updates before the failure shows.
+FIX_LEAD = 3
 MIN_STEPS, MAX_STEPS = 8, 40  # steps past the onset: 2x the onset's distance from the branch point, in these bounds
 REWARD = "critic/score/mean"
 
@@ -56,13 +62,15 @@ def onset_of(diagnosis: Mapping[str, Any]) -> tuple[dict[str, Any], int] | None:
 
 
 def checkpoint_before(store: Any, run_id: str, onset: int) -> tuple[int, str | None]:
-    """(step, path) of the run's newest checkpoint still on disk strictly before ``onset`` — a checkpoint at the
-    onset already holds the failed update — else (0, None): the branch starts from the run's start."""
+    """(step, path) of the run's newest checkpoint still on disk at least :data:`FIX_LEAD` steps before ``onset``
+    (one at the onset already holds the failed update; one just before it, the drift that led there), else
+    (0, None): the branch starts from the run's start."""
     best: tuple[int, str | None] = (0, None)
     for e in store.events(run_id, "checkpoint"):
         payload = e.get("payload") or {}
         step, path = payload.get("step", e.get("step")), payload.get("path")
-        if isinstance(step, int) and path and 0 < step < onset and (Path(path) / "trainer_state.pt").is_file():
+        if (isinstance(step, int) and path and 0 < step <= onset - FIX_LEAD
+                and (Path(path) / "trainer_state.pt").is_file()):
             best = max(best, (step, str(path)), key=lambda t: t[0])
     return best
 
@@ -77,11 +85,17 @@ def steps_past_onset(onset: int, start: int, steps: int | None = None) -> int:
 
 
 def candidate_actions(diagnosis: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The root cause's ranked actions that still change something (an action whose every change was dropped
-    as a no-op or already set has no overrides to test)."""
-    actions = (diagnosis.get("root_cause") or {}).get("actions") or []
-    return [{"rank": i + 1, "title": a.get("title", ""), "overrides": list(a.get("overrides") or [])}
-            for i, a in enumerate(actions) if a.get("overrides")]
+    """The fixes to try, in order: first the one override line ``diagnose`` prints to paste ("Overrides to
+    apply": every action's changes merged, one value per key), since that is what a user tries; then the root
+    cause's ranked actions that still change something (an action whose every change was dropped as a no-op or
+    already set has nothing to test), each on its own, skipping one that is the pasted line again."""
+    pasted = list((diagnosis.get("overrides") or {}).get("apply") or [])
+    found = [{"title": "the printed overrides to apply (the actions merged)", "overrides": pasted}] if pasted else []
+    for a in (diagnosis.get("root_cause") or {}).get("actions") or []:
+        overrides = list(a.get("overrides") or [])
+        if overrides and sorted(overrides) != sorted(pasted):
+            found.append({"title": a.get("title", ""), "overrides": overrides})
+    return [{"rank": i + 1, **c} for i, c in enumerate(found)]
 
 
 def watched_findings(diagnosis: Mapping[str, Any]) -> list[dict[str, Any]]:
