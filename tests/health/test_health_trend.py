@@ -15,11 +15,11 @@ VAL = "val-core/openai/gsm8k/acc/mean@1"
 ONSET = 100
 
 
-def run(kind: str, seed: int, steps: int = 220) -> list:
+def run(kind: str, seed: int, steps: int = 220, config: dict | None = None) -> list:
     """Every warning/critical of a verl-shaped run: a reward that learns along a saturating curve, validation every
     5 steps, and from ``ONSET`` on the failure ``kind`` (or nothing, for ``healthy``)."""
     rng = random.Random(seed)
-    mon = HealthMonitor(run_config={"data": {"max_response_length": 4096}})
+    mon = HealthMonitor(run_config={"data": {"max_response_length": 4096}, **(config or {})})
     found = []
     for s in range(steps):
         t = max(0, s - ONSET)
@@ -72,6 +72,16 @@ def test_a_length_bonus_shows_as_reward_rising_with_length_but_not_accuracy():
     assert "response length" in finding.title and "response_length/mean" in finding.title and VAL in finding.title
     changes = {k for a in finding.actions for k in a.changes}
     assert "data.max_response_length" in changes or "reward.overlong_buffer.enable" in changes
+
+
+def test_a_reward_paying_for_length_gets_its_length_bonus_turned_off_first():
+    """A reward function with a length-bonus argument: the fix removes the pay at its source (an overlong penalty
+    on top only moves where the paid length stops: the arith-hacking preset's answers settled at 10-14 of 16
+    tokens under it, and its verify found that fix not confirmed)."""
+    reward = {"reward": {"name": "arith_lenient_length_bonus", "kwargs": {"length_bonus": 0.05, "max_bonus": 0.6}}}
+    finding = next(f for f in run("length_bonus", 0, config=reward) if f.detector == "reward_divergence")
+    assert finding.actions[0].changes == {"reward.kwargs.length_bonus": 0.0}
+    assert finding.actions[0].overrides == ["reward.kwargs.length_bonus=0"]
 
 
 def test_truncation_creeping_from_a_low_level_is_found_within_fifteen_steps_and_dated_from_its_start():

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlcockpit.health.base import fmt, median
-from rlcockpit.health.config_view import RunConfigView, format_value, make_action
+from rlcockpit.health.config_view import REWARD_KWARGS, RunConfigView, format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding, checked_last
 from rlcockpit.metrics.guide import threshold
 
@@ -335,11 +335,29 @@ def pays_for_length(ctx: DetectorContext | None) -> Change | None:
     return reward
 
 
+def length_pay_knobs(view: RunConfigView) -> dict[str, float]:
+    """The reward function's own pay for length — a positive keyword argument named for length and a bonus or
+    reward (``length_bonus``, ``len_reward``) — each set to 0. A penalty on top (the overlong buffer) only moves
+    where the paid length stops: the arith-hacking preset's answers settled at 10-14 of 16 tokens under it."""
+    home = REWARD_KWARGS.get(view.framework)
+    kwargs = view.get(home) if home else None
+    out: dict[str, float] = {}
+    for name, value in (kwargs.items() if isinstance(kwargs, dict) else ()):
+        low = str(name).lower()
+        if ("length" in low or low.startswith("len_")) and ("bonus" in low or "reward" in low) and _number(value):
+            out[f"{home}.{name}"] = 0.0
+    return out
+
+
 def length_action(view: RunConfigView, ctx: DetectorContext | None = None) -> Action:
     """Double the length limit, unless the reward rose with the length (:func:`pays_for_length`): more room
     then feeds the exploit, and the overlong penalty (DAPO's soft punishment near the limit) stops the pay."""
     paid = pays_for_length(ctx)
     if paid is not None:
+        bonus = length_pay_knobs(view)
+        if bonus:  # the reward's own length pay: turning it off removes the exploit at its source
+            return make_action(view, "Stop paying for length: remove the length bonus", bonus,
+                               f"the reward rose with the length ({paid.text})")
         return make_action(view, "Stop paying for length: penalise answers that run to the limit",
                            {"reward.overlong_buffer.enable": True}, f"the reward rose with the length ({paid.text})")
     limit = view.current_number("data.max_response_length")

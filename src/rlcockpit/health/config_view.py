@@ -20,6 +20,8 @@ from rlcockpit.health.findings import Action
 from rlcockpit.metrics.keys import ALIASES, TRL_KEYS, VERL_KEYS
 
 FRAMEWORKS = ("rlcockpit", "verl", "trl")
+# the free-form keyword arguments a launcher hands its reward function: a key below one is that run's own knob
+REWARD_KWARGS = {"rlcockpit": "reward.kwargs", "verl": "custom_reward_function.reward_kwargs"}
 # knobs only rlcockpit's trainer has, under the verl-shaped paths its config uses
 RLCOCKPIT_PATHS: dict[str, str] = {"actor.target_kl": "actor_rollout_ref.actor.target_kl"}
 # trainer settings verl does not have: a verl-shaped config carrying one was written by rlcockpit's trainer
@@ -185,6 +187,9 @@ class RunConfigView:
         no such knob): verl paths for verl, ``GRPOConfig`` names for TRL, and for rlcockpit's trainer its short
         keys (``actor.optim.lr``, ``actor.target_kl``), which its guardrails apply and ``rlcockpit train``
         accepts, else the verl path it accepts."""
+        home = key.rpartition(".")[0]
+        if home in REWARD_KWARGS.values():  # a reward function's own keyword argument, where its launcher has them
+            return key if REWARD_KWARGS.get(self.framework) == home else None
         if self.is_verl:
             return VERL_KEYS.get(key)
         if self.is_trl:

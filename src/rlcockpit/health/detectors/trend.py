@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from rlcockpit.health.advice import ranked
+from rlcockpit.health.advice import length_pay_knobs, ranked
 from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
@@ -287,7 +287,9 @@ class RewardDivergence(Detector):
             causes = [Cause("the reward pays for length: a length bonus, or a reward model that prefers long "
                             "answers", 0.8, "; ".join(vals.get("signals", [])))]
             limit = view.number("data.max_response_length")
-            actions = [make_action(view, "Stop paying for length: remove the length bonus, or add an overlong "
+            bonus = length_pay_knobs(view)  # the reward function's own length pay: off at the source first
+            actions = [*([make_action(view, "Stop paying for length: remove the length bonus", bonus)] if bonus else []),
+                       make_action(view, "Stop paying for length: remove the length bonus, or add an overlong "
                                    "penalty", {"reward.overlong_buffer.enable": True}),
                        make_action(view, "Cap the response length", {"data.max_response_length": int(limit * 0.75)}
                                    if limit else {})]
