@@ -149,11 +149,19 @@ class StoreWriter:
         batch.losses = self.losses.take()  # every changed loss record, in the same transaction as the data
         if not batch:
             return True
-        try:
-            self.store.write_batch(self.run_id, batch, timeout_s=self.busy_timeout_s)
-        except StoreUnavailable as exc:
-            self._failed(batch, exc)
+        outcome = self._attempt(batch, self.busy_timeout_s)
+        if isinstance(outcome, StoreUnavailable):
+            self._failed(batch, outcome)
             return False
+        return outcome
+
+    def _attempt(self, batch: WriteBatch, timeout_s: float) -> bool | StoreUnavailable:
+        """One write of ``batch``: ``True`` written; ``False`` when the store refused part of it (the good parts
+        are kept, :meth:`_isolate`) and something is left; the outage when the store could not be written."""
+        try:
+            self.store.write_batch(self.run_id, batch, timeout_s=timeout_s)
+        except StoreUnavailable as exc:
+            return exc
         except Exception as exc:  # noqa: BLE001 - about the data: isolate the parts the store refuses
             self._isolate(batch, exc)
             return self.pending is None
@@ -173,17 +181,11 @@ class StoreWriter:
         self._last_try = now
         held = self.pending
         held.losses = self.losses.take()
-        try:
-            self.store.write_batch(self.run_id, held, timeout_s=min(self.busy_timeout_s, PROBE_TIMEOUT_S))
-        except StoreUnavailable:
+        outcome = self._attempt(held, min(self.busy_timeout_s, PROBE_TIMEOUT_S))
+        if isinstance(outcome, StoreUnavailable):
             held.losses = []
             return False
-        except Exception as exc:  # noqa: BLE001 - about the data: isolate the parts the store refuses
-            self._isolate(held, exc)
-            return self.pending is None
-        self.losses.written(held.losses)
-        self._recovered()
-        return True
+        return outcome
 
     def _failed(self, batch: WriteBatch, exc: StoreUnavailable) -> None:
         batch.losses = []  # the ledger still holds them (dirty): taken afresh on the next attempt
