@@ -172,3 +172,13 @@ def test_cli_json_with_a_budget_that_stops_launching(train_tiny):
     assert len(ran) == 1 and report["cpu_s"] > 1  # the first branch runs; nothing after it fits 1 s
     assert any("fixed branch, seed 42 (budget)" in x for x in report["not_run"])
     assert report["verdict"] == NOT_CONFIRMED and "step 2/" in out.stderr
+
+
+def test_a_hostile_run_name_keeps_the_branch_files_inside_the_verify_folder(tmp_path):
+    from rlcockpit.health.verify_branches import branch_paths
+
+    work = tmp_path / "verify" / "abc123"
+    work.mkdir(parents=True)
+    for name in ("../../../victim/x-verify-fixed-s42-1a2b3c", "/abs/x-verify-unchanged-s1-ffffff", "..", "a/\0b"):
+        cfg, ckpt = branch_paths(work, name)
+        assert cfg.parent == work and ckpt.parent == work, name

@@ -33,7 +33,7 @@ from rlcockpit.health.verify import (
     summarise,
     try_report,
 )
-from rlcockpit.paths import confined
+from rlcockpit.paths import confined, safe_filename
 
 STEP_LINE = re.compile(r"^\[rlcockpit\] step (\d+)/(\d+) \|")  # the trainer's progress line (not its warm-up's)
 Progress = Callable[[str], None]
@@ -46,7 +46,7 @@ def branch_config(plan: Plan, store_dir: Path, workdir: Path, name: str, role: s
     cfg = copy.deepcopy({k: v for k, v in plan.config.items() if k != "framework"})
     tr = dict(cfg.get("trainer") or {})
     tr.update(experiment_name=name, group=plan.run_id, tags=[f"verify:{role}"], branch_of=plan.run_id,
-              stop_at_step=plan.end_step, save_freq=-1, default_local_dir=str(workdir / name),
+              stop_at_step=plan.end_step, save_freq=-1, default_local_dir=str(branch_paths(workdir, name)[1]),
               rlcockpit_dir=str(store_dir), seed=seed, preflight="off", logger=["rlcockpit"], num_threads=1,
               resume_mode="resume_path" if plan.checkpoint else "disable", resume_from_path=plan.checkpoint)
     cfg["trainer"] = tr
@@ -56,6 +56,14 @@ def branch_config(plan: Plan, store_dir: Path, workdir: Path, name: str, role: s
     cfg["health"] = {**(cfg.get("health") or {}), "on_critical": "warn"}
     cfg.pop("alerts", None)  # a branch sends no alerts
     return cfg
+
+
+def branch_paths(workdir: Path, name: str) -> tuple[Path, Path]:
+    """(config file, checkpoint folder) of branch ``name`` inside ``workdir``: the name carries the parent's
+    stored run name, so it is made one safe path component and confined there."""
+    stem = safe_filename(name, "branch")
+    return (confined(workdir, f"{stem}.json", "verify branch config"),
+            confined(workdir, stem, "verify branch checkpoints"))
 
 
 def launch(cmd: list[str], label: str, progress: Progress) -> tuple[int, str, float]:
@@ -90,7 +98,7 @@ def run_branch(store: Any, store_dir: Path, plan: Plan, role: str, seed: int, ov
     workdir = confined(store_dir, f"verify/{plan.run_id}", "verify folder")
     workdir.mkdir(parents=True, exist_ok=True)
     name = f"{plan.run_name}-verify-{role}-s{seed}-{uuid.uuid4().hex[:6]}"
-    cfg_path = workdir / f"{name}.json"
+    cfg_path = branch_paths(workdir, name)[0]
     cfg_path.write_text(json.dumps(branch_config(plan, store_dir, workdir, name, role, seed), default=str))
     cmd = [sys.executable, "-m", "rlcockpit", "train", "--config", str(cfg_path), *overrides]
     progress(f"[verify] {role} branch, seed {seed}: steps {plan.start_step + 1}-{plan.end_step}"
