@@ -61,7 +61,8 @@ def test_a_branch_is_a_new_run_from_the_checkpoint_with_its_own_lr(train_tiny, t
     store_dir, parent = train_tiny("trainer.total_training_steps=4", "trainer.save_freq=2")
     _dir, branch = train_tiny("trainer.total_training_steps=4", "trainer.resume_mode=resume_path",
                               f"trainer.resume_from_path={tmp_path / 'ckpt' / 'global_step_2'}",
-                              f"trainer.branch_of={parent.run_id}", f"trainer.group={parent.run_id}",
+                              # quoted as on verl's command line: an id like 2e969337 is a float literal there
+                              f"trainer.branch_of='{parent.run_id}'", f"trainer.group='{parent.run_id}'",
                               "trainer.stop_at_step=3", "actor_rollout_ref.actor.optim.lr=1e-5", ckpt="branch")
     assert branch.run_id != parent.run_id and branch.steps == 3  # a new run, stopped at stop_at_step
     api = rlcockpit.Api(str(store_dir))
