@@ -404,12 +404,18 @@ class EntropyCollapse(FrozenBaseline):
 
 @register_detector("entropy_explosion")
 class EntropyExplosion(FrozenBaseline):
-    """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) x the warm-up level (at least the metric guide's entropy ``collapse_below``: a
-    ratio to a near-zero warm-up means nothing) for ``sustain`` steps."""
+    """Entropy explosion (sampling turning into noise). By ratio: smoothed entropy > ``warn_ratio`` (warning; the
+    metric guide's entropy ``rise_factor``) or ``critical_ratio`` (critical) x the warm-up level (at least the
+    guide's entropy ``collapse_below``: a ratio to a near-zero warm-up means nothing) for ``sustain`` steps. By
+    range (warning): ``k`` of the last ``n`` values above the median of the ``window`` values before them by more
+    than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
+    ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
+    (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
+    just under twice its warm-up level."""
 
     keys = (ENTROPY,)
-    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
+    defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
+                "window": 50, "k": 3, "n": 4, "z": 8.0, "rel_floor": 0.05, "min_rise": 0.5}
     story = "collapse"
     cause = "updates are destroying the language model (lr too high / corrupted weights)"
 
@@ -426,11 +432,35 @@ class EntropyExplosion(FrozenBaseline):
         ref = max(self.base, threshold(ENTROPY, "collapse_below"))
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
-            return None
+            return self._out_of_range(step, track)
         sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
         level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
             f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
         return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
                          values={"entropy": s, "baseline": self.base, "reference": ref, "ratio": ratio}, samples=True)
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._level = math.nan  # slow running mean of the entropy: the cheap gate of the range rule
 
+    def _out_of_range(self, step: int, track: Track) -> Finding | None:
+        """The range rule (class docstring). Gated on the newest value being well above a slow running mean, so the
+        trailing window is sorted only on the rare steps that could fire."""
+        p, last = self.p, track.last
+        level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
+        if last <= (1 + 0.4 * p["min_rise"]) * level or len(track.values) < p["n"] + p["window"] // 2:
+            return None
+        floor = threshold(ENTROPY, "collapse_below")
+        med, scale = robust(track.tail(p["window"], skip=p["n"]), p["rel_floor"], floor)
+        bar = med + max(p["z"] * scale, p["min_rise"] * med)
+        recent = track.tail(p["n"])
+        above = [i for i, v in enumerate(recent) if v > bar]
+        if len(above) < p["k"] or last <= bar:
+            return None
+        now = median([recent[i] for i in above])
+        return self.fire(step, "warning",
+                         f"Entropy far above its range: {track.raw} {fmt(now)} on {len(above)} of the last {p['n']} "
+                         f"logged steps, {(now - med) / scale:.0f} typical deviations above its median {fmt(med)} "
+                         f"over the {p['window']} logged steps before",
+                         values={"entropy": now, "median": med, "scale": scale, "bar": bar, "baseline": self.base},
+                         step_start=track.steps[len(track.steps) - p["n"] + above[0]], samples=True)
