@@ -561,6 +561,16 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def versus(ref: float, actual: float, what: str, over: str = "") -> str:
+    """The reference a ratio was taken against, in words a person checks in one look: ``its <what> <actual><over>``,
+    or, where the reference was floored above the run's own level (a series at or near 0 has no level a ratio means
+    anything against), ``<ref>, the floor of the reference: its <what> <actual><over> is below it``: never "1884x its
+    earlier level" of a 0."""
+    if ref <= actual:
+        return f"its {what} {fmt(actual)}{over}"
+    return f"{fmt(ref)}, the floor of the reference: its {what} {fmt(actual)}{over} is below it"
+
+
 def register_detector(name: str, *aliases: str):
     """Class decorator: registers a :class:`Detector` in ``DETECTORS`` and sets its ``name``.
 

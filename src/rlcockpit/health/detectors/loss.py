@@ -268,7 +268,9 @@ class LossOscillation(FrozenBaseline):
     """Loss oscillating (only for a loss bounded away from zero; a zero-centred policy-gradient loss changes
     sign by design and its outliers are ``loss_spike``'s job): the step-to-step variability over ``window``
     steps is ``warn_ratio`` (warning) or ``critical_ratio`` (critical, on ``sustain`` consecutive checks) times
-    the variability at warm-up end. Evaluated every ``every`` steps."""
+    the variability at warm-up end. A warm-up in which the loss stood still (more than a tenth of its steps
+    unchanged) has no swings to judge against: the baseline waits for a window that moves. Evaluated every
+    ``every`` steps."""
 
     keys = (LOSS,)
     defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2}
@@ -292,10 +294,14 @@ class LossOscillation(FrozenBaseline):
         if self.centred is None:
             warm = self.ctx.tracks[LOSS].tail(self.warmup, skip=1)
             base, scale = robust(warm)
+            still = 1e-6 * abs(base) + 1e-12
+            if sum(1 for a, b in zip(warm, warm[1:]) if abs(b - a) <= still) > len(warm) // 10:
+                return None  # a loss that stood still has no swings to judge against: wait for a window that moves
+            jitter = self._jitter(warm)
             self.centred = zero_centred(warm, base, scale)
             if self.centred:
                 return None
-            self.base = self._jitter(warm)
+            self.base = jitter
         return self.check(step) if self.due(self.p["every"]) else None
 
     @staticmethod
@@ -309,12 +315,12 @@ class LossOscillation(FrozenBaseline):
         jitter = self._jitter(self.ctx.tracks[LOSS].tail(self.p["window"]))
         ratio = jitter / max(self.base, 1e-12)
         vals = {"jitter": jitter, "baseline_jitter": self.base, "ratio": ratio}
+        what = (f"Loss oscillating: step-to-step swings of {fmt(jitter)} over the last {self.p['window']} logged steps, "
+                f"{ratio:.1f}x their {fmt(self.base)} at warm-up end")
         if self.sustained(bool(self.p["critical_ratio"]) and ratio > self.p["critical_ratio"], self.p["sustain"]):
-            return self.fire(step, "critical", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
-                             values=vals, step_start=step - self.p["every"] * self.p["sustain"])
+            return self.fire(step, "critical", what, values=vals, step_start=step - self.p["every"] * self.p["sustain"])
         if ratio > self.p["warn_ratio"]:
-            return self.fire(step, "warning", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
-                             values=vals, step_start=step - self.p["every"])
+            return self.fire(step, "warning", what, values=vals, step_start=step - self.p["every"])
         return None
 
 

@@ -39,6 +39,7 @@ from rlcockpit.health.base import (
     median_diff_noise,
     register_detector,
     robust,
+    versus,
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
@@ -131,13 +132,14 @@ class KLRising(Detector):
         last = parts[2]
         noise = median_diff_noise(parts, (a, b, c))  # pooled over the three windows: one noisy window is no trend
         accelerating = c - max(a, b) > p["accel"] * max(b - a, 0.0) + p["z"] * noise  # a dip and back is no rise
-        ratio = c / max(a, 1e-9)
+        ref = max(a, threshold(KL, "healthy_low"))  # a ratio to a KL of ~0 means nothing (and changes no decision:
+        ratio = c / ref  # c is above band_high = 10 x healthy_low)
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
         start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
         if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
-                             f"({ratio:.1f}x)", "The policy is moving away from the reference faster and faster.",
+                             f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
         if accelerating and ratio > p["rise_ratio"]:
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
@@ -182,6 +184,7 @@ class KLSpike(StartReferenced):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref = math.nan
+        self._level = math.nan
         self._spread = math.nan
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
@@ -219,27 +222,28 @@ class KLSpike(StartReferenced):
                 return None
             window = track.tail(p["window"], skip=1)
             fit = log_scale(window, p["log_floor"])
-            self._ref, self._spread = (max(fit[0], p["min_abs"]), fit[1]) if fit else (
-                max(median(window), p["min_abs"]), p["log_floor"])
+            self._level = fit[0] if fit else median(window)  # the run's own level, as the title states it
+            self._ref, self._spread = max(self._level, p["min_abs"]), fit[1] if fit else p["log_floor"]
             self._onset, self._before = step, prev
         self._streak += 1
         n = int(p["sustain"])
         held, z = self._held(track, n)
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
         floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
+        over = f" over the {p['window']} steps before"
         if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"]:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
-                             f"values is {fmt(held)}, {held / self._ref:.1f}x its median {fmt(self._ref)} over the "
-                             f"{p['window']} steps before", "A sudden jump of the policy away from the reference; often "
+                             f"values is {fmt(held)}, {held / self._ref:.1f}x "
+                             f"{versus(self._ref, self._level, 'median', over)}", "A sudden jump of the policy away from the reference; often "
                              "the start of a collapse.", values=vals, step_start=self._onset,
                              extra_keys=("critic/score/mean",))
         both, z2 = self._held(track, 2)
         if self._streak >= 2 and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
                 and self._before < p["prev_abs"]:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
-                             f"for 2 logged steps (at least {both / self._ref:.1f}x its median {fmt(self._ref)} over "
-                             f"the {p['window']} steps before)", values=vals | {"held": both, "z": z2},
+                             f"for 2 logged steps (at least {both / self._ref:.1f}x "
+                             f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
                              step_start=self._onset)
         if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
             self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
