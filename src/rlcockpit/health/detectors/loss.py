@@ -33,6 +33,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
@@ -359,7 +360,8 @@ class GradSpike(FrozenBaseline):
     x its warm-up level on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
     keys = (GRAD,)
-    defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1, "z_log": 4.0, "sustain": 3}
+    defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
+                "z_log": 4.0, "sustain": 3}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 

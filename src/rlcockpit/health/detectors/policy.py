@@ -173,7 +173,8 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "window": 20, "min_abs": 0.01, "z": 4.0, "log_floor": 0.1, "sustain": 3, "early_abs": 1.0,
+                "window": 20, "min_abs": threshold(KL, "healthy_low"), "z": 4.0, "log_floor": 0.1, "sustain": 3,
+                "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
