@@ -293,16 +293,17 @@ class LossOscillation(FrozenBaseline):
         if self.seen <= self.warmup or self.centred:
             return None
         if self.centred is None:
+            if self.seen > self.warmup + 1 and not self.due(self.p["every"]):
+                return None  # a retry after a warm-up that stood still: every ``every`` observations
             warm = self.ctx.tracks[LOSS].tail(self.warmup, skip=1)
             base, scale = robust(warm)
+            if zero_centred(warm, base, scale):
+                self.centred = True
+                return None
             still = 1e-6 * abs(base) + 1e-12
             if sum(1 for a, b in zip(warm, warm[1:]) if abs(b - a) <= still) > len(warm) // 10:
                 return None  # a loss that stood still has no swings to judge against: wait for a window that moves
-            jitter = self._jitter(warm)
-            self.centred = zero_centred(warm, base, scale)
-            if self.centred:
-                return None
-            self.base = jitter
+            self.centred, self.base = False, self._jitter(warm)
         return self.check(step) if self.due(self.p["every"]) else None
 
     @staticmethod
