@@ -3,7 +3,9 @@ step 500 (bench/detection_corpus/real/rlcockpit_trainer_cpu/gpt2-1prompt-lr30-80
 (spread 0.1) that jumped to 3.0-4.2 for 20 steps, responses to the length cap, the score down, then recovered. The
 jump stayed just under twice the warm-up level, so the ratio rule of ``entropy_explosion`` never fired and no
 detector responsible for a collapse said anything. An entropy that far above its own range, on most of the last
-logged steps, is now a warning; single spikes, slow drifts and an ordinary noisy entropy are not.
+logged steps, is now a warning; single spikes, slow drifts and an ordinary noisy entropy are not. The same rule
+(``base.far_above``) judges the PPO clip fraction in ``update_size``: far above its own history is an update far
+too large, even below the folklore 0.2.
 """
 
 from __future__ import annotations
@@ -60,3 +62,38 @@ def test_single_spikes_slow_drifts_and_noise_are_not_an_entropy_explosion():
         spikes = tuple(range(60 + 7 * seed, 800, 97))  # one step at 2.9, now and then
         assert alerts(replay(entropy_run(seed, spikes=spikes))) == [], seed
         assert alerts(replay(entropy_run(seed, drift=1.2))) == [], seed  # 1.6 -> 2.8 over the run: learning to explore
+
+
+def clipfrac_run(seed: int, jump_at: int | None = None, spikes: tuple[int, ...] = ()):
+    """A PPO run clipping ~1% of tokens (noise 0.3 points), single steps at 0.12 at ``spikes``, and from ``jump_at``
+    10 steps clipping 10-15%: below the folklore 0.2, ten times its own level."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(1, 201):
+        c = max(0.0, rng.gauss(0.01, 0.003))
+        if s in spikes:
+            c = 0.12
+        if jump_at is not None and jump_at <= s < jump_at + 10:
+            c = rng.uniform(0.10, 0.15)
+        out.append((s, {"actor/pg_clipfrac": c, "critic/score/mean": 0.5 + rng.gauss(0.0, 0.05)}))
+    return out
+
+
+def update_alerts(found):
+    return [(f.step, f.severity, f.title) for f in found
+            if f.detector == "update_size" and f.severity in ("warning", "critical")]
+
+
+def test_a_clip_fraction_far_above_its_own_history_is_a_warning_below_the_folklore_level():
+    for seed in range(3):
+        found = update_alerts(replay(clipfrac_run(seed, jump_at=150)))
+        assert found, seed
+        step, sev, title = found[0]
+        assert 150 <= step <= 155 and sev == "warning", found
+        assert re.search(r"far larger than before: actor/pg_clipfrac 0\.1\d* on [34] of the last 4 logged steps, "
+                         r"\d+\.\dx its median 0\.0\d+ over the 50 logged steps before", title), title
+
+
+def test_single_clip_fraction_spikes_are_not_a_too_large_update():
+    for seed in range(6):
+        assert update_alerts(replay(clipfrac_run(seed, spikes=tuple(range(30 + seed, 200, 23))))) == [], seed

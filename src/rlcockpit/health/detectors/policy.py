@@ -33,6 +33,7 @@ from rlcockpit.health.base import (
     FrozenBaseline,
     StartReferenced,
     Track,
+    far_above,
     fmt,
     log_scale,
     median,
@@ -286,12 +287,16 @@ class KLStuck(Detector):
 class UpdateSize(Detector):
     """PPO updates too large: ``actor/ppo_kl`` > ``ppo_kl_warn`` or ``actor/pg_clipfrac`` > ``clipfrac_warn``
     (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
-    ``clipfrac_floor``) for ``sustain`` steps."""
+    ``clipfrac_floor``) for ``sustain`` steps. Also a warning below those levels: the clip fraction far above its
+    own range (``k`` of the last ``n`` values more than ``z`` robust scale units, at least a tenth of
+    ``clipfrac_floor`` each, above the median of the ``window`` before them, and above it by ``rise`` x that median
+    and by ``clipfrac_floor``): a run whose updates clipped 1% of tokens and now clip 10% took a far larger step than
+    it ever did."""
 
     keys = (PPO_KL, CLIPFRAC)
     defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
                 "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
-                "clipfrac_floor": 0.05, "sustain": 3}
+                "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
     cause = "each PPO update moves the policy too far"
@@ -303,6 +308,7 @@ class UpdateSize(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, float] = {}
+        self._level = math.nan  # slow running mean of the clip fraction: the cheap gate of the range rule
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -319,7 +325,7 @@ class UpdateSize(Detector):
                 hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
         if not hits:  # the usual step (sustained(False) would only reset the streak)
             self._streak = 0
-            return None
+            return self._out_of_range(step)
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
         desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
         raw = {k: self.ctx.tracks[k].raw for k in self._base}  # evidence in the run's own names
@@ -327,6 +333,32 @@ class UpdateSize(Detector):
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
+
+    def _out_of_range(self, step: int) -> Finding | None:
+        """The clip fraction's range rule (class docstring), gated on its newest value being above the floor and
+        twice a slow running mean (the window is sorted only on steps that could fire)."""
+        p, track = self.p, self.ctx.tracks.get(CLIPFRAC)
+        if track is None or track.last_step != step or track.n <= self.warmup:
+            return None
+        last = track.last
+        level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
+        if last <= max(p["clipfrac_floor"], 2.0 * level):
+            return None
+        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["rise"], p["clipfrac_floor"], 0.1 * p["clipfrac_floor"])
+        if out is None or out[2][-1] != p["n"] - 1:
+            return None
+        med, scale, above = out
+        recent = track.tail(p["n"])
+        now = median([recent[i] for i in above])
+        before = min(p["window"], len(track.values) - p["n"])
+        return self.fire(step, "warning",
+                         f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
+                         f"{p['n']} logged steps, {now / max(med, 1e-12):.1f}x its median {fmt(med)} over the "
+                         f"{before} logged steps before" if med > 0 else
+                         f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
+                         f"{p['n']} logged steps, where it was 0 on most of the {before} logged steps before",
+                         values={track.raw: now, f"{track.raw}_median": med, "scale": scale},
+                         step_start=track.steps[len(track.steps) - p["n"] + above[0]])
 
 
 def reward_climbing(track: Track | None, window: int) -> bool:
@@ -453,19 +485,19 @@ class EntropyExplosion(FrozenBaseline):
         trailing window is sorted only on the rare steps that could fire."""
         p, last = self.p, track.last
         level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
-        if last <= (1 + 0.4 * p["min_rise"]) * level or len(track.values) < p["n"] + p["window"] // 2:
+        if last <= (1 + 0.4 * p["min_rise"]) * level:
             return None
         floor = threshold(ENTROPY, "collapse_below")
-        med, scale = robust(track.tail(p["window"], skip=p["n"]), p["rel_floor"], floor)
-        bar = med + max(p["z"] * scale, p["min_rise"] * med)
-        recent = track.tail(p["n"])
-        above = [i for i, v in enumerate(recent) if v > bar]
-        if len(above) < p["k"] or last <= bar:
+        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["min_rise"], floor, floor, p["rel_floor"])
+        if out is None or out[2][-1] != p["n"] - 1:  # fired when the newest value is one of those above
             return None
+        med, scale, above = out
+        recent = track.tail(p["n"])
         now = median([recent[i] for i in above])
+        before = min(p["window"], len(track.values) - p["n"])
         return self.fire(step, "warning",
                          f"Entropy far above its range: {track.raw} {fmt(now)} on {len(above)} of the last {p['n']} "
                          f"logged steps, {(now - med) / scale:.0f} typical deviations above its median {fmt(med)} "
-                         f"over the {p['window']} logged steps before",
-                         values={"entropy": now, "median": med, "scale": scale, "bar": bar, "baseline": self.base},
+                         f"over the {before} logged steps before",
+                         values={"entropy": now, "median": med, "scale": scale, "baseline": self.base},
                          step_start=track.steps[len(track.steps) - p["n"] + above[0]], samples=True)
