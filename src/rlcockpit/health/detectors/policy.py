@@ -47,6 +47,10 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.stories import resolve_story
 from rlcockpit.metrics.guide import threshold
 
+# read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
+KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
+ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
+
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
     """Why the policy ran away from the reference, ranked from this run's config and from what moved together
@@ -133,7 +137,7 @@ class KLRising(Detector):
         last = parts[2]
         noise = median_diff_noise(parts, (a, b, c))  # pooled over the three windows: one noisy window is no trend
         accelerating = c - max(a, b) > p["accel"] * max(b - a, 0.0) + p["z"] * noise  # a dip and back is no rise
-        ref = max(a, threshold(KL, "healthy_low"))  # a ratio to a KL of ~0 means nothing (and changes no decision:
+        ref = max(a, KL_FLOOR)  # a ratio to a KL of ~0 means nothing (and changes no decision:
         ratio = c / ref  # c is above band_high = 10 x healthy_low)
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
@@ -174,7 +178,7 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "window": 20, "min_abs": threshold(KL, "healthy_low"), "z": 4.0, "log_floor": 0.1, "sustain": 3,
+                "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
     story = "collapse"
@@ -466,7 +470,7 @@ class EntropyExplosion(FrozenBaseline):
         s = track.mean_steps(self.p["smooth"])
         # a warm-up entropy near 0 (a collapsed or greedy start) makes any ratio to it meaningless: the reference is
         # at least the guide's collapse level
-        ref = max(self.base, threshold(ENTROPY, "collapse_below"))
+        ref = max(self.base, ENTROPY_FLOOR)
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return self._out_of_range(step, track)
@@ -487,7 +491,7 @@ class EntropyExplosion(FrozenBaseline):
         level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
         if last <= (1 + 0.4 * p["min_rise"]) * level:
             return None
-        floor = threshold(ENTROPY, "collapse_below")
+        floor = ENTROPY_FLOOR
         out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["min_rise"], floor, floor, p["rel_floor"])
         if out is None or out[2][-1] != p["n"] - 1:  # fired when the newest value is one of those above
             return None
