@@ -67,6 +67,8 @@ DEVELOPED_ON: dict[str, str] = {
     "grpo_loop_jsonl_public": "reward_divergence's perplexity and correctness checks (issue 29, branch h-detect2)",
     "tinker_jsonl_public": "held out until scored once (0/4 at aa9b6fd); then changed: reward parts not named for "
                            "format count as task scores (issue 29, branch h-detect2)",
+    "rlcockpit_trainer_cpu": "its lr x30 run (gpt2-1prompt-lr30-800, missed at 9a67d21) was read to find why no "
+                             "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

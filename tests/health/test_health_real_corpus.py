@@ -113,3 +113,11 @@ def test_healthy_real_runs_get_at_most_one_warning_each_on_average_per_source():
         if t["class"] == "healthy":
             per_source.setdefault(t["source"], []).append(sum(1 for f in replay(t) if f.severity == "warning"))
     assert per_source and {s: sum(n) / len(n) for s, n in per_source.items() if sum(n) > len(n)} == {}
+
+
+def test_our_trainers_lr_blow_up_gets_a_collapse_warning_near_its_onset():
+    """``rlcockpit_trainer_cpu/gpt2-1prompt-lr30-800``: the entropy 3.0-4.2 from step 516 (1.6 with a spread of 0.1
+    before) stayed under twice its warm-up level; ``entropy_explosion`` judges it against its own range too."""
+    trace = next(t for t in real_runs() if t["id"].endswith("gpt2-1prompt-lr30-800"))
+    found = [f.step for f in replay(trace) if f.detector == "entropy_explosion" and f.severity == "warning"]
+    assert found and trace["onset"] - 5 <= found[0] <= trace["onset"] + 15, found

@@ -35,10 +35,15 @@ SHARED = [
     ("reward_divergence", "drop_fraction", "val-core/<source>/<metric>/mean@<N>", "divergence_drop_fraction"),
     ("reward_divergence", "bonus_growth", "response_length/mean", "bonus_growth_ratio"),
     ("length_memory", "growth", "perf/max_memory_allocated_gb", "length_growth_ratio"),
+    ("reward_cliff", "drop_critical", "critic/score/mean", "cliff_drop_fraction"),
+    ("kl_spike", "min_abs", "actor/kl_loss", "healthy_low"),
+    ("kl_spike", "early_abs", "actor/kl_loss", "severe_above"),
+    ("grad_spike", "critical_ratio", "actor/grad_norm", "spike_factor"),
+    ("entropy_explosion", "warn_ratio", "actor/entropy", "rise_factor"),
 ]
 # a second copy of one of the thresholds above, as it used to be written (setting or argument = number)
 COPIES = re.compile(r"""["'](?:clipfrac_warn|ppo_kl_warn|warn_abs|critical_abs|prev_abs|band_high|repeat_warn|empty_warn|"""
-                    r"""empty_critical|nonprint_warn|zero_group_warn)["']\s*:\s*[0-9]|"""
+                    r"""empty_critical|nonprint_warn|zero_group_warn|drop_critical|early_abs)["']\s*:\s*[0-9]|"""
                     r"""["'](?:target|low)["']\s*:\s*(?:70|50)\b|"""
                     r"""\b(?:want|floor)\s*:\s*float\s*=\s*(?:70|50)|\bband\s*:\s*float\s*=\s*0\.1\b|"""
                     r"""samples/(?:repeat_ngram|empty|nonprintable)_rate["'], 0\.0\)\s*>\s*[0-9]|"""
@@ -76,3 +81,18 @@ def test_no_second_copy_of_a_known_threshold_in_the_source():
 def test_an_unknown_threshold_names_what_the_guide_has():
     with pytest.raises(KeyError, match="warn_above"):
         threshold("actor/pg_clipfrac", "warn_abov")
+
+
+def test_the_mismatch_panel_shows_the_guides_healthy_range_for_every_key_the_guide_bounds():
+    """verl's train/rollout mismatch panel: its bands are the guide's ``healthy`` ranges (the rollout-correction
+    ppl ratio had 0.9-1.1 in the guide and no band in the panel)."""
+    from rlcockpit.metrics.guide import lookup
+
+    checked = 0
+    for key, band in MISMATCH_THRESHOLDS.items():
+        info = lookup(key)
+        if info is None or not info.healthy:
+            continue
+        checked += 1
+        assert (band["low"], band["high"]) == tuple(info.healthy), key
+    assert checked >= 7

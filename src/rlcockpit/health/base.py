@@ -165,6 +165,20 @@ def recent_count(track: Track, n: int, above: float) -> int:
     return sum(1 for i in range(1, min(n, len(v)) + 1) if v[-i] > above)
 
 
+def far_above(track: Track, window: int, n: int, k: int, z: float, rise: float, floor: float,
+              scale_floor: float, rel_floor: float = 0.05) -> tuple[float, float, list[int]] | None:
+    """A series leaving its own range upward: ``k`` of the last ``n`` values above the median of the ``window``
+    values before them by more than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and
+    ``scale_floor``), by ``rise`` x that median and by ``floor``. Returns (median, scale, positions among the last
+    ``n`` of the values above), or None. It sorts the window: callers gate it behind a cheap test."""
+    if len(track.values) < n + window // 2:
+        return None
+    med, scale = robust(track.tail(window, skip=n), rel_floor, scale_floor)
+    bar = med + max(z * scale, rise * med, floor)
+    above = [i for i, v in enumerate(track.tail(n)) if v > bar]
+    return (med, scale, above) if len(above) >= k else None
+
+
 def log_scale(values: list[float], floor: float = 0.05) -> tuple[float, float] | None:
     """(median, robust scale of log values) of the positive ``values``, or None with fewer than 5 of them. For
     a positive, heavy-tailed series (a gradient norm): a step with no gradient (0, every advantage zero) says
@@ -559,6 +573,16 @@ def fmt(value: float) -> str:
     if value != value or value in (math.inf, -math.inf):
         return str(value)
     return f"{value:.3g}"
+
+
+def versus(ref: float, actual: float, what: str, over: str = "") -> str:
+    """The reference a ratio was taken against, in words a person checks in one look: ``its <what> <actual><over>``,
+    or, where the reference was floored above the run's own level (a series at or near 0 has no level a ratio means
+    anything against), ``<ref>, the floor of the reference: its <what> <actual><over> is below it``: never "1884x its
+    earlier level" of a 0."""
+    if ref <= actual:
+        return f"its {what} {fmt(actual)}{over}"
+    return f"{fmt(ref)}, the floor of the reference: its {what} {fmt(actual)}{over} is below it"
 
 
 def register_detector(name: str, *aliases: str):

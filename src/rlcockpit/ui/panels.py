@@ -38,18 +38,31 @@ THROUGHPUT_KEYS = ("perf/throughput",)
 
 VERL_DOC = "verl"  # verl's docs/algo/rollout_corr.md (the UI names the source in the user's language)
 GUIDE_DOC = "guide"  # rlcockpit's metric guide: verl documents no bound for this key
-# key -> (low, high, source, note); None = unbounded on that side. "abs" keys compare |value|.
+
+
+def _guide_band(key: str, source: str, **extra: Any) -> dict[str, Any]:
+    """The panel's band for ``key``: the sides of the metric guide's ``healthy`` range (None = unbounded), the one
+    home of these numbers (the guide took verl's documented bounds where verl documents them)."""
+    def side(name: str) -> float | None:
+        try:
+            return threshold(key, name)
+        except KeyError:
+            return None
+    return {"low": side("healthy_low"), "high": side("healthy_high"), **extra, "source": source}
+
+
+# key -> (low, high, source, note); None = unbounded on that side. "abs" keys compare |value|. Bounds the guide
+# holds are read from it; the two keys below without a guide range keep verl's documented bound here.
 MISMATCH_THRESHOLDS: dict[str, dict[str, Any]] = {
-    "rollout_corr/rollout_is_mean": {"low": 0.5, "high": 2.0, "ideal": 1.0, "source": VERL_DOC},
-    "rollout_corr/rollout_is_eff_sample_size": {"low": 0.3, "high": None, "source": VERL_DOC},
+    "rollout_corr/rollout_is_mean": _guide_band("rollout_corr/rollout_is_mean", VERL_DOC, ideal=1.0),
+    "rollout_corr/rollout_is_eff_sample_size": _guide_band("rollout_corr/rollout_is_eff_sample_size", VERL_DOC),
     "rollout_corr/rollout_is_veto_fraction": {"low": None, "high": 0.1, "source": VERL_DOC},
-    "rollout_corr/rollout_is_std": {"low": None, "high": 1.0, "source": VERL_DOC},
-    "rollout_corr/kl": {"low": -0.1, "high": 0.1, "abs": True, "source": VERL_DOC},
-    "rollout_corr/chi2_token": {"low": None, "high": 1.0, "source": VERL_DOC},
+    "rollout_corr/rollout_is_std": _guide_band("rollout_corr/rollout_is_std", VERL_DOC),
+    "rollout_corr/kl": _guide_band("rollout_corr/kl", VERL_DOC, abs=True),
+    "rollout_corr/chi2_token": _guide_band("rollout_corr/chi2_token", VERL_DOC),
     "rollout_corr/chi2_seq": {"low": None, "high": 1.0, "source": VERL_DOC},
-    "rollout_corr/ppl_ratio": {"low": None, "high": None, "ideal": 1.0, "source": VERL_DOC},
-    "training/rollout_probs_diff_mean": {"low": None, "high": threshold("training/rollout_probs_diff_mean", "healthy_high"),
-                                         "source": GUIDE_DOC},
+    "rollout_corr/ppl_ratio": _guide_band("rollout_corr/ppl_ratio", GUIDE_DOC, ideal=1.0),
+    "training/rollout_probs_diff_mean": _guide_band("training/rollout_probs_diff_mean", GUIDE_DOC),
 }
 MISMATCH_PREFIXES = ("training/rollout_probs_diff_", "training/rollout_actor_probs_pearson_corr", "rollout_corr/")
 

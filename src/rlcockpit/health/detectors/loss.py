@@ -33,6 +33,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
@@ -268,7 +269,9 @@ class LossOscillation(FrozenBaseline):
     """Loss oscillating (only for a loss bounded away from zero; a zero-centred policy-gradient loss changes
     sign by design and its outliers are ``loss_spike``'s job): the step-to-step variability over ``window``
     steps is ``warn_ratio`` (warning) or ``critical_ratio`` (critical, on ``sustain`` consecutive checks) times
-    the variability at warm-up end. Evaluated every ``every`` steps."""
+    the variability at warm-up end. A warm-up in which the loss stood still (more than a tenth of its steps
+    unchanged) has no swings to judge against: the baseline waits for a window that moves. Evaluated every
+    ``every`` steps."""
 
     keys = (LOSS,)
     defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2}
@@ -290,12 +293,17 @@ class LossOscillation(FrozenBaseline):
         if self.seen <= self.warmup or self.centred:
             return None
         if self.centred is None:
+            if self.seen > self.warmup + 1 and not self.due(self.p["every"]):
+                return None  # a retry after a warm-up that stood still: every ``every`` observations
             warm = self.ctx.tracks[LOSS].tail(self.warmup, skip=1)
             base, scale = robust(warm)
-            self.centred = zero_centred(warm, base, scale)
-            if self.centred:
+            if zero_centred(warm, base, scale):
+                self.centred = True
                 return None
-            self.base = self._jitter(warm)
+            still = 1e-6 * abs(base) + 1e-12
+            if sum(1 for a, b in zip(warm, warm[1:]) if abs(b - a) <= still) > len(warm) // 10:
+                return None  # a loss that stood still has no swings to judge against: wait for a window that moves
+            self.centred, self.base = False, self._jitter(warm)
         return self.check(step) if self.due(self.p["every"]) else None
 
     @staticmethod
@@ -309,12 +317,12 @@ class LossOscillation(FrozenBaseline):
         jitter = self._jitter(self.ctx.tracks[LOSS].tail(self.p["window"]))
         ratio = jitter / max(self.base, 1e-12)
         vals = {"jitter": jitter, "baseline_jitter": self.base, "ratio": ratio}
+        what = (f"Loss oscillating: step-to-step swings of {fmt(jitter)} over the last {self.p['window']} logged steps, "
+                f"{ratio:.1f}x their {fmt(self.base)} at warm-up end")
         if self.sustained(bool(self.p["critical_ratio"]) and ratio > self.p["critical_ratio"], self.p["sustain"]):
-            return self.fire(step, "critical", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
-                             values=vals, step_start=step - self.p["every"] * self.p["sustain"])
+            return self.fire(step, "critical", what, values=vals, step_start=step - self.p["every"] * self.p["sustain"])
         if ratio > self.p["warn_ratio"]:
-            return self.fire(step, "warning", f"Loss oscillating: step-to-step swings {ratio:.1f}x the warm-up level",
-                             values=vals, step_start=step - self.p["every"])
+            return self.fire(step, "warning", what, values=vals, step_start=step - self.p["every"])
         return None
 
 
@@ -353,7 +361,8 @@ class GradSpike(FrozenBaseline):
     x its warm-up level on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
     keys = (GRAD,)
-    defaults = {"warn_ratio": 6.0, "critical_ratio": 10.0, "window": 30, "ema": 0.1, "z_log": 4.0, "sustain": 3}
+    defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
+                "z_log": 4.0, "sustain": 3}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 

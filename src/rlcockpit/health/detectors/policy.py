@@ -33,17 +33,23 @@ from rlcockpit.health.base import (
     FrozenBaseline,
     StartReferenced,
     Track,
+    far_above,
     fmt,
     log_scale,
     median,
     median_diff_noise,
     register_detector,
     robust,
+    versus,
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.stories import resolve_story
 from rlcockpit.metrics.guide import threshold
+
+# read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
+KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
+ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -131,13 +137,14 @@ class KLRising(Detector):
         last = parts[2]
         noise = median_diff_noise(parts, (a, b, c))  # pooled over the three windows: one noisy window is no trend
         accelerating = c - max(a, b) > p["accel"] * max(b - a, 0.0) + p["z"] * noise  # a dip and back is no rise
-        ratio = c / max(a, 1e-9)
+        ref = max(a, KL_FLOOR)  # a ratio to a KL of ~0 means nothing (and changes no decision:
+        ratio = c / ref  # c is above band_high = 10 x healthy_low)
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
         start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
         if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
-                             f"({ratio:.1f}x)", "The policy is moving away from the reference faster and faster.",
+                             f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
         if accelerating and ratio > p["rise_ratio"]:
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
@@ -171,7 +178,8 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "window": 20, "min_abs": 0.01, "z": 4.0, "log_floor": 0.1, "sustain": 3, "early_abs": 1.0,
+                "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
+                "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
@@ -182,6 +190,7 @@ class KLSpike(StartReferenced):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._ref = math.nan
+        self._level = math.nan
         self._spread = math.nan
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
@@ -219,27 +228,28 @@ class KLSpike(StartReferenced):
                 return None
             window = track.tail(p["window"], skip=1)
             fit = log_scale(window, p["log_floor"])
-            self._ref, self._spread = (max(fit[0], p["min_abs"]), fit[1]) if fit else (
-                max(median(window), p["min_abs"]), p["log_floor"])
+            self._level = fit[0] if fit else median(window)  # the run's own level, as the title states it
+            self._ref, self._spread = max(self._level, p["min_abs"]), fit[1] if fit else p["log_floor"]
             self._onset, self._before = step, prev
         self._streak += 1
         n = int(p["sustain"])
         held, z = self._held(track, n)
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
         floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
+        over = f" over the {p['window']} steps before"
         if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"]:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
-                             f"values is {fmt(held)}, {held / self._ref:.1f}x its median {fmt(self._ref)} over the "
-                             f"{p['window']} steps before", "A sudden jump of the policy away from the reference; often "
+                             f"values is {fmt(held)}, {held / self._ref:.1f}x "
+                             f"{versus(self._ref, self._level, 'median', over)}", "A sudden jump of the policy away from the reference; often "
                              "the start of a collapse.", values=vals, step_start=self._onset,
                              extra_keys=("critic/score/mean",))
         both, z2 = self._held(track, 2)
         if self._streak >= 2 and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
                 and self._before < p["prev_abs"]:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
-                             f"for 2 logged steps (at least {both / self._ref:.1f}x its median {fmt(self._ref)} over "
-                             f"the {p['window']} steps before)", values=vals | {"held": both, "z": z2},
+                             f"for 2 logged steps (at least {both / self._ref:.1f}x "
+                             f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
                              step_start=self._onset)
         if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
             self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
@@ -281,12 +291,16 @@ class KLStuck(Detector):
 class UpdateSize(Detector):
     """PPO updates too large: ``actor/ppo_kl`` > ``ppo_kl_warn`` or ``actor/pg_clipfrac`` > ``clipfrac_warn``
     (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
-    ``clipfrac_floor``) for ``sustain`` steps."""
+    ``clipfrac_floor``) for ``sustain`` steps. Also a warning below those levels: the clip fraction far above its
+    own range (``k`` of the last ``n`` values more than ``z`` robust scale units, at least a tenth of
+    ``clipfrac_floor`` each, above the median of the ``window`` before them, and above it by ``rise`` x that median
+    and by ``clipfrac_floor``): a run whose updates clipped 1% of tokens and now clip 10% took a far larger step than
+    it ever did."""
 
     keys = (PPO_KL, CLIPFRAC)
     defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
                 "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
-                "clipfrac_floor": 0.05, "sustain": 3}
+                "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
     cause = "each PPO update moves the policy too far"
@@ -298,6 +312,7 @@ class UpdateSize(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, float] = {}
+        self._level = math.nan  # slow running mean of the clip fraction: the cheap gate of the range rule
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -314,7 +329,7 @@ class UpdateSize(Detector):
                 hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
         if not hits:  # the usual step (sustained(False) would only reset the streak)
             self._streak = 0
-            return None
+            return self._out_of_range(step)
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
         desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
         raw = {k: self.ctx.tracks[k].raw for k in self._base}  # evidence in the run's own names
@@ -322,6 +337,32 @@ class UpdateSize(Detector):
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
+
+    def _out_of_range(self, step: int) -> Finding | None:
+        """The clip fraction's range rule (class docstring), gated on its newest value being above the floor and
+        twice a slow running mean (the window is sorted only on steps that could fire)."""
+        p, track = self.p, self.ctx.tracks.get(CLIPFRAC)
+        if track is None or track.last_step != step or track.n <= self.warmup:
+            return None
+        last = track.last
+        level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
+        if last <= max(p["clipfrac_floor"], 2.0 * level):
+            return None
+        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["rise"], p["clipfrac_floor"], 0.1 * p["clipfrac_floor"])
+        if out is None or out[2][-1] != p["n"] - 1:
+            return None
+        med, scale, above = out
+        recent = track.tail(p["n"])
+        now = median([recent[i] for i in above])
+        before = min(p["window"], len(track.values) - p["n"])
+        return self.fire(step, "warning",
+                         f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
+                         f"{p['n']} logged steps, {now / max(med, 1e-12):.1f}x its median {fmt(med)} over the "
+                         f"{before} logged steps before" if med > 0 else
+                         f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
+                         f"{p['n']} logged steps, where it was 0 on most of the {before} logged steps before",
+                         values={track.raw: now, f"{track.raw}_median": med, "scale": scale},
+                         step_start=track.steps[len(track.steps) - p["n"] + above[0]])
 
 
 def reward_climbing(track: Track | None, window: int) -> bool:
@@ -404,12 +445,18 @@ class EntropyCollapse(FrozenBaseline):
 
 @register_detector("entropy_explosion")
 class EntropyExplosion(FrozenBaseline):
-    """Entropy explosion (sampling turning into noise): smoothed entropy > ``warn_ratio`` (warning) or
-    ``critical_ratio`` (critical) x the warm-up level (at least the metric guide's entropy ``collapse_below``: a
-    ratio to a near-zero warm-up means nothing) for ``sustain`` steps."""
+    """Entropy explosion (sampling turning into noise). By ratio: smoothed entropy > ``warn_ratio`` (warning; the
+    metric guide's entropy ``rise_factor``) or ``critical_ratio`` (critical) x the warm-up level (at least the
+    guide's entropy ``collapse_below``: a ratio to a near-zero warm-up means nothing) for ``sustain`` steps. By
+    range (warning): ``k`` of the last ``n`` values above the median of the ``window`` values before them by more
+    than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
+    ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
+    (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
+    just under twice its warm-up level."""
 
     keys = (ENTROPY,)
-    defaults = {"warn_ratio": 2.0, "critical_ratio": 3.0, "smooth": 3, "sustain": 3}
+    defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
+                "window": 50, "k": 3, "n": 4, "z": 8.0, "rel_floor": 0.05, "min_rise": 0.5}
     story = "collapse"
     cause = "updates are destroying the language model (lr too high / corrupted weights)"
 
@@ -423,14 +470,38 @@ class EntropyExplosion(FrozenBaseline):
         s = track.mean_steps(self.p["smooth"])
         # a warm-up entropy near 0 (a collapsed or greedy start) makes any ratio to it meaningless: the reference is
         # at least the guide's collapse level
-        ref = max(self.base, threshold(ENTROPY, "collapse_below"))
+        ref = max(self.base, ENTROPY_FLOOR)
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
-            return None
+            return self._out_of_range(step, track)
         sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
         level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
             f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
         return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
                          values={"entropy": s, "baseline": self.base, "reference": ref, "ratio": ratio}, samples=True)
 
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._level = math.nan  # slow running mean of the entropy: the cheap gate of the range rule
 
+    def _out_of_range(self, step: int, track: Track) -> Finding | None:
+        """The range rule (class docstring). Gated on the newest value being well above a slow running mean, so the
+        trailing window is sorted only on the rare steps that could fire."""
+        p, last = self.p, track.last
+        level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
+        if last <= (1 + 0.4 * p["min_rise"]) * level:
+            return None
+        floor = ENTROPY_FLOOR
+        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["min_rise"], floor, floor, p["rel_floor"])
+        if out is None or out[2][-1] != p["n"] - 1:  # fired when the newest value is one of those above
+            return None
+        med, scale, above = out
+        recent = track.tail(p["n"])
+        now = median([recent[i] for i in above])
+        before = min(p["window"], len(track.values) - p["n"])
+        return self.fire(step, "warning",
+                         f"Entropy far above its range: {track.raw} {fmt(now)} on {len(above)} of the last {p['n']} "
+                         f"logged steps, {(now - med) / scale:.0f} typical deviations above its median {fmt(med)} "
+                         f"over the {before} logged steps before",
+                         values={"entropy": now, "median": med, "scale": scale, "baseline": self.base},
+                         step_start=track.steps[len(track.steps) - p["n"] + above[0]], samples=True)

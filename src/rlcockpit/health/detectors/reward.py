@@ -109,7 +109,8 @@ class RewardCliff(StartReferenced):
 
     keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
-                "drop_critical": 0.3, "ema": 0.1, "early_drop": 0.25, "hold_steps": 4}
+                "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
+                "hold_steps": 4}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 

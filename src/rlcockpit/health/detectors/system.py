@@ -20,6 +20,7 @@ from rlcockpit.health.base import (
     median,
     register_detector,
     robust,
+    versus,
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
@@ -548,14 +549,15 @@ class RolloutMismatch(Detector):
         start = self._cusum.start if drifting and not (relative or creeping) else None
         if start is not None:
             return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch drifting up since step {start}: "
-                             f"{track.raw} {fmt(s)}, {ratio:.1f}x its level over the first {self.warmup} logged steps",
+                             f"{track.raw} {fmt(s)}, {ratio:.1f}x "
+                             f"{versus(ref, base, 'level', f' over the first {self.warmup} logged steps')}",
                              metric=key, values=vals | {"drift_since": start}, step_start=start)
         if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
-                             "its earlier level)", "The samples are no longer on-policy for the trainer: updates use "
+                             f"{versus(ref, base, 'earlier level')})", "The samples are no longer on-policy for the trainer: updates use "
                              "wrong ratios.", metric=key, values=vals)
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
-                         f"{fmt(s)} ({ratio:.1f}x)", metric=key, values=vals)
+                         f"{fmt(s)} ({ratio:.1f}x {versus(ref, base, 'earlier level')})", metric=key, values=vals)
 
     def _drift(self, key: str, track: Track, ref: float) -> bool:
         """A slow drift above the early level (:class:`Cusum` of the log-ratio to it, in units of the early
