@@ -105,6 +105,22 @@ def test_the_public_healthy_verl_agent_run_keeps_every_step(real):
     assert min(m["response_length/mean"] for s, m in by_step.items() if s % 10) > 890
 
 
+
+def test_a_metrics_jsonl_with_restarted_attempts_keeps_the_last_attempt(real):
+    """rohunagrawal's Llama-3.2-1B Tinker files hold restarted attempts appended (steps going back to 0): read
+    line by line, the last attempt's value of each step wins, and the last attempt logs every step from 0."""
+    t = next(t for t in real if t["id"] == "tinker_jsonl_public2-reward_hacking-leetcode-llama1b-easy")
+    by_step = dict(t["metrics"])
+    assert sorted(by_step) == list(range(45)) and t["onset"] == 9
+    assert by_step[0]["time/total"] == pytest.approx(880.5593440532684)  # the third attempt's step 0, not the first's
+    assert by_step[5]["reward/compilable_g"] == pytest.approx(0.2236328125)  # not the second attempt's 0.2021...
+    assert max(by_step[s]["reward/compilable_g"] for s in range(9)) < 0.23 < by_step[9]["reward/compilable_g"]
+    assert max(m["reward/correctness_f"] for m in by_step.values()) < 0.01  # the proxy climbs, correctness does not
+    medium = next(t for t in real if t["id"] == "tinker_jsonl_public2-reward_hacking-leetcode-llama1b-medium")
+    assert [s for s, _m in medium["metrics"]] == list(range(33))  # the file ends at step 32 of 45
+    healthy = [t for t in real if t["source"] == "grpo_jsonl_public2"]
+    assert len(healthy) == 4 and all([s for s, _m in t["metrics"]] == list(range(1, 21)) for t in healthy)
+
 def test_a_metrics_jsonl_is_read_line_by_line_naming_a_bad_line():
     """A hand-written loop's metrics.jsonl: numeric values under the run's own keys, rows of one step merged;
     a broken line is named (file and line) and the others are kept; the clean count finds steps without JSON."""
