@@ -35,6 +35,10 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-2prompt-negentropy-450-log2": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 450,
                                          "logging_steps": 2, "eval_steps": 50, "lr": 5e-5, "seed": 33,
                                          "entropy_coef_at": 250, "entropy_coef": -0.5},
+    # as above with entropy_coef -5 from step 250 (-0.5 moved the entropy only 1.62 -> 1.45 in 200 steps: README)
+    "gpt2-2prompt-negentropy5-450-log2": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 450,
+                                          "logging_steps": 2, "eval_steps": 50, "lr": 5e-5, "seed": 33,
+                                          "entropy_coef_at": 250, "entropy_coef": -5.0},
     # reward hacking: from step 150 the training reward pays for length (longer_is_better); accuracy logged beside
     # it with weight 0; 1 prompt x 6, up to 16 tokens, logging every step, evaluation every 25
     "llama-1prompt-lenreward-400": {"model": "llama", "batch": 6, "num_generations": 6, "steps": 400,

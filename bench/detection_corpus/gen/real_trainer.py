@@ -228,11 +228,11 @@ _DATASETS: dict[str, Any] = {}
 def _memo_datasets(load: Callable[..., Any]) -> Callable[..., Any]:
     """Tokenizing the built-in task's rows takes longer than a short run: do it once per tokenizer and data config
     (same rows, fresh lists for every run)."""
-    def memo(data_cfg: Any, tokenizer: Any) -> Any:
+    def memo(data_cfg: Any, tokenizer: Any, *rest: Any) -> Any:  # rest: the processor of a vision model
         key = (f"{getattr(tokenizer, 'name_or_path', '')}|{data_cfg.builtin!r}|{data_cfg.max_prompt_length}|"
                f"{data_cfg.truncation}|{data_cfg.train_files}|{data_cfg.val_files}")
         if key not in _DATASETS:
-            _DATASETS[key] = load(data_cfg, tokenizer)
+            _DATASETS[key] = load(data_cfg, tokenizer, *rest)
         train, val, stats = _DATASETS[key]
         return list(train), list(val), dict(stats)
 
