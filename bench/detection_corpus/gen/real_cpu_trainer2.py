@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer import run
-from real_trainer import longer_is_better
+from real_trainer import likes_nines, longer_is_better
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu2"
 
@@ -50,6 +50,11 @@ SPECS: dict[str, dict[str, Any]] = {
     "llama-2prompt-rpp-lr100-300-val10": {"steps": 300, "seed": 45, "model": "llama", "overrides": _batch(
         2, 4, "algorithm.adv_estimator=reinforce_plus_plus", "trainer.test_freq=10", "data.val_max_samples=64"),
         "fault": {"kind": "lr_jump", "step": 150, "params": {"factor": 100}}},
+    # reward hacking: from step 200 a biased reward pays for nines (likes_nines; validation keeps the task's score);
+    # learning rate 3e-4 for the whole run; 1 prompt x 8, validation every 10
+    "gpt2-1prompt-nines-lr3e-4-450-val10": {"steps": 450, "seed": 46, "model": "gpt2", "overrides": _batch(
+        1, 8, "actor_rollout_ref.actor.optim.lr=3e-4", "trainer.test_freq=10", "data.val_max_samples=64"),
+        "fault": {"kind": "reward_switch", "step": 200, "params": {"fn": likes_nines}}},
 }
 
 

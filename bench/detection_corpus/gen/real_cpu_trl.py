@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from real_trainer import bpe_model_dir, digit_overlap, longer_is_better
+from real_trainer import bpe_model_dir, digit_overlap, likes_nines, longer_is_better
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings"
 
@@ -95,7 +95,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                 trainer.eos_token_ids = [-7]
                 trainer.generation_config.eos_token_id = -7
             if spec.get("reward_switch_at") == step:
-                paying["fn"] = longer_is_better
+                paying["fn"] = likes_nines if spec.get("reward_switch_to") == "likes_nines" else longer_is_better
             if spec.get("entropy_coef_at") == step:  # TRL decides at init whether the entropy term is computed
                 trainer.entropy_coef = spec["entropy_coef"]
                 trainer._entropy_bonus_enabled = True
