@@ -86,6 +86,18 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     # with a reward switch, the training reward and the accuracy (weight 0: logged, never optimised) are separate
     reward_funcs = [train_reward, accuracy] if spec.get("reward_switch_at") else [accuracy]
 
+    def cut_temperature(t: float) -> None:
+        """Sample and score at temperature ``t`` from now on: TRL bakes the temperature into the fused LM head at
+        init, so the head is patched again (its plain forward still reaches the model's own) with the new value."""
+        from trl.trainer.utils import add_fused_lm_head
+
+        trainer.temperature = t
+        trainer.generation_config.temperature = t
+        add_fused_lm_head(trainer.model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32,
+                          outputs=("log_probs", "entropy"))
+        if trainer.ref_model is not None:
+            add_fused_lm_head(trainer.ref_model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32)
+
     class Fault(TrainerCallback):
         """Switches a fault on at ``on_step_begin`` of its step (``global_step + 1`` is the step being run)."""
 
@@ -99,6 +111,8 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
             if spec.get("entropy_coef_at") == step:  # TRL decides at init whether the entropy term is computed
                 trainer.entropy_coef = spec["entropy_coef"]
                 trainer._entropy_bonus_enabled = True
+            if spec.get("temperature_at") == step:
+                cut_temperature(spec["temperature"])
             if spec.get("lr_jump_at") == step:
                 sched = kw["lr_scheduler"]
                 sched.base_lrs = [b * spec["lr_factor"] for b in sched.base_lrs]

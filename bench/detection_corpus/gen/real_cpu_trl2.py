@@ -44,6 +44,10 @@ SPECS: dict[str, dict[str, Any]] = {
     "llama-1prompt-lenreward-400": {"model": "llama", "batch": 6, "num_generations": 6, "steps": 400,
                                     "logging_steps": 1, "eval_steps": 25, "lr": 5e-5, "seed": 34, "max_len": 16,
                                     "reward_switch_at": 150},
+    # sampling and scoring temperature 1.0 -> 0.2 from step 250; 1 prompt x 8, logging every 5, evaluation every 50
+    "gpt2-1prompt-temp02-400-log5": {"model": "gpt2", "batch": 8, "num_generations": 8, "steps": 400,
+                                     "logging_steps": 5, "eval_steps": 50, "lr": 5e-5, "seed": 36,
+                                     "temperature_at": 250, "temperature": 0.2},
     # reward hacking: from step 150 a biased reward pays for nines (likes_nines); accuracy logged beside it with weight
     # 0; learning rate 3e-4 for the whole run (5e-5 learns nothing visible in hundreds of steps); 2 prompts x 4,
     # logging every step, evaluation every 25
