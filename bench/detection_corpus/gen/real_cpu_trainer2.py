@@ -55,6 +55,9 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-1prompt-nines-lr3e-4-450-val10": {"steps": 450, "seed": 46, "model": "gpt2", "overrides": _batch(
         1, 8, "actor_rollout_ref.actor.optim.lr=3e-4", "trainer.test_freq=10", "data.val_max_samples=64"),
         "fault": {"kind": "reward_switch", "step": 200, "params": {"fn": likes_nines}}},
+    # healthy control of the run above: the same settings and seed, lr 3e-4, no reward switch
+    "gpt2-1prompt-lr3e-4-450-val10": {"steps": 450, "seed": 46, "model": "gpt2", "overrides": _batch(
+        1, 8, "actor_rollout_ref.actor.optim.lr=3e-4", "trainer.test_freq=10", "data.val_max_samples=64")},
 }
 
 

@@ -54,6 +54,9 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-2prompt-nines-lr3e-4-400": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 400,
                                       "logging_steps": 1, "eval_steps": 25, "lr": 3e-4, "seed": 35,
                                       "reward_switch_at": 150, "reward_switch_to": "likes_nines"},
+    # healthy control of the run above: the same settings and seed, lr 3e-4, no reward switch
+    "gpt2-2prompt-lr3e-4-400": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 400,
+                                "logging_steps": 1, "eval_steps": 25, "lr": 3e-4, "seed": 35},
 }
 
 
