@@ -42,7 +42,8 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-2prompt-temp02-400-val20": {"steps": 400, "seed": 43, "model": "gpt2", "overrides": _batch(
         2, 4, "trainer.test_freq=20", "data.val_max_samples=64"),
         "fault": {"kind": "lr_jump", "step": 250, "params": {"set": {"rollout.temperature": 0.2}}}},
-    # the training reward pays for length from step 200 (validation keeps the task's score); up to 16 tokens
+    # the training reward pays for length from step 200 (validation keeps the task's score); up to 16 tokens.
+    # Run once and not stored: never learned (length stayed 3), the score just fell to ~0 with zero variance (README)
     "gpt2-1prompt-lenreward-500-val25": {"steps": 500, "seed": 44, "model": "gpt2", "overrides": _batch(
         1, 8, "data.max_response_length=16", "trainer.test_freq=25", "data.val_max_samples=64"),
         "fault": {"kind": "reward_switch", "step": 200, "params": {"fn": longer_is_better}}},

@@ -31,16 +31,19 @@ SPECS: dict[str, dict[str, Any]] = {
     "llama-2prompt-bnpo-300-eval10": {"model": "llama", "batch": 6, "num_generations": 3, "steps": 300,
                                       "logging_steps": 1, "eval_steps": 10, "lr": 5e-5, "seed": 32,
                                       "config": {"loss_type": "bnpo"}},
-    # entropy penalty: entropy_coef -0.5 from step 250 (2 prompts x 4, logging every 2, evaluation every 50)
+    # entropy penalty: entropy_coef -0.5 from step 250 (2 prompts x 4, logging every 2, evaluation every 50).
+    # Run once and not stored: entropy drifted 1.62 -> 1.45 in 200 steps, no failure one can name (README)
     "gpt2-2prompt-negentropy-450-log2": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 450,
                                          "logging_steps": 2, "eval_steps": 50, "lr": 5e-5, "seed": 33,
                                          "entropy_coef_at": 250, "entropy_coef": -0.5},
-    # as above with entropy_coef -5 from step 250 (-0.5 moved the entropy only 1.62 -> 1.45 in 200 steps: README)
+    # as above with entropy_coef -5 from step 250 (-0.5 moved the entropy only 1.62 -> 1.45 in 200 steps: README).
+    # Run once and not stored: entropy 1.62 -> 1.25 in 200 steps, a drift, not a collapse (README)
     "gpt2-2prompt-negentropy5-450-log2": {"model": "gpt2", "batch": 8, "num_generations": 4, "steps": 450,
                                           "logging_steps": 2, "eval_steps": 50, "lr": 5e-5, "seed": 33,
                                           "entropy_coef_at": 250, "entropy_coef": -5.0},
     # reward hacking: from step 150 the training reward pays for length (longer_is_better); accuracy logged beside
-    # it with weight 0; 1 prompt x 6, up to 16 tokens, logging every step, evaluation every 25
+    # it with weight 0; 1 prompt x 6, up to 16 tokens, logging every step, evaluation every 25.
+    # Run once and not stored: never learned (length stayed 3 tokens), the reward just fell to ~0 (README)
     "llama-1prompt-lenreward-400": {"model": "llama", "batch": 6, "num_generations": 6, "steps": 400,
                                     "logging_steps": 1, "eval_steps": 25, "lr": 5e-5, "seed": 34, "max_len": 16,
                                     "reward_switch_at": 150},
