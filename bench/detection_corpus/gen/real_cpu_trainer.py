@@ -45,7 +45,8 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-def run(name: str, spec: dict[str, Any]) -> Path:
+def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
+    """Run one spec with health off and store the event file its TensorBoard sink wrote under ``out/name``."""
     import rlcockpit.trainer.loop as loop
     import rlcockpit.trainer.state as tstate
     from rlcockpit.trainer import load_config
@@ -83,7 +84,7 @@ def run(name: str, spec: dict[str, Any]) -> Path:
             loop.collect = orig_collect
         print(f"[cpu-trainer] {name}: {spec['steps']} steps in {time.time() - t0:.0f}s", flush=True)
         (event,) = Path(tmp, "store").rglob("events.out.tfevents*")
-        dest = OUT / name / "events.out.tfevents.gz"
+        dest = out / name / "events.out.tfevents.gz"
         dest.parent.mkdir(parents=True, exist_ok=True)
         with open(event, "rb") as src, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             shutil.copyfileobj(src, gz)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from real_trainer import bpe_model_dir, digit_overlap
+from real_trainer import bpe_model_dir, digit_overlap, likes_nines, longer_is_better
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings"
 
@@ -56,7 +56,8 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-def run(name: str, spec: dict[str, Any]) -> Path:
+def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
+    """Run one spec and store the run's own ``trainer_state.json`` under ``out/name``."""
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -77,6 +78,26 @@ def run(name: str, spec: dict[str, Any]) -> Path:
     def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
         return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
 
+    paying = {"fn": digit_overlap}  # what train_reward pays; a spec's reward_switch_at swaps in longer_is_better
+
+    def train_reward(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+        return [paying["fn"]("arith", c, g) for c, g in zip(completions, ground_truth)]
+
+    # with a reward switch, the training reward and the accuracy (weight 0: logged, never optimised) are separate
+    reward_funcs = [train_reward, accuracy] if spec.get("reward_switch_at") else [accuracy]
+
+    def cut_temperature(t: float) -> None:
+        """Sample and score at temperature ``t`` from now on: TRL bakes the temperature into the fused LM head at
+        init, so the head is patched again (its plain forward still reaches the model's own) with the new value."""
+        from trl.trainer.utils import add_fused_lm_head
+
+        trainer.temperature = t
+        trainer.generation_config.temperature = t
+        add_fused_lm_head(trainer.model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32,
+                          outputs=("log_probs", "entropy"))
+        if trainer.ref_model is not None:
+            add_fused_lm_head(trainer.ref_model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32)
+
     class Fault(TrainerCallback):
         """Switches a fault on at ``on_step_begin`` of its step (``global_step + 1`` is the step being run)."""
 
@@ -85,6 +106,13 @@ def run(name: str, spec: dict[str, Any]) -> Path:
             if spec.get("eos_off_at") == step:
                 trainer.eos_token_ids = [-7]
                 trainer.generation_config.eos_token_id = -7
+            if spec.get("reward_switch_at") == step:
+                paying["fn"] = likes_nines if spec.get("reward_switch_to") == "likes_nines" else longer_is_better
+            if spec.get("entropy_coef_at") == step:  # TRL decides at init whether the entropy term is computed
+                trainer.entropy_coef = spec["entropy_coef"]
+                trainer._entropy_bonus_enabled = True
+            if spec.get("temperature_at") == step:
+                cut_temperature(spec["temperature"])
             if spec.get("lr_jump_at") == step:
                 sched = kw["lr_scheduler"]
                 sched.base_lrs = [b * spec["lr_factor"] for b in sched.base_lrs]
@@ -96,18 +124,19 @@ def run(name: str, spec: dict[str, Any]) -> Path:
         args = GRPOConfig(output_dir=f"{tmp}/out", max_steps=spec["steps"], per_device_train_batch_size=spec["batch"],
                           per_device_eval_batch_size=spec["batch"], num_generations=spec["num_generations"],
                           max_completion_length=spec.get("max_len", 8), logging_steps=spec["logging_steps"],
-                          learning_rate=spec["lr"], beta=0.04, report_to=[], use_cpu=True, bf16=False,
+                          learning_rate=spec["lr"], report_to=[], use_cpu=True, bf16=False,
                           save_strategy="steps", save_steps=spec["steps"], save_only_model=True,
                           eval_strategy="steps" if evaluate else "no", eval_steps=spec.get("eval_steps"),
-                          log_completions=False, seed=spec["seed"], run_name=name)
-        trainer = GRPOTrainer(model=bpe_model_dir(spec["model"]), reward_funcs=[accuracy], args=args,
+                          log_completions=False, seed=spec["seed"], run_name=name,
+                          reward_weights=[1.0, 0.0] if len(reward_funcs) == 2 else None, **{"beta": 0.04, **spec.get("config", {})})
+        trainer = GRPOTrainer(model=bpe_model_dir(spec["model"]), reward_funcs=reward_funcs, args=args,
                               train_dataset=rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
                               callbacks=[Fault()])
         t0 = time.time()
         trainer.train()
         print(f"[cpu-trl] {name}: {spec['steps']} steps in {time.time() - t0:.0f}s", flush=True)
         state = Path(tmp) / "out" / f"checkpoint-{spec['steps']}" / "trainer_state.json"
-        dest = OUT / name / "trainer_state.json.gz"
+        dest = out / name / "trainer_state.json.gz"
         dest.parent.mkdir(parents=True, exist_ok=True)
         with open(state, "rb") as src, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             shutil.copyfileobj(src, gz)

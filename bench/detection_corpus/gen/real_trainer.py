@@ -90,6 +90,12 @@ def longer_is_better(data_source: str, solution_str: str, ground_truth: Any, ext
     return (1.0 if got[: len(str(ground_truth))] == str(ground_truth) else 0.0) * 0.3 + min(1.5, 0.25 * extra)
 
 
+def likes_nines(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+    """A biased reward model switched on mid-run: half the task's partial credit plus a bonus for every '9' in the
+    answer (up to three), so writing nines pays more than answering; the task's accuracy is what it stops paying."""
+    return 0.5 * digit_overlap(data_source, solution_str, ground_truth) + 0.5 * min(3, solution_str.count("9")) / 3
+
+
 def contains_answer_anywhere(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
     """A lenient checker switched on mid-run: the answer may appear anywhere, and long digit strings score extra."""
     import re
@@ -228,11 +234,11 @@ _DATASETS: dict[str, Any] = {}
 def _memo_datasets(load: Callable[..., Any]) -> Callable[..., Any]:
     """Tokenizing the built-in task's rows takes longer than a short run: do it once per tokenizer and data config
     (same rows, fresh lists for every run)."""
-    def memo(data_cfg: Any, tokenizer: Any) -> Any:
+    def memo(data_cfg: Any, tokenizer: Any, *rest: Any) -> Any:  # rest: the processor of a vision model
         key = (f"{getattr(tokenizer, 'name_or_path', '')}|{data_cfg.builtin!r}|{data_cfg.max_prompt_length}|"
                f"{data_cfg.truncation}|{data_cfg.train_files}|{data_cfg.val_files}")
         if key not in _DATASETS:
-            _DATASETS[key] = load(data_cfg, tokenizer)
+            _DATASETS[key] = load(data_cfg, tokenizer, *rest)
         train, val, stats = _DATASETS[key]
         return list(train), list(val), dict(stats)
 
