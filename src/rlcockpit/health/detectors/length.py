@@ -29,6 +29,21 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 
+def quantum(track: Track | None) -> float:
+    """The step a clip ratio moves in: 1/8 for a run that samples 8 completions a step (the smallest positive ratio
+    among the last 32 observations, when every positive one is a whole multiple of it; 0 where nothing was clipped
+    or the ratio is not granular, a large batch's). Mind sample size: with 8 completions a step, one answer that
+    runs to the limit is 12.5% of them, and a healthy small-batch run has such answers now and then; a change must
+    be several of them."""
+    if track is None:
+        return 0.0
+    positive = [v for v in track.tail(32) if v > 0]
+    if not positive:
+        return 0.0
+    q = min(positive)
+    return q if all(abs(v / q - round(v / q)) < 0.02 for v in positive) else 0.0
+
+
 @register_detector("length_explosion", "response_length")
 class LengthExplosion(Detector):
     """Response length running away. Warning: the length *turned* upwards — over the last window of
@@ -39,7 +54,7 @@ class LengthExplosion(Detector):
 
     keys = (LEN,)
     defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.2,
-                "accel": 2.0, "z": 3.0}
+                "accel": 2.0, "z": 3.0, "few_answers": 2}
     story, role = "length", "outcome"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -88,10 +103,25 @@ class LengthExplosion(Detector):
         if turned is None:
             return None
         a, b, c, _noise = (math.exp(x) for x in turned)
+        floor = self._few_answers(max(a, b))
+        if c - max(a, b) <= floor:
+            return None
         vals |= {"before": b, "now": c, "trend_before": b / a}
         return self.fire(step, "warning", f"Response length turned upwards: {fmt(b)} -> {fmt(c)} in {w} logged steps "
                          f"(it had moved {b / a - 1:+.0%} before)", values=vals, extra_keys=(CLIP,),
                          step_start=track.tail_steps(w)[0])
+
+
+    def _few_answers(self, level: float) -> float:
+        """How far ``few_answers`` answers a step running to the longest length seen move the mean length from
+        ``level`` (0 where nothing was clipped): in a batch of 8, one answer that runs from 3 tokens to an 8-token
+        limit moves the mean from 3 to 3.6, a turn of 1.2x that a healthy small-batch run shows now and then."""
+        clip, top = self.ctx.tracks.get(CLIP), self.ctx.tracks.get(LEN_MAX)
+        q = quantum(clip)
+        if not q or top is None or not top.n:
+            return 0.0
+        share = min(self.p["few_answers"] * q, 1 / 3)  # (a batch of 1-4 answers: a third of it)
+        return share * max(max(top.values) - level, 0.0)
 
 
 @register_detector("truncation", "clip_ratio")
@@ -117,7 +147,8 @@ class Truncation(Detector):
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30,
                 "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
-                "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1}
+                "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1,
+                "persist_k": 3, "persist_n": 5, "persist_quanta": 3}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -161,7 +192,7 @@ class Truncation(Detector):
         s = track.mean_last(3)
         vals = {"clip_ratio": s, "baseline": self.base}
         drifting = self._drift is not None and self._drift.update(track.last, step)
-        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * self._quantum(track)) and s <= p["warn_abs"] \
+        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * quantum(track)) and s <= p["warn_abs"] \
                 and s > p["creep_ratio"] * self._drift.level \
                 and recent_count(track, 5, self._drift.level + p["creep_rise"]) >= 3 \
                 and step - self._drift.start <= p["creep_span"]:  # one blip is not a creep, a slow wander neither
@@ -169,8 +200,8 @@ class Truncation(Detector):
         if s <= p["warn_abs"] and s <= p["jump_min"] and s <= p["min_abs"]:  # the usual step: below every bound
             self._streak = 0
             return self._near_limit(step)
-        if self.sustained(s > p["warn_abs"], p["sustain"]):
-            if s > p["critical_abs"] and s > self.base + p["critical_rise"]:
+        if self.sustained(s > p["warn_abs"], p["sustain"]) and self._persists(track, p["warn_abs"]):
+            if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]):
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
                                  values=vals, extra_keys=(LEN,), samples=True)
             if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"]:
@@ -184,7 +215,7 @@ class Truncation(Detector):
                              "length limit", "Answers that no longer fit get no reward and bias the update.",
                              values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
                              step_start=track.tail_steps(span(track, p["span_steps"]))[0])
-        if s > p["min_abs"] and s - self.base > p["rise_warn"]:
+        if s > p["min_abs"] and s - self.base > max(p["rise_warn"], 2 * quantum(track)):
             found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
             if found is not None:
                 vals |= {"window": found[3], "noise": found[4]}
@@ -206,11 +237,13 @@ class Truncation(Detector):
                          "shorter answers) may help.", values={"clip_ratio": s, "baseline": self.base},
                          extra_keys=(LEN,))
 
-    def _quantum(self, track: Track) -> float:
-        """The smallest positive clip ratio seen: 1/24 for a run that samples 24 completions a step, whose ratio moves
-        in such steps (a creep must be several of them)."""
-        positive = [v for v in track.tail(32) if v > 0]
-        return min(positive) if positive else 0.0
+    def _persists(self, track: Track, bound: float) -> bool:
+        """Whether ``persist_k`` of the last ``persist_n`` logged ratios are above ``bound`` and above
+        ``persist_quanta`` - 0.5 quanta (:func:`quantum`): one long answer a step in a batch of 8 is 12.5%, and
+        one step's 87.5% is gone at the next; a 3-step mean carries such a step for three steps."""
+        p = self.p
+        bar = max(bound, min((p["persist_quanta"] - 0.5) * quantum(track), 0.5))  # (a 1-2 answer batch: half)
+        return recent_count(track, p["persist_n"], bar) >= p["persist_k"]
 
     def _drifted(self, step: int, track: Track, s: float) -> Finding | None:
         d = self._drift
@@ -233,7 +266,7 @@ class Truncation(Detector):
             return None
         ref, now = median(ref_vals), median(track.tail(k))
         noise = 1.4826 * median([abs(v - ref) for v in ref_vals]) / math.sqrt(k)
-        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise):
+        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise, 2 * quantum(track)):
             return ref, now
         return None
 

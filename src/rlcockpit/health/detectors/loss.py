@@ -153,7 +153,9 @@ class LossSpike(FrozenBaseline):
 
     Zero-centred loss (a policy-gradient ``actor/pg_loss`` hovering around 0): the smoothed loss deviates from
     the median of a trailing ``window`` by more than ``z_warn`` noise scales of that window (the RMS size of its
-    off-median steps, :func:`noise_scale`) on ``sustain`` logged steps (warning). Critical needs ``z_critical``
+    off-median steps, :func:`noise_scale`) on ``sustain`` logged steps, and ``sustain`` of the last ``sustain`` + 1
+    logged values each that far out (warning: a smoothed value carries one wild step for ``smooth`` steps, and a
+    small-batch run's loss has such steps, gone at the next). Critical needs ``z_critical``
     scales AND corroboration (:func:`corroboration`): the gradient norm > ``grad_ratio`` x or the KL to the
     reference > ``kl_ratio`` x their own trailing medians, on both of the last two steps and beyond their own log
     spread. The reference is refreshed every ``every`` steps and frozen during an excursion. A loss that is a
@@ -210,6 +212,9 @@ class LossSpike(FrozenBaseline):
         self._streak += 1
         if self._streak < p["sustain"]:
             return None  # one step outside the band is the run's noise
+        bar = p["z_warn"] * self._ref_scale
+        if sum(1 for v in track.tail(p["sustain"] + 1) if abs(v - self._ref) > bar) < p["sustain"]:
+            return None  # one raw step far out, carried by the smoothing: gone at the next logged step
         if self._kl_multiple(track):
             return None  # the loss is beta x KL: its excursion is the KL's, judged by the KL detectors
         vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
@@ -362,7 +367,7 @@ class GradSpike(FrozenBaseline):
 
     keys = (GRAD,)
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
-                "z_log": 4.0, "sustain": 3}
+                "z_log": 6.0, "sustain": 3}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 

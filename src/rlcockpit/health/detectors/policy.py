@@ -103,7 +103,9 @@ class KLRising(Detector):
     ``band_high``, ``c`` > ``rise_ratio`` x ``a``, and the last window's rise (above the higher of ``a`` and ``b``:
     a KL that dipped and came back has not risen) exceeds ``accel`` x the rise before it (``b - a``) plus ``z``
     standard errors of a difference of window medians (the noise pooled over the three windows; the test runs
-    every ``every`` steps all run long, so ``z`` is that of a repeated test). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    every ``every`` steps all run long, so ``z`` is that of a repeated test), and by ``z`` such standard errors of
+    the logs too (a KL is positive and its noise multiplicative: a 1-2 prompt run's KL swings by a factor from one
+    step to the next, and a ten-step bump from 0.2 to 0.6 is within that). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
@@ -137,6 +139,11 @@ class KLRising(Detector):
         last = parts[2]
         noise = median_diff_noise(parts, (a, b, c))  # pooled over the three windows: one noisy window is no trend
         accelerating = c - max(a, b) > p["accel"] * max(b - a, 0.0) + p["z"] * noise  # a dip and back is no rise
+        if accelerating and a > 0 and b > 0 and c > 0 and min(vals) > 0:  # ... and a factor beyond the KL's own
+            logs = [math.log(v) for v in vals]  # multiplicative noise (a small batch's KL swings by a factor)
+            lparts = (logs[:span], logs[span : 2 * span], logs[2 * span :])
+            la, lb, lc = (median(part) for part in lparts)
+            accelerating = lc - max(la, lb) > p["z"] * median_diff_noise(lparts, (la, lb, lc))
         ref = max(a, KL_FLOOR)  # a ratio to a KL of ~0 means nothing (and changes no decision:
         ratio = c / ref  # c is above band_high = 10 x healthy_low)
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
@@ -167,8 +174,9 @@ class KLSpike(StartReferenced):
     a warning), in units of the standard error of such a median (spread x 1.2533 / sqrt(k)): one noisy batch
     moves the median of three values not at all.
 
-    Warning: the last two values both above ``warn_abs``, ``warn_ratio`` x the reference and ``z_warn`` units
-    above it, right after a value below ``prev_abs`` (the seed article's rule, judged against the run's own
+    Warning: each of the last ``warn_hold`` values above ``warn_abs`` and ``warn_ratio`` x the reference, their
+    median ``z_warn`` units above it, right after a value below ``prev_abs`` (a small-batch run's k3 KL estimate
+    jumps 10-300x for one or two logged steps and is back at the next: that is not a jump that holds) (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
     one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
@@ -178,6 +186,7 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
+                "warn_hold": 3,
                 "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
@@ -244,11 +253,12 @@ class KLSpike(StartReferenced):
                              f"{versus(self._ref, self._level, 'median', over)}", "A sudden jump of the policy away from the reference; often "
                              "the start of a collapse.", values=vals, step_start=self._onset,
                              extra_keys=("critic/score/mean",))
-        both, z2 = self._held(track, 2)
-        if self._streak >= 2 and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
+        k = int(p["warn_hold"])
+        both, z2 = min(track.tail(k)), self._held(track, k)[1]
+        if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
                 and self._before < p["prev_abs"]:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
-                             f"for 2 logged steps (at least {both / self._ref:.1f}x "
+                             f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
                              step_start=self._onset)
         if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
