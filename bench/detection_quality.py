@@ -69,6 +69,14 @@ DEVELOPED_ON: dict[str, str] = {
                            "format count as task scores (issue 29, branch h-detect2)",
     "rlcockpit_trainer_cpu": "its lr x30 run (gpt2-1prompt-lr30-800, missed at 9a67d21) was read to find why no "
                              "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3)",
+    "rlcockpit_trainer_cpu2": "scored once held out (1 critical, 1.67 warnings per healthy run at 7d6cf40); then its "
+                              "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
+                              "persistence and batch-size rules (issue 29, branch h-detect4)",
+    "trl_cpu_settings2": "scored once held out (2.67 warnings per healthy run at 7d6cf40); then its one-step KL/loss/"
+                         "grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, grad_spike, "
+                         "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4)",
+    "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
+                        "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -200,12 +200,14 @@ class Truncation(Detector):
         if s <= p["warn_abs"] and s <= p["jump_min"] and s <= p["min_abs"]:  # the usual step: below every bound
             self._streak = 0
             return self._near_limit(step)
-        if self.sustained(s > p["warn_abs"], p["sustain"]) and self._persists(track, p["warn_abs"]):
+        if self.sustained(s > p["warn_abs"], p["sustain"]):
+            if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"]:
+                return self._standing(step, track, s)
+            if not self._persists(track, p["warn_abs"]):
+                return None  # a smoothed value carrying one wild step: not the jumps or creeps below either
             if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]):
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
                                  values=vals, extra_keys=(LEN,), samples=True)
-            if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"]:
-                return self._standing(step, track, s)
             return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
                              extra_keys=(LEN,))
         jumped = self._jump(track)

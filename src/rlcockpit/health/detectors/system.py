@@ -164,7 +164,9 @@ class ThroughputDrop(Detector):
     phase slower, comparably: other processes on the same cores) is reported as
     info, not as a warning, and a warning waits until the low stretch holds ``cpu_hold`` observations (the
     other job stretches whichever phase runs, so it takes a few steps to see that every phase slowed); without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
-    level (a machine shared with one more job halves the speed). (On a GPU run a uniform slowdown, clocks or a
+    level (a machine shared with one more job halves the speed). On a CPU run, split or not, a low stretch that is
+    erratic (its log spread above ``cpu_steady``: the speed jumping about as
+    other jobs come and go, where a slowdown of the run's own making keeps its new pace) is info too. (On a GPU run a uniform slowdown, clocks or a
     slower node, stays a warning.)"""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
@@ -172,7 +174,7 @@ class ThroughputDrop(Detector):
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
                 "sustain": 20, "uniform_shift": 0.15, "uniform_growth": 1.3, "uniform_balance": 0.4, "phase_min": 0.1,
-                "cpu_hold": 5,
+                "cpu_hold": 5, "cpu_steady": 0.1,
                 "cpu_unexplained_ratio": 0.45}
     story, role = "speed", "outcome"
 
@@ -223,6 +225,16 @@ class ThroughputDrop(Detector):
             return None
         return min(ratios) if min(ratios) >= self.p["uniform_balance"] * max(ratios) else 1.0  # one phase far
         # slower than the others (an update 6x, generation 1.3x) is this run's own doing
+
+    def _erratic(self, low: list[float]) -> float | None:
+        """The log spread (1.4826 x MAD of the logs) of the low stretch of a CPU run, when it is above ``cpu_steady``
+        (None otherwise; the spread before the drop is no reference: on a shared machine it holds the last dips). A slowdown of the run's own making (a slow reward
+        function, a stalled loader, longer answers) adds time to every step: the speed drops to a new level and
+        keeps its rhythm. Other processes on the same cores come and go: the speed jumps about."""
+        logs = [math.log(max(v, 1e-12)) for v in low]
+        mid = median(logs)
+        spread = 1.4826 * median([abs(x - mid) for x in logs])
+        return spread if spread > self.p["cpu_steady"] else None
 
     def _shift(self, now: dict[str, float]) -> float | None:
         """The largest change of a phase's share of the step between the ordinary steps and the slow ones (None
@@ -325,8 +337,14 @@ class ThroughputDrop(Detector):
                    else "no timing_s/* split to say which part of the step slowed")
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, {why}: "
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
-        if cpu and shift is not None and k < p["cpu_hold"]:
-            return None  # a shared CPU stretches whichever phase runs: judge the phases over a few low steps first
+        if cpu and k < p["cpu_hold"]:
+            return None  # a shared CPU stretches whichever phase runs: judge a few low steps first
+        erratic = self._erratic(vals[-k:]) if cpu else None
+        if erratic is not None:
+            vals_out["low_spread"], vals_out["before_spread"] = erratic, self._noise
+            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, erratic "
+                             f"(its log spread {erratic:.2f} over the last {k} logged steps, {self._noise:.2f} before): "
+                             "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"] and not cpu:
             # a CPU-only run stays at a warning: on a CPU the likeliest cause is the machine's other work
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
