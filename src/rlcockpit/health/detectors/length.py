@@ -29,19 +29,19 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 
-def quantum(track: Track | None) -> float:
+def quantum(track: Track | None, granular: bool = True) -> float:
     """The step a clip ratio moves in: 1/8 for a run that samples 8 completions a step (the smallest positive ratio
     among the last 32 observations, when every positive one is a whole multiple of it; 0 where nothing was clipped
     or the ratio is not granular, a large batch's). Mind sample size: with 8 completions a step, one answer that
     runs to the limit is 12.5% of them, and a healthy small-batch run has such answers now and then; a change must
-    be several of them."""
+    be several of them. ``granular=False``: the smallest positive ratio, granular or not (the creep test's floor)."""
     if track is None:
         return 0.0
     positive = [v for v in track.tail(32) if v > 0]
     if not positive:
         return 0.0
     q = min(positive)
-    return q if all(abs(v / q - round(v / q)) < 0.02 for v in positive) else 0.0
+    return q if not granular or all(abs(v / q - round(v / q)) < 0.02 for v in positive) else 0.0
 
 
 @register_detector("length_explosion", "response_length")
@@ -192,7 +192,7 @@ class Truncation(Detector):
         s = track.mean_last(3)
         vals = {"clip_ratio": s, "baseline": self.base}
         drifting = self._drift is not None and self._drift.update(track.last, step)
-        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * quantum(track)) and s <= p["warn_abs"] \
+        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * quantum(track, granular=False)) and s <= p["warn_abs"] \
                 and s > p["creep_ratio"] * self._drift.level \
                 and recent_count(track, 5, self._drift.level + p["creep_rise"]) >= 3 \
                 and step - self._drift.start <= p["creep_span"]:  # one blip is not a creep, a slow wander neither
