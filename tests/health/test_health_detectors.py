@@ -57,9 +57,9 @@ def test_kl_spike_seed_rule_warns_and_relative_jump_is_critical():
         out += mon.observe(step, {"actor/kl_loss": 0.03 + 0.001 * (step % 3)})
     out += mon.observe(40, {"actor/kl_loss": 0.25})
     assert out == []  # one step: a small batch's KL has single noisy steps
-    out = mon.observe(41, {"actor/kl_loss": 0.3})  # the jump held: a warning dated from where it began
-    assert [(f.detector, f.severity, f.step_start) for f in out] == [("kl_spike", "warning", 40)]
-    # critical once the jump held for 3 logged steps (one noisy small-batch KL is not a runaway policy)
+    out = mon.observe(41, {"actor/kl_loss": 0.3})  # two steps: TRL's k3 KL of a small batch has such pairs too
+    assert out == []
+    # critical once the jump held for 3 logged steps, dated from where it began (issue 29: persistence first)
     out = mon.observe(42, {"actor/kl_loss": 0.32})
     crit = [f for f in out if f.detector == "kl_spike"]
     assert crit and crit[0].severity == "critical" and crit[0].step_start == 40

@@ -174,7 +174,7 @@ class ThroughputDrop(Detector):
     prefixes = MARKER_PREFIXES
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
                 "sustain": 20, "uniform_shift": 0.15, "uniform_growth": 1.3, "uniform_balance": 0.4, "phase_min": 0.1,
-                "cpu_hold": 5, "cpu_steady": 0.1,
+                "cpu_hold": 8, "cpu_steady": 0.15,
                 "cpu_unexplained_ratio": 0.45}
     story, role = "speed", "outcome"
 
