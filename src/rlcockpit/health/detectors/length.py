@@ -217,7 +217,7 @@ class Truncation(Detector):
                              "length limit", "Answers that no longer fit get no reward and bias the update.",
                              values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
                              step_start=track.tail_steps(span(track, p["span_steps"]))[0])
-        if s > p["min_abs"] and s - self.base > max(p["rise_warn"], 2 * quantum(track)):
+        if s > p["min_abs"] and s - self.base > p["rise_warn"] and s - self.base > 2 * quantum(track):
             found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
             if found is not None:
                 vals |= {"window": found[3], "noise": found[4]}
@@ -268,7 +268,7 @@ class Truncation(Detector):
             return None
         ref, now = median(ref_vals), median(track.tail(k))
         noise = 1.4826 * median([abs(v - ref) for v in ref_vals]) / math.sqrt(k)
-        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise, 2 * quantum(track)):
+        if now > p["jump_min"] and now - ref > max(p["jump"], p["jump_z"] * noise) and now - ref > 2 * quantum(track):
             return ref, now
         return None
 
