@@ -49,7 +49,9 @@ class LengthExplosion(Detector):
     """Response length running away. Warning: the length *turned* upwards — over the last window of
     ``span_steps`` steps its median rose ``turn_ratio`` x above the window before, faster (``accel`` x plus ``z``
     noise units) than in the window before that. Reasoning runs whose answers lengthen steadily as they learn do
-    not turn; a lost stop token or a length-loving reward does. Critical: > ``critical_ratio`` x the warm-up
+    not turn; a lost stop token or a length-loving reward does. The turn must also move the mean by more than
+    ``few_answers`` answers a step running to the longest length seen (a small batch's single long answer moves
+    it 1.2x; see :func:`quantum`). Critical: > ``critical_ratio`` x the warm-up
     level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``)."""
 
     keys = (LEN,)
@@ -137,7 +139,10 @@ class Truncation(Detector):
     while the ratio (smoothed, and on 3 of the last 5 observations) is ``creep_rise`` (and three of its smallest positive values: a small batch's ratio moves in steps of
     1/completions) above that level and ``creep_ratio`` x it, within ``creep_span`` steps of where the drift began (healthy runs wander a
     point or two over hundreds of steps): a creep from a low level is seen near where it began, and
-    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``. A ratio above ``warn_abs``
+    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``. The warning and the critical
+    above ``warn_abs`` / ``critical_abs`` also need ``persist_k`` of the last ``persist_n`` logged ratios above the bar
+    and above ``persist_quanta`` - 0.5 answers of the batch (see :func:`quantum`; at most half of it), and a jump or
+    a climb must be two answers a step: a smoothed ratio carries one step of 7 of 8 answers cut for three steps. A ratio above ``warn_abs``
     that was already there over the warm-up (the first logged steps) and has not risen ``standing_rise`` above
     that level is a standing setting (the limit is short for this model), reported once as info."""
 
