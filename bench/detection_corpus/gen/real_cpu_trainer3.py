@@ -77,6 +77,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2-2prompt-sevens-lr3e-4-450-val10": {"steps": 450, "seed": 58, "model": "qwen2", "overrides": _batch(
         2, 4, "actor_rollout_ref.actor.optim.lr=3e-4", "trainer.test_freq=10", "data.val_max_samples=32"),
         "fault": {"kind": "reward_switch", "step": 200, "params": {"fn": likes_sevens}}},
+    # added after the runs above (written before running it): gradient clipping off with the learning rate x1000
+    # from step 200 (x30 above made a collapse, not a diverging loss); Llama from model seed 1, 2 prompts x 4
+    "llamas1-2prompt-noclip-lr1000-300-val10": {"steps": 300, "seed": 60, "model": "llama", "model_seed": 1,
+                                                "overrides": _batch(2, 4, "trainer.test_freq=10",
+                                                                    "data.val_max_samples=32"),
+                                                "fault": {"kind": "lr_jump", "step": 200,
+                                                          "params": {"factor": 1000,
+                                                                     "set": {"actor.grad_clip": 1e9}}}},
 }
 
 

@@ -65,6 +65,12 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2-2prompt-sevens-lr3e-4-450-log2": {"model": "qwen2", "batch": 8, "num_generations": 4, "steps": 450,
                                              "logging_steps": 2, "eval_steps": 25, "lr": 3e-4, "seed": 69,
                                              "reward_switch_at": 150, "reward_switch_to": "likes_sevens"},
+    # added after the runs above (written before running it): gradient clipping off with the learning rate x1000
+    # from step 200 (x30 above made a collapse, not a diverging loss); Llama from model seed 1, 2 prompts x 4,
+    # logging every step
+    "llamas1-2prompt-noclip-lr1000-300": {"model": "llama", "model_seed": 1, "batch": 8, "num_generations": 4,
+                                          "steps": 300, "logging_steps": 1, "lr": 5e-5, "seed": 70,
+                                          "lr_jump_at": 200, "lr_factor": 1000, "clip_off_at": 200},
 }
 
 
