@@ -5,7 +5,9 @@ held-out source (nothing was tuned on it).
 Settings: other base models (a random-init Qwen2 with the corpus BPE tokenizer, 128 wide and 3 layers; GPT-2 and
 Llama built from model seed 1 instead of 0, i.e. another tokenizer sample and init; the built-in tiny Qwen2 with its
 character tokenizer at half its default size, scored by the preset's exact-match reward), 1, 2 and 3 prompts per
-step with 2-8 samples, validation every 4/7/10/15/25 steps, runs of 500-700 steps. Failure mechanisms, switched on
+step with 2-8 samples, validation every 4/7/10/15/25 steps (on all 200 test prompts of the built-in task:
+``data.val_max_samples`` applies to ``data.val_files`` only, so the value the specs pass has no effect), runs of
+500-700 steps. Failure mechanisms, switched on
 at the start of the step written in the spec (committed before the run) by the corpus driver
 (:class:`real_trainer.Fault`): rewards x300 on two steps under Dr. GRPO advantages (no std normalisation), gradient
 clipping off with the learning rate x30, the stop token lost, the rollout temperature cut to 0.25 on Llama, a
@@ -35,14 +37,14 @@ def _batch(prompts: int, n: int, *more: str) -> list[str]:
 
 
 SPECS: dict[str, dict[str, Any]] = {
-    # healthy: the BPE Qwen2, 1 prompt x 6, 600 steps, validation on 32 prompts every 7 steps
+    # healthy: the BPE Qwen2, 1 prompt x 6, 600 steps, validation every 7 steps
     "qwen2-1prompt-600-val7": {"steps": 600, "seed": 51, "model": "qwen2", "overrides": _batch(
         1, 6, "trainer.test_freq=7", "data.val_max_samples=32")},
-    # healthy: GPT-2 from model seed 1, 3 prompts x 2 samples, 500 steps, validation on 16 prompts every 4 steps
+    # healthy: GPT-2 from model seed 1, 3 prompts x 2 samples, 500 steps, validation every 4 steps
     "gpt2s1-3prompt-2sample-500-val4": {"steps": 500, "seed": 52, "model": "gpt2", "model_seed": 1,
                                         "overrides": _batch(3, 2, "trainer.test_freq=4", "data.val_max_samples=16")},
     # healthy: the built-in tiny Qwen2 (char tokenizer, 128 wide, 2 layers) with the preset's exact-match reward,
-    # 2 prompts x 4, 700 steps, validation on 64 prompts every 25
+    # 2 prompts x 4, 700 steps, validation every 25
     "tiny-2prompt-700-val25": {"steps": 700, "seed": 53, "model": "tiny", "overrides": _batch(
         2, 4, "actor_rollout_ref.model.tiny.hidden_size=128", "actor_rollout_ref.model.tiny.num_layers=2",
         "actor_rollout_ref.model.tiny.intermediate_size=256", "trainer.test_freq=25", "data.val_max_samples=64")},
