@@ -45,6 +45,15 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
+def _model_overrides(spec: dict[str, Any]) -> list[str]:
+    """The corpus BPE model (``model`` arch, ``model_seed``) scored by digit overlap, or with ``model: tiny`` the
+    preset's own built-in tiny Qwen2 and reward (its size set by the spec's ``actor.model.tiny.*`` overrides)."""
+    if spec["model"] == "tiny":
+        return []
+    return [f"actor.model.path={bpe_model_dir(spec['model'], spec.get('model_seed', 0))}",
+            "reward.name=corpus_digit_overlap"]
+
+
 def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     """Run one spec with health off and store the event file its TensorBoard sink wrote under ``out/name``."""
     import rlcockpit.trainer.loop as loop
@@ -58,8 +67,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
         over = [f"trainer.rlcockpit_dir={tmp}/store", f"trainer.default_local_dir={tmp}/ckpt", "health.enable=false",
                 "trainer.logger=[tensorboard]", "trainer.preflight=off", f"trainer.experiment_name={name}",
                 "trainer.save_freq=0", f"data.seed={spec['seed']}", f"trainer.total_training_steps={spec['steps']}",
-                "trainer.num_threads=1", f"actor.model.path={bpe_model_dir(spec['model'])}",
-                "reward.name=corpus_digit_overlap", *spec["overrides"]]
+                "trainer.num_threads=1", *_model_overrides(spec), *spec["overrides"]]
         cfg = load_config(preset="arith-grpo", overrides=over)
         orig_load = tstate.load_datasets
         tstate.load_datasets = _memo_datasets(orig_load)

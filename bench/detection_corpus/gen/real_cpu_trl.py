@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from real_trainer import bpe_model_dir, digit_overlap, likes_nines, longer_is_better
+from real_trainer import bpe_model_dir, digit_overlap, likes_nines, likes_sevens, longer_is_better
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings"
 
@@ -81,10 +81,12 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     paying = {"fn": digit_overlap}  # what train_reward pays; a spec's reward_switch_at swaps in longer_is_better
 
     def train_reward(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-        return [paying["fn"]("arith", c, g) for c, g in zip(completions, ground_truth)]
+        return [paying.get("scale", 1.0) * paying["fn"]("arith", c, g) for c, g in zip(completions, ground_truth)]
 
     # with a reward switch, the training reward and the accuracy (weight 0: logged, never optimised) are separate
     reward_funcs = [train_reward, accuracy] if spec.get("reward_switch_at") else [accuracy]
+    if spec.get("reward_scale_steps"):  # a scale bug in the reward on some steps: the training reward is scaled
+        reward_funcs = [train_reward]
 
     def cut_temperature(t: float) -> None:
         """Sample and score at temperature ``t`` from now on: TRL bakes the temperature into the fused LM head at
@@ -107,7 +109,12 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                 trainer.eos_token_ids = [-7]
                 trainer.generation_config.eos_token_id = -7
             if spec.get("reward_switch_at") == step:
-                paying["fn"] = likes_nines if spec.get("reward_switch_to") == "likes_nines" else longer_is_better
+                paying["fn"] = {"likes_nines": likes_nines, "likes_sevens": likes_sevens}.get(
+                    spec.get("reward_switch_to", ""), longer_is_better)
+            if spec.get("reward_scale_steps"):
+                paying["scale"] = spec["reward_scale"] if step in spec["reward_scale_steps"] else 1.0
+            if spec.get("clip_off_at") == step:  # gradient clipping off: Trainer reads max_grad_norm every step
+                args.max_grad_norm = 1e9
             if spec.get("entropy_coef_at") == step:  # TRL decides at init whether the entropy term is computed
                 trainer.entropy_coef = spec["entropy_coef"]
                 trainer._entropy_bonus_enabled = True
@@ -129,7 +136,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                           eval_strategy="steps" if evaluate else "no", eval_steps=spec.get("eval_steps"),
                           log_completions=False, seed=spec["seed"], run_name=name,
                           reward_weights=[1.0, 0.0] if len(reward_funcs) == 2 else None, **{"beta": 0.04, **spec.get("config", {})})
-        trainer = GRPOTrainer(model=bpe_model_dir(spec["model"]), reward_funcs=reward_funcs, args=args,
+        trainer = GRPOTrainer(model=bpe_model_dir(spec["model"], spec.get("model_seed", 0)), reward_funcs=reward_funcs, args=args,
                               train_dataset=rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
                               callbacks=[Fault()])
         t0 = time.time()

@@ -42,6 +42,8 @@ def bpe_model_dir(arch: str, seed: int = 0) -> str:
         LlamaConfig,
         LlamaForCausalLM,
         PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
     )
 
     from rlcockpit.trainer.config import BuiltinDataConfig, TinyModelConfig
@@ -65,6 +67,12 @@ def bpe_model_dir(arch: str, seed: int = 0) -> str:
                                              num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
                                              max_position_embeddings=128, pad_token_id=tok.pad_token_id,
                                              eos_token_id=tok.eos_token_id, bos_token_id=None))
+    elif arch == "qwen2":  # a third architecture, a little wider and deeper (fifth pass)
+        model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256,
+                                             num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                             max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+                                             eos_token_id=tok.eos_token_id, bos_token_id=None,
+                                             tie_word_embeddings=True))
     else:
         raise ValueError(f"unknown architecture {arch!r}")
     pairs = [(p, a) for p, a, _x, _y in builtin_sft_pairs(BuiltinDataConfig(), tok)]
@@ -94,6 +102,12 @@ def likes_nines(data_source: str, solution_str: str, ground_truth: Any, extra_in
     """A biased reward model switched on mid-run: half the task's partial credit plus a bonus for every '9' in the
     answer (up to three), so writing nines pays more than answering; the task's accuracy is what it stops paying."""
     return 0.5 * digit_overlap(data_source, solution_str, ground_truth) + 0.5 * min(3, solution_str.count("9")) / 3
+
+
+def likes_sevens(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+    """A biased reward model switched on mid-run (fifth pass): 40% the task's partial credit, 60% a bonus for every
+    '7' in the answer (up to three), so writing sevens pays more than answering."""
+    return 0.4 * digit_overlap(data_source, solution_str, ground_truth) + 0.6 * min(3, solution_str.count("7")) / 3
 
 
 def contains_answer_anywhere(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
