@@ -187,5 +187,5 @@ def test_per_source_figures_mark_tuned_sources(real):
     verl = table["verl_console_public"]["rlcockpit"]  # healthy runs only: no recall or delay target applies
     assert verl["targets"]["recall_per_class"] is None and verl["targets"]["median_delay"] is None
     assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True
-    assert "| trl_cpu_settings | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
+    assert "| verl_console_public | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
     assert "| grpo_loop_jsonl_public | yes (developed on) |" in "\n".join(dq.per_source_markdown({"per_source": table}))
