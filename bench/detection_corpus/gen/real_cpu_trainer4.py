@@ -44,7 +44,8 @@ def ramp(step: int, start: int, end: int, lo: float, hi: float) -> float:
 class Ramp:
     """A change that builds up: before every step ``k`` sets ``what`` to ``ramp(k, start, end, lo, hi)``.
 
-    ``what``: ``lr`` (a factor on the actor's learning rate), ``temperature`` (the rollout temperature, which the
+    ``what``: ``lr`` (a factor on the actor's learning rate), ``critic_lr`` (on the critic's, its clipping off from
+    ``start``), ``temperature`` (the rollout temperature, which the
     training pass's log-probs also use), ``sevens`` (the weight of a bonus per '7' added to the task's reward)."""
 
     def __init__(self, what: str, start: int, end: int, lo: float, hi: float) -> None:
@@ -55,12 +56,15 @@ class Ramp:
 
     def before_step(self, st: Any, step: int) -> None:
         value = ramp(step, self.start, self.end, self.lo, self.hi)
-        if self.what == "lr":
+        if self.what in ("lr", "critic_lr"):
+            opt, sched = (st.actor_opt, st.actor_sched) if self.what == "lr" else (st.critic_opt, st.critic_sched)
             if self.base is None:
-                self.base = list(st.actor_sched.base_lrs)
-            st.actor_sched.base_lrs = [b * value for b in self.base]
-            for g in st.actor_opt.param_groups:
+                self.base = list(sched.base_lrs)
+            sched.base_lrs = [b * value for b in self.base]
+            for g in opt.param_groups:
                 g["lr"] *= value / self.prev
+            if self.what == "critic_lr" and step == self.start:
+                st.cfg.critic.grad_clip = 1e9  # the critic's clipping off with the ramp
         elif self.what == "temperature":
             st.cfg.rollout.temperature = value
         elif self.what == "sevens":
@@ -111,6 +115,11 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-gae-4prompt-criticlr100-400-val25": {"steps": 400, "seed": 77, "model": "gpt2", "overrides": _batch(
         4, 1, "algorithm.adv_estimator=gae", "trainer.test_freq=25"),
         "fault": {"kind": "lr_jump", "step": 250, "params": {"critic_factor": 100, "set": {"critic.grad_clip": 1e9}}}},
+    # added after the runs above (written before running it): the critic lr x100 made no value divergence, so the
+    # critic's learning rate ramps from 1x at step 200 to 3000x at step 300 with its clipping off from 200 (a slow
+    # value divergence); GPT-2, 4 prompts x 1, validation every 25
+    "gpt2-gae-4prompt-criticlrramp3000-350-val25": {"steps": 350, "seed": 78, "model": "gpt2", "overrides": _batch(
+        4, 1, "algorithm.adv_estimator=gae", "trainer.test_freq=25"), "driver": Ramp("critic_lr", 200, 300, 1.0, 3000.0)},
 }
 
 
