@@ -120,6 +120,13 @@ SPECS: dict[str, dict[str, Any]] = {
     # value divergence); GPT-2, 4 prompts x 1, validation every 25
     "gpt2-gae-4prompt-criticlrramp3000-350-val25": {"steps": 350, "seed": 78, "model": "gpt2", "overrides": _batch(
         4, 1, "algorithm.adv_estimator=gae", "trainer.test_freq=25"), "driver": Ramp("critic_lr", 200, 300, 1.0, 3000.0)},
+    # added after the runs above (written before running it): at lr 3e-4 the sevens run's responses went to the cap
+    # within 31 steps, before the bonus; the same at lr 1e-4 (seed 79)
+    "qwen2-1prompt-12sample-sevensramp-lr1e-4-450-val10": {"steps": 450, "seed": 79, "model": "qwen2",
+                                                           "overrides": _batch(
+                                                               1, 12, "actor_rollout_ref.actor.optim.lr=1e-4",
+                                                               "trainer.test_freq=10"),
+                                                           "driver": Ramp("sevens", 150, 300, 0.0, 1.5)},
 }
 
 
