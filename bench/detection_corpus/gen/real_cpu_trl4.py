@@ -54,6 +54,27 @@ def eos_bias_ramp(start: int, end: int, hi: float) -> Any:
     return each_step
 
 
+def temperature_ramp(start: int, end: int, lo: float, every: int = 10) -> Any:
+    """Every ``every`` steps from ``start`` to ``end``, sample and score at ``ramp(k, start, end, 1, lo)``: TRL bakes
+    the temperature into the fused LM head at init, so the head is patched again with the new value (as
+    ``real_cpu_trl.run``'s ``temperature_at`` does once)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step <= start or step > end or (step - start) % every:
+            return
+        from trl.trainer.utils import add_fused_lm_head
+
+        t = ramp(step, start, end, 1.0, lo)
+        trainer.temperature = t
+        trainer.generation_config.temperature = t
+        add_fused_lm_head(trainer.model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32,
+                          outputs=("log_probs", "entropy"))
+        if trainer.ref_model is not None:
+            add_fused_lm_head(trainer.ref_model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32)
+
+    return each_step
+
+
 class SevensRamp:
     """The paid reward: the task's partial credit plus ``weight`` x (sevens in the answer, up to three) / 3, the
     weight ramping from 0 at ``start`` to ``hi`` at ``end``."""
@@ -102,6 +123,12 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2-1prompt-12gen-sevensramp-lr3e-4-450": {
         "model": "qwen2", "batch": 12, "num_generations": 12, "steps": 450, "logging_steps": 1, "eval_steps": 25,
         "lr": 3e-4, "seed": 86, "reward_switch_at": 150, "reward_switch_to": _SEVENS, "each_step": _SEVENS.each_step},
+    # added after the runs above (written before running it): sampling and scoring temperature lowered step by step,
+    # every 10 steps from 1.0 at step 200 to 0.2 at step 350 (entropy drifting down); Qwen2, 1 prompt x 8, logging
+    # every step
+    "qwen2-1prompt-8gen-tempramp02-400": {
+        "model": "qwen2", "batch": 8, "num_generations": 8, "steps": 400, "logging_steps": 1, "lr": 5e-5,
+        "seed": 87, "each_step": temperature_ramp(200, 350, 0.2)},
 }
 
 
