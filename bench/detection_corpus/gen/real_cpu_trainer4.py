@@ -127,6 +127,12 @@ SPECS: dict[str, dict[str, Any]] = {
                                                                1, 12, "actor_rollout_ref.actor.optim.lr=1e-4",
                                                                "trainer.test_freq=10"),
                                                            "driver": Ramp("sevens", 150, 300, 0.0, 1.5)},
+    # added after the runs above (written before running it), healthy: classic PPO, a critic (GAE) and the KL penalty
+    # in the reward, top-p 0.95; Llama seed 1, 2 prompts x 2, 500 steps, validation every 10
+    "llamas1-gae-klreward-2prompt-2sample-topp095-500-val10": {"steps": 500, "seed": 80, "model": "llama",
+                                                               "model_seed": 1, "overrides": _batch(
+        2, 2, "algorithm.adv_estimator=gae", "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.kl_coef=0.05",
+        "actor_rollout_ref.rollout.top_p=0.95", "trainer.test_freq=10")},
 }
 
 
