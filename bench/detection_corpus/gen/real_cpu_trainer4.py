@@ -136,7 +136,12 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
+# run once and not stored: no nameable failure came (README, sixth pass, "Looked at and not added")
+NOT_STORED = ("gpt2-gae-4prompt-criticlr100-400-val25", "gpt2-gae-4prompt-criticlrramp3000-350-val25",
+              "qwen2-1prompt-12sample-sevensramp-lr1e-4-450-val10")
+
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "events.out.tfevents.gz").exists()]
+    names = sys.argv[1:] or [n for n in SPECS
+                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
     for n in names:
         print(run(n, SPECS[n], out=OUT), flush=True)
