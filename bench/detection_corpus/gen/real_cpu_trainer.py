@@ -77,6 +77,8 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
             tstate.load_datasets = orig_load
         tstate.seed_everything(spec["seed"])
         fault = Fault(spec["fault"]["kind"], spec["fault"]["step"], **spec["fault"]["params"]) if spec.get("fault") else None
+        if spec.get("driver") is not None:  # a change applied at every step (sixth pass: ramps), ``before_step(st, k)``
+            fault = spec["driver"]
         orig_collect = loop.collect
 
         def hooked(cfg_: Any, engine: Any, tokenizer: Any, reward: Any, loader: Any, step: int, timing: Any) -> Any:

@@ -109,8 +109,9 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                 trainer.eos_token_ids = [-7]
                 trainer.generation_config.eos_token_id = -7
             if spec.get("reward_switch_at") == step:
-                paying["fn"] = {"likes_nines": likes_nines, "likes_sevens": likes_sevens}.get(
-                    spec.get("reward_switch_to", ""), longer_is_better)
+                to = spec.get("reward_switch_to", "")
+                paying["fn"] = to if callable(to) else {"likes_nines": likes_nines, "likes_sevens": likes_sevens}.get(
+                    to, longer_is_better)
             if spec.get("reward_scale_steps"):
                 paying["scale"] = spec["reward_scale"] if step in spec["reward_scale_steps"] else 1.0
             if spec.get("clip_off_at") == step:  # gradient clipping off: Trainer reads max_grad_norm every step
@@ -120,6 +121,8 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                 trainer._entropy_bonus_enabled = True
             if spec.get("temperature_at") == step:
                 cut_temperature(spec["temperature"])
+            if spec.get("each_step") is not None:  # a change applied at every step (sixth pass: ramps)
+                spec["each_step"](trainer, args, step, kw)
             if spec.get("lr_jump_at") == step:
                 sched = kw["lr_scheduler"]
                 sched.base_lrs = [b * spec["lr_factor"] for b in sched.base_lrs]
