@@ -41,6 +41,7 @@ WINDOW = (-5, 15)  # detected: a responsible alert starts in [onset - 5, onset +
 # counts as early. To credit a new detector, add its name here (or pass --responsible CLASS=NAME,NAME).
 OURS: dict[str, set[str]] = {
     "collapse": {"reward_cliff", "reward_drop", "kl_spike", "kl_rising", "sample_degeneration", "entropy_explosion",
+                 "held_out_drop",
                  "update_size", "length_collapse"},
     "reward_hacking": {"reward_hacking",
                        "reward_divergence"},

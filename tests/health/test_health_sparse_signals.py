@@ -162,3 +162,34 @@ def test_trls_evaluation_speed_and_spread_are_no_quality_scores():
     assert quality_direction("eval/frac_reward_zero_std") == 0
     assert quality_direction("eval/rewards/accuracy/mean") == 1
     assert quality_direction("eval/reward") == 1
+
+
+# -- a held-out score falling below its own range for good (held_out_drop) ------------------------------------------
+def validated_run(accs: dict[int, float], steps: int = 400, n_questions: int = 600):
+    rng = random.Random(0)
+    out = []
+    for s in range(1, steps + 1):
+        m = {"critic/score/mean": 0.5 + rng.gauss(0, 0.05), "actor/entropy": 1.0}
+        if s % 10 == 0:
+            m["val-core/arith/acc/mean@1"] = round(accs.get(s, 0.49) * n_questions + rng.choice([-2, -1, 0, 1, 2])) / n_questions
+        out.append((s, m))
+    return out
+
+
+def test_validation_falling_below_its_range_for_good_is_a_held_out_drop():
+    found = alerts(replay(validated_run({s: 0.37 for s in range(260, 401, 10)})), "held_out_drop")
+    assert found and found[0][0] == 270 and found[0][2] == "warning"
+
+
+def test_one_bad_evaluation_is_no_held_out_drop():
+    assert alerts(replay(validated_run({260: 0.37})), "held_out_drop") == []
+
+
+def test_a_few_right_answers_of_a_small_validation_set_moving_are_no_held_out_drop():
+    accs = {s: random.Random(s).choice([0.30, 0.33, 0.27, 0.30]) for s in range(10, 401, 10)}
+    assert alerts(replay(validated_run(accs, n_questions=60)), "held_out_drop") == []
+
+
+def test_the_collapse_of_a_real_lr_x30_run_is_seen_on_its_validation():
+    hits = alerts(replay_real("cpu3-collapse-gpt2s1-1prompt-noclip-lr30-400-val10"), "held_out_drop")
+    assert hits and 255 <= hits[0][0] <= 275
