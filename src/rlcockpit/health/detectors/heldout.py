@@ -5,8 +5,6 @@ data the policy is not trained on, the collapse users care about most, whatever 
 
 from __future__ import annotations
 
-import math
-
 from rlcockpit.health.advice import ranked
 from rlcockpit.health.base import Detector, Track, count_noise, diff_noise, fmt, median, register_detector
 from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
