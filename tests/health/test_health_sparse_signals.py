@@ -33,13 +33,13 @@ def alerts(found, *detectors):
 
 
 def test_count_noise_is_the_sampling_noise_of_a_mean_of_0_1_scores():
-    from rlcockpit.health.base import count_noise, quantum  # new in issue 29's fifth pass
+    from rlcockpit.health.base import count_noise, smallest_step  # new in issue 29's fifth pass
 
-    assert math.isclose(quantum([0.01, 0.0075, 0.01, 0.0125]), 0.0025)
-    assert quantum([0.0, 0.0, 0.0]) == 0.0
+    assert math.isclose(smallest_step([0.01, 0.0075, 0.01, 0.0125]), 0.0025)
+    assert smallest_step([0.0, 0.0, 0.0]) == 0.0
     # 4 right of 400: sqrt(0.01 * 0.99 / 400) ~ 0.005, two answers
     assert 0.004 < count_noise([0.01, 0.0075, 0.01, 0.0125, 0.01]) < 0.006
-    assert count_noise([3.0, 5.0, 4.0]) == 1.0  # not a share: one quantum
+    assert count_noise([3.0, 5.0, 4.0]) == 1.0  # not a share: one step
 
 
 # -- a sparse reward: 0 on most steps, one or two right answers of 24 now and then; accuracy on 400 questions ------

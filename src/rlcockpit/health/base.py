@@ -135,7 +135,7 @@ def median(values: list[float]) -> float:
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
 
 
-def quantum(values: list[float]) -> float:
+def smallest_step(values: list[float]) -> float:
     """The smallest step between distinct ``values`` (0.0 when they are all equal): the size of one sample's
     difference in a mean over a few 0/1 scores (1/24 for a reward over 24 completions, 1/400 for an accuracy on
     400 questions). A series that is exactly 0 or constant most of the time has a MAD of 0; a change of one or two
@@ -147,10 +147,10 @@ def quantum(values: list[float]) -> float:
 
 def count_noise(values: list[float]) -> float:
     """A floor for the noise of one value of a series that is a mean of 0/1 scores (an accuracy, a pass rate): the
-    binomial standard error sqrt(p(1-p)/N) at its median p, with N = 1 / :func:`quantum` (the number of scores it
-    is a mean of), and at least one quantum. 0.0 when the values leave [0, 1] or are all equal (nothing to infer N
+    binomial standard error sqrt(p(1-p)/N) at its median p, with N = 1 / :func:`smallest_step` (the number of scores it
+    is a mean of), and at least one such step. 0.0 when the values leave [0, 1] or are all equal (nothing to infer N
     from). A validation accuracy of 4 right of 400 falling to 3 is one answer, not 2499999x its noise."""
-    q = quantum(values)
+    q = smallest_step(values)
     if q <= 0.0 or min(values) < 0.0 or max(values) > 1.0:
         return q
     p = median(values)
