@@ -193,3 +193,10 @@ def test_a_few_right_answers_of_a_small_validation_set_moving_are_no_held_out_dr
 def test_the_collapse_of_a_real_lr_x30_run_is_seen_on_its_validation():
     hits = alerts(replay_real("cpu3-collapse-gpt2s1-1prompt-noclip-lr30-400-val10"), "held_out_drop")
     assert hits and 255 <= hits[0][0] <= 275
+
+
+def test_a_continuous_series_has_no_count_noise():
+    from rlcockpit.health.base import count_noise
+
+    rng = random.Random(0)
+    assert count_noise([0.4 + rng.gauss(0, 0.008) for _ in range(32)]) == 0.0

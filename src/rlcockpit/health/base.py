@@ -148,10 +148,13 @@ def smallest_step(values: list[float]) -> float:
 def count_noise(values: list[float]) -> float:
     """A floor for the noise of one value of a series that is a mean of 0/1 scores (an accuracy, a pass rate): the
     binomial standard error sqrt(p(1-p)/N) at its median p, with N = 1 / :func:`smallest_step` (the number of scores it
-    is a mean of), and at least one such step. 0.0 when the values leave [0, 1] or are all equal (nothing to infer N
-    from). A validation accuracy of 4 right of 400 falling to 3 is one answer, not 2499999x its noise."""
+    is a mean of), and at least one such step (only that step when the values leave [0, 1]). 0.0 when they are all equal (nothing to infer N
+    from), or when they are not whole multiples of that step (a continuous series: its smallest gap is chance, not a
+    sample). A validation accuracy of 4 right of 400 falling to 3 is one answer, not 2499999x its noise."""
     q = smallest_step(values)
-    if q <= 0.0 or min(values) < 0.0 or max(values) > 1.0:
+    if q <= 0.0 or any(abs(v / q - round(v / q)) > 0.02 for v in values):
+        return 0.0
+    if min(values) < 0.0 or max(values) > 1.0:
         return q
     p = median(values)
     return max(q, math.sqrt(max(p * (1.0 - p), q * (1.0 - q)) * q))
