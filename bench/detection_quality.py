@@ -41,6 +41,7 @@ WINDOW = (-5, 15)  # detected: a responsible alert starts in [onset - 5, onset +
 # counts as early. To credit a new detector, add its name here (or pass --responsible CLASS=NAME,NAME).
 OURS: dict[str, set[str]] = {
     "collapse": {"reward_cliff", "reward_drop", "kl_spike", "kl_rising", "sample_degeneration", "entropy_explosion",
+                 "held_out_drop",
                  "update_size", "length_collapse"},
     "reward_hacking": {"reward_hacking",
                        "reward_divergence"},
@@ -77,6 +78,14 @@ DEVELOPED_ON: dict[str, str] = {
                          "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
+    "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
+                              "healthy run at 2f5980c); then its sparse-reward and one-prompt healthy runs were read: "
+                              "count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
+                              "(issue 29, branch h-detect5)",
+    "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
+                         "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
+                         "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores "
+                         "(issue 29, branch h-detect5)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

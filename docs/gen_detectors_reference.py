@@ -27,6 +27,7 @@ GROUPS = {
     "rlcockpit.health.detectors.memory": "Memory",
     "rlcockpit.health.detectors.system": "Pipeline and performance",
     "rlcockpit.health.detectors.trend": "Slow failures by their trend",
+    "rlcockpit.health.detectors.heldout": "Held-out scores",
 }
 
 

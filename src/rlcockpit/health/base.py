@@ -135,6 +135,31 @@ def median(values: list[float]) -> float:
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
 
 
+def smallest_step(values: list[float]) -> float:
+    """The smallest step between distinct ``values`` (0.0 when they are all equal): the size of one sample's
+    difference in a mean over a few 0/1 scores (1/24 for a reward over 24 completions, 1/400 for an accuracy on
+    400 questions). A series that is exactly 0 or constant most of the time has a MAD of 0; a change of one or two
+    such steps is still no more than one or two samples answering differently."""
+    s = sorted(set(values))
+    tol = 1e-6 * max(abs(s[0]), abs(s[-1]), 1e-12) if s else 0.0  # float32 round-off is not a step
+    return min((b - a for a, b in zip(s, s[1:]) if b - a > tol), default=0.0)
+
+
+def count_noise(values: list[float]) -> float:
+    """A floor for the noise of one value of a series that is a mean of 0/1 scores (an accuracy, a pass rate): the
+    binomial standard error sqrt(p(1-p)/N) at its median p, with N = 1 / :func:`smallest_step` (the number of scores it
+    is a mean of), and at least one such step (only that step when the values leave [0, 1]). 0.0 when they are all equal (nothing to infer N
+    from), or when they are not whole multiples of that step (a continuous series: its smallest gap is chance, not a
+    sample). A validation accuracy of 4 right of 400 falling to 3 is one answer, not 2499999x its noise."""
+    q = smallest_step(values)
+    if q <= 0.0 or any(abs(v / q - round(v / q)) > 0.02 for v in values):
+        return 0.0
+    if min(values) < 0.0 or max(values) > 1.0:
+        return q
+    p = median(values)
+    return max(q, math.sqrt(max(p * (1.0 - p), q * (1.0 - q)) * q))
+
+
 def tie_safe(values: list[float], rel_floor: float = 0.05, abs_floor: float = 1e-12) -> tuple[float, float]:
     """:func:`robust`, with the scale at least 1.2533 x the mean absolute deviation from the median (the normal
     distribution's standard deviation): a reward that is a mean over a few dozen 0/1 scores takes few distinct

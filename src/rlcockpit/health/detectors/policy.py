@@ -178,7 +178,9 @@ class KLSpike(StartReferenced):
     median ``z_warn`` units above it, right after a value below ``prev_abs`` (a small-batch run's k3 KL estimate
     jumps 10-300x for one or two logged steps and is back at the next: that is not a jump that holds) (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    one log spread above it, and their median ``z`` units above it. The reference is frozen where a candidate spike
+    one log spread above it, and their median ``z`` units above it, and the value logged just before these
+    ``sustain`` values nearer the reference than that median, in log units (a jump from the run's level; a KL logged every 7
+    steps that climbed 0.11 -> 0.27 -> 0.42 -> 0.54 over 60 steps is a rise, judged by ``kl_rising``). The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
@@ -246,7 +248,10 @@ class KLSpike(StartReferenced):
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
         floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
         over = f" over the {p['window']} steps before"
-        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"]:
+        # from the reference level, not from a KL that had climbed most of the way (kl_rising's business): the value
+        # logged before the held ones nearer the reference than their median, in log units
+        sudden = track.n <= n or track.ago(n) <= math.sqrt(max(held, 0.0) * self._ref)
+        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "

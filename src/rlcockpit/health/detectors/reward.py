@@ -23,6 +23,7 @@ from rlcockpit.health.base import (
     Detector,
     StartReferenced,
     Track,
+    count_noise,
     fmt,
     median,
     register_detector,
@@ -48,8 +49,8 @@ VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 # not a score, whatever its prefix (TRL's eval_completions/mean_length, eval_loss).
 CORRECTNESS_WORDS = frozenset({"correct", "correctness", "accuracy", "acc", "exact", "em", "solved", "solve",
                                "success", "pass", "is_correct"})
-NOT_A_SCORE = ("/std", "worst", "/max", "/min", "loss", "length", "token", "time", "clip", "truncat", "kl",
-               "entropy")
+NOT_A_SCORE = ("/std", "_std", "worst", "/max", "/min", "loss", "length", "token", "time", "clip", "truncat", "kl",
+               "entropy", "per_second", "distinct")  # TRL's eval_samples_per_second, eval_reward_std: not verdicts
 
 
 FORMAT_WORDS = frozenset({"format", "xml", "xmlcount", "json", "length", "len", "style", "tag", "tags", "int",
@@ -97,7 +98,9 @@ class RewardCliff(StartReferenced):
     Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
     Critical: ``z_critical`` units and ``drop_critical`` x the level. Either only once the low level held for
     ``hold_steps`` steps or three observations (the reference frozen where the drop began): a dip that recovers
-    at once is the run's noise.
+    at once is the run's noise. The trailing window must hold ``min_reference`` observations or more (the median
+    and MAD of a handful of values are no level and no noise: a reward over 36 completions, logged every 2 steps,
+    dips 30% for a few steps at step 18 and is back at step 24); before that, only the warm-up test below.
 
     During warm-up (no trailing window yet) the reference is the run's first logged reward, i.e. the policy
     before any update: critical when each of the last ``smooth`` rewards is below ``early_drop`` x it and the
@@ -110,7 +113,7 @@ class RewardCliff(StartReferenced):
     keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
-                "hold_steps": 4}
+                "hold_steps": 4, "min_reference": 10}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
@@ -177,8 +180,11 @@ class RewardCliff(StartReferenced):
             self._low_since = None
             return None
         if self._low_since is None:  # the reference is frozen when the drop starts
+            ref_vals = track.tail(p["window"], skip=p["gap"])
+            if len(ref_vals) < p["min_reference"]:
+                return None  # the MAD of five values is no noise level: a run logged every 2 steps, at step 18
             self._low_since, self._low_n = step, 0
-            self._frozen = tie_safe(track.tail(p["window"], skip=p["gap"]), 0.01, 1e-9)
+            self._frozen = tie_safe(ref_vals, 0.01, 1e-9)
         self._low_n += 1
         ref, scale = self._frozen
         noise = scale / math.sqrt(p["smooth"])
@@ -341,12 +347,15 @@ class RewardHacking(Detector):
     the median of their last ``val_points`` values ``val_drop`` (relative) and ``val_z`` noise units below the
     three before (a learned reward model being exploited).
     Critical: >= 2 signals, at least one of them repetition, length or validation (identical-but-correct
-    samples are an entropy collapse, not hacking). Warning: one such signal."""
+    samples are an entropy collapse, not hacking). Warning: one such signal. Either only while the reward's rise
+    holds: its mean over the last ``rise_hold`` values ``gain_z_held_out`` noise units of such a mean above its
+    warm-up level (five lucky steps of a reward over one prompt are not a rise), and every noise (the reward's,
+    a held-out score's) floored at the sampling noise of a mean of 0/1 scores."""
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
                 "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 3, "val_points": 2,
-                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0}
+                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0, "rise_hold": 15}
     common = {"enabled": True, "warmup": 12, "cooldown": 50}
     prefixes = (*VAL_PREFIXES, "critic/score/")  # held-out scores, and reward components (rewards/<fn>/mean)
     story, role = "hacking", "outcome"
@@ -421,7 +430,7 @@ class RewardHacking(Detector):
             ref, recent = sum(vals[-(k + m) : -k]) / m, sum(vals[-k:]) / k  # means: the most power per point
             diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
             mid = median(diffs)
-            noise = 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
+            noise = max(1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2), count_noise(vals))
             drop = ref - recent
             sudden = drop > self.p["val_z"] * noise * math.sqrt(1 / k + 1 / m)
             steady = falling(vals, (9, 24), self.p["val_z"] + 1.0)
@@ -485,6 +494,16 @@ class RewardHacking(Detector):
             out.append(("metric", f"KL {fmt(b_kl[0])} -> {fmt(kl)}", kl))
         return out
 
+    def _rise_held(self, track: Track, base: tuple[float, float]) -> bool:
+        """Whether the reward's rise is more than a few lucky steps or a sample or two: its mean over the last
+        ``rise_hold`` values ``gain_z_held_out`` noise units of such a mean above its warm-up level, the noise
+        floored at the sampling noise of a mean of 0/1 scores (a reward over one prompt's 18 completions, or one
+        that is 0 on most steps, has a warm-up spread of 0 and rises by one right answer)."""
+        n = int(self.p["rise_hold"])
+        vals = track.tail(n)
+        scale = max(base[1], count_noise(track.tail(64)))
+        return (sum(vals) / len(vals) - base[0]) / (scale / math.sqrt(len(vals))) >= self.p["gain_z_held_out"]
+
     def check(self, step: int) -> Finding | None:
         if self._every is None:  # every ``every`` steps: every observation of a sparse log
             self._every = span(self.ctx.tracks[REWARD], self.p["every"], lo=1, hi=int(self.p["every"]))
@@ -502,6 +521,8 @@ class RewardHacking(Detector):
         sample_side = [sig for sig in signals if sig[0] == "sample"]
         held_out = any(sig[1].startswith(("validation", "reward component")) for sig in sample_side)
         if not sample_side or (gain_z < self.p["gain_z"] and not held_out):
+            return None
+        if not self._rise_held(track, base):
             return None
         desc = "; ".join(sig[1] for sig in signals)
         vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import length_pay_knobs, ranked
-from rlcockpit.health.base import Detector, Drift, Track, diff_noise, fmt, register_detector
+from rlcockpit.health.base import Detector, Drift, Track, count_noise, diff_noise, fmt, register_detector
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
 from rlcockpit.health.detectors.reward import LEN, REWARD, VAL_PREFIXES, is_correctness, quality_direction
@@ -61,7 +61,10 @@ class RewardDivergence(Detector):
     - *held-out falling* (warning): a held-out score or second reward (``val-core/*``, ``val/*``, ``eval/*``,
       ``critic/score/<fn>/mean``) whose mean over its last ``points`` values lies ``drop_z`` of its own noise and
       ``drop_fraction`` (relative) below its best level (the highest median of three consecutive values: one
-      outlier is not a best), while the reward rose ``gain_z`` of its own noise since that best; critical once the fall is ``critical_factor`` x as large on both counts;
+      outlier is not a best), while the reward rose ``gain_z`` of its own noise since that best; critical once the fall is ``critical_factor`` x as large on both counts.
+      Both noises are floored at the sampling noise of a mean of 0/1 scores (:func:`~rlcockpit.health.base.count_noise`):
+      a sparse reward that is 0 on most steps, or an accuracy of 4 right of 400, has a step-to-step noise of 0,
+      and one more or one fewer right answer is not a divergence;
     - *length bonus* (warning): the response length also drifting up (its own CUSUM), ``bonus_growth`` x its early
       level and grown by half that share over the last ``bonus_span`` steps, while the reward rose ``gain_z`` of its
       noise over those steps, and the held-out score over the last half of them not above its level around where
@@ -232,7 +235,10 @@ class RewardDivergence(Detector):
         rel = drop / max(abs(best[0]), 1e-9)
         if not up or rel < p["drop_fraction"] or r_now - best[2] < p["gain_z"] * self._reward.noise:
             return None  # the usual case: no fall from the best, or the reward did not rise since it
-        noise = max(diff_noise(track.tail(32)), 1e-9)
+        if r_now - best[2] < p["gain_z"] * count_noise(reward.tail(32)):
+            return None  # a sparse reward (0 on most steps) rose by a sample or two: its warm-up noise was 0
+        recent = track.tail(32)
+        noise = max(diff_noise(recent), count_noise(recent), 1e-9)
         z = drop / (noise * math.sqrt(2.0 / k))
         if z < p["drop_z"] or rel < p["drop_fraction"] or r_now <= best[2]:
             return None

@@ -1,0 +1,81 @@
+"""A held-out score falling below its own range for good while training goes on (issue 29): the quality drop on
+data the policy is not trained on, the collapse users care about most, whatever the training reward does.
+(A held-out score falling while the reward rises is ``reward_divergence``'s and ``reward_hacking``'s business.)
+"""
+
+from __future__ import annotations
+
+from rlcockpit.health.advice import ranked
+from rlcockpit.health.base import Detector, Track, count_noise, diff_noise, fmt, median, register_detector
+from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
+from rlcockpit.health.detectors.reward import REWARD, quality_direction
+from rlcockpit.health.detectors.trend import HELD_OUT
+from rlcockpit.health.findings import Action, Cause, Finding
+
+
+@register_detector("held_out_drop", "validation_drop")
+class HeldOutDrop(Detector):
+    """A held-out score (verl's ``val-core/*``, ``val/*``, ``val-aux/*``, ``eval/*``: higher is better) whose last
+    ``hold`` values each lie below its own range: under the lowest of the ``reference`` values before them (at
+    least ``min_reference`` of them) by more than that range's width, and ``z`` noise units under their median,
+    the noise the larger of the series' step-to-step noise and the sampling noise of a mean of 0/1 scores
+    (:func:`~rlcockpit.health.base.count_noise`: an accuracy on 300 questions moves by 0.03 between two
+    evaluations of the same policy). Warning: one evaluation below the range is a bad draw; two in a row, with the
+    values before them steady, is a policy that got worse on data it is not trained on."""
+
+    keys = (REWARD,)
+    prefixes = HELD_OUT
+    defaults = {"hold": 2, "reference": 12, "min_reference": 6, "z": 4.0}
+    common = {"enabled": True, "warmup": 10, "cooldown": 100}
+    story, role = "collapse", "outcome"
+    cause = "the policy got worse on held-out data: an update too large, or the policy overfitting its training prompts"
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._keys: list[str] = []
+        self._scan = -1
+        self._seen: dict[str, int] = {}
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = collapse_causes(self, finding)
+        causes.append(Cause("the policy overfits its few training prompts: the reward holds while held-out accuracy "
+                            "falls", 0.5))
+        return ranked(causes), collapse_actions(self)
+
+    def check(self, step: int) -> Finding | None:
+        tracks = self.ctx.tracks
+        if self._scan < 0 or self.seen - self._scan >= 50:  # held-out series appear rarely
+            self._scan = self.seen
+            self._keys = [k for k in tracks if k.startswith(HELD_OUT) and quality_direction(k) > 0]
+        for key in self._keys:
+            track = tracks[key]
+            if self._seen.get(key) == track.n:
+                continue
+            self._seen[key] = track.n
+            found = self._below_range(step, key, track)
+            if found is not None:
+                return found
+        return None
+
+    def _below_range(self, step: int, key: str, track: Track) -> Finding | None:
+        p = self.p
+        hold = int(p["hold"])
+        vals = track.tail(hold + int(p["reference"]))
+        ref, recent = vals[:-hold], vals[-hold:]
+        if len(ref) < p["min_reference"]:
+            return None
+        lo, hi, med = min(ref), max(ref), median(ref)
+        noise = max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
+        worst = max(recent)  # each of the recent values must be under the bar: the highest of them decides
+        if worst >= lo - (hi - lo) or med - worst < p["z"] * noise:
+            return None
+        first = track.steps[-hold]
+        vals_ = {"held_out": worst, "reference_median": med, "reference_low": lo, "reference_high": hi,
+                 "noise": noise, "drop_z": (med - worst) / noise}
+        return self.fire(step, "warning",
+                         f"Held-out score fell below its range: {track.raw} at most {fmt(worst)} on the last {hold} "
+                         f"evaluations, against {fmt(lo)}-{fmt(hi)} (median {fmt(med)}) on the {len(ref)} before "
+                         f"({(med - worst) / noise:.1f}x its noise {fmt(noise)}; "
+                         f"{(med - worst) / max(abs(med), 1e-9):.0%} lower)",
+                         "The policy answers worse on data it is not trained on: a collapse starting, or "
+                         "overfitting.", metric=key, values=vals_, step_start=first, extra_keys=(key, REWARD))
