@@ -39,7 +39,10 @@ SHAPES = [
 NAMED = {"OPENAI_KEY": "plainvalue-q14", "wandb_key": "0123456789abcdef0123456789abcdef01q15aaa",
          "ANTHROPIC_API_KEY": "anthro-q16-value", "db_password": "hunter2-q17", "HF_TOKEN": "hub-q18-token",
          "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYq19KEY", "client_secret": "cs-q20-value"}
-NEEDLES = [n for _, _, n in SHAPES] + [v.split("-")[1] if "-" in v else v[-12:] for v in NAMED.values()]
+# a value's needle is the whole value, or its last 12 characters when longer. The 3-character needles used before
+# ("q16" of "anthro-q16-value") can occur by chance in wandb's binary run file: on one loaded fresh-clone run "q16"
+# was found there while no other secret-named value (stored the same way) was, which a leak would have shown
+NEEDLES = [n for _, _, n in SHAPES] + [v if len(v) <= 16 else v[-12:] for v in NAMED.values()]
 KEPT = {"actor.lr": 1e-6, "data.prompt_key": "prompt", "data.reward_fn_key": "data_source", "max_new_tokens": 64,
         "pad_token": "<pad>", "best_key": "val/acc"}
 
