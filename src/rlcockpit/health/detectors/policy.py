@@ -30,6 +30,7 @@ from rlcockpit.health.advice import (
 )
 from rlcockpit.health.base import (
     Detector,
+    Drift,
     FrozenBaseline,
     StartReferenced,
     Track,
@@ -40,6 +41,7 @@ from rlcockpit.health.base import (
     median_diff_noise,
     register_detector,
     robust,
+    tie_safe,
     versus,
 )
 from rlcockpit.health.config_view import make_action
@@ -397,11 +399,16 @@ class EntropyCollapse(FrozenBaseline):
     within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
     learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
-    short-answer tasks converge — is learning, not collapsing."""
+    short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
+    (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
+    observations after the warm-up, once the mean of the last ``drift_smooth`` values is below that level by
+    ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
+    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
-                "smooth": 3, "sustain": 2}
+                "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
+                "drift_smooth": 12}
     story, role = "entropy", "outcome"
     cause = "the policy sharpened onto a few answers (mode collapse)"
 
@@ -416,6 +423,43 @@ class EntropyCollapse(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._first = math.nan
+        self._drift: Drift | None = None
+        self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+
+    def _slow_fall(self, step: int, track: Track) -> Finding | None:
+        """The slow-fall rule (class docstring): the entropy, negated, fed to a :class:`Drift` frozen on the
+        ``drift_ref`` observations after the warm-up."""
+        p = self.p
+        if self._drift is None:
+            if self.seen == self.warmup + p["drift_ref"]:
+                self._drift = Drift([-v for v in track.tail(p["drift_ref"])], p["drift_k"], p["drift_h"], 0.02, 1e-6)
+                reward = self.ctx.tracks.get(REWARD)
+                self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
+            return None
+        d = self._drift
+        if not d.update(-track.last, step):
+            return None
+        level, now = -d.level, track.mean_last(p["drift_smooth"])
+        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
+            return None
+        if self._gained(3 * p["fall_lag"]):
+            return None
+        return self.fire(step, "warning",
+                         f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
+                         f"{(level - now) / d.noise:.0f} typical deviations under its early level {fmt(level)}",
+                         values={"entropy": now, "early_level": level, "noise": d.noise, "baseline": self.base},
+                         step_start=d.start, samples=True)
+
+    def _gained(self, window: int) -> bool:
+        """True when the reward's median over the last ``window`` observations is clearly above its median over the
+        drift's reference stretch (3 noise units of a window median and 2% of that level) or the reward is still
+        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not."""
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is None or self._reward_ref is None or len(reward.values) < window:
+            return False
+        med, scale = self._reward_ref
+        gain = median(reward.tail(window)) - med
+        return gain > max(3 * scale / math.sqrt(window), 0.02 * abs(med)) or reward_climbing(reward, window)
 
     def _stalling(self) -> bool:
         """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
@@ -444,7 +488,7 @@ class EntropyCollapse(FrozenBaseline):
         s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0
-            return None
+            return self._slow_fall(step, track)
         ratio = s / max(self.base, 1e-12)
         before = track.back(p["fall_lag"])
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
