@@ -4,6 +4,7 @@ same rule must leave alone: a policy that sharpens slowly while its reward grows
 
 from __future__ import annotations
 
+import math
 import random
 
 from rlcockpit.health import HealthMonitor
@@ -56,3 +57,33 @@ def test_entropy_drifting_down_under_a_temperature_ramp_is_a_warning_near_its_on
 def test_entropy_falling_slowly_while_the_reward_grows_is_learning():
     for seed in range(3):
         assert warnings_of(replay(sharpening_while_learning(random.Random(seed))), "entropy_collapse") == [], seed
+
+
+# -- KL: a critical needs magnitude plus persistence ---------------------------------------------------------------
+def kl_logged_twice(bump: dict[int, float], steps: int = 300, seed: int = 4):
+    """TRL with ``num_iterations=2``: each step's KL is logged twice (two optimiser passes over one batch), so a
+    bump of three steps is six logged values. Lognormal around 0.2, ``bump[step]`` x at those steps."""
+    rng = random.Random(seed)
+    out, n = [], 0
+    for s in range(1, steps + 1):
+        kl = rng.lognormvariate(math.log(0.2), 0.5) * bump.get(s, 1.0)
+        for _ in range(2):
+            n += 1
+            out.append((n, {"kl": kl, "reward": 0.4 + rng.gauss(0, 0.05)}))
+    return out
+
+
+def kl_criticals(found):
+    return [f.step for f in found if f.detector == "kl_rising" and f.severity == "critical"]
+
+
+def test_a_kl_bump_of_a_few_steps_logged_twice_is_no_rising_kl_critical():
+    bump = {100: 10.0, 101: 14.0, 102: 12.0}
+    assert kl_criticals(replay(kl_logged_twice(bump))) == []
+
+
+def test_a_kl_that_keeps_accelerating_is_still_critical():
+    rng = random.Random(11)
+    trace = [(s, {"kl": rng.lognormvariate(math.log(0.05 * (1.0 if s < 150 else 1.06 ** (s - 150))), 0.3),
+                  "reward": 0.4}) for s in range(1, 260)]
+    assert kl_criticals(replay(trace))

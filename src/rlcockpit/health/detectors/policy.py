@@ -108,11 +108,13 @@ class KLRising(Detector):
     every ``every`` steps all run long, so ``z`` is that of a repeated test), and by ``z`` such standard errors of
     the logs too (a KL is positive and its noise multiplicative: a 1-2 prompt run's KL swings by a factor from one
     step to the next, and a ten-step bump from 0.2 to 0.6 is within that). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
-    > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
+    > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
+    that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
+    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
-                "every": 2, "z": 3.0}
+                "every": 2, "z": 3.0, "critical_hold": 4}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -124,11 +126,15 @@ class KLRising(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._noted_stable = False
+        self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
-        if track.last <= p["band_high"] or not self.due(p["every"]):
+        if track.last <= p["band_high"]:
+            self._crit_held = 0
+            return None
+        if not self.due(p["every"]):
             return None
         span = int(p["span"])
         vals = track.tail(3 * span)
@@ -151,7 +157,9 @@ class KLRising(Detector):
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
         start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
-        if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
+        crit = accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]
+        self._crit_held = self._crit_held + 1 if crit else 0
+        if crit and self._crit_held >= p["critical_hold"]:
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
                              f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
@@ -403,7 +411,9 @@ class EntropyCollapse(FrozenBaseline):
     (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
     observations after the warm-up, once the mean of the last ``drift_smooth`` values is below that level by
     ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
-    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left."""
+    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left. Not
+    armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
+    from its first step has no early range to leave)."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
@@ -424,6 +434,7 @@ class EntropyCollapse(FrozenBaseline):
         super().__init__(params, ctx)
         self._first = math.nan
         self._drift: Drift | None = None
+        self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
 
     def _slow_fall(self, step: int, track: Track) -> Finding | None:
@@ -432,7 +443,10 @@ class EntropyCollapse(FrozenBaseline):
         p = self.p
         if self._drift is None:
             if self.seen == self.warmup + p["drift_ref"]:
-                self._drift = Drift([-v for v in track.tail(p["drift_ref"])], p["drift_k"], p["drift_h"], 0.02, 1e-6)
+                drift = Drift([-v for v in track.tail(p["drift_ref"])], p["drift_k"], p["drift_h"], 0.02, 1e-6)
+                if -drift.level < self._warm_median - 2 * drift.noise:  # falling since the warm-up: a steady sharpening
+                    return None  # from the start has no early range to leave (the other rules judge it)
+                self._drift = drift
                 reward = self.ctx.tracks.get(REWARD)
                 self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
             return None
@@ -483,6 +497,7 @@ class EntropyCollapse(FrozenBaseline):
         if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
             # the policy before any update is the natural reference: an entropy that collapsed during the
             # warm-up steps must not become the baseline
+            self._warm_median = self.base
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
         s = track.mean_steps(p["smooth"])
