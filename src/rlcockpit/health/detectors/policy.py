@@ -165,7 +165,8 @@ class KLRising(Detector):
                              values=info, step_start=start)
         if accelerating and ratio > p["rise_ratio"]:
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
-                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)})", values=info, step_start=start)
+                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)}; {ratio:.1f}x {versus(ref, a, 'first median')})",
+                             values=info, step_start=start)
         if not self._noted_stable:
             self._noted_stable = True
             return self.fire(step, "info", f"KL to reference {fmt(c)} is above 0.1 but not accelerating",
