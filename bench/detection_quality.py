@@ -86,6 +86,13 @@ DEVELOPED_ON: dict[str, str] = {
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores "
                          "(issue 29, branch h-detect5)",
+    "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
+                              "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward "
+                              "run were read: slow drifts against the early range, kl_rising's critical "
+                              "(issue 29, branch h-detect6)",
+    "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
+                         "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were "
+                         "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

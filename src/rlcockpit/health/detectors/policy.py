@@ -30,6 +30,7 @@ from rlcockpit.health.advice import (
 )
 from rlcockpit.health.base import (
     Detector,
+    Drift,
     FrozenBaseline,
     StartReferenced,
     Track,
@@ -40,6 +41,7 @@ from rlcockpit.health.base import (
     median_diff_noise,
     register_detector,
     robust,
+    tie_safe,
     versus,
 )
 from rlcockpit.health.config_view import make_action
@@ -106,11 +108,13 @@ class KLRising(Detector):
     every ``every`` steps all run long, so ``z`` is that of a repeated test), and by ``z`` such standard errors of
     the logs too (a KL is positive and its noise multiplicative: a 1-2 prompt run's KL swings by a factor from one
     step to the next, and a ten-step bump from 0.2 to 0.6 is within that). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
-    > 2 x ``band_high``. A KL above the band that is not accelerating is reported once as info."""
+    > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
+    that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
+    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
-                "every": 2, "z": 3.0}
+                "every": 2, "z": 3.0, "critical_hold": 4}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -122,11 +126,15 @@ class KLRising(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._noted_stable = False
+        self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
-        if track.last <= p["band_high"] or not self.due(p["every"]):
+        if track.last <= p["band_high"]:
+            self._crit_held = 0
+            return None
+        if not self.due(p["every"]):
             return None
         span = int(p["span"])
         vals = track.tail(3 * span)
@@ -149,13 +157,16 @@ class KLRising(Detector):
         info = {"kl": c, "kl_before": a, "kl_middle": b, "ratio": ratio, "band_high": p["band_high"]}
         mid = 0.5 * (b + c)  # the event starts where the newest window left the middle one's level
         start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
-        if accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]:
+        crit = accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]
+        self._crit_held = self._crit_held + 1 if crit else 0
+        if crit and self._crit_held >= p["critical_hold"]:
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
                              f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
         if accelerating and ratio > p["rise_ratio"]:
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
-                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)})", values=info, step_start=start)
+                             f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)}; {ratio:.1f}x {versus(ref, a, 'first median')})",
+                             values=info, step_start=start)
         if not self._noted_stable:
             self._noted_stable = True
             return self.fire(step, "info", f"KL to reference {fmt(c)} is above 0.1 but not accelerating",
@@ -397,11 +408,18 @@ class EntropyCollapse(FrozenBaseline):
     within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
     learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
-    short-answer tasks converge — is learning, not collapsing."""
+    short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
+    (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
+    observations after the warm-up, once the mean of the last ``drift_smooth`` values is below that level by
+    ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
+    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left. Not
+    armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
+    from its first step has no early range to leave)."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
-                "smooth": 3, "sustain": 2}
+                "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
+                "drift_smooth": 12}
     story, role = "entropy", "outcome"
     cause = "the policy sharpened onto a few answers (mode collapse)"
 
@@ -416,6 +434,47 @@ class EntropyCollapse(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._first = math.nan
+        self._drift: Drift | None = None
+        self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
+        self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+
+    def _slow_fall(self, step: int, track: Track) -> Finding | None:
+        """The slow-fall rule (class docstring): the entropy, negated, fed to a :class:`Drift` frozen on the
+        ``drift_ref`` observations after the warm-up."""
+        p = self.p
+        if self._drift is None:
+            if self.seen == self.warmup + p["drift_ref"]:
+                drift = Drift([-v for v in track.tail(p["drift_ref"])], p["drift_k"], p["drift_h"], 0.02, 1e-6)
+                if -drift.level < self._warm_median - 2 * drift.noise:  # falling since the warm-up: a steady sharpening
+                    return None  # from the start has no early range to leave (the other rules judge it)
+                self._drift = drift
+                reward = self.ctx.tracks.get(REWARD)
+                self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
+            return None
+        d = self._drift
+        if not d.update(-track.last, step):
+            return None
+        level, now = -d.level, track.mean_last(p["drift_smooth"])
+        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
+            return None
+        if self._gained(3 * p["fall_lag"]):
+            return None
+        return self.fire(step, "warning",
+                         f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
+                         f"{(level - now) / d.noise:.0f} typical deviations under its early level {fmt(level)}",
+                         values={"entropy": now, "early_level": level, "noise": d.noise, "baseline": self.base},
+                         step_start=d.start, samples=True)
+
+    def _gained(self, window: int) -> bool:
+        """True when the reward's median over the last ``window`` observations is clearly above its median over the
+        drift's reference stretch (3 noise units of a window median and 2% of that level) or the reward is still
+        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not."""
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is None or self._reward_ref is None or len(reward.values) < window:
+            return False
+        med, scale = self._reward_ref
+        gain = median(reward.tail(window)) - med
+        return gain > max(3 * scale / math.sqrt(window), 0.02 * abs(med)) or reward_climbing(reward, window)
 
     def _stalling(self) -> bool:
         """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
@@ -439,12 +498,13 @@ class EntropyCollapse(FrozenBaseline):
         if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
             # the policy before any update is the natural reference: an entropy that collapsed during the
             # warm-up steps must not become the baseline
+            self._warm_median = self.base
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
         s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0
-            return None
+            return self._slow_fall(step, track)
         ratio = s / max(self.base, 1e-12)
         before = track.back(p["fall_lag"])
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
