@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from itertools import islice
+from typing import Any
 
 from rlcockpit.health.advice import (
     CLIPFRAC,
@@ -374,21 +375,31 @@ class UpdateSize(Detector):
         level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
         if last <= max(p["clipfrac_floor"], 2.0 * level):
             return None
-        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["rise"], p["clipfrac_floor"], 0.1 * p["clipfrac_floor"])
-        if out is None or out[2][-1] != p["n"] - 1:
+        out = newest_far_above(track, p, p["rise"], p["clipfrac_floor"], 0.1 * p["clipfrac_floor"])
+        if out is None:
             return None
-        med, scale, above = out
-        recent = track.tail(p["n"])
-        now = median([recent[i] for i in above])
-        before = min(p["window"], len(track.values) - p["n"])
+        med, scale, above, now, before, start = out
         return self.fire(step, "warning",
                          f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
                          f"{p['n']} logged steps, {now / max(med, 1e-12):.1f}x its median {fmt(med)} over the "
                          f"{before} logged steps before" if med > 0 else
                          f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
                          f"{p['n']} logged steps, where it was 0 on most of the {before} logged steps before",
-                         values={track.raw: now, f"{track.raw}_median": med, "scale": scale},
-                         step_start=track.steps[len(track.steps) - p["n"] + above[0]])
+                         values={track.raw: now, f"{track.raw}_median": med, "scale": scale}, step_start=start)
+
+
+def newest_far_above(track: Track, p: dict[str, Any], rise: float, floor: float, scale_floor: float,
+                     rel_floor: float = 0.05) -> tuple[float, float, list[int], float, int, int] | None:
+    """:func:`far_above` with the detector's ``window``/``n``/``k``/``z``, only when the newest value is one of
+    those above (an alert starts with the value that makes it, not later): (median, scale, positions above, their
+    median, how many values the median was taken over, the step of the first value above)."""
+    out = far_above(track, p["window"], p["n"], p["k"], p["z"], rise, floor, scale_floor, rel_floor)
+    if out is None or out[2][-1] != p["n"] - 1:
+        return None
+    med, scale, above = out
+    recent = track.tail(p["n"])
+    before = min(p["window"], len(track.values) - p["n"])
+    return med, scale, above, median([recent[i] for i in above]), before, track.steps[len(track.steps) - p["n"] + above[0]]
 
 
 def reward_climbing(track: Track | None, window: int) -> bool:
@@ -567,16 +578,13 @@ class EntropyExplosion(FrozenBaseline):
         if last <= (1 + 0.4 * p["min_rise"]) * level:
             return None
         floor = ENTROPY_FLOOR
-        out = far_above(track, p["window"], p["n"], p["k"], p["z"], p["min_rise"], floor, floor, p["rel_floor"])
-        if out is None or out[2][-1] != p["n"] - 1:  # fired when the newest value is one of those above
+        out = newest_far_above(track, p, p["min_rise"], floor, floor, p["rel_floor"])
+        if out is None:
             return None
-        med, scale, above = out
-        recent = track.tail(p["n"])
-        now = median([recent[i] for i in above])
-        before = min(p["window"], len(track.values) - p["n"])
+        med, scale, above, now, before, start = out
         return self.fire(step, "warning",
                          f"Entropy far above its range: {track.raw} {fmt(now)} on {len(above)} of the last {p['n']} "
                          f"logged steps, {(now - med) / scale:.0f} typical deviations above its median {fmt(med)} "
                          f"over the {before} logged steps before",
                          values={"entropy": now, "median": med, "scale": scale, "baseline": self.base},
-                         step_start=track.steps[len(track.steps) - p["n"] + above[0]], samples=True)
+                         step_start=start, samples=True)
