@@ -26,6 +26,7 @@ from typing import Any
 from rlcockpit.alerts.channels import Channel, DeliveryError
 from rlcockpit.alerts.config import AlertsConfig, load_alerts_config
 from rlcockpit.alerts.message import AlertMessage, from_finding, level_rank, run_link
+from rlcockpit.health.stall import STALL
 from rlcockpit.redact import redact
 
 logger = logging.getLogger("rlcockpit.alerts")
@@ -55,6 +56,7 @@ class AlertManager:
         self._stop = threading.Event()
         self._senders: list[_Sender] = []
         self._stall_thread: threading.Thread | None = None
+        self._stall_critical_at: int | None = None  # the step of the last critical stall finding sent
         self._ended = False
         self._closed = False
 
@@ -136,9 +138,12 @@ class AlertManager:
             return False
 
     def on_finding(self, finding: Any) -> None:
-        severity = finding.get("severity") if isinstance(finding, Mapping) else getattr(finding, "severity", None)
+        get = finding.get if isinstance(finding, Mapping) else lambda k: getattr(finding, k, None)
+        severity = get("severity")
         if level_rank(str(severity)) < level_rank(self.config.min_severity):
             return
+        if get("detector") == STALL and severity == "critical":
+            self._stall_critical_at = get("step")  # the fixed stall timeout need not say it again
         self.notify(from_finding(finding, project=self.project, run_id=self.run_id, run_name=self.run_name,
                                  dashboard_url=self.config.dashboard_url))
 
@@ -242,6 +247,8 @@ class AlertManager:
                 continue
             if not alerted and now - last_change >= stall:
                 alerted = True
+                if self._stall_critical_at == step:
+                    continue  # the health monitor's stall finding already reported this stall as critical
                 waited = now - last_change
                 msg = self._message(
                     f"run stalled: no new step for {_fmt_duration(waited)}",

@@ -31,6 +31,7 @@ from rlcockpit.health.detectors.memory import GPU_BYTES, GPU_MEM, GPU_SPREAD, GP
 from rlcockpit.health.detectors.system import GPU_UTIL
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.samples import analyze_samples
+from rlcockpit.health.stall import StallWatch
 from rlcockpit.metrics.guide import canonical_name
 
 # per-GPU series -> the key the detectors read: utilisation is averaged over devices, memory takes the fullest
@@ -68,7 +69,9 @@ class _Plan:
         self.detectors = detectors
 
 
-RUN_SETTINGS = frozenset({"reports"})  # health.reports: the report schedule (rlcockpit.health.schedule)
+# settings of the health section that are not detectors: health.reports (the report schedule,
+# rlcockpit.health.schedule) and health.stall (the wall-clock stall watch of a live run, rlcockpit.health.stall)
+RUN_SETTINGS = frozenset({"reports", "stall"})
 PLAN_CACHE_SIZE = 64  # distinct key sets remembered; a run whose key set never repeats just re-plans
 
 
@@ -112,6 +115,7 @@ class HealthMonitor:
         self._sample_order: deque[int] = deque()
         self.findings: list[Finding] = []
         self.last_step = -1
+        self.stall = StallWatch.from_settings((settings or {}).get("stall"))
 
     # -- planning -------------------------------------------------------------------------------------
     def _resolve(self, raw: str) -> tuple[str, str | None, bool]:
@@ -247,6 +251,21 @@ class HealthMonitor:
     def describe(finding: Finding) -> str:
         """A finding's console text (tracking's console logger and live printing ask the observer for it)."""
         return format_finding_console(finding)
+
+    def tick(self, now: float, arrivals: Sequence[tuple[int, float]]) -> list[Finding]:
+        """The wall clock of a live run: ``arrivals`` are the ``(step, unix time logged)`` of the steps observed
+        since the last tick, ``now`` the unix time. Returns the stall finding due now (no new step for k x the
+        run's usual step time, :class:`~rlcockpit.health.stall.StallWatch`), else nothing. Only a live run's
+        observer thread calls it; a replay of a stored run never does, so its step times mean nothing here."""
+        if self.stall is None:
+            return []
+        for step, ts in arrivals:
+            self.stall.step(step, ts)
+        found = self.stall.check(now)
+        if found is None:
+            return []
+        self.findings.append(found)
+        return [found]
 
     def close(self) -> list[Finding]:
         """End of run: lets window-based detectors report; returns the findings produced now."""

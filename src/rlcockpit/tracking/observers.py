@@ -11,6 +11,11 @@ observed — counted, reported once, and recorded as a ``health_skipped`` event 
 
 Findings go back to the writer (stored, and handed to the loggers) and to the run's ``on_finding``
 listeners (alerts, the console, the :class:`GuardrailLink`).
+
+An observer may also follow the wall clock (``tick``): about once a second the thread hands it the steps observed
+since the last tick with the time each was logged, so it can tell a run that stopped making progress while its
+process lives (the health monitor's stall finding). A tick is skipped while the observer is behind the run's
+logging: steps the run logged and the thread has not seen yet are progress, not a stall.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from rlcockpit.tracking.entries import Barrier, ConfigChange, Derived, Event, Fi
 logger = logging.getLogger("rlcockpit")
 
 MAX_PENDING_STEPS = 20_000
+TICK_S = 1.0  # seconds between an observer's wall-clock ticks
 
 
 class Observer(Protocol):
@@ -47,6 +53,9 @@ class Observer(Protocol):
                                                                                      Sequence[Any]]: ...
 
     def close(self) -> Sequence[Any]: ...
+
+    # optional: ``tick(now, arrivals)`` -> findings; ``now`` the unix time, ``arrivals`` the ``(step, unix time
+    # logged)`` of the steps observed since the last tick (a live run's wall clock: see the module docstring)
 
 
 # name -> factory(settings: Mapping | None, run_config: dict) -> Observer
@@ -122,7 +131,8 @@ class ObserverThread(threading.Thread):
 
     def __init__(self, make: Callable[[dict[str, Any]], Observer | None], config: dict[str, Any], *,
                  emit: Callable[[Any], None], listeners: list[Callable[[Any], None]],
-                 link: GuardrailLink | None = None, max_pending_steps: int = MAX_PENDING_STEPS) -> None:
+                 link: GuardrailLink | None = None, max_pending_steps: int = MAX_PENDING_STEPS,
+                 current_step: Callable[[], int] | None = None) -> None:
         super().__init__(name="rlcockpit-observers", daemon=True)
         self._make = make
         self.observer = make(config)
@@ -134,6 +144,10 @@ class ObserverThread(threading.Thread):
         self.skipped_steps = 0
         self._wake = threading.Event()
         self.done = threading.Event()
+        self.current_step = current_step  # the run's last logged step: a tick is skipped while we are behind it
+        self._arrivals: deque[tuple[int, float]] = deque(maxlen=64)  # more than any stall watch's window
+        self._observed = -1
+        self._next_tick = time.monotonic() + TICK_S
 
     # ---- writer side -------------------------------------------------------------------------
     def submit_rows(self, rows: list[tuple[int, float, Mapping[str, float]]]) -> None:
@@ -174,6 +188,19 @@ class ObserverThread(threading.Thread):
                     self._close()
                     return
                 self._process(item)
+            self._tick()
+
+    def _tick(self) -> None:
+        """Hand the observer the wall clock, at most every :data:`TICK_S` seconds and only when it is caught up."""
+        tick = getattr(self.observer, "tick", None)
+        if tick is None or time.monotonic() < self._next_tick:
+            return
+        self._next_tick = time.monotonic() + TICK_S
+        if self.current_step is not None and self._guard(self.current_step) != self._observed:
+            return  # behind the run (or the run logged nothing yet): progress we have not seen is no stall
+        arrivals = list(self._arrivals)
+        self._arrivals.clear()
+        self._findings(self._guard(tick, time.time(), arrivals))
 
     def _process(self, item: Any) -> None:
         if isinstance(item, FindingIn):  # logged with run.log_finding: only the listeners are left to call
@@ -185,10 +212,12 @@ class ObserverThread(threading.Thread):
             self._guard(lambda: setattr(self, "observer", self._make(item.config)))
         elif isinstance(item, ObserveRows):
             self.pending_steps -= len(item.rows)
-            for step, _, data in item.rows:
+            for step, ts, data in item.rows:
                 self._findings(self._guard(self.observer.observe, step, data) if self.observer else None)
                 if self.link is not None:
                     self.link.mark(step)
+                self._arrivals.append((step, ts))
+                self._observed = max(self._observed, step)
         else:
             step, rows = item.step, item.rows
             self.pending_steps -= 1

@@ -96,7 +96,8 @@ def build_parts(run: Any, opts: RunOptions) -> RunParts:
     if observer_obj is not None:
         first = [observer_obj]
         observer = ObserverThread(lambda cfg: first.pop() if first else make_observer(cfg), run.config,
-                                  emit=run._put_internal, listeners=listeners, link=link)
+                                  emit=run._put_internal, listeners=listeners, link=link,
+                                  current_step=lambda: run.step)
     writer = Writer(run._queue, run._budget, store_writer, workers=[], observer=observer,
                     end_meta=run._end_meta, listeners=listeners)
     writer.media = MediaStore(run.dir)  # logged images: content-addressed beside the store
