@@ -144,6 +144,29 @@ def test_clean_count_is_independent_of_the_importer():
     assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
 
 
+def test_clean_count_sees_verl_file_logger_records_as_the_importer_does():
+    """verl's file logger ({"step": N, "data": {...}} per line, compact or spaced) is the other verl shape
+    `rlcockpit import` reads: the clean count finds its steps without a JSON parser, one per distinct step."""
+    verl = {"kind": "verl", "id": "f", "origin": {"path": "metrics/verl_file_logger.jsonl"}}
+    data = (b'{"step":1,"data":{"actor/entropy":0.3,"critic/score/mean":-0.3}}\n'
+            b'{"step": 2, "data": {"actor/entropy": 0.4}}\n{"step":2,"data":{"val-core/x/acc/mean@1":0.4}}\n'
+            b'{"data":{"a":1},"step":3}\n')
+    assert real_runs.clean_step_count(verl, data) == 2  # a record not led by "step" is not one the count credits
+    metrics, _config, problems = real_runs.import_entry(verl, data[:data.rindex(b'{"data"')])
+    assert [s for s, _m in metrics] == [1, 2] and problems == []
+    assert metrics[1][1]["val-core/x/acc/mean@1"] == pytest.approx(0.4)
+
+
+def test_the_public_verl_file_logger_run_keeps_every_step_and_its_validation(real):
+    """terrense's Qwen3-8B DrGRPO run (verl file logger, 20 steps, validation at 10 and 20) imports whole."""
+    t = next(t for t in real if t["id"] == "verl_file_public-healthy-qwen3-8b-drgrpo-dapo-math-20")
+    by_step = dict(t["metrics"])
+    assert sorted(by_step) == list(range(1, 21)) and t["onset"] is None
+    assert [s for s, m in by_step.items() if "val-core/math_dapo/acc/mean@1" in m] == [10, 20]
+    assert by_step[20]["val-core/math_dapo/acc/mean@1"] == pytest.approx(0.4493333333333333)
+    assert by_step[1]["actor/ppo_kl"] == pytest.approx(-0.0000151819940583664)
+
+
 def test_tensorboard_clean_count_matches_the_importer(tmp_path):
     """TensorBoard's own loader and rlcockpit's TensorBoard reader agree on the steps of a real event file."""
     from torch.utils.tensorboard import SummaryWriter

@@ -31,6 +31,8 @@ ENTRY_FIELDS = ("id", "source", "file", "sha256", "bytes", "kind", "naming", "or
 # a verl console metrics line: "step:N - key:value - ..." (after any "(TaskRunner pid=..)" prefix); written
 # independently of rlcockpit's parser on purpose
 _VERL_STEP = re.compile(r"(?:^|[\s)])step:(\d+) - \S")
+# a verl file-logger record ({"step": N, "data": {...}} per line, trainer.logger=['file']), found without a JSON parser
+_VERL_FILE_STEP = re.compile(r'^\{"step":\s*(\d+),\s*"data":\s*\{')
 # a metrics JSONL record's step, found without a JSON parser
 _JSONL_STEP = re.compile(r'^\{.*"step": (\d+)[,}]')
 
@@ -62,9 +64,9 @@ def raw_bytes(entry: dict[str, Any]) -> bytes:
 
 def clean_step_count(entry: dict[str, Any], data: bytes) -> int:
     """Distinct logged steps in the raw bytes, counted without rlcockpit's readers."""
-    if entry["kind"] == "verl":
+    if entry["kind"] == "verl":  # a console log or a file-logger JSONL, the two shapes `rlcockpit import` reads
         steps = {int(m.group(1)) for line in data.decode("utf-8", errors="replace").splitlines()
-                 if (m := _VERL_STEP.search(line))}
+                 if (m := _VERL_STEP.search(line) or _VERL_FILE_STEP.match(line))}
         return len(steps)
     if entry["kind"] == "trl":
         history = json.loads(data)["log_history"]
