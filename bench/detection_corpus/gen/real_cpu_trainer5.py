@@ -84,6 +84,17 @@ class EosBias:
         return biased
 
 
+class EntropyPenaltyRamp:
+    """An entropy penalty that builds up: before every step ``actor.entropy_coeff`` is ``ramp(k, start, end, 0, hi)``
+    (``hi`` negative: the update pays for lower entropy)."""
+
+    def __init__(self, start: int, end: int, hi: float) -> None:
+        self.start, self.end, self.hi = start, end, hi
+
+    def before_step(self, st: Any, step: int) -> None:
+        st.cfg.actor.entropy_coeff = ramp(step, self.start, self.end, 0.0, self.hi)
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: RLOO, GPT-2, 8 prompts x 4 samples a step, 250 steps, validation every 25
     "gpt2-8prompt-4sample-rloo-250-val25": {"steps": 250, "seed": 91, "model": "gpt2", "overrides": _batch(
@@ -139,6 +150,12 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas1-1prompt-8sample-eosbiasramp-len16-400-val20": {"steps": 400, "seed": 99, "model": "llama",
                                                             "model_seed": 1, "overrides": _batch(
         1, 8, "data.max_response_length=16", "trainer.test_freq=20"), "driver": EosBias(150, 330, -8.0)},
+    # added after the first nine ran (written before running it): slow entropy collapse, the entropy penalty
+    # (actor.entropy_coeff) ramping linearly from 0 at step 200 to -2 at step 320 (then stays); lr 1e-4; GPT-2,
+    # 2 prompts x 4, 400 steps, validation every 20
+    "gpt2-2prompt-entpenramp2-lr1e-4-400-val20": {"steps": 400, "seed": 100, "model": "gpt2", "overrides": _batch(
+        2, 4, "actor_rollout_ref.actor.optim.lr=1e-4", "trainer.test_freq=20"),
+        "driver": EntropyPenaltyRamp(200, 320, -2.0)},
 }
 
 
