@@ -156,10 +156,20 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2-2prompt-entpenramp2-lr1e-4-400-val20": {"steps": 400, "seed": 100, "model": "gpt2", "overrides": _batch(
         2, 4, "actor_rollout_ref.actor.optim.lr=1e-4", "trainer.test_freq=20"),
         "driver": EntropyPenaltyRamp(200, 320, -2.0)},
+    # added after the run above (written before running it): under the cosine schedule that ramp met an lr already
+    # decayed to 0.5-0.1x and the entropy only drifted; the same ramp on a constant lr of 1e-4 (seed 110)
+    "gpt2-2prompt-entpenramp2-constlr1e-4-400-val20": {"steps": 400, "seed": 110, "model": "gpt2", "overrides": _batch(
+        2, 4, "actor_rollout_ref.actor.optim.lr=1e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
+        "trainer.test_freq=20"), "driver": EntropyPenaltyRamp(200, 320, -2.0)},
 }
 
 
+# run once and not stored: the failure its spec meant did not come (README, seventh pass, "Looked at and not stored")
+NOT_STORED = ("gpt2-2prompt-entpenramp2-lr1e-4-400-val20",)
+
+
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "events.out.tfevents.gz").exists()]
+    names = sys.argv[1:] or [n for n in SPECS
+                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
     for n in names:
         print(run(n, SPECS[n], out=OUT), flush=True)
