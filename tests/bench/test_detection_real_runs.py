@@ -212,3 +212,20 @@ def test_per_source_figures_mark_tuned_sources(real):
     assert verl["targets"]["healthy_criticals"] is True and verl["targets"]["all_pass"] is True
     assert "| verl_console_public | no |" in "\n".join(dq.per_source_markdown({"per_source": table}))
     assert "| grpo_loop_jsonl_public | yes (developed on) |" in "\n".join(dq.per_source_markdown({"per_source": table}))
+
+
+def test_the_eighth_pass_small_group_trl_states_import_whole(real):
+    """Two public TRL GRPO trainer states with 1-prompt groups (alexchilton: 1 x 2, 80 steps with an eval every 20;
+    ps-research: 1 x 4, 50 steps): every step imports, eval rows merge into their step, and the readings the labels
+    rest on are in the numbers (a kl of ~1 from step 1; zero-std groups at the maximum reward, not a collapse)."""
+    wordle = dict(next(t for t in real if t["id"] == "trl_state_public8-healthy-wordle-grpo-stage2-1x2-80")["metrics"])
+    assert sorted(wordle) == list(range(1, 81))
+    assert [s for s, m in wordle.items() if "eval_reward" in m] == [20, 40, 60, 80]
+    assert wordle[54]["completions/clipped_ratio"] == 0.5 and wordle[53]["completions/clipped_ratio"] == 0.0
+    assert wordle[1]["kl"] > 1.0 and wordle[55]["reward_std"] == 0.0 and wordle[48]["grad_norm"] > 5
+    hints = dict(next(t for t in real if t["id"] == "trl_state_public8-healthy-hint-faithfulness-grpo-1x4-50")["metrics"])
+    assert sorted(hints) == list(range(1, 51))
+    funcs = ("check_answer", "check_leakage", "match_format_approximately", "match_format_exactly")
+    assert all(m["reward"] == pytest.approx(sum(m[f"rewards/{f}/mean"] for f in funcs)) for m in hints.values())
+    saturated = [s for s in range(41, 51) if hints[s]["frac_reward_zero_std"] == 1.0]
+    assert len(saturated) == 7 and all(hints[s]["reward"] == 10.5 and hints[s]["grad_norm"] < 0.06 for s in saturated)
