@@ -135,7 +135,8 @@ class RewardDivergence(Detector):
         self._early: dict[str, tuple[float, int]] = {}  # key -> (early level, values it is the mean of)
         self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
         self._format_early: dict[str, float] = {}  # format components' levels over the reward's warm-up
-        self._gap_early: dict[str, float | None] = {}  # key -> the reward's early lead over that score
+        # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
+        self._gap_early: dict[str, tuple[float, float, float] | None] = {}
         self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
 
     def on_warm(self) -> None:
@@ -231,16 +232,14 @@ class RewardDivergence(Detector):
         reward's own mean over those steps is as far above its early level and the lead's rise is at least
         ``gap_share`` of the reward's rise (the score did not rise with it); ``gap_hold`` successive paired
         observations. Not while a format component rose as much (a format bonus being learned, not the task given
-        up). Warning."""
+        up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
+        its early mean: a score that falls is named as a fall (:meth:`_held_out_falling`). Warning."""
         p = self.p
         if key not in self._gap_early:
-            early = [r - v for s, r, v in self._paired(track, reward, 64) if s < self._warm_step]
-            lead = sum(early) / len(early) if len(early) >= p["gap_min_early"] else None
-            # a reward that is its score differs from it by float rounding only: that lead is 0, not -3.3e-08
-            self._gap_early[key] = lead if lead is None or abs(lead) > 1e-6 else 0.0
-        early_gap = self._gap_early[key]
-        if early_gap is None:
+            self._gap_early[key] = self._early_lead(track, reward)
+        if self._gap_early[key] is None:
             return None
+        early_gap, score_early, score_noise = self._gap_early[key]
         w = span(reward, p["gap_span"], lo=3, hi=10)
         bar = p["gap_z"] * self._reward.noise / math.sqrt(w)
         if reward.mean_last(w) - self._reward.level < bar:  # the usual step: the reward is not up
@@ -252,7 +251,8 @@ class RewardDivergence(Detector):
         r_mean = sum(r for _, r, _v in pairs) / w
         gap = sum(r - v for _, r, v in pairs) / w - early_gap
         rise = r_mean - self._reward.level
-        if gap < bar or rise < bar or gap < p["gap_share"] * rise or self._format_rose(w, gap):
+        fell = score_early - sum(v for *_, v in pairs) / w > p["gap_z"] * score_noise / math.sqrt(w)
+        if gap < bar or rise < bar or gap < p["gap_share"] * rise or fell or self._format_rose(w, gap):
             self._gap_run[key] = 0
             return None
         run = self._gap_run[key] = self._gap_run.get(key, 0) + 1
@@ -270,6 +270,18 @@ class RewardDivergence(Detector):
                          "The reward rises by what the task score does not count: the policy learns what the reward "
                          "pays for beside the task.", metric=REWARD, values=vals,
                          step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
+
+    def _early_lead(self, track: Track, reward: Track) -> tuple[float, float, float] | None:
+        """(the reward's mean lead over the score, the score's mean, its noise) over the pairs logged during the
+        reward's warm-up; None with fewer than ``gap_min_early`` of them."""
+        pairs = [(r, v) for s, r, v in self._paired(track, reward, 64) if s < self._warm_step]
+        if len(pairs) < self.p["gap_min_early"]:
+            return None
+        lead = sum(r - v for r, v in pairs) / len(pairs)
+        scores = [v for _r, v in pairs]
+        noise = max(diff_noise(scores), count_noise(scores), 1e-9)
+        # a reward that is its score differs from it by float rounding only: that lead is 0, not -3.3e-08
+        return (lead if abs(lead) > 1e-6 else 0.0), sum(scores) / len(scores), noise
 
     def _format_rose(self, w: int, gap: float) -> bool:
         """Whether a format or length part of the reward (``critic/score/<fn>/mean`` named for format, logged during
