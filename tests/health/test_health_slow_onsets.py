@@ -174,6 +174,20 @@ def test_a_reward_that_is_its_accuracy_is_no_divergence():
         assert alerts(found, "reward_divergence", "reward_hacking") == [], seed
 
 
+def test_a_reward_paying_twice_its_accuracy_while_the_accuracy_climbs_is_learning():
+    """reward = 2 x accuracy (a reward weight of 2): as the task is learned the reward's lead over the accuracy grows
+    with it (half the reward's rise); the accuracy rose with the reward, so nothing pulls away."""
+    for seed in range(3):
+        rng = random.Random(seed)
+        trace = []
+        for s in range(1, 301):
+            p = 0.3 + 0.3 * min(1.0, max(0.0, (s - 100) / 150))
+            acc = sum(rng.random() < p for _ in range(12)) / 12
+            trace.append((s, {"reward": 2 * acc, "rewards/accuracy/mean": acc, "entropy": 1.5}))
+        # (the older correctness-flat rule is judged elsewhere: on one seed a lucky 3-step streak at step 125 trips it)
+        assert [f.title for f in replay(trace) if f.title.startswith("Reward pulling away")] == [], seed
+
+
 def test_a_bonus_paid_beside_the_accuracy_is_a_divergence_and_a_learned_format_is_not():
     """The bonus grows 0.006 a step from 150; the reward's per-step noise is ~0.2 here (one prompt's difficulty), so
     its 10-step mean leaves its early range (+-0.19) around step 200-215; the paired lead is seen sooner."""

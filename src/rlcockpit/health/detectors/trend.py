@@ -118,7 +118,8 @@ class RewardDivergence(Detector):
                 "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
-                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5}
+                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5,
+                "gap_rise_share": 0.25}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -233,7 +234,9 @@ class RewardDivergence(Detector):
         ``gap_share`` of the reward's rise (the score did not rise with it); ``gap_hold`` successive paired
         observations. Not while a format component rose as much (a format bonus being learned, not the task given
         up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
-        its early mean: a score that falls is named as a fall (:meth:`_held_out_falling`). Warning."""
+        its early mean (a score that falls is named as a fall, :meth:`_held_out_falling`) or as far above it and by
+        ``gap_rise_share`` of the reward's rise (a reward paying the score with a weight above 1 leads it more as the
+        task is learned). Warning."""
         p = self.p
         if key not in self._gap_early:
             self._gap_early[key] = self._early_lead(track, reward)
@@ -251,8 +254,10 @@ class RewardDivergence(Detector):
         r_mean = sum(r for _, r, _v in pairs) / w
         gap = sum(r - v for _, r, v in pairs) / w - early_gap
         rise = r_mean - self._reward.level
-        fell = score_early - sum(v for *_, v in pairs) / w > p["gap_z"] * score_noise / math.sqrt(w)
-        if gap < bar or rise < bar or gap < p["gap_share"] * rise or fell or self._format_rose(w, gap):
+        moved = sum(v for *_, v in pairs) / w - score_early  # the score's own move, against its noise
+        fell = -moved > p["gap_z"] * score_noise / math.sqrt(w)
+        rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
+        if gap < bar or rise < bar or gap < p["gap_share"] * rise or fell or rose or self._format_rose(w, gap):
             self._gap_run[key] = 0
             return None
         run = self._gap_run[key] = self._gap_run.get(key, 0) + 1
