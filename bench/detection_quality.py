@@ -67,15 +67,21 @@ RLWATCH: dict[str, set[str]] = {  # rlwatch 0.5 has no memory, utilisation, mism
 DEVELOPED_ON: dict[str, str] = {
     "grpo_loop_jsonl_public": "reward_divergence's perplexity and correctness checks (issue 29, branch h-detect2)",
     "tinker_jsonl_public": "held out until scored once (0/4 at aa9b6fd); then changed: reward parts not named for "
-                           "format count as task scores (issue 29, branch h-detect2)",
+                           "format count as task scores (issue 29, branch h-detect2); "
+                           "then its four runs' g and f were read: reward_divergence's paired lead of the reward over a task "
+                           "score on the same samples (issue 29, branch h-detect8)",
     "rlcockpit_trainer_cpu": "its lr x30 run (gpt2-1prompt-lr30-800, missed at 9a67d21) was read to find why no "
                              "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3)",
     "rlcockpit_trainer_cpu2": "scored once held out (1 critical, 1.67 warnings per healthy run at 7d6cf40); then its "
                               "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
-                              "persistence and batch-size rules (issue 29, branch h-detect4)",
+                              "persistence and batch-size rules (issue 29, branch h-detect4); "
+                              "then its nines run's score, clip ratio, length and validation were read (still missed; issue 29, "
+                              "branch h-detect8)",
     "trl_cpu_settings2": "scored once held out (2.67 warnings per healthy run at 7d6cf40); then its one-step KL/loss/"
                          "grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, grad_spike, "
-                         "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4)",
+                         "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4); "
+                         "then its nines run's reward and rewards/accuracy/mean were read (still missed; issue 29, branch "
+                         "h-detect8)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
@@ -89,10 +95,15 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward "
                               "run were read: slow drifts against the early range, kl_rising's critical "
-                              "(issue 29, branch h-detect6)",
+                              "(issue 29, branch h-detect6); "
+                              "then its lr-ramp run's validation and its 800-step KL-in-reward run's entropy and validation were "
+                              "read: held_out_drop's mean of two evaluations, entropy_collapse's held-out gain (issue 29, branch "
+                              "h-detect8)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were "
-                         "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6)",
+                         "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); "
+                         "then its eosbiasramp run's clipped ratio and its 12-completion sevens run's reward and accuracy "
+                         "were read: truncation leaving zero, reward_divergence's paired lead (issue 29, branch h-detect8)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -65,7 +65,7 @@ def detector_keys() -> set[str]:
 # held out, and is held to these counts the same way.
 BELOW_BAR_CRITICALS = {"trl_cpu_settings4-healthy-qwen2-1prompt-4gen-iter2-800-log1": 2,  # kl_spike, TRL num_iterations=2
                        "trl_cpu_settings5-healthy-gpt2-8prompt-4gen-gradacc4-drgrpo-noscale-200-log5": 1}  # loss_spike
-BELOW_BAR_WARNINGS = {"rlcockpit_trainer_cpu4": 11 / 4, "trl_cpu_settings4": 8 / 3,  # warnings per healthy run
+BELOW_BAR_WARNINGS = {"rlcockpit_trainer_cpu4": 10 / 4, "trl_cpu_settings4": 8 / 3,  # warnings per healthy run
                       "trl_cpu_settings5": 5 / 4}
 
 

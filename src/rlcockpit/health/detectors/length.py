@@ -144,7 +144,9 @@ class Truncation(Detector):
     and above ``persist_quanta`` - 0.5 answers of the batch (see :func:`quantum`; at most half of it), and a jump or
     a climb must be two answers a step: a smoothed ratio carries one step of 7 of 8 answers cut for three steps. A ratio above ``warn_abs``
     that was already there over the warm-up (the first logged steps) and has not risen ``standing_rise`` above
-    that level is a standing setting (the limit is short for this model), reported once as info."""
+    that level is a standing setting (the limit is short for this model), reported once as info. Leaving zero
+    (warning, once): a ratio exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations, then
+    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`)."""
 
     keys = (CLIP, LEN, LEN_MAX)
     defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
@@ -153,7 +155,8 @@ class Truncation(Detector):
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30,
                 "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
                 "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1,
-                "persist_k": 3, "persist_n": 5, "persist_quanta": 3}
+                "persist_k": 3, "persist_n": 5, "persist_quanta": 3, "zero_k": 4, "zero_n": 6, "zero_share": 0.05,
+                "zero_reference": 100, "zero_min_reference": 30}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -173,6 +176,7 @@ class Truncation(Detector):
         self.base: float | None = None
         self._drift: Drift | None = None
         self._noted_standing = False
+        self._left_zero = False
 
     def limit(self) -> float | None:
         """The response length limit: the config's, else the maximum length the run keeps hitting."""
@@ -202,6 +206,10 @@ class Truncation(Detector):
                 and recent_count(track, 5, self._drift.level + p["creep_rise"]) >= 3 \
                 and step - self._drift.start <= p["creep_span"]:  # one blip is not a creep, a slow wander neither
             return self._drifted(step, track, s)
+        if track.last > 0.0 and s <= p["warn_abs"] and not self._left_zero:
+            left = self._leaving_zero(track)
+            if left is not None:
+                return self._left(step, track, *left)
         if s <= p["warn_abs"] and s <= p["jump_min"] and s <= p["min_abs"]:  # the usual step: below every bound
             self._streak = 0
             return self._near_limit(step)
@@ -231,6 +239,41 @@ class Truncation(Detector):
                                  "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],
                                  extra_keys=(LEN,))
         return self._near_limit(step)
+
+    def _leaving_zero(self, track: Track) -> tuple[int, int, float] | None:
+        """(nonzero observations among the last ``zero_n``, observations before them, their nonzero share) when a
+        clip ratio that was exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations (at least
+        ``zero_min_reference``) is above 0 on ``zero_k`` of the last ``zero_n``, their mean ``creep_rise`` or more:
+        truncation leaving zero for good. A small batch's single long answer is one nonzero step now and then; four
+        of six, after a hundred steps of none, is answers starting to run into the limit (a stop token losing
+        ground, a length-loving reward), seen before the ratio is large enough for the bounds above."""
+        p = self.p
+        n, k = int(p["zero_n"]), int(p["zero_k"])
+        hits = recent_count(track, n, 0.0)
+        if hits < k or track.mean_last(n) < p["creep_rise"]:
+            return None
+        ref = track.tail(int(p["zero_reference"]), skip=n)
+        if len(ref) < p["zero_min_reference"]:
+            return None
+        allowed, nonzero = int(p["zero_share"] * len(ref)), 0
+        for v in ref:  # stops at the first few nonzero values of a series that is seldom 0
+            if v > 0.0:
+                nonzero += 1
+                if nonzero > allowed:
+                    return None
+        return hits, len(ref), nonzero / len(ref)
+
+    def _left(self, step: int, track: Track, hits: int, n_ref: int, share: float) -> Finding | None:
+        self._left_zero = True
+        n = int(self.p["zero_n"])
+        now = track.mean_last(n)
+        start = next((s for s, v in zip(track.tail_steps(n), track.tail(n)) if v > 0.0), step)
+        vals = {"clip_ratio": now, "baseline": share, "nonzero": hits, "window": n, "reference": n_ref}
+        return self.fire(step, "warning", f"Truncation leaving zero: {track.raw} above 0 on {hits} of the last {n} "
+                         f"logged steps (mean {now:.1%}), after {share:.0%} of the {n_ref} before", "Answers start to "
+                         "run into the length limit step after step: a stop token losing ground, or a reward that "
+                         "pays for length. Truncated answers earn no reward and bias the update.", values=vals,
+                         step_start=start, extra_keys=(LEN,))
 
     def _standing(self, step: int, track: Track, s: float) -> Finding | None:
         """Truncation that was this high from the run's first logged steps and has not risen: the length limit is

@@ -35,6 +35,8 @@ from rlcockpit.health.base import (
     FrozenBaseline,
     StartReferenced,
     Track,
+    count_noise,
+    diff_noise,
     far_above,
     fmt,
     log_scale,
@@ -53,6 +55,7 @@ from rlcockpit.metrics.guide import threshold
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
+HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -425,12 +428,15 @@ class EntropyCollapse(FrozenBaseline):
     ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
     range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
-    from its first step has no early range to leave)."""
+    from its first step has no early range to leave). Not raised while a held-out score (``val-core/*``,
+    ``val/test_score/*``) is up since that reference stretch: the mean of its last two values ``held_out_z`` noise
+    units of the difference above the mean of those logged by the stretch's end (a policy sharpening onto answers
+    that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples says)."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12}
+                "drift_smooth": 12, "held_out_z": 3.0}
     story, role = "entropy", "outcome"
     cause = "the policy sharpened onto a few answers (mode collapse)"
 
@@ -448,6 +454,7 @@ class EntropyCollapse(FrozenBaseline):
         self._drift: Drift | None = None
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+        self._ref_end = -1  # the last step of the drift's reference stretch
 
     def _slow_fall(self, step: int, track: Track) -> Finding | None:
         """The slow-fall rule (class docstring): the entropy, negated, fed to a :class:`Drift` frozen on the
@@ -459,6 +466,7 @@ class EntropyCollapse(FrozenBaseline):
                 if -drift.level < self._warm_median - 2 * drift.noise:  # falling since the warm-up: a steady sharpening
                     return None  # from the start has no early range to leave (the other rules judge it)
                 self._drift = drift
+                self._ref_end = step
                 reward = self.ctx.tracks.get(REWARD)
                 self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
             return None
@@ -468,7 +476,7 @@ class EntropyCollapse(FrozenBaseline):
         level, now = -d.level, track.mean_last(p["drift_smooth"])
         if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
             return None
-        if self._gained(3 * p["fall_lag"]):
+        if self._gained(3 * p["fall_lag"]) or self._held_out_gained():
             return None
         return self.fire(step, "warning",
                          f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
@@ -486,6 +494,23 @@ class EntropyCollapse(FrozenBaseline):
         med, scale = self._reward_ref
         gain = median(reward.tail(window)) - med
         return gain > max(3 * scale / math.sqrt(window), 0.02 * abs(med)) or reward_climbing(reward, window)
+
+    def _held_out_gained(self) -> bool:
+        """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values
+        ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
+        is larger) of the difference of the two means above the mean of its values logged by the stretch's end."""
+        for key, track in self.ctx.tracks.items():
+            if not key.startswith(HELD_OUT_SCORES) or track.n < 3 or track.steps[-2] <= self._ref_end:
+                continue
+            ref = [v for s, v in zip(track.steps, track.values) if s <= self._ref_end]
+            if not ref:
+                continue
+            vals = list(track.values)
+            noise = max(diff_noise(vals), count_noise(vals), 1e-9)
+            gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
+            if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
+                return True
+        return False
 
     def _stalling(self) -> bool:
         """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the

@@ -16,10 +16,26 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import length_pay_knobs, ranked
-from rlcockpit.health.base import Detector, Drift, Track, count_noise, diff_noise, fmt, register_detector
+from rlcockpit.health.base import (
+    Detector,
+    Drift,
+    Track,
+    count_noise,
+    diff_noise,
+    fmt,
+    register_detector,
+    span,
+)
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
-from rlcockpit.health.detectors.reward import LEN, REWARD, VAL_PREFIXES, is_correctness, quality_direction
+from rlcockpit.health.detectors.reward import (
+    LEN,
+    REWARD,
+    VAL_PREFIXES,
+    is_correctness,
+    is_format,
+    quality_direction,
+)
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
@@ -27,6 +43,7 @@ VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
 PERPLEXITY = "eval/perplexity"
 HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
+COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
@@ -83,7 +100,13 @@ class RewardDivergence(Detector):
       ``flat_se_z`` standard errors of the difference of the two means and ``flat_share`` of the reward's rise,
       and below it by no more than one (a slide is judged as a fall), while the reward is past its alarm and its
       3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
-      the answers does not.
+      the answers does not. Not while a format component rose by half the reward's rise (a format being learned).
+    - *pulling away* (warning): a task score logged on the same samples as the reward (a reward component, not
+      held out) that the reward leaves behind step by step: the mean of the reward's lead over it over the last
+      ``gap_span`` steps ``gap_z`` of the reward's early noise (of such a mean) above that lead during the warm-up,
+      the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`). The difference of
+      two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
+      seen while the reward's own noise still hides it.
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -94,7 +117,9 @@ class RewardDivergence(Detector):
                 "bonus_growth": threshold(LEN, "bonus_growth_ratio"), "flat_z": 1.0, "gain_z": 3.0,
                 "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
-                "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0}
+                "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
+                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5,
+                "gap_rise_share": 0.25}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -110,10 +135,16 @@ class RewardDivergence(Detector):
         self._warm_step = 0  # the first step after the reward's warm-up: a quality series' early level is before it
         self._early: dict[str, tuple[float, int]] = {}  # key -> (early level, values it is the mean of)
         self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
+        self._format_early: dict[str, float] = {}  # format components' levels over the reward's warm-up
+        # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
+        self._gap_early: dict[str, tuple[float, float, float] | None] = {}
+        self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
 
     def on_warm(self) -> None:
         p, tracks = self.p, self.ctx.tracks
         self._warm_step = tracks[REWARD].last_step
+        self._format_early = {key: sum(t.values) / t.n for key, t in tracks.items()  # (logged from the start)
+                              if key.startswith(COMPONENT) and key.endswith("/mean") and is_format(key) and t.n}
         self._reward = Drift(tracks[REWARD].tail(self.warmup, skip=1), p["k"], p["h"], 0.01, 1e-9)
         length = tracks.get(LEN)
         if length is not None and length.n > 3:
@@ -140,6 +171,8 @@ class RewardDivergence(Detector):
                 found = found or self._worse_than_early(step, key, track, reward)
                 continue
             found = found or self._held_out_falling(step, key, track, reward, up)
+            if found is None and key.startswith(COMPONENT) and track.last_step == reward.last_step == step:
+                found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
                 found = self._correctness_flat(step, key, track, reward, up)
             if found is None and up and lengthening:
@@ -186,6 +219,85 @@ class RewardDivergence(Detector):
                          "a frozen model) while the reward climbs: the policy is exploiting the reward.",
                          metric=REWARD, values=vals, step_start=prev_step, extra_keys=(key,), samples=True)
 
+    def _paired(self, track: Track, reward: Track, n: int) -> list[tuple[int, float, float]]:
+        """(step, reward, score) for the steps among the last ``n`` of ``track`` on which the reward was logged too."""
+        at = dict(zip(reward.tail_steps(n + 8), reward.tail(n + 8)))
+        return [(s, at[s], v) for s, v in zip(track.tail_steps(n), track.tail(n)) if s in at]
+
+    def _paired_gap(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
+        """The reward pulling away from a task score logged on the same samples (a reward component not named for
+        format: TRL's ``rewards/accuracy/mean`` beside a paid ``reward``, Tinker's correctness ``f`` beside the
+        ``g`` it trains on). Both move with the same prompts' difficulty, so their difference, step by step, is far
+        quieter than either: the mean of the reward's lead over the score over the last ``gap_span`` steps
+        ``gap_z`` noise units (the reward's early noise, of such a mean) above its lead during the warm-up, while the
+        reward's own mean over those steps is as far above its early level and the lead's rise is at least
+        ``gap_share`` of the reward's rise (the score did not rise with it); ``gap_hold`` successive paired
+        observations. Not while a format component rose as much (a format bonus being learned, not the task given
+        up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
+        its early mean (a score that falls is named as a fall, :meth:`_held_out_falling`) or as far above it and by
+        ``gap_rise_share`` of the reward's rise (a reward paying the score with a weight above 1 leads it more as the
+        task is learned). Warning."""
+        p = self.p
+        if key not in self._gap_early:
+            self._gap_early[key] = self._early_lead(track, reward)
+        if self._gap_early[key] is None:
+            return None
+        early_gap, score_early, score_noise = self._gap_early[key]
+        w = span(reward, p["gap_span"], lo=3, hi=10)
+        bar = p["gap_z"] * self._reward.noise / math.sqrt(w)
+        if reward.mean_last(w) - self._reward.level < bar:  # the usual step: the reward is not up
+            self._gap_run[key] = 0
+            return None
+        pairs = self._paired(track, reward, w)
+        if len(pairs) < w:
+            return None
+        r_mean = sum(r for _, r, _v in pairs) / w
+        gap = sum(r - v for _, r, v in pairs) / w - early_gap
+        rise = r_mean - self._reward.level
+        moved = sum(v for *_, v in pairs) / w - score_early  # the score's own move, against its noise
+        fell = -moved > p["gap_z"] * score_noise / math.sqrt(w)
+        rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
+        if gap < bar or rise < bar or gap < p["gap_share"] * rise or fell or rose or self._format_rose(w, gap):
+            self._gap_run[key] = 0
+            return None
+        run = self._gap_run[key] = self._gap_run.get(key, 0) + 1
+        if run < p["gap_hold"]:
+            return None
+        score = r_mean - gap - early_gap
+        vals = {"reward": r_mean, "reward_baseline": self._reward.level, "quality": score, "gap": gap + early_gap,
+                "gap_early": early_gap, "noise": self._reward.noise,
+                "signals": [f"{reward.raw} - {track.raw} {fmt(early_gap)} -> {fmt(gap + early_gap)}"]}
+        return self.fire(step, "warning",
+                         f"Reward pulling away from {track.raw}: over the last {w} logged steps {reward.raw} averaged "
+                         f"{fmt(r_mean)} ({fmt(self._reward.level)} early) and its lead over {track.raw}, scored on the "
+                         f"same samples, {fmt(gap + early_gap)} (early {fmt(early_gap)}; "
+                         f"{gap / (self._reward.noise / math.sqrt(w)):.1f}x the reward's noise over {w} steps)",
+                         "The reward rises by what the task score does not count: the policy learns what the reward "
+                         "pays for beside the task.", metric=REWARD, values=vals,
+                         step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
+
+    def _early_lead(self, track: Track, reward: Track) -> tuple[float, float, float] | None:
+        """(the reward's mean lead over the score, the score's mean, its noise) over the pairs logged during the
+        reward's warm-up; None with fewer than ``gap_min_early`` of them."""
+        pairs = [(r, v) for s, r, v in self._paired(track, reward, 64) if s < self._warm_step]
+        if len(pairs) < self.p["gap_min_early"]:
+            return None
+        lead = sum(r - v for r, v in pairs) / len(pairs)
+        scores = [v for _r, v in pairs]
+        noise = max(diff_noise(scores), count_noise(scores), 1e-9)
+        # a reward that is its score differs from it by float rounding only: that lead is 0, not -3.3e-08
+        return (lead if abs(lead) > 1e-6 else 0.0), sum(scores) / len(scores), noise
+
+    def _format_rose(self, w: int, gap: float) -> bool:
+        """Whether a format or length part of the reward (``critic/score/<fn>/mean`` named for format, logged during
+        the reward's warm-up) rose over the last ``w`` observations by half the gap or more from its warm-up level:
+        the policy learning a format."""
+        for key, early in self._format_early.items():
+            track = self.ctx.tracks[key]
+            if track.n > w and track.mean_last(w) - early >= 0.5 * gap:
+                return True
+        return False
+
     def _correctness_flat(self, step: int, key: str, track: Track, reward: Track, up: bool) -> Finding | None:
         """A correctness measure that stays at its early level while the reward climbs far above its own (the mean of
         its values since the reward's drift began against the mean of those before the reward's warm-up ended)."""
@@ -206,6 +318,8 @@ class RewardDivergence(Detector):
             return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
         if early - now > se:
             return None  # it is sliding down: a fall is judged (and named) as a fall from its best
+        if self._format_rose(int(p["gap_span"]), r_rise):
+            return None  # the rise is a format component's: the policy learning a format
         gain = self._reward_gain(reward)
         r_now = reward.mean_last(3)
         vals = {"reward": r_now, "reward_baseline": self._reward.level, "quality": now, "quality_early": early,
