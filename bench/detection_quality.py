@@ -89,10 +89,14 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward "
                               "run were read: slow drifts against the early range, kl_rising's critical "
-                              "(issue 29, branch h-detect6)",
+                              "(issue 29, branch h-detect6); then its healthy runs' KL bursts, GAE explained "
+                              "variance and host memory: kl_rising warn_hold, explained_variance's window median, "
+                              "host_memory's record growth (issue 29, branch h-detect7)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were "
-                         "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6)",
+                         "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); then its "
+                         "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
+                         "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
