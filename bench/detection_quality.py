@@ -98,12 +98,17 @@ DEVELOPED_ON: dict[str, str] = {
                               "(issue 29, branch h-detect6); "
                               "then its lr-ramp run's validation and its 800-step KL-in-reward run's entropy and validation were "
                               "read: held_out_drop's mean of two evaluations, entropy_collapse's held-out gain (issue 29, branch "
-                              "h-detect8)",
+                              "h-detect8); then its healthy runs' KL bursts, GAE explained "
+                              "variance and host memory: kl_rising warn_hold, explained_variance's window median, "
+                              "host_memory's record growth (issue 29, branch h-detect7)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were "
                          "read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); "
                          "then its eosbiasramp run's clipped ratio and its 12-completion sevens run's reward and accuracy "
-                         "were read: truncation leaving zero, reward_divergence's paired lead (issue 29, branch h-detect8)",
+                         "were read: truncation leaving zero, reward_divergence's paired lead (issue 29, branch h-detect8); "
+                         "then its "
+                         "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
+                         "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -33,6 +33,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
@@ -164,7 +165,10 @@ class LossSpike(FrozenBaseline):
 
     Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
     ``lag`` steps earlier and the rise exceeds ``z_warn`` warm-up scales; critical when ``z_critical``
-    warm-up scales above the warm-up median for ``sustain`` steps."""
+    warm-up scales above the warm-up median for ``sustain`` steps.
+
+    ``sustain`` counts distinct batches: a run that logs each batch's loss on several consecutive steps (TRL's
+    ``num_iterations=2``, :mod:`rlcockpit.health.repeats`) needs that many times more logged steps."""
 
     keys = (LOSS,)
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
@@ -186,6 +190,7 @@ class LossSpike(FrozenBaseline):
         self._ref_scale = math.nan
         self._ref_age = 0
         self._onset: int | None = None
+        self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[LOSS]
@@ -210,10 +215,12 @@ class LossSpike(FrozenBaseline):
         if self._streak == 0:
             self._onset = step
         self._streak += 1
-        if self._streak < p["sustain"]:
+        kl = self.ctx.tracks.get(KL)  # distinct batches (a batch logged twice is one), seen on the KL's repeats
+        need = p["sustain"] * (self._repeats.of(kl) if kl is not None and kl.last_step == step else 1)
+        if self._streak < need:
             return None  # one step outside the band is the run's noise
         bar = p["z_warn"] * self._ref_scale
-        if sum(1 for v in track.tail(p["sustain"] + 1) if abs(v - self._ref) > bar) < p["sustain"]:
+        if sum(1 for v in track.tail(need + 1) if abs(v - self._ref) > bar) < need:
             return None  # one raw step far out, carried by the smoothing: gone at the next logged step
         if self._kl_multiple(track):
             return None  # the loss is beta x KL: its excursion is the KL's, judged by the KL detectors
@@ -483,11 +490,19 @@ class ValueDivergence(FrozenBaseline):
 
 @register_detector("explained_variance", "negative_explained_var")
 class ExplainedVariance(Detector):
-    """Critic explains nothing: smoothed ``critic/vf_explained_var`` < 0 for ``sustain`` checks (warning);
-    critical when it had reached ``good_level`` earlier in the run (a relative drop)."""
+    """Critic explains nothing, judged on the median of the last ``window`` values of ``critic/vf_explained_var``
+    (one batch's value from a few responses swings to -1000 and back: a mean of such values is noise). Critical:
+    that median < 0 on ``sustain`` checks in a row after it had reached ``good_level`` (a critic that had learned
+    and lost it). Warning: median < ``warn_below`` on ``sustain`` checks while the window's values are precise,
+    their robust spread (1.4826 x MAD) under ``precise_spread``: a batch large enough that its explained variance
+    is a measurement, and the critic clearly worse than predicting the batch's mean return. A critic fitted on 1-4
+    responses a step has a median of -1 to -0.1 for hundreds of steps and a spread of 0.15-0.8 while it learns,
+    and one that has not learned yet sits at ~0 (-0.05, spread 0.03): neither is a finding. Checked every
+    ``every`` observations after the warm-up."""
 
     keys = (EV,)
-    defaults = {"good_level": 0.3, "smooth": 5, "sustain": 5}
+    defaults = {"good_level": 0.3, "window": 25, "sustain": 3, "precise_spread": 0.1,
+                "warn_below": threshold(EV, "warn_below"), "every": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     cause = "the critic cannot predict returns (critic lr too low or too high, reward scale changed)"
 
@@ -502,10 +517,19 @@ class ExplainedVariance(Detector):
         self.best = -math.inf
 
     def check(self, step: int) -> Finding | None:
-        s = self.ctx.tracks[EV].mean_last(self.p["smooth"])
-        self.best = max(self.best, s)
-        if not self.sustained(s < 0, self.p["sustain"]):
+        p = self.p
+        if not self.due(p["every"]):
             return None
-        sev = "critical" if self.best >= self.p["good_level"] else "warning"
-        return self.fire(step, sev, f"Critic explained variance negative ({fmt(s)}; best so far {fmt(self.best)})",
-                         values={"explained_var": s, "best": self.best})
+        vals = self.ctx.tracks[EV].tail(p["window"])
+        med = median(vals)
+        self.best = max(self.best, med)
+        spread = 1.4826 * median([abs(v - med) for v in vals])
+        lost = self.best >= p["good_level"]
+        bad = med < 0 if lost else med < p["warn_below"] and spread < p["precise_spread"]
+        if not self.sustained(bad, p["sustain"]):
+            return None
+        what = (f"Critic explained variance negative: median {fmt(med)} over the last {len(vals)} logged steps "
+                f"(best median so far {fmt(self.best)})")
+        return self.fire(step, "critical" if lost else "warning", what,
+                         values={"explained_var_median": med, "window": len(vals), "best": self.best,
+                                 "spread": spread})

@@ -315,11 +315,20 @@ class GPUMemory(_Percent):
 
 @register_detector("host_memory", "host_memory_creep")
 class HostMemory(_Percent):
-    __doc__ = "Host memory (``system/memory_percent``). " + _Percent.__doc__
+    __doc__ = ("Host memory (``system/memory_percent``). " + _Percent.__doc__ + " A run of new highs counts once it "
+               "is the full ``creep_points`` above the warm-up's highest value (not half of it): the host's percent "
+               "is the whole machine's, and a shared machine's wanders up a point or two while the run's own "
+               "memory is flat.")
     keys = (HOST_MEM,)
     label = "Host memory"
     defaults = {**_Percent.defaults, "creep_points": 3.0}  # host memory wanders more (page cache, workers)
     cause = "host memory leak (growing buffers, dataloader workers, cached samples)"
+
+    def record_growth(self, base: float, key: str = "") -> float:
+        """A run of new highs counts once it is the full ``creep_points`` above the warm-up's highest value, not
+        half of it as for device memory: the host's percent is the whole machine's (other jobs, the page cache)
+        and on a shared machine wanders up two points over hundreds of steps while this run's own memory is flat."""
+        return self.min_growth(base, key)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         # rlcockpit's trainer loads data in-process (no worker knob): the override is verl's only

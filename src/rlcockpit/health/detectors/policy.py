@@ -49,6 +49,7 @@ from rlcockpit.health.base import (
 )
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.health.stories import resolve_story
 from rlcockpit.metrics.guide import threshold
 
@@ -111,14 +112,16 @@ class KLRising(Detector):
     standard errors of a difference of window medians (the noise pooled over the three windows; the test runs
     every ``every`` steps all run long, so ``z`` is that of a repeated test), and by ``z`` such standard errors of
     the logs too (a KL is positive and its noise multiplicative: a 1-2 prompt run's KL swings by a factor from one
-    step to the next, and a ten-step bump from 0.2 to 0.6 is within that). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    step to the next, and a ten-step bump from 0.2 to 0.6 is within that), on ``warn_hold`` consecutive checks (a 1-4
+    completion run's KL comes in bursts: 0.15-0.3 for 12 logged steps over a median of 0.05, then back; one that
+    keeps accelerating holds). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
     that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
     meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
-                "every": 2, "z": 3.0, "critical_hold": 4}
+                "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -131,12 +134,13 @@ class KLRising(Detector):
         super().__init__(params, ctx)
         self._noted_stable = False
         self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
+        self._warn_held = 0  # ... and that met the warning's
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
         if track.last <= p["band_high"]:
-            self._crit_held = 0
+            self._crit_held = self._warn_held = 0
             return None
         if not self.due(p["every"]):
             return None
@@ -167,7 +171,8 @@ class KLRising(Detector):
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
                              f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
-        if accelerating and ratio > p["rise_ratio"]:
+        self._warn_held = self._warn_held + 1 if accelerating and ratio > p["rise_ratio"] else 0
+        if self._warn_held >= p["warn_hold"]:
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
                              f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)}; {ratio:.1f}x {versus(ref, a, 'first median')})",
                              values=info, step_start=start)
@@ -199,7 +204,10 @@ class KLSpike(StartReferenced):
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
-    the first steps)."""
+    the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
+    steps (TRL's ``num_iterations=2``: the generating step and the reuse step, see :mod:`rlcockpit.health.repeats`)
+    needs ``sustain`` / ``warn_hold`` batches, the reference is taken over the last ``window`` batches, and a
+    median's standard error is that of the batches it holds."""
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
@@ -220,6 +228,7 @@ class KLSpike(StartReferenced):
         self._spread = math.nan
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
+        self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -235,13 +244,14 @@ class KLSpike(StartReferenced):
                          values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
                          step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
 
-    def _held(self, track: Track, k: int) -> tuple[float, float]:
-        """(lower median of the last ``k`` values, its distance above the reference in standard errors)."""
+    def _held(self, track: Track, k: int, period: int = 1) -> tuple[float, float]:
+        """(lower median of the last ``k`` values, its distance above the reference in standard errors of a median
+        of the ``k / period`` batches they carry)."""
         vals = sorted(track.tail(k))
         low = vals[(len(vals) - 1) // 2]
         if low <= 0.0:
             return low, -math.inf
-        se = self._spread * 1.2533 / math.sqrt(len(vals))
+        se = self._spread * 1.2533 / math.sqrt(max(len(vals) // period, 1))
         return low, math.log(low / self._ref) / se
 
     def check(self, step: int) -> Finding | None:
@@ -252,17 +262,18 @@ class KLSpike(StartReferenced):
             gate = v > p["warn_abs"] or v > 0.8 * p["critical_ratio"] * max(prev, p["min_abs"] / p["critical_ratio"])
             if not gate:
                 return None
-            window = track.tail(p["window"], skip=1)
+            window = track.tail(p["window"] * self._repeats.of(track), skip=1)  # the last ``window`` batches
             fit = log_scale(window, p["log_floor"])
             self._level = fit[0] if fit else median(window)  # the run's own level, as the title states it
             self._ref, self._spread = max(self._level, p["min_abs"]), fit[1] if fit else p["log_floor"]
             self._onset, self._before = step, prev
         self._streak += 1
-        n = int(p["sustain"])
-        held, z = self._held(track, n)
+        period = self._repeats.period
+        n = int(p["sustain"]) * period
+        held, z = self._held(track, n, period)
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
         floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
-        over = f" over the {p['window']} steps before"
+        over = f" over the {p['window'] * period} steps before"
         # from the reference level, not from a KL that had climbed most of the way (kl_rising's business): the value
         # logged before the held ones nearer the reference than their median, in log units
         sudden = track.n <= n or track.ago(n) <= math.sqrt(max(held, 0.0) * self._ref)
@@ -273,15 +284,15 @@ class KLSpike(StartReferenced):
                              f"{versus(self._ref, self._level, 'median', over)}", "A sudden jump of the policy away from the reference; often "
                              "the start of a collapse.", values=vals, step_start=self._onset,
                              extra_keys=("critic/score/mean",))
-        k = int(p["warn_hold"])
-        both, z2 = min(track.tail(k)), self._held(track, k)[1]
+        k = int(p["warn_hold"]) * period
+        both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
                 and self._before < p["prev_abs"]:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
                              step_start=self._onset)
-        if self._streak >= n + 2 or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
+        if self._streak >= n + 2 * period or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
             self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
         return None
 
