@@ -109,6 +109,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its "
                          "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
                          "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7)",
+    "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
+                         "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
+                         "read: no paired lead over a part the reward pays in full (issue 29, main)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

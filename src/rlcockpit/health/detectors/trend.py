@@ -106,7 +106,8 @@ class RewardDivergence(Detector):
       ``gap_span`` steps ``gap_z`` of the reward's early noise (of such a mean) above that lead during the warm-up,
       the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`). The difference of
       two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
-      seen while the reward's own noise still hides it.
+      seen while the reward's own noise still hides it. Not for a part the reward pays in full (the reward is the
+      plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -282,11 +283,28 @@ class RewardDivergence(Detector):
         pairs = [(r, v) for s, r, v in self._paired(track, reward, 64) if s < self._warm_step]
         if len(pairs) < self.p["gap_min_early"]:
             return None
+        if not is_correctness(track.key) and self._paid_in_full(reward):
+            return None  # the lead over one paid part is the others being learned, not a bonus beside the task
         lead = sum(r - v for r, v in pairs) / len(pairs)
         scores = [v for _r, v in pairs]
         noise = max(diff_noise(scores), count_noise(scores), 1e-9)
         # a reward that is its score differs from it by float rounding only: that lead is 0, not -3.3e-08
         return (lead if abs(lead) > 1e-6 else 0.0), sum(scores) / len(scores), noise
+
+    def _paid_in_full(self, reward: Track) -> bool:
+        """Whether the reward is the plain sum of its logged parts (``critic/score/<fn>/mean``) on every warm-up step
+        where all were logged (at least ``gap_min_early`` of them): every part is paid at weight 1, none is a score
+        logged beside the reward for reference (TRL's accuracy at weight 0, Tinker's ``f`` beside the ``g`` it
+        trains on). Then a part the reward leaves behind is one objective among several, and the others rising is
+        the policy learning what it is paid for (a healthy 4-function TRL run: a leakage check that always passes)."""
+        tracks = self.ctx.tracks
+        parts = [t for key, t in tracks.items() if key.startswith(COMPONENT) and key.endswith("/mean") and key != REWARD]
+        if len(parts) < 2:
+            return False
+        at = [dict(zip(t.tail_steps(64), t.tail(64))) for t in parts]
+        sums = [(r, sum(a[s] for a in at)) for s, r in zip(reward.tail_steps(64), reward.tail(64))
+                if s < self._warm_step and all(s in a for a in at)]
+        return len(sums) >= self.p["gap_min_early"] and all(abs(r - t) <= 1e-6 * max(1.0, abs(r)) for r, t in sums)
 
     def _format_rose(self, w: int, gap: float) -> bool:
         """Whether a format or length part of the reward (``critic/score/<fn>/mean`` named for format, logged during
