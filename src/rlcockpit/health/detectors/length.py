@@ -354,15 +354,15 @@ class LengthCollapse(Detector):
 
     Shrinking towards empty (warning), judged against the run's own range rather than a share of it: a run whose
     answers are a few tokens long has no room to fall to a quarter, and a stop token gaining ground takes a 3-token
-    answer to 2.5, then 2. The mean length on ``shrink_k`` of the last ``shrink_n`` observations below the median of
-    the ``shrink_window`` observations before them by ``shrink_z`` of their robust noise (:func:`tie_safe`: a mean
-    over a few answers takes few values) and by ``shrink_drop`` of that median, while the shortest answer
+    answer to 2.5, then 2. The mean length on ``shrink_k`` of the last ``shrink_n`` observations (and their mean)
+    below the median of the ``shrink_window`` observations before them by ``shrink_z`` of their robust noise
+    (:func:`tie_safe`: a mean over a few answers takes few values) and by ``shrink_drop`` of that median (at least
+    ``shrink_min_window`` of them), while the shortest answer
     (``response_length/min``, TRL's ``completions/min_length``) is at most ``empty_tokens`` on one of them: answers
     becoming empty, which a run learning to be concise never shows (its shortest answer stays long). And the shift
     must hold: ``shrink_hold`` of the last ``shrink_hold_n`` observations below that median (a small batch's mean
     dips when two answers stop early, and is back at the next step). Without a logged minimum this rule stays
-    silent. The bar is re-measured every ``shrink_every`` observations while the
-    length is inside it."""
+    silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it."""
 
     keys = (LEN, LEN_MIN)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "min_reference": 20.0, "sustain": 3,
@@ -443,12 +443,13 @@ class LengthCollapse(Detector):
         if held < p["shrink_hold"]:
             return None  # a few short batches among ordinary ones: a dip, not a shift
         now = track.mean_last(n)
-        start = next(s for s, x in zip(track.tail_steps(n), track.tail(n)) if x < self._bar)
+        start = next((s for s, x in zip(track.tail_steps(n), track.tail(n)) if x <= self._bar), step)
         vals = {"length": now, "reference": med, "range_low": self._bar, "noise": scale, "shortest": min(low.tail(n)),
                 "ratio": now / max(med, 1e-9)}
         return self.fire(step, "warning", f"Responses shrinking towards empty: {track.raw} {fmt(now)} over the last "
                          f"{n} logged steps, {fmt(med - now)} under its median {fmt(med)} over the "
                          f"{int(p['shrink_window'])} before (the bar: {p['shrink_z']:g}x their noise of {fmt(scale)} and "
-                         f"{p['shrink_drop']:.0%} of the median); {low.raw} down to {fmt(min(low.tail(n)))}", "Some answers are now the stop token alone: a stop token gaining "
-                         "ground in sampling, or a reward an empty answer does not lose.", values=vals,
+                         f"{p['shrink_drop']:.0%} of the median); {low.raw} down to {fmt(min(low.tail(n)))}",
+                         "Some answers are now the stop token alone: a stop token gaining ground in sampling, or a "
+                         "reward an empty answer does not lose.", values=vals,
                          step_start=start, extra_keys=(LEN_MIN, REWARD), samples=True)
