@@ -109,6 +109,15 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its "
                          "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
                          "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7)",
+    "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
+                              "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
+                              "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
+                              "shrink rule (issue 29, branch h-detect9)",
+    "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
+                         "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL "
+                         "and its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
+                         "trailing scale and raw persistence, loss_oscillation's min_values, entropy_collapse's "
+                         "sudden fall (issue 29, branch h-detect9)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",

@@ -20,6 +20,7 @@ from rlcockpit.health.base import (
     recent_count,
     register_detector,
     span,
+    tie_safe,
     turn_up,
 )
 from rlcockpit.health.config_view import make_action
@@ -27,6 +28,8 @@ from rlcockpit.health.detectors.policy import collapse_causes
 from rlcockpit.health.detectors.reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
+
+LEN_MIN = "response_length/min"
 
 
 def quantum(track: Track | None, granular: bool = True) -> float:
@@ -347,10 +350,25 @@ class LengthCollapse(Detector):
     Critical: below ``critical_ratio`` x it on ``sustain`` observations while the reference was at least
     ``min_reference`` tokens, or at most ``empty_tokens`` tokens on ``sustain`` observations (answers of one token or
     none: an unambiguous collapse, whatever came before). A run whose answers shorten as it learns to be concise
-    stays well above these shares."""
+    stays well above these shares.
 
-    keys = (LEN,)
-    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "min_reference": 20.0, "sustain": 3}
+    Shrinking towards empty (warning), judged against the run's own range rather than a share of it: a run whose
+    answers are a few tokens long has no room to fall to a quarter, and a stop token gaining ground takes a 3-token
+    answer to 2.5, then 2. The mean length on ``shrink_k`` of the last ``shrink_n`` observations (and their mean)
+    below the median of the ``shrink_window`` observations before them by ``shrink_z`` of their robust noise
+    (:func:`tie_safe`: a mean over a few answers takes few values) and by ``shrink_drop`` of that median (at least
+    ``shrink_min_window`` of them), while the shortest answer
+    (``response_length/min``, TRL's ``completions/min_length``) is at most ``empty_tokens`` on one of them: answers
+    becoming empty, which a run learning to be concise never shows (its shortest answer stays long). And the shift
+    must hold: ``shrink_hold`` of the last ``shrink_hold_n`` observations below that median (a small batch's mean
+    dips when two answers stop early, and is back at the next step). Without a logged minimum this rule stays
+    silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it."""
+
+    keys = (LEN, LEN_MIN)
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "min_reference": 20.0, "sustain": 3,
+                "shrink_drop": threshold(LEN, "shrink_drop"), "shrink_z": threshold(LEN, "shrink_z"),
+                "shrink_window": 60, "shrink_min_window": 50, "shrink_k": 2, "shrink_n": 3, "shrink_every": 10,
+                "shrink_hold": 8, "shrink_hold_n": 9}
     common = {"enabled": True, "warmup": 3, "cooldown": 50}
     story, role = "collapse", "outcome"
     cause = "the policy collapsed to (nearly) empty answers: the stop token became the likeliest first token"
@@ -366,6 +384,9 @@ class LengthCollapse(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
+        self._bar = math.nan  # the own-range bar of the shrink rule, with the median and low end it came from
+        self._ref: tuple[float, float] = (math.nan, math.nan)
+        self._bar_age = 0
 
     def adapt_warmup(self) -> None:
         """The reference is the starting model's answers: the first observations, whatever the log cadence."""
@@ -378,7 +399,7 @@ class LengthCollapse(Detector):
         v = track.last
         if v > p["warn_ratio"] * self.base and v > p["empty_tokens"]:  # the usual step
             self._streak = 0
-            return None
+            return self._shrinking(step, track)
         n = int(p["sustain"])
         if not self.sustained(True, n):
             return None
@@ -398,3 +419,37 @@ class LengthCollapse(Detector):
                              step_start=start, extra_keys=(REWARD, CLIP), samples=True)
         return self.fire(step, "warning", f"Responses shrinking: {what}", values=vals, step_start=start,
                          extra_keys=(REWARD, CLIP), samples=True)
+
+    def _shrinking(self, step: int, track: Track) -> Finding | None:
+        """The shrink rule of the class docstring; a comparison per step, a sort every ``shrink_every``."""
+        p = self.p
+        n = int(p["shrink_n"])
+        if track.last >= self._bar or self._bar != self._bar:
+            self._bar_age -= 1
+            if self._bar_age <= 0:
+                self._bar_age = int(p["shrink_every"])
+                ref = track.tail(int(p["shrink_window"]), skip=n)
+                if len(ref) >= p["shrink_min_window"]:
+                    med, scale = tie_safe(ref, 0.0)
+                    self._bar, self._ref = med - max(p["shrink_z"] * scale, p["shrink_drop"] * med), (med, scale)
+            return None
+        below = n - recent_count(track, n, self._bar)
+        low = self.ctx.tracks.get(LEN_MIN)
+        if below < p["shrink_k"] or track.mean_last(n) >= self._bar or low is None or low.last_step != track.last_step \
+                or min(low.tail(n)) > p["empty_tokens"]:
+            return None
+        med, scale = self._ref
+        held = sum(1 for x in track.tail(int(p["shrink_hold_n"])) if x < med)
+        if held < p["shrink_hold"]:
+            return None  # a few short batches among ordinary ones: a dip, not a shift
+        now = track.mean_last(n)
+        start = next((s for s, x in zip(track.tail_steps(n), track.tail(n)) if x <= self._bar), step)
+        vals = {"length": now, "reference": med, "range_low": self._bar, "noise": scale, "shortest": min(low.tail(n)),
+                "ratio": now / max(med, 1e-9)}
+        return self.fire(step, "warning", f"Responses shrinking towards empty: {track.raw} {fmt(now)} over the last "
+                         f"{n} logged steps, {fmt(med - now)} under its median {fmt(med)} over the "
+                         f"{int(p['shrink_window'])} before (the bar: {p['shrink_z']:g}x their noise of {fmt(scale)} and "
+                         f"{p['shrink_drop']:.0%} of the median); {low.raw} down to {fmt(min(low.tail(n)))}",
+                         "Some answers are now the stop token alone: a stop token gaining ground in sampling, or a "
+                         "reward an empty answer does not lose.", values=vals,
+                         step_start=start, extra_keys=(LEN_MIN, REWARD), samples=True)

@@ -164,8 +164,11 @@ class LossSpike(FrozenBaseline):
     beta x KL on-policy) is left to the KL detectors: its excursion is the KL's.
 
     Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
-    ``lag`` steps earlier and the rise exceeds ``z_warn`` warm-up scales; critical when ``z_critical``
-    warm-up scales above the warm-up median for ``sustain`` steps.
+    ``lag`` steps earlier and the rise exceeds ``z_warn`` scales; critical when ``z_critical`` scales above the
+    warm-up median for ``sustain`` steps. The scale is the larger of the warm-up's and the trailing ``window``'s (a
+    warm-up of five logged values says little about a loss that is the mean of several micro-batches), and both
+    need ``sustain`` of the last ``sustain`` + 1 raw values past their bar: magnitude plus persistence, not one
+    batch carried by the smoothing.
 
     ``sustain`` counts distinct batches: a run that logs each batch's loss on several consecutive steps (TRL's
     ``num_iterations=2``, :mod:`rlcockpit.health.repeats`) needs that many times more logged steps."""
@@ -265,15 +268,39 @@ class LossSpike(FrozenBaseline):
         if rise <= p["z_warn"] * self.scale:
             self._streak = 0
             return None
-        z = (s - self.base) / self.scale
-        vals = {"loss": s, "loss_lag": ref, "baseline": self.base, "z": z}
-        if self.sustained(z > p["z_critical"], p["sustain"]):
+        scale = self._positive_scale(track)
+        if rise <= p["z_warn"] * scale:
+            self._streak = 0
+            return None
+        z = (s - self.base) / scale
+        vals = {"loss": s, "loss_lag": ref, "baseline": self.base, "z": z, "noise_scale": scale}
+        kl = self.ctx.tracks.get(KL)  # distinct batches (a batch logged twice is one), seen on the KL's repeats
+        need = p["sustain"] * (self._repeats.of(kl) if kl is not None and kl.last_step == step else 1)
+        if self._raw_out(track, need, ref + p["z_warn"] * scale) < need:
+            self._streak = 0
+            return None  # one raw step far out, carried by the smoothing: gone at the next logged step
+        if self.sustained(z > p["z_critical"], need) and \
+                self._raw_out(track, need, self.base + p["z_critical"] * scale) >= need:
             return self.fire(step, "critical", f"Loss diverging: {fmt(s)} vs baseline {fmt(self.base)} ({z:.0f} sigma)",
                              "The loss left its own warm-up range by far.", values=vals, extra_keys=(GRAD,))
         if ref == ref and s > p["rise_ratio"] * abs(ref):
             return self.fire(step, "warning", f"Loss rose sharply: {fmt(ref)} -> {fmt(s)} in {p['lag']} steps",
                              values=vals, extra_keys=(GRAD,))
         return None
+
+    def _positive_scale(self, track: Track) -> float:
+        """The larger of the warm-up scale and the trailing ``window``'s robust scale (before the smoothed values):
+        a warm-up of five logged steps (a run logging every 5th of 25 steps) is too few values to say how far the
+        loss wanders, and a loss that is the mean of several micro-batches wanders by more than its first values
+        show. Sorted only behind the cheap warm-up gate."""
+        _med, trailing = robust(track.tail(self.p["window"], skip=self.p["smooth"]), self.base_rel_floor)
+        return max(self.scale, trailing) if trailing == trailing else self.scale
+
+    @staticmethod
+    def _raw_out(track: Track, need: int, bar: float) -> int:
+        """How many of the last ``need`` + 1 logged values are above ``bar``: a critical needs magnitude and
+        persistence, not one batch that the 3-step smoothing carries for three steps."""
+        return sum(1 for v in track.tail(need + 1) if v > bar)
 
 
 @register_detector("loss_oscillation")
@@ -282,11 +309,12 @@ class LossOscillation(FrozenBaseline):
     sign by design and its outliers are ``loss_spike``'s job): the step-to-step variability over ``window``
     steps is ``warn_ratio`` (warning) or ``critical_ratio`` (critical, on ``sustain`` consecutive checks) times
     the variability at warm-up end. A warm-up in which the loss stood still (more than a tenth of its steps
-    unchanged) has no swings to judge against: the baseline waits for a window that moves. Evaluated every
-    ``every`` steps."""
+    unchanged) has no swings to judge against: the baseline waits for a window that moves. The baseline also
+    waits for ``min_values`` observations (a run logging every 5th step has a warm-up of 5 logged values: 4 swings
+    are too few to say how much the loss swings). Evaluated every ``every`` steps."""
 
     keys = (LOSS,)
-    defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2}
+    defaults = {"window": 30, "warn_ratio": 4.0, "critical_ratio": 10.0, "every": 5, "sustain": 2, "min_values": 12}
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     story, role = "divergence", "outcome"
     cause = "the learning rate is too high for this loss surface: each step overshoots"
@@ -307,7 +335,10 @@ class LossOscillation(FrozenBaseline):
         if self.centred is None:
             if self.seen > self.warmup + 1 and not self.due(self.p["every"]):
                 return None  # a retry after a warm-up that stood still: every ``every`` observations
-            warm = self.ctx.tracks[LOSS].tail(self.warmup, skip=1)
+            track = self.ctx.tracks[LOSS]
+            if track.n < self.p["min_values"] + 1:
+                return None  # too few swings yet to be a baseline
+            warm = track.tail(max(self.warmup, int(self.p["min_values"])), skip=1)
             base, scale = robust(warm)
             if zero_centred(warm, base, scale):
                 self.centred = True

@@ -442,12 +442,20 @@ class EntropyCollapse(FrozenBaseline):
     from its first step has no early range to leave). Not raised while a held-out score (``val-core/*``,
     ``val/test_score/*``) is up since that reference stretch: the mean of its last two values ``held_out_z`` noise
     units of the difference above the mean of those logged by the stretch's end (a policy sharpening onto answers
-    that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples says)."""
+    that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples says).
+    Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
+    before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
+    its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
+    sharpening as it learns does over tens of steps, not one. No reward exemption: a sharper policy often scores a
+    little better at first. The bar is re-measured every ``shift_every`` observations while the entropy is inside
+    it."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "held_out_z": 3.0}
+                "drift_smooth": 12, "held_out_z": 3.0, "shift_drop": threshold(ENTROPY, "shift_drop"),
+                "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
+                "shift_n": 3, "shift_every": 5}
     story, role = "entropy", "outcome"
     cause = "the policy sharpened onto a few answers (mode collapse)"
 
@@ -466,6 +474,35 @@ class EntropyCollapse(FrozenBaseline):
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
         self._ref_end = -1  # the last step of the drift's reference stretch
+        self._shift_bar = math.nan  # the sudden-fall bar, with the (median, noise) it came from
+        self._shift_ref = (math.nan, math.nan)
+        self._shift_age = 0
+
+    def _sudden(self, step: int, track: Track) -> Finding | None:
+        """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
+        p = self.p
+        n = int(p["shift_n"])
+        if track.last >= self._shift_bar or self._shift_bar != self._shift_bar:
+            self._shift_age -= 1
+            if self._shift_age <= 0:
+                self._shift_age = int(p["shift_every"])
+                ref = track.tail(int(p["shift_window"]), skip=n)
+                if len(ref) >= p["shift_min_window"]:
+                    med, scale = robust(ref, 0.02)
+                    self._shift_bar = med - max(p["shift_z"] * scale, p["shift_drop"] * med)
+                    self._shift_ref = (med, scale)
+            return None
+        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift_bar]
+        if len(out) < p["shift_k"]:
+            return None
+        med, scale = self._shift_ref
+        now = sum(v for _s, v in out) / len(out)
+        return self.fire(step, "warning", f"Entropy fell out of its range: {track.raw} {fmt(now)} on {len(out)} of "
+                         f"the last {n} logged steps, {(med - now) / scale:.0f} typical deviations ({fmt(scale)}) under "
+                         f"its median {fmt(med)} over the {int(p['shift_window'])} before", "The policy became much "
+                         "sharper between two logged steps and stayed so: a sampling temperature or a setting changed, "
+                         "or one update collapsed it.", values={"entropy": now, "reference": med, "noise": scale,
+                         "baseline": self.base}, step_start=out[0][0], samples=True)
 
     def _slow_fall(self, step: int, track: Track) -> Finding | None:
         """The slow-fall rule (class docstring): the entropy, negated, fed to a :class:`Drift` frozen on the
@@ -548,6 +585,9 @@ class EntropyCollapse(FrozenBaseline):
             self._warm_median = self.base
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
+        sudden = self._sudden(step, track)
+        if sudden is not None:
+            return sudden
         s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0
