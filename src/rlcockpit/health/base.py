@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any, ClassVar
 
@@ -247,6 +247,35 @@ def diff_noise(values: list[float]) -> float:
         return 0.0
     mid = median(diffs)
     return 1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2)
+
+
+class FallBar:
+    """A bar under a series' own recent level, for rules that ask "did it fall out of its range?": the median of the
+    ``window`` values before the newest ``skip`` less max(``z`` x their noise, ``drop`` x the median), refreshed
+    every ``every`` values while the series stays above it (a comparison per step, a sort now and then) and frozen
+    once it falls below, so the fall is judged against the range it left. ``scale`` gives a window's (median,
+    noise); ``ref`` is the pair the bar came from."""
+
+    __slots__ = ("bar", "ref", "_age")
+
+    def __init__(self) -> None:
+        self.bar = math.nan
+        self.ref: tuple[float, float] = (math.nan, math.nan)
+        self._age = 0
+
+    def above(self, track: Track, scale: Callable[[list[float]], tuple[float, float]], *, window: int, skip: int,
+              min_window: int, z: float, drop: float, every: int) -> bool:
+        """Whether the newest value is not under the bar (true while there is no bar yet); refreshes the bar when due."""
+        if track.last < self.bar:
+            return False
+        self._age -= 1
+        if self._age <= 0:
+            self._age = every
+            ref = track.tail(window, skip=skip)
+            if len(ref) >= min_window:
+                med, noise = scale(ref)
+                self.bar, self.ref = med - max(z * noise, drop * med), (med, noise)
+        return True
 
 
 class Drift:

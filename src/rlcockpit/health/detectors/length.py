@@ -12,6 +12,7 @@ from rlcockpit.health.advice import kl_action, length_action, moved, ranked
 from rlcockpit.health.base import (
     Detector,
     Drift,
+    FallBar,
     Track,
     climb,
     diff_noise,
@@ -384,9 +385,7 @@ class LengthCollapse(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
-        self._bar = math.nan  # the own-range bar of the shrink rule, with the median and low end it came from
-        self._ref: tuple[float, float] = (math.nan, math.nan)
-        self._bar_age = 0
+        self._shrink = FallBar()  # the own-range bar of the shrink rule
 
     def adapt_warmup(self) -> None:
         """The reference is the starting model's answers: the first observations, whatever the log cadence."""
@@ -424,27 +423,23 @@ class LengthCollapse(Detector):
         """The shrink rule of the class docstring; a comparison per step, a sort every ``shrink_every``."""
         p = self.p
         n = int(p["shrink_n"])
-        if track.last >= self._bar or self._bar != self._bar:
-            self._bar_age -= 1
-            if self._bar_age <= 0:
-                self._bar_age = int(p["shrink_every"])
-                ref = track.tail(int(p["shrink_window"]), skip=n)
-                if len(ref) >= p["shrink_min_window"]:
-                    med, scale = tie_safe(ref, 0.0)
-                    self._bar, self._ref = med - max(p["shrink_z"] * scale, p["shrink_drop"] * med), (med, scale)
+        if self._shrink.above(track, lambda ref: tie_safe(ref, 0.0), window=int(p["shrink_window"]), skip=n,
+                              min_window=int(p["shrink_min_window"]), z=p["shrink_z"], drop=p["shrink_drop"],
+                              every=int(p["shrink_every"])):
             return None
-        below = n - recent_count(track, n, self._bar)
+        bar = self._shrink.bar
+        below = n - recent_count(track, n, bar)
         low = self.ctx.tracks.get(LEN_MIN)
-        if below < p["shrink_k"] or track.mean_last(n) >= self._bar or low is None or low.last_step != track.last_step \
+        if below < p["shrink_k"] or track.mean_last(n) >= bar or low is None or low.last_step != track.last_step \
                 or min(low.tail(n)) > p["empty_tokens"]:
             return None
-        med, scale = self._ref
+        med, scale = self._shrink.ref
         held = sum(1 for x in track.tail(int(p["shrink_hold_n"])) if x < med)
         if held < p["shrink_hold"]:
             return None  # a few short batches among ordinary ones: a dip, not a shift
         now = track.mean_last(n)
-        start = next((s for s, x in zip(track.tail_steps(n), track.tail(n)) if x <= self._bar), step)
-        vals = {"length": now, "reference": med, "range_low": self._bar, "noise": scale, "shortest": min(low.tail(n)),
+        start = next((s for s, x in zip(track.tail_steps(n), track.tail(n)) if x <= bar), step)
+        vals = {"length": now, "reference": med, "range_low": bar, "noise": scale, "shortest": min(low.tail(n)),
                 "ratio": now / max(med, 1e-9)}
         return self.fire(step, "warning", f"Responses shrinking towards empty: {track.raw} {fmt(now)} over the last "
                          f"{n} logged steps, {fmt(med - now)} under its median {fmt(med)} over the "

@@ -32,6 +32,7 @@ from rlcockpit.health.advice import (
 from rlcockpit.health.base import (
     Detector,
     Drift,
+    FallBar,
     FrozenBaseline,
     StartReferenced,
     Track,
@@ -474,28 +475,20 @@ class EntropyCollapse(FrozenBaseline):
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
         self._ref_end = -1  # the last step of the drift's reference stretch
-        self._shift_bar = math.nan  # the sudden-fall bar, with the (median, noise) it came from
-        self._shift_ref = (math.nan, math.nan)
-        self._shift_age = 0
+        self._shift = FallBar()  # the sudden-fall bar
 
     def _sudden(self, step: int, track: Track) -> Finding | None:
         """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
         p = self.p
         n = int(p["shift_n"])
-        if track.last >= self._shift_bar or self._shift_bar != self._shift_bar:
-            self._shift_age -= 1
-            if self._shift_age <= 0:
-                self._shift_age = int(p["shift_every"])
-                ref = track.tail(int(p["shift_window"]), skip=n)
-                if len(ref) >= p["shift_min_window"]:
-                    med, scale = robust(ref, 0.02)
-                    self._shift_bar = med - max(p["shift_z"] * scale, p["shift_drop"] * med)
-                    self._shift_ref = (med, scale)
+        if self._shift.above(track, lambda ref: robust(ref, 0.02), window=int(p["shift_window"]), skip=n,
+                             min_window=int(p["shift_min_window"]), z=p["shift_z"], drop=p["shift_drop"],
+                             every=int(p["shift_every"])):
             return None
-        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift_bar]
+        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
         if len(out) < p["shift_k"]:
             return None
-        med, scale = self._shift_ref
+        med, scale = self._shift.ref
         now = sum(v for _s, v in out) / len(out)
         return self.fire(step, "warning", f"Entropy fell out of its range: {track.raw} {fmt(now)} on {len(out)} of "
                          f"the last {n} logged steps, {(med - now) / scale:.0f} typical deviations ({fmt(scale)}) under "
