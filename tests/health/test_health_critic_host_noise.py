@@ -11,26 +11,19 @@
 from __future__ import annotations
 
 import random
-import sys
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_where
 
 from rlcockpit.health import HealthMonitor
 
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 EV = "critic/vf_explained_var"
 
 
 @lru_cache(maxsize=1)
 def cpu4_runs() -> dict[str, dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return {t["id"]: t for t in load_real() if t["source"] == "rlcockpit_trainer_cpu4"}
+    return {t["id"]: t for t in real_where(lambda e: e["source"] == "rlcockpit_trainer_cpu4")}
 
 
 def replay(rows, config=None) -> list:

@@ -8,39 +8,28 @@
 
 from __future__ import annotations
 
-import sys
 from functools import cache, lru_cache
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_where
+from health_corpus_runs import replay as replay_trace
 
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.base import Track
 from rlcockpit.health.repeats import RepeatWatch, repeat_period
 
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 SIXTH = ("rlcockpit_trainer_cpu4", "trl_cpu_settings4")
 ITER2 = "trl_cpu_settings4-healthy-qwen2-1prompt-4gen-iter2-800-log1"
 
 
 @lru_cache(maxsize=1)
 def sixth_pass() -> list[dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return [t for t in load_real() if t["source"] in SIXTH]
+    return real_where(lambda e: e["source"] in SIXTH)
 
 
 @cache
 def replay(trace_id: str) -> list:
-    trace = next(t for t in sixth_pass() if t["id"] == trace_id)
-    mon = HealthMonitor(run_config=trace["config"])
-    found = []
-    for step, metrics in trace["metrics"]:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
+    return replay_trace(next(t for t in sixth_pass() if t["id"] == trace_id), samples=False)
 
 
 def kl_of(trace: dict) -> list[float]:

@@ -9,23 +9,10 @@ does not pay it (TRL's accuracy at weight 0, Tinker's ``f``), are still judged."
 from __future__ import annotations
 
 import random
-import sys
-from functools import lru_cache
-from pathlib import Path
+
+from health_corpus_runs import real_run
 
 from rlcockpit.health import HealthMonitor
-
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
-
-
-@lru_cache(maxsize=1)
-def _real() -> dict[str, dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return {t["id"]: t for t in load_real()}
 
 
 def _pulling_away(trace, config=None) -> list[int]:
@@ -38,7 +25,7 @@ def _pulling_away(trace, config=None) -> list[int]:
 
 
 def test_a_healthy_four_function_trl_run_is_not_pulling_away_from_its_always_passing_check():
-    trace = _real()["trl_state_public8-healthy-hint-faithfulness-grpo-1x4-50"]
+    trace = real_run("trl_state_public8-healthy-hint-faithfulness-grpo-1x4-50")
     assert _pulling_away(trace["metrics"], trace["config"]) == []
 
 

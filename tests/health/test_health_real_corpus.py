@@ -13,40 +13,14 @@ monitor (issue 29):
 from __future__ import annotations
 
 import re
-import sys
-from functools import lru_cache
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_runs, replay
 
-from rlcockpit.health import HealthMonitor
 from rlcockpit.health.base import DETECTORS, GPU_HINTS
 from rlcockpit.health.findings import severity_rank
 
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 KEYISH = re.compile(r"(?<![\w/])[A-Za-z_][\w\-@.]*(?:/[\w\-@.]+)+")  # something/like/a/metric/key
-
-
-@lru_cache(maxsize=1)
-def real_runs() -> list[dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return load_real()
-
-
-def replay(trace: dict) -> list:
-    mon = HealthMonitor(run_config=trace["config"])
-    pending = sorted(trace["samples"], key=lambda x: x[0])
-    found = []
-    for step, metrics in trace["metrics"]:
-        while pending and pending[0][0] <= step:
-            s, rows = pending.pop(0)
-            found += mon.observe_samples(s, rows)[1]
-        found += mon.observe(step, metrics)
-    return found + mon.close()
 
 
 def ids(trace: dict) -> str:

@@ -8,14 +8,12 @@ The real files are the public ``grpo_loop_jsonl_public`` runs of bench/detection
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_where
 
 from rlcockpit.health import HealthMonitor
 
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 RESPONSIBLE = {"reward_divergence", "reward_hacking"}
 ONSET = 30
 
@@ -89,12 +87,7 @@ def test_reward_climbing_with_its_correctness_is_learning(seed):
 
 
 def grpo_loop_files() -> list[dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        import real_runs
-    finally:
-        sys.path.remove(str(GEN))
-    return real_runs.load_real([e for e in real_runs.manifest() if e["source"] == "grpo_loop_jsonl_public"])
+    return real_where(lambda e: e["source"] == "grpo_loop_jsonl_public")
 
 
 def test_the_public_grpo_loop_runs_hacked_are_flagged_near_their_onset_and_the_fixed_one_gets_no_critical():

@@ -15,25 +15,16 @@ monitor as ``rlcockpit import`` reads them, and the rules they led to:
 from __future__ import annotations
 
 import random
-import sys
 from functools import lru_cache
-from pathlib import Path
+
+from health_corpus_runs import real_run
 
 from rlcockpit.health import HealthMonitor
-
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 
 
 @lru_cache(maxsize=8)
 def run(suffix: str) -> dict:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real, manifest
-    finally:
-        sys.path.remove(str(GEN))
-    entries = [e for e in manifest() if e["source"] == "trl_cpu_settings5" and e["id"].endswith(suffix)]
-    assert len(entries) == 1, suffix
-    return load_real(entries)[0]
+    return real_run(suffix, source="trl_cpu_settings5")
 
 
 def replay(trace: dict | list) -> list:

@@ -14,29 +14,15 @@ them; next to each, the healthy shape the same rule must leave alone.
 from __future__ import annotations
 
 import random
-import sys
-from functools import lru_cache
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_by_id
 
 from rlcockpit.health import HealthMonitor
 
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
-
-
-@lru_cache(maxsize=1)
-def real_runs() -> dict[str, dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return {t["id"]: t for t in load_real()}
-
 
 def replay_real(name: str) -> tuple[dict, list]:
-    trace = next(t for i, t in real_runs().items() if i.endswith(name))
+    trace = next(t for i, t in real_by_id().items() if i.endswith(name))
     mon = HealthMonitor(run_config=trace["config"])
     found = []
     for step, metrics in trace["metrics"]:

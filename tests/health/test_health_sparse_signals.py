@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from functools import lru_cache
-from pathlib import Path
 
 import pytest
+from health_corpus_runs import real_by_id
+from health_corpus_runs import replay as replay_trace
 
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.detectors.reward import quality_direction
-
-GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
 
 
 def replay(trace, config=None):
@@ -75,27 +72,10 @@ def test_a_reward_up_while_validation_falls_for_good_is_still_a_divergence():
 
 
 # -- the real runs these shapes come from (bench/detection_corpus/real/, the fifth CPU pass) ----------------------
-@lru_cache(maxsize=1)
-def real_runs() -> dict[str, dict]:
-    sys.path.insert(0, str(GEN))
-    try:
-        from real_runs import load_real
-    finally:
-        sys.path.remove(str(GEN))
-    return {t["id"]: t for t in load_real()}
 
 
 def replay_real(name: str) -> list:
-    trace = next(t for i, t in real_runs().items() if name in i)
-    mon = HealthMonitor(run_config=trace["config"])
-    pending = sorted(trace["samples"], key=lambda x: x[0])
-    found = []
-    for step, metrics in trace["metrics"]:
-        while pending and pending[0][0] <= step:
-            s, rows = pending.pop(0)
-            found += mon.observe_samples(s, rows)[1]
-        found += mon.observe(step, metrics)
-    return found + mon.close()
+    return replay_trace(next(t for i, t in real_by_id().items() if name in i))
 
 
 @pytest.mark.parametrize("name, detectors", [

@@ -74,17 +74,19 @@ def test_v1_gen_time_is_a_wait_for_samples_not_generation(stale_run):
     labels = [json.dumps(f.get("evidence", {}).get("values", {}).get("bottleneck")) for f in store.findings(run_id)
               if f["detector"] in ("bottleneck", "throughput_drop")]
     assert not [x for x in labels if "generation-bound" in x]
-    from rlcockpit.health.base import Track
+    from rlcockpit.health.base import DetectorContext, Track
+    from rlcockpit.health.config_view import RunConfigView
     from rlcockpit.health.detectors.system import attribute_bottleneck
 
-    tracks = {}
+    ctx = DetectorContext(RunConfigView({}))
+    tracks = ctx.tracks
     for key in ("timing_s/step", "timing_s/gen", "timing_s/wait_for_enough_samples", "timing_s/update_actor",
                 "training/off_policy/trajectory_staleness/mean"):
         steps, values, _ = store.series(run_id, key, with_ts=False)
         tracks[key] = Track(key)
         for s, v in zip(steps, values):
             tracks[key].push(int(s), float(v))
-    label, shares = attribute_bottleneck(tracks)
+    label, shares = attribute_bottleneck(ctx)
     assert label.startswith("rollout-bound") and "generation" not in shares
 
 

@@ -187,7 +187,11 @@ def recent_count(track: Track, n: int, above: float) -> int:
     """How many of the last ``n`` values of ``track`` exceed ``above``: persistence, "k of the last n logged
     steps", so one noisy step is not a trend."""
     v = track.values
-    return sum(1 for i in range(1, min(n, len(v)) + 1) if v[-i] > above)
+    count = 0
+    for i in range(1, min(n, len(v)) + 1):  # a plain loop: a third of the cost of sum() over a generator
+        if v[-i] > above:
+            count += 1
+    return count
 
 
 def far_above(track: Track, window: int, n: int, k: int, z: float, rise: float, floor: float,
@@ -254,27 +258,30 @@ class FallBar:
     ``window`` values before the newest ``skip`` less max(``z`` x their noise, ``drop`` x the median), refreshed
     every ``every`` values while the series stays above it (a comparison per step, a sort now and then) and frozen
     once it falls below, so the fall is judged against the range it left. ``scale`` gives a window's (median,
-    noise); ``ref`` is the pair the bar came from."""
+    noise); ``ref`` is the pair the bar came from. The settings are fixed when the rule is built: the per-step call
+    is one comparison and a countdown (it runs for every logged step of a run)."""
 
-    __slots__ = ("bar", "ref", "_age")
+    __slots__ = ("bar", "ref", "_age", "_scale", "_window", "_skip", "_min_window", "_z", "_drop", "_every")
 
-    def __init__(self) -> None:
+    def __init__(self, scale: Callable[[list[float]], tuple[float, float]], *, window: int, skip: int,
+                 min_window: int, z: float, drop: float, every: int) -> None:
         self.bar = math.nan
         self.ref: tuple[float, float] = (math.nan, math.nan)
         self._age = 0
+        self._scale, self._window, self._skip, self._min_window = scale, int(window), int(skip), int(min_window)
+        self._z, self._drop, self._every = z, drop, int(every)
 
-    def above(self, track: Track, scale: Callable[[list[float]], tuple[float, float]], *, window: int, skip: int,
-              min_window: int, z: float, drop: float, every: int) -> bool:
+    def above(self, track: Track) -> bool:
         """Whether the newest value is not under the bar (true while there is no bar yet); refreshes the bar when due."""
         if track.last < self.bar:
             return False
         self._age -= 1
         if self._age <= 0:
-            self._age = every
-            ref = track.tail(window, skip=skip)
-            if len(ref) >= min_window:
-                med, noise = scale(ref)
-                self.bar, self.ref = med - max(z * noise, drop * med), (med, noise)
+            self._age = self._every
+            ref = track.tail(self._window, skip=self._skip)
+            if len(ref) >= self._min_window:
+                med, noise = self._scale(ref)
+                self.bar, self.ref = med - max(self._z * noise, self._drop * med), (med, noise)
         return True
 
 
@@ -389,9 +396,20 @@ class DetectorContext:
         self.excerpts: list[dict[str, Any]] = []  # worst samples of the latest analysed sample step
         self.excerpt_step: int | None = None
         self.sample_rewards: deque[float] = deque(maxlen=512)  # individual rewards of recent samples
+        self._prefix_memo: dict[tuple[str, ...], tuple[int, bool]] = {}
 
     def track(self, key: str) -> Track | None:
         return self.tracks.get(key)
+
+    def logs_prefix(self, prefixes: tuple[str, ...]) -> bool:
+        """Whether the run logged a key starting with one of ``prefixes``; looked up again only when a new key
+        appears (tracks are never removed), since detectors ask this on every step."""
+        seen = self._prefix_memo.get(prefixes)
+        if seen is not None and seen[0] == len(self.tracks):
+            return seen[1]
+        found = any(k.startswith(prefixes) for k in self.tracks)
+        self._prefix_memo[prefixes] = (len(self.tracks), found)
+        return found
 
     def max_response_length(self) -> float | None:
         return self.view.number("data.max_response_length")
@@ -403,7 +421,7 @@ class DetectorContext:
             return True
         if self.view.framework == "verl" and (self.view.number("trainer.n_gpus_per_node") or 0) > 0:
             return True  # a verl job: verl trains on accelerators only
-        return any(k.startswith(GPU_HINTS) for k in self.tracks)
+        return self.logs_prefix(GPU_HINTS)
 
 
 class Detector:

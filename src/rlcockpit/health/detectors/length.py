@@ -181,6 +181,7 @@ class Truncation(Detector):
         self._drift: Drift | None = None
         self._noted_standing = False
         self._left_zero = False
+        self._zero_next = 0  # the observation count before which the leaving-zero reference cannot be clean
 
     def limit(self) -> float | None:
         """The response length limit: the config's, else the maximum length the run keeps hitting."""
@@ -205,8 +206,9 @@ class Truncation(Detector):
         s = track.mean_last(3)
         vals = {"clip_ratio": s, "baseline": self.base}
         drifting = self._drift is not None and self._drift.update(track.last, step)
-        if drifting and s - self._drift.level > max(p["creep_rise"], 3 * quantum(track, granular=False)) and s <= p["warn_abs"] \
-                and s > p["creep_ratio"] * self._drift.level \
+        if drifting and s <= p["warn_abs"] and s > p["creep_ratio"] * self._drift.level \
+                and s - self._drift.level > p["creep_rise"] \
+                and s - self._drift.level > 3 * quantum(track, granular=False) \
                 and recent_count(track, 5, self._drift.level + p["creep_rise"]) >= 3 \
                 and step - self._drift.start <= p["creep_span"]:  # one blip is not a creep, a slow wander neither
             return self._drifted(step, track, s)
@@ -251,19 +253,24 @@ class Truncation(Detector):
         truncation leaving zero for good. A small batch's single long answer is one nonzero step now and then; four
         of six, after a hundred steps of none, is answers starting to run into the limit (a stop token losing
         ground, a length-loving reward), seen before the ratio is large enough for the bounds above."""
+        if track.n < self._zero_next:
+            return None
         p = self.p
         n, k = int(p["zero_n"]), int(p["zero_k"])
         hits = recent_count(track, n, 0.0)
         if hits < k or track.mean_last(n) < p["creep_rise"]:
             return None
-        ref = track.tail(int(p["zero_reference"]), skip=n)
+        size = int(p["zero_reference"])
+        ref = track.tail(size, skip=n)
         if len(ref) < p["zero_min_reference"]:
             return None
         allowed, nonzero = int(p["zero_share"] * len(ref)), 0
-        for v in ref:  # stops at the first few nonzero values of a series that is seldom 0
-            if v > 0.0:
+        for back in range(len(ref)):  # newest first: stops at the first few nonzero values of a series seldom 0
+            if ref[-1 - back] > 0.0:
                 nonzero += 1
                 if nonzero > allowed:
+                    if len(ref) == size:  # those values stay in the full reference for size - 1 - back more
+                        self._zero_next = track.n + size - back  # observations: it cannot be clean before then
                     return None
         return hits, len(ref), nonzero / len(ref)
 
@@ -329,11 +336,14 @@ class Truncation(Detector):
         return median(t.tail(self.warmup, skip=1)) if t is not None and t.n > 2 else None
 
     def _near_limit(self, step: int) -> Finding | None:
-        length, limit = self.ctx.tracks.get(LEN), self.limit()
-        if length is None or not length.n or not limit or not self._len_base:
+        length = self.ctx.tracks.get(LEN)
+        if length is None or not length.n or not self._len_base:
             return None
         s = length.mean_last(3)
-        if s < self.p["near_frac"] * limit or s < self.p["len_growth"] * self._len_base:
+        if s < self.p["len_growth"] * self._len_base:  # the usual step: no growth, no limit to look up
+            return None
+        limit = self.limit()
+        if not limit or s < self.p["near_frac"] * limit:
             return None
         return self.fire(step, "warning", f"Mean response length {fmt(s)} is {s / limit:.0%} of the {fmt(limit)}-token "
                          f"limit (was {fmt(self._len_base)})", "Longer answers will soon be cut off.", metric=LEN,
@@ -385,7 +395,10 @@ class LengthCollapse(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self.base: float | None = None
-        self._shrink = FallBar()  # the own-range bar of the shrink rule
+        p = self.p
+        self._shrink = FallBar(lambda ref: tie_safe(ref, 0.0), window=p["shrink_window"], skip=p["shrink_n"],
+                               min_window=p["shrink_min_window"], z=p["shrink_z"], drop=p["shrink_drop"],
+                               every=p["shrink_every"])  # the own-range bar of the shrink rule
 
     def adapt_warmup(self) -> None:
         """The reference is the starting model's answers: the first observations, whatever the log cadence."""
@@ -421,12 +434,10 @@ class LengthCollapse(Detector):
 
     def _shrinking(self, step: int, track: Track) -> Finding | None:
         """The shrink rule of the class docstring; a comparison per step, a sort every ``shrink_every``."""
+        if self._shrink.above(track):
+            return None
         p = self.p
         n = int(p["shrink_n"])
-        if self._shrink.above(track, lambda ref: tie_safe(ref, 0.0), window=int(p["shrink_window"]), skip=n,
-                              min_window=int(p["shrink_min_window"]), z=p["shrink_z"], drop=p["shrink_drop"],
-                              every=int(p["shrink_every"])):
-            return None
         bar = self._shrink.bar
         below = n - recent_count(track, n, bar)
         low = self.ctx.tracks.get(LEN_MIN)

@@ -475,16 +475,21 @@ class EntropyCollapse(FrozenBaseline):
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
         self._ref_end = -1  # the last step of the drift's reference stretch
-        self._shift = FallBar()  # the sudden-fall bar
+        p = self.p
+        self._held_scan = -1  # held-out score tracks, rescanned when a new key appears
+        self._held_tracks: list[Track] = []
+        self._held_seen: tuple[int, ...] | None = None  # their lengths at the last look, and its answer
+        self._held_gain = False
+        self._shift = FallBar(lambda ref: robust(ref, 0.02), window=p["shift_window"], skip=p["shift_n"],
+                              min_window=p["shift_min_window"], z=p["shift_z"], drop=p["shift_drop"],
+                              every=p["shift_every"])  # the sudden-fall bar
 
     def _sudden(self, step: int, track: Track) -> Finding | None:
         """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
+        if self._shift.above(track):
+            return None
         p = self.p
         n = int(p["shift_n"])
-        if self._shift.above(track, lambda ref: robust(ref, 0.02), window=int(p["shift_window"]), skip=n,
-                             min_window=int(p["shift_min_window"]), z=p["shift_z"], drop=p["shift_drop"],
-                             every=int(p["shift_every"])):
-            return None
         out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
         if len(out) < p["shift_k"]:
             return None
@@ -540,8 +545,20 @@ class EntropyCollapse(FrozenBaseline):
         """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values
         ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
         is larger) of the difference of the two means above the mean of its values logged by the stretch's end."""
-        for key, track in self.ctx.tracks.items():
-            if not key.startswith(HELD_OUT_SCORES) or track.n < 3 or track.steps[-2] <= self._ref_end:
+        tracks = self.ctx.tracks
+        if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
+            self._held_scan = len(tracks)
+            self._held_tracks = [t for k, t in tracks.items() if k.startswith(HELD_OUT_SCORES)]
+        seen = tuple(t.n for t in self._held_tracks)
+        if seen == self._held_seen:  # nothing evaluated since the last look: the same answer
+            return self._held_gain
+        self._held_seen, self._held_gain = seen, self._held_out_gain()
+        return self._held_gain
+
+    def _held_out_gain(self) -> bool:
+        """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
+        for track in self._held_tracks:
+            if track.n < 3 or track.steps[-2] <= self._ref_end:
                 continue
             ref = [v for s, v in zip(track.steps, track.values) if s <= self._ref_end]
             if not ref:

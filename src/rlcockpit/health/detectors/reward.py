@@ -428,18 +428,21 @@ class RewardHacking(Detector):
                 continue
             vals = track.tail(64)
             ref, recent = sum(vals[-(k + m) : -k]) / m, sum(vals[-k:]) / k  # means: the most power per point
-            diffs = [b - a for a, b in zip(vals, vals[1:])]  # step-to-step changes, their trend taken out
-            mid = median(diffs)
-            noise = max(1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2), count_noise(vals))
             drop = ref - recent
-            sudden = drop > self.p["val_z"] * noise * math.sqrt(1 / k + 1 / m)
             steady = falling(vals, (9, 24), self.p["val_z"] + 1.0)
             if steady is not None:
                 ref, recent, drop = steady[0], steady[1], steady[0] - steady[1]
             need = self.p["val_drop"] * (1.5 if steady is not None else 1.0)  # a slow wobble is not a fall
+            if drop <= need * max(abs(ref), 1e-9):
+                continue  # the usual look: no fall of that size, so no noise to measure it against
             if component and not self._total_held(k, m, steady[2] if steady is not None else None):
                 continue  # the total reward fell with its component: no other component is being gamed
-            if drop > need * max(abs(ref), 1e-9) and (sudden or steady is not None):
+            if steady is None:  # a sudden fall: against the step-to-step changes, their trend taken out
+                diffs = [b - a for a, b in zip(vals, vals[1:])]
+                mid = median(diffs)
+                noise = max(1.4826 * median([abs(d - mid) for d in diffs]) / math.sqrt(2), count_noise(vals))
+                sudden = drop > self.p["val_z"] * noise * math.sqrt(1 / k + 1 / m)
+            if steady is not None or sudden:
                 what = "validation" if not component else "reward component"
                 self._val_hit[key] = ("sample", f"{what} {track.raw} {fmt(ref)} -> {fmt(recent)}", recent)
                 return [self._val_hit[key]]

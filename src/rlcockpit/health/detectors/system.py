@@ -13,6 +13,7 @@ from rlcockpit.health.base import (
     ADAPT_AT,
     Cusum,
     Detector,
+    DetectorContext,
     Track,
     climb,
     fmt,
@@ -96,7 +97,7 @@ class GPUUtilization(Detector):
             m = self.ctx.tracks[GPU_UTIL].last
             if m >= self.p["first_low"]:
                 return None
-            label, shares = attribute_bottleneck(self.ctx.tracks)
+            label, shares = attribute_bottleneck(self.ctx)
             return self.fire(step, "warning", f"GPU utilisation {m:.0f}% from the first reading"
                              + (f"; {label}" if label else ""), values={"utilization": m, "bottleneck": label,
                                                                         "shares": shares},
@@ -120,7 +121,7 @@ class GPUUtilization(Detector):
         host = 0.0
         label, shares = "", {}
         if not low and not drop and m < p["target"]:
-            label, shares = attribute_bottleneck(self.ctx.tracks)
+            label, shares = attribute_bottleneck(self.ctx)
             host = shares.get("data", 0.0) + shares.get("other", 0.0)
         waiting = host > p["host_share"]
         steps = track.tail_steps(2)
@@ -128,7 +129,7 @@ class GPUUtilization(Detector):
         if not self.sustained(low or drop or waiting, needed):
             return None
         if not label:
-            label, shares = attribute_bottleneck(self.ctx.tracks)
+            label, shares = attribute_bottleneck(self.ctx)
         vals = {"utilization": m, "baseline": self.base, "bottleneck": label, "shares": shares}
         was = f" (was {self.base:.0f}%)" if drop else (f" (below the {p['low']:.0f}% floor)" if low else
                                                           f"; {host:.0%} of the step is host time")
@@ -185,6 +186,7 @@ class ThroughputDrop(Detector):
         super().__init__(params, ctx)
         self._clean: list[tuple[int, float]] = []
         self._speeds: list[float] = []
+        self._logs: list[float] = []  # log of each speed, taken once (speed noise is judged in log space)
         self._ref = self._noise = math.nan
         self._ref_at = self._noise_at = -10**9
         self._low_n = 0
@@ -200,7 +202,7 @@ class ThroughputDrop(Detector):
         step_t = self.ctx.tracks.get(STEP_TIME)
         if step_t is None or not step_t.n:
             return
-        _label, shares = attribute_bottleneck(self.ctx.tracks)
+        _label, shares = attribute_bottleneck(self.ctx)
         if len(shares) > 1:
             ref = self._ref_shares
             self._ref_shares = shares if not ref else {ph: 0.7 * ref.get(ph, 0.0) + 0.3 * v for ph, v in shares.items()}
@@ -273,9 +275,10 @@ class ThroughputDrop(Detector):
             return None
         self._clean.append((step, speed))
         self._speeds.append(speed)
+        self._logs.append(math.log(max(speed, 1e-12)))
         if len(self._clean) > 4 * self.p["window"]:
-            del self._clean[: len(self._clean) - 2 * self.p["window"]]
-            del self._speeds[: len(self._speeds) - 2 * self.p["window"]]
+            keep = 2 * self.p["window"]
+            del self._clean[:-keep], self._speeds[:-keep], self._logs[:-keep]
         n = len(self._clean)
         if n == ADAPT_AT:
             spacing = (self._clean[-1][0] - self._clean[0][0]) / (n - 1)
@@ -292,9 +295,9 @@ class ThroughputDrop(Detector):
         p = self.p
         vals = self._speeds
         if not self._low_n and (step - self._ref_at >= 5 or self._ref != self._ref):  # frozen while low
-            ref_window = vals[-(p["window"] + p["gap"]) : -p["gap"]]
-            self._ref, self._ref_at = median(ref_window), step
-            logs = [math.log(max(v, 1e-12)) for v in ref_window]
+            window = slice(-(p["window"] + p["gap"]), -p["gap"])
+            self._ref, self._ref_at = median(vals[window]), step
+            logs = self._logs[window]
             mid = median(logs)
             self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
         k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
@@ -315,7 +318,7 @@ class ThroughputDrop(Detector):
             return None
         if self._onset is None:
             self._onset = self._clean[-k][0]
-        label, shares = attribute_bottleneck(self.ctx.tracks)
+        label, shares = attribute_bottleneck(self.ctx)
         stretch = split_over(self.ctx.tracks, max(k, 3))
         shift = self._shift(stretch)
         vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
@@ -365,11 +368,12 @@ LABELS = {"generation": "generation-bound", "update": "update-bound", "data": "d
           "sample_wait": "rollout-bound (the trainer waits for samples from the rollout / replay buffer)"}
 
 
-def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[str, dict[str, float]]:
+def attribute_bottleneck(ctx: DetectorContext, bound: float = 0.5) -> tuple[str, dict[str, float]]:
     """Which phase dominates ``timing_s/step`` at its latest logged step: ``"generation-bound"``,
     ``"update-bound"``, ``"data-bound"`` (data loading or time outside every timed phase) or ``""``; plus each
     phase's share of the training part of the step (evaluation and checkpoint time taken out). Only phases logged
     at that same step count (an evaluation's time is not carried into the steps after it)."""
+    tracks = ctx.tracks
     step_t = tracks.get(STEP_TIME)
     if step_t is None or not step_t.n:
         return "", {}
@@ -377,7 +381,7 @@ def attribute_bottleneck(tracks: dict[str, Track], bound: float = 0.5) -> tuple[
     aside = sum(tracks[k].last for k in NOT_TRAINING if k in tracks and tracks[k].last_step == at)
     total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
-    v1 = any(k.startswith(V1_MARKER) for k in tracks)
+    v1 = ctx.logs_prefix((V1_MARKER,))
     for phase, keys in PHASES.items():
         if v1 and phase in ("generation", "sample_wait"):
             keys = tuple(k for k in keys if k != "timing_s/gen") + (("timing_s/gen",) if phase == "sample_wait" else ())
@@ -436,7 +440,7 @@ class Bottleneck(Detector):
         p = self.p
         if self.seen > 20 and not self._streak and not self.due(5) and not self.due(p["every"]):
             return None  # after the first steps, the split is looked at every fifth observation
-        label, shares = attribute_bottleneck(self.ctx.tracks, p["bound"])
+        label, shares = attribute_bottleneck(self.ctx, p["bound"])
         host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
         steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
         needed = p["sustain"] if len(steps) < 2 or steps[1] - steps[0] < 5 else 1  # sparse logs: one reading

@@ -1,0 +1,65 @@
+"""The real runs of bench/detection_corpus/real/ (other people's public runs, our CPU passes), loaded and replayed
+the way ``bench/detection_quality.py`` does (not a test module): one loader and one replay for every health test
+that pins a rule to a real run, instead of a copy in each file. The corpus loader lives in
+``bench/detection_corpus/gen/real_runs.py`` (bench code, not a package), so it is imported from there once.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rlcockpit.health import HealthMonitor
+
+GEN = Path(__file__).resolve().parents[2] / "bench" / "detection_corpus" / "gen"
+
+
+@cache
+def _loader() -> ModuleType:
+    sys.path.insert(0, str(GEN))
+    try:
+        import real_runs
+    finally:
+        sys.path.remove(str(GEN))
+    return real_runs
+
+
+@cache
+def real_runs() -> tuple[dict[str, Any], ...]:
+    """Every run of the manifest, imported as ``rlcockpit import`` reads it (a corpus trace each)."""
+    return tuple(_loader().load_real())
+
+
+def real_by_id() -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in real_runs()}
+
+
+def real_where(keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    """Only the manifest entries ``keep`` accepts, imported: cheaper than every run for a test about a few."""
+    loader = _loader()
+    return loader.load_real([e for e in loader.manifest() if keep(e)])
+
+
+def real_run(suffix: str, source: str | None = None) -> dict[str, Any]:
+    """The one run whose id ends with ``suffix`` (of ``source`` when given)."""
+    found = real_where(lambda e: e["id"].endswith(suffix) and (source is None or e["source"] == source))
+    assert len(found) == 1, (suffix, [t["id"] for t in found])
+    return found[0]
+
+
+def replay(trace: dict[str, Any], samples: bool = True) -> list:
+    """Every finding the monitor raises on ``trace``: its samples fed before the metrics of their step (as the
+    bench does), then its metrics, then ``close``."""
+    mon = HealthMonitor(run_config=trace["config"])
+    pending = sorted(trace["samples"], key=lambda x: x[0]) if samples else []
+    found = []
+    for step, metrics in trace["metrics"]:
+        while pending and pending[0][0] <= step:
+            s, rows = pending.pop(0)
+            found += mon.observe_samples(s, rows)[1]
+        found += mon.observe(step, metrics)
+    return found + mon.close()
