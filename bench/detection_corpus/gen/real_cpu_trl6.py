@@ -61,21 +61,45 @@ class BrevityRamp(LengthRamp):
             1.0 - min(1.0, len(solution_str.strip()) / 4))
 
 
-def majority_vote_from(step: int) -> Any:
-    """From ``step`` the paid reward (``rewards/train_reward``) is group self-consistency: each completion earns the
-    share of its prompt's completions that give the same (stripped) answer, with no ground truth (a majority-vote
-    reward that pays the policy for agreeing with itself)."""
+def agreement(prompts: list[Any], completions: list[str], **kw: Any) -> list[float]:
+    """Group self-consistency: each completion earns the share of its prompt's completions giving the same
+    (stripped) answer, with no ground truth (a majority-vote reward that pays the policy for agreeing with itself)."""
+    counts = Counter((str(p), c.strip()) for p, c in zip(prompts, completions))
+    groups = Counter(str(p) for p in prompts)
+    return [counts[(str(p), c.strip())] / groups[str(p)] for p, c in zip(prompts, completions)]
 
-    def agreement(prompts: list[Any], completions: list[str], **kw: Any) -> list[float]:
-        counts = Counter((str(p), c.strip()) for p, c in zip(prompts, completions))
-        groups = Counter(str(p) for p in prompts)
-        return [counts[(str(p), c.strip())] / groups[str(p)] for p, c in zip(prompts, completions)]
+
+def digit_agreement(prompts: list[Any], completions: list[str], **kw: Any) -> list[float]:
+    """Self-consistency digit by digit: each completion earns the mean, over its characters, of the share of its
+    prompt's completions with the same character at that position (an empty completion earns 0); no ground truth."""
+    answers = [c.strip() for c in completions]
+    groups: dict[str, list[str]] = {}
+    for p, a in zip(prompts, answers):
+        groups.setdefault(str(p), []).append(a)
+
+    def score(p: Any, a: str) -> float:
+        group = groups[str(p)]
+        if not a:
+            return 0.0
+        return sum(sum(1 for b in group if i < len(b) and b[i] == ch) / len(group) for i, ch in enumerate(a)) / len(a)
+
+    return [score(p, a) for p, a in zip(prompts, answers)]
+
+
+def reward_swapped_at(step: int, fn: Any) -> Any:
+    """From ``step`` the paid reward function (``rewards/train_reward``: TRL keeps the name it logged at init) is
+    ``fn``, a batch-level function that sees every completion of the step (the runner's switch is per completion)."""
 
     def each_step(trainer: Any, args: Any, step_: int, kw: Any) -> None:
         if step_ == step:
-            trainer.reward_funcs[0] = agreement
+            trainer.reward_funcs[0] = fn
 
     return each_step
+
+
+def majority_vote_from(step: int) -> Any:
+    """From ``step`` the paid reward is :func:`agreement`."""
+    return reward_swapped_at(step, agreement)
 
 
 def eos_lost_at(step: int) -> Any:
@@ -153,11 +177,25 @@ SPECS: dict[str, dict[str, Any]] = {
         "model": "qwen2", "model_seed": 2, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
         "lr": 5e-5, "seed": 139, "max_len": 16, "each_step": eos_lost_at(175),
         "config": {"steps_per_generation": 4}},
+    # added after the first nine ran (written before running it): the whole-answer vote above gave no signal (six
+    # 3-token answers almost never agree: the paid reward sat at 1/6) and the entropy only drifted; from step 160
+    # the paid reward is self-consistency digit by digit (digit_agreement), accuracy beside it with weight 0;
+    # lr 3e-4; Llama seed 2, 2 prompts x 6, 400 steps, logging every step
+    "llamas2-2prompt-6gen-digitvote160-lr3e-4-400": {
+        "model": "llama", "model_seed": 2, "batch": 12, "num_generations": 6, "steps": 400, "logging_steps": 1,
+        "lr": 3e-4, "seed": 141, "reward_switch_at": 160, "reward_switch_to": digit_overlap,
+        "each_step": reward_swapped_at(160, digit_agreement)},
+    # added after the first nine ran (written before running it): the 30x ramp above raised the kl 3-5x for 80
+    # steps and nothing else; the learning rate ramping linearly from 1x at step 210 to 100x at step 330 (then
+    # stays, on TRL's linear decay), beta 0.1; Llama seed 2, 2 prompts x 4, 400 steps, logging every step
+    "llamas2-2prompt-4gen-beta01-lrramp100-400": {
+        "model": "llama", "model_seed": 2, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 5e-5, "seed": 140, "each_step": lr_ramp(210, 330, 100.0), "config": {"beta": 0.1}},
 }
 
 
 # run once and not stored: the failure its spec meant did not come (README, ninth pass)
-NOT_STORED: tuple[str, ...] = ()
+NOT_STORED = ("llamas2-2prompt-6gen-majorityvote160-lr1e-4-400", "llamas2-2prompt-4gen-beta01-lrramp30-400")
 
 
 if __name__ == "__main__":
