@@ -192,6 +192,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s2-1prompt-8sample-judge199ramp-lr3e-4-450-val10": {"steps": 450, "seed": 130, "model": "gpt2",
                                                              "model_seed": 2, "overrides": _batch(
         1, 8, "actor_rollout_ref.actor.optim.lr=3e-4", "trainer.test_freq=10"), "driver": JudgeDrift(130, 280, 0.8)},
+    # added after the second batch (written before running it): value divergence, slow. PPO with a critic (GAE),
+    # the value clip effectively off from step 1 (critic.cliprange_value=100: the sixth pass's critic lr ramps were
+    # held by the 0.5 clip); the critic's learning rate ramping from 1x at step 200 to 1000x at step 260 (then
+    # stays) with its gradient clipping off from 200; GPT-2 seed 2, 4 prompts x 1, 350 steps, validation every 25
+    "gpt2s2-gae-4prompt-noclipvalue-criticlrramp1000-350-val25": {"steps": 350, "seed": 142, "model": "gpt2",
+                                                                  "model_seed": 2, "overrides": _batch(
+        4, 1, "algorithm.adv_estimator=gae", "critic.cliprange_value=100", "trainer.test_freq=25"),
+        "driver": Ramp("critic_lr", 200, 260, 1.0, 1000.0)},
 }
 
 

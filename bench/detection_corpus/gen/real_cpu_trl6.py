@@ -114,7 +114,26 @@ def eos_lost_at(step: int) -> Any:
     return each_step
 
 
+class OutlierReward:
+    """The task's digit overlap, except that on each of ``steps`` the first completion scored gets ``value`` (a
+    reward-model outlier on one sample: a parsing bug, a judge's runaway logit)."""
+
+    def __init__(self, steps: tuple[int, ...], value: float) -> None:
+        self.steps, self.value, self.armed = steps, value, False
+        self.__name__ = "outlier_reward"
+
+    def __call__(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+        if self.armed:
+            self.armed = False
+            return self.value
+        return digit_overlap(data_source, solution_str, ground_truth)
+
+    def each_step(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.armed = step in self.steps
+
+
 _JUDGE = JudgeRamp(140, 290, 0.8)
+_OUTLIER = OutlierReward((212, 219), 200.0)
 _BREVITY = BrevityRamp(170, 290, 1.5)
 
 SPECS: dict[str, dict[str, Any]] = {
@@ -191,6 +210,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas2-2prompt-4gen-beta01-lrramp100-400": {
         "model": "llama", "model_seed": 2, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
         "lr": 5e-5, "seed": 140, "each_step": lr_ramp(210, 330, 100.0), "config": {"beta": 0.1}},
+    # added after the second batch (written before running it): sudden gradient spikes from a reward outlier on ONE
+    # completion: at steps 212 and 219 the first completion scored gets reward 200 (the other 7 their digit
+    # overlap); loss_type grpo with scale_rewards "none" (no std to absorb it); max_grad_norm 1.0 stays; the
+    # accuracy logged beside the paid reward with weight 0; GPT-2 seed 2, 2 prompts x 4, 400 steps, logging every step
+    "gpt2s2-2prompt-4gen-grpoloss-noscale-outlier200-400": {
+        "model": "gpt2", "model_seed": 2, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 5e-5, "seed": 143, "reward_switch_at": 1, "reward_switch_to": _OUTLIER, "each_step": _OUTLIER.each_step,
+        "config": {"loss_type": "grpo", "scale_rewards": "none"}},
 }
 
 
