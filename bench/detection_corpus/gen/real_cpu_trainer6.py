@@ -13,7 +13,8 @@ rollout engine stops receiving the trainer's weights (a broken weight sync: it s
 actor trains on), a "judge" reward whose weight drifts towards one fixed answer while the task's accuracy is logged
 beside it, a brevity bonus that ramps up (responses collapse towards the bare stop token), a host-memory leak that
 keeps 16 MB per step, the learning rate ramping to 40x under the KL loss, fp16-style overflows in the training
-forward whose frequency ramps up (non-finite losses). Each run goes through :func:`real_cpu_trainer.run` (health
+forward whose frequency ramps up (non-finite losses), the critic's learning rate ramping to 1000x with the value clip
+off (value divergence; not stored: none came). Each run goes through :func:`real_cpu_trainer.run` (health
 off, TensorBoard sink); the event file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu6/<name>/``
 and labelled by reading it (README, ninth pass).
 

@@ -12,7 +12,8 @@ Failure mechanisms (how, from which step, sudden or ramp: written in each spec a
 paid reward switched to **group self-consistency** (the share of the prompt's completions giving the same answer: a
 majority-vote reward with no ground truth) while the task's accuracy is logged beside it with weight 0, a "judge"
 reward drifting towards one fixed answer, a brevity bonus that ramps up, the learning rate ramping to 30x under
-``beta=0.1``, the stop token lost while each generation is reused over 4 steps. Each run goes through
+``beta=0.1``, the stop token lost while each generation is reused over 4 steps, a reward outlier on one completion
+under ``scale_rewards="none"`` (gradient spikes). Each run goes through
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings6/<name>/`` and labelled by reading it (README, ninth pass).
 
@@ -158,6 +159,7 @@ SPECS: dict[str, dict[str, Any]] = {
                                                                "top_entropy_quantile": 0.2}},
     # healthy (a hard one): loss_type cispo, disable_dropout, completions cut at 3 tokens (truncated from the first
     # step: a setting, not a change); GPT-2 seed 2, 1 prompt x 8, 400 steps, logging every 4
+    # (after the run: 3 tokens hold most answers with their stop token, clipped <= 6%; see the README)
     "gpt2s2-1prompt-8gen-maxlen3-nodropout-cispo-400-log4": {
         "model": "gpt2", "model_seed": 2, "batch": 8, "num_generations": 8, "steps": 400, "logging_steps": 4,
         "lr": 5e-5, "seed": 134, "max_len": 3, "config": {"loss_type": "cispo", "disable_dropout": True}},
