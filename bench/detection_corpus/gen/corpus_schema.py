@@ -39,7 +39,9 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings", "
                 "verl_file_public", "trl_state_public3",
                 "rlcockpit_trainer_cpu5", "trl_cpu_settings5",
                 "trl_state_public8",
-                "rlcockpit_trainer_cpu6", "trl_cpu_settings6")
+                "rlcockpit_trainer_cpu6", "trl_cpu_settings6",
+                "trl_state_public9", "verl_keys_jsonl_public9",
+                "tinker_jsonl_public9")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
