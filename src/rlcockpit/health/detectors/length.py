@@ -359,8 +359,9 @@ class LengthCollapse(Detector):
     The reference is the median of the first ``warmup`` observations (the starting model's answers), judged from the
     observation after them. Warning: below ``warn_ratio`` x that reference on ``sustain`` consecutive observations.
     Critical: below ``critical_ratio`` x it on ``sustain`` observations while the reference was at least
-    ``min_reference`` tokens, or at most ``empty_tokens`` tokens on ``sustain`` observations (answers of one token or
-    none: an unambiguous collapse, whatever came before). A run whose answers shorten as it learns to be concise
+    ``min_reference`` tokens, or at most ``empty_tokens`` tokens on ``sustain`` observations and at most
+    ``empty_share`` of that reference (answers of one token or none where they used to be longer: an unambiguous
+    collapse; a task whose answers were two tokens from the first step is not one). A run whose answers shorten as it learns to be concise
     stays well above these shares.
 
     Shrinking towards empty (warning), judged against the run's own range rather than a share of it: a run whose
@@ -376,7 +377,7 @@ class LengthCollapse(Detector):
     silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it."""
 
     keys = (LEN, LEN_MIN)
-    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "min_reference": 20.0, "sustain": 3,
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "empty_share": 0.5, "min_reference": 20.0, "sustain": 3,
                 "shrink_drop": threshold(LEN, "shrink_drop"), "shrink_z": threshold(LEN, "shrink_z"),
                 "shrink_window": 60, "shrink_min_window": 50, "shrink_k": 2, "shrink_n": 3, "shrink_every": 10,
                 "shrink_hold": 8, "shrink_hold_n": 9}
@@ -409,7 +410,8 @@ class LengthCollapse(Detector):
         if self.base is None:
             self.base = median(track.tail(self.warmup, skip=1))
         v = track.last
-        if v > p["warn_ratio"] * self.base and v > p["empty_tokens"]:  # the usual step
+        if v > p["warn_ratio"] * self.base and (v > p["empty_tokens"] or v > p["empty_share"] * self.base):
+            # the usual step: neither a quarter of the reference nor empty next to it
             self._streak = 0
             return self._shrinking(step, track)
         n = int(p["sustain"])
@@ -417,7 +419,7 @@ class LengthCollapse(Detector):
             return None
         recent = track.tail(n)
         now = max(recent)
-        empty = now <= p["empty_tokens"]
+        empty = now <= p["empty_tokens"] and now <= p["empty_share"] * self.base
         if not empty and now > p["warn_ratio"] * self.base:
             return None
         ratio = now / max(self.base, 1e-9)
