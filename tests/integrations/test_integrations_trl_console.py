@@ -16,10 +16,8 @@ from integrations_support import tiny_qwen2_dir
 from rlcockpit.cli import main as cli_main
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.integrations.readers import IMPORTERS, ImportOptions, RowProblem, detect_kind
-from rlcockpit.integrations.trl_console import trl_metrics
+from rlcockpit.integrations.trl_console import read_console, trl_metrics
 from rlcockpit.store import open_store
-
-pytestmark = pytest.mark.slow
 
 # a user's GRPO script, run as `python train.py > train.log 2>&1`; stdout is also kept alone (as
 # `python train.py > train.log` keeps it while the progress bar goes to the terminal)
@@ -100,6 +98,7 @@ def _same_as_history(rows, history) -> None:
             assert metrics[k] == v or (math.isnan(v) and math.isnan(metrics[k])), (step, k, metrics[k], v)
 
 
+@pytest.mark.slow
 def test_console_log_imports_like_the_runs_trainer_state(trl_run, tmp_path, capsys):
     log, _stdout, history = trl_run
     text = log.read_text()
@@ -118,6 +117,7 @@ def test_console_log_imports_like_the_runs_trainer_state(trl_run, tmp_path, caps
     assert list(store.series(out["run_id"], "eval_loss")[0]) == [4, 6]
 
 
+@pytest.mark.slow
 def test_stdout_only_log_steps_from_logging_steps_or_logging_points(trl_run, tmp_path):
     _log, stdout_only, history = trl_run
     assert "%|" not in stdout_only.read_text()  # no progress bar: it went to stderr
@@ -133,6 +133,7 @@ def test_stdout_only_log_steps_from_logging_steps_or_logging_points(trl_run, tmp
     assert store.get_run(res.run_id)["meta"]["import_notes"] == res.notes
 
 
+@pytest.mark.slow
 def test_cut_garbage_and_bad_values_lose_only_their_part(trl_run, tmp_path):
     log, _stdout, history = trl_run
     lines = log.read_text().split("\n")
@@ -162,6 +163,7 @@ def test_cut_garbage_and_bad_values_lose_only_their_part(trl_run, tmp_path):
     assert res.ok and res.skipped == 2 and len(res.problems) == 2
 
 
+@pytest.mark.slow
 def test_detection_keeps_other_kinds(trl_run, tmp_path):
     log, _stdout, _history = trl_run
     verl = tmp_path / "verl.log"
@@ -175,3 +177,16 @@ def test_detection_keeps_other_kinds(trl_run, tmp_path):
         detect_kind(str(other))
     with pytest.raises(ValueError, match="not a TRL/transformers console log"):
         import_run(str(other), kind="trl-console", dir=tmp_path)
+
+
+def test_printouts_that_are_not_trainer_logs_are_left_alone():
+    """A script's own dicts (a pprinted config over several lines, a config dict) are neither records nor problems;
+    a Trainer dict that is garbage, or a 4096-character capture cut inside its first pair, is a problem; a dict after
+    tqdm's leftovers on the same line is read, with the bar's count."""
+    lines = ["{'learning_rate': 1e-06,\n", " 'output_dir': 'out'}\n", "{'model': 'qwen', 'epochs': 3}\n",
+             "{'loss': 0.5,, 'epoch': 1.0}\n", "{'loss': 0.1" + "1" * 4100 + "\n",
+             "\r  30%|###  | 3/10 [00:01<00:02, 2.0it/s]          \r{'loss': '0.3', 'epoch': '0.1'}\n"]
+    log = read_console(lines)
+    assert log.problems == [(4, "not a Python dict literal; line skipped"),
+                            (5, "cut off before its first complete pair; nothing kept")]
+    assert [(r.line, r.entry, r.bar_before) for r in log.records] == [(6, {"loss": 0.3, "epoch": 0.1}, (3, 10))]

@@ -27,9 +27,11 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from rlcockpit.integrations.verl_files import CUT_LINE_CHARS
 
 STEP_KEY = "step"  # what transformers adds to a log_history entry (never to the printed dict)
 SUMMARY_KEY = "train_runtime"  # the end-of-training summary dict
@@ -128,7 +130,6 @@ class ConsoleRecord:
     entry: dict[str, Any]
     bar_after: tuple[int, int] | None = None  # (n, total) of the first bar frame after the dict
     bar_before: tuple[int, int] | None = None  # (n, total) of the last bar frame before it
-    cut: bool = False
 
     @property
     def training(self) -> bool:
@@ -164,7 +165,9 @@ def read_console(lines: Iterable[str]) -> ConsoleLog:
                 continue
             entry, bad, cut = parse_dict_text(body)
             if entry is None:
-                if not cut:
+                if cut and len(text) >= CUT_LINE_CHARS:
+                    log.problems.append((line_no, "cut off before its first complete pair; nothing kept"))
+                elif not cut and _mentions_trainer_key(body):
                     log.problems.append((line_no, "not a Python dict literal; line skipped"))
                 continue
             if bad:
@@ -172,12 +175,18 @@ def read_console(lines: Iterable[str]) -> ConsoleLog:
             if trl_metrics(entry) and _is_trainer_log(entry):
                 if log.records and log.records[-1].bar_after is None:
                     log.records[-1].bar_after = (-1, -1)  # the next dict came first: no bar after that one
-                log.records.append(ConsoleRecord(line_no, entry, bar_before=last_bar, cut=cut))
+                log.records.append(ConsoleRecord(line_no, entry, bar_before=last_bar))
     return log
 
 
 def _is_trainer_log(entry: Mapping[str, Any]) -> bool:
     return any(k in _TRAINER_KEYS or k.startswith(EVAL_PREFIX) for k in entry)
+
+
+def _mentions_trainer_key(text: str) -> bool:
+    """Whether unreadable dict text was meant as a Trainer log (a script's own printout is not the import's business;
+    a multi-line ``pprint`` of a config opens with ``{'key': value,`` and is not reported either)."""
+    return f"'{EVAL_PREFIX}" in text or any(f"'{k}': " in text for k in _TRAINER_KEYS)
 
 
 def _bar_steps(records: list[ConsoleRecord]) -> list[int] | None:
@@ -228,8 +237,3 @@ def step_note(source: str, logging_steps: int | None, count: int) -> str | None:
                 "steps are the logging points 1, 2, 3, ...; pass --logging-steps N (the run's logging_steps) "
                 "to place them at N, 2N, ...")
     return None
-
-
-def console_rows(log: ConsoleLog, steps: list[int]) -> Iterator[tuple[int, dict[str, float]]]:
-    for r, step in zip(log.records, steps):
-        yield step, trl_metrics(r.entry)
