@@ -142,6 +142,10 @@ def test_clean_count_is_independent_of_the_importer():
     state = {"log_history": [{"step": 1, "loss": 0.1}, {"step": 1, "eval_loss": 0.2}, {"step": 2, "note": "x"},
                              {"loss": 3.0}]}
     assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
+    console = (b"  5%|x | 5/100 [..]   \r{'loss': '0.1', 'epoch': '0.05'}\n{'eval_loss': '0.2', 'epoch': '0.05'}\n"
+               b"{'loss': 0.2, 'grad_na\n{'train_runtime': 3.1, 'train_loss': 0.1, 'epoch': 0.1}\n")
+    # two training logs (the cut one included: the importer has to keep its complete pairs), eval and summary not
+    assert real_runs.clean_step_count({"kind": "trl-console", "id": "z"}, console) == 2
 
 
 def test_clean_count_sees_verl_file_logger_records_as_the_importer_does():
