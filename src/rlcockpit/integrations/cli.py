@@ -117,8 +117,6 @@ def cmd_import(args: argparse.Namespace) -> int:
               f"{res.sample_rows} samples, {len(res.findings)} finding(s)")
         for f in res.findings[:10]:
             print(f"  [{f.get('severity')}] step {f.get('step')}: {f.get('title')}")
-    for text in res.notes:
-        print(f"rlcockpit import: note: {text}", file=sys.stderr)
     for text in res.problems[:5]:
         print(f"rlcockpit import: {text}", file=sys.stderr)
     if len(res.problems) > 5:

@@ -231,7 +231,7 @@ def assign_steps(records: list[ConsoleRecord], logging_steps: int | None = None)
 def step_note(source: str, logging_steps: int | None, count: int) -> str | None:
     """What the user is told about the steps when they were not printed in the log."""
     if source == "logging_steps":
-        return f"steps from --logging-steps {logging_steps}: the k-th training log is step {logging_steps}·k"
+        return f"steps from --logging-steps {logging_steps}: the k-th training log is step {logging_steps}*k"
     if source == "logging points":
         return (f"the log prints no step and no training progress bar next to its {count} metrics dicts: "
                 "steps are the logging points 1, 2, 3, ...; pass --logging-steps N (the run's logging_steps) "
