@@ -142,6 +142,10 @@ def test_clean_count_is_independent_of_the_importer():
     state = {"log_history": [{"step": 1, "loss": 0.1}, {"step": 1, "eval_loss": 0.2}, {"step": 2, "note": "x"},
                              {"loss": 3.0}]}
     assert real_runs.clean_step_count({"kind": "trl", "id": "y"}, json.dumps(state).encode()) == 1
+    console = (b"  5%|x | 5/100 [..]   \r{'loss': '0.1', 'epoch': '0.05'}\n{'eval_loss': '0.2', 'epoch': '0.05'}\n"
+               b"{'loss': 0.2, 'grad_na\n{'train_runtime': 3.1, 'train_loss': 0.1, 'epoch': 0.1}\n")
+    # two training logs (the cut one included: the importer has to keep its complete pairs), eval and summary not
+    assert real_runs.clean_step_count({"kind": "trl-console", "id": "z"}, console) == 2
 
 
 def test_clean_count_sees_verl_file_logger_records_as_the_importer_does():
@@ -229,3 +233,16 @@ def test_the_eighth_pass_small_group_trl_states_import_whole(real):
     assert all(m["reward"] == pytest.approx(sum(m[f"rewards/{f}/mean"] for f in funcs)) for m in hints.values())
     saturated = [s for s in range(41, 51) if hints[s]["frac_reward_zero_std"] == 1.0]
     assert len(saturated) == 7 and all(hints[s]["reward"] == 10.5 and hints[s]["grad_norm"] < 0.06 for s in saturated)
+
+
+def test_the_public_trl_console_log_imports_at_the_progress_bars_steps(real, entries):
+    """The ninth pass's TRL console log (nhockid235/xling-grpo-sub3b, a vLLM-backed GRPO run's captured stdout+stderr):
+    ten printed dicts at the training bar's counts 5, 10, ..., 50, no problems, the printed values as they read, and
+    the clean count (the dict lines, found without rlcockpit's reader) agrees."""
+    entry = next(e for e in entries if e["source"] == "trl_console_public9")
+    trace = next(t for t in real if t["id"] == entry["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(5, 51, 5)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(entry, real_runs.raw_bytes(entry)) == 10
+    assert steps[5]["grad_norm"] == 0.0048155346885323524 and steps[50]["epoch"] == 0.11
+    assert steps[10]["learning_rate"] == 1e-06 and all(m["loss"] == 0.0 for m in steps.values())

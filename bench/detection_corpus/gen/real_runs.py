@@ -8,8 +8,8 @@ decompressed bytes, i.e. of the file as retrieved.
 :func:`load_real` decompresses each file under its original name into a temporary directory, reads it with the
 registered importer (``rlcockpit.integrations.readers.IMPORTERS``, the readers ``rlcockpit import`` uses), and
 turns the rows into a corpus trace (``corpus_schema`` format, split ``heldout``). :func:`clean_step_count`
-counts the steps of the same bytes without rlcockpit (a regex over verl console lines, ``json`` over a
-trainer_state.json), so an importer that drops steps shows up as a mismatch.
+counts the steps of the same bytes without rlcockpit (a regex over verl console lines or over the dicts a TRL
+console log prints, ``json`` over a trainer_state.json), so an importer that drops steps shows up as a mismatch.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ ENTRY_FIELDS = ("id", "source", "file", "sha256", "bytes", "kind", "naming", "or
 _VERL_STEP = re.compile(r"(?:^|[\s)])step:(\d+) - \S")
 # a verl file-logger record ({"step": N, "data": {...}} per line, trainer.logger=['file']), found without a JSON parser
 _VERL_FILE_STEP = re.compile(r'^\{"step":\s*(\d+),\s*"data":\s*\{')
+# the start of a dict a transformers Trainer printed (ProgressCallback/PrinterCallback), and its first key
+_TRL_CONSOLE_DICT = re.compile(r"\{'([^']+)': ")
 # a metrics JSONL record's step, found without a JSON parser
 _JSONL_STEP = re.compile(r'^\{.*"step": (\d+)[,}]')
 
@@ -74,6 +76,9 @@ def clean_step_count(entry: dict[str, Any], data: bytes) -> int:
             k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in e.items())})
     if entry["kind"] == "tensorboard":
         return len(_tensorboard_steps(data))
+    if entry["kind"] == "trl-console":  # one step per training log: dicts not opening with eval_* or the summary
+        return sum(1 for line in data.decode("utf-8", errors="replace").split("\n")
+                   if (m := _TRL_CONSOLE_DICT.search(line)) and not m.group(1).startswith(("eval_", "train_runtime")))
     if entry["kind"] == "jsonl":
         return len({int(m.group(1)) for line in data.decode("utf-8").splitlines() if (m := _JSONL_STEP.match(line))})
     raise TraceError(f"real run {entry['id']}: no clean parser for kind {entry['kind']!r}")

@@ -51,6 +51,7 @@ class ImportResult:
     findings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the source was read (e.g. where a console log's steps came from)
 
     @property
     def ok(self) -> bool:
@@ -70,15 +71,19 @@ def import_run(
     config_file: str | None = None,
     health: bool | Mapping[str, Any] = True,
     alerts: Any = None,
+    logging_steps: int | None = None,
 ) -> ImportResult:
     """Import ``source`` (auto-detected unless ``kind``) into the store at ``dir``; see module docs.
 
     Raises ``FileNotFoundError``/``ValueError``/``KeyError`` when nothing can be read at all (no run is
-    created then); a source that breaks part-way gives a run plus ``result.error``.
+    created then); a source that breaks part-way gives a run plus ``result.error``. ``logging_steps``: a console
+    log's logging interval when the log prints no step (TRL/transformers console; see ``trl_console``).
     """
     from rlcockpit import init
 
-    opts = ImportOptions(rollout_dir=rollout_dir, run_id=run_id, tracking_uri=tracking_uri)
+    if logging_steps is not None and logging_steps < 1:
+        raise ValueError(f"logging_steps must be a positive number of steps, got {logging_steps}")
+    opts = ImportOptions(rollout_dir=rollout_dir, run_id=run_id, tracking_uri=tracking_uri, logging_steps=logging_steps)
     kind = IMPORTERS.canonical(kind) if kind else detect_kind(source, opts)
     imported = IMPORTERS.get(kind).read(source, opts)
     merge_config_file(imported, config_file)
@@ -97,8 +102,11 @@ def import_run(
     run = init(project=project or imported.project or kind, name=name or imported.name, config=imported.config,
                dir=dir, health=health, alerts=alerts, system_interval=None, capture_meta=False, reinit=OWN_RUN)
     source_meta = {"kind": kind, "path": str(source), **({"rollout_dir": rollout_dir} if rollout_dir else {})}
-    run.update_meta({**imported.meta, "source": source_meta, "imported": True})
-    result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project)
+    notes = {"import_notes": imported.notes} if imported.notes else {}
+    run.update_meta({**imported.meta, **notes, "source": source_meta, "imported": True})
+    result = ImportResult(run_id=run.id, kind=kind, name=run.name, project=run.project, notes=list(imported.notes))
+    for text in imported.notes:
+        logger.warning("rlcockpit import: note: %s", text)
     for text in early:
         _problem(result, text)
     samples = iter(imported.samples)

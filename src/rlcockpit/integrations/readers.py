@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlcockpit.integrations.trl_console import ConsoleLog, assign_steps, read_console, step_note, trl_metrics
 from rlcockpit.integrations.verl_files import (
     TOO_DEEP,
     BadRow,
@@ -54,6 +55,7 @@ class ImportOptions:
     rollout_dir: str | None = None
     run_id: str | None = None  # MLflow run id
     tracking_uri: str | None = None  # MLflow tracking URI
+    logging_steps: int | None = None  # a console log's logging_steps, when it prints no step (TRL/transformers)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Imported:
     config: dict[str, Any] = field(default_factory=dict)
     samples: SampleBatches = field(default_factory=lambda: iter(()))
     meta: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the user should know about how the source was read
 
 
 @dataclass
@@ -219,7 +222,7 @@ def _trl_rows(entries: list[dict[str, Any]], err: SourceError | None) -> Rows:
         step = e.get("step")
         if step is None:
             continue
-        metrics = {k: v for k, v in e.items() if k != "step" and isinstance(v, (int, float))}
+        metrics = trl_metrics(e)
         if metrics:
             yield int(step), metrics
     if err is not None:
@@ -234,6 +237,56 @@ def read_trl(source: str, opts: ImportOptions) -> Imported:
     config = {"trainer_state": {k: v for k, v in state.items() if isinstance(v, (int, float, str, bool))}}
     return Imported(kind="trl", rows=_trl_rows(entries, err), name=run_dir.name, project="trl", config=config,
                     meta={"framework": "trl"})
+
+
+# ---- TRL / transformers console log --------------------------------------------------------------
+
+def _console_lines(path: Path, limit: int | None = None) -> Iterator[str]:
+    """Lines split at ``\\n`` only: tqdm's ``\\r`` frames stay on their line (line numbers match an editor's)."""
+    with open(path, "rb") as f:
+        data = f.read(limit) if limit else None
+        for raw in data.split(b"\n") if data is not None else f:
+            yield raw.decode("utf-8", errors="replace")
+
+
+def _detect_trl_console(source: str) -> bool:
+    p = Path(source)
+    try:
+        return p.is_file() and bool(read_console(_console_lines(p, 2_000_000)).records)
+    except OSError:
+        return False
+
+
+def _console_rows(path: Path, log: ConsoleLog, steps: list[int]) -> Rows:
+    """The dicts' rows with the problems (bad lines, bad values) among them in line order."""
+    problems = iter(log.problems)
+    pending = next(problems, None)
+    for record, step in zip(log.records, steps):
+        while pending is not None and pending[0] <= record.line:
+            yield RowProblem(f"{path}:{pending[0]}: {pending[1]}")
+            pending = next(problems, None)
+        yield step, trl_metrics(record.entry)
+    while pending is not None:
+        yield RowProblem(f"{path}:{pending[0]}: {pending[1]}")
+        pending = next(problems, None)
+
+
+@_register("trl-console", _detect_trl_console, "transformers-console")
+def read_trl_console(source: str, opts: ImportOptions) -> Imported:
+    """The metrics dicts a transformers/TRL ``Trainer`` printed to stdout (``train.log``, ``nohup.out``, W&B's
+    ``output.log``); how steps are found: :mod:`rlcockpit.integrations.trl_console`."""
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"console log {path} does not exist")
+    log = read_console(_console_lines(path))
+    if not log.records:
+        raise SourceError(path, log.problems[0][0] if log.problems else None,
+                          "no Trainer metrics dicts ({'loss': ..., 'epoch': ...} lines) found: "
+                          "not a TRL/transformers console log")
+    steps, how = assign_steps(log.records, opts.logging_steps)
+    note = step_note(how, opts.logging_steps, len(log.records))
+    return Imported(kind="trl-console", rows=_console_rows(path, log, steps), name=path.stem, project="trl",
+                    meta={"framework": "trl", "format": "console", "steps_from": how}, notes=[note] if note else [])
 
 
 # ---- TensorBoard ---------------------------------------------------------------------------------
@@ -432,7 +485,7 @@ def read_mlflow(source: str, opts: ImportOptions) -> Imported:
                     meta={"mlflow_run_id": run_id, "tracking_uri": str(uri)})
 
 
-DETECT_ORDER = ("wandb", "tensorboard", "trl", "verl", "mlflow")
+DETECT_ORDER = ("wandb", "tensorboard", "trl", "verl", "trl-console", "mlflow")
 
 
 def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
