@@ -112,7 +112,8 @@ def test_cgroup_v1_quota_and_no_quota(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_demo_beside_a_busy_core_prints_no_warning(busy_core: int, tmp_path: Path) -> None:
-    """``make demo`` on a shared machine: fewer threads than usable CPUs, and no warning printed or stored."""
+    """``make demo`` on a shared machine: fewer threads than usable CPUs, recorded with the run, and no warning
+    printed or stored."""
     from rlcockpit.store import open_store
 
     store = tmp_path / "store"
@@ -124,4 +125,6 @@ def test_demo_beside_a_busy_core_prints_no_warning(busy_core: int, tmp_path: Pat
     s = open_store(store)
     run = s.list_runs()[0]
     assert [f for f in s.findings(run["id"]) if f["severity"] in ("warning", "critical")] == []
-    assert 1 <= s.get_run(run["id"])["config"]["trainer"]["num_threads"] <= expected_max(busy_core)
+    (event,) = s.events(run["id"], "config")
+    assert 1 <= event["payload"]["cpu_threads"] <= expected_max(busy_core)  # the count the run used
+    assert s.get_run(run["id"])["config"]["trainer"]["num_threads"] == 0  # the config keeps the user's choice: auto

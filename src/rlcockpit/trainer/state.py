@@ -167,8 +167,7 @@ def set_cpu_threads(requested: int, log: Any = print) -> int:
 def build(cfg: Config, log: Any = print) -> State:
     dist = setup_distributed(cfg, log)  # torchrun's process group, if launched that way (splits CPU threads)
     check_batch_layout(cfg, dist)
-    # the run's config records the count it ran with (as distributed setup does), so a rerun of it matches
-    cfg.trainer.num_threads = set_cpu_threads(cfg.trainer.num_threads, log)
+    set_cpu_threads(cfg.trainer.num_threads, log)  # the count used is recorded with the run (loop.py, config event)
     seed_everything(cfg.trainer.seed)
     device = resolve_device(cfg.trainer.device, log)
     if device.type == "cpu":
