@@ -45,13 +45,14 @@ def run_cell(threads: int, load: str, steps: int, timeout_s: float) -> dict[str,
             s = open_store(store)
             runs = s.list_runs()
             rid = runs[0]["id"] if runs else None
-            cfg = s.get_run(rid)["config"] if rid else {}
+            events = s.events(rid, "config") if rid else []
+            used = events[0]["payload"].get("cpu_threads") if events else None  # the torch threads the run used
             times = [float(v) for v in s.series(rid, "timing_s/step")[1][1:]] if rid else []
     finally:
         if busy is not None:
             busy.kill()
             busy.wait()
-    return {"threads": threads, "used": cfg.get("trainer", {}).get("num_threads"), "load": load,
+    return {"threads": threads, "used": used, "load": load,
             "steps_timed": len(times), "median_s": statistics.median(times) if times else None,
             "mean_s": statistics.mean(times) if times else None, "max_s": max(times) if times else None,
             "timed_out": timed_out, "loadavg_1m": load_avg, "wall_s": time.perf_counter() - t0}
