@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlcockpit.registry import PROVIDERS
 from rlcockpit.tracking.reinit import OWN_RUN
@@ -267,7 +268,9 @@ def train(cfg: Config, *, log: Any = print, state: State | None = None) -> Train
     run = open_run(cfg, st.run_id, resumed.get("run_id")) if main else None
     run_dir = st.dist.broadcast_object(str(run.dir) if main else None)
     run = run or NullRun(st.run_id, f"{run_dir}/rank{st.dist.rank}")  # its profiler traces (profile_steps) go there
-    run.log_event("config", {"no_effect": no_effect, "aliases": dict(cfg.aliases)}, step=st.step)
+    # cpu_threads: the torch threads this run used (trainer.num_threads=0 picks them at start: cpu_threads.py)
+    run.log_event("config", {"no_effect": no_effect, "aliases": dict(cfg.aliases),
+                             "cpu_threads": torch.get_num_threads()}, step=st.step)
     mirror = GuardrailMirror(st.dist, cfg, rollback=lambda s: _rollback(st, s),
                              apply_live=lambda k, v: apply_live(st, k, v))
     guard = Guardrails(cfg, run, rollback=mirror.rollback, apply_live=mirror.apply_live, log=log, link=run.guardrails)

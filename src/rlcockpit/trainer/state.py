@@ -20,6 +20,7 @@ import torch
 from rlcockpit.algos import get_kl_controller
 from rlcockpit.trainer import checkpoint as ckpt
 from rlcockpit.trainer.config import Config, canonical, to_dict
+from rlcockpit.trainer.cpu_threads import auto_threads
 from rlcockpit.trainer.data import PromptLoader, load_datasets
 from rlcockpit.trainer.distributed.group import SINGLE, Dist, check_batch_layout
 from rlcockpit.trainer.distributed.group import setup as setup_distributed
@@ -150,11 +151,23 @@ def make_engine(cfg: Config, actor: Any, tokenizer: Any, device: torch.device, a
                                      device=device, autocast=autocast)
 
 
+def set_cpu_threads(requested: int, log: Any = print) -> int:
+    """torch's intra-op threads: ``trainer.num_threads`` as given, or for 0 the CPUs not kept busy by other
+    processes (cpu_threads.py), with one line when other work lowered the count."""
+    if requested > 0:
+        torch.set_num_threads(requested)
+        return requested
+    choice = auto_threads()
+    torch.set_num_threads(choice.threads)
+    if choice.threads < min(choice.usable, choice.torch_default):
+        log(choice.note())
+    return choice.threads
+
+
 def build(cfg: Config, log: Any = print) -> State:
     dist = setup_distributed(cfg, log)  # torchrun's process group, if launched that way (splits CPU threads)
     check_batch_layout(cfg, dist)
-    if cfg.trainer.num_threads > 0:
-        torch.set_num_threads(cfg.trainer.num_threads)
+    set_cpu_threads(cfg.trainer.num_threads, log)  # the count used is recorded with the run (loop.py, config event)
     seed_everything(cfg.trainer.seed)
     device = resolve_device(cfg.trainer.device, log)
     if device.type == "cpu":

@@ -407,7 +407,8 @@ class TrainerConfig:
     nnodes: int = opt(1, "nodes; only 1 here (several nodes: verl on Ray, watched with `rlcockpit watch`)")
     profile_steps: list[int] = opt(factory=list, help="steps run under torch.profiler; traces stored with the run "
                                                       "(docs/trainer.md)")
-    num_threads: int = opt(0, "torch threads on CPU; 0 = all cores", only_here=True)
+    num_threads: int = opt(0, "torch threads on CPU; 0 = auto: the usable CPUs (affinity, cgroup quota) less "
+                              "those other processes keep busy at start (docs/trainer.md)", only_here=True)
     log_samples_freq: int = opt(10, "store rollout samples every N steps (and at step 1); 0 = never", only_here=True)
     num_log_samples: int = opt(512, "responses stored per logged step, in whole GRPO groups (every group of a "
                                     "batch up to this size); 0 = the whole batch", only_here=True)

@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from rlcockpit.trainer.cpu_threads import usable_cpus
+
 MULTI_NODE_MESSAGE = (
     "trainer.nnodes={n}: rlcockpit trains on one node (trainer.n_gpus_per_node processes). For several nodes "
     "run verl on Ray and watch it with rlcockpit: `rlcockpit watch <verl log or output dir>`, or add "
@@ -214,7 +216,7 @@ def setup(cfg: Any, log: Callable[[str], None] | None = print) -> Dist:
                              "GPU(s); lower --nproc-per-node / trainer.n_gpus_per_node")
         torch.cuda.set_device(local_rank)
     elif tr.num_threads <= 0:
-        tr.num_threads = max(1, (os.cpu_count() or 1) // local_world)  # ranks share the cores
+        tr.num_threads = max(1, usable_cpus() // local_world)  # ranks share the cores (affinity, cgroup quota)
     backend = "nccl" if use_cuda else "gloo"
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend=backend)
