@@ -358,6 +358,10 @@ class RewardDivergence(Detector):
         noise = max(diff_noise(track.tail(32)), 0.05 * abs(early), 1e-3)
         n_early = self._early[key][1]
         se = noise * math.sqrt(1.0 / len(since) + 1.0 / n_early)  # of the difference of the two means
+        if now - early > p["flat_se_z"] * se:
+            return None  # correctness rose with the reward, by more than its noise
+        if early - now > se:
+            return None  # it is sliding down: a fall is judged (and named) as a fall from its best
         # the reward's rise over the same steps as the correctness' mean, from its mean over the same early steps: a
         # reward that is its accuracy climbed in its last 3 values, not over the 64 the accuracy is averaged on, and
         # its warm-up median is not the accuracy's early mean (a healthy GSPO run, logged every 2)
@@ -365,10 +369,8 @@ class RewardDivergence(Detector):
         r_rise = r_since - self._reward_early  # both rises from the means over the same early steps
         if n_r == 0 or r_rise < p["flat_se_z"] * self._reward.noise * math.sqrt(1.0 / n_r + 1.0 / self.warmup):
             return None  # over those steps the reward did not climb past its own noise either
-        if now - early > p["flat_se_z"] * se or now - early > p["flat_share"] * r_rise:
-            return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
-        if early - now > se:
-            return None  # it is sliding down: a fall is judged (and named) as a fall from its best
+        if now - early > p["flat_share"] * r_rise:
+            return None  # correctness rose with the reward by a share of the reward's rise
         if self._format_rose(int(p["gap_span"]), r_rise):
             return None  # the rise is a format component's: the policy learning a format
         gain = self._reward_gain(reward)
@@ -425,6 +427,8 @@ class RewardDivergence(Detector):
         """A held-out score below its own range on its last ``left_hold`` evaluations while the reward held."""
         p = self.p
         hold = int(p["left_hold"])
+        if track.n <= hold or track.last >= track.values[-hold - 1]:
+            return None  # the usual evaluation: not under the one before the last ``hold`` (the newest of the range)
         vals = track.tail(hold + int(p["left_reference"]))
         ref, recent = vals[:-hold], vals[-hold:]
         if len(ref) < p["left_min_reference"] or max(recent) >= min(ref):
