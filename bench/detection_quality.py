@@ -121,6 +121,13 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
+    "rlcockpit_trainer_cpu6": "scored once held out (at bd42ad5); then its judge199ramp run's validation, reward and "
+                              "reward_extra parts were read: reward_divergence's held-out fall while the reward holds "
+                              "and another part of it rises (issue 29, branch h-detect11)",
+    "trl_cpu_settings6": "scored once held out (at bd42ad5); then its brevityramp run's reward and accuracy, its judge "
+                         "run's evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
+                         "judged on its own noise, correctness flat against the reward over the same steps (issue 29, "
+                         "branch h-detect11)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -23,6 +23,7 @@ from rlcockpit.health.base import (
     count_noise,
     diff_noise,
     fmt,
+    median,
     register_detector,
     span,
 )
@@ -97,17 +98,30 @@ class RewardDivergence(Detector):
       pass@k...: ``critic/score/<fn>/mean``, a reward-function field; scored on the same samples, so it cannot lag
       the way a held-out score lags the training reward in a healthy run) whose mean since the reward's drift began
       (``flat_points`` values or more, over ``flat_span`` steps or more) is above its early level by no more than
-      ``flat_se_z`` standard errors of the difference of the two means and ``flat_share`` of the reward's rise,
-      and below it by no more than one (a slide is judged as a fall), while the reward is past its alarm and its
+      ``flat_se_z`` standard errors of the difference of the two means and ``flat_share`` of the reward's rise over
+      the same steps (its mean over them against its mean over the same early steps, ``flat_se_z`` standard errors
+      up), and below it by no
+      more than one (a slide is judged as a fall), while the reward is past its alarm and its
       3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
       the answers does not. Not while a format component rose by half the reward's rise (a format being learned).
     - *pulling away* (warning): a task score logged on the same samples as the reward (a reward component, not
       held out) that the reward leaves behind step by step: the mean of the reward's lead over it over the last
-      ``gap_span`` steps ``gap_z`` of the reward's early noise (of such a mean) above that lead during the warm-up,
+      ``gap_span`` steps ``gap_z`` of the lead's own early noise (of such a mean) above that lead during the warm-up,
       the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`). The difference of
       two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
       seen while the reward's own noise still hides it. Not for a part the reward pays in full (the reward is the
       plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
+
+    - *held-out left its range, reward held* (warning): a held-out score whose last ``left_hold`` values each lie under
+      the lowest of the ``left_reference`` values before them (at least ``left_min_reference``), their mean
+      ``left_z`` noise units of such a mean under those values' median (the noise: the larger of the series'
+      step-to-step noise and the sampling noise of a mean of 0/1 scores), while the training reward's mean over the
+      steps since the evaluation before them is not below its mean over the reference's steps by ``left_fall_z``
+      standard errors of that difference (the reward's early noise), and a logged part of the reward that is no
+      verdict on the task (``critic/score/<fn>/mean``, ``reward_extra/<name>/mean``) rose ``part_z`` standard errors
+      over the same steps: the policy got worse on the task while the reward it is paid kept paying, for something
+      else (a judge drifting from correctness). A fall with the reward is a collapse, and a fall with no part
+      rising in the task's place a held-out dip (``held_out_drop``'s, both).
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -120,7 +134,8 @@ class RewardDivergence(Detector):
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
                 "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5,
-                "gap_rise_share": 0.25}
+                "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
+                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -134,16 +149,19 @@ class RewardDivergence(Detector):
         self._best: dict[str, tuple[float, int, float]] = {}  # key -> (best mean, its step, reward then)
         self._seen: dict[str, int] = {}
         self._warm_step = 0  # the first step after the reward's warm-up: a quality series' early level is before it
+        self._reward_early = 0.0  # the reward's mean over the same steps (the level a correctness is compared with)
         self._early: dict[str, tuple[float, int]] = {}  # key -> (early level, values it is the mean of)
         self._worse: dict[str, int] = {}  # key -> successive values past the critical ratio
         self._format_early: dict[str, float] = {}  # format components' levels over the reward's warm-up
         # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
-        self._gap_early: dict[str, tuple[float, float, float] | None] = {}
+        self._gap_early: dict[str, tuple[float, float, float, float] | None] = {}  # + the lead's early noise
         self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
 
     def on_warm(self) -> None:
         p, tracks = self.p, self.ctx.tracks
         self._warm_step = tracks[REWARD].last_step
+        early = [v for st, v in zip(tracks[REWARD].steps, tracks[REWARD].values) if st < self._warm_step]
+        self._reward_early = sum(early) / len(early) if early else tracks[REWARD].values[0]  # as a score's early level
         self._format_early = {key: sum(t.values) / t.n for key, t in tracks.items()  # (logged from the start)
                               if key.startswith(COMPONENT) and key.endswith("/mean") and is_format(key) and t.n}
         self._reward = Drift(tracks[REWARD].tail(self.warmup, skip=1), p["k"], p["h"], 0.01, 1e-9)
@@ -172,6 +190,8 @@ class RewardDivergence(Detector):
                 found = found or self._worse_than_early(step, key, track, reward)
                 continue
             found = found or self._held_out_falling(step, key, track, reward, up)
+            if found is None and key.startswith(HELD_OUT):
+                found = self._held_out_left(step, key, track, reward)
             if found is None and key.startswith(COMPONENT) and track.last_step == reward.last_step == step:
                 found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
@@ -230,8 +250,9 @@ class RewardDivergence(Detector):
         format: TRL's ``rewards/accuracy/mean`` beside a paid ``reward``, Tinker's correctness ``f`` beside the
         ``g`` it trains on). Both move with the same prompts' difficulty, so their difference, step by step, is far
         quieter than either: the mean of the reward's lead over the score over the last ``gap_span`` steps
-        ``gap_z`` noise units (the reward's early noise, of such a mean) above its lead during the warm-up, while the
-        reward's own mean over those steps is as far above its early level and the lead's rise is at least
+        ``gap_z`` noise units of the lead itself (its step-to-step noise over the warm-up, of such a mean: 0 for a
+        reward that was its score) above its lead during the warm-up, while the reward's own mean over those steps is
+        ``gap_z`` of the reward's early noise (of such a mean) above its early level and the lead's rise is at least
         ``gap_share`` of the reward's rise (the score did not rise with it); ``gap_hold`` successive paired
         observations. Not while a format component rose as much (a format bonus being learned, not the task given
         up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
@@ -243,7 +264,7 @@ class RewardDivergence(Detector):
             self._gap_early[key] = self._early_lead(track, reward)
         if self._gap_early[key] is None:
             return None
-        early_gap, score_early, score_noise = self._gap_early[key]
+        early_gap, score_early, score_noise, lead_noise = self._gap_early[key]
         w = span(reward, p["gap_span"], lo=3, hi=10)
         bar = p["gap_z"] * self._reward.noise / math.sqrt(w)
         if reward.mean_last(w) - self._reward.level < bar:  # the usual step: the reward is not up
@@ -258,7 +279,8 @@ class RewardDivergence(Detector):
         moved = sum(v for *_, v in pairs) / w - score_early  # the score's own move, against its noise
         fell = -moved > p["gap_z"] * score_noise / math.sqrt(w)
         rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
-        if gap < bar or rise < bar or gap < p["gap_share"] * rise or fell or rose or self._format_rose(w, gap):
+        if gap < p["gap_z"] * lead_noise / math.sqrt(w) or rise < bar or gap < p["gap_share"] * rise or fell or rose \
+                or self._format_rose(w, gap):
             self._gap_run[key] = 0
             return None
         run = self._gap_run[key] = self._gap_run.get(key, 0) + 1
@@ -277,19 +299,23 @@ class RewardDivergence(Detector):
                          "pays for beside the task.", metric=REWARD, values=vals,
                          step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
 
-    def _early_lead(self, track: Track, reward: Track) -> tuple[float, float, float] | None:
-        """(the reward's mean lead over the score, the score's mean, its noise) over the pairs logged during the
-        reward's warm-up; None with fewer than ``gap_min_early`` of them."""
+    def _early_lead(self, track: Track, reward: Track) -> tuple[float, float, float, float] | None:
+        """(the reward's mean lead over the score, the score's mean, its noise, the lead's noise) over the pairs
+        logged during the reward's warm-up; None with fewer than ``gap_min_early`` of them. The lead's noise is that
+        of the difference itself (its step-to-step noise, its median change taken out): both series move with the
+        same prompts, so it is far below either's, and 0 where the reward was the score (TRL's paid reward and an
+        accuracy logged beside it at weight 0, until a second term comes in)."""
         pairs = [(r, v) for s, r, v in self._paired(track, reward, 64) if s < self._warm_step]
         if len(pairs) < self.p["gap_min_early"]:
             return None
         if not is_correctness(track.key) and self._paid_in_full(reward):
             return None  # the lead over one paid part is the others being learned, not a bonus beside the task
-        lead = sum(r - v for r, v in pairs) / len(pairs)
+        leads = [r - v for r, v in pairs]
+        lead = sum(leads) / len(leads)
         scores = [v for _r, v in pairs]
         noise = max(diff_noise(scores), count_noise(scores), 1e-9)
         # a reward that is its score differs from it by float rounding only: that lead is 0, not -3.3e-08
-        return (lead if abs(lead) > 1e-6 else 0.0), sum(scores) / len(scores), noise
+        return (lead if abs(lead) > 1e-6 else 0.0), sum(scores) / len(scores), noise, diff_noise(leads)
 
     def _paid_in_full(self, reward: Track) -> bool:
         """Whether the reward is the plain sum of its logged parts (``critic/score/<fn>/mean``) on every warm-up step
@@ -324,18 +350,27 @@ class RewardDivergence(Detector):
         first = self._reward.start
         if early is None or not up or first is None or self._reward_gain(reward) < p["flat_gain_z"]:
             return None
-        since = [v for s, v in zip(track.tail_steps(64), track.tail(64)) if s >= first]
-        if len(since) < p["flat_points"] or step - first < p["flat_span"]:
+        pairs = [(s, v) for s, v in zip(track.tail_steps(64), track.tail(64)) if s >= first]
+        if len(pairs) < p["flat_points"] or step - first < p["flat_span"]:
             return None
+        since = [v for _s, v in pairs]
         now = sum(since) / len(since)
         noise = max(diff_noise(track.tail(32)), 0.05 * abs(early), 1e-3)
         n_early = self._early[key][1]
         se = noise * math.sqrt(1.0 / len(since) + 1.0 / n_early)  # of the difference of the two means
-        r_rise = reward.mean_last(3) - self._reward.level
-        if now - early > p["flat_se_z"] * se or now - early > p["flat_share"] * r_rise:
-            return None  # correctness rose with the reward (by its noise, or by a share of the reward's rise)
+        if now - early > p["flat_se_z"] * se:
+            return None  # correctness rose with the reward, by more than its noise
         if early - now > se:
             return None  # it is sliding down: a fall is judged (and named) as a fall from its best
+        # the reward's rise over the same steps as the correctness' mean, from its mean over the same early steps: a
+        # reward that is its accuracy climbed in its last 3 values, not over the 64 the accuracy is averaged on, and
+        # its warm-up median is not the accuracy's early mean (a healthy GSPO run, logged every 2)
+        r_since, n_r = _mean_between(reward, pairs[0][0], step)
+        r_rise = r_since - self._reward_early  # both rises from the means over the same early steps
+        if n_r == 0 or r_rise < p["flat_se_z"] * self._reward.noise * math.sqrt(1.0 / n_r + 1.0 / self.warmup):
+            return None  # over those steps the reward did not climb past its own noise either
+        if now - early > p["flat_share"] * r_rise:
+            return None  # correctness rose with the reward by a share of the reward's rise
         if self._format_rose(int(p["gap_span"]), r_rise):
             return None  # the rise is a format component's: the policy learning a format
         gain = self._reward_gain(reward)
@@ -387,6 +422,64 @@ class RewardDivergence(Detector):
                          "The policy is learning what the reward pays for, not the task: a learned reward model being "
                          "exploited, or a reward term the task does not need.", metric=REWARD, values=vals,
                          step_start=best[1], extra_keys=(key,), samples=True)
+
+    def _held_out_left(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
+        """A held-out score below its own range on its last ``left_hold`` evaluations while the reward held."""
+        p = self.p
+        hold = int(p["left_hold"])
+        if track.n <= hold or track.last >= track.values[-hold - 1]:
+            return None  # the usual evaluation: not under the one before the last ``hold`` (the newest of the range)
+        vals = track.tail(hold + int(p["left_reference"]))
+        ref, recent = vals[:-hold], vals[-hold:]
+        if len(ref) < p["left_min_reference"] or max(recent) >= min(ref):
+            return None  # the usual evaluation: inside the range of those before it
+        med = median(ref)
+        noise = max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
+        mean = sum(recent) / hold
+        z = (med - mean) / (noise / math.sqrt(hold))
+        if z < p["left_z"]:
+            return None
+        steps = track.tail_steps(len(vals))
+        r_now, n_now = _mean_between(reward, steps[-hold - 1] + 1, step)
+        r_ref, n_ref = _mean_between(reward, steps[0], steps[-hold - 1])
+        if n_now == 0 or n_ref == 0 or \
+                r_ref - r_now > p["left_fall_z"] * self._reward.noise * math.sqrt(1.0 / n_now + 1.0 / n_ref):
+            return None  # the reward fell with it: a collapse, held_out_drop's business
+        part = self._part_rose(reward, steps[0], steps[-hold - 1], step)
+        if part is None:
+            return None  # no other part of the reward rose in the task's place: a held-out dip (held_out_drop's)
+        key_p, p_ref, p_now = part
+        part_raw = self.ctx.tracks[key_p].raw
+        vals_ = {"reward": r_now, "reward_before": r_ref, "held_out": mean, "held_out_median": med,
+                 "held_out_low": min(ref), "noise": noise, "drop_z": z, "part": p_now, "part_before": p_ref,
+                 "signals": [f"validation {track.raw} {fmt(med)} -> {fmt(mean)}", f"{part_raw} {fmt(p_ref)} -> {fmt(p_now)}"]}
+        return self.fire(step, "warning",
+                         f"Held-out score fell below its range while the reward held: {track.raw} averaged {fmt(mean)} "
+                         f"on the last {hold} evaluations, under the lowest of the {len(ref)} before ({fmt(min(ref))}; "
+                         f"{z:.1f}x the noise of such a mean under their median {fmt(med)}), while {reward.raw} "
+                         f"averaged {fmt(r_now)} since step {steps[-hold - 1] + 1} against {fmt(r_ref)} before and its "
+                         f"part {part_raw} rose {fmt(p_ref)} -> {fmt(p_now)}",
+                         "The policy answers worse on data it is not trained on while the reward it is paid holds, "
+                         "earned by another part of it: the reward no longer measures the task (a judge or reward "
+                         "model drifting from correctness).",
+                         metric=REWARD, values=vals_, step_start=steps[-hold], extra_keys=(key,), samples=True)
+
+    def _part_rose(self, reward: Track, first: int, last_ref: int, step: int) -> tuple[str, float, float] | None:
+        """(key, mean over the reference steps, mean since) of a logged part of the reward that is not a verdict on the
+        task (``critic/score/<fn>/mean``, a reward-function field ``reward_extra/<name>/mean``; not named for
+        correctness, not the reward itself) whose mean over the steps after ``last_ref`` is ``part_z`` standard
+        errors (its own step-to-step noise) above its mean over [``first``, ``last_ref``]: what the reward now pays for
+        in the task's place."""
+        for key, track in self.ctx.tracks.items():
+            if not (key.startswith((COMPONENT, "reward_extra/")) and key.endswith("/mean")) or key == REWARD \
+                    or is_correctness(key) or quality_direction(key) < 0 or abs(track.last - reward.last) < 1e-6:
+                continue
+            now, n_now = _mean_between(track, last_ref + 1, step)
+            ref, n_ref = _mean_between(track, first, last_ref)
+            if n_now and n_ref and now - ref > self.p["part_z"] * max(diff_noise(track.tail(64)), 1e-9) \
+                    * math.sqrt(1.0 / n_now + 1.0 / n_ref):
+                return key, ref, now
+        return None
 
     def _length_bonus(self, step: int, key: str, track: Track, reward: Track, length: Track) -> Finding | None:
         p = self.p
