@@ -118,11 +118,23 @@ class KLRising(Detector):
     keeps accelerating holds). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
     that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
-    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info."""
+    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info.
+
+    Also a warning, inside or below the band: the KL *left its own range for good*. Judged in log units (a small
+    batch's KL swings by a factor): the mean log of the last ``range_n`` batches above the median log of the
+    ``range_window`` batches before them (floored at the guide's ``healthy_low``: a ratio to a KL of ~0 means
+    nothing) by ``range_ratio`` and by ``range_z`` standard errors of such a mean (the robust scale of those logs,
+    floored at 0.1, / sqrt(``range_n``)), on ``range_hold`` consecutive checks (every ``every`` batches), where the
+    reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
+    KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
+    1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
+    that the rule above needs. Checked only while a fast running mean of the log KL is above a slow one by half that
+    factor (one comparison per step otherwise)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
-                "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4}
+                "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4,
+                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -136,11 +148,30 @@ class KLRising(Detector):
         self._noted_stable = False
         self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
         self._warn_held = 0  # ... and that met the warning's
+        self._fast = self._slow = math.nan  # running means of the log KL (~10 and ~50 batches): the range rule's gate
+        self._range_held = 0  # consecutive checks that found the KL out of its own range
+        self._range_start: int | None = None  # the step of the first of them
+        self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
+        self._log_ratio = math.log(self.p["range_ratio"])
+        self._gate = 0.5 * self._log_ratio
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
-        if track.last <= p["band_high"]:
+        last = track.last
+        if last > 1e-12:
+            x = math.log(last)
+            if self._fast != self._fast:
+                self._fast = self._slow = x
+            self._fast += 0.2 * (x - self._fast)
+            self._slow += 0.04 * (x - self._slow)
+        if self._fast - self._slow > self._gate and self.due(p["every"]):
+            found = self._left_range(step, track)
+            if found is not None:
+                return found
+        elif self._range_held and self._fast - self._slow <= self._gate:
+            self._range_held = 0
+        if last <= p["band_high"]:
             self._crit_held = self._warn_held = 0
             return None
         if not self.due(p["every"]):
@@ -183,6 +214,46 @@ class KLRising(Detector):
                              "Short-answer tasks give a high per-token KL; judged against the run's own trend.",
                              values=info)
         return None
+
+
+    def _left_range(self, step: int, track: Track) -> Finding | None:
+        """The range rule (class docstring): the last ``range_n`` batches against the ``range_window`` before."""
+        p = self.p
+        period = self._repeats.of(track)
+        n, w = int(p["range_n"]) * period, int(p["range_window"]) * period
+        if track.n < n + w:
+            return None
+        vals = track.tail(n + w)
+        new = [math.log(v) for v in vals[w:] if v > 1e-12]
+        ref = [math.log(v) for v in vals[:w] if v > 1e-12]
+        if len(new) < 0.7 * n or len(ref) < 0.7 * w:
+            self._range_held = 0
+            return None
+        half = len(ref) // 2
+        mid = median(ref)
+        level = max(mid, math.log(KL_FLOOR))
+        scale = max(1.4826 * median([abs(v - mid) for v in ref]), 0.1)
+        now = sum(new) / len(new)
+        se = scale / math.sqrt(max(len(new) // period, 1))
+        out = now - level > max(self._log_ratio, p["range_z"] * se) \
+            and median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio
+        if not out:
+            self._range_held = 0
+            return None
+        self._range_held += 1
+        if self._range_held == 1:
+            self._range_start = step
+        if self._range_held < p["range_hold"]:
+            return None
+        ratio = math.exp(now - level)
+        over = f" over the {len(ref)} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
+        return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
+                         f"(geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
+                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
+                         "The policy settled further from the reference than it had been: often a learning rate that "
+                         "grew too large, the start of a collapse.",
+                         values={"kl": math.exp(now), "kl_median": math.exp(mid), "ratio": ratio,
+                                 "log_spread": scale}, step_start=self._range_start)
 
 
 @register_detector("kl_spike")
