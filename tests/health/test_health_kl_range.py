@@ -20,18 +20,18 @@ def range_warnings(found: list) -> list[tuple[int, int, str]]:
             if f.detector == "kl_rising" and f.severity == "warning" and "left its range" in f.title]
 
 
-@pytest.mark.parametrize("source, suffix, onset, latest", [
-    ("trl_cpu_settings6", "collapse-llamas2-2prompt-4gen-beta01-lrramp100-400", 226, 241),
-    ("rlcockpit_trainer_cpu6", "collapse-llamas2-2prompt-4sample-kllossk3plus-lrramp40-400-val10", 247, 270),
-])
-def test_lr_ramp_lifting_the_kl_out_of_its_range_is_found(source, suffix, onset, latest):
-    hits = range_warnings(replay(real_run(suffix, source=source)))
-    assert hits and onset - 5 <= hits[0][1] <= latest, hits
+def test_lr_ramp_lifting_the_kl_out_of_its_range_is_found():
+    """TRL, 2 prompts x 4 completions, beta 0.1, the learning rate ramped from step 211: the KL's 10-step mean left
+    0.01-0.04 for good at step 226 (the label), for 0.09-0.6."""
+    trace = real_run("collapse-llamas2-2prompt-4gen-beta01-lrramp100-400", source="trl_cpu_settings6")
+    hits = range_warnings(replay(trace))
+    assert hits and 221 <= hits[0][1] <= 241, hits
 
 
 @pytest.mark.parametrize("source, suffix", [
     ("trl_cpu_settings2", "healthy-gpt2-2prompt-lr3e-4-400"),  # a KL of 0.15-0.6 that wanders by a factor of 4
     ("trl_cpu_settings4", "healthy-qwen2-1prompt-4gen-iter2-800-log1"),  # each batch's KL logged twice
+    ("trl_cpu_settings6", "healthy-qwen2s2-2prompt-4gen-stepsper4-beta01-topent02-400"),
 ])
 def test_healthy_kl_wandering_by_a_factor_is_left_alone(source, suffix):
     assert range_warnings(replay(real_run(suffix, source=source))) == []

@@ -121,10 +121,11 @@ class KLRising(Detector):
     meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info.
 
     Also a warning, inside or below the band: the KL *left its own range for good*. Judged in log units (a small
-    batch's KL swings by a factor): the mean log of the last ``range_n`` batches above the median log of the
+    batch's KL swings by a factor): the mean log of the last ``range_n`` batches (trimmed by a fifth at each end: a
+    blip of 10-300x for a batch or two is no new level) above the median log of the
     ``range_window`` batches before them (floored at the guide's ``healthy_low``: a ratio to a KL of ~0 means
-    nothing) by ``range_ratio`` and by ``range_z`` standard errors of such a mean (the robust scale of those logs,
-    floored at 0.1, / sqrt(``range_n``)), on ``range_hold`` consecutive checks (every ``every`` batches), where the
+    nothing) by ``range_ratio`` and by ``range_z`` standard errors of such a mean (1.1 x the robust scale of those
+    logs, floored at 0.1, / sqrt(``range_n``)), on ``range_hold`` consecutive checks (every ``every`` batches), where the
     reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
     KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
     1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
@@ -233,8 +234,10 @@ class KLRising(Detector):
         mid = median(ref)
         level = max(mid, math.log(KL_FLOOR))
         scale = max(1.4826 * median([abs(v - mid) for v in ref]), 0.1)
-        now = sum(new) / len(new)
-        se = scale / math.sqrt(max(len(new) // period, 1))
+        cut = len(new) // 5  # a trimmed mean: one or two batches of a 10-300x blip in ten are no new level
+        kept = sorted(new)[cut : len(new) - cut]
+        now = sum(kept) / len(kept)
+        se = 1.1 * scale / math.sqrt(max(len(new) // period, 1))  # (1.1: the trimmed mean's efficiency)
         out = now - level > max(self._log_ratio, p["range_z"] * se) \
             and median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio
         if not out:
@@ -248,7 +251,7 @@ class KLRising(Detector):
         ratio = math.exp(now - level)
         over = f" over the {len(ref)} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
         return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
-                         f"(geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
+                         f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
                          f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
                          "The policy settled further from the reference than it had been: often a learning rate that "
                          "grew too large, the start of a collapse.",
