@@ -360,7 +360,7 @@ class MemoryGrowth(MemoryTrend):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._present: list[str] = []
-        self._present_at = -1
+        self._present_at = self._based = -1
 
     def min_growth(self, base: float, key: str = "") -> float:
         # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
@@ -376,15 +376,15 @@ class MemoryGrowth(MemoryTrend):
     def check(self, step: int) -> Finding | None:
         if not self.due(self.p["every"]):
             return None
-        if self._present_at != len(self.ctx.tracks):  # which of the memory series this run logs
-            self._present_at = len(self.ctx.tracks)
+        if self._present_at != len(self.ctx.tracks) or self._based != len(self._base):  # which series to judge:
+            self._present_at, self._based = len(self.ctx.tracks), len(self._base)  # anew when a key appears or warms up
             self._present = [k for k in self.keys if k in self.ctx.tracks]
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
+            if RSS in self._base or RSS_MB in self._base:  # the process's own memory has a level: the machine's
+                self._present = [k for k in self._present if k != CPU_USED]  # (others' too) is not judged
         tracks, state = self.ctx.tracks, self._top
         for key in self._present:
-            if key == CPU_USED and (RSS in self._base or RSS_MB in self._base):  # the process's own memory is
-                continue  # judged: the machine's (others' too) is not
             track = tracks[key]
             if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue

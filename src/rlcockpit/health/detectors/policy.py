@@ -129,8 +129,9 @@ class KLRising(Detector):
     reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
     KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
     1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
-    that the rule above needs. Checked only while a fast running mean of the log KL is above a slow one by half that
-    factor (one comparison per step otherwise)."""
+    that the rule above needs. Checked only while a fast running mean of the log KL (updated every ``every``
+    observations) is above a slow one by half that factor; the reference's statistics are measured again every
+    ``range_n`` batches (a counter per step otherwise)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
@@ -155,23 +156,20 @@ class KLRising(Detector):
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
+        self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
+        self._ref_at = -(10**9)  # ... measured when the track had this many values
+        self._tick = 0  # observations since the range rule's gate was last updated
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
         last = track.last
-        if last > 1e-12:
-            x = math.log(last)
-            if self._fast != self._fast:
-                self._fast = self._slow = x
-            self._fast += 0.2 * (x - self._fast)
-            self._slow += 0.04 * (x - self._slow)
-        if self._fast - self._slow > self._gate and self.due(p["every"]):
-            found = self._left_range(step, track)
+        self._tick += 1
+        if self._tick >= p["every"]:  # the range rule's gate, every ``every`` observations
+            self._tick = 0
+            found = self._range_gate(step, track, last)
             if found is not None:
                 return found
-        elif self._range_held and self._fast - self._slow <= self._gate:
-            self._range_held = 0
         if last <= p["band_high"]:
             self._crit_held = self._warn_held = 0
             return None
@@ -217,6 +215,21 @@ class KLRising(Detector):
         return None
 
 
+    def _range_gate(self, step: int, track: Track, last: float) -> Finding | None:
+        """Running means of the log KL over ~10 and ~50 batches (updated every ``every`` observations, with the newest
+        value); the range rule looks only while the fast one is above the slow one by half its factor."""
+        fast, slow = self._fast, self._slow
+        if last > 1e-12:
+            x = math.log(last)
+            if fast != fast:
+                fast = slow = x
+            self._fast = fast = fast + 0.36 * (x - fast)
+            self._slow = slow = slow + 0.08 * (x - slow)
+        if fast - slow > self._gate:
+            return self._left_range(step, track)
+        self._range_held = 0
+        return None
+
     def _left_range(self, step: int, track: Track) -> Finding | None:
         """The range rule (class docstring): the last ``range_n`` batches against the ``range_window`` before."""
         p = self.p
@@ -224,22 +237,26 @@ class KLRising(Detector):
         n, w = int(p["range_n"]) * period, int(p["range_window"]) * period
         if track.n < n + w:
             return None
-        vals = track.tail(n + w)
-        new = [math.log(v) for v in vals[w:] if v > 1e-12]
-        ref = [math.log(v) for v in vals[:w] if v > 1e-12]
-        if len(new) < 0.7 * n or len(ref) < 0.7 * w:
+        if track.n - self._ref_at >= n:  # the reference's statistics, measured again every ``range_n`` batches
+            self._ref_at = track.n
+            ref = [math.log(v) for v in track.tail(w, skip=n) if v > 1e-12]
+            if len(ref) < 0.7 * w:
+                self._ref = None
+            else:
+                half, mid = len(ref) // 2, median(ref)
+                self._ref = (mid, max(1.4826 * median([abs(v - mid) for v in ref]), 0.1), len(ref),
+                             median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio)
+        new = [math.log(v) for v in track.tail(n) if v > 1e-12]
+        if self._ref is None or len(new) < 0.7 * n:
             self._range_held = 0
             return None
-        half = len(ref) // 2
-        mid = median(ref)
+        mid, scale, n_ref, level_ref = self._ref
         level = max(mid, math.log(KL_FLOOR))
-        scale = max(1.4826 * median([abs(v - mid) for v in ref]), 0.1)
         cut = len(new) // 5  # a trimmed mean: one or two batches of a 10-300x blip in ten are no new level
         kept = sorted(new)[cut : len(new) - cut]
         now = sum(kept) / len(kept)
         se = 1.1 * scale / math.sqrt(max(len(new) // period, 1))  # (1.1: the trimmed mean's efficiency)
-        out = now - level > max(self._log_ratio, p["range_z"] * se) \
-            and median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio
+        out = level_ref and now - level > max(self._log_ratio, p["range_z"] * se)
         if not out:
             self._range_held = 0
             return None
@@ -249,7 +266,7 @@ class KLRising(Detector):
         if self._range_held < p["range_hold"]:
             return None
         ratio = math.exp(now - level)
-        over = f" over the {len(ref)} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
+        over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
         return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
                          f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
                          f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
