@@ -130,7 +130,7 @@ DEVELOPED_ON: dict[str, str] = {
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
     "rlcockpit_trainer_cpu6": "scored once held out (recall 3/6, 0 criticals, 0.5 warnings per healthy run at "
                               "63eaea5); then its lr-ramp run's KL loss and its leak run's host memory and sparse RSS "
-                              "were read: kl_rising's range rule (that run still found late, at 364), memory_growth "
+                              "were read: kl_rising's range rule (that run still found late, at 266), memory_growth "
                               "judging the machine's memory beside a sparse RSS (issue 29, branch h-detect10)",
     "trl_cpu_settings6": "scored once held out (recall 2/6, 0 criticals, 0.5 warnings per healthy run at 63eaea5); "
                          "then its lr-ramp run's KL and its healthy runs' KL were read: kl_rising's range rule "
