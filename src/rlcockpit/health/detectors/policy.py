@@ -158,15 +158,15 @@ class KLRising(Detector):
         self._gate = 0.5 * self._log_ratio
         self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
         self._ref_at = -(10**9)  # ... measured when the track had this many values
-        self._tick = 0  # observations since the range rule's gate was last updated
+        self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
         last = track.last
-        self._tick += 1
-        if self._tick >= p["every"]:  # the range rule's gate, every ``every`` observations
-            self._tick = 0
+        tick = self._tick = self._tick - 1
+        if tick <= 0:  # the range rule's gate, every ``every`` observations
+            self._tick = self._every
             found = self._range_gate(step, track, last)
             if found is not None:
                 return found
