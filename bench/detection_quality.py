@@ -81,7 +81,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, grad_spike, "
                          "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4); "
                          "then its nines run's reward and rewards/accuracy/mean were read (still missed; issue 29, branch "
-                         "h-detect8)",
+                         "h-detect8); then its healthy lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was "
+                         "read to set kl_rising's range rule's bar (issue 29, branch h-detect10)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
@@ -108,26 +109,38 @@ DEVELOPED_ON: dict[str, str] = {
                          "were read: truncation leaving zero, reward_divergence's paired lead (issue 29, branch h-detect8); "
                          "then its "
                          "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
-                         "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7)",
+                         "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7); "
+                         "then its healthy num_iterations=2 run's KL was read for kl_rising's range rule (issue 29, "
+                         "branch h-detect10)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
-                              "shrink rule (issue 29, branch h-detect9)",
+                              "shrink rule (issue 29, branch h-detect9); "
+                              "then its healthy opo run's host memory beside a sparse RSS was read: memory_growth's "
+                              "sparse-RSS check (issue 29, branch h-detect10)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL "
                          "and its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
                          "trailing scale and raw persistence, loss_oscillation's min_values, entropy_collapse's "
-                         "sudden fall (issue 29, branch h-detect9)",
+                         "sudden fall (issue 29, branch h-detect9); "
+                         "then its dr_grpo lr-ramp run's KL was read (still missed: its KL left its range at 205-210, "
+                         "before the labelled onset 218; issue 29, branch h-detect10)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
-    "rlcockpit_trainer_cpu6": "scored once held out (at bd42ad5); then its judge199ramp run's validation, reward and "
-                              "reward_extra parts were read: reward_divergence's held-out fall while the reward holds "
-                              "and another part of it rises (issue 29, branch h-detect11)",
-    "trl_cpu_settings6": "scored once held out (at bd42ad5); then its brevityramp run's reward and accuracy, its judge "
-                         "run's evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
-                         "judged on its own noise, correctness flat against the reward over the same steps (issue 29, "
-                         "branch h-detect11)",
+    "rlcockpit_trainer_cpu6": "scored once held out (at bd42ad5: recall 3/6, 1 critical on healthy runs; the critical "
+                              "was length_collapse's empty rule, changed on main at 63eaea5); then its judge199ramp "
+                              "run's validation, reward and reward_extra parts were read: reward_divergence's held-out "
+                              "fall while the reward holds and another part of it rises (issue 29, branch h-detect11); "
+                              "its lr-ramp run's KL loss and its leak run's host memory and sparse RSS were read: "
+                              "kl_rising's range rule (that run still found late, at 266), memory_growth judging the "
+                              "machine's memory beside a sparse RSS (issue 29, branch h-detect10)",
+    "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
+                         "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
+                         "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead judged "
+                         "on its own noise, correctness flat against the reward over the same steps (issue 29, branch "
+                         "h-detect11); its lr-ramp run's KL and its healthy runs' KL were read: kl_rising's range "
+                         "rule (issue 29, branch h-detect10)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -11,6 +11,7 @@ aggregated by the monitor (max over devices).
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from rlcockpit.health.advice import LEN, memory_action, moved, ranked, story_causes
@@ -341,7 +342,11 @@ class HostMemory(_Percent):
 class MemoryGrowth(MemoryTrend):
     """Absolute memory series without a device total (``perf/max_memory_allocated_gb``,
     ``perf/max_memory_reserved_gb``, per-GPU used GB or allocated bytes, ``system/proc_rss_gb`` or MB,
-    ``perf/cpu_memory_used_gb``, the machine's: not judged where the process's RSS is logged): a creep of more than ``growth_ratio`` x the run's own level after warm-up
+    ``perf/cpu_memory_used_gb``, the machine's: not judged once the process's RSS is logged often enough to have a
+    level of its own — an RSS logged every hundred steps never warms up, and a leak would go unseen in both — and
+    not raised while such a sparse RSS, read before and after most of the machine's climb, grew by less than a
+    quarter of what the machine's grew between those readings: the climb is then another process's): a
+    creep of more than ``growth_ratio`` x the run's own level after warm-up
     (``host_growth_ratio`` for the machine's used memory, which other processes move too), and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
     above 80% of it is a warning and above ``critical_percent`` of it while ``growth_ratio`` above its own
@@ -355,7 +360,7 @@ class MemoryGrowth(MemoryTrend):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._present: list[str] = []
-        self._present_at = -1
+        self._present_at = self._based = -1
 
     def min_growth(self, base: float, key: str = "") -> float:
         # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
@@ -371,13 +376,13 @@ class MemoryGrowth(MemoryTrend):
     def check(self, step: int) -> Finding | None:
         if not self.due(self.p["every"]):
             return None
-        if self._present_at != len(self.ctx.tracks):  # which of the memory series this run logs
-            self._present_at = len(self.ctx.tracks)
+        if self._present_at != len(self.ctx.tracks) or self._based != len(self._base):  # which series to judge:
+            self._present_at, self._based = len(self.ctx.tracks), len(self._base)  # anew when a key appears or warms up
             self._present = [k for k in self.keys if k in self.ctx.tracks]
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
-            if RSS in self._present or RSS_MB in self._present:  # the process's own memory is logged: the
-                self._present = [k for k in self._present if k != CPU_USED]  # machine's (others' too) is not judged
+            if RSS in self._base or RSS_MB in self._base:  # the process's own memory has a level: the machine's
+                self._present = [k for k in self._present if k != CPU_USED]  # (others' too) is not judged
         tracks, state = self.ctx.tracks, self._top
         for key in self._present:
             track = tracks[key]
@@ -393,6 +398,25 @@ class MemoryGrowth(MemoryTrend):
             if found is not None:
                 return found
         return None
+
+    def _process_grew(self, machine: Track, growth_gb: float) -> bool:
+        """Whether the process's own RSS, where logged at least twice (too sparsely to be judged by itself) and read
+        across a quarter or more of the machine's climb of ``growth_gb``, grew by at least a quarter of what the
+        machine's used memory grew between its first and last readings: a machine whose used memory climbs while
+        this run's RSS holds is another process's climb. True where no such pair of readings says otherwise."""
+        for key, per_gb in ((RSS, 1.0), (RSS_MB, 1024.0)):
+            rss = self.ctx.tracks.get(key)
+            if rss is None or rss.n < 2:
+                continue
+            first = bisect.bisect_left(machine.steps, rss.steps[0])
+            last = bisect.bisect_left(machine.steps, rss.last_step)
+            if last >= len(machine.values):
+                return True
+            spanned = machine.values[last] - machine.values[min(first, last)]
+            if spanned < 0.25 * growth_gb:  # the readings do not bracket the climb: they say nothing about it
+                return True
+            return (rss.last - rss.values[0]) / per_gb >= 0.25 * spanned
+        return True
 
     def _device_limit(self, step: int, key: str, track: Track) -> Finding | None:
         dev = self.p["device_memory_gb"]
@@ -411,7 +435,7 @@ class MemoryGrowth(MemoryTrend):
 
     def _creep(self, step: int, key: str, track: Track) -> Finding | None:
         ev = self.creeping(key, track)
-        if ev is None:
+        if ev is None or (key == CPU_USED and not self._process_grew(track, ev["growth"])):
             return None
         where = "device" if key in DEVICE_KEYS else "host"
         dev = self.p["device_memory_gb"]

@@ -118,11 +118,25 @@ class KLRising(Detector):
     keeps accelerating holds). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
     that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
-    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info."""
+    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info.
+
+    Also a warning, inside or below the band: the KL *left its own range for good*. Judged in log units (a small
+    batch's KL swings by a factor): the mean log of the last ``range_n`` batches (trimmed by a fifth at each end: a
+    blip of 10-300x for a batch or two is no new level) above the median log of the
+    ``range_window`` batches before them (floored at the guide's ``healthy_low``: a ratio to a KL of ~0 means
+    nothing) by ``range_ratio`` and by ``range_z`` standard errors of such a mean (1.1 x the robust scale of those
+    logs, floored at 0.1, / sqrt(``range_n``)), on ``range_hold`` consecutive checks (every ``every`` batches), where the
+    reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
+    KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
+    1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
+    that the rule above needs. Checked only while a fast running mean of the log KL (updated every ``every``
+    observations) is above a slow one by half that factor; the reference's statistics are measured again every
+    ``range_n`` batches (a counter per step otherwise)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
-                "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4}
+                "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4,
+                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -136,11 +150,27 @@ class KLRising(Detector):
         self._noted_stable = False
         self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
         self._warn_held = 0  # ... and that met the warning's
+        self._fast = self._slow = math.nan  # running means of the log KL (~10 and ~50 batches): the range rule's gate
+        self._range_held = 0  # consecutive checks that found the KL out of its own range
+        self._range_start: int | None = None  # the step of the first of them
+        self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
+        self._log_ratio = math.log(self.p["range_ratio"])
+        self._gate = 0.5 * self._log_ratio
+        self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
+        self._ref_at = -(10**9)  # ... measured when the track had this many values
+        self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
-        if track.last <= p["band_high"]:
+        last = track.last
+        tick = self._tick = self._tick - 1
+        if tick <= 0:  # the range rule's gate, every ``every`` observations
+            self._tick = self._every
+            found = self._range_gate(step, track, last)
+            if found is not None:
+                return found
+        if last <= p["band_high"]:
             self._crit_held = self._warn_held = 0
             return None
         if not self.due(p["every"]):
@@ -183,6 +213,67 @@ class KLRising(Detector):
                              "Short-answer tasks give a high per-token KL; judged against the run's own trend.",
                              values=info)
         return None
+
+
+    def _range_gate(self, step: int, track: Track, last: float) -> Finding | None:
+        """Running means of the log KL over ~10 and ~50 batches (updated every ``every`` observations, with the newest
+        value); the range rule looks only while the fast one is above the slow one by half its factor."""
+        fast, slow = self._fast, self._slow
+        if last > 1e-12:
+            x = math.log(last)
+            if fast != fast:
+                fast = slow = x
+            self._fast = fast = fast + 0.36 * (x - fast)
+            self._slow = slow = slow + 0.08 * (x - slow)
+        if fast - slow > self._gate:
+            return self._left_range(step, track)
+        self._range_held = 0
+        return None
+
+    def _left_range(self, step: int, track: Track) -> Finding | None:
+        """The range rule (class docstring): the last ``range_n`` batches against the ``range_window`` before."""
+        p = self.p
+        period = self._repeats.of(track)
+        n, w = int(p["range_n"]) * period, int(p["range_window"]) * period
+        if track.n < n + w:
+            return None
+        if track.n - self._ref_at >= n:  # the reference's statistics, measured again every ``range_n`` batches
+            self._ref_at = track.n
+            ref = [math.log(v) for v in track.tail(w, skip=n) if v > 1e-12]
+            if len(ref) < 0.7 * w:
+                self._ref = None
+            else:
+                half, mid = len(ref) // 2, median(ref)
+                self._ref = (mid, max(1.4826 * median([abs(v - mid) for v in ref]), 0.1), len(ref),
+                             median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio)
+        new = [math.log(v) for v in track.tail(n) if v > 1e-12]
+        if self._ref is None or len(new) < 0.7 * n:
+            self._range_held = 0
+            return None
+        mid, scale, n_ref, level_ref = self._ref
+        level = max(mid, math.log(KL_FLOOR))
+        cut = len(new) // 5  # a trimmed mean: one or two batches of a 10-300x blip in ten are no new level
+        kept = sorted(new)[cut : len(new) - cut]
+        now = sum(kept) / len(kept)
+        se = 1.1 * scale / math.sqrt(max(len(new) // period, 1))  # (1.1: the trimmed mean's efficiency)
+        out = level_ref and now - level > max(self._log_ratio, p["range_z"] * se)
+        if not out:
+            self._range_held = 0
+            return None
+        self._range_held += 1
+        if self._range_held == 1:
+            self._range_start = step
+        if self._range_held < p["range_hold"]:
+            return None
+        ratio = math.exp(now - level)
+        over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
+        return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
+                         f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
+                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
+                         "The policy settled further from the reference than it had been: often a learning rate that "
+                         "grew too large, the start of a collapse.",
+                         values={"kl": math.exp(now), "kl_median": math.exp(mid), "ratio": ratio,
+                                 "log_spread": scale}, step_start=self._range_start)
 
 
 @register_detector("kl_spike")
