@@ -20,7 +20,9 @@ def test_each_triggered_detector_is_timed_once_per_call_and_findings_are_unchang
     trace = next(t for t in load_corpus(["heldout"]) if t["class"] != "healthy" and len(t["metrics"]) > 100)
     times = detector_cost.replay(trace)
     names = {type(d).__name__ for d in HealthMonitor(run_config=trace["config"]).detectors}
+    assert len(times.pop(detector_cost.MONITOR)) == len(trace["metrics"])  # every step timed whole
     assert set(times) <= names and len(times) >= 10
+    assert list(detector_cost.replay(trace, per_detector=False)) == [detector_cost.MONITOR]
     assert all(len(v) <= len(trace["metrics"]) and all(ns > 0 for ns in v) for v in times.values())
     def findings(timed: bool) -> list[tuple[int, str, str]]:
         mon = HealthMonitor(run_config=trace["config"])
