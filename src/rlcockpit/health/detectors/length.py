@@ -361,8 +361,8 @@ class LengthCollapse(Detector):
     Critical: below ``critical_ratio`` x it on ``sustain`` observations while the reference was at least
     ``min_reference`` tokens, or at most ``empty_tokens`` tokens on ``sustain`` observations and at most
     ``empty_share`` of that reference (answers of one token or none where they used to be longer: an unambiguous
-    collapse; a task whose answers were two tokens from the first step is not one). A run whose answers shorten as it learns to be concise
-    stays well above these shares.
+    collapse; a task whose answers were two tokens from the first step is not one). A run whose answers shorten as
+    it learns to be concise stays well above these shares.
 
     Shrinking towards empty (warning), judged against the run's own range rather than a share of it: a run whose
     answers are a few tokens long has no room to fall to a quarter, and a stop token gaining ground takes a 3-token
@@ -377,7 +377,8 @@ class LengthCollapse(Detector):
     silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it."""
 
     keys = (LEN, LEN_MIN)
-    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "empty_share": 0.5, "min_reference": 20.0, "sustain": 3,
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "empty_share": 0.5,
+                "min_reference": 20.0, "sustain": 3,
                 "shrink_drop": threshold(LEN, "shrink_drop"), "shrink_z": threshold(LEN, "shrink_z"),
                 "shrink_window": 60, "shrink_min_window": 50, "shrink_k": 2, "shrink_n": 3, "shrink_every": 10,
                 "shrink_hold": 8, "shrink_hold_n": 9}
