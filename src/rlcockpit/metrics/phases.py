@@ -25,6 +25,10 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checkpoint", ("save_checkpoint",)),
 )
 
+# verl's V1 trainer logs training/off_policy/*; it times sampling from its replay buffer as timing_s/gen while
+# generation runs concurrently elsewhere, so on such a run ``gen`` is a wait for samples, not generation
+V1_MARKER = "training/off_policy/"
+
 # bottleneck group -> the phases it sums (validation and checkpoint time is taken out of the step before the split)
 BOTTLENECK_GROUPS: dict[str, tuple[str, ...]] = {
     "generation": ("generation",),

@@ -22,13 +22,11 @@ import numpy as np
 
 from rlcockpit.metrics.guide import threshold
 from rlcockpit.metrics.headline import HEADLINE_KEYS
-from rlcockpit.metrics.phases import PHASES
+from rlcockpit.metrics.phases import PHASES, V1_MARKER
 from rlcockpit.store.base import Store
 from rlcockpit.store.downsample import minmax_downsample
 
-# verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen while
-# generation runs concurrently elsewhere: there ``gen`` is a wait for samples, not generation.
-V1_MARKER = "training/off_policy/"
+# verl's V1 trainer: its timing_s/gen is a wait for samples (see metrics.phases.V1_MARKER)
 V1_PHASES = tuple((name, ("gen", *names) if name == "sample_wait" else tuple(n for n in names if n != "gen"))
                   for name, names in PHASES)
 # verl times the profiler's start and stop outside timing_s/step (0 on steps not profiled): known, no phase

@@ -26,7 +26,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
-from rlcockpit.metrics.phases import BOTTLENECK_KEYS
+from rlcockpit.metrics.phases import BOTTLENECK_KEYS, V1_MARKER
 
 GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
 GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # the guide's entry for one device (the detector reads their mean)
@@ -359,9 +359,6 @@ class ThroughputDrop(Detector):
 
 
 PHASES = BOTTLENECK_KEYS
-# verl's V1 trainer (it logs training/off_policy/*) times sampling from its replay buffer as timing_s/gen;
-# generation runs concurrently elsewhere, so there timing_s/gen is a wait for samples, not generation
-V1_MARKER = "training/off_policy/"
 NOT_TRAINING = MARKERS  # evaluation and checkpoint time: taken out of the step before the split
 LABELS = {"generation": "generation-bound", "update": "update-bound", "data": "data-bound",
           "other": "data-bound (unaccounted host time)", "inference": "inference-bound (ref/old log-prob)",
