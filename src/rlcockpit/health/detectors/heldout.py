@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 
 from rlcockpit.health.advice import ranked
-from rlcockpit.health.base import Detector, Track, count_noise, diff_noise, fmt, median, register_detector
+from rlcockpit.health.base import Detector, Track, fmt, register_detector
 from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
 from rlcockpit.health.detectors.reward import REWARD, quality_direction
-from rlcockpit.health.detectors.trend import HELD_OUT
+from rlcockpit.health.detectors.trend import HELD_OUT, held_out_range
 from rlcockpit.health.findings import Action, Cause, Finding
 
 
@@ -65,12 +65,11 @@ class HeldOutDrop(Detector):
     def _below_range(self, step: int, key: str, track: Track) -> Finding | None:
         p = self.p
         hold = int(p["hold"])
-        vals = track.tail(hold + int(p["reference"]))
-        ref, recent = vals[:-hold], vals[-hold:]
-        if len(ref) < p["min_reference"]:
+        found = held_out_range(track, hold, int(p["reference"]), int(p["min_reference"]))
+        if found is None:
             return None
-        lo, hi, med = min(ref), max(ref), median(ref)
-        noise = max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
+        ref, recent, med, noise = found
+        lo, hi = min(ref), max(ref)
         worst = max(recent)  # each of the recent values must be under the bar: the highest of them decides
         mean = sum(recent) / hold
         if worst >= lo - (hi - lo) or med - worst < 0.5 * p["z"] * noise \

@@ -243,9 +243,8 @@ class KLRising(Detector):
             if len(ref) < 0.7 * w:
                 self._ref = None
             else:
-                half, mid = len(ref) // 2, median(ref)
-                self._ref = (mid, max(1.4826 * median([abs(v - mid) for v in ref]), 0.1), len(ref),
-                             median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio)
+                half, (mid, scale) = len(ref) // 2, robust(ref, 0.0, 0.1)
+                self._ref = (mid, scale, len(ref), median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio)
         new = [math.log(v) for v in track.tail(n) if v > 1e-12]
         if self._ref is None or len(new) < 0.7 * n:
             self._range_held = 0

@@ -55,6 +55,20 @@ def _quality_keys(tracks: dict[str, Track]) -> list[str]:
     return [k for k in tracks if quality_direction(k) != 0]
 
 
+def held_out_range(track: Track, hold: int, reference: int, min_reference: int
+                   ) -> tuple[list[float], list[float], float, float] | None:
+    """(reference values, last ``hold`` values, the reference's median, the noise of one evaluation) of a held-out
+    score: the ``reference`` values before the last ``hold`` (None with fewer than ``min_reference``), the noise the
+    larger of their step-to-step noise and the sampling noise of a mean of 0/1 scores (floored at 1% of the
+    median). The range both held-out rules judge a fall against (``held_out_drop``, ``reward_divergence``)."""
+    vals = track.tail(hold + reference)
+    ref, recent = vals[:-hold], vals[-hold:]
+    if len(ref) < min_reference:
+        return None
+    med = median(ref)
+    return ref, recent, med, max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
+
+
 def _mean_between(track: Track, lo: float, hi: float) -> tuple[float, int]:
     """(mean, count) of the values of ``track`` logged at steps in [lo, hi]."""
     total, n = 0.0, 0
@@ -429,17 +443,15 @@ class RewardDivergence(Detector):
         hold = int(p["left_hold"])
         if track.n <= hold or track.last >= track.values[-hold - 1]:
             return None  # the usual evaluation: not under the one before the last ``hold`` (the newest of the range)
-        vals = track.tail(hold + int(p["left_reference"]))
-        ref, recent = vals[:-hold], vals[-hold:]
-        if len(ref) < p["left_min_reference"] or max(recent) >= min(ref):
+        found = held_out_range(track, hold, int(p["left_reference"]), int(p["left_min_reference"]))
+        if found is None or max(found[1]) >= min(found[0]):
             return None  # the usual evaluation: inside the range of those before it
-        med = median(ref)
-        noise = max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
+        ref, recent, med, noise = found
         mean = sum(recent) / hold
         z = (med - mean) / (noise / math.sqrt(hold))
         if z < p["left_z"]:
             return None
-        steps = track.tail_steps(len(vals))
+        steps = track.tail_steps(len(ref) + hold)
         r_now, n_now = _mean_between(reward, steps[-hold - 1] + 1, step)
         r_ref, n_ref = _mean_between(reward, steps[0], steps[-hold - 1])
         if n_now == 0 or n_ref == 0 or \
