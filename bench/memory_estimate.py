@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -219,7 +220,6 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     import contextlib
     import gc
     import resource
-    import tempfile
     import types
 
     import torch
@@ -242,7 +242,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     elif allocator != "glibc-default":
         return_freed_memory_to_os()  # as state.build does on CPU (trainer/host_memory.py)
     dev = torch.device(spec.get("device", "cpu"))
-    train, tmp = spec["train"], tempfile.mkdtemp(prefix="rlc-membench-")
+    train, tmp = spec["train"], tempfile.mkdtemp(prefix="model-")
     vision = "vision_config" in spec["model"]
     auto = AutoModelForImageTextToText if vision else AutoModelForCausalLM
     auto.from_config(hf_config(spec["model"])).save_pretrained(tmp)  # random weights, on disk
@@ -322,10 +322,13 @@ def estimate_for(spec: dict[str, Any]) -> Any:
 
 
 def run_scenario(spec: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
     t0 = time.time()
-    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                          env=env, timeout=1800)
+    # The child saves its random model (tens of MB) under TMPDIR: a folder of ours, removed even when the child
+    # is killed, so repeated benchmark and test runs do not fill /tmp.
+    with tempfile.TemporaryDirectory(prefix="rlc-membench-") as tmp:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2", "TMPDIR": tmp}
+        proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
+                              text=True, env=env, timeout=1800)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not line:
         raise RuntimeError(f"scenario {spec['name']!r} failed:\n{proc.stderr[-3000:]}")
