@@ -131,9 +131,11 @@ SPECS: dict[str, dict[str, Any]] = {
     # healthy: DAPO dynamic sampling (groups whose scores all agree are dropped; 4 prompts generated per round until
     # 2 informative groups are found) with clip-higher 0.28, token-mean; GPT-2 seed 3, 2 prompts x 4, 400 steps,
     # validation every 20
+    # (replaced before it ran: the first spec filtered on metric=score, which the trainer refused at step 1 — a
+    # reward returning a float gives only 'acc'; the same run filtering on acc, the task's digit overlap)
     "gpt2s3-2prompt-4sample-dapo-dynsample-cliphigh-400-val20": {"steps": 400, "seed": 151, "model": "gpt2",
                                                                  "model_seed": 3, "overrides": _batch(
-        2, 4, "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=score", "data.gen_batch_size=4",
+        2, 4, "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc", "data.gen_batch_size=4",
         "actor_rollout_ref.actor.clip_ratio_high=0.28", "trainer.test_freq=20")},
     # healthy: REINFORCE++ with a group baseline under the SAPO policy loss; Llama seed 3, 2 prompts x 4, 400 steps,
     # validation every 20
