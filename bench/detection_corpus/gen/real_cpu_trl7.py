@@ -105,6 +105,29 @@ def beta_from(start: int, beta: float) -> Any:
     return each_step
 
 
+def generation_only_temperature_at(start: int, t: float) -> Any:
+    """From step ``start`` the generation config samples at temperature ``t`` while the training pass still scores
+    at the trainer's temperature 1.0 (a decoding config overriding the trainer's: the policy is trained on samples
+    sharper than the distribution it scores)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == start:
+            trainer.generation_config.temperature = t
+
+    return each_step
+
+
+def min_new_tokens_at(start: int, n: int) -> Any:
+    """From step ``start`` the generation config has ``min_new_tokens=n`` (a decoding-config regression: the stop
+    token is suppressed until ``n`` tokens are written)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == start:
+            trainer.generation_config.min_new_tokens = n
+
+    return each_step
+
+
 class PlusBonusRamp(LengthRamp):
     """A format bonus that builds up: the task's digit overlap + ``w`` x [the completion contains a '+'], ``w``
     ramping from 0 at ``start`` to ``hi`` at ``end`` (the accuracy is logged beside it with weight 0)."""
@@ -167,11 +190,35 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas3-2prompt-4gen-negbeta200-constlr1e-4-400": {
         "model": "llama", "model_seed": 3, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
         "lr": 1e-4, "seed": 168, "each_step": beta_from(200, -0.2), "config": {"lr_scheduler_type": "constant"}},
+    # added after the first six ran (written before running them): the reference noise of 0.5 x std only doubled
+    # the kl, positive-only advantages moved only the loss, and the '+' bonus was never earned (see the README).
+    # A wrong reference model, sudden and gross: beta 0.1; at the start of step 200 every weight tensor of the
+    # reference model gets Gaussian noise of 3 x its own std (seeded); constant lr 1e-4; GPT-2 seed 3, 2 prompts x 4,
+    # 400 steps, logging every step, evaluation on 16 prompts every 25
+    "gpt2s3-2prompt-4gen-beta01-refnoise3x200-constlr1e-4-400": {
+        "model": "gpt2", "model_seed": 3, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "eval_steps": 25, "lr": 1e-4, "seed": 169, "each_step": corrupt_reference_at(200, 3.0, seed=169),
+        "config": {"beta": 0.1, "lr_scheduler_type": "constant"}},
+    # sharper samples than the policy scores, sudden cause: from the start of step 200 the generation config samples
+    # at temperature 0.3 while the training pass keeps scoring at 1.0; constant lr 1e-4; Llama seed 3, 2 prompts x 6,
+    # 400 steps, logging every step
+    "llamas3-2prompt-6gen-gentemp03only200-constlr1e-4-400": {
+        "model": "llama", "model_seed": 3, "batch": 12, "num_generations": 6, "steps": 400, "logging_steps": 1,
+        "lr": 1e-4, "seed": 170, "each_step": generation_only_temperature_at(200, 0.3),
+        "config": {"lr_scheduler_type": "constant"}},
+    # a decoding-config regression, sudden: from the start of step 200 the generation config has min_new_tokens=10
+    # (the stop token suppressed until 10 tokens are written); completions up to 16 tokens; Qwen2 seed 3,
+    # 2 prompts x 4, 400 steps, logging every 2
+    "qwen2s3-2prompt-4gen-minnew10at200-len16-400-log2": {
+        "model": "qwen2", "model_seed": 3, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 2,
+        "lr": 5e-5, "seed": 171, "max_len": 16, "each_step": min_new_tokens_at(200, 10)},
 }
 
 
 # run once and not stored: the failure its spec meant did not come (README, tenth pass)
-NOT_STORED: tuple[str, ...] = ()
+NOT_STORED: tuple[str, ...] = ("llamas3-2prompt-6gen-posadvonly200-constlr1e-4-400",
+                                "gpt2s3-2prompt-4gen-beta01-refnoise200-constlr1e-4-400",
+                                "qwen2s3-1prompt-12gen-plusbonusramp-lr3e-4-450")
 
 
 if __name__ == "__main__":
