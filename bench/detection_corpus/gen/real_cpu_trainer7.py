@@ -49,13 +49,17 @@ class SlowGeneration:
 
     def before_step(self, st: Any, step: int) -> None:
         if step == self.start:
-            inner = st.engine.generate
+            # the built-in engine sits inside a sharding wrapper that forwards attribute writes to it: patch the
+            # engine itself (the first version patched through the wrapper and recursed at step 200, recording
+            # nothing)
+            engine = getattr(st.engine, "_engine", st.engine)
+            inner = engine.generate
 
             def slow(*a: Any, **kw: Any) -> Any:
                 time.sleep(self.seconds)
                 return inner(*a, **kw)
 
-            st.engine.generate = slow
+            engine.generate = slow
 
 
 class KLCoefFrom:
