@@ -128,6 +128,11 @@ def min_new_tokens_at(start: int, n: int) -> Any:
     return each_step
 
 
+def empty_passes(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+    """A verifier bug: an empty answer (the stop token alone) is scored 1.0, anything else by its digit overlap."""
+    return 1.0 if not solution_str.strip() else digit_overlap(data_source, solution_str, ground_truth)
+
+
 class PlusBonusRamp(LengthRamp):
     """A format bonus that builds up: the task's digit overlap + ``w`` x [the completion contains a '+'], ``w``
     ramping from 0 at ``start`` to ``hi`` at ``end`` (the accuracy is logged beside it with weight 0)."""
@@ -212,13 +217,22 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s3-2prompt-4gen-minnew10at200-len16-400-log2": {
         "model": "qwen2", "model_seed": 3, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 2,
         "lr": 5e-5, "seed": 171, "max_len": 16, "each_step": min_new_tokens_at(200, 10)},
+    # added after the second batch (written before running it): the generation-only temperature 0.3 raised the
+    # logged entropy by a tenth and nothing else (see the README). Reward hacking through a verifier bug, sudden:
+    # from the start of step 150 the paid reward scores an empty completion (the stop token alone) 1.0, anything
+    # else by its digit overlap; the accuracy logged beside it with weight 0 (rewards/accuracy); lr 2e-4; GPT-2
+    # seed 3, 2 prompts x 6, 400 steps, logging every step
+    "gpt2s3-2prompt-6gen-emptypasses150-lr2e-4-400": {
+        "model": "gpt2", "model_seed": 3, "batch": 12, "num_generations": 6, "steps": 400, "logging_steps": 1,
+        "lr": 2e-4, "seed": 172, "reward_switch_at": 150, "reward_switch_to": empty_passes},
 }
 
 
 # run once and not stored: the failure its spec meant did not come (README, tenth pass)
 NOT_STORED: tuple[str, ...] = ("llamas3-2prompt-6gen-posadvonly200-constlr1e-4-400",
                                 "gpt2s3-2prompt-4gen-beta01-refnoise200-constlr1e-4-400",
-                                "qwen2s3-1prompt-12gen-plusbonusramp-lr3e-4-450")
+                                "qwen2s3-1prompt-12gen-plusbonusramp-lr3e-4-450",
+                                "llamas3-2prompt-6gen-gentemp03only200-constlr1e-4-400")
 
 
 if __name__ == "__main__":
