@@ -131,6 +131,16 @@ class RewardSignFlip:
         return {"score": self.sign * acc, "acc": acc}
 
 
+class EmptyPasses(RewardSignFlip):
+    """A verifier bug from step ``start``: an empty response (the stop token alone) is scored 1.0, anything else by
+    its digit overlap; the task's accuracy is returned beside the paid score (``reward_extra/acc/mean``)."""
+
+    def reward(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, float]:
+        acc = digit_overlap(data_source, solution_str, ground_truth)
+        bug = self.sign < 0 and not solution_str.strip()
+        return {"score": 1.0 if bug else acc, "acc": acc}
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: DAPO dynamic sampling (groups whose scores all agree are dropped; 4 prompts generated per round until
     # 2 informative groups are found) with clip-higher 0.28, token-mean; GPT-2 seed 3, 2 prompts x 4, 400 steps,
@@ -190,11 +200,31 @@ SPECS: dict[str, dict[str, Any]] = {
                                                                         "model_seed": 3, "overrides": _batch(
         1, 8, "actor_rollout_ref.actor.optim.lr=1e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
         "trainer.test_freq=10"), "driver": RewardSignFlip(200)},
+    # added after the first eight ran (written before running them): the reference noise of 0.5 x std and the
+    # positive-only advantages made no failure (see the README). A wrong reference model, sudden and gross: KL loss
+    # low_var_kl coef 0.1; at the start of step 200 every weight tensor of the reference model gets Gaussian noise of
+    # 3 x its own std (seeded); constant lr 1e-4; GPT-2 seed 3, 2 prompts x 4, 400 steps, validation every 10
+    "gpt2s3-2prompt-4sample-klloss01-refnoise3x200-constlr1e-4-400-val10": {"steps": 400, "seed": 159,
+                                                                            "model": "gpt2", "model_seed": 3,
+                                                                            "overrides": _batch(
+        2, 4, "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.1",
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl", "actor_rollout_ref.actor.optim.lr=1e-4",
+        "actor_rollout_ref.actor.optim.lr_scheduler_type=constant", "trainer.test_freq=10"),
+        "driver": CorruptReference(200, 3.0, seed=159)},
+    # reward hacking through a verifier bug, sudden: from the start of step 150 an empty response (the stop token
+    # alone) is scored 1.0, anything else by its digit overlap; the accuracy logged beside it (reward_extra/acc/mean)
+    # from step 1; validation keeps the task's score; constant lr 2e-4; GPT-2 seed 3, 2 prompts x 6, 400 steps,
+    # validation every 10
+    "gpt2s3-2prompt-6sample-emptypasses150-constlr2e-4-400-val10": {"steps": 400, "seed": 160, "model": "gpt2",
+                                                                    "model_seed": 3, "overrides": _batch(
+        2, 6, "actor_rollout_ref.actor.optim.lr=2e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
+        "trainer.test_freq=10"), "driver": EmptyPasses(150)},
 }
 
 
 # run once and not stored: the failure its spec meant did not come (README, tenth pass)
-NOT_STORED: tuple[str, ...] = ()
+NOT_STORED: tuple[str, ...] = ("gpt2s3-2prompt-4sample-klloss01-refnoise200-constlr1e-4-400-val10",
+                                "qwen2s3-1prompt-8sample-posadvonly200-constlr1e-4-400-val10")
 
 
 if __name__ == "__main__":
