@@ -7,16 +7,17 @@ prompts generated) with clip-higher; **REINFORCE++ with a group baseline** (``re
 the **SAPO** policy loss; **two PPO epochs over two mini-batches** a step (off-policy updates: ``pg_clipfrac`` and
 ``ppo_kl`` move) with **token-level rollout importance sampling** (``algorithm.rollout_correction.rollout_is=token``)
 on a 500-step run; models built from **model seed 3** (another tokenizer sample, init and warm-up than every earlier
-CPU run); seeds 151-158.
+CPU run); seeds 151-160.
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): the
 rollout engine slowed by a 0.5 s wait in every generation call (a slow rollout server: throughput), the KL loss's
 sign flipped (a coefficient of -0.2: the update pays for moving away from the reference), the reference model's
 weights corrupted (a wrong reference checkpoint loaded) under a KL loss of weight 0.1, negative advantages dropped
 (a clamp bug: only better-than-average samples are trained on), the paid reward's sign flipped (the policy is paid
-for wrong answers; the task's accuracy logged beside it). Each run goes through :func:`real_cpu_trainer.run` (health
-off, TensorBoard sink); the event file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu7/<name>/``
-and labelled by reading it (README, tenth pass).
+for wrong answers; the task's accuracy logged beside it). Added after the first eight ran (committed before they
+ran): the reference noise at 3 x std, and a verifier bug that scores an empty response 1.0 (reward hacking). Each run
+goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
+``bench/detection_corpus/real/rlcockpit_trainer_cpu7/<name>/`` and labelled by reading it (README, tenth pass).
 
     nice python bench/detection_corpus/gen/real_cpu_trainer7.py            # every spec not yet stored
     nice python bench/detection_corpus/gen/real_cpu_trainer7.py NAME ...   # only these specs

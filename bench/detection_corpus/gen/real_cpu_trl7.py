@@ -5,13 +5,16 @@ none of the earlier TRL CPU sources (``trl_cpu_settings`` .. ``trl_cpu_settings6
 Settings: **``num_generations=2``** (4 prompts x 2 completions a step) with ``loss_type="sapo"`` on a **cosine**
 schedule with **warm-up**; ``loss_type="luspo"`` at sampling **temperature 0.7** with a **repetition penalty** 1.2,
 logging every 3 and evaluation every 30; ``loss_type="vespo"`` with the **Adafactor** optimizer on a 600-step run
-of one prompt a step; a **constant** lr schedule; models built from **model seed 3**; seeds 161-168.
+of one prompt a step; a **constant** lr schedule; models built from **model seed 3**; seeds 161-172.
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): the
 generation slowed by a wait that ramps up (throughput), negative advantages dropped (a clamp bug), the reference
 model's weights corrupted mid-run under ``beta=0.1`` (a wrong reference checkpoint), a format bonus for writing a
 '+' in the answer whose weight ramps up (the accuracy logged beside the paid reward with weight 0), the KL term's
-sign flipped (``beta`` -0.2: the loss pays for moving away from the reference). Each run goes through
+sign flipped (``beta`` -0.2: the loss pays for moving away from the reference). Added after
+the first runs (committed before they ran): the reference noise at 3 x std, the generation config sampling at
+temperature 0.3 while the training pass scores at 1.0, ``min_new_tokens=10`` (the stop token suppressed), a
+verifier bug that scores an empty completion 1.0. Each run goes through
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings7/<name>/`` and labelled by reading it (README, tenth pass).
 
