@@ -188,3 +188,31 @@ def test_without_a_step_column_rows_or_epochs_become_steps_with_a_note(tmp_path,
     assert rc == 0 and res["steps"] == 2 and "'epoch' (last resort)" in res["notes"][0]
     assert _series(store, res["run_id"], "eval_loss") == ([1], [1.1])  # the two epoch-0.5 rows merged at step 1
     assert _series(store, res["run_id"], "epoch") == ([1, 2], [0.5, 1.0])
+
+
+def test_wandb_run_history_export_uses_trls_step_and_drops_wandb_bookkeeping(tmp_path, capsys):
+    """W&B's run history "Export CSV" of a TRL run: ``_step`` counts log() calls, ``train/global_step`` is the
+    trainer's step (the run's declared x axis), non-finite values spelled ``NaN``/``Infinity``."""
+    source = tmp_path / "run-history.csv"
+    _write(source, ["_step", "_runtime", "_timestamp", "train/global_step", "train/loss", "train/reward"],
+           [[0, 10.5, 1765000000.1, 2, "NaN", 0.1], [1, 11.5, 1765000001.1, 4, "Infinity", 0.2],
+            [2, 12.0, 1765000002.0, 6, "", 0.3]])
+    rc, out = _import(tmp_path, source, "--no-health", capsys=capsys)
+    res = json.loads(out.out)
+    assert rc == 0 and res["steps"] == 3 and res["notes"] == []
+    store = open_store(tmp_path / "store")
+    assert sorted(store.keys(res["run_id"])) == ["train/loss", "train/reward"]
+    steps, loss = _series(store, res["run_id"], "train/loss")
+    assert steps == [2, 4] and math.isnan(loss[0]) and loss[1] == math.inf
+
+
+def test_a_row_the_csv_module_cannot_read_is_skipped_alone(tmp_path, capsys):
+    source = tmp_path / "huge_cell.csv"
+    source.write_text('step,loss,sample\n1,0.5,a\n2,0.4,"' + "x" * 200_000 + '"\n3,0.3,c\n')
+    rc, out = _import(tmp_path, source, "--no-health", capsys=capsys)
+    res = json.loads(out.out)
+    assert rc == 0 and res["steps"] == 2 and res["skipped"] == 1
+    assert res["problems"][0].startswith(f"{source}:3: not readable as CSV (field larger than field limit")
+    store = open_store(tmp_path / "store")
+    assert _series(store, res["run_id"], "loss") == ([1, 3], [0.5, 0.3])
+    assert "non-numeric column(s) not imported" in res["notes"][0] and "'sample'" in res["notes"][0]

@@ -42,8 +42,7 @@ _BOOLS = {"true": True, "false": False}
 @dataclass
 class CsvHistory:
     """What :func:`read_csv_history` found: ``rows`` by step (merged, in step order), row-level ``problems``
-    (text naming file and line), ``notes`` (what was guessed, merged or dropped), ``error`` (the file could not
-    be read past some point; everything before it is in ``rows``)."""
+    (text naming file and line: the row was skipped), ``notes`` (what was guessed, merged or dropped)."""
 
     rows: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -51,7 +50,6 @@ class CsvHistory:
     config: dict[str, Any] = field(default_factory=dict)
     run_name: str | None = None  # the W&B run read from a multi-run export
     step_column: str | None = None
-    error: SourceError | None = None
 
 
 def number(cell: str) -> float | None:
@@ -62,28 +60,32 @@ def number(cell: str) -> float | None:
         return None
 
 
-def _read_records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], SourceError | None, bool]:
-    """``(header, [(line, cells)], error, last line cut)``: a csv error (a NUL byte, a cell over the csv module's
-    size limit) stops reading there; the records before it are kept."""
+def _read_records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], list[str], bool]:
+    """``(header, [(line, cells)], problems, last line cut)``. A record the csv module cannot read (a cell over its
+    size limit, an unclosed quote running into one) is a problem naming its line; reading goes on after it."""
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
         text = f.read()
     reader = csv.reader(io.StringIO(text, newline=""))
     records: list[tuple[int, list[str]]] = []
-    error = None
-    try:
-        for cells in reader:
-            if any(c.strip() for c in cells):
-                records.append((reader.line_num, cells))
-    except csv.Error as exc:
-        error = SourceError(path, reader.line_num + 1, f"not readable as CSV ({exc}); the rows before it were imported")
+    problems: list[str] = []
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.append(f"{path}:{reader.line_num}: not readable as CSV ({exc}); row skipped")
+            continue
+        if any(c.strip() for c in cells):
+            records.append((reader.line_num, cells))
     if not records:
         raise SourceError(path, None, "empty file: no header row, no data")
     header_line, header = records.pop(0)
     if all(number(c) is not None for c in header if c.strip()):
         raise SourceError(path, header_line, f"no header row: the first row is numbers ({','.join(header)[:80]}); "
                                              "a CSV history needs column names (step,loss,...) on its first line")
-    cut = bool(records) and error is None and not text.rstrip(" \t").endswith(("\n", "\r"))
-    return header, records, error, cut
+    cut = bool(records) and not text.rstrip(" \t").endswith(("\n", "\r"))
+    return header, records, problems, cut
 
 
 def _step_column(header: list[str]) -> str | None:
@@ -254,8 +256,8 @@ def _metric_columns(header: list[str], step_col: str | None, run: str | None, pa
 def read_csv_history(path: Path, run: str | None = None) -> CsvHistory:
     """Read ``path`` (see the module doc). Raises :class:`SourceError` when nothing can be read (an empty file, no
     header, a header without data rows) and ``ValueError`` for a ``run`` the export does not hold."""
-    header, records, error, cut = _read_records(path)
-    result = CsvHistory(error=error)
+    header, records, problems, cut = _read_records(path)
+    result = CsvHistory(problems=problems)
     if cut:  # a killed writer: the last line's last cell may be a number cut after some of its digits
         line, cells = records[-1]
         result.notes.append(f"{path}:{line}: the last line has no line end (the writer was stopped mid-line): "
@@ -277,8 +279,6 @@ def read_csv_history(path: Path, run: str | None = None) -> CsvHistory:
 
 def rows_of(history: CsvHistory) -> Iterator[Any]:
     """The importer's row stream: problems first (as plain strings; the caller wraps them), then ``(step, metrics)``
-    in step order, then the reading error if the file broke part-way."""
+    in step order."""
     yield from history.problems
     yield from history.rows
-    if history.error is not None:
-        raise history.error
