@@ -163,6 +163,7 @@ def test_bad_cells_wide_rows_and_conflicts_lose_only_their_cell(tmp_path, capsys
     ("", "empty file"),
     ("step,loss,reward\n", "a header (step,loss,reward) and no data rows"),
     ("1,0.5,0.1\n2,0.4,0.2\n", "no header row: the first row is numbers"),
+    ("step,model,note\n1,qwen,a\n2,qwen,b\n", "no numeric metric value in any row"),
 ])
 def test_files_with_nothing_to_import_are_a_clear_error_and_create_no_run(tmp_path, capsys, text, expected):
     source = tmp_path / "history.csv"

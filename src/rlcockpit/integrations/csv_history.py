@@ -255,7 +255,7 @@ def _metric_columns(header: list[str], step_col: str | None, run: str | None, pa
 
 def read_csv_history(path: Path, run: str | None = None) -> CsvHistory:
     """Read ``path`` (see the module doc). Raises :class:`SourceError` when nothing can be read (an empty file, no
-    header, a header without data rows) and ``ValueError`` for a ``run`` the export does not hold."""
+    header, a header without data rows, no numeric value under a metric column) and ``ValueError`` for a ``run`` the export does not hold."""
     header, records, problems, cut = _read_records(path)
     result = CsvHistory(problems=problems)
     if cut:  # a killed writer: the last line's last cell may be a number cut after some of its digits
@@ -274,6 +274,10 @@ def read_csv_history(path: Path, run: str | None = None) -> CsvHistory:
     steps = _steps(records, step_index, step_col, path, result)
     numeric = {k: i for k, i in keys.items() if kinds[k] == "number"}
     _count_notes(_merge(records, steps, numeric, path, result, len(header)), len(header), result)
+    if not result.rows:
+        why = "; ".join(result.problems[:3] + result.notes[:3])
+        raise SourceError(path, None, "no numeric metric value in any row: nothing to import"
+                                      + (f" ({why})" if why else ""))
     return result
 
 
