@@ -31,16 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after this long without new data (default: follow until Ctrl-C/SIGTERM)")
     p.set_defaults(func=cmd_watch)
 
-    p = sub.add_parser("import", help="create a stored run from verl/TensorBoard/W&B/MLflow/TRL records",
+    p = sub.add_parser("import", help="create a stored run from verl/TensorBoard/W&B/MLflow/TRL/CSV records",
                        description="Import a finished run: a verl file-logger JSONL or console log "
                                    "(+ --rollout-dir), a TensorBoard event dir, a W&B offline run dir, an "
                                    "MLflow run (--run-id + --tracking-uri), a TRL/transformers "
                                    "trainer_state.json, or a TRL/transformers console log (the metrics dicts "
-                                   "Trainer prints: train.log, nohup.out; + --logging-steps). Detectors run "
-                                   "on import.")
+                                   "Trainer prints: train.log, nohup.out; + --logging-steps), or a metric "
+                                   "history saved as CSV (TRL log_history via pandas, W&B Export CSV; + "
+                                   "--source-run). Detectors run on import.")
     p.add_argument("source", help="file or directory (MLflow: the tracking URI with --run-id, or the run id "
                                   "with --tracking-uri)")
-    p.add_argument("--kind", help="verl | tensorboard | wandb | mlflow | trl | trl-console (default: detect)")
+    p.add_argument("--kind", help="verl | tensorboard | wandb | mlflow | trl | trl-console | csv (default: detect)")
     p.add_argument("--project")
     p.add_argument("--name")
     p.add_argument("--dir", help="store directory (default: $RLCOCKPIT_DIR or ./rlcockpit)")
@@ -51,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--logging-steps", type=int, metavar="N",
                    help="trl-console: the run's logging_steps, when the log prints no step (the k-th training "
                         "log becomes step N*k; default: the progress bar's count, else 1, 2, 3, ...)")
+    p.add_argument("--source-run", metavar="NAME",
+                   help="csv: the run to import from a W&B chart export holding several runs "
+                        "('<run> - <key>' columns; default: the first)")
     p.add_argument("--no-health", action="store_true", help="do not run the detectors")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_import)
@@ -105,7 +109,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     res = import_run(args.source, kind=args.kind, project=args.project, name=args.name, dir=args.dir,
                      rollout_dir=args.rollout_dir, run_id=args.run_id, tracking_uri=args.tracking_uri,
-                     config_file=args.config, health=not args.no_health, logging_steps=args.logging_steps)
+                     config_file=args.config, health=not args.no_health, logging_steps=args.logging_steps,
+                     source_run=args.source_run)
     if args.json:
         print(json.dumps({"run_id": res.run_id, "kind": res.kind, "name": res.name, "project": res.project,
                           "steps": res.steps, "sample_rows": res.sample_rows, "skipped": res.skipped,

@@ -72,18 +72,21 @@ def import_run(
     health: bool | Mapping[str, Any] = True,
     alerts: Any = None,
     logging_steps: int | None = None,
+    source_run: str | None = None,
 ) -> ImportResult:
     """Import ``source`` (auto-detected unless ``kind``) into the store at ``dir``; see module docs.
 
     Raises ``FileNotFoundError``/``ValueError``/``KeyError`` when nothing can be read at all (no run is
     created then); a source that breaks part-way gives a run plus ``result.error``. ``logging_steps``: a console
     log's logging interval when the log prints no step (TRL/transformers console; see ``trl_console``).
+    ``source_run``: the run to read from a W&B multi-run CSV export (see ``csv_history``; default: the first).
     """
     from rlcockpit import init
 
     if logging_steps is not None and logging_steps < 1:
         raise ValueError(f"logging_steps must be a positive number of steps, got {logging_steps}")
-    opts = ImportOptions(rollout_dir=rollout_dir, run_id=run_id, tracking_uri=tracking_uri, logging_steps=logging_steps)
+    opts = ImportOptions(rollout_dir=rollout_dir, run_id=run_id, tracking_uri=tracking_uri, logging_steps=logging_steps,
+                         source_run=source_run)
     kind = IMPORTERS.canonical(kind) if kind else detect_kind(source, opts)
     imported = IMPORTERS.get(kind).read(source, opts)
     merge_config_file(imported, config_file)

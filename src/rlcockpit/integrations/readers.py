@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlcockpit.integrations.csv_history import read_csv_history, rows_of
 from rlcockpit.integrations.trl_console import ConsoleLog, assign_steps, read_console, step_note, trl_metrics
 from rlcockpit.integrations.verl_files import (
     TOO_DEEP,
@@ -56,6 +57,7 @@ class ImportOptions:
     run_id: str | None = None  # MLflow run id
     tracking_uri: str | None = None  # MLflow tracking URI
     logging_steps: int | None = None  # a console log's logging_steps, when it prints no step (TRL/transformers)
+    source_run: str | None = None  # csv: the run to read from a W&B multi-run export (default: the first)
 
 
 @dataclass
@@ -289,6 +291,28 @@ def read_trl_console(source: str, opts: ImportOptions) -> Imported:
                     meta={"framework": "trl", "format": "console", "steps_from": how}, notes=[note] if note else [])
 
 
+# ---- CSV metric history -------------------------------------------------------------------------
+
+def _detect_csv(source: str) -> bool:
+    p = Path(source)
+    return p.suffix.lower() == ".csv" and p.is_file()
+
+
+@_register("csv", _detect_csv)
+def read_csv(source: str, opts: ImportOptions) -> Imported:
+    """A metric history saved as CSV (TRL's log_history through pandas, W&B's "Export CSV", a loop's own log);
+    the rules: :mod:`rlcockpit.integrations.csv_history`."""
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"CSV file {path} does not exist")
+    history = read_csv_history(path, opts.source_run)
+    rows = (RowProblem(r) if isinstance(r, str) else r for r in rows_of(history))
+    return Imported(kind="csv", rows=rows, name=history.run_name or path.stem, project="csv", config=history.config,
+                    meta={"format": "csv", "step_column": history.step_column,
+                          **({"source_run": history.run_name} if history.run_name else {})},
+                    notes=history.notes)
+
+
 # ---- TensorBoard ---------------------------------------------------------------------------------
 
 def _detect_tensorboard(source: str) -> bool:
@@ -485,7 +509,7 @@ def read_mlflow(source: str, opts: ImportOptions) -> Imported:
                     meta={"mlflow_run_id": run_id, "tracking_uri": str(uri)})
 
 
-DETECT_ORDER = ("wandb", "tensorboard", "trl", "verl", "trl-console", "mlflow")
+DETECT_ORDER = ("wandb", "tensorboard", "trl", "csv", "verl", "trl-console", "mlflow")
 
 
 def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
