@@ -42,7 +42,8 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings", "
                 "rlcockpit_trainer_cpu6", "trl_cpu_settings6",
                 "trl_state_public9", "verl_keys_jsonl_public9",
                 "tinker_jsonl_public9", "trl_console_public9",
-                "trl_state_public10")
+                "trl_state_public10",
+                "trl_csv_public11")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
