@@ -9,13 +9,15 @@ decompressed bytes, i.e. of the file as retrieved.
 registered importer (``rlcockpit.integrations.readers.IMPORTERS``, the readers ``rlcockpit import`` uses), and
 turns the rows into a corpus trace (``corpus_schema`` format, split ``heldout``). :func:`clean_step_count`
 counts the steps of the same bytes without rlcockpit (a regex over verl console lines or over the dicts a TRL
-console log prints, ``json`` over a trainer_state.json), so an importer that drops steps shows up as a mismatch.
+console log prints, ``json`` over a trainer_state.json, the ``csv`` module over a metric-history CSV), so an importer that drops steps shows up as a mismatch.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
+import io
 import json
 import re
 import tempfile
@@ -81,7 +83,18 @@ def clean_step_count(entry: dict[str, Any], data: bytes) -> int:
                    if (m := _TRL_CONSOLE_DICT.search(line)) and not m.group(1).startswith(("eval_", "train_runtime")))
     if entry["kind"] == "jsonl":
         return len({int(m.group(1)) for line in data.decode("utf-8").splitlines() if (m := _JSONL_STEP.match(line))})
+    if entry["kind"] == "csv":  # a metric-history CSV (header row, a `step` column): rows with a number beside the step
+        return len({int(row["step"]) for row in csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""))
+                    if (row.get("step") or "").isdigit() and any(_is_number(v) for k, v in row.items() if k != "step" and isinstance(v, str))})
     raise TraceError(f"real run {entry['id']}: no clean parser for kind {entry['kind']!r}")
+
+
+def _is_number(cell: str | None) -> bool:
+    try:
+        float(cell or "")
+    except ValueError:
+        return False
+    return True
 
 
 def _tensorboard_steps(data: bytes) -> set[int]:
