@@ -60,13 +60,18 @@ def _canonical(raw: str) -> tuple[str, str | None]:
 
 class _Plan:
     """What one set of logged keys means for the monitor: ``entries`` = (raw key, canonical key, its track,
-    aggregate or None) per relevant key, ``detectors`` = the detectors whose trigger metric is in the set."""
+    aggregate or None) per relevant key, ``detectors`` = the detectors whose trigger metric is in the set, and
+    ``calls`` = per detector (detector, the method the step calls, whether the monitor counts the observation and
+    handles the warm-up inline): bound once per plan, not looked up again for every detector of every step."""
 
-    __slots__ = ("entries", "detectors")
+    __slots__ = ("entries", "detectors", "calls")
 
-    def __init__(self, entries: list[tuple[str, str, Track, str | None]], detectors: list[Detector]) -> None:
+    def __init__(self, entries: list[tuple[str, str, Track, str | None]], detectors: list[Detector],
+                 nonfinite: Detector | None = None) -> None:
         self.entries = entries
         self.detectors = detectors
+        self.calls = [(det, det.check, True) if det.plain_observe and det is not nonfinite
+                      else (det, det.check if det is nonfinite else det.observe, False) for det in detectors]
 
 
 # settings of the health section that are not detectors: health.reports (the report schedule,
@@ -153,7 +158,7 @@ class HealthMonitor:
         plans = self._plans_no_samples if skip_samples else self._plans
         if len(plans) >= PLAN_CACHE_SIZE:
             plans.clear()
-        plan = plans[sig] = _Plan(entries, dets)
+        plan = plans[sig] = _Plan(entries, dets, self._nonfinite)
         return plan
 
     # -- streaming ------------------------------------------------------------------------------------
@@ -207,22 +212,20 @@ class HealthMonitor:
             f = self._nonfinite.report(step, bad)
             if f is not None:
                 out.append(f)
-        for det in plan.detectors:
-            if det is self._nonfinite:  # non-finite values were reported above; this is its skipped-update check
-                f = det.check(step)
-            elif det.plain_observe:  # Detector.observe, inlined
+        # non-finite values were reported above: the non-finite detector's call is its skipped-update check
+        for det, call, inline in plan.calls:
+            if inline:  # Detector.observe, inlined
                 seen = det.seen = det.seen + 1
-                if seen <= det.warmup:
+                warmup = det.warmup
+                if seen <= warmup:
                     if seen == ADAPT_AT:
                         det.adapt_warmup()
-                    if seen <= det.warmup:
+                        warmup = det.warmup
+                    if seen <= warmup:
                         continue
-                warmup = det.warmup
                 if seen == warmup + 1:
                     det.on_warm()
-                f = det.check(step)
-            else:
-                f = det.observe(step)
+            f = call(step)
             if f is not None:
                 out.append(f)
         if out:

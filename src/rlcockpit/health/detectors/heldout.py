@@ -65,6 +65,12 @@ class HeldOutDrop(Detector):
     def _below_range(self, step: int, key: str, track: Track) -> Finding | None:
         p = self.p
         hold = int(p["hold"])
+        # the usual evaluation first, without the noise (a sort or three): newest values not under the range's floor
+        # (its lowest less its width), the rule below says no whatever the noise is
+        vals = track.tail(hold + int(p["reference"]))
+        ref = vals[:-hold]
+        if len(ref) < int(p["min_reference"]) or not ref or max(vals[-hold:]) >= min(ref) - (max(ref) - min(ref)):
+            return None
         found = held_out_range(track, hold, int(p["reference"]), int(p["min_reference"]))
         if found is None:
             return None

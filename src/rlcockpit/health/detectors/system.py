@@ -370,19 +370,16 @@ def attribute_bottleneck(ctx: DetectorContext, bound: float = 0.5) -> tuple[str,
     ``"update-bound"``, ``"data-bound"`` (data loading or time outside every timed phase) or ``""``; plus each
     phase's share of the training part of the step (evaluation and checkpoint time taken out). Only phases logged
     at that same step count (an evaluation's time is not carried into the steps after it)."""
-    tracks = ctx.tracks
-    step_t = tracks.get(STEP_TIME)
+    step_t = ctx.tracks.get(STEP_TIME)
     if step_t is None or not step_t.n:
         return "", {}
     at = step_t.last_step
-    aside = sum(tracks[k].last for k in NOT_TRAINING if k in tracks and tracks[k].last_step == at)
+    not_training, phases = ctx.per_keyset("bottleneck_phases", _phase_tracks)
+    aside = sum(t.last for t in not_training if t.last_step == at)
     total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
-    v1 = ctx.logs_prefix((V1_MARKER,))
-    for phase, keys in PHASES.items():
-        if v1 and phase in ("generation", "sample_wait"):
-            keys = tuple(k for k in keys if k != "timing_s/gen") + (("timing_s/gen",) if phase == "sample_wait" else ())
-        t = sum(tracks[k].last for k in keys if k in tracks and tracks[k].last_step == at)
+    for phase, phase_tracks in phases:
+        t = sum(tr.last for tr in phase_tracks if tr.last_step == at)
         if t:
             shares[phase] = t / total
     shares["other"] = max(0.0, 1.0 - sum(shares.values()))
@@ -390,6 +387,19 @@ def attribute_bottleneck(ctx: DetectorContext, bound: float = 0.5) -> tuple[str,
     if shares[top] < bound or len(shares) == 1:  # nothing but the step time: nothing to attribute
         return "", shares
     return LABELS[top], shares
+
+
+def _phase_tracks(ctx: DetectorContext) -> tuple[list[Track], list[tuple[str, list[Track]]]]:
+    """The tracks :func:`attribute_bottleneck` sums, in its order: those of the time spent outside training, and per
+    phase those the run logs (verl V1 logs its rollout wait as ``timing_s/gen``: a wait for samples, not generation)."""
+    tracks = ctx.tracks
+    v1 = ctx.logs_prefix((V1_MARKER,))
+    phases = []
+    for phase, keys in PHASES.items():
+        if v1 and phase in ("generation", "sample_wait"):
+            keys = tuple(k for k in keys if k != "timing_s/gen") + (("timing_s/gen",) if phase == "sample_wait" else ())
+        phases.append((phase, [tracks[k] for k in keys if k in tracks]))
+    return [tracks[k] for k in NOT_TRAINING if k in tracks], phases
 
 
 def split_over(tracks: dict[str, Track], k: int) -> dict[str, float]:

@@ -597,7 +597,12 @@ class LengthMemory(Detector):
                 continue  # memory rising while the length holds is not length-driven (a leak: memory_growth's)
             if drift.update(track.last, step) and lengthening and found is None and self.due(p["every"]):
                 found = self._judge(step, key, track, length, drift)
-        self._busy = any(d.cusum.s > 0.0 for d in self._mem.values())
+        busy = False  # a plain loop: any() over a generator costs more than the look itself, on every step
+        for drift in self._mem.values():
+            if drift.cusum.s > 0.0:
+                busy = True
+                break
+        self._busy = busy
         return found
 
     def _judge(self, step: int, key: str, track: Track, length: Track, drift: Drift) -> Finding | None:
