@@ -49,6 +49,7 @@ from rlcockpit.health.base import (
     versus,
 )
 from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors.system import LR
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.health.stories import resolve_story
@@ -129,14 +130,19 @@ class KLRising(Detector):
     reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
     KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
     1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
-    that the rule above needs. Checked only while a fast running mean of the log KL (updated every ``every``
+    that the rule above needs. Where the run logs its learning rate and the newest one is ``lr_raise`` x its median
+    over the reference window (the lr was raised after the range was measured: a ramp, a restart, a resumed
+    scheduler; not while the lr still rose over the reference's first half, a warm-up), the factor is sqrt(``range_ratio``) (and the gate's half of it): the
+    cause of a KL rise is already in sight, and the KL follows a raised lr by a factor over tens of steps before it
+    passes the full one (the ``range_z`` and ``range_hold`` persistence stay). Checked only while a fast running mean of the log KL (updated every ``every``
     observations) is above a slow one by half that factor; the reference's statistics are measured again every
     ``range_n`` batches (a counter per step otherwise)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
                 "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4,
-                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3}
+                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3,
+                "lr_raise": 2.0}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -157,6 +163,8 @@ class KLRising(Detector):
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
         self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
+        self._ref_lr = math.inf  # the lr's median over the reference window (inf: none logged, or rising)
+        self._ref_lr_at = -(10**9)  # ... measured when the KL track had this many values
         self._ref_at = -(10**9)  # ... measured when the track had this many values
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
@@ -225,7 +233,7 @@ class KLRising(Detector):
                 fast = slow = x
             self._fast = fast = fast + 0.36 * (x - fast)
             self._slow = slow = slow + 0.08 * (x - slow)
-        if fast - slow > self._gate:
+        if fast - slow > self._gate * (0.5 if self._lr_raised(track) else 1.0):  # half the factor the rule applies
             return self._left_range(step, track)
         self._range_held = 0
         return None
@@ -255,7 +263,8 @@ class KLRising(Detector):
         kept = sorted(new)[cut : len(new) - cut]
         now = sum(kept) / len(kept)
         se = 1.1 * scale / math.sqrt(max(len(new) // period, 1))  # (1.1: the trimmed mean's efficiency)
-        out = level_ref and now - level > max(self._log_ratio, p["range_z"] * se)
+        raised = self._lr_raised(track)
+        out = level_ref and now - level > max(self._log_ratio * (0.5 if raised else 1.0), p["range_z"] * se)
         if not out:
             self._range_held = 0
             return None
@@ -266,13 +275,43 @@ class KLRising(Detector):
             return None
         ratio = math.exp(now - level)
         over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
+        lr = self.ctx.tracks.get(LR)
+        why = (f", while {lr.raw} rose to {fmt(lr.last)}, {lr.last / self._ref_lr:.1f}x its median in that stretch"
+               if raised and lr is not None else "")
         return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
                          f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
-                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
+                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a "
+                         f"row{why}",
                          "The policy settled further from the reference than it had been: often a learning rate that "
                          "grew too large, the start of a collapse.",
                          values={"kl": math.exp(now), "kl_median": math.exp(mid), "ratio": ratio,
                                  "log_spread": scale}, step_start=self._range_start)
+
+
+    def _lr_raised(self, track: Track) -> bool:
+        """Whether the newest learning rate is ``lr_raise`` x its median over the KL's reference window (that
+        median measured again every ``range_n`` batches)."""
+        lr = self.ctx.tracks.get(LR)
+        if lr is None:
+            return False
+        if track.n - self._ref_lr_at >= self.p["range_n"]:
+            self._ref_lr_at = track.n
+            period = self._repeats.of(track)
+            self._ref_lr = self._lr_before(track, int(self.p["range_window"]) * period, int(self.p["range_n"]) * period)
+        return lr.last > self.p["lr_raise"] * self._ref_lr
+
+    def _lr_before(self, track: Track, w: int, n: int) -> float:
+        """The learning rate's median over the steps of the KL's reference window (``w`` values before the newest
+        ``n``); inf where the run logs none there, or where it was still rising over the first half of that window
+        (a warm-up: the KL rises with it, and no lr had been raised above what the schedule meant)."""
+        lr = self.ctx.tracks.get(LR)
+        if lr is None or not lr.n or len(track.steps) < n + w:
+            return math.inf
+        first, last = track.steps[-(n + w)], track.steps[-(n + 1)]
+        vals = [v for st, v in zip(lr.steps, lr.values) if first <= st <= last]
+        if len(vals) < 3 or vals[len(vals) // 2] > vals[0]:
+            return math.inf
+        return median(vals)
 
 
 @register_detector("kl_spike")
