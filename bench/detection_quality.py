@@ -146,7 +146,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "on its own noise, correctness flat against the reward over the same steps (issue 29, branch "
                          "h-detect11); its lr-ramp run's KL and its healthy runs' KL were read: kl_rising's range "
                          "rule (issue 29, branch h-detect10); then its lr-ramp run's KL beside its learning rate was "
-                         "read: kl_rising's range rule with a raised lr (issue 29, branch h-detect12)",
+                         "read: kl_rising's range rule with a raised lr; its digitvote160 run's entropy, reward and "
+                         "rewards/accuracy/mean were read: entropy_collapse's reward exemption needs the accuracy "
+                         "beside it to gain too (issue 29, branch h-detect12)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -59,6 +59,7 @@ from rlcockpit.metrics.guide import threshold
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
+TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -546,6 +547,22 @@ def newest_far_above(track: Track, p: dict[str, Any], rise: float, floor: float,
     return med, scale, above, median([recent[i] for i in above]), before, track.steps[len(track.steps) - p["n"] + above[0]]
 
 
+def _gain(track: Track, ref: tuple[float, float], window: int) -> bool:
+    """Whether ``track``'s median over its last ``window`` values is above the reference's median ``ref`` by 3 noise
+    units of a window median and by 2% of that level."""
+    med, scale = ref
+    return median(track.tail(window)) - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
+def is_task_score(key: str) -> bool:
+    """A correctness score of the training samples logged beside the reward (``critic/score/<fn>/mean`` or
+    ``reward_extra/<name>/mean`` named accuracy, correct...), not a held-out one. (Looked up once per run, when the
+    entropy's drift reference is frozen; imported here because the reward detectors import this module.)"""
+    from rlcockpit.health.detectors.reward import is_correctness
+
+    return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
+
+
 def reward_climbing(track: Track | None, window: int) -> bool:
     """True while the reward's median over the last ``window`` observations is clearly above the median of the
     ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
@@ -603,6 +620,7 @@ class EntropyCollapse(FrozenBaseline):
         self._drift: Drift | None = None
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+        self._task_ref: dict[str, tuple[float, float]] = {}  # ... and each correctness score beside it
         self._ref_end = -1  # the last step of the drift's reference stretch
         p = self.p
         self._held_scan = -1  # held-out score tracks, rescanned when a new key appears
@@ -644,6 +662,8 @@ class EntropyCollapse(FrozenBaseline):
                 self._ref_end = step
                 reward = self.ctx.tracks.get(REWARD)
                 self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
+                self._task_ref = {key: tie_safe(t.tail(p["drift_ref"]), 0.0) for key, t in self.ctx.tracks.items()
+                                  if is_task_score(key) and t.n >= p["drift_ref"]}
             return None
         d = self._drift
         if not d.update(-track.last, step):
@@ -662,13 +682,18 @@ class EntropyCollapse(FrozenBaseline):
     def _gained(self, window: int) -> bool:
         """True when the reward's median over the last ``window`` observations is clearly above its median over the
         drift's reference stretch (3 noise units of a window median and 2% of that level) or the reward is still
-        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not."""
+        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not.
+        Where the run logs a correctness score of the same samples beside the reward (TRL's
+        ``rewards/accuracy/mean``, verl's ``reward_extra/acc/mean``), that score must show the same gain over the
+        same stretch: a policy sharpening onto what the reward pays while the answers get no more right (a
+        self-agreement reward, a judge) is collapsing, whatever the paid reward says."""
         reward = self.ctx.tracks.get(REWARD)
         if reward is None or self._reward_ref is None or len(reward.values) < window:
             return False
-        med, scale = self._reward_ref
-        gain = median(reward.tail(window)) - med
-        return gain > max(3 * scale / math.sqrt(window), 0.02 * abs(med)) or reward_climbing(reward, window)
+        if not _gain(reward, self._reward_ref, window) and not reward_climbing(reward, window):
+            return False
+        tracks = self.ctx.tracks
+        return not self._task_ref or any(_gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
     def _held_out_gained(self) -> bool:
         """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values
