@@ -76,7 +76,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
                               "persistence and batch-size rules (issue 29, branch h-detect4); "
                               "then its nines run's score, clip ratio, length and validation were read (still missed; issue 29, "
-                              "branch h-detect8)",
+                              "branch h-detect8); then its nines run's score, clip ratio and length again: "
+                              "reward_hacking's level re-measured after a change point downwards (issue 29, branch "
+                              "h-detect12)",
     "trl_cpu_settings2": "scored once held out (2.67 warnings per healthy run at 7d6cf40); then its one-step KL/loss/"
                          "grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, grad_spike, "
                          "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4); "
