@@ -131,7 +131,7 @@ class KLRising(Detector):
     reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
     KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
     1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
-    that the rule above needs. Where the run logs its learning rate and the newest one is ``lr_raise`` x its median
+    that the rule above needs. Where the run logs its learning rate and the newest one is ``lr_raise`` x its mean
     over the reference window (the lr was raised after the range was measured: a ramp, a restart, a resumed
     scheduler; not while the lr still rose over the reference's first half, a warm-up), the factor is sqrt(``range_ratio``) (and the gate's half of it): the
     cause of a KL rise is already in sight, and the KL follows a raised lr by a factor over tens of steps before it
@@ -164,7 +164,7 @@ class KLRising(Detector):
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
         self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
-        self._ref_lr = math.inf  # the lr's median over the reference window (inf: none logged, or rising)
+        self._ref_lr = math.inf  # the lr's mean over the reference window (inf: none logged, or rising)
         self._ref_lr_at = -(10**9)  # ... measured when the KL track had this many values
         self._ref_at = -(10**9)  # ... measured when the track had this many values
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
@@ -234,7 +234,8 @@ class KLRising(Detector):
                 fast = slow = x
             self._fast = fast = fast + 0.36 * (x - fast)
             self._slow = slow = slow + 0.08 * (x - slow)
-        if fast - slow > self._gate * (0.5 if self._lr_raised(track) else 1.0):  # half the factor the rule applies
+        gap = fast - slow  # half the factor the rule applies (a quarter of it where the lr was raised)
+        if gap > self._gate or (gap > 0.5 * self._gate and self._lr_raised(track)):
             return self._left_range(step, track)
         self._range_held = 0
         return None
@@ -277,7 +278,7 @@ class KLRising(Detector):
         ratio = math.exp(now - level)
         over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
         lr = self.ctx.tracks.get(LR)
-        why = (f", while {lr.raw} rose to {fmt(lr.last)}, {lr.last / self._ref_lr:.1f}x its median in that stretch"
+        why = (f", while {lr.raw} rose to {fmt(lr.last)}, {lr.last / self._ref_lr:.1f}x its mean in that stretch"
                if raised and lr is not None else "")
         return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
                          f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
@@ -290,29 +291,35 @@ class KLRising(Detector):
 
 
     def _lr_raised(self, track: Track) -> bool:
-        """Whether the newest learning rate is ``lr_raise`` x its median over the KL's reference window (that
-        median measured again every ``range_n`` batches)."""
+        """Whether the newest learning rate is ``lr_raise`` x its mean over the KL's reference window (that mean
+        measured again every ``range_n`` batches)."""
         lr = self.ctx.tracks.get(LR)
         if lr is None:
             return False
         if track.n - self._ref_lr_at >= self.p["range_n"]:
             self._ref_lr_at = track.n
-            period = self._repeats.of(track)
+            period = self._repeats.period  # as the range rule last measured it (measuring it costs a scan)
             self._ref_lr = self._lr_before(track, int(self.p["range_window"]) * period, int(self.p["range_n"]) * period)
         return lr.last > self.p["lr_raise"] * self._ref_lr
 
     def _lr_before(self, track: Track, w: int, n: int) -> float:
-        """The learning rate's median over the steps of the KL's reference window (``w`` values before the newest
-        ``n``); inf where the run logs none there, or where it was still rising over the first half of that window
-        (a warm-up: the KL rises with it, and no lr had been raised above what the schedule meant)."""
+        """The learning rate's mean over the steps of the KL's reference window (``w`` values before the newest
+        ``n``; a schedule is smooth: no outlier to trim); inf where the run logs none there, or where it was still
+        rising over the first half of that window (a warm-up: the KL rises with it, and no lr had been raised above
+        what the schedule meant). Walks back from the newest lr only as far as the window's first step."""
         lr = self.ctx.tracks.get(LR)
         if lr is None or not lr.n or len(track.steps) < n + w:
             return math.inf
         first, last = track.steps[-(n + w)], track.steps[-(n + 1)]
-        vals = [v for st, v in zip(lr.steps, lr.values) if first <= st <= last]
-        if len(vals) < 3 or vals[len(vals) // 2] > vals[0]:
+        vals = []
+        for st, v in zip(reversed(lr.steps), reversed(lr.values)):
+            if st < first:
+                break
+            if st <= last:
+                vals.append(v)
+        if len(vals) < 3 or vals[len(vals) // 2] > vals[-1]:  # (newest first: vals[-1] is the window's first)
             return math.inf
-        return median(vals)
+        return sum(vals) / len(vals)
 
 
 @register_detector("kl_spike")
