@@ -76,12 +76,14 @@ DEVELOPED_ON: dict[str, str] = {
                               "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
                               "persistence and batch-size rules (issue 29, branch h-detect4); "
                               "then its nines run's score, clip ratio, length and validation were read (still missed; issue 29, "
-                              "branch h-detect8)",
+                              "branch h-detect8); then its nines run's score, clip ratio and length again: "
+                              "reward_hacking's level re-measured after a change point downwards (issue 29, branch "
+                              "h-detect12)",
     "trl_cpu_settings2": "scored once held out (2.67 warnings per healthy run at 7d6cf40); then its one-step KL/loss/"
                          "grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, grad_spike, "
                          "kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4); "
                          "then its nines run's reward and rewards/accuracy/mean were read (still missed; issue 29, branch "
-                         "h-detect8); then its healthy lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was "
+                         "h-detect8; read again with its eval_reward in h-detect12, still missed); then its healthy lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was "
                          "read to set kl_rising's range rule's bar (issue 29, branch h-detect10)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
@@ -111,7 +113,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "healthy runs' KL bursts and the num_iterations=2 run's pairs (KL, loss) and its lr-ramp "
                          "run's KL: batches not logged steps, kl_rising warn_hold (issue 29, branch h-detect7); "
                          "then its healthy num_iterations=2 run's KL was read for kl_rising's range rule (issue 29, "
-                         "branch h-detect10)",
+                         "branch h-detect10); then its lrramp60 run's kl_rising range-rule state was read (still "
+                         "missed: its 1-prompt KL's noise bar, 2.8-3x, is above where the KL was by step 240; issue "
+                         "29, branch h-detect12)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -134,13 +138,19 @@ DEVELOPED_ON: dict[str, str] = {
                               "fall while the reward holds and another part of it rises (issue 29, branch h-detect11); "
                               "its lr-ramp run's KL loss and its leak run's host memory and sparse RSS were read: "
                               "kl_rising's range rule (that run still found late, at 266), memory_growth judging the "
-                              "machine's memory beside a sparse RSS (issue 29, branch h-detect10)",
+                              "machine's memory beside a sparse RSS (issue 29, branch h-detect10); then its "
+                              "k3+ lr-ramp run's KL loss, actor/lr and kl_rising's range-rule state were read: the "
+                              "range rule's factor once the lr was raised above its reference (issue 29, branch "
+                              "h-detect12)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead judged "
                          "on its own noise, correctness flat against the reward over the same steps (issue 29, branch "
                          "h-detect11); its lr-ramp run's KL and its healthy runs' KL were read: kl_rising's range "
-                         "rule (issue 29, branch h-detect10)",
+                         "rule (issue 29, branch h-detect10); then its lr-ramp run's KL beside its learning rate was "
+                         "read: kl_rising's range rule with a raised lr; its digitvote160 run's entropy, reward and "
+                         "rewards/accuracy/mean were read: entropy_collapse's reward exemption needs the accuracy "
+                         "beside it to gain too (issue 29, branch h-detect12)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

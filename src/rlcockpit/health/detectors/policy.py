@@ -49,6 +49,7 @@ from rlcockpit.health.base import (
     versus,
 )
 from rlcockpit.health.config_view import make_action
+from rlcockpit.health.detectors.system import LR
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.health.stories import resolve_story
@@ -58,6 +59,7 @@ from rlcockpit.metrics.guide import threshold
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
+TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
 
 def collapse_causes(det: Detector, finding: Finding) -> list[Cause]:
@@ -129,14 +131,19 @@ class KLRising(Detector):
     reference window itself was level (its newer half's median within sqrt(``range_ratio``) of its older half's: a
     KL still climbing from 0 in the first hundred steps has no range yet). A learning rate that ramps up lifts a
     1-2 prompt run's KL from 0.02-0.05 to 0.1-0.2 and keeps it there, under the band and without the acceleration
-    that the rule above needs. Checked only while a fast running mean of the log KL (updated every ``every``
+    that the rule above needs. Where the run logs its learning rate and the newest one is ``lr_raise`` x its mean
+    over the reference window (the lr was raised after the range was measured: a ramp, a restart, a resumed
+    scheduler; not while the lr still rose over the reference's first half, a warm-up), the factor is sqrt(``range_ratio``) (and the gate's half of it): the
+    cause of a KL rise is already in sight, and the KL follows a raised lr by a factor over tens of steps before it
+    passes the full one (the ``range_z`` and ``range_hold`` persistence stay). Checked only while a fast running mean of the log KL (updated every ``every``
     observations) is above a slow one by half that factor; the reference's statistics are measured again every
     ``range_n`` batches (a counter per step otherwise)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
                 "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4,
-                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3}
+                "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3,
+                "lr_raise": 2.0}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -157,6 +164,8 @@ class KLRising(Detector):
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
         self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
+        self._ref_lr = math.inf  # the lr's mean over the reference window (inf: none logged, or rising)
+        self._ref_lr_at = -(10**9)  # ... measured when the KL track had this many values
         self._ref_at = -(10**9)  # ... measured when the track had this many values
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
@@ -225,7 +234,8 @@ class KLRising(Detector):
                 fast = slow = x
             self._fast = fast = fast + 0.36 * (x - fast)
             self._slow = slow = slow + 0.08 * (x - slow)
-        if fast - slow > self._gate:
+        gap = fast - slow  # half the factor the rule applies (a quarter of it where the lr was raised)
+        if gap > self._gate or (gap > 0.5 * self._gate and self._lr_raised(track)):
             return self._left_range(step, track)
         self._range_held = 0
         return None
@@ -255,7 +265,8 @@ class KLRising(Detector):
         kept = sorted(new)[cut : len(new) - cut]
         now = sum(kept) / len(kept)
         se = 1.1 * scale / math.sqrt(max(len(new) // period, 1))  # (1.1: the trimmed mean's efficiency)
-        out = level_ref and now - level > max(self._log_ratio, p["range_z"] * se)
+        raised = self._lr_raised(track)
+        out = level_ref and now - level > max(self._log_ratio * (0.5 if raised else 1.0), p["range_z"] * se)
         if not out:
             self._range_held = 0
             return None
@@ -266,13 +277,49 @@ class KLRising(Detector):
             return None
         ratio = math.exp(now - level)
         over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
+        lr = self.ctx.tracks.get(LR)
+        why = (f", while {lr.raw} rose to {fmt(lr.last)}, {lr.last / self._ref_lr:.1f}x its mean in that stretch"
+               if raised and lr is not None else "")
         return self.fire(step, "warning", f"KL to reference left its range: {track.raw} averaged {fmt(math.exp(now))} "
                          f"(trimmed geometric mean) over the last {len(new)} logged steps, {ratio:.1f}x "
-                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a row",
+                         f"{versus(math.exp(level), math.exp(mid), 'median', over)}, on {self._range_held} checks in a "
+                         f"row{why}",
                          "The policy settled further from the reference than it had been: often a learning rate that "
                          "grew too large, the start of a collapse.",
                          values={"kl": math.exp(now), "kl_median": math.exp(mid), "ratio": ratio,
                                  "log_spread": scale}, step_start=self._range_start)
+
+
+    def _lr_raised(self, track: Track) -> bool:
+        """Whether the newest learning rate is ``lr_raise`` x its mean over the KL's reference window (that mean
+        measured again every ``range_n`` batches)."""
+        lr = self.ctx.tracks.get(LR)
+        if lr is None:
+            return False
+        if track.n - self._ref_lr_at >= self.p["range_n"]:
+            self._ref_lr_at = track.n
+            period = self._repeats.period  # as the range rule last measured it (measuring it costs a scan)
+            self._ref_lr = self._lr_before(track, int(self.p["range_window"]) * period, int(self.p["range_n"]) * period)
+        return lr.last > self.p["lr_raise"] * self._ref_lr
+
+    def _lr_before(self, track: Track, w: int, n: int) -> float:
+        """The learning rate's mean over the steps of the KL's reference window (``w`` values before the newest
+        ``n``; a schedule is smooth: no outlier to trim); inf where the run logs none there, or where it was still
+        rising over the first half of that window (a warm-up: the KL rises with it, and no lr had been raised above
+        what the schedule meant). Walks back from the newest lr only as far as the window's first step."""
+        lr = self.ctx.tracks.get(LR)
+        if lr is None or not lr.n or len(track.steps) < n + w:
+            return math.inf
+        first, last = track.steps[-(n + w)], track.steps[-(n + 1)]
+        vals = []
+        for st, v in zip(reversed(lr.steps), reversed(lr.values)):
+            if st < first:
+                break
+            if st <= last:
+                vals.append(v)
+        if len(vals) < 3 or vals[len(vals) // 2] > vals[-1]:  # (newest first: vals[-1] is the window's first)
+            return math.inf
+        return sum(vals) / len(vals)
 
 
 @register_detector("kl_spike")
@@ -507,6 +554,22 @@ def newest_far_above(track: Track, p: dict[str, Any], rise: float, floor: float,
     return med, scale, above, median([recent[i] for i in above]), before, track.steps[len(track.steps) - p["n"] + above[0]]
 
 
+def _gain(track: Track, ref: tuple[float, float], window: int) -> bool:
+    """Whether ``track``'s median over its last ``window`` values is above the reference's median ``ref`` by 3 noise
+    units of a window median and by 2% of that level."""
+    med, scale = ref
+    return median(track.tail(window)) - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
+def is_task_score(key: str) -> bool:
+    """A correctness score of the training samples logged beside the reward (``critic/score/<fn>/mean`` or
+    ``reward_extra/<name>/mean`` named accuracy, correct...), not a held-out one. (Looked up once per run, when the
+    entropy's drift reference is frozen; imported here because the reward detectors import this module.)"""
+    from rlcockpit.health.detectors.reward import is_correctness
+
+    return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
+
+
 def reward_climbing(track: Track | None, window: int) -> bool:
     """True while the reward's median over the last ``window`` observations is clearly above the median of the
     ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
@@ -564,6 +627,7 @@ class EntropyCollapse(FrozenBaseline):
         self._drift: Drift | None = None
         self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
         self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+        self._task_ref: dict[str, tuple[float, float]] = {}  # ... and each correctness score beside it
         self._ref_end = -1  # the last step of the drift's reference stretch
         p = self.p
         self._held_scan = -1  # held-out score tracks, rescanned when a new key appears
@@ -605,6 +669,8 @@ class EntropyCollapse(FrozenBaseline):
                 self._ref_end = step
                 reward = self.ctx.tracks.get(REWARD)
                 self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
+                self._task_ref = {key: tie_safe(t.tail(p["drift_ref"]), 0.0) for key, t in self.ctx.tracks.items()
+                                  if is_task_score(key) and t.n >= p["drift_ref"]}
             return None
         d = self._drift
         if not d.update(-track.last, step):
@@ -623,13 +689,18 @@ class EntropyCollapse(FrozenBaseline):
     def _gained(self, window: int) -> bool:
         """True when the reward's median over the last ``window`` observations is clearly above its median over the
         drift's reference stretch (3 noise units of a window median and 2% of that level) or the reward is still
-        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not."""
+        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not.
+        Where the run logs a correctness score of the same samples beside the reward (TRL's
+        ``rewards/accuracy/mean``, verl's ``reward_extra/acc/mean``), that score must show the same gain over the
+        same stretch: a policy sharpening onto what the reward pays while the answers get no more right (a
+        self-agreement reward, a judge) is collapsing, whatever the paid reward says."""
         reward = self.ctx.tracks.get(REWARD)
         if reward is None or self._reward_ref is None or len(reward.values) < window:
             return False
-        med, scale = self._reward_ref
-        gain = median(reward.tail(window)) - med
-        return gain > max(3 * scale / math.sqrt(window), 0.02 * abs(med)) or reward_climbing(reward, window)
+        if not _gain(reward, self._reward_ref, window) and not reward_climbing(reward, window):
+            return False
+        tracks = self.ctx.tracks
+        return not self._task_ref or any(_gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
     def _held_out_gained(self) -> bool:
         """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values

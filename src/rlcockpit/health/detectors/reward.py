@@ -335,6 +335,16 @@ def falling(values: list[float], windows: tuple[int, ...], z: float) -> tuple[fl
     return None
 
 
+def reward_level(vals: list[float]) -> tuple[float, float]:
+    """(median, noise) of a stretch of the reward, the noise from its step-to-step changes: a reward already rising
+    over the stretch must not widen its own noise band."""
+    med, scale = robust(vals, 0.05, 1e-9)
+    if len(vals) > 3:
+        diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
+        scale = max(1.4826 * median(diffs) / math.sqrt(2), 0.01 * abs(med), 1e-9)
+    return med, scale
+
+
 @register_detector("reward_hacking")
 class RewardHacking(Detector):
     """Reward rising while sample quality degrades. The reward must be ``gain_z`` warm-up noise units above
@@ -350,12 +360,20 @@ class RewardHacking(Detector):
     samples are an entropy collapse, not hacking). Warning: one such signal. Either only while the reward's rise
     holds: its mean over the last ``rise_hold`` values ``gain_z_held_out`` noise units of such a mean above its
     warm-up level (five lucky steps of a reward over one prompt are not a rise), and every noise (the reward's,
-    a held-out score's) floored at the sampling noise of a mean of 0/1 scores."""
+    a held-out score's) floored at the sampling noise of a mean of 0/1 scores.
+    The reward's level is re-measured after a change point downwards: when the mean of its last ``rebase_n`` values
+    is ``rebase_z`` noise units of such a mean under the level and those values are level themselves (the medians of
+    their halves within that many units of each other), they become the level (looked at every ``rebase_every``
+    observations while the reward is not up). The reward the run optimises was changed (a reward function swapped
+    mid-run, a curriculum stage, a resume with another reward): a rise is judged from where it now stands, and a
+    policy that climbs back while its answers run to the length limit is exploiting the new reward before it
+    passes the old level."""
 
     keys = (REWARD,)
     defaults = {"gain_z": 4.0, "repeat_abs": 0.2, "limit_rise": 0.15, "distinct_ratio": 0.6,
                 "entropy_ratio": 0.5, "kl_band": 0.1, "kl_ratio": 3.0, "every": 3, "val_points": 2,
-                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0, "rise_hold": 15}
+                "val_drop": 0.08, "val_z": 4.0, "val_span_steps": 5, "gain_z_held_out": 2.0, "rise_hold": 15,
+                "rebase_n": 30, "rebase_z": 4.0, "rebase_every": 10}
     common = {"enabled": True, "warmup": 12, "cooldown": 50}
     prefixes = (*VAL_PREFIXES, "critic/score/")  # held-out scores, and reward components (rewards/<fn>/mean)
     story, role = "hacking", "outcome"
@@ -382,6 +400,7 @@ class RewardHacking(Detector):
         self._val_seen: dict[str, int] = {}
         self._every: int | None = None
         self._val_hit: dict[str, tuple[str, str, float]] = {}
+        self._rebased: int | None = None  # the first step of the reward's level after a change point downwards
 
     def _baseline(self, key: str) -> tuple[float, float] | None:
         if key in self._base:
@@ -393,12 +412,24 @@ class RewardHacking(Detector):
         if track.n <= k and not key.startswith("samples/"):
             return None
         warm = list(track.values)[:k]
-        med, scale = robust(warm, 0.05, 1e-9)
-        if key == REWARD and len(warm) > 3:  # noise from step-to-step changes: a reward already rising during
-            diffs = [abs(b - a) for a, b in zip(warm, warm[1:])]  # warm-up must not widen its own noise band
-            scale = max(1.4826 * median(diffs) / math.sqrt(2), 0.01 * abs(med), 1e-9)
-        self._base[key] = (med, scale)
+        self._base[key] = reward_level(warm) if key == REWARD else robust(warm, 0.05, 1e-9)
         return self._base[key]
+
+    def _rebase(self, track: Track, base: tuple[float, float]) -> None:
+        """The reward's level re-measured after a change point downwards (class docstring)."""
+        p = self.p
+        n = int(p["rebase_n"])
+        if self.seen % int(p["rebase_every"]) or track.n < self.warmup + n:
+            return
+        vals = track.tail(n)
+        noise = max(base[1], count_noise(vals)) * p["rebase_z"]
+        if base[0] - sum(vals) / n < noise / math.sqrt(n):
+            return
+        half = n // 2
+        if abs(median(vals[half:]) - median(vals[:half])) > noise / math.sqrt(half):
+            return  # still moving: no new level yet
+        self._base[REWARD] = reward_level(vals)
+        self._rebased = track.steps[-n]
 
     def _validation_falling(self) -> list[tuple[str, str, float]]:
         """Held-out scores (verl's ``val-core/*``, ``val/test_score/*``; per-function reward components such as
@@ -519,6 +550,7 @@ class RewardHacking(Detector):
         s = track.mean_last(5)
         gain_z = (s - base[0]) / (base[1] / math.sqrt(5))
         if gain_z < self.p["gain_z_held_out"] or s < median(track.tail(10, skip=10)) - base[1]:
+            self._rebase(track, base)
             return None  # not rising (a falling reward is the cliff detector's business)
         signals = self._signals()
         sample_side = [sig for sig in signals if sig[0] == "sample"]
@@ -528,6 +560,8 @@ class RewardHacking(Detector):
         if not self._rise_held(track, base):
             return None
         desc = "; ".join(sig[1] for sig in signals)
+        if self._rebased is not None:
+            desc += f" (the reward's level re-measured from step {self._rebased}, after it fell to a new one)"
         vals = {"reward": s, "reward_baseline": base[0], "signals": [sig[1] for sig in signals]}
         keys = ("actor/entropy", "actor/kl_loss", CLIP, LEN, S_REPEAT, S_DISTINCT2, S_AT_LIMIT,
                 *(k for k in self.ctx.tracks if k.startswith(VAL_PREFIXES)))
