@@ -54,6 +54,7 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.health.stories import resolve_story
 from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.score_words import is_correctness
 
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
@@ -564,9 +565,7 @@ def _gain(track: Track, ref: tuple[float, float], window: int) -> bool:
 def is_task_score(key: str) -> bool:
     """A correctness score of the training samples logged beside the reward (``critic/score/<fn>/mean`` or
     ``reward_extra/<name>/mean`` named accuracy, correct...), not a held-out one. (Looked up once per run, when the
-    entropy's drift reference is frozen; imported here because the reward detectors import this module.)"""
-    from rlcockpit.health.detectors.reward import is_correctness
-
+    entropy's drift reference is frozen.)"""
     return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
 
 

@@ -7,7 +7,6 @@ against the run's own level and noise: robust median/MAD of a trailing window or
 from __future__ import annotations
 
 import math
-import re
 from functools import lru_cache
 
 from rlcockpit.health.advice import (
@@ -35,6 +34,7 @@ from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import lookup, threshold
+from rlcockpit.metrics.score_words import is_correctness, is_format
 
 REWARD, REWARD_STD, GROUP_STD = "critic/score/mean", "critic/score/std", "critic/score/group_std"
 LEN, CLIP = "response_length/mean", "response_length/clip_ratio"
@@ -43,30 +43,8 @@ S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
 SCORE_MAX, SCORE_MIN = "critic/score/max", "critic/score/min"
 VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
-# What a measure of quality is called, by the words of its name (any naming: TRL's rewards/accuracy/mean, a
-# verifier's correct / is_correct, OpenRLHF's eval_<set>_pass1, Tinker's env/all/correct): a verdict on the
-# answer, which a hacked reward leaves behind. A series named for a length, a spread or an optimiser quantity is
-# not a score, whatever its prefix (TRL's eval_completions/mean_length, eval_loss).
-CORRECTNESS_WORDS = frozenset({"correct", "correctness", "accuracy", "acc", "exact", "em", "solved", "solve",
-                               "success", "pass", "is_correct"})
 NOT_A_SCORE = ("/std", "_std", "worst", "/max", "/min", "loss", "length", "token", "time", "clip", "truncat", "kl",
                "entropy", "per_second", "distinct")  # TRL's eval_samples_per_second, eval_reward_std: not verdicts
-
-
-FORMAT_WORDS = frozenset({"format", "xml", "xmlcount", "json", "length", "len", "style", "tag", "tags", "int",
-                          "strict", "soft", "count", "overlong"})
-
-
-def is_format(key: str) -> bool:
-    """Whether ``key`` names a format or length part of the reward (Unsloth's soft/strict_format_reward_func,
-    xmlcount_reward_func, int_reward_func; a valid_json reward; an overlong penalty), not a verdict on the task."""
-    return any(w in FORMAT_WORDS for w in re.split(r"[^a-z0-9]+", key.lower()) if w)
-
-
-def is_correctness(key: str) -> bool:
-    """Whether ``key`` names a correctness measure (accuracy, correct, pass@k, exact match, solved...)."""
-    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
-    return any(w in CORRECTNESS_WORDS or (w.startswith("pass") and w[4:].isdigit()) for w in words)
 
 
 @lru_cache(maxsize=4096)

@@ -33,12 +33,11 @@ from rlcockpit.health.detectors.reward import (
     LEN,
     REWARD,
     VAL_PREFIXES,
-    is_correctness,
-    is_format,
     quality_direction,
 )
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.score_words import is_correctness, is_format
 
 VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
 PERPLEXITY = "eval/perplexity"
