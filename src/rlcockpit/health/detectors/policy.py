@@ -337,7 +337,8 @@ class KLSpike(StartReferenced):
     median ``z_warn`` units above it, right after a value below ``prev_abs`` (a small-batch run's k3 KL estimate
     jumps 10-300x for one or two logged steps and is back at the next: that is not a jump that holds) (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    one log spread above it, and their median ``z`` units above it, and the value logged just before these
+    one log spread above it, and their median ``z`` units above it and above ``warn_abs`` (the warning's absolute
+    bar: a 2-prompt run's KL held at 0.1-0.2, 4x its median 0.03, is a healthy level), and the value logged just before these
     ``sustain`` values nearer the reference than that median, in log units (a jump from the run's level; a KL logged every 7
     steps that climbed 0.11 -> 0.27 -> 0.42 -> 0.54 over 60 steps is a rise, judged by ``kl_rising``). The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
@@ -416,7 +417,10 @@ class KLSpike(StartReferenced):
         # from the reference level, not from a KL that had climbed most of the way (kl_rising's business): the value
         # logged before the held ones nearer the reference than their median, in log units
         sudden = track.n <= n or track.ago(n) <= math.sqrt(max(held, 0.0) * self._ref)
-        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden:
+        # a critical clears the warning's absolute bar too: a KL held at 0.1-0.2 is a healthy run's level, however
+        # small the median it is measured against (a 2-prompt run's KL wanders 0.006-0.2 between logged steps)
+        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden \
+                and held > p["warn_abs"]:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
