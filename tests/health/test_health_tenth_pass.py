@@ -104,3 +104,37 @@ def test_a_bonus_ramped_in_on_every_batch_is_left_to_the_graded_rules():
             m["reward"] += 0.3 * min(1.0, (s - 150) / 100)  # paid on every batch from 150, growing
     found = replay(run)
     assert not [f for f in found if f.detector == "reward_divergence" and "paid beyond" in f.title]
+
+
+# -- entropy "falling fast": a smoothed level against a smoothed level ------------------------------------------------
+def one_prompt_entropy(low_from: int | None = None, steps: int = 120):
+    """A 1-prompt x 8 run's entropy: 1.55 at step 1, 0.75-1.3 from step to step, a single 1.58 at step 46, three low steps
+    (0.73-0.85) at 54-56 (the vespo run's shape); ``low_from``: from that step on it stays at 0.35 (a collapse)."""
+    cycle = [1.05, 1.25, 0.8, 1.2, 0.95, 1.3, 0.75, 1.1]
+    out = []
+    for s in range(1, steps + 1):
+        e = cycle[s % len(cycle)]
+        if s == 1:
+            e = 1.55  # the policy before any update: the warm-up level
+        elif s == 46:
+            e = 1.58
+        elif s in (54, 55, 56):
+            e = {54: 0.73, 55: 0.85, 56: 0.78}[s]
+        if low_from is not None and s >= low_from:
+            e = 0.35
+        out.append((s, {"entropy": e, "reward": 0.3}))
+    return out
+
+
+def test_three_low_steps_ten_after_one_high_value_are_no_fast_fall():
+    assert alerts(replay(one_prompt_entropy()), "entropy_collapse") == []
+
+
+def test_an_entropy_that_halves_and_stays_is_still_a_fast_fall():
+    found = alerts(replay(one_prompt_entropy(low_from=90)), "entropy_collapse")
+    assert found and 90 <= found[0][0] <= 95
+
+
+def test_the_vespo_run_gets_no_entropy_warning():
+    run = real_run("qwen2s3-1prompt-8gen-vespo-adafactor-600", "trl_cpu_settings7")
+    assert [f.step for f in replay_real(run) if f.detector == "entropy_collapse" and f.severity != "info"] == []

@@ -587,7 +587,8 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 @register_detector("entropy_collapse")
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
-    within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
     learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
@@ -767,7 +768,8 @@ class EntropyCollapse(FrozenBaseline):
             self._streak = 0
             return self._slow_fall(step, track)
         ratio = s / max(self.base, 1e-12)
-        before = track.back(p["fall_lag"])
+        # the level ``fall_lag`` steps ago, smoothed like ``s``: one high value of a 1-prompt run is no level to halve
+        before = track.mean_back(p["fall_lag"], p["smooth"], int(p["smooth"]))
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
         if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
