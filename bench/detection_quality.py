@@ -151,6 +151,15 @@ DEVELOPED_ON: dict[str, str] = {
                          "read: kl_rising's range rule with a raised lr; its digitvote160 run's entropy, reward and "
                          "rewards/accuracy/mean were read: entropy_collapse's reward exemption needs the accuracy "
                          "beside it to gain too (issue 29, branch h-detect12)",
+    "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
+                              "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
+                              "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch "
+                              "h-detect13)",
+    "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
+                         "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute "
+                         "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's "
+                         "lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
+                         "smoothed against smoothed (issue 29, branch h-detect13)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -112,6 +112,24 @@ class Track:
                 return self.values[i]
         return math.nan
 
+    def mean_back(self, steps: int, span: int, most: int = 3) -> float:
+        """The mean of the values logged within ``span`` steps up to the one :meth:`back` returns (at most
+        ``most``): the level ``steps`` ago smoothed as :meth:`mean_steps` smooths the newest one (NaN if none is
+        that old)."""
+        if not self.steps:
+            return math.nan
+        target = self.last_step - steps
+        for i in range(len(self.steps) - 2, -1, -1):
+            if self.steps[i] <= target:
+                cut, total, k = self.steps[i] - span, 0.0, 0
+                for j in range(i, max(i - most, -1), -1):
+                    if k and self.steps[j] <= cut:
+                        break
+                    total += self.values[j]
+                    k += 1
+                return total / k
+        return math.nan
+
     def points(self, k: int = EVIDENCE_POINTS) -> list[list[float]]:
         """The last ``k`` (step, value) pairs as JSON-ready lists (values are floats already: the monitor
         converts on the way in)."""

@@ -337,7 +337,8 @@ class KLSpike(StartReferenced):
     median ``z_warn`` units above it, right after a value below ``prev_abs`` (a small-batch run's k3 KL estimate
     jumps 10-300x for one or two logged steps and is back at the next: that is not a jump that holds) (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    one log spread above it, and their median ``z`` units above it, and the value logged just before these
+    one log spread above it, and their median ``z`` units above it and above ``warn_abs`` (the warning's absolute
+    bar: a 2-prompt run's KL held at 0.1-0.2, 4x its median 0.03, is a healthy level), and the value logged just before these
     ``sustain`` values nearer the reference than that median, in log units (a jump from the run's level; a KL logged every 7
     steps that climbed 0.11 -> 0.27 -> 0.42 -> 0.54 over 60 steps is a rise, judged by ``kl_rising``). The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
@@ -416,7 +417,10 @@ class KLSpike(StartReferenced):
         # from the reference level, not from a KL that had climbed most of the way (kl_rising's business): the value
         # logged before the held ones nearer the reference than their median, in log units
         sudden = track.n <= n or track.ago(n) <= math.sqrt(max(held, 0.0) * self._ref)
-        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden:
+        # a critical clears the warning's absolute bar too: a KL held at 0.1-0.2 is a healthy run's level, however
+        # small the median it is measured against (a 2-prompt run's KL wanders 0.006-0.2 between logged steps)
+        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden \
+                and held > p["warn_abs"]:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -583,7 +587,8 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 @register_detector("entropy_collapse")
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
-    within ``fall_lag`` steps while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
     learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
@@ -763,7 +768,8 @@ class EntropyCollapse(FrozenBaseline):
             self._streak = 0
             return self._slow_fall(step, track)
         ratio = s / max(self.base, 1e-12)
-        before = track.back(p["fall_lag"])
+        # the level ``fall_lag`` steps ago, smoothed like ``s``: one high value of a 1-prompt run is no level to halve
+        before = track.mean_back(p["fall_lag"], p["smooth"], int(p["smooth"]))
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
         if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",

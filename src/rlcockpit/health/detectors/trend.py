@@ -14,6 +14,7 @@ drift began.
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from rlcockpit.health.advice import length_pay_knobs, ranked
 from rlcockpit.health.base import (
@@ -44,6 +45,13 @@ PERPLEXITY = "eval/perplexity"
 HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
 COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
+EXTRA = "reward_extra/"  # what the reward function returned beside the score, on the same samples (verl)
+
+
+def _same_samples(key: str) -> bool:
+    """Whether ``key`` is scored on the training batch the reward is: a part of the reward, or a correctness the
+    reward function logged beside the score (verl's ``reward_extra/acc/mean``)."""
+    return key.startswith(COMPONENT) or (key.startswith(EXTRA) and is_correctness(key))
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
@@ -124,6 +132,16 @@ class RewardDivergence(Detector):
       two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
       seen while the reward's own noise still hides it. Not for a part the reward pays in full (the reward is the
       plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
+    - *lead opened* (warning): a task score the reward equalled exactly on its first ``gap_exact_min`` paired
+      observations or more (the reward *is* that score: TRL's paid reward beside ``rewards/accuracy/mean``, verl's
+      score beside ``reward_extra/acc/mean``), which then, over the last ``gap_span`` paired observations, is still
+      exactly the score on half of them or more and leads it on ``gap_hold`` of them by the reward's own
+      step-to-step noise or more: on those batches the reward paid in full for answers the task score counts wrong
+      (a verifier that passes an empty answer), again and again. Noise cannot open a gap that was exactly 0 for that
+      long, so this needs neither the reward up nor the score down (the first exploits pay about what the lost right
+      answers cost). A lead on most batches is a second term of the reward (a bonus ramped in, a penalty) and a
+      lead under the reward's noise moves nothing yet: both are left to the graded rules. Not while a format
+      component rose by half the lead (a format being learned).
 
     - *held-out left its range, reward held* (warning): a held-out score whose last ``left_hold`` values each lie under
       the lowest of the ``left_reference`` values before them (at least ``left_min_reference``), their mean
@@ -146,7 +164,7 @@ class RewardDivergence(Detector):
                 "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
-                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5,
+                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
                 "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
@@ -169,6 +187,9 @@ class RewardDivergence(Detector):
         # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
         self._gap_early: dict[str, tuple[float, float, float, float] | None] = {}  # + the lead's early noise
         self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
+        # key -> [paired observations with the lead exactly 0 before the first nonzero one (-1: not exact), whether one
+        # was nonzero, the last ``gap_span`` (step, lead)s]
+        self._exact: dict[str, list] = {}
 
     def on_warm(self) -> None:
         p, tracks = self.p, self.ctx.tracks
@@ -205,7 +226,10 @@ class RewardDivergence(Detector):
             found = found or self._held_out_falling(step, key, track, reward, up)
             if found is None and key.startswith(HELD_OUT):
                 found = self._held_out_left(step, key, track, reward)
-            if found is None and key.startswith(COMPONENT) and track.last_step == reward.last_step == step:
+            paired = track.last_step == reward.last_step == step
+            if found is None and paired and _same_samples(key):
+                found = self._lead_opened(step, key, track, reward)
+            if found is None and paired and key.startswith(COMPONENT):
                 found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
                 found = self._correctness_flat(step, key, track, reward, up)
@@ -311,6 +335,42 @@ class RewardDivergence(Detector):
                          "The reward rises by what the task score does not count: the policy learns what the reward "
                          "pays for beside the task.", metric=REWARD, values=vals,
                          step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
+
+    def _lead_opened(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
+        """The *lead opened* rule (class docstring), O(1) a step: the count of exact pairs, then the last leads."""
+        p = self.p
+        state = self._exact.setdefault(key, [0, False, deque(maxlen=int(p["gap_span"]))])
+        if state[0] < 0:
+            return None
+        lead = reward.last - track.last
+        tol = 1e-6 * max(1.0, abs(reward.last))  # float rounding of a reward that is its score
+        if not state[1]:
+            if abs(lead) <= tol:
+                state[0] += 1
+                return None
+            if lead < 0.0 or state[0] < p["gap_exact_min"]:
+                state[0] = -1  # the reward was not that score for long, or pays less than it: not this rule's
+                return None
+            state[1] = True
+        recent = state[2]
+        recent.append((step, lead))
+        if len(recent) < recent.maxlen or 2 * sum(1 for _s, x in recent if abs(x) <= tol) < len(recent):
+            return None  # a lead on most batches is a second term of the reward: the graded rules' business
+        opened = [(s, x) for s, x in recent if x >= max(self._reward.noise, tol)]
+        if len(opened) < p["gap_hold"] or self._format_rose(len(recent), sum(x for _s, x in recent) / len(recent)):
+            return None
+        mean = sum(x for _s, x in opened) / len(opened)
+        vals = {"reward": reward.last, "quality": track.last, "exact_steps": state[0], "opened": len(opened),
+                "window": len(recent), "lead": mean,
+                "signals": [f"{reward.raw} - {track.raw} 0 -> {fmt(mean)} on {len(opened)} of {len(recent)} steps"]}
+        return self.fire(step, "warning",
+                         f"Reward paid beyond {track.raw}: the two were equal, scored on the same samples, on {state[0]} "
+                         f"logged steps in a row; then {reward.raw} led it on {len(opened)} of the last {len(recent)} "
+                         f"(by {fmt(mean)} on those steps)",
+                         "The reward pays for answers the task score does not count, on batch after batch: the "
+                         "policy has found what the reward accepts beside the task (a checker that passes an empty "
+                         "or malformed answer).", metric=REWARD, values=vals,
+                         step_start=opened[0][0], extra_keys=(key,), samples=True)
 
     def _early_lead(self, track: Track, reward: Track) -> tuple[float, float, float, float] | None:
         """(the reward's mean lead over the score, the score's mean, its noise, the lead's noise) over the pairs
