@@ -53,9 +53,10 @@ vllm-env:
 	bash scripts/setup_vllm_env.sh
 
 # Every dependency is installed above, so a skipped test here would be hidden breakage: RLCOCKPIT_NO_SKIPS=1
-# fails the session on any skip or xfail (tests/conftest.py).
+# fails the session on any skip or xfail (tests/conftest.py). The 25 slowest tests are listed at the end, so a
+# CI log shows where the suite's time goes.
 test: setup system-deps postgres-deps verl-env vllm-env
-	RLCOCKPIT_NO_SKIPS=1 $(PY) -m pytest -q -p no:cacheprovider
+	RLCOCKPIT_NO_SKIPS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 test-quick: setup postgres-deps
 	$(PY) -m pytest -q -m "not slow"
