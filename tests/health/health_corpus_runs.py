@@ -63,3 +63,9 @@ def replay(trace: dict[str, Any], samples: bool = True) -> list:
             found += mon.observe_samples(s, rows)[1]
         found += mon.observe(step, metrics)
     return found + mon.close()
+
+
+def replay_stream(stream: list[tuple[int, dict[str, Any]]]) -> list:
+    """Every finding a fresh monitor raises on a synthetic ``(step, metrics)`` stream, then ``close``."""
+    mon = HealthMonitor()
+    return [f for step, metrics in stream for f in mon.observe(step, metrics)] + mon.close()

@@ -12,8 +12,7 @@ import random
 
 import pytest
 from health_corpus_runs import real_run, replay
-
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import replay_stream as run
 
 FALL_AT, STEPS = 160, 300
 
@@ -35,11 +34,6 @@ def sharpening(rng: random.Random, accuracy_follows: bool, log_accuracy: bool = 
 
 def entropy_alerts(found: list) -> list[tuple[int, str]]:
     return [(f.step, f.title) for f in found if f.detector == "entropy_collapse" and f.severity in ("warning", "critical")]
-
-
-def run(stream: list) -> list:
-    mon = HealthMonitor()
-    return [f for step, m in stream for f in mon.observe(step, m)] + mon.close()
 
 
 @pytest.mark.parametrize("seed", range(5))

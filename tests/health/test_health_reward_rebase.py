@@ -10,8 +10,7 @@ import random
 
 import pytest
 from health_corpus_runs import real_run, replay
-
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import replay_stream as run
 
 SWITCH, HACK, STEPS = 200, 300, 360
 
@@ -33,11 +32,6 @@ def switched(rng: random.Random, climbs: bool) -> list:
 def hacking(found: list) -> list[tuple[int, str, str]]:
     return [(f.step, f.severity, f.title) for f in found
             if f.detector == "reward_hacking" and f.severity in ("warning", "critical")]
-
-
-def run(stream: list) -> list:
-    mon = HealthMonitor()
-    return [f for step, m in stream for f in mon.observe(step, m)] + mon.close()
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -10,16 +10,7 @@ from __future__ import annotations
 
 from health_corpus_runs import real_run
 from health_corpus_runs import replay as replay_real
-
-from rlcockpit.health import HealthMonitor
-
-
-def replay(trace):
-    mon = HealthMonitor(None, None)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
+from health_corpus_runs import replay_stream as replay
 
 
 def alerts(found, detector, severity=("warning", "critical")):
