@@ -20,7 +20,8 @@ OUTPUT = Path(__file__).resolve().with_name("detectors-reference.md")
 # detector module -> section title, in display order
 GROUPS = {
     "rlcockpit.health.detectors.loss": "Optimisation: loss, gradients, critic",
-    "rlcockpit.health.detectors.policy": "Policy: KL, update size, entropy",
+    "rlcockpit.health.detectors.kl": "Policy: KL and update size",
+    "rlcockpit.health.detectors.entropy": "Policy: entropy",
     "rlcockpit.health.detectors.reward": "Reward",
     "rlcockpit.health.detectors.length": "Response length",
     "rlcockpit.health.detectors.samples": "Samples (from `run.log_samples`)",

@@ -16,7 +16,7 @@ import yaml
 from rlcockpit.health.advice import advise
 from rlcockpit.health.base import DETECTORS, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView, make_action
-from rlcockpit.health.detectors.policy import collapse_actions
+from rlcockpit.health.detectors.collapse import collapse_actions
 from rlcockpit.health.diagnosis import diagnose_findings
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.overrides import merge_overrides

@@ -226,6 +226,20 @@ def far_above(track: Track, window: int, n: int, k: int, z: float, rise: float, 
     return (med, scale, above) if len(above) >= k else None
 
 
+def newest_far_above(track: Track, p: dict[str, Any], rise: float, floor: float, scale_floor: float,
+                     rel_floor: float = 0.05) -> tuple[float, float, list[int], float, int, int] | None:
+    """:func:`far_above` with the detector's ``window``/``n``/``k``/``z``, only when the newest value is one of
+    those above (an alert starts with the value that makes it, not later): (median, scale, positions above, their
+    median, how many values the median was taken over, the step of the first value above)."""
+    out = far_above(track, p["window"], p["n"], p["k"], p["z"], rise, floor, scale_floor, rel_floor)
+    if out is None or out[2][-1] != p["n"] - 1:
+        return None
+    med, scale, above = out
+    recent = track.tail(p["n"])
+    before = min(p["window"], len(track.values) - p["n"])
+    return med, scale, above, median([recent[i] for i in above]), before, track.steps[len(track.steps) - p["n"] + above[0]]
+
+
 def log_scale(values: list[float], floor: float = 0.05) -> tuple[float, float] | None:
     """(median, robust scale of log values) of the positive ``values``, or None with fewer than 5 of them. For
     a positive, heavy-tailed series (a gradient norm): a step with no gradient (0, every advantage zero) says

@@ -16,12 +16,13 @@ from typing import Any
 from rlcockpit.health.advice import config_causes
 from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.detectors import heldout as detectors_heldout  # noqa: F401 - importing registers the built-in detectors
+from rlcockpit.health.detectors import entropy as detectors_entropy  # noqa: F401 - importing registers the built-in detectors
+from rlcockpit.health.detectors import heldout as detectors_heldout  # noqa: F401
+from rlcockpit.health.detectors import kl as detectors_kl  # noqa: F401
 from rlcockpit.health.detectors import length as detectors_length  # noqa: F401
 from rlcockpit.health.detectors import loss as detectors_loss  # noqa: F401
 from rlcockpit.health.detectors import memory as detectors_memory  # noqa: F401
 from rlcockpit.health.detectors import offpolicy as detectors_offpolicy  # noqa: F401
-from rlcockpit.health.detectors import policy as detectors_policy  # noqa: F401
 from rlcockpit.health.detectors import reward as detectors_reward  # noqa: F401
 from rlcockpit.health.detectors import samples as detectors_samples  # noqa: F401
 from rlcockpit.health.detectors import system as detectors_system  # noqa: F401

@@ -9,7 +9,7 @@ import math
 
 from rlcockpit.health.advice import ranked
 from rlcockpit.health.base import Detector, Track, fmt, register_detector
-from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
+from rlcockpit.health.detectors.collapse import collapse_actions, collapse_causes
 from rlcockpit.health.detectors.reward import REWARD, quality_direction
 from rlcockpit.health.detectors.trend import HELD_OUT, held_out_range
 from rlcockpit.health.findings import Action, Cause, Finding

@@ -25,7 +25,7 @@ from rlcockpit.health.base import (
     turn_up,
 )
 from rlcockpit.health.config_view import make_action
-from rlcockpit.health.detectors.policy import collapse_causes
+from rlcockpit.health.detectors.collapse import collapse_causes
 from rlcockpit.health.detectors.reward import CLIP, LEN, LEN_MAX, REWARD, S_REPEAT
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold

@@ -31,7 +31,7 @@ from rlcockpit.health.base import (
     tie_safe,
 )
 from rlcockpit.health.config_view import make_action
-from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
+from rlcockpit.health.detectors.collapse import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import lookup, threshold
 from rlcockpit.metrics.score_words import is_correctness, is_format

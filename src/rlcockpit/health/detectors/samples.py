@@ -10,7 +10,7 @@ import math
 
 from rlcockpit.health.advice import policy_unmoved, ranked, story_causes
 from rlcockpit.health.base import Detector, fmt, median, register_detector
-from rlcockpit.health.detectors.policy import collapse_actions, collapse_causes
+from rlcockpit.health.detectors.collapse import collapse_actions, collapse_causes
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 

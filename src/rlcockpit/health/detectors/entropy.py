@@ -1,0 +1,329 @@
+"""Policy detectors: the entropy collapsing or exploding, against the run's own warm-up level.
+
+Every threshold below is a default; override per detector with
+``HealthMonitor(settings={"entropy_collapse": {"critical_ratio": 0.05}})``.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import islice
+
+from rlcockpit.health.advice import (
+    ENTROPY,
+    REWARD,
+    entropy_action,
+    kl_action,
+    lr_action,
+    moved,
+    ranked,
+    story_causes,
+    update_causes,
+)
+from rlcockpit.health.base import (
+    Drift,
+    FallBar,
+    FrozenBaseline,
+    Track,
+    count_noise,
+    diff_noise,
+    fmt,
+    median,
+    newest_far_above,
+    register_detector,
+    robust,
+    tie_safe,
+)
+from rlcockpit.health.findings import Action, Cause, Finding
+from rlcockpit.health.stories import resolve_story
+from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.score_words import is_correctness
+
+# read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
+ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
+HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
+TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
+
+
+
+def _gain(track: Track, ref: tuple[float, float], window: int) -> bool:
+    """Whether ``track``'s median over its last ``window`` values is above the reference's median ``ref`` by 3 noise
+    units of a window median and by 2% of that level."""
+    med, scale = ref
+    return median(track.tail(window)) - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
+def is_task_score(key: str) -> bool:
+    """A correctness score of the training samples logged beside the reward (``critic/score/<fn>/mean`` or
+    ``reward_extra/<name>/mean`` named accuracy, correct...), not a held-out one. (Looked up once per run, when the
+    entropy's drift reference is frozen.)"""
+    return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
+
+
+def reward_climbing(track: Track | None, window: int) -> bool:
+    """True while the reward's median over the last ``window`` observations is clearly above the median of the
+    ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
+    if track is None or len(track.values) < 2 * window:
+        return False
+    before = track.tail(window, skip=window)
+    med, scale = robust(before, 0.0, 1e-12)
+    now = median(track.tail(window))
+    return now - med > max(3 * scale / math.sqrt(window), 0.02 * abs(med))
+
+
+@register_detector("entropy_collapse")
+class EntropyCollapse(FrozenBaseline):
+    """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
+    within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    reward spread below half its early level). A policy that sharpens gradually onto right answers — how
+    short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
+    (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
+    observations after the warm-up, once the mean of the last ``drift_smooth`` values is below that level by
+    ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
+    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left. Not
+    armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
+    from its first step has no early range to leave). Not raised while a held-out score (``val-core/*``,
+    ``val/test_score/*``) is up since that reference stretch: the mean of its last two values ``held_out_z`` noise
+    units of the difference above the mean of those logged by the stretch's end (a policy sharpening onto answers
+    that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples says).
+    Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
+    before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
+    its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
+    sharpening as it learns does over tens of steps, not one. No reward exemption: a sharper policy often scores a
+    little better at first. The bar is re-measured every ``shift_every`` observations while the entropy is inside
+    it."""
+
+    keys = (ENTROPY,)
+    defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
+                "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
+                "drift_smooth": 12, "held_out_z": 3.0, "shift_drop": threshold(ENTROPY, "shift_drop"),
+                "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
+                "shift_n": 3, "shift_every": 5}
+    story, role = "entropy", "outcome"
+    cause = "the policy sharpened onto a few answers (mode collapse)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = story_causes(self.ctx.view, resolve_story("entropy").config)
+        std = moved(self.ctx, "critic/score/std", down=0.3)
+        if std is not None:
+            causes.append(Cause("samples of a prompt now agree: the reward spread fell with the entropy", 0.65, std.text))
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [entropy_action(self.ctx.view), lr_action(self.ctx.view, 3)]
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._first = math.nan
+        self._drift: Drift | None = None
+        self._warm_median = math.inf  # the warm-up's median (before the first value may raise the baseline)
+        self._reward_ref: tuple[float, float] | None = None  # reward (median, scale) over the drift's reference
+        self._task_ref: dict[str, tuple[float, float]] = {}  # ... and each correctness score beside it
+        self._ref_end = -1  # the last step of the drift's reference stretch
+        p = self.p
+        self._held_scan = -1  # held-out score tracks, rescanned when a new key appears
+        self._held_tracks: list[Track] = []
+        self._held_seen: tuple[int, ...] | None = None  # their lengths at the last look, and its answer
+        self._held_gain = False
+        self._shift = FallBar(lambda ref: robust(ref, 0.02), window=p["shift_window"], skip=p["shift_n"],
+                              min_window=p["shift_min_window"], z=p["shift_z"], drop=p["shift_drop"],
+                              every=p["shift_every"])  # the sudden-fall bar
+
+    def _sudden(self, step: int, track: Track) -> Finding | None:
+        """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
+        if self._shift.above(track):
+            return None
+        p = self.p
+        n = int(p["shift_n"])
+        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
+        if len(out) < p["shift_k"]:
+            return None
+        med, scale = self._shift.ref
+        now = sum(v for _s, v in out) / len(out)
+        return self.fire(step, "warning", f"Entropy fell out of its range: {track.raw} {fmt(now)} on {len(out)} of "
+                         f"the last {n} logged steps, {(med - now) / scale:.0f} typical deviations ({fmt(scale)}) under "
+                         f"its median {fmt(med)} over the {int(p['shift_window'])} before", "The policy became much "
+                         "sharper between two logged steps and stayed so: a sampling temperature or a setting changed, "
+                         "or one update collapsed it.", values={"entropy": now, "reference": med, "noise": scale,
+                         "baseline": self.base}, step_start=out[0][0], samples=True)
+
+    def _slow_fall(self, step: int, track: Track) -> Finding | None:
+        """The slow-fall rule (class docstring): the entropy, negated, fed to a :class:`Drift` frozen on the
+        ``drift_ref`` observations after the warm-up."""
+        p = self.p
+        if self._drift is None:
+            if self.seen == self.warmup + p["drift_ref"]:
+                drift = Drift([-v for v in track.tail(p["drift_ref"])], p["drift_k"], p["drift_h"], 0.02, 1e-6)
+                if -drift.level < self._warm_median - 2 * drift.noise:  # falling since the warm-up: a steady sharpening
+                    return None  # from the start has no early range to leave (the other rules judge it)
+                self._drift = drift
+                self._ref_end = step
+                reward = self.ctx.tracks.get(REWARD)
+                self._reward_ref = tie_safe(reward.tail(p["drift_ref"]), 0.0) if reward is not None and reward.n else None
+                self._task_ref = {key: tie_safe(t.tail(p["drift_ref"]), 0.0) for key, t in self.ctx.tracks.items()
+                                  if is_task_score(key) and t.n >= p["drift_ref"]}
+            return None
+        d = self._drift
+        if not d.update(-track.last, step):
+            return None
+        level, now = -d.level, track.mean_last(p["drift_smooth"])
+        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
+            return None
+        if self._gained(3 * p["fall_lag"]) or self._held_out_gained():
+            return None
+        return self.fire(step, "warning",
+                         f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
+                         f"{(level - now) / d.noise:.0f} typical deviations under its early level {fmt(level)}",
+                         values={"entropy": now, "early_level": level, "noise": d.noise, "baseline": self.base},
+                         step_start=d.start, samples=True)
+
+    def _gained(self, window: int) -> bool:
+        """True when the reward's median over the last ``window`` observations is clearly above its median over the
+        drift's reference stretch (3 noise units of a window median and 2% of that level) or the reward is still
+        climbing: a policy that sharpens while its reward grows is learning; one that sharpens with no gain is not.
+        Where the run logs a correctness score of the same samples beside the reward (TRL's
+        ``rewards/accuracy/mean``, verl's ``reward_extra/acc/mean``), that score must show the same gain over the
+        same stretch: a policy sharpening onto what the reward pays while the answers get no more right (a
+        self-agreement reward, a judge) is collapsing, whatever the paid reward says."""
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is None or self._reward_ref is None or len(reward.values) < window:
+            return False
+        if not _gain(reward, self._reward_ref, window) and not reward_climbing(reward, window):
+            return False
+        tracks = self.ctx.tracks
+        return not self._task_ref or any(_gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
+
+    def _held_out_gained(self) -> bool:
+        """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values
+        ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
+        is larger) of the difference of the two means above the mean of its values logged by the stretch's end."""
+        tracks = self.ctx.tracks
+        if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
+            self._held_scan = len(tracks)
+            self._held_tracks = [t for k, t in tracks.items() if k.startswith(HELD_OUT_SCORES)]
+        seen = tuple(t.n for t in self._held_tracks)
+        if seen == self._held_seen:  # nothing evaluated since the last look: the same answer
+            return self._held_gain
+        self._held_seen, self._held_gain = seen, self._held_out_gain()
+        return self._held_gain
+
+    def _held_out_gain(self) -> bool:
+        """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
+        for track in self._held_tracks:
+            if track.n < 3 or track.steps[-2] <= self._ref_end:
+                continue
+            ref = [v for s, v in zip(track.steps, track.values) if s <= self._ref_end]
+            if not ref:
+                continue
+            vals = list(track.values)
+            noise = max(diff_noise(vals), count_noise(vals), 1e-9)
+            gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
+            if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
+                return True
+        return False
+
+    def _stalling(self) -> bool:
+        """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
+        run logs a reward spread, the spread collapsed too (identical samples, zero advantages)."""
+        tracks = self.ctx.tracks
+        if reward_climbing(tracks.get(REWARD), 3 * self.p["fall_lag"]):
+            return False
+        spread = tracks.get("critic/score/group_std") or tracks.get("critic/score/std")
+        if spread is None or spread.n < 2 * self.warmup:
+            return True
+        early = median(list(islice(spread.values, 0, self.warmup))) if spread.n == len(spread.values) else None
+        return early is None or spread.mean_last(5) < 0.5 * early
+
+    def observe(self, step: int) -> Finding | None:
+        if self.seen == 0:
+            self._first = self.ctx.tracks[ENTROPY].last
+        return super().observe(step)
+
+    def check(self, step: int) -> Finding | None:
+        p = self.p
+        if self.seen == self.warmup + 1 and self._first == self._first and self.base is not None:
+            # the policy before any update is the natural reference: an entropy that collapsed during the
+            # warm-up steps must not become the baseline
+            self._warm_median = self.base
+            self.base = max(self.base, self._first)
+        track = self.ctx.tracks[ENTROPY]
+        sudden = self._sudden(step, track)
+        if sudden is not None:
+            return sudden
+        s = track.mean_steps(p["smooth"])
+        if s >= p["fall_guard"] * self.base:
+            self._streak = 0
+            return self._slow_fall(step, track)
+        ratio = s / max(self.base, 1e-12)
+        # the level ``fall_lag`` steps ago, smoothed like ``s``: one high value of a 1-prompt run is no level to halve
+        before = track.mean_back(p["fall_lag"], p["smooth"], int(p["smooth"]))
+        vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
+        if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
+            return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
+                             "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
+        fast = before == before and s < p["fall_ratio"] * before
+        if fast or (ratio < p["warn_ratio"] and self._stalling()):
+            return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
+                             values=vals)
+        return None
+
+
+@register_detector("entropy_explosion")
+class EntropyExplosion(FrozenBaseline):
+    """Entropy explosion (sampling turning into noise). By ratio: smoothed entropy > ``warn_ratio`` (warning; the
+    metric guide's entropy ``rise_factor``) or ``critical_ratio`` (critical) x the warm-up level (at least the
+    guide's entropy ``collapse_below``: a ratio to a near-zero warm-up means nothing) for ``sustain`` steps. By
+    range (warning): ``k`` of the last ``n`` values above the median of the ``window`` values before them by more
+    than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
+    ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
+    (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
+    just under twice its warm-up level."""
+
+    keys = (ENTROPY,)
+    defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
+                "window": 50, "k": 3, "n": 4, "z": 8.0, "rel_floor": 0.05, "min_rise": 0.5}
+    story = "collapse"
+    cause = "updates are destroying the language model (lr too high / corrupted weights)"
+
+    def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        causes = story_causes(self.ctx.view, ("lr", "temperature")) + update_causes(self.ctx)
+        causes.append(Cause(self.cause, 0.6))
+        return ranked(causes), [lr_action(self.ctx.view), kl_action(self.ctx.view)]
+
+    def check(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[ENTROPY]
+        s = track.mean_steps(self.p["smooth"])
+        # a warm-up entropy near 0 (a collapsed or greedy start) makes any ratio to it meaningless: the reference is
+        # at least the guide's collapse level
+        ref = max(self.base, ENTROPY_FLOOR)
+        ratio = s / ref
+        if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
+            return self._out_of_range(step, track)
+        sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
+        level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
+            f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
+        return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
+                         values={"entropy": s, "baseline": self.base, "reference": ref, "ratio": ratio}, samples=True)
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._level = math.nan  # slow running mean of the entropy: the cheap gate of the range rule
+
+    def _out_of_range(self, step: int, track: Track) -> Finding | None:
+        """The range rule (class docstring). Gated on the newest value being well above a slow running mean, so the
+        trailing window is sorted only on the rare steps that could fire."""
+        p, last = self.p, track.last
+        level = self._level = last if self._level != self._level else self._level + 0.05 * (last - self._level)
+        if last <= (1 + 0.4 * p["min_rise"]) * level:
+            return None
+        floor = ENTROPY_FLOOR
+        out = newest_far_above(track, p, p["min_rise"], floor, floor, p["rel_floor"])
+        if out is None:
+            return None
+        med, scale, above, now, before, start = out
+        return self.fire(step, "warning",
+                         f"Entropy far above its range: {track.raw} {fmt(now)} on {len(above)} of the last {p['n']} "
+                         f"logged steps, {(now - med) / scale:.0f} typical deviations above its median {fmt(med)} "
+                         f"over the {before} logged steps before",
+                         values={"entropy": now, "median": med, "scale": scale, "baseline": self.base},
+                         step_start=start, samples=True)
