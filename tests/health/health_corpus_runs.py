@@ -65,7 +65,8 @@ def replay(trace: dict[str, Any], samples: bool = True) -> list:
     return found + mon.close()
 
 
-def replay_stream(stream: list[tuple[int, dict[str, Any]]]) -> list:
-    """Every finding a fresh monitor raises on a synthetic ``(step, metrics)`` stream, then ``close``."""
-    mon = HealthMonitor()
+def replay_stream(stream: list[tuple[int, dict[str, Any]]], run_config: dict[str, Any] | None = None) -> list:
+    """Every finding a fresh monitor (given the run's logged config, when there is one) raises on a synthetic
+    ``(step, metrics)`` stream, then ``close``."""
+    mon = HealthMonitor(run_config=run_config)
     return [f for step, metrics in stream for f in mon.observe(step, metrics)] + mon.close()

@@ -13,18 +13,11 @@ from __future__ import annotations
 import random
 import re
 
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import replay_stream as replay
 
 # the real run's entropy from the onset (516) on: the blow-up with one ordinary step in between, then recovery
 BLOW_UP = [3.61, 4.02, 3.92, 1.74, 3.07, 4.17, 2.95, 3.53, 3.76, 3.80, 3.18, 3.33, 1.92, 3.17, 2.13, 1.93, 2.98]
 
-
-def replay(trace):
-    mon = HealthMonitor()
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
 
 
 def entropy_run(seed: int, onset: int | None = None, spikes: tuple[int, ...] = (), drift: float = 0.0,

@@ -8,17 +8,10 @@ from __future__ import annotations
 import random
 import re
 
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import replay_stream as replay
 
 RATIO = re.compile(r"([0-9][0-9.,]*)x\b")
 
-
-def replay(trace):
-    mon = HealthMonitor()
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
 
 
 def titles(found, detector):

@@ -7,15 +7,7 @@ from __future__ import annotations
 import math
 import random
 
-from rlcockpit.health import HealthMonitor
-
-
-def replay(trace):
-    mon = HealthMonitor(None, None)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
+from health_corpus_runs import replay_stream as replay
 
 
 def warnings_of(found, detector):

@@ -14,15 +14,7 @@ from __future__ import annotations
 import math
 import random
 
-from rlcockpit.health import HealthMonitor
-
-
-def replay(trace, config=None):
-    mon = HealthMonitor(None, config)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
+from health_corpus_runs import replay_stream as replay
 
 
 def alerts(found, detector):

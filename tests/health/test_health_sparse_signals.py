@@ -11,17 +11,9 @@ import random
 import pytest
 from health_corpus_runs import real_by_id
 from health_corpus_runs import replay as replay_trace
+from health_corpus_runs import replay_stream as replay
 
-from rlcockpit.health import HealthMonitor
 from rlcockpit.health.detectors.reward import quality_direction
-
-
-def replay(trace, config=None):
-    mon = HealthMonitor(None, config)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
 
 
 def alerts(found, *detectors):
