@@ -291,29 +291,62 @@ class FallBar:
     every ``every`` values while the series stays above it (a comparison per step, a sort now and then) and frozen
     once it falls below, so the fall is judged against the range it left. ``scale`` gives a window's (median,
     noise); ``ref`` is the pair the bar came from. The settings are fixed when the rule is built: the per-step call
-    is one comparison and a countdown (it runs for every logged step of a run)."""
+    is one comparison and a countdown (it runs for every logged step of a run).
 
-    __slots__ = ("bar", "ref", "_age", "_scale", "_window", "_skip", "_min_window", "_z", "_drop", "_every")
+    A refreshed bar is measured only when a value comes near it: for a window of non-negative values (with ``z`` >= 0
+    and 0 <= ``drop`` <= 1) the bar is at most (1 - ``drop``) x the window's largest value, since its median is at
+    most that value and its noise is not negative; a value above that bound is above the bar whatever the noise,
+    so the sorts wait until a value falls under the bound or a rule reads ``bar`` / ``ref``."""
+
+    __slots__ = ("_bar", "_ref", "_pending", "_upper", "_age", "_scale", "_window", "_skip", "_min_window", "_z",
+                 "_drop", "_every", "_lazy")
 
     def __init__(self, scale: Callable[[list[float]], tuple[float, float]], *, window: int, skip: int,
                  min_window: int, z: float, drop: float, every: int) -> None:
-        self.bar = math.nan
-        self.ref: tuple[float, float] = (math.nan, math.nan)
+        self._bar = math.nan
+        self._ref: tuple[float, float] = (math.nan, math.nan)
+        self._pending: list[float] | None = None  # the window of a refresh not measured yet
+        self._upper = math.inf  # a bound the pending bar is at most
         self._age = 0
         self._scale, self._window, self._skip, self._min_window = scale, int(window), int(skip), int(min_window)
         self._z, self._drop, self._every = z, drop, int(every)
+        self._lazy = z >= 0 and 0 <= drop <= 1
+
+    @property
+    def bar(self) -> float:
+        if self._pending is not None:
+            self._settle()
+        return self._bar
+
+    @property
+    def ref(self) -> tuple[float, float]:
+        if self._pending is not None:
+            self._settle()
+        return self._ref
+
+    def _settle(self) -> None:
+        """Measure the pending window: the bar and its (median, noise)."""
+        med, noise = self._scale(self._pending)
+        self._pending = None
+        self._bar, self._ref = med - max(self._z * noise, self._drop * med), (med, noise)
 
     def above(self, track: Track) -> bool:
         """Whether the newest value is not under the bar (true while there is no bar yet); refreshes the bar when due."""
-        if track.last < self.bar:
+        last = track.last
+        if self._pending is not None and not last >= self._upper:
+            self._settle()
+        if last < self._bar and self._pending is None:
             return False
         self._age -= 1
         if self._age <= 0:
             self._age = self._every
             ref = track.tail(self._window, skip=self._skip)
             if len(ref) >= self._min_window:
-                med, noise = self._scale(ref)
-                self.bar, self.ref = med - max(self._z * noise, self._drop * med), (med, noise)
+                self._pending = ref
+                if self._lazy and min(ref) >= 0.0:  # a relative margin far above float round-off
+                    self._upper = (1.0 - self._drop) * max(ref) * (1.0 + 1e-9)
+                else:
+                    self._settle()
         return True
 
 
@@ -581,6 +614,26 @@ class Detector:
         self._streak = self._streak + 1 if condition else 0
         return self._streak >= needed
 
+    def repeats(self, step: int, severity: str, step_start: int | None = None) -> bool:
+        """Whether :meth:`fire` with these arguments would say nothing (the same event, raised already); if so it
+        records the step as that call of :meth:`fire` would, so the caller returns None instead. A rule that fires
+        on every step of a long event asks this before it formats a title: its repeats (most calls) then cost no
+        string formatting. When it says False, nothing is recorded: the caller's :meth:`fire` does it all."""
+        if self._repeat(step, severity_rank(severity), step_start):
+            self._last_fire_step = step
+            return True
+        return False
+
+    def _repeat(self, step: int, rank: int, step_start: int | None) -> bool:
+        """The suppression rule of :meth:`fire` (the class docstring's "an event is reported once")."""
+        last = self._last_fire_step  # the last step this detector's condition held (raised or not)
+        if last is None:
+            return False
+        if step - last <= self.cooldown and self._episode is not None:
+            return rank <= self._last_rank  # the same still-running event: raised once, re-raised on escalation
+        # the same event, reported again after a pause
+        return rank <= self._last_rank and step_start is not None and step_start == self._last_start
+
     def fire(
         self,
         step: int,
@@ -596,14 +649,12 @@ class Detector:
     ) -> Finding | None:
         """Build a finding unless the cooldown suppresses it (cheap when suppressed)."""
         rank = severity_rank(severity)
-        last = self._last_fire_step  # the last step this detector's condition held (raised or not)
-        self._last_fire_step = step
+        if self._repeat(step, rank, step_start):
+            self._last_fire_step = step
+            return None
+        last, self._last_fire_step = self._last_fire_step, step
         if last is not None and step - last <= self.cooldown and self._episode is not None:
-            if rank <= self._last_rank:
-                return None  # the same still-running event: raised once, re-raised only when it escalates
             step_start = min(self._episode, step_start if step_start is not None else step)  # its range grows
-        elif last is not None and rank <= self._last_rank and step_start is not None and step_start == self._last_start:
-            return None  # the same event, reported again after a pause
         else:
             self._episode = step_start if step_start is not None else step
         self._last_rank, self._last_start = rank, step_start

@@ -136,7 +136,7 @@ class EntropyCollapse(FrozenBaseline):
         p = self.p
         n = int(p["shift_n"])
         out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
-        if len(out) < p["shift_k"]:
+        if len(out) < p["shift_k"] or self.repeats(step, "warning", out[0][0]):
             return None
         med, scale = self._shift.ref
         now = sum(v for _s, v in out) / len(out)
@@ -169,7 +169,7 @@ class EntropyCollapse(FrozenBaseline):
         level, now = -d.level, track.mean_last(p["drift_smooth"])
         if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
             return None
-        if self._gained(3 * p["fall_lag"]) or self._held_out_gained():
+        if self._gained(3 * p["fall_lag"]) or self._held_out_gained() or self.repeats(step, "warning", d.start):
             return None
         return self.fire(step, "warning",
                          f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
@@ -259,6 +259,8 @@ class EntropyCollapse(FrozenBaseline):
         before = track.mean_back(p["fall_lag"], p["smooth"], int(p["smooth"]))
         vals = {"entropy": s, "baseline": self.base, "ratio": ratio, "entropy_lag": before}
         if self.sustained(ratio < p["critical_ratio"], p["sustain"]):
+            if self.repeats(step, "critical"):
+                return None
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
         fast = before == before and s < p["fall_ratio"] * before

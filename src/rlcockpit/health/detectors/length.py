@@ -227,6 +227,8 @@ class Truncation(Detector):
             if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]):
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
                                  values=vals, extra_keys=(LEN,), samples=True)
+            if self.repeats(step, "warning"):
+                return None
             return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
                              extra_keys=(LEN,))
         jumped = self._jump(track)

@@ -437,6 +437,8 @@ class MemoryGrowth(MemoryTrend):
         ev = self.creeping(key, track)
         if ev is None or (key == CPU_USED and not self._process_grew(track, ev["growth"])):
             return None
+        if self.repeats(step, "warning", step - int(ev["window"])):
+            return None
         where = "device" if key in DEVICE_KEYS else "host"
         dev = self.p["device_memory_gb"]
         eta = ""

@@ -535,7 +535,7 @@ class RewardHacking(Detector):
         held_out = any(sig[1].startswith(("validation", "reward component")) for sig in sample_side)
         if not sample_side or (gain_z < self.p["gain_z"] and not held_out):
             return None
-        if not self._rise_held(track, base):
+        if not self._rise_held(track, base) or self.repeats(step, "critical" if len(signals) >= 2 else "warning"):
             return None
         desc = "; ".join(sig[1] for sig in signals)
         if self._rebased is not None:

@@ -128,13 +128,16 @@ class GPUUtilization(Detector):
         needed = p["sustain"] if len(steps) == 2 and steps[1] - steps[0] < 5 else 1
         if not self.sustained(low or drop or waiting, needed):
             return None
+        start = track.tail_steps(len(recent))[0]
+        if self.repeats(step, "warning", start):
+            return None
         if not label:
             label, shares = attribute_bottleneck(self.ctx)
         vals = {"utilization": m, "baseline": self.base, "bottleneck": label, "shares": shares}
         was = f" (was {self.base:.0f}%)" if drop else (f" (below the {p['low']:.0f}% floor)" if low else
                                                           f"; {host:.0%} of the step is host time")
         return self.fire(step, "warning", f"GPU utilisation {m:.0f}%{was}" + (f"; {label}" if label else ""),
-                         values=vals, step_start=track.tail_steps(len(recent))[0], extra_keys=(THROUGHPUT, STEP_TIME))
+                         values=vals, step_start=start, extra_keys=(THROUGHPUT, STEP_TIME))
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         return speed_advice(self, finding)
@@ -188,6 +191,7 @@ class ThroughputDrop(Detector):
         self._speeds: list[float] = []
         self._logs: list[float] = []  # log of each speed, taken once (speed noise is judged in log space)
         self._ref = self._noise = math.nan
+        self._noise_logs: list[float] = []  # the logs of the reference window (:meth:`_speed_noise`)
         self._ref_at = self._noise_at = -10**9
         self._low_n = 0
         self._onset: int | None = None
@@ -209,6 +213,15 @@ class ThroughputDrop(Detector):
             times = {ph: v * step_t.last for ph, v in shares.items()}
             old = self._ref_times
             self._ref_times = times if not old else {ph: 0.7 * old.get(ph, 0.0) + 0.3 * v for ph, v in times.items()}
+
+    def _speed_noise(self) -> float:
+        """The log-speed noise (1.4826 x MAD of the logs) of the reference window: measured when a low step first
+        asks for it, not at every refresh of the reference (two sorts; most steps are not low and never read it)."""
+        if self._noise != self._noise:
+            logs = self._noise_logs
+            mid = median(logs)
+            self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
+        return self._noise
 
     def _all_slower(self, now: dict[str, float], k: int) -> float | None:
         """The smallest slowdown (time now / usual time) over the phases that fill at least ``phase_min`` of an
@@ -297,9 +310,7 @@ class ThroughputDrop(Detector):
         if not self._low_n and (step - self._ref_at >= 5 or self._ref != self._ref):  # frozen while low
             window = slice(-(p["window"] + p["gap"]), -p["gap"])
             self._ref, self._ref_at = median(vals[window]), step
-            logs = self._logs[window]
-            mid = median(logs)
-            self._noise = 1.4826 * median([abs(x - mid) for x in logs])  # speed noise is multiplicative
+            self._noise, self._noise_logs = math.nan, self._logs[window]  # measured only if a step is low
         k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
         bar = p["warn_ratio"] * self._ref
         if k0 == 3:  # the usual step: the median of the last three at or above the bar, without a sort
@@ -314,7 +325,7 @@ class ThroughputDrop(Detector):
         k = min(max(k0, self._low_n + k0 - 1), 10)  # judge the whole low stretch so far: a noisy run needs it
         s = median(vals[-k:])
         ratio = s / max(self._ref, 1e-12)
-        if math.log(max(self._ref, 1e-12) / max(s, 1e-12)) <= p["z_warn"] * self._noise / math.sqrt(k):
+        if math.log(max(self._ref, 1e-12) / max(s, 1e-12)) <= p["z_warn"] * self._speed_noise() / math.sqrt(k):
             return None
         if self._onset is None:
             self._onset = self._clean[-k][0]
@@ -353,6 +364,8 @@ class ThroughputDrop(Detector):
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
                              extra_keys=(STEP_TIME, GPU_UTIL))
+        if self.repeats(step, "warning", self._onset):
+            return None
         return self.fire(step, "warning", f"{what} dropped to {ratio:.0%} of its recent level{where}",
                          "A dip that recovers (e.g. another process on the same cores) is harmless.",
                          values=vals_out, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
