@@ -160,6 +160,12 @@ DEVELOPED_ON: dict[str, str] = {
                          "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's "
                          "lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
                          "smoothed against smoothed (issue 29, branch h-detect13)",
+    "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then "
+                            "its two llmjudge runs' reward g and correctness f were read: reward_divergence's pulling-"
+                            "away lead escalates to critical once lead and rise are each critical_factor x their "
+                            "bars (issue 29, branch h-detect14)",
+    "trl_state_public3": "scored held out at 30dd218 (recall 1/1, median delay 15); then its run's clipped ratio, "
+                         "mean / min length were read (issue 29, branch h-detect14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
