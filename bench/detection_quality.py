@@ -154,12 +154,22 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
                               "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch "
-                              "h-detect13)",
+                              "h-detect13); then its klloss-negcoef200 run's actor/kl_loss was read: kl_rising's range "
+                              "rule keeps the level verdict of the reference a held departure left (issue 29, branch "
+                              "h-detect14)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute "
                          "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's "
                          "lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
-                         "smoothed against smoothed (issue 29, branch h-detect13)",
+                         "smoothed against smoothed (issue 29, branch h-detect13); then its negbeta200 run's kl "
+                         "was read for kl_rising's range rule (still missed; issue 29, branch h-detect14)",
+    "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then "
+                            "its two llmjudge runs' reward g and correctness f were read: reward_divergence's pulling-"
+                            "away lead escalates to critical once lead and rise are each critical_factor x their "
+                            "bars (issue 29, branch h-detect14)",
+    "trl_state_public3": "scored held out at 30dd218 (recall 1/1, median delay 15); then its run's clipped ratio, "
+                         "mean / min length were read: truncation's standing ratio is a change once the share of "
+                         "answers that fit the limit halved (issue 29, branch h-detect14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -75,7 +75,9 @@ class KLRising(Detector):
     cause of a KL rise is already in sight, and the KL follows a raised lr by a factor over tens of steps before it
     passes the full one (the ``range_z`` and ``range_hold`` persistence stay). Checked only while a fast running mean of the log KL (updated every ``every``
     observations) is above a slow one by half that factor; the reference's statistics are measured again every
-    ``range_n`` batches (a counter per step otherwise)."""
+    ``range_n`` batches (a counter per step otherwise); while checks that found the KL out of it are being held, a
+    re-measured reference keeps the level verdict of the one the KL left (the KL's first steps out, taken into its
+    newer half, would make it look not level and reset the hold; its median and spread are re-measured)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
@@ -192,7 +194,10 @@ class KLRising(Detector):
                 self._ref = None
             else:
                 half, (mid, scale) = len(ref) // 2, robust(ref, 0.0, 0.1)
-                self._ref = (mid, scale, len(ref), median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio)
+                level = median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio
+                if self._range_held and self._ref is not None:  # a departure being held keeps the level verdict of
+                    level = self._ref[3]  # the reference it left: its own first steps out make the new one climb
+                self._ref = (mid, scale, len(ref), level)
         new = [math.log(v) for v in track.tail(n) if v > 1e-12]
         if self._ref is None or len(new) < 0.7 * n:
             self._range_held = 0

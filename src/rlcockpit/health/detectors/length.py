@@ -148,7 +148,8 @@ class Truncation(Detector):
     and above ``persist_quanta`` - 0.5 answers of the batch (see :func:`quantum`; at most half of it), and a jump or
     a climb must be two answers a step: a smoothed ratio carries one step of 7 of 8 answers cut for three steps. A ratio above ``warn_abs``
     that was already there over the warm-up (the first logged steps) and has not risen ``standing_rise`` above
-    that level is a standing setting (the limit is short for this model), reported once as info. Leaving zero
+    that level is a standing setting (the limit is short for this model), reported once as info, unless the share of
+    answers that still fit the limit halved (a rise of ``standing_rise`` / 2 at least: 80% -> 90% cut). Leaving zero
     (warning, once): a ratio exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations, then
     above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`)."""
 
@@ -220,7 +221,7 @@ class Truncation(Detector):
             self._streak = 0
             return self._near_limit(step)
         if self.sustained(s > p["warn_abs"], p["sustain"]):
-            if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"]:
+            if self.base > p["warn_abs"] and s <= self.base + p["standing_rise"] and not self._fitting_halved(s):
                 return self._standing(step, track, s)
             if not self._persists(track, p["warn_abs"]):
                 return None  # a smoothed value carrying one wild step: not the jumps or creeps below either
@@ -299,6 +300,13 @@ class Truncation(Detector):
                          "Not a change during training; truncated answers earn no reward, so a longer limit (or "
                          "shorter answers) may help.", values={"clip_ratio": s, "baseline": self.base},
                          extra_keys=(LEN,))
+
+    def _fitting_halved(self, s: float) -> bool:
+        """Whether a standing ratio's complement, the share of answers that still end within the limit, is half what
+        it was over the warm-up or less, the ratio risen ``standing_rise`` / 2 or more (near 1 the answers that fit
+        are what is left to lose: 80% -> 90% cut halves them; 95% -> 97.5% is within a batch's noise)."""
+        p = self.p
+        return 1.0 - s <= 0.5 * (1.0 - self.base) + 1e-9 and s - self.base >= 0.5 * p["standing_rise"] - 1e-9
 
     def _persists(self, track: Track, bound: float) -> bool:
         """Whether ``persist_k`` of the last ``persist_n`` logged ratios are above ``bound`` and above

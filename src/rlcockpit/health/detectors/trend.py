@@ -125,10 +125,11 @@ class RewardDivergence(Detector):
       more than one (a slide is judged as a fall), while the reward is past its alarm and its
       3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
       the answers does not. Not while a format component rose by half the reward's rise (a format being learned).
-    - *pulling away* (warning): a task score logged on the same samples as the reward (a reward component, not
+    - *pulling away* (warning, critical): a task score logged on the same samples as the reward (a reward component, not
       held out) that the reward leaves behind step by step: the mean of the reward's lead over it over the last
       ``gap_span`` steps ``gap_z`` of the lead's own early noise (of such a mean) above that lead during the warm-up,
-      the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`). The difference of
+      the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`); critical once both are
+      ``critical_factor`` x as large for as many observations. The difference of
       two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
       seen while the reward's own noise still hides it. Not for a part the reward pays in full (the reward is the
       plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
@@ -187,6 +188,7 @@ class RewardDivergence(Detector):
         # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
         self._gap_early: dict[str, tuple[float, float, float, float] | None] = {}  # + the lead's early noise
         self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
+        self._gap_big: dict[str, int] = {}  # key -> of those, successive ones with lead and rise critical_factor x their bars
         # key -> [paired observations with the lead exactly 0 before the first nonzero one (-1: not exact), whether one
         # was nonzero, the last ``gap_span`` (step, lead)s]
         self._exact: dict[str, list] = {}
@@ -295,7 +297,8 @@ class RewardDivergence(Detector):
         up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
         its early mean (a score that falls is named as a fall, :meth:`_held_out_falling`) or as far above it and by
         ``gap_rise_share`` of the reward's rise (a reward paying the score with a weight above 1 leads it more as the
-        task is learned). Warning."""
+        task is learned). Warning; critical once the lead and the reward's rise are each ``critical_factor`` x their
+        bars on ``gap_hold`` successive paired observations (the divergence has kept growing: as for a held-out fall)."""
         p = self.p
         if key not in self._gap_early:
             self._gap_early[key] = self._early_lead(track, reward)
@@ -305,7 +308,7 @@ class RewardDivergence(Detector):
         w = span(reward, p["gap_span"], lo=3, hi=10)
         bar = p["gap_z"] * self._reward.noise / math.sqrt(w)
         if reward.mean_last(w) - self._reward.level < bar:  # the usual step: the reward is not up
-            self._gap_run[key] = 0
+            self._gap_run[key] = self._gap_big[key] = 0
             return None
         pairs = self._paired(track, reward, w)
         if len(pairs) < w:
@@ -318,20 +321,25 @@ class RewardDivergence(Detector):
         rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
         if gap < p["gap_z"] * lead_noise / math.sqrt(w) or rise < bar or gap < p["gap_share"] * rise or fell or rose \
                 or self._format_rose(w, gap):
-            self._gap_run[key] = 0
+            self._gap_run[key] = self._gap_big[key] = 0
             return None
         run = self._gap_run[key] = self._gap_run.get(key, 0) + 1
+        cf = p["critical_factor"]
+        big = gap >= cf * p["gap_z"] * lead_noise / math.sqrt(w) and rise >= cf * bar
+        big_run = self._gap_big[key] = self._gap_big.get(key, 0) + 1 if big else 0
         if run < p["gap_hold"]:
             return None
+        crit = big_run >= p["gap_hold"]
         score = r_mean - gap - early_gap
         vals = {"reward": r_mean, "reward_baseline": self._reward.level, "quality": score, "gap": gap + early_gap,
                 "gap_early": early_gap, "noise": self._reward.noise,
                 "signals": [f"{reward.raw} - {track.raw} {fmt(early_gap)} -> {fmt(gap + early_gap)}"]}
-        return self.fire(step, "warning",
+        return self.fire(step, "critical" if crit else "warning",
                          f"Reward pulling away from {track.raw}: over the last {w} logged steps {reward.raw} averaged "
                          f"{fmt(r_mean)} ({fmt(self._reward.level)} early) and its lead over {track.raw}, scored on the "
                          f"same samples, {fmt(gap + early_gap)} (early {fmt(early_gap)}; "
-                         f"{gap / (self._reward.noise / math.sqrt(w)):.1f}x the reward's noise over {w} steps)",
+                         f"{gap / (self._reward.noise / math.sqrt(w)):.1f}x the reward's noise over {w} steps"
+                         + (f"; both the lead and the rise {cf:g}x their bars on {big_run} steps in a row)" if crit else ")"),
                          "The reward rises by what the task score does not count: the policy learns what the reward "
                          "pays for beside the task.", metric=REWARD, values=vals,
                          step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
