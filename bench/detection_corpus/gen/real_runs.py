@@ -35,8 +35,10 @@ ENTRY_FIELDS = ("id", "source", "file", "sha256", "bytes", "kind", "naming", "or
 _VERL_STEP = re.compile(r"(?:^|[\s)])step:(\d+) - \S")
 # a verl file-logger record ({"step": N, "data": {...}} per line, trainer.logger=['file']), found without a JSON parser
 _VERL_FILE_STEP = re.compile(r'^\{"step":\s*(\d+),\s*"data":\s*\{')
-# the start of a dict a transformers Trainer printed (ProgressCallback/PrinterCallback), and its first key
-_TRL_CONSOLE_DICT = re.compile(r"\{'([^']+)': ")
+# the start of a dict a transformers Trainer printed (ProgressCallback/PrinterCallback), and its first key: the first
+# value is a number, bare or quoted (transformers 5 prints every value as a string), so a dict in a warning
+# ("Updated tokens: {'bos_token_id': None}") is not a training log
+_TRL_CONSOLE_DICT = re.compile(r"\{'([^']+)': '?[-+]?(?:\d|\.\d|nan|inf)")
 # a metrics JSONL record's step, found without a JSON parser
 _JSONL_STEP = re.compile(r'^\{.*"step": (\d+)[,}]')
 
