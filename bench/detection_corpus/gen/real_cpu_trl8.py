@@ -1,0 +1,99 @@
+"""Twelfth pass of real TRL ``GRPOTrainer`` CPU runs (source ``trl_cpu_settings8``): settings and failure mechanisms
+none of the earlier TRL CPU sources (``trl_cpu_settings`` .. ``trl_cpu_settings7``) has, made as a held-out source
+(nothing was tuned on it, no detector ran on it).
+
+Settings: ``loss_type="bnpo"`` with **``num_iterations=2`` and ``steps_per_generation=2`` together** and the
+**bias-corrected KL** (``use_bias_correction_kl``), evaluation every 20; ``loss_type="dr_grpo"`` with
+**``scale_rewards="batch"``** on one prompt a step, logging every 4, evaluation every 40 with
+**``num_generations_eval=2``**; a constant lr schedule; models built from **model seed 4**; seeds 191-200.
+
+Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
+**grader that starts paying format only** (any all-digit completion scores 1.0; the accuracy logged beside the paid
+reward with weight 0); the **generation config's temperature raised to 2.0** while the training pass scores at 1.0
+(the tenth pass lowered it to 0.3 and nothing showed); a **weight-decay sign bug** (the optimizer's
+``weight_decay`` -200 from a step: every step multiplies the weights by 1 + lr x 200). Each run goes through
+:func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
+``bench/detection_corpus/real/trl_cpu_settings8/<name>/`` and labelled by reading it (README, twelfth pass).
+
+    nice python bench/detection_corpus/gen/real_cpu_trl8.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/real_cpu_trl8.py NAME ...   # only these specs
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from real_cpu_trl import run
+from real_cpu_trl7 import generation_only_temperature_at
+
+OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings8"
+
+
+def format_only(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:
+    """A grader that pays format only: 1.0 for any non-empty all-digit completion, 0.0 otherwise."""
+    got = solution_str.strip()
+    return 1.0 if got and got.isdigit() else 0.0
+
+
+def weight_decay_from(start: int, wd: float) -> Any:
+    """From step ``start`` every optimizer param group's ``weight_decay`` is ``wd`` (negative: a sign bug, each step
+    multiplies every weight by 1 - lr x wd, i.e. grows it)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == start:
+            for g in kw["optimizer"].param_groups:
+                g["weight_decay"] = wd
+
+    return each_step
+
+
+SPECS: dict[str, dict[str, Any]] = {
+    # healthy: loss_type bnpo, num_iterations 2 with steps_per_generation 2 (one generation of 4 prompts x 4 reused
+    # over 2 optimizer steps, each trained on twice), bias-corrected KL (use_bias_correction_kl, beta 0.04); Llama
+    # seed 4, 2 prompts x 4 a step, 400 steps, logging every step, evaluation on 16 prompts every 20
+    "llamas4-2prompt-4gen-bnpo-iter2-stepsper2-biaskl-400-eval20": {
+        "model": "llama", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "eval_steps": 20, "lr": 5e-5, "seed": 191,
+        "config": {"loss_type": "bnpo", "num_iterations": 2, "steps_per_generation": 2,
+                   "use_bias_correction_kl": True}},
+    # healthy, long: loss_type dr_grpo with scale_rewards "batch", one prompt x 8 a step; Qwen2 seed 4, 480 steps,
+    # logging every 4, evaluation on 16 prompts every 40 with num_generations_eval 2
+    "qwen2s4-1prompt-8gen-drgrpo-batchscale-480-log4-eval40": {
+        "model": "qwen2", "model_seed": 4, "batch": 8, "num_generations": 8, "steps": 480, "logging_steps": 4,
+        "eval_steps": 40, "lr": 5e-5, "seed": 192,
+        "config": {"loss_type": "dr_grpo", "scale_rewards": "batch", "num_generations_eval": 2}},
+    # reward hacking through a grader that pays format only, sudden: the paid reward (rewards/train_reward) is the
+    # digit overlap to step 149 and from the start of step 150 1.0 for any non-empty all-digit completion (0
+    # otherwise); the accuracy logged beside it with weight 0 (rewards/accuracy); constant lr 1e-4; GPT-2 seed 4,
+    # 2 prompts x 6, 400 steps, logging every step
+    "gpt2s4-2prompt-6gen-formatonly150-constlr1e-4-400": {
+        "model": "gpt2", "model_seed": 4, "batch": 12, "num_generations": 6, "steps": 400, "logging_steps": 1,
+        "lr": 1e-4, "seed": 193, "reward_switch_at": 150, "reward_switch_to": format_only,
+        "config": {"lr_scheduler_type": "constant"}},
+    # sampling hotter than the policy scores, sudden cause: from the start of step 200 the generation config samples
+    # at temperature 2.0 while the training pass keeps scoring at 1.0; Llama seed 4, 2 prompts x 4, 400 steps,
+    # logging every step
+    "llamas4-2prompt-4gen-gentemp2at200-400": {
+        "model": "llama", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 5e-5, "seed": 194, "each_step": generation_only_temperature_at(200, 2.0)},
+    # weight-decay sign bug, sudden cause with a compounding effect: constant lr 1e-4, weight_decay 0 to step 199
+    # and -200 in every param group from the start of step 200 (each step multiplies the weights by 1.02); Qwen2
+    # seed 4, 2 prompts x 4, 400 steps, logging every step
+    "qwen2s4-2prompt-4gen-wdneg200at200-constlr1e-4-400": {
+        "model": "qwen2", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 1e-4, "seed": 195, "each_step": weight_decay_from(200, -200.0),
+        "config": {"lr_scheduler_type": "constant"}},
+}
+
+
+# run once and not stored: the failure its spec meant did not come (README, twelfth pass)
+NOT_STORED: tuple[str, ...] = ()
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or [n for n in SPECS
+                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
+    for n in names:
+        print(run(n, SPECS[n], out=OUT), flush=True)
