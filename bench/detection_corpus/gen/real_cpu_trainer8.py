@@ -102,6 +102,29 @@ class WeightDecayFrom:
                 g["weight_decay"] = self.wd
 
 
+class StuckLoader:
+    """From step ``start`` the prompt loader hands out the batch it gave at ``start`` again at every step (a data
+    loader whose position is reset to the same offset each step: the run trains on the same prompts over and
+    over). Validation keeps its own prompts."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step == self.start:
+            loader = st.loader
+            inner = loader.next_batch
+            kept: dict[int, list[Any]] = {}
+
+            def stuck(k: int | None = None) -> list[Any]:
+                key = k or loader.batch_size
+                if key not in kept:
+                    kept[key] = inner(k)
+                return list(kept[key])
+
+            loader.next_batch = stuck
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: PPO with a critic (GAE; critic/* and values logged), actor.loss_agg_mode seq-mean-token-sum;
     # Llama seed 4, 2 prompts x 4, 400 steps, validation every 20
@@ -143,6 +166,20 @@ SPECS: dict[str, dict[str, Any]] = {
                                                                     "model_seed": 4, "overrides": _batch(
         2, 4, "actor_rollout_ref.actor.optim.lr=1e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
         "trainer.test_freq=20"), "driver": WeightDecayFrom(200, -200.0)},
+    # added after the first batch ran (written and committed before running it): the first runs took 25-30 s, so
+    # there is time for more. Healthy, long: GPG (adv_estimator gpg with the gpg policy loss: plain policy gradient,
+    # no ratio, no clip); Llama seed 4, 2 prompts x 4, 700 steps, validation every 35
+    "llamas4-2prompt-4sample-gpg-gpgloss-700-val35": {"steps": 700, "seed": 187, "model": "llama", "model_seed": 4,
+                                                      "overrides": _batch(
+        2, 4, "algorithm.adv_estimator=gpg", "actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
+        "trainer.test_freq=35")},
+    # the data loader stuck on one batch, sudden cause: from the start of step 150 the loader returns step 150's two
+    # prompts at every step (validation keeps its own prompts); constant lr 1e-4; GPT-2 seed 4, 2 prompts x 6,
+    # 450 steps, validation every 15
+    "gpt2s4-2prompt-6sample-stuckloader150-constlr1e-4-450-val15": {"steps": 450, "seed": 188, "model": "gpt2",
+                                                                    "model_seed": 4, "overrides": _batch(
+        2, 6, "actor_rollout_ref.actor.optim.lr=1e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
+        "trainer.test_freq=15"), "driver": StuckLoader(150)},
 }
 
 

@@ -49,6 +49,30 @@ def weight_decay_from(start: int, wd: float) -> Any:
     return each_step
 
 
+def stuck_prompts_from(start: int) -> Any:
+    """From step ``start`` every generation is made from the prompts of step ``start``'s batch (a data loader whose
+    position is reset to the same offset each step: the run trains on the same prompts over and over); evaluation
+    keeps its own prompts."""
+    state: dict[str, Any] = {"on": False, "kept": None}
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if not getattr(trainer, "_corpus_stuck", False):
+            inner = trainer._generate_and_score_completions
+
+            def stuck(inputs: Any, *a: Any, **kw_: Any) -> Any:
+                if state["on"] and trainer.model.training:
+                    if state["kept"] is None:
+                        state["kept"] = [dict(x) for x in inputs]
+                    inputs = [dict(x) for x in state["kept"]]
+                return inner(inputs, *a, **kw_)
+
+            trainer._generate_and_score_completions = stuck
+            trainer._corpus_stuck = True
+        state["on"] = step >= start
+
+    return each_step
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: loss_type bnpo, num_iterations 2 with steps_per_generation 2 (one generation of 4 prompts x 4 reused
     # over 2 optimizer steps, each trained on twice), bias-corrected KL (use_bias_correction_kl, beta 0.04); Llama
@@ -84,6 +108,21 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s4-2prompt-4gen-wdneg200at200-constlr1e-4-400": {
         "model": "qwen2", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
         "lr": 1e-4, "seed": 195, "each_step": weight_decay_from(200, -200.0),
+        "config": {"lr_scheduler_type": "constant"}},
+    # added after the first batch ran (written and committed before running it): the first runs took ~30 s, so
+    # there is time for more. Healthy, long: loss_type dapo with num_iterations 2 and an off-policy mask
+    # (off_policy_mask_threshold 0.5), 4 prompts x 3 a step; GPT-2 seed 4, 600 steps, logging every 2, evaluation on
+    # 16 prompts every 50
+    "gpt2s4-4prompt-3gen-dapo-iter2-offpolicymask-600-log2-eval50": {
+        "model": "gpt2", "model_seed": 4, "batch": 12, "num_generations": 3, "steps": 600, "logging_steps": 2,
+        "eval_steps": 50, "lr": 5e-5, "seed": 196,
+        "config": {"loss_type": "dapo", "num_iterations": 2, "off_policy_mask_threshold": 0.5}},
+    # the data loader stuck on one batch, sudden cause: from the start of step 150 every generation is made from
+    # step 150's two prompts (evaluation keeps its own); constant lr 1e-4; Llama seed 4, 2 prompts x 6, 450 steps,
+    # logging every step, evaluation on 16 prompts every 25
+    "llamas4-2prompt-6gen-stuckloader150-constlr1e-4-450-eval25": {
+        "model": "llama", "model_seed": 4, "batch": 12, "num_generations": 6, "steps": 450, "logging_steps": 1,
+        "eval_steps": 25, "lr": 1e-4, "seed": 197, "each_step": stuck_prompts_from(150),
         "config": {"lr_scheduler_type": "constant"}},
 }
 
