@@ -125,6 +125,26 @@ class StuckLoader:
             loader.next_batch = stuck
 
 
+class SlowRewardServer:
+    """From step ``start`` every call of the training reward function first waits ``seconds`` (a reward-model server
+    that answers slowly: ``timing_s/reward`` and the step time grow); validation's reward is untouched."""
+
+    def __init__(self, start: int, seconds: float) -> None:
+        self.start, self.seconds = start, seconds
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step == self.start:
+            import time
+
+            inner, wait = st.reward.fn, self.seconds
+
+            def slow(*a: Any, **kw: Any) -> Any:
+                time.sleep(wait)
+                return inner(*a, **kw)
+
+            st.reward.fn = slow
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: PPO with a critic (GAE; critic/* and values logged), actor.loss_agg_mode seq-mean-token-sum;
     # Llama seed 4, 2 prompts x 4, 400 steps, validation every 20
@@ -180,6 +200,12 @@ SPECS: dict[str, dict[str, Any]] = {
                                                                     "model_seed": 4, "overrides": _batch(
         2, 6, "actor_rollout_ref.actor.optim.lr=1e-4", "actor_rollout_ref.actor.optim.lr_scheduler_type=constant",
         "trainer.test_freq=15"), "driver": StuckLoader(150)},
+    # added after the second batch was written (committed before running it). Throughput drop from a slow reward
+    # server, sudden: from the start of step 200 every training reward call (one per response) first waits 30 ms
+    # (8 responses: ~0.24 s a step); Llama seed 4, 2 prompts x 4, 400 steps, validation every 25
+    "llamas4-2prompt-4sample-slowreward30ms200-400-val25": {"steps": 400, "seed": 189, "model": "llama",
+                                                            "model_seed": 4, "overrides": _batch(
+        2, 4, "trainer.test_freq=25"), "driver": SlowRewardServer(200, 0.03)},
 }
 
 

@@ -73,6 +73,32 @@ def stuck_prompts_from(start: int) -> Any:
     return each_step
 
 
+def slow_reward_ramp(start: int, end: int, hi: float) -> Any:
+    """Before every step, each call of the reward function (one call per generation batch) first waits
+    ``ramp(k, start, end, 0, hi)`` seconds (a reward-model server whose latency keeps growing)."""
+    from real_cpu_trainer4 import ramp
+
+    state: dict[str, float] = {"delay": 0.0}
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if not getattr(trainer, "_corpus_slow_reward", False):
+            import time
+
+            inner = trainer.reward_funcs[0]
+
+            def slow(*a: Any, **kw_: Any) -> Any:
+                if state["delay"]:
+                    time.sleep(state["delay"])
+                return inner(*a, **kw_)
+
+            slow.__name__ = inner.__name__
+            trainer.reward_funcs[0] = slow
+            trainer._corpus_slow_reward = True
+        state["delay"] = ramp(step, start, end, 0.0, hi)
+
+    return each_step
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: loss_type bnpo, num_iterations 2 with steps_per_generation 2 (one generation of 4 prompts x 4 reused
     # over 2 optimizer steps, each trained on twice), bias-corrected KL (use_bias_correction_kl, beta 0.04); Llama
@@ -124,6 +150,12 @@ SPECS: dict[str, dict[str, Any]] = {
         "model": "llama", "model_seed": 4, "batch": 12, "num_generations": 6, "steps": 450, "logging_steps": 1,
         "eval_steps": 25, "lr": 1e-4, "seed": 197, "each_step": stuck_prompts_from(150),
         "config": {"lr_scheduler_type": "constant"}},
+    # added after the second batch was written (committed before running it). Throughput drop from a reward server
+    # whose latency grows, ramp: each reward call (one a step) first waits a delay ramping 0 s (step 200) -> 0.4 s
+    # (step 300), then stays; Qwen2 seed 4, 2 prompts x 4, 400 steps, logging every step
+    "qwen2s4-2prompt-4gen-slowrewardramp200-300-400": {
+        "model": "qwen2", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 5e-5, "seed": 198, "each_step": slow_reward_ramp(200, 300, 0.4)},
 }
 
 
