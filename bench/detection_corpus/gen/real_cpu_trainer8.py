@@ -145,6 +145,40 @@ class SlowRewardServer:
             st.reward.fn = slow
 
 
+class LossScaleNotUnscaled:
+    """At the steps in ``steps`` every gradient of the actor is ``factor`` x what the loss gives (a loss-scale bug:
+    on those steps the scaler's factor is not removed before the norm and the clip), through a hook on each actor
+    parameter; the grad norm logged is the scaled one and the clip at ``actor.grad_clip`` bounds the update."""
+
+    def __init__(self, steps: tuple[int, ...], factor: float) -> None:
+        self.steps, self.factor, self.on, self.installed = set(steps), factor, False, False
+
+    def before_step(self, st: Any, step: int) -> None:
+        if not self.installed:
+            for p in st.actor.parameters():
+                if p.requires_grad:
+                    p.register_hook(lambda g: g * self.factor if self.on else g)
+            self.installed = True
+        self.on = step in self.steps
+
+
+class SwapReference:
+    """At the start of step ``start`` the reference model's weights are replaced by another checkpoint of the same
+    architecture (the corpus model of ``arch`` built from model seed ``seed``: another run's checkpoint loaded as the
+    reference)."""
+
+    def __init__(self, start: int, arch: str, seed: int) -> None:
+        self.start, self.arch, self.seed = start, arch, seed
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step == self.start:
+            from real_trainer import bpe_model_dir
+            from transformers import AutoModelForCausalLM
+
+            other = AutoModelForCausalLM.from_pretrained(bpe_model_dir(self.arch, self.seed))
+            st.ref.load_state_dict(other.state_dict())
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: PPO with a critic (GAE; critic/* and values logged), actor.loss_agg_mode seq-mean-token-sum;
     # Llama seed 4, 2 prompts x 4, 400 steps, validation every 20
@@ -206,6 +240,21 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas4-2prompt-4sample-slowreward30ms200-400-val25": {"steps": 400, "seed": 189, "model": "llama",
                                                             "model_seed": 4, "overrides": _batch(
         2, 4, "trainer.test_freq=25"), "driver": SlowRewardServer(200, 0.03)},
+    # added after the first 17 runs were stored (written and committed before running these). Gradient spikes from a
+    # loss-scale bug, sudden and isolated: at steps 220, 260, 300 and 340 only, every actor gradient is x50 before the
+    # norm and the clip (grad_clip 1.0 stays); GPT-2 seed 4, 2 prompts x 4, 400 steps, validation every 20
+    "gpt2s4-2prompt-4sample-lossscale50x-at220-260-300-340-400-val20": {
+        "steps": 400, "seed": 190, "model": "gpt2", "model_seed": 4,
+        "overrides": _batch(2, 4, "trainer.test_freq=20"), "driver": LossScaleNotUnscaled((220, 260, 300, 340), 50.0)},
+    # another checkpoint loaded as the reference, sudden: KL loss low_var_kl coef 0.1 from step 1; at the start of
+    # step 200 the reference's weights are replaced by the corpus Llama of model seed 3 (same architecture, another
+    # run); constant lr 1e-4; Llama seed 4, 2 prompts x 4, 400 steps, validation every 20
+    "llamas4-2prompt-4sample-klloss01-refswap-s3at200-constlr1e-4-400-val20": {
+        "steps": 400, "seed": 180, "model": "llama", "model_seed": 4, "overrides": _batch(
+            2, 4, "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.1",
+            "actor_rollout_ref.actor.kl_loss_type=low_var_kl", "actor_rollout_ref.actor.optim.lr=1e-4",
+            "actor_rollout_ref.actor.optim.lr_scheduler_type=constant", "trainer.test_freq=20"),
+        "driver": SwapReference(200, "llama", 3)},
 }
 
 

@@ -99,6 +99,42 @@ def slow_reward_ramp(start: int, end: int, hi: float) -> Any:
     return each_step
 
 
+def loss_scaled_at(steps: tuple[int, ...], factor: float) -> Any:
+    """At the steps in ``steps`` the loss is ``factor`` x TRL's (a loss-scale bug: the scaler's factor not removed
+    before the norm and the clip on those steps); the grad norm logged is the scaled one, max_grad_norm 1.0 bounds
+    the update."""
+    state = {"on": False}
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if not getattr(trainer, "_corpus_lossscale", False):
+            inner = trainer.compute_loss
+
+            def scaled(*a: Any, **kw_: Any) -> Any:
+                out = inner(*a, **kw_)
+                return out * factor if state["on"] else out
+
+            trainer.compute_loss = scaled
+            trainer._corpus_lossscale = True
+        state["on"] = step in steps
+
+    return each_step
+
+
+def swap_reference_at(start: int, arch: str, seed: int) -> Any:
+    """At the start of step ``start`` the reference model's weights are replaced by another checkpoint of the same
+    architecture (the corpus model of ``arch`` built from model seed ``seed``: another run's checkpoint)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == start:
+            from real_trainer import bpe_model_dir
+            from transformers import AutoModelForCausalLM
+
+            other = AutoModelForCausalLM.from_pretrained(bpe_model_dir(arch, seed))
+            trainer.ref_model.load_state_dict(other.state_dict())
+
+    return each_step
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: loss_type bnpo, num_iterations 2 with steps_per_generation 2 (one generation of 4 prompts x 4 reused
     # over 2 optimizer steps, each trained on twice), bias-corrected KL (use_bias_correction_kl, beta 0.04); Llama
@@ -156,6 +192,19 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s4-2prompt-4gen-slowrewardramp200-300-400": {
         "model": "qwen2", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
         "lr": 5e-5, "seed": 198, "each_step": slow_reward_ramp(200, 300, 0.4)},
+    # added after the first 17 runs were stored (written and committed before running these). Gradient spikes from a
+    # loss-scale bug, sudden and isolated: at steps 220, 260, 300 and 340 only, the loss is x50 before backward (the
+    # logged grad norm x50; max_grad_norm 1.0 stays); Llama seed 4, 2 prompts x 4, 400 steps, logging every step
+    "llamas4-2prompt-4gen-lossscale50x-at220-260-300-340-400": {
+        "model": "llama", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "lr": 5e-5, "seed": 199, "each_step": loss_scaled_at((220, 260, 300, 340), 50.0)},
+    # another checkpoint loaded as the reference, sudden: beta 0.1; at the start of step 200 the reference's weights
+    # are replaced by the corpus GPT-2 of model seed 3 (same architecture, another run); constant lr 1e-4; GPT-2
+    # seed 4, 2 prompts x 4, 400 steps, logging every step, evaluation on 16 prompts every 25
+    "gpt2s4-2prompt-4gen-beta01-refswap-s3at200-constlr1e-4-400": {
+        "model": "gpt2", "model_seed": 4, "batch": 8, "num_generations": 4, "steps": 400, "logging_steps": 1,
+        "eval_steps": 25, "lr": 1e-4, "seed": 200, "each_step": swap_reference_at(200, "gpt2", 3),
+        "config": {"beta": 0.1, "lr_scheduler_type": "constant"}},
 }
 
 
