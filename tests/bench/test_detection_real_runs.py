@@ -251,13 +251,13 @@ def test_the_public_trl_console_log_imports_at_the_progress_bars_steps(real, ent
 
 def test_the_twelfth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The twelfth pass's CPU runs (rlcockpit_trainer_cpu8: TensorBoard event files of our trainer; trl_cpu_settings8:
-    TRL trainer states): 9 + 8 runs, each imported whole, and the readings the README's labels rest on are in the
+    TRL trainer states): 11 + 10 runs, each imported whole, and the readings the README's labels rest on are in the
     numbers (the engine/trainer probability gap opening at 200, the format-only grader paying 1.0 from 150 with the
-    accuracy flat, the leak's memory climb, the slow reward server's time)."""
+    accuracy flat, the leak's memory climb, the slow reward server's time, the loss-scale bug's four spikes)."""
     sel = [e for e in entries if e["source"] in ("rlcockpit_trainer_cpu8", "trl_cpu_settings8")]
-    assert sorted(Counter(e["source"] for e in sel).items()) == [("rlcockpit_trainer_cpu8", 9), ("trl_cpu_settings8", 8)]
+    assert sorted(Counter(e["source"] for e in sel).items()) == [("rlcockpit_trainer_cpu8", 11), ("trl_cpu_settings8", 10)]
     assert {e["class"] for e in sel} == {"healthy", "reward_hacking", "rollout_mismatch", "entropy_collapse",
-                                         "oom_creep", "throughput_drop"}
+                                         "oom_creep", "throughput_drop", "grad_spike", "collapse"}
     runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
     assert sorted(runs["llamas4-2prompt-4sample-gpg-gpgloss-700-val35"]) == list(range(0, 701))  # 0: validation before training
     assert sorted(runs["qwen2s4-1prompt-8gen-drgrpo-batchscale-480-log4-eval40"]) == list(range(4, 481, 4))
@@ -284,3 +284,9 @@ def test_the_twelfth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels
     before = sorted(ramp[s]["step_time"] for s in range(1, 200))
     after = sorted(ramp[s]["step_time"] for s in range(301, 401))
     assert after[len(after) // 2] > 4 * before[len(before) // 2]
+
+    for name, key in (("gpt2s4-2prompt-4sample-lossscale50x-at220-260-300-340-400-val20", "actor/grad_norm"),
+                      ("llamas4-2prompt-4gen-lossscale50x-at220-260-300-340-400", "grad_norm")):
+        norms = {s: m[key] for s, m in runs[name].items() if key in m}
+        spikes = (220, 260, 300, 340)
+        assert min(norms[s] for s in spikes) > 4 * max(v for s, v in norms.items() if s not in spikes), name
