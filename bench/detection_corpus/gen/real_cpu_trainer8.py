@@ -9,13 +9,14 @@ seed 4** (another tokenizer sample, init and warm-up than every earlier CPU run)
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 host-memory leak that **accelerates** (a per-step trace buffer whose step-k append grows with k: quadratic growth,
-where the ninth pass's leak was linear); the **rollout engine sampling at temperature 2.0** while the trainer
-scores at 1.0 (a rollout server's sampling config drifting from the trainer's: rollout/training mismatch); a
-**grader that starts paying format only** (any all-digit answer scores 1.0; the task's accuracy logged beside it);
-a **weight-decay sign bug** (AdamW ``weight_decay`` -200 from a step: every step multiplies the weights by
-1 + lr x 200). Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is
-stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu8/<name>/`` and labelled by reading it (README,
-twelfth pass).
+where the ninth pass's leak was linear); the **rollout engine sampling at temperature 2.0** while the trainer scores
+at 1.0 (a rollout server's sampling config drifting from the trainer's: rollout/training mismatch); a **grader that
+starts paying format only** (any all-digit answer scores 1.0; the task's accuracy logged beside it); a **weight-decay
+sign bug** (AdamW ``weight_decay`` -200 from a step: every step multiplies the weights by 1 + lr x 200). Added after
+the first batch ran (each committed before it ran): a healthy GPG run, a data loader stuck on one batch, a slow reward
+server, a loss-scale bug (isolated gradient spikes) and another run's checkpoint loaded as the reference. Each run
+goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
+``bench/detection_corpus/real/rlcockpit_trainer_cpu8/<name>/`` and labelled by reading it (README, twelfth pass).
 
     nice python bench/detection_corpus/gen/real_cpu_trainer8.py            # every spec not yet stored
     nice python bench/detection_corpus/gen/real_cpu_trainer8.py NAME ...   # only these specs

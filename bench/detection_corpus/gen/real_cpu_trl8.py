@@ -10,8 +10,10 @@ Settings: ``loss_type="bnpo"`` with **``num_iterations=2`` and ``steps_per_gener
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 **grader that starts paying format only** (any all-digit completion scores 1.0; the accuracy logged beside the paid
 reward with weight 0); the **generation config's temperature raised to 2.0** while the training pass scores at 1.0
-(the tenth pass lowered it to 0.3 and nothing showed); a **weight-decay sign bug** (the optimizer's
-``weight_decay`` -200 from a step: every step multiplies the weights by 1 + lr x 200). Each run goes through
+(the tenth pass lowered it to 0.3 and nothing showed); a **weight-decay sign bug** (the optimizer's ``weight_decay``
+-200 from a step: every step multiplies the weights by 1 + lr x 200). Added after the first batch ran (each committed
+before it ran): a healthy DAPO run, a data loader stuck on one batch, a reward server whose latency ramps up, a
+loss-scale bug (isolated gradient spikes) and another run's checkpoint loaded as the reference. Each run goes through
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings8/<name>/`` and labelled by reading it (README, twelfth pass).
 
