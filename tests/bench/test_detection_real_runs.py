@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,46 @@ def test_the_public_trl_console_log_imports_at_the_progress_bars_steps(real, ent
     assert real_runs.clean_step_count(entry, real_runs.raw_bytes(entry)) == 10
     assert steps[5]["grad_norm"] == 0.0048155346885323524 and steps[50]["epoch"] == 0.11
     assert steps[10]["learning_rate"] == 1e-06 and all(m["loss"] == 0.0 for m in steps.values())
+
+
+def test_the_twelfth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twelfth pass's CPU runs (rlcockpit_trainer_cpu8: TensorBoard event files of our trainer; trl_cpu_settings8:
+    TRL trainer states): 11 + 10 runs, each imported whole, and the readings the README's labels rest on are in the
+    numbers (the engine/trainer probability gap opening at 200, the format-only grader paying 1.0 from 150 with the
+    accuracy flat, the leak's memory climb, the slow reward server's time, the loss-scale bug's four spikes)."""
+    sel = [e for e in entries if e["source"] in ("rlcockpit_trainer_cpu8", "trl_cpu_settings8")]
+    assert sorted(Counter(e["source"] for e in sel).items()) == [("rlcockpit_trainer_cpu8", 11), ("trl_cpu_settings8", 10)]
+    assert {e["class"] for e in sel} == {"healthy", "reward_hacking", "rollout_mismatch", "entropy_collapse",
+                                         "oom_creep", "throughput_drop", "grad_spike", "collapse"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["llamas4-2prompt-4sample-gpg-gpgloss-700-val35"]) == list(range(0, 701))  # 0: validation before training
+    assert sorted(runs["qwen2s4-1prompt-8gen-drgrpo-batchscale-480-log4-eval40"]) == list(range(4, 481, 4))
+
+    temp = runs["gpt2s4-2prompt-4sample-enginetemp2at200-calclogprobs-400-val20"]
+    gap = {s: m["training/rollout_probs_diff_mean"] for s, m in temp.items() if "training/rollout_probs_diff_mean" in m}
+    assert max(v for s, v in gap.items() if s < 200) < 1e-6 < 0.05 < min(v for s, v in gap.items() if s >= 200)
+
+    for name, paid, acc in (("llamas4-2prompt-6sample-formatonly150-constlr1e-4-400-val10", "critic/score/mean",
+                             "reward_extra/acc/mean"),
+                            ("gpt2s4-2prompt-6gen-formatonly150-constlr1e-4-400", "rewards/train_reward/mean",
+                             "rewards/accuracy/mean")):
+        m = runs[name]
+        assert all(m[s][paid] == pytest.approx(m[s][acc], abs=1e-6) for s in range(1, 150)), name
+        assert min(m[s][paid] for s in range(150, 401)) >= 0.8 > 0.65 > max(m[s][acc] for s in range(150, 401)), name
+
+    leak = runs["qwen2s4-2prompt-4sample-accelleak150-400-val25"]
+    assert leak[400]["perf/cpu_memory_used_gb"] > max(leak[s]["perf/cpu_memory_used_gb"] for s in range(1, 150)) + 2
+
+    slow = runs["llamas4-2prompt-4sample-slowreward30ms200-400-val25"]
+    assert max(slow[s]["timing_s/reward"] for s in range(1, 200)) < 0.01 < 0.2 < min(
+        slow[s]["timing_s/reward"] for s in range(200, 401))
+    ramp = runs["qwen2s4-2prompt-4gen-slowrewardramp200-300-400"]
+    before = sorted(ramp[s]["step_time"] for s in range(1, 200))
+    after = sorted(ramp[s]["step_time"] for s in range(301, 401))
+    assert after[len(after) // 2] > 4 * before[len(before) // 2]
+
+    for name, key in (("gpt2s4-2prompt-4sample-lossscale50x-at220-260-300-340-400-val20", "actor/grad_norm"),
+                      ("llamas4-2prompt-4gen-lossscale50x-at220-260-300-340-400", "grad_norm")):
+        norms = {s: m[key] for s, m in runs[name].items() if key in m}
+        spikes = (220, 260, 300, 340)
+        assert min(norms[s] for s in spikes) > 4 * max(v for s, v in norms.items() if s not in spikes), name

@@ -32,21 +32,19 @@ CLASSES = ("healthy", "collapse", "reward_hacking", "entropy_collapse", "loss_di
 SOURCES = ("verl_synth", "wandb_synth", "rlcockpit_trainer", "trl_grpo")
 # raw run files imported through rlcockpit's importers (real/manifest.json, gen/real_runs.py): never in the
 # tuning/held-out JSONL files, always held out
-REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings", "rlcockpit_trainer_cpu",
-                "verl_wandb_output_public", "grpo_loop_jsonl_public", "tinker_jsonl_public",
-                "grpo_jsonl_public2", "tinker_jsonl_public2", "rlcockpit_trainer_cpu2", "trl_cpu_settings2",
-                "rlcockpit_trainer_cpu3", "trl_cpu_settings3", "rlcockpit_trainer_cpu4", "trl_cpu_settings4",
-                "verl_file_public", "trl_state_public3",
-                "rlcockpit_trainer_cpu5", "trl_cpu_settings5",
-                "trl_state_public8",
-                "rlcockpit_trainer_cpu6", "trl_cpu_settings6",
-                "trl_state_public9", "verl_keys_jsonl_public9",
-                "tinker_jsonl_public9", "trl_console_public9",
-                "trl_state_public10",
-                "rlcockpit_trainer_cpu7", "trl_cpu_settings7",
-                "trl_csv_public11", "verl_console_public11",
-                "trl_console_public12", "verl_console_public12",
-                "trl_csv_public13", "trl_state_public13")
+REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
+                "rlcockpit_trainer_cpu", "verl_wandb_output_public", "grpo_loop_jsonl_public",
+                "tinker_jsonl_public", "grpo_jsonl_public2", "tinker_jsonl_public2",
+                "rlcockpit_trainer_cpu2", "trl_cpu_settings2", "rlcockpit_trainer_cpu3",
+                "trl_cpu_settings3", "rlcockpit_trainer_cpu4", "trl_cpu_settings4",
+                "verl_file_public", "trl_state_public3", "rlcockpit_trainer_cpu5",
+                "trl_cpu_settings5", "trl_state_public8", "rlcockpit_trainer_cpu6",
+                "trl_cpu_settings6", "trl_state_public9", "verl_keys_jsonl_public9",
+                "tinker_jsonl_public9", "trl_console_public9", "trl_state_public10",
+                "rlcockpit_trainer_cpu7", "trl_cpu_settings7", "trl_csv_public11",
+                "verl_console_public11", "trl_console_public12", "verl_console_public12",
+                "trl_csv_public13", "trl_state_public13", "rlcockpit_trainer_cpu8",
+                "trl_cpu_settings8")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
