@@ -81,8 +81,12 @@ class EntropyCollapse(FrozenBaseline):
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
     (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
     observations after the warm-up, once the mean of the last ``drift_smooth`` values is below that level by
-    ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch: an entropy that leaves its early
-    range for good and keeps going (a sampling temperature lowered step by step) is seen near where it left. Not
+    ``drift_drop`` x it and by 2 noise units, while the reward shows no gain over that stretch and the entropy is still
+    falling (that mean ``drift_still`` noise units under the mean of the ``drift_smooth`` values ``2 x drift_smooth``
+    observations earlier): an entropy that leaves its early range for good and keeps going (a sampling temperature
+    lowered step by step) is seen near where it left. One that stepped down and settled (a policy that sharpened a
+    little, then held) is not warned of: the mean of its last ``2 x drift_smooth`` values becomes the level a
+    further fall is measured from. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
     from its first step has no early range to leave). Not raised while a held-out score (``val-core/*``,
     ``val/test_score/*``) is up since that reference stretch: the mean of its last two values ``held_out_z`` noise
@@ -98,7 +102,8 @@ class EntropyCollapse(FrozenBaseline):
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "held_out_z": 3.0, "shift_drop": threshold(ENTROPY, "shift_drop"),
+                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
+                "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
                 "shift_n": 3, "shift_every": 5}
     story, role = "entropy", "outcome"
@@ -170,6 +175,12 @@ class EntropyCollapse(FrozenBaseline):
         if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
             return None
         if self._gained(3 * p["fall_lag"]) or self._held_out_gained() or self.repeats(step, "warning", d.start):
+            return None
+        n = int(p["drift_smooth"])
+        if track.n >= 3 * n and sum(track.tail(n, skip=2 * n)) / n - now < p["drift_still"] * d.noise:
+            # not falling any more: the entropy stepped down and settled. That plateau is the run's new level (a
+            # policy that sharpened a little, then held); a fall that goes on from it is judged from it
+            d.level, d.cusum.s, d.cusum.start = -track.mean_last(2 * n), 0.0, None
             return None
         return self.fire(step, "warning",
                          f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
