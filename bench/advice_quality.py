@@ -27,7 +27,7 @@ from corpus_schema import SPLITS, load_corpus  # noqa: E402
 
 from detection_quality import OURS  # noqa: E402
 from rlcockpit.health import HealthMonitor  # noqa: E402
-from rlcockpit.health.diagnosis import diagnose_findings  # noqa: E402
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings  # noqa: E402
 
 
 def replay_trace(trace: dict[str, Any]) -> list[Any]:

@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlcockpit.health.diagnosis import diagnose_run
-from rlcockpit.health.verify import CONFIRMED
-from rlcockpit.health.verify_branches import verify_run
+from rlcockpit.health.diagnosis.diagnose import diagnose_run
+from rlcockpit.health.verify.branches import verify_run
+from rlcockpit.health.verify.verdict import CONFIRMED
 from rlcockpit.store import open_store
 
 HEALTHY = "arith-grpo"

@@ -44,6 +44,18 @@ def _train(root: Path, name: str, steps: int = STEPS) -> list[str]:
             f"trainer.default_local_dir={root / name / 'ckpt'}"]
 
 
+@pytest.fixture(scope="module")
+def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tiny model built once for the module by a one-step run (its SFT warm-up draws from the RNG): every
+    run of every test after it loads the same model, so a reference and a killed run start equal. One trainer
+    process for the module instead of one per test."""
+    root = tmp_path_factory.mktemp("kill-trainer-warm")
+    cache = str(root / "cache")
+    subprocess.run(_train(root, "warm", 1), env=child_env(RLCOCKPIT_CACHE=cache), capture_output=True, check=True,
+                   timeout=300)
+    return cache
+
+
 def _only_run(store: Path):  # noqa: ANN202
     runs = rlcockpit.Api(store).runs()
     assert len(runs) == 1, [r.id for r in runs]
@@ -89,10 +101,8 @@ def check_against(ref, got) -> set[int]:  # noqa: ANN001
     return gap
 
 
-def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, capsys) -> None:
-    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
-    # the tiny model is built once (its SFT warm-up), so the reference and the killed runs start equal
-    subprocess.run(_train(tmp_path, "warm", 1), env=env, capture_output=True, check=True, timeout=300)
+def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, tiny_cache: str, capsys) -> None:
+    env = child_env(RLCOCKPIT_CACHE=tiny_cache)  # built once (tiny_cache): the reference and killed runs start equal
     subprocess.run(_train(tmp_path, "ref"), env=env, capture_output=True, check=True, timeout=300)
     ref = _only_run(tmp_path / "ref" / "store")
     rng = random.Random(77)
@@ -128,11 +138,11 @@ def test_sigkill_the_trainer_and_resume_from_its_checkpoint(tmp_path: Path, caps
     assert not gaps, f"training steps {sorted(gaps)} missing, {len(got.events('data_lost'))} data_lost events"
 
 
-def test_resuming_from_the_last_checkpoint_stores_no_step_twice(tmp_path: Path) -> None:
+def test_resuming_from_the_last_checkpoint_stores_no_step_twice(tmp_path: Path, tiny_cache: str) -> None:
     """A run killed after its last checkpoint (or simply started again) resumes at the final step; the final
     validation ran again and its rows were stored a second time at that step, until the checkpoint carried
     the step of its validation (``last_val``) and the last step validated before saving, as verl does."""
-    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    env = child_env(RLCOCKPIT_CACHE=tiny_cache)
     for _ in range(2):
         subprocess.run(_train(tmp_path, "again", 4), env=env, capture_output=True, check=True, timeout=300)
     got = _only_run(tmp_path / "again" / "store")
@@ -140,11 +150,11 @@ def test_resuming_from_the_last_checkpoint_stores_no_step_twice(tmp_path: Path) 
     assert twice == [], f"stored twice at one step: {twice}"
 
 
-def test_steps_stored_after_the_last_checkpoint_are_rerun_not_stored_twice(tmp_path: Path) -> None:
+def test_steps_stored_after_the_last_checkpoint_are_rerun_not_stored_twice(tmp_path: Path, tiny_cache: str) -> None:
     """A kill while step 4's checkpoint is written (the store is flushed first, so it holds step 4) resumes
     from step 2's: steps 3-4 run again. Step 3 was rejected as lower than the last stored step and step 4 was
     stored a second time at the same step (seen in this file's SIGKILL test)."""
-    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    env = child_env(RLCOCKPIT_CACHE=tiny_cache)
     subprocess.run(_train(tmp_path, "once", 4), env=env, capture_output=True, check=True, timeout=300)
     first = _only_run(tmp_path / "once" / "store")
     before = {k: first.series(k)[:2] for k in first.keys()}
@@ -164,15 +174,13 @@ def test_steps_stored_after_the_last_checkpoint_are_rerun_not_stored_twice(tmp_p
         assert np.array_equal(steps, s2) and np.array_equal(vals, v2, equal_nan=True), key
 
 
-def test_a_resume_that_reruns_a_validated_step_continues_as_the_uninterrupted_run(tmp_path: Path) -> None:
+def test_a_resume_that_reruns_a_validated_step_continues_as_the_uninterrupted_run(tmp_path: Path, tiny_cache: str) -> None:
     """Killed while step 4's checkpoint was written (step 4 and its validation stored): the resume runs steps
     3-4 again from step 2's checkpoint and skips the validation already stored. The steps after it must still
     be the uninterrupted run's: a validation that moved the training RNG made them differ (seen as
     ``actor/entropy`` differing from step 5 on in the SIGKILL test above, on a loaded machine)."""
-    env = child_env(RLCOCKPIT_CACHE=str(tmp_path / "cache"))
+    env = child_env(RLCOCKPIT_CACHE=tiny_cache)  # built once (tiny_cache): both runs start equal
     constant = ["actor_rollout_ref.actor.optim.lr_scheduler_type=constant"]  # 4 and 6 steps: the same lr
-    # the tiny model is built once (its SFT warm-up draws from the RNG), so both runs start equal
-    subprocess.run(_train(tmp_path, "warm", 1), env=env, capture_output=True, check=True, timeout=300)
     subprocess.run(_train(tmp_path, "ref", 6) + constant, env=env, capture_output=True, check=True, timeout=300)
     subprocess.run(_train(tmp_path, "cut", 4) + constant, env=env, capture_output=True, check=True, timeout=300)
     for c in (tmp_path / "cut" / "ckpt").rglob("global_step_4"):

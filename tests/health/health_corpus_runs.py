@@ -30,8 +30,10 @@ def _loader() -> ModuleType:
 
 @cache
 def real_runs() -> tuple[dict[str, Any], ...]:
-    """Every run of the manifest, imported as ``rlcockpit import`` reads it (a corpus trace each)."""
-    return tuple(_loader().load_real())
+    """Every run of the manifest, imported as ``rlcockpit import`` reads it (a corpus trace each). Without the
+    clean step counts (``meta["clean_steps"]`` None): tests/bench/test_detection_real_runs.py checks those, and
+    they were ~90 % of the load's time."""
+    return tuple(_loader().load_real(clean_counts=False))
 
 
 def real_by_id() -> dict[str, dict[str, Any]]:
@@ -41,7 +43,7 @@ def real_by_id() -> dict[str, dict[str, Any]]:
 def real_where(keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
     """Only the manifest entries ``keep`` accepts, imported: cheaper than every run for a test about a few."""
     loader = _loader()
-    return loader.load_real([e for e in loader.manifest() if keep(e)])
+    return loader.load_real([e for e in loader.manifest() if keep(e)], clean_counts=False)
 
 
 def real_run(suffix: str, source: str | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health import HealthMonitor
-from rlcockpit.health.diagnosis import load_run
+from rlcockpit.health.diagnosis.diagnose import load_run
 from rlcockpit.metrics.guide import canonical_name
 
 CONFIG_SECTIONS = ("algorithm", "actor", "rollout", "data", "reward", "critic", "actor_rollout_ref")

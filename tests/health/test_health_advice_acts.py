@@ -17,9 +17,9 @@ from rlcockpit.health.advice import advise
 from rlcockpit.health.base import DETECTORS, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView, make_action
 from rlcockpit.health.detectors.collapse import collapse_actions
-from rlcockpit.health.diagnosis import diagnose_findings
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings
+from rlcockpit.health.diagnosis.overrides import merge_overrides
 from rlcockpit.health.findings import Finding
-from rlcockpit.health.overrides import merge_overrides
 from rlcockpit.trainer.config.verl import inactive_reason
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.diagnosis import diagnose_findings, headline, replay
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings, headline, replay
 from rlcockpit.health.findings import Finding
 
 _spec = importlib.util.spec_from_file_location("health_record_fixture_c", Path(__file__).parent / "record_fixture.py")

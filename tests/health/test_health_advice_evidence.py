@@ -1,4 +1,4 @@
-"""A diagnosis proposes overrides in proportion to its evidence (rlcockpit.health.evidence).
+"""A diagnosis proposes overrides in proportion to its evidence (rlcockpit.health.diagnosis.evidence).
 
 The defect (QA of a TRL user's script, docs/qa/wandb-trl-inputs.md rows 17-21): a 3-step random-weights TRL
 GRPO run got ``beta``, ``learning_rate``, ``warmup_steps``, ``epsilon`` and ``num_iterations`` (already 1) from
@@ -19,8 +19,8 @@ from rlcockpit.cli import main as cli_main
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.advice import advise
 from rlcockpit.health.config_view import RunConfigView
-from rlcockpit.health.diagnosis import diagnose_findings, diagnose_run, proposed_overrides, replay
-from rlcockpit.health.evidence import BASELINE_STEPS
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings, diagnose_run, proposed_overrides, replay
+from rlcockpit.health.diagnosis.evidence import BASELINE_STEPS
 from rlcockpit.health.findings import Finding
 from rlcockpit.health.synthetic import make_trace
 from rlcockpit.store import open_store

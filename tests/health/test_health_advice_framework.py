@@ -9,7 +9,7 @@ import json
 import math
 
 from rlcockpit.health.config_view import metrics_framework, with_framework
-from rlcockpit.health.diagnosis import diagnose_run
+from rlcockpit.health.diagnosis.diagnose import diagnose_run
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.store import open_store
 

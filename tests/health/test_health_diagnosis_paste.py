@@ -13,7 +13,7 @@ import pytest
 from rlcockpit.health import DETECTORS, HealthMonitor
 from rlcockpit.health.base import Detector, register_detector
 from rlcockpit.health.config_view import make_action
-from rlcockpit.health.diagnosis import diagnose_findings, replay
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings, replay
 from rlcockpit.health.findings import Cause
 from rlcockpit.health.stories import Story
 from rlcockpit.health.synthetic import FAILURES, HEALTHY, make_trace

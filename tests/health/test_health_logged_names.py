@@ -8,7 +8,7 @@ import random
 import re
 
 from rlcockpit.health import HealthMonitor
-from rlcockpit.health.diagnosis import diagnose_findings
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings
 
 TRL_CONFIG = {"learning_rate": 1e-5, "num_generations": 6, "per_device_train_batch_size": 6, "beta": 0.04}
 

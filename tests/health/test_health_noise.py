@@ -147,7 +147,7 @@ def test_a_shared_cpu_machine_is_not_a_training_problem_but_a_stalled_loader_is(
 
 
 def test_a_cpu_run_is_never_told_about_a_gpu():
-    from rlcockpit.health.diagnosis import diagnose_findings
+    from rlcockpit.health.diagnosis.diagnose import diagnose_findings
 
     config = {"trainer": {"device": "cpu"}}
     findings = replay(cpu_steps(40, "loader"), config=config)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rlcockpit.health import HealthMonitor
-from rlcockpit.health.diagnosis import diagnose_findings, replay
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings, replay
 
 _spec = importlib.util.spec_from_file_location("health_record_fixture", Path(__file__).parent / "record_fixture.py")
 _recorder = importlib.util.module_from_spec(_spec)

@@ -4,7 +4,7 @@ were flagged CRITICAL and blamed on the KL, with KL overrides that cannot act be
 from __future__ import annotations
 
 from rlcockpit.health import HealthMonitor
-from rlcockpit.health.diagnosis import diagnose_findings
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings
 
 CONFIG = {"actor": {"kl_loss_coef": 0.001, "use_kl_loss": True}}
 

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 import rlcockpit
-from rlcockpit.health.diagnosis import diagnose_run
-from rlcockpit.health.verify import (
+from rlcockpit.health.diagnosis.diagnose import diagnose_run
+from rlcockpit.health.verify.branches import verify_run
+from rlcockpit.health.verify.verdict import (
     CONFIRMED,
     DID_NOT_REPRODUCE,
     NOT_CONFIRMED,
@@ -22,7 +23,6 @@ from rlcockpit.health.verify import (
     make_plan,
     steps_past_onset,
 )
-from rlcockpit.health.verify_branches import verify_run
 from rlcockpit.store import open_store
 
 TINY = [
@@ -92,7 +92,7 @@ def test_checkpoint_before_the_onset_and_steps_past_it(train_tiny):
 def test_the_first_try_is_the_line_diagnose_prints_to_paste(train_tiny):
     """A user pastes the "Overrides to apply" line (every action's changes merged), not action 1 alone: that line
     is try 1, then the ranked actions that differ from it."""
-    from rlcockpit.health.report import format_diagnosis_text
+    from rlcockpit.health.diagnosis.report import format_diagnosis_text
 
     store_dir, parent = train_tiny("trainer.total_training_steps=4", *BLOWUP)
     store = open_store(str(store_dir))
@@ -109,7 +109,7 @@ def test_the_first_try_is_the_line_diagnose_prints_to_paste(train_tiny):
 
 def test_a_healthy_branch_does_not_reproduce_the_failure(train_tiny):
     """A diagnosis whose failure the run does not have: the unchanged branch must not reproduce it."""
-    from rlcockpit.health.diagnosis import diagnose_findings
+    from rlcockpit.health.diagnosis.diagnose import diagnose_findings
     from rlcockpit.health.findings import Finding
 
     store_dir, parent = train_tiny("trainer.total_training_steps=3", "actor_rollout_ref.actor.optim.lr=1e-6")
@@ -176,7 +176,7 @@ def test_cli_json_with_a_budget_that_stops_launching(train_tiny):
 
 
 def test_a_hostile_run_name_keeps_the_branch_files_inside_the_verify_folder(tmp_path):
-    from rlcockpit.health.verify_branches import branch_paths
+    from rlcockpit.health.verify.branches import branch_paths
 
     work = tmp_path / "verify" / "abc123"
     work.mkdir(parents=True)

@@ -7,10 +7,10 @@ import json
 import shlex
 
 import rlcockpit
-from rlcockpit.health.diagnosis import diagnose_run
-from rlcockpit.health.resume_command import external_verify
+from rlcockpit.health.diagnosis.diagnose import diagnose_run
 from rlcockpit.health.synthetic import make_trace
-from rlcockpit.health.verify import CONFIRMED, FIX_LEAD, NOT_CONFIRMED
+from rlcockpit.health.verify.resume_command import external_verify
+from rlcockpit.health.verify.verdict import CONFIRMED, FIX_LEAD, NOT_CONFIRMED
 from rlcockpit.integrations.importer import import_run
 from rlcockpit.store import open_store
 
@@ -126,7 +126,7 @@ def test_trl_trainer_state_gets_resume_from_checkpoint(tmp_path):
 def test_a_rerun_is_matched_to_the_try_it_applied():
     """A rerun that pasted the merged line is try 1's; one that applied only a ranked action (a subset of the
     line's keys) is that action's try, not the line's; one that changed none of the keys is unchanged."""
-    from rlcockpit.health.resume_command import _tried
+    from rlcockpit.health.verify.resume_command import _tried
 
     parent = _verl_config()
     tries = [{"rank": 1, "overrides": ["actor_rollout_ref.actor.optim.lr=1e-7", "algorithm.kl_ctrl.kl_coef=0.02"]},

@@ -51,7 +51,7 @@ def test_trl_docs_grpo_script_with_callback_and_wandb_offline_import(tmp_path, m
     assert cli_main(["diagnose", cb.run.id, "--dir", str(tmp_path / "store"), "--json"]) in (0, 1)
     diagnosis = json.loads(capsys.readouterr().out)
     assert diagnosis["run"]["id"] == cb.run.id
-    # 3 steps of a random-weights model: too short for a baseline, nothing to paste (health/evidence.py)
+    # 3 steps of a random-weights model: too short for a baseline, nothing to paste (health/diagnosis/evidence.py)
     assert diagnosis["overrides"]["apply"] == [] and diagnosis["baseline"]["enough"] is False, diagnosis["overrides"]
 
     # the same run as W&B recorded it (transformers' WandbCallback), imported: the trainer's steps, TRL's keys

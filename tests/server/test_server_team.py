@@ -128,7 +128,7 @@ def test_ratings_are_stored_shown_exported_and_count_as_evidence(team, tmp_path)
     store = team.server.store
     findings = store.findings("rated")
     assert [f["detector"] for f in findings] == ["human_rating"] and "format gaming" in findings[0]["summary"]
-    from rlcockpit.health.diagnosis import diagnose_run
+    from rlcockpit.health.diagnosis.diagnose import diagnose_run
 
     diagnosis = diagnose_run(store, "rated")  # a person's rating is evidence in the diagnosis
     human = [f for f in diagnosis["findings"] if f["detector"] == "human_rating"]

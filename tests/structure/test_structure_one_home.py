@@ -13,6 +13,7 @@ rlcockpit short form, TRL / seed-article names: ``metrics/keys.py``), the headli
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -47,8 +48,17 @@ TABLES: dict[str, Any] = {
 COPY_AT = 3  # shared relations that make a copy (two can be a coincidence: a key and its verl path side by side)
 
 
+@functools.cache
 def _sources() -> dict[Path, str]:
+    """Every source file's text, read once for the module (no test here writes to src)."""
     return {p: p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
+
+
+@functools.cache
+def _relations_by_file() -> dict[Path, set[frozenset[str]]]:
+    """:func:`file_relations` of every source file but the homes, parsed once for all the tables (each table's
+    test parsed all of src again: ~3 s a table)."""
+    return {p: file_relations(text) for p, text in _sources().items() if p not in HOMES.values()}
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -100,8 +110,7 @@ def test_table_literal_lives_in_its_home_only(literal: str) -> None:
 def test_no_second_copy_of_a_table(name: str) -> None:
     relations = table_relations(TABLES[name])
     assert len(relations) >= COPY_AT
-    copies = {p.relative_to(SRC).as_posix(): len(relations & file_relations(text))
-              for p, text in _sources().items() if p not in HOMES.values()}
+    copies = {p.relative_to(SRC).as_posix(): len(relations & found) for p, found in _relations_by_file().items()}
     copies = {path: n for path, n in copies.items() if n >= COPY_AT}
     assert not copies, f"{name} is copied (shared alias relations per file): {copies}"
 

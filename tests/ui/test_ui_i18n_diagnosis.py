@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import rlcockpit.health  # noqa: F401 - registers the built-in detectors
-from rlcockpit.health.diagnosis import diagnose_findings, replay
+from rlcockpit.health.diagnosis.diagnose import diagnose_findings, replay
 from rlcockpit.health.monitor import HealthMonitor
 from rlcockpit.health.synthetic import FAILURES, make_trace
 from rlcockpit.ui.analysis import clean_json

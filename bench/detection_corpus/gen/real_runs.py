@@ -100,14 +100,16 @@ def _is_number(cell: str | None) -> bool:
 
 
 def _tensorboard_steps(data: bytes) -> set[int]:
-    """Steps with a scalar, read by TensorBoard's own event loader (not rlcockpit's record reader)."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    """Steps with a scalar, read by TensorBoard's own event loader (not rlcockpit's record reader). The legacy
+    loader yields the events as stored, without the read-time compat migration (simple_value -> tensor) that
+    tripled the time and changes no count: both forms are counted below."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
     with tempfile.TemporaryDirectory(prefix="corpus-tb-") as tmp:
         path = Path(tmp) / "events.out.tfevents.corpus"
         path.write_bytes(data)
         steps = set()
-        for event in EventFileLoader(str(path)).Load():
+        for event in LegacyEventFileLoader(str(path)).Load():
             if any(v.HasField("simple_value") or v.HasField("tensor") and v.metadata.plugin_data.plugin_name == "scalars"
                    for v in event.summary.value):
                 steps.add(int(event.step))
@@ -163,9 +165,11 @@ def import_entry(entry: dict[str, Any], data: bytes) -> tuple[list[tuple[int, di
     return sorted(by_step.items()), imported.config, problems
 
 
-def load_real(entries: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def load_real(entries: list[dict[str, Any]] | None = None, clean_counts: bool = True) -> list[dict[str, Any]]:
     """Every manifest run imported and turned into a held-out corpus trace; ``meta`` carries the step counts
-    (``imported_steps``, ``clean_steps``) and any import problems."""
+    (``imported_steps``, ``clean_steps``) and any import problems. ``clean_counts=False`` leaves ``clean_steps``
+    None: the clean parse is most of the load's time (TensorBoard's pure-Python record reader), and a caller that
+    only replays the metrics does not read it."""
     out = []
     for e in manifest() if entries is None else entries:
         data = raw_bytes(e)
@@ -174,7 +178,7 @@ def load_real(entries: list[dict[str, Any]] | None = None) -> list[dict[str, Any
                  "onset_method": e["onset_method"], "split": "heldout", "naming": e["naming"],
                  "config": e.get("config") or config, "metrics": metrics, "samples": [],
                  "meta": {"origin": e["origin"], "tuned_on": e["tuned_on"], "imported_steps": len(metrics),
-                          "clean_steps": clean_step_count(e, data), "import_problems": problems}}
+                          "clean_steps": clean_step_count(e, data) if clean_counts else None, "import_problems": problems}}
         validate(trace)
         out.append(trace)
     return out

@@ -28,11 +28,11 @@ __all__ = [
 
 def __getattr__(name: str):  # diagnosis/report import the store lazily: keep ``import rlcockpit.health`` light
     if name == "diagnose_run":
-        from rlcockpit.health.diagnosis import diagnose_run
+        from rlcockpit.health.diagnosis.diagnose import diagnose_run
 
         return diagnose_run
     if name == "render_html_report":
-        from rlcockpit.health.report import render_html_report
+        from rlcockpit.health.diagnosis.report import render_html_report
 
         return render_html_report
     raise AttributeError(name)

@@ -53,9 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
-    from rlcockpit.health.diagnosis import diagnose_run
-    from rlcockpit.health.profiles import format_top_ops, profile_events
-    from rlcockpit.health.report import format_diagnosis_text, render_html_report
+    from rlcockpit.health.diagnosis.diagnose import diagnose_run
+    from rlcockpit.health.diagnosis.profiles import format_top_ops, profile_events
+    from rlcockpit.health.diagnosis.report import format_diagnosis_text, render_html_report
     from rlcockpit.store import open_store, resolve_dir
 
     db = resolve_dir(args.dir) / "rlcockpit.db"
@@ -88,9 +88,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
 def run_verify(store: object, store_dir: Path, run_id: str, diagnosis: dict, args: argparse.Namespace) -> int:
     """``diagnose --verify``: rerun and compare (rlcockpit's trainer), or the resume command (verl, TRL)."""
-    from rlcockpit.health.resume_command import external_verify
-    from rlcockpit.health.verify import format_verify_text
-    from rlcockpit.health.verify_branches import verify_run
+    from rlcockpit.health.verify.branches import verify_run
+    from rlcockpit.health.verify.resume_command import external_verify
+    from rlcockpit.health.verify.verdict import format_verify_text
 
     external = external_verify(store, run_id, diagnosis)
     if external is not None:

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
-from rlcockpit.health.diagnosis import diagnose_run
-from rlcockpit.health.report import render_html_report
+from rlcockpit.health.diagnosis.diagnose import diagnose_run
+from rlcockpit.health.diagnosis.report import render_html_report
 from rlcockpit.metrics.guide import guide_as_dict
 from rlcockpit.ui import analysis
 from rlcockpit.ui.i18n import localize_diagnosis

@@ -162,7 +162,7 @@ def _root_cause(rc: dict[str, Any], by_id: dict[str, dict[str, Any]], lang: str)
 
 
 def localize_diagnosis(diag: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A copy of a :func:`~rlcockpit.health.diagnosis.diagnose_run` result with its texts in ``lang``."""
+    """A copy of a :func:`~rlcockpit.health.diagnosis.diagnose.diagnose_run` result with its texts in ``lang``."""
     if lang == "en":
         return diag
     out = dict(diag)

@@ -10,7 +10,7 @@ cause's ranked actions are tried one by one, up to ``tries`` in all.
 
 Branches are ordinary runs of rlcockpit's trainer in the same store, launched as subprocesses (a crash of one never
 kills the verifier): group = the parent's id, config ``trainer.branch_of`` = the parent's id, tags
-``verify:unchanged`` / ``verify:fix<N>``. Launching and budgeting live in :mod:`rlcockpit.health.verify_branches`.
+``verify:unchanged`` / ``verify:fix<N>``. Launching and budgeting live in :mod:`rlcockpit.health.verify.branches`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health.config_view import detect_framework
-from rlcockpit.health.diagnosis import load_run, replay
+from rlcockpit.health.diagnosis.diagnose import load_run, replay
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
 

@@ -1,4 +1,4 @@
-"""Running the branches of ``rlcockpit diagnose --verify`` (see :mod:`rlcockpit.health.verify`).
+"""Running the branches of ``rlcockpit diagnose --verify`` (see :mod:`rlcockpit.health.verify.verdict`).
 
 Each branch is ``python -m rlcockpit train --config <the parent's stored config, adjusted> <fix overrides>`` in a
 subprocess, so a crash of one is a failed branch in the report, never a failed verifier. Branches run one after
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.health.verify import (
+from rlcockpit.health.verify.verdict import (
     CONFIRMED,
     DID_NOT_REPRODUCE,
     Plan,
@@ -142,7 +142,7 @@ def _findings(store: Any, plan: Plan, branches: list[dict[str, Any]]) -> list[li
 def verify_run(store: Any, store_dir: str | Path, run_id: str, diagnosis: Mapping[str, Any], *,
                steps: int | None = None, seeds: int = 2, tries: int = 3, budget: float | None = None,
                progress: Progress = lambda line: print(line, file=sys.stderr, flush=True)) -> dict[str, Any]:
-    """Verify ``diagnosis``'s fix for ``run_id`` (see :mod:`rlcockpit.health.verify`); the report dict."""
+    """Verify ``diagnosis``'s fix for ``run_id`` (see :mod:`rlcockpit.health.verify.verdict`); the report dict."""
     if seeds < 1 or tries < 1:
         raise ValueError(f"--seeds and --tries must be >= 1 (got {seeds}, {tries})")
     t0, plan = time.time(), make_plan(store, run_id, diagnosis, steps)

@@ -50,7 +50,7 @@ def format_overrides_text(merged: dict[str, Any] | None) -> list[str]:
 
 def format_held_back_text(diagnosis: dict[str, Any]) -> list[str]:
     """Why a diagnosis proposes less than its findings' advice: a run too short for a baseline of its own,
-    warnings without corroboration (see ``rlcockpit.health.evidence``), changes the run already has."""
+    warnings without corroboration (see ``rlcockpit.health.diagnosis.evidence``), changes the run already has."""
     merged = diagnosis.get("overrides") or {}
     note = (diagnosis.get("baseline") or {}).get("note")
     held, same = merged.get("held_back") or [], merged.get("already_set") or []

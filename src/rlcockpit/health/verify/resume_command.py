@@ -11,7 +11,7 @@ before the onset, with the fix's overrides (one command per ranked fix):
 N is the last save (``save_freq`` / ``save_steps``) at least ``FIX_LEAD`` steps before the onset. When such a rerun is later imported
 or watched into the same store (its config resumes from inside the diagnosed run's checkpoint folder), it is
 linked as a branch (``meta.verify_of``) and compared with the diagnosed run the same way as rlcockpit's own
-branches (:func:`rlcockpit.health.verify.judge`).
+branches (:func:`rlcockpit.health.verify.verdict.judge`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.health.config_view import detect_framework
-from rlcockpit.health.verify import (
+from rlcockpit.health.verify.verdict import (
     FIX_LEAD,
     Plan,
     branch_findings,
@@ -70,7 +70,7 @@ def save_every(run: Mapping[str, Any]) -> int | None:
 
 def last_save(onset: int, every: int | None) -> int:
     """The step of the last checkpoint at least ``FIX_LEAD`` steps before ``onset`` when saving every ``every``
-    steps (0: none), as for rlcockpit's own runs (see :func:`rlcockpit.health.verify.checkpoint_before`)."""
+    steps (0: none), as for rlcockpit's own runs (see :func:`rlcockpit.health.verify.verdict.checkpoint_before`)."""
     return 0 if not every or every <= 0 else max(0, onset - FIX_LEAD) // every * every
 
 
@@ -206,7 +206,7 @@ def external_verify(store: Any, run_id: str, diagnosis: Mapping[str, Any]) -> tu
 
 def format_external(report: Mapping[str, Any]) -> str:
     """The resume commands, then the comparison with reruns found in the store (if any)."""
-    from rlcockpit.health.verify import format_verify_text
+    from rlcockpit.health.verify.verdict import format_verify_text
 
     f = report["finding"]
     lines = [f"{report['run']['id']} is a {report['framework']} run: rlcockpit cannot rerun it. To verify the fix for "

@@ -5,7 +5,7 @@ An expert reading a run does not answer one warning with five knob changes. A fi
 every fix its detector knows (its first action is the detector's primary, lowest-risk one); a diagnosis
 proposes from it in proportion to the evidence:
 
-* a critical finding, or a finding of the root-cause event's own story (see ``diagnosis.fixes_for``): every
+* a critical finding, or a finding of the root-cause event's own story (see ``diagnose.fixes_for``): every
   action — the event is the root-cause story that justifies stacking changes;
 * a warning: one action per corroborating finding — its own detector's primary action when it stands alone,
   its first two when a second detector of the same story (collapse, entropy, ...) warned within

@@ -20,11 +20,11 @@ from typing import Any
 from rlcockpit.health.advice import story_causes
 from rlcockpit.health.base import DETECTORS, Detector, fmt
 from rlcockpit.health.config_view import RunConfigView, with_framework
-from rlcockpit.health.evidence import RELATED_WINDOW, Weighed, baseline_note, weigh
+from rlcockpit.health.diagnosis.evidence import RELATED_WINDOW, Weighed, baseline_note, weigh
+from rlcockpit.health.diagnosis.overrides import assign_to_actions, merge_overrides
+from rlcockpit.health.diagnosis.reviews import reviewer_findings
 from rlcockpit.health.findings import Finding, severity_rank
 from rlcockpit.health.monitor import HealthMonitor
-from rlcockpit.health.overrides import assign_to_actions, merge_overrides
-from rlcockpit.health.reviews import reviewer_findings
 from rlcockpit.health.stories import Story, resolve_story
 from rlcockpit.metrics.guide import canonical_name
 
@@ -223,7 +223,7 @@ def _hold_while_improving(w: Weighed, head: Mapping[str, Any]) -> Weighed:
 def proposed_overrides(findings: list[Finding], view: RunConfigView, steps: int | None = None,
                        head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The merged override set of the diagnosis, in proportion to the evidence (see
-    :mod:`rlcockpit.health.evidence`): the root-cause event's fixes and criticals in full, a warning's fixes one
+    :mod:`rlcockpit.health.diagnosis.evidence`): the root-cause event's fixes and criticals in full, a warning's fixes one
     per corroborating finding, none from warnings on a run too short for a baseline. ``held_back`` lists what
     was left out and why."""
     event = event_findings(findings)
@@ -296,5 +296,5 @@ def diagnose_run(store: Any, run_id: str, settings: Mapping[str, Any] | None = N
     run, metrics, samples = load_run(store, run_id)
     config = run_config(run, metrics)
     findings = replay(HealthMonitor(settings, config), metrics, samples)
-    findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/reviews.py)
+    findings += reviewer_findings(store, run["id"])  # samples people rated reward-hacked (health/diagnosis/reviews.py)
     return diagnose_findings(findings, config, run, steps=len(metrics), head=headline(metrics))
