@@ -41,8 +41,13 @@ def detector_keys() -> set[str]:
 # held out, and is held to these counts the same way.
 # h-detect9 brought trl_cpu_settings5 to the bar (loss_spike / loss_oscillation judge a loss logged every 5 steps
 # as the mean of micro-batches against its own trailing noise, with raw values that persist).
-BELOW_BAR_CRITICALS: dict[str, int] = {}
-BELOW_BAR_WARNINGS: dict[str, float] = {}  # warnings per healthy run
+# The twelfth/thirteenth-pass batch (corpus README "twelfth pass, CPU", "twelfth pass, public", "thirteenth pass,
+# public"; BENCHMARKS.md "A seventh held-out batch") was scored once, held out, at these counts.
+BELOW_BAR_CRITICALS: dict[str, int] = {
+    "rlcockpit_trainer_cpu8-healthy-gpt2s4-1prompt-8sample-passk-calclogprobs-500-val25": 2,
+    "trl_state_public13-healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200": 2,
+}
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_csv_public13": 1.4, "trl_state_public13": 9.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)
