@@ -41,6 +41,7 @@ from rlcockpit.metrics.score_words import is_correctness
 
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
+NOISE_ABOVE = threshold(ENTROPY, "noise_above")  # ... and the level no language model samples at while it learns
 HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
@@ -290,7 +291,11 @@ class EntropyExplosion(FrozenBaseline):
     than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
     ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
     (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
-    just under twice its warm-up level."""
+    just under twice its warm-up level. Noise (critical, from the first logged step, no warm-up): ``sustain``
+    consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
+    that spread while it learns) and above ``critical_ratio`` x the first logged value (the policy before any
+    update; a per-response entropy summed over tokens starts high and only counts once it has multiplied): a run
+    that turns into noise within its first steps would otherwise make that noise its warm-up level."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
@@ -321,6 +326,39 @@ class EntropyExplosion(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._level = math.nan  # slow running mean of the entropy: the cheap gate of the range rule
+        self._noise_bar = math.inf  # the noise rule's bar, set on the first logged value
+        self._noise_bar_first = math.nan  # ... that value
+        self._noisy, self._noisy_start = 0, -1  # the current run of values above it: its length, its first step
+
+    def observe(self, step: int) -> Finding | None:
+        track = self.ctx.tracks[ENTROPY]
+        last = track.last
+        if self.seen == 0:
+            self._noise_bar_first = last
+            self._noise_bar = max(NOISE_ABOVE, self.p["critical_ratio"] * last)
+        if last > self._noise_bar:
+            self._noisy += 1
+            if self._noisy == 1:
+                self._noisy_start = step
+        else:
+            self._noisy = 0
+        noise = self._noise(step, track) if self._noisy >= self.p["sustain"] else None
+        found = super().observe(step)
+        return noise if noise is not None else found
+
+    def _noise(self, step: int, track: Track) -> Finding | None:
+        """The noise rule (class docstring)."""
+        if self.repeats(step, "critical", self._noisy_start):
+            return None
+        n = int(self.p["sustain"])
+        now, first = track.mean_last(n), self._noise_bar_first
+        return self.fire(step, "critical",
+                         f"Entropy at noise level: {track.raw} {fmt(now)} over the last {n} logged steps, above "
+                         f"{fmt(self._noise_bar)} since step {self._noisy_start} (first logged {fmt(first)})",
+                         "The policy samples nearly at random: no language model writes text this spread while "
+                         "it learns. The updates destroyed it (learning rate far too high, a broken loss sign or "
+                         "corrupted weights).",
+                         values={"entropy": now, "first": first, "bar": self._noise_bar}, step_start=self._noisy_start, samples=True)
 
     def _out_of_range(self, step: int, track: Track) -> Finding | None:
         """The range rule (class docstring). Gated on the newest value being well above a slow running mean, so the
