@@ -399,13 +399,15 @@ class GradSpike(FrozenBaseline):
     """Gradient-norm spike, judged against the run's own spread. The reference is the median of the positive
     values in the trailing ``window`` (a step with no gradient, every advantage zero, says nothing about the size
     of the others), the spread the robust scale of their logs (a noisy run swings by a factor).
-    Warning: > ``warn_ratio`` x the reference and > ``z_log`` spreads above it. Critical: > ``critical_ratio`` x
+    Warning: > ``warn_ratio`` x the reference and > ``z_log`` spreads above it, or > ``huge_ratio`` x the reference
+    and > ``huge_z`` spreads above it (a norm forty times the run's median is a spike even where the norm swings
+    by a factor of two from step to step; a warning only). Critical: > ``critical_ratio`` x
     the reference and a second spike in the same window (persistence), or the smoothed norm > ``critical_ratio``
     x its warm-up level on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
     keys = (GRAD,)
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
-                "z_log": 6.0, "sustain": 3}
+                "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 
@@ -452,10 +454,11 @@ class GradSpike(FrozenBaseline):
                              f"median {fmt(self._warm)} on {p['sustain'] + 1} of the last {p['sustain'] + 2} logged steps",
                              "Often the precursor of a NaN loss.", values=vals,
                              step_start=track.steps[-min(p["sustain"] + 2, len(track.steps))], extra_keys=(LOSS,))
-        if ratio <= p["warn_ratio"] or math.log(ratio) <= p["z_log"] * spread:
+        far = ratio > p["warn_ratio"] and math.log(ratio) > p["z_log"] * spread
+        if not far and (ratio <= p["huge_ratio"] or math.log(ratio) <= p["huge_z"] * spread):
             return None
         repeated = recent_count(track, p["window"], p["warn_ratio"] * ref) >= 2
-        if ratio > p["critical_ratio"] and repeated:
+        if far and ratio > p["critical_ratio"] and repeated:
             return self.fire(step, "critical", f"Gradient norm spiked again: {fmt(v)}, {ratio:.0f}x {where}",
                              "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
         return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)}, {ratio:.1f}x {where}",
