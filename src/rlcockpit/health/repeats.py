@@ -23,7 +23,9 @@ def repeat_period(values: list[float], most: int = MOST) -> int:
     for which, at some phase, the median change inside groups of ``k`` is below ``TIGHT`` x the median change
     between groups, changes in log units (a KL's noise is a factor). 1 when no period fits, with too few values,
     with more than a tenth of the values <= 0 (a series that is not a positive estimate: a loss, a k1 KL estimate)
-    or a constant series. A change next to a value <= 0 (the KL of 0 before the first update) is left out."""
+    or a constant series. A change next to a value <= 0 (the KL of 0 before the first update) is left out. Also 2
+    when no such ``k`` fits but batches are logged twice in turn (a b a' b': :func:`_interleaved`): ``n`` values
+    then carry ``n / 2`` batches too."""
     if len(values) < MIN_VALUES or sum(1 for v in values if v <= 0.0) > 0.1 * len(values):
         return 1
     logs = [math.log(v) if v > 0.0 else math.nan for v in values]
@@ -37,7 +39,24 @@ def repeat_period(values: list[float], most: int = MOST) -> int:
             gap = median(between)
             if gap > 0.0 and median(within) < TIGHT * gap:
                 return k
-    return 1
+    return 2 if _interleaved(logs, most) else 1
+
+
+def _interleaved(logs: list[float], most: int) -> bool:
+    """Whether ``s`` (2..``most``) batches are each logged twice, in turn: a b a' b' (TRL's ``num_iterations=2``
+    with ``steps_per_generation=s``). A value ``s`` back is then the same batch on the second half of each group
+    of ``2s`` values, another one on the first half: the first changes at most ``TIGHT`` x the second."""
+    for s in range(2, most + 1):
+        diffs = [abs(b - a) for a, b in zip(logs, logs[s:])]  # diffs[i]: value i + s against value i
+        for phase in range(2 * s):
+            within = [d for i, d in enumerate(diffs) if (i + s - phase) % (2 * s) >= s and d == d]
+            between = [d for i, d in enumerate(diffs) if (i + s - phase) % (2 * s) < s and d == d]
+            if len(between) < 6 or not within:
+                break
+            gap = median(between)
+            if gap > 0.0 and median(within) < TIGHT * gap:
+                return True
+    return False
 
 
 class RepeatWatch:

@@ -417,7 +417,9 @@ class KLStuck(Detector):
 class UpdateSize(Detector):
     """PPO updates too large: ``actor/ppo_kl`` > ``ppo_kl_warn`` or ``actor/pg_clipfrac`` > ``clipfrac_warn``
     (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
-    ``clipfrac_floor``) for ``sustain`` steps. Also a warning below those levels: the clip fraction far above its
+    ``clipfrac_floor``) for ``sustain`` steps. A signed estimate (negative values in its warm-up: the k1 mean of old
+    minus new log-probs) counts only when the median of its last 3 values is beyond ``critical_ratio`` x its warm-up
+    median magnitude: its sign-flipping noise is no update. Also a warning below those levels: the clip fraction far above its
     own range (``k`` of the last ``n`` values more than ``z`` robust scale units, at least a tenth of
     ``clipfrac_floor`` each, above the median of the ``window`` before them, and above it by ``rise`` x that median
     and by ``clipfrac_floor``): a run whose updates clipped 1% of tokens and now clip 10% took a far larger step than
@@ -438,6 +440,7 @@ class UpdateSize(Detector):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._base: dict[str, float] = {}
+        self._signed: dict[str, bool] = {}
         self._level = math.nan  # slow running mean of the clip fraction: the cheap gate of the range rule
 
     def check(self, step: int) -> Finding | None:
@@ -449,10 +452,17 @@ class UpdateSize(Detector):
             if track is None or track.n <= self.warmup:
                 continue
             if key not in self._base:
-                self._base[key] = median(track.tail(self.warmup, skip=1))
-            s = track.mean_last(3)
-            if s > warn:
-                hits.append((key, s, s > p["critical_ratio"] * max(self._base[key], floor)))
+                early = track.tail(self.warmup, skip=1)
+                # a signed estimate (the k1 mean of old minus new log-probs goes below zero): its median sits near 0
+                # whatever the noise, so its level is its median magnitude, and only the middle of its last 3 values
+                # far beyond that (one heavy-tailed sample moves a mean of 3, not their median) is a large update
+                self._signed[key] = any(v < 0.0 for v in early)
+                self._base[key] = median([abs(v) for v in early] if self._signed[key] else early)
+            signed = self._signed[key]
+            s = median(track.tail(3)) if signed else track.mean_last(3)
+            bar = p["critical_ratio"] * max(self._base[key], floor)
+            if s > warn and (s > bar or not signed):
+                hits.append((key, s, s > bar))
         if not hits:  # the usual step (sustained(False) would only reset the streak)
             self._streak = 0
             return self._out_of_range(step)

@@ -56,11 +56,12 @@ class LengthExplosion(Detector):
     not turn; a lost stop token or a length-loving reward does. The turn must also move the mean by more than
     ``few_answers`` answers a step running to the longest length seen (a small batch's single long answer moves
     it 1.2x; see :func:`quantum`). Critical: > ``critical_ratio`` x the warm-up
-    level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``)."""
+    level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``), on
+    ``sustain`` consecutive checks (one logged value between shorter ones is a passing episode, not yet a runaway)."""
 
     keys = (LEN,)
     defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.2,
-                "accel": 2.0, "z": 3.0, "few_answers": 2}
+                "accel": 2.0, "z": 3.0, "few_answers": 2, "sustain": 2}
     story, role = "length", "outcome"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -93,13 +94,15 @@ class LengthExplosion(Detector):
         before = (track.ago(w) + track.ago(w + 1) + track.ago(w + 2)) / 3
         rising = s >= p["turn_ratio"] * before or before != before  # cheap gate
         if ratio <= p["critical_ratio"] and not rising:
+            self._streak = 0
             return None
         clip = self.ctx.tracks.get(CLIP)
         clip_now = clip.mean_last(3) if clip is not None and clip.n else 0.0
         limit = self.ctx.max_response_length()
         near_limit = limit is not None and s >= p["limit_frac"] * limit
         vals = {"length": s, "baseline": self.base, "ratio": ratio, "clip_ratio": clip_now, "max_response_length": limit}
-        if ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit) and s >= track.ago(1):
+        if self.sustained(ratio > p["critical_ratio"] and (clip_now > p["clip_critical"] or near_limit)
+                          and s >= track.ago(1), p["sustain"]):
             return self.fire(step, "critical", f"Response length exploded: {fmt(self.base)} -> {fmt(s)} ({ratio:.1f}x), "
                              "hitting the limit", values=vals, extra_keys=(CLIP,), samples=True)
         if not rising:
