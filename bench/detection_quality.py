@@ -170,6 +170,25 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_state_public3": "scored held out at 30dd218 (recall 1/1, median delay 15); then its run's clipped ratio, "
                          "mean / min length were read: truncation's standing ratio is a change once the share of "
                          "answers that fit the limit halved (issue 29, branch h-detect14)",
+    # the seventh held-out batch (BENCHMARKS.md "A seventh held-out batch, scored once", main 331a9ce): every
+    # source's per-run outcome was read after that score was recorded
+    "rlcockpit_trainer_cpu8": "scored once held out at 331a9ce (recall 4/8, 2 criticals and 0.67 warnings per "
+                              "healthy run); then its healthy pass@k calclogprobs run's actor/ppo_kl was read: "
+                              "update_size judges a signed estimate by the median of its last 3 against its warm-up "
+                              "magnitude (issue 29, branch h-detect16)",
+    "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
+                         "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
+                         "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
+                         "h-detect16)",
+    "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
+                             "noise level from the first step (issue 29, branch h-detect17)",
+    "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
+                            "shown to h-detect16/17 (nothing changed for it)",
+    "trl_csv_public13": "scored once held out at 331a9ce (1.40 warnings per healthy run); then its log-prob gap "
+                        "and entropy were read (still warned; issue 29, branch h-detect16)",
+    "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
+                          "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
+                          "29, branch h-detect16)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
