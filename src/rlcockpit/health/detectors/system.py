@@ -163,7 +163,8 @@ class ThroughputDrop(Detector):
     stays at a warning: its likeliest slowdown is the machine's other work). The reference is frozen while the
     dip lasts, so a long drop is measured against the speed before it, not against itself. Where the run logs a
     ``timing_s/*`` split and shows no GPU, a slowdown in which no phase's share of the step moved by
-    ``uniform_shift`` or more, or in which every phase that fills ``phase_min`` of an ordinary step took at least
+    ``uniform_shift`` or more, or in which every phase that fills ``phase_min`` of an ordinary step (or half of the
+    slow steps: a reward call grown from a tenth of a millisecond to most of the step) took at least
     ``uniform_growth`` x its usual time and ``uniform_balance`` x the slowdown of the most slowed one (every
     phase slower, comparably: other processes on the same cores) is reported as
     info, not as a warning, and a warning waits until the low stretch holds ``cpu_hold`` observations (the
@@ -225,8 +226,8 @@ class ThroughputDrop(Detector):
 
     def _all_slower(self, now: dict[str, float], k: int) -> float | None:
         """The smallest slowdown (time now / usual time) over the phases that fill at least ``phase_min`` of an
-        ordinary step (None without a split): other processes on the same cores slow every phase of the step;
-        a stalled loader, a slow reward server or longer generations slow one and leave the others' times as
+        ordinary step or half of the slow ones (None without a split): other processes on the same cores slow
+        every phase of the step; a stalled loader, a slow reward server or longer generations slow one and leave the others' times as
         they were. (Shares alone cannot tell: on a shared CPU the phase that happens to run while the other job
         does stretches most.)"""
         step_t = self.ctx.tracks.get(STEP_TIME)
@@ -235,7 +236,9 @@ class ThroughputDrop(Detector):
         mean_step = sum(step_t.tail(k)) / k
         usual = sum(self._ref_times.values())
         ratios = [now.get(ph, 0.0) * mean_step / t for ph, t in self._ref_times.items()
-                  if ph != "other" and t >= self.p["phase_min"] * usual]
+                  if ph != "other" and t > 0 and (t >= self.p["phase_min"] * usual or now.get(ph, 0.0) >= 0.5)]
+        # a phase too small to count before that now fills half the step (a reward call grown from 0.1 ms to
+        # 0.25 s) is in too: other processes on the same cores do not make one tiny phase the bulk of the step
         if len(ratios) < 2:
             return None
         return min(ratios) if min(ratios) >= self.p["uniform_balance"] * max(ratios) else 1.0  # one phase far
