@@ -175,7 +175,9 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu8": "scored once held out at 331a9ce (recall 4/8, 2 criticals and 0.67 warnings per "
                               "healthy run); then its healthy pass@k calclogprobs run's actor/ppo_kl was read: "
                               "update_size judges a signed estimate by the median of its last 3 against its warm-up "
-                              "magnitude (issue 29, branch h-detect16)",
+                              "magnitude (issue 29, branch h-detect16); its slow-reward run's timing_s split was "
+                              "read: throughput_drop compares a phase that grew from under phase_min (issue 29, "
+                              "branch h-detect18)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "

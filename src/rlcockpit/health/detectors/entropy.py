@@ -46,7 +46,6 @@ HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test score
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
 
-
 def _gain(track: Track, ref: tuple[float, float], window: int) -> bool:
     """Whether ``track``'s median over its last ``window`` values is above the reference's median ``ref`` by 3 noise
     units of a window median and by 2% of that level."""
