@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from faults_support import SmallDisk
 
@@ -16,3 +18,4 @@ def small_disk():
         run.finish(timeout=5)
     run_module._live_runs.clear()
     disk.close()
+    assert not os.path.ismount(disk.path), f"the small disk {disk.path} is still mounted"

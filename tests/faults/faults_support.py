@@ -97,6 +97,8 @@ class SmallDisk:
                 if subprocess.run(["umount", str(self.path)], capture_output=True).returncode == 0:
                     break
                 time.sleep(0.1)
+            else:  # still busy (a file a dying writer holds open): detach it now, the kernel frees it after
+                subprocess.run(["umount", "-l", str(self.path)], capture_output=True)  # (it left 8 MiB mounts behind)
         with contextlib.suppress(OSError):
             for p in self.path.glob("**/*"):
                 if p.is_file():
