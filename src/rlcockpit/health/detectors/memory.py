@@ -350,17 +350,23 @@ class MemoryGrowth(MemoryTrend):
     (``host_growth_ratio`` for the machine's used memory, which other processes move too), and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
     above 80% of it is a warning and above ``critical_percent`` of it while ``growth_ratio`` above its own
-    level is critical."""
+    level is critical. The machine's used memory also warns, well before that 15%, on a steady climb read from
+    the signs of its step-to-step changes: at least ``trend_rises`` of the last ``trend_window`` changes are rises
+    (ties count against) while at most ``trend_early_rate`` of all its earlier changes since warm-up were, and it
+    rose by ``trend_growth_ratio`` of its level and 10 x its warm-up jitter over that window, to above its warm-up
+    high (a leak adds memory at every step; a healthy host wanders up and down, or sits flat)."""
 
     keys = ABSOLUTE
     triggers = ABSOLUTE  # whichever of them the run logs
     defaults = {**MemoryTrend.defaults, "growth_ratio": 0.03, "host_growth_ratio": 0.15, "device_memory_gb": None,
-                "critical_percent": 92.0}
+                "critical_percent": 92.0, "trend_window": 40, "trend_rises": 0.85, "trend_early_rate": 0.5,
+                "trend_growth_ratio": 0.02}
 
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._present: list[str] = []
         self._present_at = self._based = -1
+        self._signs: dict[str, list] = {}  # key -> [window of rise flags, rises in it, earlier rises, earlier n, n]
 
     def min_growth(self, base: float, key: str = "") -> float:
         # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
@@ -388,6 +394,10 @@ class MemoryGrowth(MemoryTrend):
             track = tracks[key]
             if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
+            if key == CPU_USED:
+                found = self._sign_trend(step, key, track)
+                if found is not None:
+                    return found
             rec = state[key]  # the usual step, inlined: no new high and nowhere near min_growth above the level
             if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5] \
                     and not self.p["device_memory_gb"]:
@@ -417,6 +427,43 @@ class MemoryGrowth(MemoryTrend):
                 return True
             return (rss.last - rss.values[0]) / per_gb >= 0.25 * spanned
         return True
+
+    def _sign_trend(self, step: int, key: str, track: Track) -> Finding | None:
+        """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
+        docstring): a running window of rise flags, O(1) per observation."""
+        w = int(self.p["trend_window"])
+        st = self._signs.setdefault(key, [[], 0, 0, 0, track.n])
+        new = min(track.n - st[4], len(track.values) - 1)
+        st[4] = track.n
+        if new <= 0:
+            return None
+        vals, flags = track.values, st[0]
+        for i in range(len(vals) - new, len(vals)):
+            up = vals[i] > vals[i - 1]
+            flags.append(up)
+            st[1] += up
+            if len(flags) > w:
+                old = flags.pop(0)
+                st[1] -= old
+                st[2] += old
+                st[3] += 1
+        if len(flags) < w or st[1] < self.p["trend_rises"] * w or st[3] < w \
+                or st[2] > self.p["trend_early_rate"] * st[3]:
+            return None
+        base, jitter, high = self._base[key]
+        rise = track.last - track.ago(w)
+        if rise < max(self.p["trend_growth_ratio"] * abs(base), 10 * jitter) or track.last <= high:
+            return None
+        if not self._process_grew(track, rise) or self.repeats(step, "warning", step - w):
+            return None
+        ev = {"value": track.last, "baseline": base, "growth": track.last - base,
+              "relative_growth": (track.last - base) / max(abs(base), 1e-12), "slope_per_observation": rise / w,
+              "window": w, "rises": float(st[1]), "early_rise_rate": st[2] / st[3], "noise": jitter}
+        return self.fire(step, "warning", f"{track.raw} (host memory) rising at {st[1]} of the last {w} steps: "
+                         f"{fmt(track.ago(w))} -> {fmt(track.last)} (+{ev['relative_growth']:.0%} since warm-up)",
+                         "Memory that rises at nearly every step ends in an out-of-memory kill: a leak, or memory "
+                         "that grows with the response length.", metric=key, values=ev, step_start=step - w,
+                         extra_keys=(LEN, ALLOC))
 
     def _device_limit(self, step: int, key: str, track: Track) -> Finding | None:
         dev = self.p["device_memory_gb"]
