@@ -46,7 +46,7 @@ def detector_keys() -> set[str]:
 BELOW_BAR_CRITICALS: dict[str, int] = {
     "trl_state_public13-healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200": 1,
 }
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_csv_public13": 1.4, "trl_state_public13": 9.0}  # per healthy run
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 9.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)

@@ -542,7 +542,12 @@ class RolloutMismatch(Detector):
     rollouts differ from an fp32 trainer), not a finding. Also a warning: a slow drift, found by a one-sided CUSUM
     (allowance ``drift_k``, decision level ``drift_h``) of the log-ratio to the level of the first ``warmup``
     observations in units of their spread, once the median of the last 5 is ``drift_ratio`` x that level; the finding
-    starts where the drift began. Only the first of the keys the run logs is judged.
+    starts where the drift began. Settling: for ``settle`` steps after the warm-up, a rise under ``settle_ratio`` x
+    the first level that trips a warning rule re-bases the warning rules (``warn_ratio``, ``creep_ratio``, the
+    drift's level and spread) to the last ``warmup`` observations instead of warning, and a run that moved so is
+    re-based once more when the settling ends: the gap of a vLLM rollout steps up over the first updates and then
+    holds (the engine/trainer numerical floor of the setup); a real mismatch jumps far above its settled level or
+    keeps growing past it. Only the first of the keys the run logs is judged.
     Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks."""
 
@@ -550,7 +555,7 @@ class RolloutMismatch(Detector):
     triggers = MISMATCH_KEYS
     defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
                 "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
-                "drift_ratio": 1.3}
+                "drift_ratio": 1.3, "settle": 45, "settle_ratio": 2.5}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -563,6 +568,8 @@ class RolloutMismatch(Detector):
         self._key_at = -1  # len(tracks) when the judged key was chosen: a new series may come first in order
         self._cusum = Cusum(self.p["drift_k"], self.p["drift_h"])
         self._log: tuple[float, float] | None = None  # early level and spread, in logs
+        self._drift_ref: float | None = None  # the warning rules' level: the first steps', or the settled one
+        self._settled_at = -1  # the step the settling ends: ``settle`` steps after the warm-up
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
@@ -575,6 +582,7 @@ class RolloutMismatch(Detector):
             return None
         if key not in self._base:
             self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
+            self._settled_at = step + self.p["settle"]
         return self._judge(step, key, track)
 
     def _judge(self, step: int, key: str, track: Track) -> Finding | None:
@@ -583,26 +591,50 @@ class RolloutMismatch(Detector):
         s = track.mean_last(p["smooth"])
         ref = max(base, p["floor"])
         ratio = s / ref
-        drifting = self._drift(key, track, ref) and median(track.tail(5)) > p["drift_ratio"] * ref
-        relative = ratio > p["warn_ratio"] and s - base > p["z_warn"] * scale
-        creeping = ratio > p["creep_ratio"] and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
-                                                      self.warmup // 2) is not None
+        dref = self._drift_ref if self._drift_ref is not None else ref
+        drifting = self._drift(key, track, ref) and median(track.tail(5)) > p["drift_ratio"] * dref
+        relative = s > p["warn_ratio"] * dref and s - max(base, dref) > p["z_warn"] * scale
+        creeping = s > p["creep_ratio"] * dref and climb(track, tuple(p["windows"]), p["z_warn"], 0.02 * ref,
+                                                         self.warmup // 2) is not None
+        if 0 <= self._settled_at < step:  # settled: the level it ended at, when it moved while settling
+            self._settled_at = -1
+            if self._drift_ref is not None and ratio < p["settle_ratio"]:
+                self._rebase(track)
+                relative = creeping = drifting = False
+        elif step <= self._settled_at and ratio < p["settle_ratio"] and (relative or creeping or drifting):
+            self._rebase(track)  # still settling: the level it steps up to is the run's own floor
+            relative = creeping = drifting = False
         if not (relative or creeping or drifting):
             self._streak = 0
             return None
         vals = {"mismatch": s, "baseline": base, "ratio": ratio}
+        settled = vals if self._drift_ref is None else vals | {"baseline": dref, "ratio": s / dref, "first": base}
         start = self._cusum.start if drifting and not (relative or creeping) else None
         if start is not None:
             return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch drifting up since step {start}: "
-                             f"{track.raw} {fmt(s)}, {ratio:.1f}x "
-                             f"{versus(ref, base, 'level', f' over the first {self.warmup} logged steps')}",
-                             metric=key, values=vals | {"drift_since": start}, step_start=start)
+                             f"{track.raw} {fmt(s)}, {s / dref:.1f}x " + (
+                                 f"{versus(ref, base, 'level', f' over the first {self.warmup} logged steps')}"
+                                 if self._drift_ref is None else f"its settled level {fmt(dref)}"),
+                             metric=key, values=settled | {"drift_since": start}, step_start=start)
         if self.sustained(ratio > p["critical_ratio"], p["sustain"]):
             return self.fire(step, "critical", f"Rollout/trainer log-prob mismatch {track.raw}={fmt(s)} ({ratio:.0f}x "
                              f"{versus(ref, base, 'earlier level')})", "The samples are no longer on-policy for the trainer: updates use "
                              "wrong ratios.", metric=key, values=vals)
+        if self._drift_ref is not None:
+            return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} "
+                             f"{fmt(dref)} -> {fmt(s)} ({s / dref:.1f}x its settled level)", metric=key, values=settled)
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
                          f"{fmt(s)} ({ratio:.1f}x {versus(ref, base, 'earlier level')})", metric=key, values=vals)
+
+    def _rebase(self, track: Track) -> None:
+        """The warning rules' level (and the drift's spread) from the last ``warmup`` observations; the drift's
+        CUSUM starts over."""
+        fit = log_scale(track.tail(self.warmup), 0.05)
+        if fit is None:
+            return
+        self._drift_ref = max(fit[0], self.p["floor"])
+        self._log = (math.log(self._drift_ref), fit[1])
+        self._cusum = Cusum(self.p["drift_k"], self.p["drift_h"])
 
     def _drift(self, key: str, track: Track, ref: float) -> bool:
         """A slow drift above the early level (:class:`Cusum` of the log-ratio to it, in units of the early
