@@ -177,7 +177,8 @@ DEVELOPED_ON: dict[str, str] = {
                               "update_size judges a signed estimate by the median of its last 3 against its warm-up "
                               "magnitude (issue 29, branch h-detect16); its slow-reward run's timing_s split was "
                               "read: throughput_drop compares a phase that grew from under phase_min (issue 29, "
-                              "branch h-detect18)",
+                              "branch h-detect18); its accelerating leak's host memory was read: memory_growth's "
+                              "sign trend (issue 29, branch h-detect19)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -187,7 +188,8 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
                             "shown to h-detect16/17 (nothing changed for it)",
     "trl_csv_public13": "scored once held out at 331a9ce (1.40 warnings per healthy run); then its log-prob gap "
-                        "and entropy were read (still warned; issue 29, branch h-detect16)",
+                        "and entropy were read (issue 29, branch h-detect16): rollout_mismatch re-bases on the "
+                        "level the gap settles at (issue 29, branch h-detect20)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
                           "29, branch h-detect16)",
