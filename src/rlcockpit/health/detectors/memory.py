@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import deque
 
 from rlcockpit.health.advice import LEN, memory_action, moved, ranked, story_causes
 from rlcockpit.health.base import Detector, Track, climb, fmt, median, register_detector, robust
@@ -432,7 +433,7 @@ class MemoryGrowth(MemoryTrend):
         """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
         docstring): a running window of rise flags, O(1) per observation."""
         w = int(self.p["trend_window"])
-        st = self._signs.setdefault(key, [[], 0, 0, 0, track.n])
+        st = self._signs.setdefault(key, [deque(), 0, 0, 0, track.n])
         new = min(track.n - st[4], len(track.values) - 1)
         st[4] = track.n
         if new <= 0:
@@ -443,7 +444,7 @@ class MemoryGrowth(MemoryTrend):
             flags.append(up)
             st[1] += up
             if len(flags) > w:
-                old = flags.pop(0)
+                old = flags.popleft()
                 st[1] -= old
                 st[2] += old
                 st[3] += 1
