@@ -172,7 +172,10 @@ class ThroughputDrop(Detector):
     level (a machine shared with one more job halves the speed). On a CPU run, split or not, a low stretch that is
     erratic (its log spread above ``cpu_steady``: the speed jumping about as
     other jobs come and go, where a slowdown of the run's own making keeps its new pace) is info too. (On a GPU run a uniform slowdown, clocks or a
-    slower node, stays a warning.)"""
+    slower node, stays a warning.) On any run, a low stretch no slower than speeds the run already held at
+    ``held_frac`` or more of its earlier logged steps (an even sample of the whole run before the reference window)
+    is info: the reference was an unusually fast stretch (on a shared machine, the other jobs gone for a while) and
+    the run is back at its usual pace; a slowdown of the run's own making is slower than it has been before."""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
@@ -180,7 +183,7 @@ class ThroughputDrop(Detector):
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
                 "sustain": 20, "uniform_shift": 0.15, "uniform_growth": 1.3, "uniform_balance": 0.4, "phase_min": 0.1,
                 "cpu_hold": 8, "cpu_steady": 0.15,
-                "cpu_unexplained_ratio": 0.45}
+                "cpu_unexplained_ratio": 0.45, "held_frac": 0.2}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -200,6 +203,8 @@ class ThroughputDrop(Detector):
         self._scanned: int | None = None
         self._ref_shares: dict[str, float] = {}  # phase shares of the ordinary steps (EMA)
         self._ref_times: dict[str, float] = {}  # phase times of the ordinary steps, seconds (EMA)
+        self._hist: list[tuple[int, float]] = []  # (clean index, speed): an even sample of the whole run
+        self._hist_stride, self._n_clean = 1, 0
 
     def _calm_shares(self) -> None:
         """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
@@ -262,6 +267,19 @@ class ThroughputDrop(Detector):
             return None
         return max(abs(now.get(ph, 0.0) - self._ref_shares.get(ph, 0.0)) for ph in self._ref_shares)
 
+    def _held_before(self, s: float, k: int) -> float | None:
+        """The share of the run's earlier speeds (those before the reference window and the low stretch) at or
+        below ``s``, when it is at least ``held_frac`` (None otherwise, or with fewer than ``window`` of them): a
+        reference taken in an unusually fast stretch (the machine's other jobs gone for a while) makes the return
+        to the run's ordinary speed look like a drop; a slowdown of the run's own making is slower than the run
+        has been before."""
+        before = self._n_clean - (self.p["window"] + self.p["gap"] + max(k, self._low_n))
+        earlier = [v for i, v in self._hist if i <= before]
+        if len(earlier) < self.p["window"]:
+            return None
+        frac = sum(v <= s for v in earlier) / len(earlier)
+        return frac if frac >= self.p["held_frac"] else None
+
     def _busy(self, step: int) -> bool:
         """True when this step also evaluated or saved (its step time is not training speed)."""
         if self._scanned != len(self.ctx.tracks):  # a key logged for the first time: look for new markers
@@ -291,6 +309,12 @@ class ThroughputDrop(Detector):
             return None
         self._clean.append((step, speed))
         self._speeds.append(speed)
+        self._n_clean += 1
+        if self._n_clean % self._hist_stride == 0:  # at most 256 speeds, spread evenly over the whole run
+            self._hist.append((self._n_clean, speed))
+            if len(self._hist) >= 256:
+                del self._hist[1::2]
+                self._hist_stride *= 2
         self._logs.append(math.log(max(speed, 1e-12)))
         if len(self._clean) > 4 * self.p["window"]:
             keep = 2 * self.p["window"]
@@ -356,6 +380,12 @@ class ThroughputDrop(Detector):
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if cpu and k < p["cpu_hold"]:
             return None  # a shared CPU stretches whichever phase runs: judge a few low steps first
+        held = self._held_before(s, k)
+        if held is not None:
+            vals_out["held_before"] = held
+            return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, a speed "
+                             f"the run already held at {held:.0%} of its earlier logged steps: the level before was "
+                             "unusually fast, not this one slow", values=vals_out, step_start=self._onset)
         erratic = self._erratic(vals[-k:]) if cpu else None
         if erratic is not None:
             vals_out["low_spread"], vals_out["before_spread"] = erratic, self._noise
