@@ -292,3 +292,23 @@ def test_the_twelfth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels
         norms = {s: m[key] for s, m in runs[name].items() if key in m}
         spikes = (220, 260, 300, 340)
         assert min(norms[s] for s in spikes) > 4 * max(v for s, v in norms.items() if s not in spikes), name
+
+
+def test_the_fourteenth_pass_public_trl_state_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The fourteenth pass's public TRL GRPO trainer_state (aaravarora01/agent-memory-redteam, 4 groups of 4, 100 of 200
+    steps): every step imports, the clean count agrees, and the numbers the healthy label rests on are in the file — a
+    reward earned at 16 of 100 steps (one success in 16, twice two), all-zero-std groups wherever it is 0, a grad norm
+    of ~1e-3 between the successes, an entropy below 0.1 and a KL below 6e-4 throughout."""
+    entry = next(e for e in entries if e["source"] == "trl_state_public14")
+    trace = next(t for t in real if t["id"] == entry["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(1, 101)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(entry, real_runs.raw_bytes(entry)) == 100
+    earned = [s for s, m in steps.items() if m["reward"] > 0]
+    assert earned == [1, 2, 9, 10, 11, 15, 22, 37, 39, 46, 66, 70, 73, 75, 80, 97]
+    assert [s for s in earned if steps[s]["reward"] == 0.125] == [2, 22]
+    assert all(m["frac_reward_zero_std"] == (0.75 if s in earned else 1.0) for s, m in steps.items())
+    assert max(m["grad_norm"] for s, m in steps.items() if s not in earned) < 0.003
+    assert min(m["grad_norm"] for s, m in steps.items() if s in earned) > 0.02
+    assert all(0.069 < m["entropy"] < 0.095 and m["kl"] < 6e-4 for m in steps.values())
+    assert steps[1]["kl"] == 0.0 and steps[100]["learning_rate"] == 2.5250000000000004e-06
