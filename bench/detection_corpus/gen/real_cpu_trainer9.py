@@ -246,6 +246,18 @@ SPECS: dict[str, dict[str, Any]] = {
         "steps": 300, "seed": 212, "model": "gpt2", "model_seed": 5, "overrides": _batch(
             2, 4, "actor_rollout_ref.actor.optim.lr=3e-3", "actor_rollout_ref.actor.optim.lr_warmup_steps=0",
             *_CONST, "trainer.test_freq=15")},
+    # added after the first run was read (written and committed before running these): the LoRA run meant as
+    # healthy ran its responses to the length cap from ~185 (README, fourteenth pass), so two more healthy specs.
+    # Healthy: the dppo_tv policy loss; Qwen2 seed 5, 2 prompts x 4, 400 steps, validation every 20
+    "qwen2s5-2prompt-4sample-dppotv-400-val20": {"steps": 400, "seed": 213, "model": "qwen2", "model_seed": 5,
+                                                 "overrides": _batch(
+        2, 4, "actor_rollout_ref.actor.policy_loss.loss_mode=dppo_tv", "trainer.test_freq=20")},
+    # healthy: RLOO (vectorized) advantages with the DRO policy loss (dro_beta 0.1); GPT-2 seed 5, 2 prompts x 4,
+    # 400 steps, validation every 20
+    "gpt2s5-2prompt-4sample-rloovec-dro01-400-val20": {"steps": 400, "seed": 214, "model": "gpt2", "model_seed": 5,
+                                                       "overrides": _batch(
+        2, 4, "algorithm.adv_estimator=rloo_vectorized", "actor_rollout_ref.actor.policy_loss.loss_mode=dro",
+        "actor_rollout_ref.actor.policy_loss.dro_beta=0.1", "trainer.test_freq=20")},
 }
 
 
