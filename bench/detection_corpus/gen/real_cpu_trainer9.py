@@ -7,7 +7,8 @@ adapter-free model); the **CISPO** policy loss with **validation every 5 steps**
 noisy groups) on a **900-step** run; **optimal token baselines** (``adv_estimator=optimal_token_baseline``) with an
 **entropy bonus** (``entropy_coeff=0.01``); the **geo_mean** policy loss with a **KL penalty in the reward** under the
 ``mse`` estimator, 4 prompts x 2; models built from **model seed 5** (another tokenizer sample, init and warm-up than
-every earlier CPU run); seeds 201-212.
+every earlier CPU run); seeds 201-214. Added after the first run was read (committed before they ran): the
+**dppo_tv** policy loss, and **RLOO (vectorized)** advantages with the **DRO** policy loss.
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 reward **scaled x100 by a bug from a step on** (every step after, under Dr. GRPO advantages that keep the scale;
@@ -261,7 +262,8 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
-# run once and not stored: the failure its spec meant did not come (README, fourteenth pass)
+# run once and not stored: the failure its spec meant did not come (README, fourteenth pass). Nothing dropped; the
+# LoRA spec meant as healthy is stored as the length explosion it showed
 NOT_STORED: tuple[str, ...] = ()
 
 
