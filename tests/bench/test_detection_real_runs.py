@@ -312,3 +312,57 @@ def test_the_fourteenth_pass_public_trl_state_imports_whole_with_the_readings_it
     assert min(m["grad_norm"] for s, m in steps.items() if s in earned) > 0.02
     assert all(0.069 < m["entropy"] < 0.095 and m["kl"] < 6e-4 for m in steps.values())
     assert steps[1]["kl"] == 0.0 and steps[100]["learning_rate"] == 2.5250000000000004e-06
+def test_the_fourteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The fourteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu9, TensorBoard event files): each imported
+    whole, and the readings the README's labels rest on are in the numbers (the x100 paid score and grad norm from
+    200, the shuffled labels' paid score falling away from the accuracy, the temperature ramp's entropy, the stale
+    log-prob checkpoint's gap opening at 151, the dedup scan's step time, the KL anchor's blow-up, the length cap
+    reached by the LoRA run and by the run without warm-up)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu9"]
+    assert len(sel) == 14
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 3), ("grad_spike", 1), ("healthy", 6), ("length_explosion", 2), ("rollout_mismatch", 1),
+        ("throughput_drop", 1)]
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["qwen2s5-1prompt-2sample-900-val45"]) == list(range(0, 901))  # 0: validation before training
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    x100 = runs["qwen2s5-2prompt-4sample-drgrpo-reward100xfrom200-constlr1e-4-400-val20"]
+    assert max(x100[s]["critic/score/mean"] for s in range(1, 200)) <= 0.5 < 20 < med(x100, "critic/score/mean", 200, 400)
+    assert max(x100[s]["reward_extra/acc/mean"] for s in range(1, 401)) < 0.7
+    assert max(x100[s]["actor/grad_norm"] for s in range(1, 200)) < 9 < 20 < med(x100, "actor/grad_norm", 200, 400)
+
+    shuf = runs["llamas5-4prompt-4sample-shuffledlabels200-constlr1e-4-400-val20"]
+    assert all(shuf[s]["critic/score/mean"] == pytest.approx(shuf[s]["reward_extra/acc/mean"], abs=1e-6)
+               for s in range(1, 200))
+    assert min(shuf[s]["critic/score/mean"] for s in range(1, 202)) > 0.25 > shuf[202]["critic/score/mean"]
+    assert med(shuf, "critic/score/mean", 202, 400) < 0.26 < 0.3 < med(shuf, "reward_extra/acc/mean", 202, 400)
+    assert shuf[0]["val-core/arith/acc/mean@1"] > 0.5 > 0.4 > shuf[400]["val-core/arith/acc/mean@1"]
+
+    temp = runs["gpt2s5-2prompt-4sample-tempramp1to1.6-200-350-450-val25"]
+    assert max(temp[s]["actor/entropy"] for s in range(1, 200)) < 2.0 < 2.5 < med(temp, "actor/entropy", 351, 450)
+
+    stale = runs["gpt2s5-2prompt-4sample-stalelogprobckpt150-calclogprobs-constlr2e-4-400-val20"]
+    gap = {s: m["training/rollout_probs_diff_mean"] for s, m in stale.items() if "training/rollout_probs_diff_mean" in m}
+    assert max(v for s, v in gap.items() if s <= 150) < 1e-6 < 1e-3 <= min(v for s, v in gap.items() if s > 150)
+    assert med(stale, "training/rollout_probs_diff_mean", 351, 400) > 3 * med(stale, "training/rollout_probs_diff_mean",
+                                                                            151, 175)
+
+    dedup = runs["qwen2s5-2prompt-4sample-dedupscan150-400-val25"]
+    assert med(dedup, "timing_s/step", 301, 400) > 1.6 * med(dedup, "timing_s/step", 1, 150)
+
+    kl = runs["llamas5-2prompt-4sample-klloss005-anchoroff-lr10x-at200-450-val25"]
+    assert max(kl[s]["actor/kl_loss"] for s in range(1, 200)) < 0.4 < 4 < med(kl, "actor/kl_loss", 226, 450)
+    assert med(kl, "actor/entropy", 401, 450) < 0.2 and kl[450]["actor/lr"] == pytest.approx(1e-3)
+
+    lora = runs["llamas5-lora8-2prompt-4sample-constlr1e-3-400-val20"]
+    nowarm = runs["gpt2s5-2prompt-4sample-nowarmup-lr3e-3-from1-300-val15"]
+    assert max(lora[s]["response_length/mean"] for s in range(1, 176)) <= 3.25 < 8 == med(lora, "response_length/mean",
+                                                                                          251, 400)
+    assert max(nowarm[s]["response_length/clip_ratio"] for s in range(1, 11)) <= 0.375
+    assert all(nowarm[s]["response_length/clip_ratio"] >= 0.5 for s in range(42, 301))
+    assert nowarm[0]["val-core/arith/acc/mean@1"] > 0.4 > 0.25 > max(nowarm[s]["val-core/arith/acc/mean@1"]
+                                                                    for s in range(15, 301, 15))
