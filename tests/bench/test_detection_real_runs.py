@@ -312,6 +312,8 @@ def test_the_fourteenth_pass_public_trl_state_imports_whole_with_the_readings_it
     assert min(m["grad_norm"] for s, m in steps.items() if s in earned) > 0.02
     assert all(0.069 < m["entropy"] < 0.095 and m["kl"] < 6e-4 for m in steps.values())
     assert steps[1]["kl"] == 0.0 and steps[100]["learning_rate"] == 2.5250000000000004e-06
+
+
 def test_the_fourteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The fourteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu9, TensorBoard event files): each imported
     whole, and the readings the README's labels rest on are in the numbers (the x100 paid score and grad norm from
