@@ -368,3 +368,53 @@ def test_the_fourteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
     assert all(nowarm[s]["response_length/clip_ratio"] >= 0.5 for s in range(42, 301))
     assert nowarm[0]["val-core/arith/acc/mean@1"] > 0.4 > 0.25 > max(nowarm[s]["val-core/arith/acc/mean@1"]
                                                                     for s in range(15, 301, 15))
+
+
+def test_the_fourteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The fourteenth pass's TRL CPU runs (trl_cpu_settings9: TRL trainer states, model seed 5): 12 runs, each
+    imported whole, and the readings the README's labels rest on are in the numbers (the reward x100 and the grad norm
+    x100 from 200, the broken grader paying 1.0 from 180 with the accuracy flat, the shuffled labels pulling the paid
+    reward down from the accuracy, the clip range off from 200, the beta ramp driving the length to the cap, the
+    halved length budget truncating every completion from 200, the drifting reference's KL climbing from 150)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings9"]
+    assert len(sel) == 12 and sum(e["class"] == "healthy" for e in sel) == 5
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["llamas5-2prompt-2gen-topentropy02-epshigh028-1000-log5"]) == list(range(5, 1001, 5))
+    assert sorted(runs["gpt2s5-4prompt-2gen-drgrpo-masktrunc-maxlen6-500-log2-eval50"]) == list(range(2, 501, 2))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    x100 = runs["llamas5-2prompt-4gen-scalenone-rewardx100from200-400"]
+    assert max(x100[s]["reward"] for s in range(1, 200)) < 1 < 20 < min(x100[s]["reward"] for s in range(200, 401))
+    assert med(x100, "grad_norm", 200, 401) > 50 * med(x100, "grad_norm", 1, 200)
+
+    graded = runs["qwen2s5-2prompt-4gen-grader07-format03-graderconst1from180-400-eval20"]
+    assert all(graded[s]["rewards/grader/mean"] == pytest.approx(graded[s]["rewards/accuracy/mean"])
+               for s in range(1, 180))
+    assert all(graded[s]["rewards/grader/mean"] == 1.0 for s in range(180, 401))
+    assert max(graded[s]["rewards/accuracy/mean"] for s in range(180, 401)) < 0.6 < 0.9 < min(
+        graded[s]["reward"] for s in range(180, 401))
+
+    shuffled = runs["gpt2s5-4prompt-3gen-shuffledlabelsramp150-300-constlr1e-4-400"]
+    assert all(shuffled[s]["reward"] == pytest.approx(shuffled[s]["rewards/accuracy/mean"]) for s in range(1, 154))
+    assert med(shuffled, "reward", 301, 401) < med(shuffled, "reward", 1, 150) - 0.1
+    assert abs(med(shuffled, "rewards/accuracy/mean", 301, 401) - med(shuffled, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    eps = runs["llamas5-2prompt-4gen-iter3-eps10from200-constlr2e-4-400"]
+    assert [s for s in range(200, 401) if eps[s]["clip_ratio/region_mean"] > 0] == [315]
+    assert med(eps, "kl", 251, 401) > 2 * med(eps, "kl", 1, 200)
+
+    beta = runs["qwen2s5-2prompt-4gen-betaramp004-to-neg02-200-350-constlr1e-4-400"]
+    assert max(beta[s]["completions/mean_length"] for s in range(1, 200)) < 7 < med(beta, "completions/mean_length", 251, 401)
+    assert med(beta, "entropy", 376, 401) < 0.6 < 1.3 < min(beta[s]["entropy"] for s in range(1, 200))
+
+    cut = runs["gpt2s5-2prompt-4gen-maxlen4to2from200-400-eval25"]
+    assert max(cut[s]["completions/clipped_ratio"] for s in range(1, 200)) <= 0.125
+    assert min(cut[s]["completions/clipped_ratio"] for s in range(200, 401)) >= 0.75
+    assert max(cut[s]["completions/mean_length"] for s in range(200, 401)) <= 2.0
+
+    drift = runs["llamas5-2prompt-4gen-beta01-refdrift01from150-400-eval25"]
+    assert max(drift[s]["kl"] for s in range(1, 150)) < 0.2 < 1.0 < med(drift, "kl", 301, 401)
+    assert abs(med(drift, "reward", 301, 401) - med(drift, "reward", 1, 150)) < 0.1

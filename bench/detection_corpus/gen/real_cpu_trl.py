@@ -87,6 +87,9 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     reward_funcs = [train_reward, accuracy] if spec.get("reward_switch_at") else [accuracy]
     if spec.get("reward_scale_steps"):  # a scale bug in the reward on some steps: the training reward is scaled
         reward_funcs = [train_reward]
+    if spec.get("reward_funcs"):  # a spec's own reward functions (fn(completions, ground_truth, **kw)), with weights
+        reward_funcs = list(spec["reward_funcs"])
+    weights = spec.get("reward_weights") or ([1.0, 0.0] if len(reward_funcs) == 2 else None)
 
     def cut_temperature(t: float) -> None:
         """Sample and score at temperature ``t`` from now on: TRL bakes the temperature into the fused LM head at
@@ -138,7 +141,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                           save_strategy="steps", save_steps=spec["steps"], save_only_model=True,
                           eval_strategy="steps" if evaluate else "no", eval_steps=spec.get("eval_steps"),
                           log_completions=False, seed=spec["seed"], run_name=name,
-                          reward_weights=[1.0, 0.0] if len(reward_funcs) == 2 else None, **{"beta": 0.04, **spec.get("config", {})})
+                          reward_weights=weights, **{"beta": 0.04, **spec.get("config", {})})
         trainer = GRPOTrainer(model=bpe_model_dir(spec["model"], spec.get("model_seed", 0)), reward_funcs=reward_funcs, args=args,
                               train_dataset=rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
                               callbacks=[Fault()])
