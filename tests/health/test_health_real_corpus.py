@@ -45,8 +45,11 @@ def detector_keys() -> set[str]:
 # public"; BENCHMARKS.md "A seventh held-out batch") was scored once, held out, at these counts.
 BELOW_BAR_CRITICALS: dict[str, int] = {
     "trl_state_public13-healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200": 1,
+    # the fourteenth pass, as scored once held out at d482f29 (BENCHMARKS "An eighth held-out batch")
+    "trl_state_public14-healthy-finance-poison-grpo-4x4-100": 1,
+    "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
 }
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 9.0}  # per healthy run
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 9.0, "trl_state_public14": 2.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)
