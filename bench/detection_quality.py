@@ -86,7 +86,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-detect8; read again with its eval_reward in h-detect12, still missed); then its healthy lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was "
                          "read to set kl_rising's range rule's bar (issue 29, branch h-detect10)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
-                        "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4)",
+                        "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); "
+                        "then its lr-jump run's KL was read: a kl_rising range warning no longer takes the check "
+                        "of the accelerating-rise rule (its critical at 264 was lost; issue 29, branch h-ramp)",
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
                               "healthy run at 2f5980c); then its sparse-reward and one-prompt healthy runs were read: "
                               "count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
@@ -115,7 +117,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its healthy num_iterations=2 run's KL was read for kl_rising's range rule (issue 29, "
                          "branch h-detect10); then its lrramp60 run's kl_rising range-rule state was read (still "
                          "missed: its 1-prompt KL's noise bar, 2.8-3x, is above where the KL was by step 240; issue "
-                         "29, branch h-detect12)",
+                         "29, branch h-detect12); then its lrramp60 run's range-rule state was read again: the last "
+                         "level reference stays while newer ones are not (a warning at 262, still 30 steps late; "
+                         "issue 29, branch h-ramp)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -128,7 +132,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "trailing scale and raw persistence, loss_oscillation's min_values, entropy_collapse's "
                          "sudden fall (issue 29, branch h-detect9); "
                          "then its dr_grpo lr-ramp run's KL was read (still missed: its KL left its range at 205-210, "
-                         "before the labelled onset 218; issue 29, branch h-detect10)",
+                         "before the labelled onset 218; issue 29, branch h-detect10); "
+                         "its range-rule state was read again (still missed: kl_rising warns at 206, the KL's range "
+                         "left before the entropy's; issue 29, branch h-ramp)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -162,7 +168,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's "
                          "lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
                          "smoothed against smoothed (issue 29, branch h-detect13); then its negbeta200 run's kl "
-                         "was read for kl_rising's range rule (still missed; issue 29, branch h-detect14)",
+                         "was read for kl_rising's range rule (still missed; issue 29, branch h-detect14); then its "
+                         "range-rule state was read again: the last level reference stays while the newer ones, with "
+                         "the 185-206 bump in their newer half, are not (issue 29, branch h-ramp)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then "
                             "its two llmjudge runs' reward g and correctness f were read: reward_divergence's pulling-"
                             "away lead escalates to critical once lead and rise are each critical_factor x their "
@@ -182,7 +190,8 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
-                         "h-detect16)",
+                         "h-detect16); its wdneg200 run's kl at 80-120 was read: a kept level reference must be "
+                         "the second level one in a row (issue 29, branch h-ramp)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
