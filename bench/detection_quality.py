@@ -119,13 +119,19 @@ DEVELOPED_ON: dict[str, str] = {
                          "missed: its 1-prompt KL's noise bar, 2.8-3x, is above where the KL was by step 240; issue "
                          "29, branch h-detect12); then its lrramp60 run's range-rule state was read again: the last "
                          "level reference stays while newer ones are not (a warning at 262, still 30 steps late; "
+                         "its learning_rate: lr_schedule's climb after the decay, a warning at 209; "
                          "issue 29, branch h-ramp)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
                               "shrink rule (issue 29, branch h-detect9); "
                               "then its healthy opo run's host memory beside a sparse RSS was read: memory_growth's "
-                              "sparse-RSS check (issue 29, branch h-detect10)",
+                              "sparse-RSS check (issue 29, branch h-detect10); "
+                              "then its remax lr-ramp run's actor/lr, validation and update metrics were read: "
+                              "lr_schedule's climb after the decay (a warning at 205, a cause, not credited); the "
+                              "run stays missed: no KL logged, ppo_kl and clip fraction 0, validation 0.495 / 0.473 at "
+                              "210 / 220 within one evaluation's noise of its 0.50-0.56 range (issue 29, branch "
+                              "h-ramp)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL "
                          "and its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -134,7 +140,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its dr_grpo lr-ramp run's KL was read (still missed: its KL left its range at 205-210, "
                          "before the labelled onset 218; issue 29, branch h-detect10); "
                          "its range-rule state was read again (still missed: kl_rising warns at 206, the KL's range "
-                         "left before the entropy's; issue 29, branch h-ramp)",
+                         "left before the entropy's; its learning_rate: lr_schedule's climb after the decay, a "
+                         "warning at 206; issue 29, branch h-ramp)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
