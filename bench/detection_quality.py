@@ -86,7 +86,11 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-detect8; read again with its eval_reward in h-detect12, still missed); then its healthy lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was "
                          "read to set kl_rising's range rule's bar (issue 29, branch h-detect10)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
-                        "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then its healthy 800-step llama run's step_time was read (a sustained machine slowdown: throughput_drop still warns, left; issue 29, branch h-trlslow)",
+                        "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
+                        "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
+                        "throughput_drop still warns, left; issue 29, branch h-trlslow); then its lr-jump run's KL "
+                        "was read: a kl_rising range warning no longer takes the check of the accelerating-rise rule"
+                        " (its critical at 264 was lost; issue 29, branch h-ramp)",
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
                               "healthy run at 2f5980c); then its sparse-reward and one-prompt healthy runs were read: "
                               "count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
@@ -115,20 +119,33 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its healthy num_iterations=2 run's KL was read for kl_rising's range rule (issue 29, "
                          "branch h-detect10); then its lrramp60 run's kl_rising range-rule state was read (still "
                          "missed: its 1-prompt KL's noise bar, 2.8-3x, is above where the KL was by step 240; issue "
-                         "29, branch h-detect12)",
+                         "29, branch h-detect12); then its lrramp60 run's range-rule state was read again: the last "
+                         "level reference stays while newer ones are not (a warning at 262, still 30 steps late; "
+                         "its learning_rate: lr_schedule's climb after the decay, a warning at 209; "
+                         "issue 29, branch h-ramp)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
                               "shrink rule (issue 29, branch h-detect9); "
                               "then its healthy opo run's host memory beside a sparse RSS was read: memory_growth's "
-                              "sparse-RSS check (issue 29, branch h-detect10); then its healthy drgrpo cliphigh run's perf/throughput and timing_s split were read: throughput_drop's held-level rule (issue 29, branch h-trlslow)",
+                              "sparse-RSS check (issue 29, branch h-detect10); then its healthy drgrpo cliphigh "
+                              "run's perf/throughput and timing_s split were read: throughput_drop's held-level rule"
+                              " (issue 29, branch h-trlslow); then its remax lr-ramp run's actor/lr, validation and "
+                              "update metrics were read: lr_schedule's climb after the decay (a warning at 205, a "
+                              "cause, not credited); the run stays missed: no KL logged, ppo_kl and clip fraction 0,"
+                              " validation 0.495 / 0.473 at 210 / 220 within one evaluation's noise of its 0.50-0.56"
+                              " range (issue 29, branch h-ramp)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL "
                          "and its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
                          "trailing scale and raw persistence, loss_oscillation's min_values, entropy_collapse's "
                          "sudden fall (issue 29, branch h-detect9); "
                          "then its dr_grpo lr-ramp run's KL was read (still missed: its KL left its range at 205-210, "
-                         "before the labelled onset 218; issue 29, branch h-detect10); then its healthy bnpo eval50 run's step_time was read: throughput_drop's held-level rule (issue 29, branch h-trlslow)",
+                         "before the labelled onset 218; issue 29, branch h-detect10); then its healthy bnpo eval50 "
+                         "run's step_time was read: throughput_drop's held-level rule (issue 29, branch h-trlslow); "
+                         "its range-rule state was read again (still missed: kl_rising warns at 206, the KL's range "
+                         "left before the entropy's; its learning_rate: lr_schedule's climb after the decay, a "
+                         "warning at 206; issue 29, branch h-ramp)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -162,7 +179,11 @@ DEVELOPED_ON: dict[str, str] = {
                          "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's "
                          "lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
                          "smoothed against smoothed (issue 29, branch h-detect13); then its negbeta200 run's kl "
-                         "was read for kl_rising's range rule (still missed; issue 29, branch h-detect14); then its slowgenramp run's and healthy vespo run's step_time were read (the ramp still found at 261, the vespo slowdown still warned: left; issue 29, branch h-trlslow)",
+                         "was read for kl_rising's range rule (still missed; issue 29, branch h-detect14); then its "
+                         "slowgenramp run's and healthy vespo run's step_time were read (the ramp still found at "
+                         "261, the vespo slowdown still warned: left; issue 29, branch h-trlslow); then its "
+                         "range-rule state was read again: the last level reference stays while the newer ones, with"
+                         " the 185-206 bump in their newer half, are not (issue 29, branch h-ramp)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then "
                             "its two llmjudge runs' reward g and correctness f were read: reward_divergence's pulling-"
                             "away lead escalates to critical once lead and rise are each critical_factor x their "
@@ -183,7 +204,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
                          "h-detect16); then its slowrewardramp and lossscale runs' step_time were read (the ramp's "
-                         "warning at 221 kept, its lossscale run's 13x slowdown at 166 left; issue 29, branch h-trlslow)",
+                         "warning at 221 kept, its lossscale run's 13x slowdown at 166 left; issue 29, branch "
+                         "h-trlslow); its wdneg200 run's kl at 80-120 was read: a kept level reference must be the "
+                         "second level one in a row (issue 29, branch h-ramp)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "

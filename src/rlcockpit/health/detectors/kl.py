@@ -77,7 +77,12 @@ class KLRising(Detector):
     observations) is above a slow one by half that factor; the reference's statistics are measured again every
     ``range_n`` batches (a counter per step otherwise); while checks that found the KL out of it are being held, a
     re-measured reference keeps the level verdict of the one the KL left (the KL's first steps out, taken into its
-    newer half, would make it look not level and reset the hold; its median and spread are re-measured)."""
+    newer half, would make it look not level and reset the hold; its median and spread are re-measured). A reference
+    measured not level leaves the last level one in place, for at most ``range_window`` batches, where that was the
+    second or later level one in a row: a KL that starts to leave a range it held (a bump before, or its own first
+    steps out, in the newer half of every window measured after) is judged against that range; the first level
+    window of a KL still climbing early is a lull, not a range. A range warning does not take the check of the
+    accelerating-rise rule: its critical still comes on the same step."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
@@ -107,18 +112,26 @@ class KLRising(Detector):
         self._ref_lr = math.inf  # the lr's mean over the reference window (inf: none logged, or rising)
         self._ref_lr_at = -(10**9)  # ... measured when the KL track had this many values
         self._ref_at = -(10**9)  # ... measured when the track had this many values
+        self._level_at = -(10**9)  # ... the last reference found level was measured then
+        self._level_run = 0  # ... and how many references in a row had been found level then
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
     def check(self, step: int) -> Finding | None:
-        p = self.p
         track = self.ctx.tracks[KL]
-        last = track.last
+        found = None
         tick = self._tick = self._tick - 1
         if tick <= 0:  # the range rule's gate, every ``every`` observations
             self._tick = self._every
-            found = self._range_gate(step, track, last)
-            if found is not None:
-                return found
+            found = self._range_gate(step, track, track.last)
+        rising = self._rising(step, track)  # counted on every check, whether the range rule fired or not
+        if found is None or (rising is not None and rising.severity == "critical"):
+            return rising
+        return found
+
+    def _rising(self, step: int, track: Track) -> Finding | None:
+        """The accelerating-rise rule (class docstring)."""
+        p = self.p
+        last = track.last
         if last <= p["band_high"]:
             self._crit_held = self._warn_held = 0
             return None
@@ -197,7 +210,14 @@ class KLRising(Detector):
                 level = median(ref[half:]) - median(ref[:half]) < 0.5 * self._log_ratio
                 if self._range_held and self._ref is not None:  # a departure being held keeps the level verdict of
                     level = self._ref[3]  # the reference it left: its own first steps out make the new one climb
-                self._ref = (mid, scale, len(ref), level)
+                if level or self._ref is None or self._level_run < 2 or track.n - self._level_at >= w:
+                    self._ref = (mid, scale, len(ref), level)
+                    self._level_run = self._level_run + 1 if level else 0
+                    if level:
+                        self._level_at = track.n
+                # else the last level reference (the second or later in a row: a range that held, not a lull in
+                # the early climb), under ``range_window`` batches old, stays: a KL that starts to leave its range
+                # makes the newer half of the next window climb (no range), and is judged against the range it had
         new = [math.log(v) for v in track.tail(n) if v > 1e-12]
         if self._ref is None or len(new) < 0.7 * n:
             self._range_held = 0
