@@ -178,7 +178,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "magnitude (issue 29, branch h-detect16); its slow-reward run's timing_s split was "
                               "read: throughput_drop compares a phase that grew from under phase_min (issue 29, "
                               "branch h-detect18); its accelerating leak's host memory was read: memory_growth's "
-                              "sign trend (issue 29, branch h-detect19)",
+                              "sign trend (issue 29, branch h-detect19); its stuck-loader and weight-decay runs' "
+                              "entropy, training score and validation accuracy were read: entropy_collapse's slow fall "
+                              "judged by a held-out score since the drift's start (issue 29, branch h-stuck)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "

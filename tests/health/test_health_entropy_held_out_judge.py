@@ -1,0 +1,85 @@
+"""``entropy_collapse``'s slow-fall rule and a held-out score (issue 29): where the run evaluates on held-out data
+(verl's ``val-core/*``, ``val/test_score/*``), that score decides whether a policy sharpening is learning, and it is
+judged since the entropy began to fall (the drift's start), not since the run's first steps. The training reward is
+the judge only where no held-out score has a verdict yet: a policy memorising the few prompts a stuck data loader
+feeds it raises its training reward as its entropy falls, and gets no better on held-out prompts. A held-out score
+that rose during the first 100 steps and then went flat says nothing about a fall that begins at step 200.
+
+The eighth CPU pass's trainer runs: a loader stuck on one batch from step 150 (found never: the training score's
+gain exempted it), AdamW weight decay -200 from step 200 (found at 266, 58 steps after its onset: the held-out
+accuracy's early rise 0.18 -> 0.29 exempted the fall for good)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from health_corpus_runs import real_run, replay
+from health_corpus_runs import replay_stream as run
+
+FALL_AT, STEPS = 200, 320
+
+
+def entropy_alerts(found: list) -> list[tuple[int, str]]:
+    return [(f.step, f.title) for f in found if f.detector == "entropy_collapse" and f.severity in ("warning", "critical")]
+
+
+def sharpening(rng: random.Random, held_out: str | None, early_rise: bool = False) -> list:
+    """verl's keys: entropy around 1.6 (noise 0.08) falling by 0.006 a step from ``FALL_AT``, the training score
+    around 0.4 climbing by 0.004 a step from there; validation every 10 steps (a mean of 600 0/1 scores) flat at
+    0.40, climbing with the training score (``"climbs"``) or falling a little (``"falls"``); with ``early_rise`` it
+    first rises 0.25 -> 0.40 over the first 100 steps, then holds."""
+    out = []
+    for step in range(1, STEPS + 1):
+        t = max(0, step - FALL_AT)
+        metrics = {"actor/entropy": 1.6 - 0.006 * t + rng.gauss(0, 0.08),
+                   "critic/score/mean": 0.4 + 0.004 * t + rng.gauss(0, 0.05)}
+        if held_out is not None and step % 10 == 0:
+            level = 0.25 + 0.0015 * min(step, 100) if early_rise else 0.40
+            level += {"flat": 0.0, "climbs": 0.003 * t, "falls": -0.0003 * t}[held_out]
+            metrics["val-core/arith/acc/mean@1"] = round((level + rng.gauss(0, 0.01)) * 600) / 600
+        out.append((step, metrics))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("held_out", ["flat", "falls"])
+def test_entropy_falling_while_the_training_score_climbs_and_held_out_does_not_is_found(seed, held_out):
+    hits = entropy_alerts(run(sharpening(random.Random(seed), held_out)))
+    assert hits and FALL_AT + 20 <= hits[0][0] <= FALL_AT + 60, hits
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entropy_falling_while_held_out_climbs_with_the_training_score_is_learning(seed):
+    assert entropy_alerts(run(sharpening(random.Random(seed), "climbs"))) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entropy_falling_while_the_training_score_climbs_and_nothing_is_evaluated_is_learning(seed):
+    """No held-out score: the training score's gain is all the run says about learning (unchanged)."""
+    assert entropy_alerts(run(sharpening(random.Random(seed), None))) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_held_out_rise_long_before_the_fall_does_not_exempt_it(seed):
+    hits = entropy_alerts(run(sharpening(random.Random(seed), "flat", early_rise=True)))
+    assert hits and FALL_AT + 20 <= hits[0][0] <= FALL_AT + 60, hits
+
+
+def test_a_stuck_loader_memorising_two_prompts_is_found_inside_the_window():
+    """verl trainer, GPT-2 seed 4, 2 prompts x 6, the loader returning step 150's batch from there on: entropy's
+    10-step mean out for good from 216 (the label; medians 1.60-1.69 -> 1.54, 1.42, 1.24), the training score
+    0.36-0.42 -> 0.53 -> 0.72-0.89, greedy validation 0.415-0.447 -> 0.38-0.413."""
+    trace = real_run("entropy_collapse-gpt2s4-2prompt-6sample-stuckloader150-constlr1e-4-450-val15",
+                     source="rlcockpit_trainer_cpu8")
+    hits = entropy_alerts(replay(trace))
+    assert hits and 211 <= hits[0][0] <= 231, hits
+
+
+def test_negative_weight_decay_is_found_though_validation_rose_early():
+    """verl trainer, Qwen2 seed 4, weight decay -200 from step 200: entropy's 10-step mean out for good from 208
+    (the label); validation 0.18 -> 0.29 over steps 0-80, then 0.28-0.31 (no gain while the entropy falls)."""
+    trace = real_run("entropy_collapse-qwen2s4-2prompt-4sample-wdneg200at200-constlr1e-4-400-val20",
+                     source="rlcockpit_trainer_cpu8")
+    hits = entropy_alerts(replay(trace))
+    assert hits and 203 <= hits[0][0] <= 223, hits
