@@ -191,7 +191,9 @@ DEVELOPED_ON: dict[str, str] = {
                             "shown to h-detect16/17 (nothing changed for it)",
     "trl_csv_public13": "scored once held out at 331a9ce (1.40 warnings per healthy run); then its log-prob gap "
                         "and entropy were read (issue 29, branch h-detect16): rollout_mismatch re-bases on the "
-                        "level the gap settles at (issue 29, branch h-detect20)",
+                        "level the gap settles at (issue 29, branch h-detect20); its healthy gsm8k-full run's entropy "
+                        "was read: entropy_collapse's low-level warning needs the drift_smooth mean under the bar too "
+                        "(issue 29, branch h-stuck)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
                           "29, branch h-detect16)",

@@ -75,8 +75,9 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
     within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
-    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
-    learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up (that mean and the mean of
+    the last ``drift_smooth`` values both: a 3-step mean of a noisy entropy settled at a third of its warm-up level
+    dips under a quarter now and then, and is no lower than it was) while learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
     (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
@@ -284,7 +285,9 @@ class EntropyCollapse(FrozenBaseline):
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
         fast = before == before and s < p["fall_ratio"] * before
-        if fast or (ratio < p["warn_ratio"] and self._stalling()):
+        # a low level is what a ``drift_smooth`` mean says: a 3-step mean of a noisy low entropy dips under the bar
+        low = ratio < p["warn_ratio"] and track.mean_last(p["drift_smooth"]) < p["warn_ratio"] * self.base
+        if fast or (low and self._stalling()):
             return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
                              values=vals)
         return None
