@@ -184,7 +184,8 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
-                         "h-detect16)",
+                         "h-detect16); its stuck-loader run's entropy, reward and evaluation reward were read: "
+                         "entropy_collapse's slow fall judged by TRL's evaluation reward (issue 29, branch h-stuck)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "

@@ -83,3 +83,36 @@ def test_negative_weight_decay_is_found_though_validation_rose_early():
                      source="rlcockpit_trainer_cpu8")
     hits = entropy_alerts(replay(trace))
     assert hits and 203 <= hits[0][0] <= 223, hits
+
+
+def trl_sharpening(rng: random.Random, held_out: str) -> list:
+    """TRL's keys (as logged: ``eval_reward``, imported as ``eval/reward``): entropy and reward as in
+    :func:`sharpening`, evaluation every 25 steps on 384 prompts, flat at 0.38 or climbing with the reward."""
+    out = []
+    for step in range(1, STEPS + 1):
+        t = max(0, step - FALL_AT)
+        metrics = {"entropy": 1.6 - 0.006 * t + rng.gauss(0, 0.08), "reward": 0.4 + 0.004 * t + rng.gauss(0, 0.05)}
+        if step % 25 == 0:
+            level = 0.38 + (0.003 * t if held_out == "climbs" else 0.0)
+            metrics["eval_reward"] = metrics["eval_rewards/accuracy/mean"] = round((level + rng.gauss(0, 0.01)) * 384) / 384
+        out.append((step, metrics))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trl_evaluation_judges_the_fall_too(seed):
+    hits = entropy_alerts(run(trl_sharpening(random.Random(seed), "flat")))
+    assert hits and FALL_AT + 20 <= hits[0][0] <= FALL_AT + 60, hits
+    assert entropy_alerts(run(trl_sharpening(random.Random(seed), "climbs"))) == []
+
+
+def test_trl_stuck_loader_is_found_once_evaluated_twice_after_the_fall():
+    """TRL, Llama seed 4, 2 prompts x 6, every generation from step 150's two prompts: entropy's 10-step mean out
+    for good from 189 (the label), the training reward 0.36-0.42 -> 0.56 -> 0.72-0.86, the evaluation reward
+    0.34-0.39 -> 0.36-0.41 (every 25 steps: no gain). Found at 225, the second evaluation after the entropy began to
+    fall (188): late for the label's window (184-204), where the 12-step mean is 1.9 per-step noise units and 10%
+    under its early level, short of the rule's 12% (silent on main: the training reward's gain exempted it)."""
+    trace = real_run("entropy_collapse-llamas4-2prompt-6gen-stuckloader150-constlr1e-4-450-eval25",
+                     source="trl_cpu_settings8")
+    hits = entropy_alerts(replay(trace))
+    assert hits and 200 <= hits[0][0] <= 230, hits

@@ -42,7 +42,7 @@ from rlcockpit.metrics.score_words import is_correctness
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 NOISE_ABOVE = threshold(ENTROPY, "noise_above")  # ... and the level no language model samples at while it learns
-HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
+HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better; TRL's: is_held_out_score)
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
 
@@ -58,6 +58,13 @@ def is_task_score(key: str) -> bool:
     ``reward_extra/<name>/mean`` named accuracy, correct...), not a held-out one. (Looked up once per run, when the
     entropy's drift reference is frozen.)"""
     return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
+
+
+def is_held_out_score(key: str) -> bool:
+    """A score on held-out data, higher is better: verl's ``val-core/*`` and ``val/test_score/*``, TRL's evaluation
+    reward and its parts' means (``eval/reward``, ``eval/rewards/<fn>/mean``). (Looked up when a key first appears.)"""
+    return key.startswith(HELD_OUT_SCORES) or key == "eval/reward" or (key.startswith("eval/rewards/")
+                                                                       and key.endswith("/mean"))
 
 
 def reward_climbing(track: Track | None, window: int) -> bool:
@@ -90,7 +97,7 @@ class EntropyCollapse(FrozenBaseline):
     further fall is measured from. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
     from its first step has no early range to leave). Where the run evaluates on held-out data (``val-core/*``,
-    ``val/test_score/*``), that score, not the training reward, judges whether the fall is learning: not raised while
+    ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score, not the training reward, judges whether the fall is learning: not raised while
     it is up since the entropy began to fall (the mean of its last two values ``held_out_z`` noise units of the
     difference above the mean of the last ``held_out_ref`` values logged by the drift's start, at the earliest the
     reference stretch's end), and raised, whatever the training reward gained, when it is not. A policy sharpening
@@ -220,7 +227,7 @@ class EntropyCollapse(FrozenBaseline):
         tracks = self.ctx.tracks
         if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
             self._held_scan = len(tracks)
-            self._held_tracks = [t for k, t in tracks.items() if k.startswith(HELD_OUT_SCORES)]
+            self._held_tracks = [t for k, t in tracks.items() if is_held_out_score(k)]
         seen = (anchor, *(t.n for t in self._held_tracks))
         if seen != self._held_seen:  # evaluated (or the fall re-anchored) since the last look: look again
             self._held_seen, self._held_gain = seen, self._held_out_gain(anchor)
