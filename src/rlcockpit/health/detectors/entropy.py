@@ -97,14 +97,14 @@ class EntropyCollapse(FrozenBaseline):
     further fall is measured from. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
     from its first step has no early range to leave). Where the run evaluates on held-out data (``val-core/*``,
-    ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score, not the training reward, judges whether the fall is learning: not raised while
-    it is up since the entropy began to fall (the mean of its last two values ``held_out_z`` noise units of the
-    difference above the mean of the last ``held_out_ref`` values logged by the drift's start, at the earliest the
-    reference stretch's end), and raised, whatever the training reward gained, when it is not. A policy sharpening
-    onto answers that are right on data it is not trained on is learning, whatever a reward over one prompt's few
-    samples says; one memorising the few prompts a stuck data loader feeds it raises its training reward and gets no
-    better on held-out prompts, and a held-out rise long before the fall says nothing about it. The reward's gain
-    judges only while no held-out score has a value by the drift's start and two after it.
+    ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
+    mean of its last two values ``held_out_z`` noise units of the difference above the mean of its values logged by
+    the drift's start, at the earliest the reference stretch's end), and raised, whatever the training reward
+    gained, while every such score is at or under that mean. A policy sharpening onto answers that are right on data
+    it is not trained on is learning, whatever a reward over one prompt's few samples says; one memorising the few
+    prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts. The
+    reward's gain judges while no held-out score has a value by the drift's start and two after it, or one is up by
+    less than its noise.
     Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
     before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
@@ -115,7 +115,7 @@ class EntropyCollapse(FrozenBaseline):
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0, "held_out_ref": 3,
+                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
                 "shift_n": 3, "shift_every": 5}
@@ -188,7 +188,7 @@ class EntropyCollapse(FrozenBaseline):
         if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
             return None
         held = self._held_out_gained(max(self._ref_end, d.start if d.start is not None else step))
-        if (self._gained(3 * p["fall_lag"]) if held is None else held) or self.repeats(step, "warning", d.start):
+        if held or (held is None and self._gained(3 * p["fall_lag"])) or self.repeats(step, "warning", d.start):
             return None
         n = int(p["drift_smooth"])
         if track.n >= 3 * n and sum(track.tail(n, skip=2 * n)) / n - now < p["drift_still"] * d.noise:
@@ -219,11 +219,12 @@ class EntropyCollapse(FrozenBaseline):
         return not self._task_ref or any(_gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
     def _held_out_gained(self, anchor: int) -> bool | None:
-        """Whether a held-out score rose since the entropy began to fall: the mean of its last two values
+        """True when a held-out score rose since the entropy began to fall: the mean of its last two values
         ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
-        is larger) of the difference of the two means above the mean of the last ``held_out_ref`` values logged by
-        ``anchor`` (the drift's start, at the earliest the end of its reference stretch). None when no held-out score
-        has a value by ``anchor`` and two after it: the run has no held-out verdict on this fall yet."""
+        is larger) of the difference of the two means above the mean of its values logged by ``anchor`` (the
+        drift's start, at the earliest the end of its reference stretch). False when every held-out score with a
+        value by ``anchor`` and two after it is at or under that mean (no rise at all: a training reward's gain is not
+        learning). None otherwise (none has a verdict yet, or one is up by less than its noise): the reward judges."""
         tracks = self.ctx.tracks
         if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
             self._held_scan = len(tracks)
@@ -235,11 +236,11 @@ class EntropyCollapse(FrozenBaseline):
 
     def _held_out_gain(self, anchor: int) -> bool | None:
         """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
-        verdict = None
+        verdict, seen_up = None, False
         for track in self._held_tracks:
             if track.n < 3 or track.steps[-2] <= anchor:
                 continue
-            ref = [v for s, v in zip(track.steps, track.values) if s <= anchor][-int(self.p["held_out_ref"]):]
+            ref = [v for s, v in zip(track.steps, track.values) if s <= anchor]
             if not ref:
                 continue
             vals = list(track.values)
@@ -247,7 +248,11 @@ class EntropyCollapse(FrozenBaseline):
             gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
             if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
                 return True
-            verdict = False
+            if gain > 0.0:
+                verdict = None  # up a little: not a gain, and no sign against the reward's either
+            elif verdict is None and not seen_up:
+                verdict = False
+            seen_up = seen_up or gain > 0.0
         return verdict
 
     def _stalling(self) -> bool:
