@@ -199,21 +199,27 @@ DEVELOPED_ON: dict[str, str] = {
                               "magnitude (issue 29, branch h-detect16); its slow-reward run's timing_s split was "
                               "read: throughput_drop compares a phase that grew from under phase_min (issue 29, "
                               "branch h-detect18); its accelerating leak's host memory was read: memory_growth's "
-                              "sign trend (issue 29, branch h-detect19)",
+                              "sign trend (issue 29, branch h-detect19); its stuck-loader and weight-decay runs' "
+                              "entropy, training score and validation accuracy were read: entropy_collapse's slow fall "
+                              "judged by a held-out score since the drift's start (issue 29, branch h-stuck)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
                          "h-detect16); then its slowrewardramp and lossscale runs' step_time were read (the ramp's "
                          "warning at 221 kept, its lossscale run's 13x slowdown at 166 left; issue 29, branch "
                          "h-trlslow); its wdneg200 run's kl at 80-120 was read: a kept level reference must be the "
-                         "second level one in a row (issue 29, branch h-ramp)",
+                         "second level one in a row (issue 29, branch h-ramp); its stuck-loader run's entropy, "
+                         "reward and evaluation reward were read: entropy_collapse's slow fall judged by TRL's "
+                         "evaluation reward (issue 29, branch h-stuck)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
                             "shown to h-detect16/17 (nothing changed for it)",
     "trl_csv_public13": "scored once held out at 331a9ce (1.40 warnings per healthy run); then its log-prob gap "
                         "and entropy were read (issue 29, branch h-detect16): rollout_mismatch re-bases on the "
-                        "level the gap settles at (issue 29, branch h-detect20)",
+                        "level the gap settles at (issue 29, branch h-detect20); its healthy gsm8k-full run's entropy "
+                        "was read: entropy_collapse's low-level warning needs the drift_smooth mean under the bar too "
+                        "(issue 29, branch h-stuck)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
                           "29, branch h-detect16)",

@@ -42,7 +42,7 @@ from rlcockpit.metrics.score_words import is_correctness
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 NOISE_ABOVE = threshold(ENTROPY, "noise_above")  # ... and the level no language model samples at while it learns
-HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
+HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better; TRL's: is_held_out_score)
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
 
@@ -60,6 +60,13 @@ def is_task_score(key: str) -> bool:
     return key.startswith(TASK_SCORE_PREFIXES) and key.endswith("/mean") and is_correctness(key)
 
 
+def is_held_out_score(key: str) -> bool:
+    """A score on held-out data, higher is better: verl's ``val-core/*`` and ``val/test_score/*``, TRL's evaluation
+    reward and its parts' means (``eval/reward``, ``eval/rewards/<fn>/mean``). (Looked up when a key first appears.)"""
+    return key.startswith(HELD_OUT_SCORES) or key == "eval/reward" or (key.startswith("eval/rewards/")
+                                                                       and key.endswith("/mean"))
+
+
 def reward_climbing(track: Track | None, window: int) -> bool:
     """True while the reward's median over the last ``window`` observations is clearly above the median of the
     ``window`` before them (more than 3 noise units of a window median, and 2% of its level)."""
@@ -75,8 +82,9 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
     within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
-    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
-    learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up (that mean and the mean of
+    the last ``drift_smooth`` values both: a 3-step mean of a noisy entropy settled at a third of its warm-up level
+    dips under a quarter now and then, and is no lower than it was) while learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
     (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
@@ -88,10 +96,15 @@ class EntropyCollapse(FrozenBaseline):
     little, then held) is not warned of: the mean of its last ``2 x drift_smooth`` values becomes the level a
     further fall is measured from. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
-    from its first step has no early range to leave). Not raised while a held-out score (``val-core/*``,
-    ``val/test_score/*``) is up since that reference stretch: the mean of its last two values ``held_out_z`` noise
-    units of the difference above the mean of those logged by the stretch's end (a policy sharpening onto answers
-    that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples says).
+    from its first step has no early range to leave). Where the run evaluates on held-out data (``val-core/*``,
+    ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
+    mean of its last two values ``held_out_z`` noise units of the difference above the mean of its values logged by
+    the drift's start, at the earliest the reference stretch's end), and raised, whatever the training reward
+    gained, while every such score is at or under that mean. A policy sharpening onto answers that are right on data
+    it is not trained on is learning, whatever a reward over one prompt's few samples says; one memorising the few
+    prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts. The
+    reward's gain judges while no held-out score has a value by the drift's start and two after it, or one is up by
+    less than its noise.
     Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
     before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
@@ -128,8 +141,8 @@ class EntropyCollapse(FrozenBaseline):
         p = self.p
         self._held_scan = -1  # held-out score tracks, rescanned when a new key appears
         self._held_tracks: list[Track] = []
-        self._held_seen: tuple[int, ...] | None = None  # their lengths at the last look, and its answer
-        self._held_gain = False
+        self._held_seen: tuple[int, ...] | None = None  # the anchor and their lengths at the last look, its answer
+        self._held_gain: bool | None = None
         self._shift = FallBar(lambda ref: robust(ref, 0.02), window=p["shift_window"], skip=p["shift_n"],
                               min_window=p["shift_min_window"], z=p["shift_z"], drop=p["shift_drop"],
                               every=p["shift_every"])  # the sudden-fall bar
@@ -174,7 +187,8 @@ class EntropyCollapse(FrozenBaseline):
         level, now = -d.level, track.mean_last(p["drift_smooth"])
         if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
             return None
-        if self._gained(3 * p["fall_lag"]) or self._held_out_gained() or self.repeats(step, "warning", d.start):
+        held = self._held_out_gained(max(self._ref_end, d.start if d.start is not None else step))
+        if held or (held is None and self._gained(3 * p["fall_lag"])) or self.repeats(step, "warning", d.start):
             return None
         n = int(p["drift_smooth"])
         if track.n >= 3 * n and sum(track.tail(n, skip=2 * n)) / n - now < p["drift_still"] * d.noise:
@@ -204,26 +218,29 @@ class EntropyCollapse(FrozenBaseline):
         tracks = self.ctx.tracks
         return not self._task_ref or any(_gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
-    def _held_out_gained(self) -> bool:
-        """Whether a held-out score rose since the drift's reference stretch: the mean of its last two values
+    def _held_out_gained(self, anchor: int) -> bool | None:
+        """True when a held-out score rose since the entropy began to fall: the mean of its last two values
         ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
-        is larger) of the difference of the two means above the mean of its values logged by the stretch's end."""
+        is larger) of the difference of the two means above the mean of its values logged by ``anchor`` (the
+        drift's start, at the earliest the end of its reference stretch). False when every held-out score with a
+        value by ``anchor`` and two after it is at or under that mean (no rise at all: a training reward's gain is not
+        learning). None otherwise (none has a verdict yet, or one is up by less than its noise): the reward judges."""
         tracks = self.ctx.tracks
         if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
             self._held_scan = len(tracks)
-            self._held_tracks = [t for k, t in tracks.items() if k.startswith(HELD_OUT_SCORES)]
-        seen = tuple(t.n for t in self._held_tracks)
-        if seen == self._held_seen:  # nothing evaluated since the last look: the same answer
-            return self._held_gain
-        self._held_seen, self._held_gain = seen, self._held_out_gain()
+            self._held_tracks = [t for k, t in tracks.items() if is_held_out_score(k)]
+        seen = (anchor, *(t.n for t in self._held_tracks))
+        if seen != self._held_seen:  # evaluated (or the fall re-anchored) since the last look: look again
+            self._held_seen, self._held_gain = seen, self._held_out_gain(anchor)
         return self._held_gain
 
-    def _held_out_gain(self) -> bool:
+    def _held_out_gain(self, anchor: int) -> bool | None:
         """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
+        verdict, seen_up = None, False
         for track in self._held_tracks:
-            if track.n < 3 or track.steps[-2] <= self._ref_end:
+            if track.n < 3 or track.steps[-2] <= anchor:
                 continue
-            ref = [v for s, v in zip(track.steps, track.values) if s <= self._ref_end]
+            ref = [v for s, v in zip(track.steps, track.values) if s <= anchor]
             if not ref:
                 continue
             vals = list(track.values)
@@ -231,7 +248,12 @@ class EntropyCollapse(FrozenBaseline):
             gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
             if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
                 return True
-        return False
+            if gain > 0.0:
+                verdict = None  # up a little: not a gain, and no sign against the reward's either
+            elif verdict is None and not seen_up:
+                verdict = False
+            seen_up = seen_up or gain > 0.0
+        return verdict
 
     def _stalling(self) -> bool:
         """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
@@ -275,7 +297,9 @@ class EntropyCollapse(FrozenBaseline):
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
         fast = before == before and s < p["fall_ratio"] * before
-        if fast or (ratio < p["warn_ratio"] and self._stalling()):
+        # a low level is what a ``drift_smooth`` mean says: a 3-step mean of a noisy low entropy dips under the bar
+        low = ratio < p["warn_ratio"] and track.mean_last(p["drift_smooth"]) < p["warn_ratio"] * self.base
+        if fast or (low and self._stalling()):
             return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
                              values=vals)
         return None
