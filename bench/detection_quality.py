@@ -192,7 +192,10 @@ DEVELOPED_ON: dict[str, str] = {
                         "level the gap settles at (issue 29, branch h-detect20)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
-                          "29, branch h-detect16)",
+                          "29, branch h-detect16); then its entropy (10-step means of 0.06-0.19, 0.66 in the first "
+                          "episode) was read: entropy_explosion's critical is a multiple of at least the guide's "
+                          "critical_from, an event ends after 5 logging intervals of quiet at least, "
+                          "entropy_collapse's fast fall must leave the run's own swings (issue 29, branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

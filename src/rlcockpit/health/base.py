@@ -33,6 +33,7 @@ from rlcockpit.registry import Registry
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
 GPU_HINTS = ("system/gpu/", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb")  # logged only with a GPU
 ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
+COOLDOWN_LOGS = 5  # logging intervals of quiet at least, before an event's end (``Detector.quiet_span``)
 
 
 class Track:
@@ -508,7 +509,8 @@ class Detector:
 
     Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
     detector may fire) and ``cooldown`` (quiet steps that end an event). An event is reported once: while the
-    detector's condition keeps holding (no gap longer than ``cooldown`` steps between two steps where it held) the
+    detector's condition keeps holding (no gap longer than ``cooldown`` steps, nor than ``COOLDOWN_LOGS`` logging
+    intervals of its trigger metric, between two steps where it held) the
     same or a lower severity is not repeated, and an escalation (warning -> critical) is reported with the
     event's first step as its start, so its step range grows instead of a new finding every ``cooldown`` steps.
     """
@@ -614,6 +616,18 @@ class Detector:
         self._streak = self._streak + 1 if condition else 0
         return self._streak >= needed
 
+    def quiet_span(self) -> int:
+        """The steps without the condition that end an event: ``cooldown``, and at least ``COOLDOWN_LOGS`` of the
+        trigger metric's logging intervals. A run that logs every tenth step shows a 30-step gap as two quiet
+        points: one logged value of a long episode dipping under a bar is no end of the episode, and raising it
+        again would report one event as many."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        if track is None or len(track.steps) < 2:
+            return self.cooldown
+        st = track.steps
+        spacing = (st[-1] - st[0]) / (len(st) - 1)
+        return max(self.cooldown, math.ceil(COOLDOWN_LOGS * spacing))
+
     def repeats(self, step: int, severity: str, step_start: int | None = None) -> bool:
         """Whether :meth:`fire` with these arguments would say nothing (the same event, raised already); if so it
         records the step as that call of :meth:`fire` would, so the caller returns None instead. A rule that fires
@@ -629,7 +643,7 @@ class Detector:
         last = self._last_fire_step  # the last step this detector's condition held (raised or not)
         if last is None:
             return False
-        if step - last <= self.cooldown and self._episode is not None:
+        if step - last <= self.quiet_span() and self._episode is not None:
             return rank <= self._last_rank  # the same still-running event: raised once, re-raised on escalation
         # the same event, reported again after a pause
         return rank <= self._last_rank and step_start is not None and step_start == self._last_start
@@ -653,7 +667,7 @@ class Detector:
             self._last_fire_step = step
             return None
         last, self._last_fire_step = self._last_fire_step, step
-        if last is not None and step - last <= self.cooldown and self._episode is not None:
+        if last is not None and step - last <= self.quiet_span() and self._episode is not None:
             step_start = min(self._episode, step_start if step_start is not None else step)  # its range grows
         else:
             self._episode = step_start if step_start is not None else step

@@ -42,6 +42,7 @@ from rlcockpit.metrics.score_words import is_correctness
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 NOISE_ABOVE = threshold(ENTROPY, "noise_above")  # ... and the level no language model samples at while it learns
+CRITICAL_FROM = threshold(ENTROPY, "critical_from")  # ... and the least reference a critical rise is a multiple of
 HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better)
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
@@ -290,8 +291,12 @@ class EntropyExplosion(FrozenBaseline):
     than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
     ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
     (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
-    just under twice its warm-up level. Noise (critical, from the first logged step, no warm-up): ``sustain``
-    consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
+    just under twice its warm-up level. The ratio's critical is taken against at least the guide's entropy
+    ``critical_from`` (0.3 nats per token, the low end of where a language model samples at temperature 1.0): a
+    policy that starts almost greedy (a short-answer SFT model at 0.1) and goes back to a normal spread for a while
+    (longer answers, 0.66 nats) has multiplied its entropy without sampling noise; it is warned of, a critical
+    needs the entropy at ``critical_ratio`` x that level (0.9 nats) or more. Noise (critical, from the first
+    logged step, no warm-up): ``sustain`` consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
     that spread while it learns) and above ``critical_ratio`` x the first logged value (the policy before any
     update; a per-response entropy summed over tokens starts high and only counts once it has multiplied): a run
     that turns into noise within its first steps would otherwise make that noise its warm-up level."""
@@ -316,7 +321,8 @@ class EntropyExplosion(FrozenBaseline):
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return self._out_of_range(step, track)
-        sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
+        # the critical's reference: at least the guide's ``critical_from`` (class docstring)
+        sev = "critical" if s > self.p["critical_ratio"] * max(ref, CRITICAL_FROM) else "warning"
         level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
             f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
         return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
