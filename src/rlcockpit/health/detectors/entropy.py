@@ -76,7 +76,9 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
     within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
-    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up while
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up and by
+    more than ``fall_z`` robust noise units of the ``fall_window`` values before (a halving inside the run's own
+    swings is none); or < ``warn_ratio`` x warm-up while
     learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
@@ -102,6 +104,7 @@ class EntropyCollapse(FrozenBaseline):
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
+                "fall_z": 3.0, "fall_window": 30,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
                 "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
@@ -246,6 +249,14 @@ class EntropyCollapse(FrozenBaseline):
         early = median(list(islice(spread.values, 0, self.warmup))) if spread.n == len(spread.values) else None
         return early is None or spread.mean_last(5) < 0.5 * early
 
+    def _out_of_noise(self, drop: float, track: Track) -> bool:
+        """Whether a fast fall of ``drop`` is more than ``fall_z`` robust noise units (1.4826 x MAD) of the
+        ``fall_window`` values before the newest: an entropy that swings by half between two logged points all
+        along (a low-entropy short-answer run logging 10-step means of 0.06-0.19) has not halved; one that was
+        steady and halves has. Run only on a step the halving holds."""
+        _med, scale = robust(track.tail(int(self.p["fall_window"]), skip=1), 0.0)
+        return drop > self.p["fall_z"] * scale
+
     def observe(self, step: int) -> Finding | None:
         if self.seen == 0:
             self._first = self.ctx.tracks[ENTROPY].last
@@ -275,7 +286,7 @@ class EntropyCollapse(FrozenBaseline):
                 return None
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
-        fast = before == before and s < p["fall_ratio"] * before
+        fast = before == before and s < p["fall_ratio"] * before and self._out_of_noise(before - s, track)
         if fast or (ratio < p["warn_ratio"] and self._stalling()):
             return self.fire(step, "warning", f"Entropy falling fast: {fmt(before)} -> {fmt(s)} (warm-up {fmt(self.base)})",
                              values=vals)
