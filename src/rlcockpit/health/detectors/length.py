@@ -152,7 +152,6 @@ class LengthExplosion(Detector):
 class Truncation(Detector):
     """Responses truncated at the length limit. Warning: the smoothed ``response_length/clip_ratio`` (TRL:
     ``completions/clipped_ratio``) above ``warn_abs``; or jumped — its median over the last ``span_steps`` steps
-    (3 logged values at least: a run logging every tenth step has one or two, and one high value is no jump)
     ``jump`` above the trailing ``window`` and ``jump_z`` of that window's noise, to above ``jump_min``; or creeping — climbing steadily (see ``climb``: medians of
     thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
     warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
@@ -257,7 +256,7 @@ class Truncation(Detector):
             return self.fire(step, "warning", f"Truncation jumped: {ref:.1%} -> {now:.1%} of responses cut at the "
                              "length limit", "Answers that no longer fit get no reward and bias the update.",
                              values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
-                             step_start=track.tail_steps(span(track, p["span_steps"], lo=3))[0])
+                             step_start=track.tail_steps(span(track, p["span_steps"]))[0])
         if s > p["min_abs"] and s - self.base > p["rise_warn"] and s - self.base > 2 * quantum(track):
             found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
             if found is not None:
@@ -350,7 +349,7 @@ class Truncation(Detector):
         now3 = track.mean_last(3)
         if now3 <= p["jump_min"] or (self.base is not None and now3 - self.base <= p["jump"]):
             return None  # the usual case, at the cost of two comparisons
-        k = span(track, p["span_steps"], lo=3)  # a median of 2 is their mean: one high logged value makes half of it
+        k = span(track, p["span_steps"])
         ref_vals = track.tail(p["window"], skip=k)
         if len(ref_vals) < 5:
             return None
