@@ -196,9 +196,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "episode) was read: entropy_explosion's critical is a multiple of at least the guide's "
                           "critical_from, an event ends after 5 logging intervals of quiet at least, "
                           "entropy_collapse's fast fall must leave the run's own swings; then its clip ratio and "
-                          "mean terminated length were read: truncation's jump median is of 3 logged values at "
-                          "least, length_explosion's turn is left to truncation while the answers that end keep "
-                          "their length (issue 29, branch h-quiet)",
+                          "mean terminated length were read: length_explosion's turn is left to truncation while "
+                          "the answers that end keep their length, and entropy_explosion / truncation raise a new "
+                          "warning event only above the peak of the events the run recovered from (issue 29, "
+                          "branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

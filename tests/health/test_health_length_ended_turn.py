@@ -2,7 +2,7 @@
 "quiet on healthy noise", one event told once). lzhihan's healthy TRL run (bench corpus source trl_state_public13)
 answers in ~10.6 tokens; in two episodes (290-350, 570-650) up to a third of its answers run to the 256-token cap,
 so the mean length goes 13.7 -> 38.2 and 13.6 -> 44.4, while the answers that end keep their length
-(``completions/mean_terminated_length`` 10.5-13.8 throughout). ``truncation`` warns of both episodes (300, 610);
+(``completions/mean_terminated_length`` 10.5-13.8 throughout). ``truncation`` warns of the first (300);
 ``length_explosion`` warned of them a second time. The turn is now not warned of while the terminated mean is above
 0 and within ``turn_ratio`` of its level before the turn; answers that end longer (a length-paying reward), or a
 terminated mean of 0 (every answer cut), still are.
@@ -25,7 +25,8 @@ def test_the_real_runs_cut_answer_episodes_are_truncations_only():
     run = real_run("healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200", "trl_state_public13")
     found = replay(run)
     assert alerts(found) == []
-    assert [f.step for f in found if f.detector == "truncation" and f.severity == "warning"][:2] == [300, 610]
+    # truncation warns of the first episode (the second is under its peak: test_health_recurrence_gate.py)
+    assert [f.step for f in found if f.detector == "truncation" and f.severity == "warning"][:1] == [300]
 
 
 def stream(ended_after: float, cut_after: float, steps: int = 300, at: int = 200):

@@ -29,8 +29,9 @@ def test_the_real_runs_long_answer_episodes_are_warnings_raised_once_each():
     run = real_run("healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200", "trl_state_public13")
     found = replay(run)
     assert [f for f in found if f.severity == "critical"] == [], [(f.step, f.detector) for f in found]
-    # one warning per episode (290-350, 570-650), none re-raised inside the second
-    assert alerts(found, "entropy_explosion") == [(320, "warning"), (590, "warning")], alerts(found, "entropy_explosion")
+    # the first episode a warning (the second, smaller one is not raised at all since the recurrence gate:
+    # test_health_recurrence_gate.py; before it, it was raised once here, at 590, not again at 630)
+    assert alerts(found, "entropy_explosion") == [(320, "warning")], alerts(found, "entropy_explosion")
 
 
 def stream(seed: int, level: float, rise_to: float, every: int = 1, steps: int = 400, rise=(200, 260)):
@@ -60,8 +61,9 @@ def test_two_logged_points_under_the_bar_inside_a_sparse_episode_does_not_raise_
             if s in (500, 510):  # two logged points (20 steps) back at the usual level, mid-episode
                 m["actor/entropy"] = 0.8
         assert len(alerts(replay_stream(run), "entropy_explosion")) == 1, (seed, alerts(replay_stream(run), "entropy_explosion"))
-        # two episodes far apart stay two findings
+        # two episodes far apart (the second larger) stay two findings
         run = stream(seed, 0.8, 1.8, every=10, steps=1000, rise=(300, 400))
-        run += [(s + 1000, {**m, "actor/entropy": 1.8 * m["actor/entropy"] / 0.8 if 300 <= s <= 400 else m["actor/entropy"]})
+        run += [(s + 1000, {**m, "actor/entropy": 2.1 * m["actor/entropy"] / 0.8 if 300 <= s <= 400 else m["actor/entropy"]})
                 for s, m in stream(seed + 7, 0.8, 0.8, every=10, steps=1000)]
-        assert len(alerts(replay_stream(run), "entropy_explosion")) == 2, (seed, alerts(replay_stream(run), "entropy_explosion"))
+        warned = [s for s, sev in alerts(replay_stream(run), "entropy_explosion") if sev == "warning"]
+        assert len(warned) == 2, (seed, alerts(replay_stream(run), "entropy_explosion"))

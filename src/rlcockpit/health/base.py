@@ -524,6 +524,8 @@ class Detector:
     story: ClassVar[str | Story] = "other"  # the root-cause story this detector's findings belong to
     role: ClassVar[str] = "mechanism"  # "outcome" (what the user sees) or "mechanism" (what led there)
     cause: ClassVar[str] = ""  # generic probable cause, ranked below evidence- and config-based ones
+    # a new warning event needs the trigger metric above the peak of the events before it (:meth:`fire`)
+    recurrence_gate: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
         merged = {**self.common, **self.defaults}
@@ -542,6 +544,8 @@ class Detector:
         self._last_rank = -1
         self._last_start: int | None = None
         self._episode: int | None = None  # first step of the event now being reported
+        self._event_peak = -math.inf  # the trigger metric's highest value at a step the current event held
+        self._past_peak: float | None = None  # ... and over the events before it (``recurrence_gate``)
         self._streak = 0
         # detectors that do their expensive work every N steps are staggered by a fixed per-name phase, so
         # they do not all sort their windows on the same step (that made every 5th/10th step the slow one)
@@ -635,7 +639,31 @@ class Detector:
         string formatting. When it says False, nothing is recorded: the caller's :meth:`fire` does it all."""
         if self._repeat(step, severity_rank(severity), step_start):
             self._last_fire_step = step
+            if self.recurrence_gate:
+                self._event_peak = max(self._event_peak, self._gate_level())
             return True
+        return False
+
+    def _gate_level(self) -> float:
+        """The trigger metric's newest value (the recurrence gate's measure)."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        return track.last if track is not None and track.n else math.nan
+
+    def _recurs(self, severity: str, new_event: bool) -> bool:
+        """The recurrence gate (``recurrence_gate``): whether a new warning event is one the run already had and
+        recovered from, the trigger metric no higher than the peak of the events before (said nothing; nothing is
+        recorded, so the event is raised once it goes past that peak, or escalates to a critical). A run whose
+        answers ran long for 60 steps and came back has shown that episode as its own noise: a smaller one later is
+        not news. Updates the peaks otherwise."""
+        level = self._gate_level()
+        if not new_event:
+            self._event_peak = max(self._event_peak, level)
+            return False
+        if self._last_fire_step is not None:  # an event ended before this one: its peak joins the past
+            self._past_peak = max(self._past_peak if self._past_peak is not None else -math.inf, self._event_peak)
+        if severity == "warning" and self._past_peak is not None and level <= self._past_peak:
+            return True
+        self._event_peak = level
         return False
 
     def _repeat(self, step: int, rank: int, step_start: int | None) -> bool:
@@ -665,9 +693,15 @@ class Detector:
         rank = severity_rank(severity)
         if self._repeat(step, rank, step_start):
             self._last_fire_step = step
+            if self.recurrence_gate:
+                self._event_peak = max(self._event_peak, self._gate_level())
             return None
-        last, self._last_fire_step = self._last_fire_step, step
-        if last is not None and step - last <= self.quiet_span() and self._episode is not None:
+        last = self._last_fire_step
+        continuing = last is not None and step - last <= self.quiet_span() and self._episode is not None
+        if self.recurrence_gate and self._recurs(severity, not continuing):
+            return None
+        self._last_fire_step = step
+        if continuing:
             step_start = min(self._episode, step_start if step_start is not None else step)  # its range grows
         else:
             self._episode = step_start if step_start is not None else step

@@ -310,13 +310,16 @@ class EntropyExplosion(FrozenBaseline):
     logged step, no warm-up): ``sustain`` consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
     that spread while it learns) and above ``critical_ratio`` x the first logged value (the policy before any
     update; a per-response entropy summed over tokens starts high and only counts once it has multiplied): a run
-    that turns into noise within its first steps would otherwise make that noise its warm-up level."""
+    that turns into noise within its first steps would otherwise make that noise its warm-up level. A new warning
+    after an earlier event ended needs the entropy above that event's peak (:attr:`Detector.recurrence_gate`): a
+    run that went up and came back by itself has shown that much as its own noise."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
                 "window": 50, "k": 3, "n": 4, "z": 8.0, "rel_floor": 0.05, "min_rise": 0.5}
     story = "collapse"
     cause = "updates are destroying the language model (lr too high / corrupted weights)"
+    recurrence_gate = True  # a later, smaller episode than one the run recovered from is its own noise
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = story_causes(self.ctx.view, ("lr", "temperature")) + update_causes(self.ctx)

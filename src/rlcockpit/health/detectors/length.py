@@ -169,9 +169,13 @@ class Truncation(Detector):
     that level is a standing setting (the limit is short for this model), reported once as info, unless the share of
     answers that still fit the limit halved (a rise of ``standing_rise`` / 2 at least: 80% -> 90% cut). Leaving zero
     (warning, once): a ratio exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations, then
-    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`)."""
+    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`). A
+    new warning after an earlier event ended needs the clip ratio above that event's peak
+    (:attr:`Detector.recurrence_gate`): a run whose answers ran to the limit and came back by itself has shown that
+    much as its own noise."""
 
     keys = (CLIP, LEN, LEN_MAX)
+    recurrence_gate = True  # a later, smaller episode than one the run recovered from is its own noise
     defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
                 "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
