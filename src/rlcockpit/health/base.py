@@ -654,7 +654,10 @@ class Detector:
         recovered from, the trigger metric no higher than the peak of the events before (said nothing; nothing is
         recorded, so the event is raised once it goes past that peak, or escalates to a critical). A run whose
         answers ran long for 60 steps and came back has shown that episode as its own noise: a smaller one later is
-        not news. Updates the peaks otherwise."""
+        not news. Updates the peaks otherwise. An info (a standing setting noted once) is no episode: not judged,
+        not counted."""
+        if severity == "info":
+            return False
         level = self._gate_level()
         if not new_event:
             self._event_peak = max(self._event_peak, level)
