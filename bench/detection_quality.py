@@ -65,7 +65,9 @@ RLWATCH: dict[str, set[str]] = {  # rlwatch 0.5 has no memory, utilisation, mism
 # real sources a detector change was developed on: their figures are no longer held-out figures (the manifest's
 # ``tuned_on`` records the corpus owner's view of each file; this records which detector work looked at a source)
 DEVELOPED_ON: dict[str, str] = {
-    "grpo_loop_jsonl_public": "reward_divergence's perplexity and correctness checks (issue 29, branch h-detect2)",
+    "grpo_loop_jsonl_public": "reward_divergence's perplexity and correctness checks (issue 29, branch h-detect2); "
+                              "its fixed-kl and baseline runs' training metrics read, nothing changed (issue 29, "
+                              "branch h-quiet)",
     "tinker_jsonl_public": "held out until scored once (0/4 at aa9b6fd); then changed: reward parts not named for "
                            "format count as task scores (issue 29, branch h-detect2); "
                            "then its four runs' g and f were read: reward_divergence's paired lead of the reward over a task "
@@ -145,7 +147,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "run's step_time was read: throughput_drop's held-level rule (issue 29, branch h-trlslow); "
                          "its range-rule state was read again (still missed: kl_rising warns at 206, the KL's range "
                          "left before the entropy's; its learning_rate: lr_schedule's climb after the decay, a "
-                         "warning at 206; issue 29, branch h-ramp)",
+                         "warning at 206; issue 29, branch h-ramp); its healthy dapo-epshigh028 run's KL (0.02 -> "
+                         "0.3 over steps 30-50, then flat) read, nothing changed (issue 29, branch h-quiet)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts were "
                          "read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -217,12 +220,23 @@ DEVELOPED_ON: dict[str, str] = {
                             "shown to h-detect16/17 (nothing changed for it)",
     "trl_csv_public13": "scored once held out at 331a9ce (1.40 warnings per healthy run); then its log-prob gap "
                         "and entropy were read (issue 29, branch h-detect16): rollout_mismatch re-bases on the "
-                        "level the gap settles at (issue 29, branch h-detect20); its healthy gsm8k-full run's entropy "
-                        "was read: entropy_collapse's low-level warning needs the drift_smooth mean under the bar too "
-                        "(issue 29, branch h-stuck)",
+                        "level the gap settles at (issue 29, branch h-detect20); its healthy gsm8k-full run's "
+                        "entropy was read: entropy_collapse's low-level warning needs the drift_smooth mean under "
+                        "the bar too (issue 29, branch h-stuck); then the log-prob gap of its two runs still warned "
+                        "(sft-start 103, entropy-control 296) was read and left as is (a gap that doubles over "
+                        "100-500 steps; no sound rule tells it at 103 from a growing fault), and its full-lr2e-6 "
+                        "run's fast-fall warning at 33 went with entropy_collapse's noise bar (issue 29, branch "
+                        "h-quiet)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
-                          "29, branch h-detect16)",
+                          "29, branch h-detect16); then its entropy (10-step means of 0.06-0.19, 0.66 in the first "
+                          "episode) was read: entropy_explosion's critical is a multiple of at least the guide's "
+                          "critical_from, an event ends after 5 logging intervals of quiet at least, "
+                          "entropy_collapse's fast fall must leave the run's own swings; then its clip ratio and "
+                          "mean terminated length were read: length_explosion's turn is left to truncation while "
+                          "the answers that end keep their length, and entropy_explosion / truncation raise a new "
+                          "warning event only above the peak of the events the run recovered from (issue 29, "
+                          "branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -43,13 +43,14 @@ def detector_keys() -> set[str]:
 # as the mean of micro-batches against its own trailing noise, with raw values that persist).
 # The twelfth/thirteenth-pass batch (corpus README "twelfth pass, CPU", "twelfth pass, public", "thirteenth pass,
 # public"; BENCHMARKS.md "A seventh held-out batch") was scored once, held out, at these counts.
+# h-quiet brought trl_state_public13's healthy run to 0 criticals and 2 warnings (one per detector on its first
+# long-answer episode: truncation at 300, entropy_explosion at 320).
 BELOW_BAR_CRITICALS: dict[str, int] = {
-    "trl_state_public13-healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200": 1,
     # the fourteenth pass, as scored once held out at d482f29 (BENCHMARKS "An eighth held-out batch")
     "trl_state_public14-healthy-finance-poison-grpo-4x4-100": 1,
     "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
 }
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 9.0, "trl_state_public14": 2.0}  # per healthy run
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0, "trl_state_public14": 2.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)

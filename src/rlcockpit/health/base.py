@@ -33,6 +33,7 @@ from rlcockpit.registry import Registry
 EVIDENCE_POINTS = 30  # points per metric kept in a finding's evidence
 GPU_HINTS = ("system/gpu/", "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb")  # logged only with a GPU
 ADAPT_AT = 5  # observations after which a warm-up is fitted to the run's logging cadence
+COOLDOWN_LOGS = 5  # logging intervals of quiet at least, before an event's end (``Detector.quiet_span``)
 
 
 class Track:
@@ -508,7 +509,8 @@ class Detector:
 
     Common settings: ``enabled`` (default true), ``warmup`` (observations of the trigger metric before the
     detector may fire) and ``cooldown`` (quiet steps that end an event). An event is reported once: while the
-    detector's condition keeps holding (no gap longer than ``cooldown`` steps between two steps where it held) the
+    detector's condition keeps holding (no gap longer than ``cooldown`` steps, nor than ``COOLDOWN_LOGS`` logging
+    intervals of its trigger metric, between two steps where it held) the
     same or a lower severity is not repeated, and an escalation (warning -> critical) is reported with the
     event's first step as its start, so its step range grows instead of a new finding every ``cooldown`` steps.
     """
@@ -522,6 +524,8 @@ class Detector:
     story: ClassVar[str | Story] = "other"  # the root-cause story this detector's findings belong to
     role: ClassVar[str] = "mechanism"  # "outcome" (what the user sees) or "mechanism" (what led there)
     cause: ClassVar[str] = ""  # generic probable cause, ranked below evidence- and config-based ones
+    # a new warning event needs the trigger metric above the peak of the events before it (:meth:`fire`)
+    recurrence_gate: ClassVar[bool] = False
 
     def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
         merged = {**self.common, **self.defaults}
@@ -540,6 +544,8 @@ class Detector:
         self._last_rank = -1
         self._last_start: int | None = None
         self._episode: int | None = None  # first step of the event now being reported
+        self._event_peak = -math.inf  # the trigger metric's highest value at a step the current event held
+        self._past_peak: float | None = None  # ... and over the events before it (``recurrence_gate``)
         self._streak = 0
         # detectors that do their expensive work every N steps are staggered by a fixed per-name phase, so
         # they do not all sort their windows on the same step (that made every 5th/10th step the slow one)
@@ -614,6 +620,18 @@ class Detector:
         self._streak = self._streak + 1 if condition else 0
         return self._streak >= needed
 
+    def quiet_span(self) -> int:
+        """The steps without the condition that end an event: ``cooldown``, and at least ``COOLDOWN_LOGS`` of the
+        trigger metric's logging intervals. A run that logs every tenth step shows a 30-step gap as two quiet
+        points: one logged value of a long episode dipping under a bar is no end of the episode, and raising it
+        again would report one event as many."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        if track is None or len(track.steps) < 2:
+            return self.cooldown
+        st = track.steps
+        spacing = (st[-1] - st[0]) / (len(st) - 1)
+        return max(self.cooldown, math.ceil(COOLDOWN_LOGS * spacing))
+
     def repeats(self, step: int, severity: str, step_start: int | None = None) -> bool:
         """Whether :meth:`fire` with these arguments would say nothing (the same event, raised already); if so it
         records the step as that call of :meth:`fire` would, so the caller returns None instead. A rule that fires
@@ -621,7 +639,34 @@ class Detector:
         string formatting. When it says False, nothing is recorded: the caller's :meth:`fire` does it all."""
         if self._repeat(step, severity_rank(severity), step_start):
             self._last_fire_step = step
+            if self.recurrence_gate:
+                self._event_peak = max(self._event_peak, self._gate_level())
             return True
+        return False
+
+    def _gate_level(self) -> float:
+        """The trigger metric's newest value (the recurrence gate's measure)."""
+        track = self.ctx.tracks.get(self.keys[0]) if self.keys else None
+        return track.last if track is not None and track.n else math.nan
+
+    def _recurs(self, severity: str, new_event: bool) -> bool:
+        """The recurrence gate (``recurrence_gate``): whether a new warning event is one the run already had and
+        recovered from, the trigger metric no higher than the peak of the events before (said nothing; nothing is
+        recorded, so the event is raised once it goes past that peak, or escalates to a critical). A run whose
+        answers ran long for 60 steps and came back has shown that episode as its own noise: a smaller one later is
+        not news. Updates the peaks otherwise. An info (a standing setting noted once) is no episode: not judged,
+        not counted."""
+        if severity == "info":
+            return False
+        level = self._gate_level()
+        if not new_event:
+            self._event_peak = max(self._event_peak, level)
+            return False
+        if self._last_fire_step is not None:  # an event ended before this one: its peak joins the past
+            self._past_peak = max(self._past_peak if self._past_peak is not None else -math.inf, self._event_peak)
+        if severity == "warning" and self._past_peak is not None and level <= self._past_peak:
+            return True
+        self._event_peak = level
         return False
 
     def _repeat(self, step: int, rank: int, step_start: int | None) -> bool:
@@ -629,7 +674,7 @@ class Detector:
         last = self._last_fire_step  # the last step this detector's condition held (raised or not)
         if last is None:
             return False
-        if step - last <= self.cooldown and self._episode is not None:
+        if step - last <= self.quiet_span() and self._episode is not None:
             return rank <= self._last_rank  # the same still-running event: raised once, re-raised on escalation
         # the same event, reported again after a pause
         return rank <= self._last_rank and step_start is not None and step_start == self._last_start
@@ -651,9 +696,15 @@ class Detector:
         rank = severity_rank(severity)
         if self._repeat(step, rank, step_start):
             self._last_fire_step = step
+            if self.recurrence_gate:
+                self._event_peak = max(self._event_peak, self._gate_level())
             return None
-        last, self._last_fire_step = self._last_fire_step, step
-        if last is not None and step - last <= self.cooldown and self._episode is not None:
+        last = self._last_fire_step
+        continuing = last is not None and step - last <= self.quiet_span() and self._episode is not None
+        if self.recurrence_gate and self._recurs(severity, not continuing):
+            return None
+        self._last_fire_step = step
+        if continuing:
             step_start = min(self._episode, step_start if step_start is not None else step)  # its range grows
         else:
             self._episode = step_start if step_start is not None else step

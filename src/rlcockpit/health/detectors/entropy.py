@@ -42,6 +42,7 @@ from rlcockpit.metrics.score_words import is_correctness
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 ENTROPY_FLOOR = threshold(ENTROPY, "collapse_below")  # ... and the least entropy level
 NOISE_ABOVE = threshold(ENTROPY, "noise_above")  # ... and the level no language model samples at while it learns
+CRITICAL_FROM = threshold(ENTROPY, "critical_from")  # ... and the least reference a critical rise is a multiple of
 HELD_OUT_SCORES = ("val-core/", "val/test_score/")  # verl's held-out test scores (higher is better; TRL's: is_held_out_score)
 TASK_SCORE_PREFIXES = ("critic/score/", "reward_extra/")  # parts of the reward, fields of its function: same samples
 
@@ -82,9 +83,11 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
     within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
-    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up; or < ``warn_ratio`` x warm-up (that mean and the mean of
-    the last ``drift_smooth`` values both: a 3-step mean of a noisy entropy settled at a third of its warm-up level
-    dips under a quarter now and then, and is no lower than it was) while learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up and by
+    more than ``fall_z`` robust noise units of the ``fall_window`` values before (a halving inside the run's own
+    swings is none); or < ``warn_ratio`` x warm-up (that mean and the mean of the last ``drift_smooth`` values
+    both: a 3-step mean of a noisy entropy settled at a third of its warm-up level dips under a quarter now and
+    then, and is no lower than it was) while learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
     short-answer tasks converge — is learning, not collapsing. Slow fall (warning): a downward :class:`Drift`
     (CUSUM, allowance ``drift_k``, alarm ``drift_h`` noise units) against the level of the ``drift_ref``
@@ -114,6 +117,7 @@ class EntropyCollapse(FrozenBaseline):
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
+                "fall_z": 3.0, "fall_window": 30,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
                 "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
@@ -267,6 +271,14 @@ class EntropyCollapse(FrozenBaseline):
         early = median(list(islice(spread.values, 0, self.warmup))) if spread.n == len(spread.values) else None
         return early is None or spread.mean_last(5) < 0.5 * early
 
+    def _out_of_noise(self, drop: float, track: Track) -> bool:
+        """Whether a fast fall of ``drop`` is more than ``fall_z`` robust noise units (1.4826 x MAD) of the
+        ``fall_window`` values before the newest: an entropy that swings by half between two logged points all
+        along (a low-entropy short-answer run logging 10-step means of 0.06-0.19) has not halved; one that was
+        steady and halves has. Run only on a step the halving holds."""
+        _med, scale = robust(track.tail(int(self.p["fall_window"]), skip=1), 0.0)
+        return drop > self.p["fall_z"] * scale
+
     def observe(self, step: int) -> Finding | None:
         if self.seen == 0:
             self._first = self.ctx.tracks[ENTROPY].last
@@ -296,7 +308,7 @@ class EntropyCollapse(FrozenBaseline):
                 return None
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
                              "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
-        fast = before == before and s < p["fall_ratio"] * before
+        fast = before == before and s < p["fall_ratio"] * before and self._out_of_noise(before - s, track)
         # a low level is what a ``drift_smooth`` mean says: a 3-step mean of a noisy low entropy dips under the bar
         low = ratio < p["warn_ratio"] and track.mean_last(p["drift_smooth"]) < p["warn_ratio"] * self.base
         if fast or (low and self._stalling()):
@@ -314,17 +326,24 @@ class EntropyExplosion(FrozenBaseline):
     than ``z`` robust scale units (1.4826 x MAD, at least ``rel_floor`` x that median and the guide's
     ``collapse_below``) and by ``min_rise`` x that median. Why both: a run whose entropy is steady and low-noise
     (a small model on a short-answer task) can triple its spread of answers after a far too large update and stay
-    just under twice its warm-up level. Noise (critical, from the first logged step, no warm-up): ``sustain``
-    consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
+    just under twice its warm-up level. The ratio's critical is taken against at least the guide's entropy
+    ``critical_from`` (0.3 nats per token, the low end of where a language model samples at temperature 1.0): a
+    policy that starts almost greedy (a short-answer SFT model at 0.1) and goes back to a normal spread for a while
+    (longer answers, 0.66 nats) has multiplied its entropy without sampling noise; it is warned of, a critical
+    needs the entropy at ``critical_ratio`` x that level (0.9 nats) or more. Noise (critical, from the first
+    logged step, no warm-up): ``sustain`` consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
     that spread while it learns) and above ``critical_ratio`` x the first logged value (the policy before any
     update; a per-response entropy summed over tokens starts high and only counts once it has multiplied): a run
-    that turns into noise within its first steps would otherwise make that noise its warm-up level."""
+    that turns into noise within its first steps would otherwise make that noise its warm-up level. A new warning
+    after an earlier event ended needs the entropy above that event's peak (:attr:`Detector.recurrence_gate`): a
+    run that went up and came back by itself has shown that much as its own noise."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": threshold(ENTROPY, "rise_factor"), "critical_ratio": 3.0, "smooth": 3, "sustain": 3,
                 "window": 50, "k": 3, "n": 4, "z": 8.0, "rel_floor": 0.05, "min_rise": 0.5}
     story = "collapse"
     cause = "updates are destroying the language model (lr too high / corrupted weights)"
+    recurrence_gate = True  # a later, smaller episode than one the run recovered from is its own noise
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = story_causes(self.ctx.view, ("lr", "temperature")) + update_causes(self.ctx)
@@ -340,7 +359,8 @@ class EntropyExplosion(FrozenBaseline):
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
             return self._out_of_range(step, track)
-        sev = "critical" if ratio > self.p["critical_ratio"] else "warning"
+        # the critical's reference: at least the guide's ``critical_from`` (class docstring)
+        sev = "critical" if s > self.p["critical_ratio"] * max(ref, CRITICAL_FROM) else "warning"
         level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
             f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
         return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",

@@ -31,6 +31,7 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 LEN_MIN = "response_length/min"
+LEN_ENDED = "response_length/terminated_mean"  # the mean of the answers that ended (TRL: mean_terminated_length)
 
 
 def quantum(track: Track | None, granular: bool = True) -> float:
@@ -57,9 +58,13 @@ class LengthExplosion(Detector):
     ``few_answers`` answers a step running to the longest length seen (a small batch's single long answer moves
     it 1.2x; see :func:`quantum`). Critical: > ``critical_ratio`` x the warm-up
     level and (truncation > ``clip_critical`` or length within ``limit_frac`` of ``data.max_response_length``), on
-    ``sustain`` consecutive checks (one logged value between shorter ones is a passing episode, not yet a runaway)."""
+    ``sustain`` consecutive checks (one logged value between shorter ones is a passing episode, not yet a runaway).
+    The turn is not warned of where the run logs the mean length of the answers that ended (TRL's
+    ``completions/mean_terminated_length``), it is above 0 and it stayed within ``turn_ratio`` of its level over
+    the window before the turn: the answers that end are as long as before, the mean rose only by answers cut at the
+    limit, which is ``truncation``'s event (judged on their share), told once by it."""
 
-    keys = (LEN,)
+    keys = (LEN, LEN_ENDED)
     defaults = {"critical_ratio": 3.0, "clip_critical": 0.2, "limit_frac": 0.9, "span_steps": 10, "turn_ratio": 1.2,
                 "accel": 2.0, "z": 3.0, "few_answers": 2, "sustain": 2}
     story, role = "length", "outcome"
@@ -113,13 +118,23 @@ class LengthExplosion(Detector):
             return None
         a, b, c, _noise = (math.exp(x) for x in turned)
         floor = self._few_answers(max(a, b))
-        if c - max(a, b) <= floor:
+        if c - max(a, b) <= floor or self._ended_as_before(w):
             return None
         vals |= {"before": b, "now": c, "trend_before": b / a}
         return self.fire(step, "warning", f"Response length turned upwards: {fmt(b)} -> {fmt(c)} in {w} logged steps "
                          f"(it had moved {b / a - 1:+.0%} before)", values=vals, extra_keys=(CLIP,),
                          step_start=track.tail_steps(w)[0])
 
+
+    def _ended_as_before(self, w: int) -> bool:
+        """Whether the answers that ended are as long as before the turn (class docstring): the mean of the last
+        ``w`` logged terminated-mean values above 0 and within ``turn_ratio`` of the mean of the ``w`` before."""
+        ended = self.ctx.tracks.get(LEN_ENDED)
+        if ended is None or len(ended.values) < 2 * w:
+            return False
+        now, before = ended.tail(w), ended.tail(w, skip=w)
+        n, b = sum(now) / w, sum(before) / w
+        return min(now) > 0 and b > 0 and 1 / self.p["turn_ratio"] <= n / b <= self.p["turn_ratio"]
 
     def _few_answers(self, level: float) -> float:
         """How far ``few_answers`` answers a step running to the longest length seen move the mean length from
@@ -154,9 +169,13 @@ class Truncation(Detector):
     that level is a standing setting (the limit is short for this model), reported once as info, unless the share of
     answers that still fit the limit halved (a rise of ``standing_rise`` / 2 at least: 80% -> 90% cut). Leaving zero
     (warning, once): a ratio exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations, then
-    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`)."""
+    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`). A
+    new warning after an earlier event ended needs the clip ratio above that event's peak
+    (:attr:`Detector.recurrence_gate`): a run whose answers ran to the limit and came back by itself has shown that
+    much as its own noise."""
 
     keys = (CLIP, LEN, LEN_MAX)
+    recurrence_gate = True  # a later, smaller episode than one the run recovered from is its own noise
     defaults = {"warn_abs": threshold(CLIP, "warn_above"), "critical_abs": threshold(CLIP, "critical_above"),
                 "critical_rise": 0.25, "sustain": 2, "rise_warn": 0.05,
                 "min_abs": 0.08, "z_warn": 5.0, "windows": (9, 24, 60), "near_frac": 0.75, "len_growth": 1.3,
