@@ -37,4 +37,6 @@ def test_an_entropy_that_drops_far_out_of_its_swings_is_still_a_fast_fall():
         # noise 25 %: too wide for the sudden-fall bar (8 noise units); a drop of 0.7 is ~3.5 of them, and none of
         # the swings before it is a fast fall
         found = fast(replay_stream(stream(seed, 0.25)))
-        assert found and 150 <= found[0] <= 155, (seed, found)
+        # within the scoring window (onset + 15): merged with h-stuck's low-level rule (a 12-step mean under the bar),
+        # seed 2's warning comes from that rule at 161 (h-fastfall makes the fast fall itself sound at this noise)
+        assert found and 150 <= found[0] <= 165, (seed, found)
