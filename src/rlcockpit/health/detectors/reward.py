@@ -72,11 +72,16 @@ def quality_direction(key: str) -> int:
 @register_detector("reward_cliff", "reward_drop")
 class RewardCliff(StartReferenced):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
-    ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth)).
-    Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen).
+    ``window`` ending ``gap`` steps earlier, in units of that window's noise (MAD/sqrt(smooth), the MAD at least the
+    sampling noise of a mean of 0/1 scores, :func:`~rlcockpit.health.base.count_noise`).
+    Warning: ``z_warn`` units and a drop of ``drop_warn`` x the reference level (or the reward span seen), the median
+    of the last ``smooth`` rewards ``z_warn`` units down too (one outlying step drags their mean down).
     Critical: ``z_critical`` units and ``drop_critical`` x the level. Either only once the low level held for
     ``hold_steps`` steps or three observations (the reference frozen where the drop began): a dip that recovers
-    at once is the run's noise. The trailing window must hold ``min_reference`` observations or more (the median
+    at once is the run's noise. A drop is opened when the smoothed reward falls 2 deviations under its EMA, and stays
+    open for up to ``window`` steps while it is 2 noise units under the frozen reference (the EMA follows the drop
+    down and its deviation grows with it: two low steps later it no longer calls a reward that fell 0.44 -> 0.2
+    low). The trailing window must hold ``min_reference`` observations or more (the median
     and MAD of a handful of values are no level and no noise: a reward over 36 completions, logged every 2 steps,
     dips 30% for a few steps at step 18 and is back at step 24); before that, only the warm-up test below.
 
@@ -86,7 +91,9 @@ class RewardCliff(StartReferenced):
     individual rewards, ``critic/score/max`` - ``critic/score/min``, when logged; more than ``drop_warn`` x it:
     a warning; less: nothing) (a collapse in the first few steps, as a far too high lr produces, would otherwise
     become the baseline); only a warning when the reward spread was exactly 0 on some step (groups so small that
-    one step's mean is noise)."""
+    one step's mean is noise). Without a logged max/min the range is at least sqrt(2) x the largest logged reward
+    spread (``critic/score/std``, TRL's ``reward_std``): a standard deviation of n >= 2 values is at most their
+    range / sqrt(2)."""
 
     keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
@@ -138,9 +145,16 @@ class RewardCliff(StartReferenced):
     def _sample_range(self) -> float:
         """The scale a drop of the mean reward is judged on: the larger of the first reward and the range of the
         individual rewards seen so far (``critic/score/max`` - ``critic/score/min``, when the run logs them). A
-        mean reward of 0.016 on a 0..1 score has no room to fall off a cliff: its fall to 0 is 1.6% of the range."""
-        hi, lo = self.ctx.tracks.get(SCORE_MAX), self.ctx.tracks.get(SCORE_MIN)
+        mean reward of 0.016 on a 0..1 score has no room to fall off a cliff: its fall to 0 is 1.6% of the range.
+        Where the run logs no max/min but a spread of the rewards (``critic/score/std``, TRL's ``reward_std``), the
+        range is at least sqrt(2) x the largest spread seen (the sample standard deviation of n >= 2 values is at most
+        their range / sqrt(2)): one right answer of 16 on a 0/1 score (mean 0.0625, std 0.25) is no level to fall from."""
+        tracks = self.ctx.tracks
+        hi, lo = tracks.get(SCORE_MAX), tracks.get(SCORE_MIN)
         span = max(hi.values) - min(lo.values) if hi is not None and lo is not None and hi.n and lo.n else 0.0
+        if not span:
+            span = math.sqrt(2.0) * max((max(t.values) for t in (tracks.get(REWARD_STD), tracks.get(GROUP_STD))
+                                         if t is not None and t.n), default=0.0)
         return max(abs(self._start), span, 1e-12)
 
     def check(self, step: int) -> Finding | None:
@@ -154,6 +168,11 @@ class RewardCliff(StartReferenced):
         self._emad += p["ema"] * (abs(v - self._ema) - self._emad)
         self._ema += p["ema"] * (v - self._ema)
         self._lo, self._hi = min(self._lo, v), max(self._hi, v)
+        if not gated and self._low_since is not None and step - self._low_since <= p["window"]:
+            # a drop under way stays low against the reference frozen where it began: the EMA follows the drop
+            # down (and its deviation grows with it), so after two or three low steps it no longer calls them low
+            ref, scale = self._frozen
+            gated = s < ref - 2.0 * scale / math.sqrt(p["smooth"])
         if not gated:
             self._low_since = None
             return None
@@ -162,13 +181,16 @@ class RewardCliff(StartReferenced):
             if len(ref_vals) < p["min_reference"]:
                 return None  # the MAD of five values is no noise level: a run logged every 2 steps, at step 18
             self._low_since, self._low_n = step, 0
-            self._frozen = tie_safe(ref_vals, 0.01, 1e-9)
+            med, scale = tie_safe(ref_vals, 0.01, 1e-9)
+            self._frozen = (med, max(scale, count_noise(ref_vals)))  # at least the sampling noise of 0/1 scores
         self._low_n += 1
         ref, scale = self._frozen
         noise = scale / math.sqrt(p["smooth"])
         drop = ref - s
         level = max(abs(ref), self._hi - self._lo, 1e-9)
         z, rel = drop / noise, drop / level
+        if z > p["z_warn"] and (ref - median(track.tail(p["smooth"]))) / noise <= p["z_warn"]:
+            z = 0.0  # one outlying step drags the mean of the last few down: the median of them must be down too
         vals = {"reward": s, "reward_before": ref, "drop": drop, "z": z, "relative_drop": rel}
         onset = self._low_since - (p["smooth"] - 1) * max(1, track.last_step - track.tail_steps(2)[0])
         held = step - self._low_since >= p["hold_steps"] or self._low_n >= 3  # a dip that recovers is noise
