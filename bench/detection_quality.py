@@ -236,17 +236,17 @@ DEVELOPED_ON: dict[str, str] = {
                           "mean terminated length were read: length_explosion's turn is left to truncation while the"
                           " answers that end keep their length, and entropy_explosion / truncation raise a new "
                           "warning event only above the peak of the events the run recovered from (issue 29, branch "
-                          "h-quiet); 29, branch h-detect16)trl_state_public14scored once held out (1 healthy run: 1 "
-                          "critical + 2 warnings at d482f29); then its reward was read: reward_cliff's warm-up scale"
-                          " is at least sqrt(2) x the logged reward spread (one right answer of 16 is no level to "
-                          "fall from) (issue 29, branch h-rewardfall)rlcockpit_trainer_cpu9scored once held out "
-                          "(recall 5/8, 1 healthy critical, 0.33 warnings per healthy run at d482f29); then its "
-                          "shuffledlabels200 run's paid score was read: reward_cliff keeps a drop open against its "
-                          "frozen reference, not the EMA that follows it down (issue 29, branch "
-                          "h-rewardfall)trl_cpu_settings9scored once held out (recall 5/7, 0 criticals, 0.2 warnings"
-                          " per healthy run at d482f29); then its shuffledlabelsramp150-300 run's reward and kl were"
-                          " read: a slow-fall test against the early level dates it at 264, not by 230; left missed "
-                          "(issue 29, branch h-rewardfall)",
+                          "h-quiet)",
+    "trl_state_public14": "scored once held out (1 healthy run: 1 critical + 2 warnings at d482f29); then its reward "
+                          "was read: reward_cliff's warm-up scale is at least sqrt(2) x the logged reward spread (one "
+                          "right answer of 16 is no level to fall from) (issue 29, branch h-rewardfall)",
+    "rlcockpit_trainer_cpu9": "scored once held out (recall 5/8, 1 healthy critical, 0.33 warnings per healthy run at "
+                              "d482f29); then its shuffledlabels200 run's paid score was read: reward_cliff keeps a "
+                              "drop open against its frozen reference, not the EMA that follows it down (issue 29, "
+                              "branch h-rewardfall)",
+    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
+                         "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
+                         "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
