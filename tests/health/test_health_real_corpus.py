@@ -43,8 +43,13 @@ def detector_keys() -> set[str]:
 # as the mean of micro-batches against its own trailing noise, with raw values that persist).
 # The twelfth/thirteenth-pass batch (corpus README "twelfth pass, CPU", "twelfth pass, public", "thirteenth pass,
 # public"; BENCHMARKS.md "A seventh held-out batch") was scored once, held out, at these counts.
+# The fourteenth-pass batch (corpus README "fourteenth pass"), scored once held out at d482f29: h-sparsegrad took
+# its grad_spike alerts away (steps with a learning signal); the dppo_tv run's truncation critical at 20 stays (its
+# clip ratio rose from a warm-up median of 25% to 10-step means of 51-56% over steps 21-60, 3-step means up to 79%,
+# before the fall the README reads as learning: no rule tells that apart at step 20-30 from a length runaway).
 BELOW_BAR_CRITICALS: dict[str, int] = {
     "trl_state_public13-healthy-grpo-math-pipeline-qwen1.5b-sft-lora-1200": 1,
+    "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
 }
 BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 9.0}  # per healthy run
 
