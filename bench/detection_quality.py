@@ -239,14 +239,25 @@ DEVELOPED_ON: dict[str, str] = {
                           "h-quiet)",
     "trl_state_public14": "scored once held out (1 healthy run: 1 critical + 2 warnings at d482f29); then its reward "
                           "was read: reward_cliff's warm-up scale is at least sqrt(2) x the logged reward spread (one "
-                          "right answer of 16 is no level to fall from) (issue 29, branch h-rewardfall)",
+                          "right answer of 16 is no level to fall from) (issue 29, branch h-rewardfall); its "
+                          "grad_norm, frac_reward_zero_std and reward were read: grad_spike judges a step against "
+                          "the last steps that had a learning signal (a norm above 0, not every group tied), its "
+                          "warm-up level too (issue 29, branch h-sparsegrad)",
     "rlcockpit_trainer_cpu9": "scored once held out (recall 5/8, 1 healthy critical, 0.33 warnings per healthy run at "
                               "d482f29); then its shuffledlabels200 run's paid score was read: reward_cliff keeps a "
                               "drop open against its frozen reference, not the EMA that follows it down (issue 29, "
-                              "branch h-rewardfall)",
+                              "branch h-rewardfall); its 1-prompt 2-sample run's and reward x100 run's "
+                              "actor/grad_norm were read: grad_spike's reference is the last steps with a gradient, "
+                              "not the last logged steps (issue 29, branch h-sparsegrad); its dppo_tv run's clip "
+                              "ratio and length were read, its truncation critical left: the ratio rose from its "
+                              "warm-up 25% to 10-step means of 51-56% over steps 21-60 before it fell (branch "
+                              "h-sparsegrad)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
-                         "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall)",
+                         "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
+                         "its no-clip run's and reward x100 run's grad_norm and frac_reward_zero_std were read: "
+                         "grad_spike judges a step against the steps that had a learning signal (issue 29, branch "
+                         "h-sparsegrad)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -45,12 +45,15 @@ def detector_keys() -> set[str]:
 # public"; BENCHMARKS.md "A seventh held-out batch") was scored once, held out, at these counts.
 # h-quiet brought trl_state_public13's healthy run to 0 criticals and 2 warnings (one per detector on its first
 # long-answer episode: truncation at 300, entropy_explosion at 320).
+# The fourteenth-pass batch (corpus README "fourteenth pass"), scored once held out at d482f29: h-rewardfall and
+# h-sparsegrad took trl_state_public14's alerts away (reward_cliff's spread floor; grad_spike against the steps with a
+# learning signal); the dppo_tv run's truncation critical at 20 stays (its clip ratio rose from a warm-up median of
+# 25% to 10-step means of 51-56% over steps 21-60, 3-step means up to 79%, before the fall the README reads as
+# learning: no rule tells that apart at step 20-30 from a length runaway).
 BELOW_BAR_CRITICALS: dict[str, int] = {
-    # the fourteenth pass, as scored once held out at d482f29 (BENCHMARKS "An eighth held-out batch")
-    "trl_state_public14-healthy-finance-poison-grpo-4x4-100": 1,
     "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
 }
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0, "trl_state_public14": 2.0}  # per healthy run
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)

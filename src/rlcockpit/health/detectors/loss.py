@@ -38,6 +38,7 @@ from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
+FRAC_ZERO = "critic/score/frac_zero_std"  # share of prompt groups whose rewards all tie (TRL: frac_reward_zero_std)
 MIN_VARIED = 5  # values off the median a trailing window needs before its spread means anything
 ROUNDOFF = 1e-6  # float32 round-off of a sum of O(1) terms: a loss this close to its median has not moved
 
@@ -396,16 +397,21 @@ class LossPlateau(FrozenBaseline):
 
 @register_detector("grad_spike", "grad_norm")
 class GradSpike(FrozenBaseline):
-    """Gradient-norm spike, judged against the run's own spread. The reference is the median of the positive
-    values in the trailing ``window`` (a step with no gradient, every advantage zero, says nothing about the size
-    of the others), the spread the robust scale of their logs (a noisy run swings by a factor).
+    """Gradient-norm spike, judged against the run's own spread. The reference is the median of the last
+    ``window`` steps that had a learning signal, the spread the robust scale of their logs (a noisy run swings by
+    a factor). A step without one says nothing about the size of the others: its norm is 0 (every advantage zero)
+    or, where the run logs the share of prompt groups whose rewards all tie (``critic/score/frac_zero_std``, TRL's
+    ``frac_reward_zero_std``) and every group tied, the KL term's alone. A sparse reward's norm is large exactly at
+    its few steps with a signal; such a step is judged against the others like it, not against the tied ones (a
+    step that tied itself is judged against every step with a gradient).
     Warning: > ``warn_ratio`` x the reference and > ``z_log`` spreads above it, or > ``huge_ratio`` x the reference
     and > ``huge_z`` spreads above it (a norm forty times the run's median is a spike even where the norm swings
     by a factor of two from step to step; a warning only). Critical: > ``critical_ratio`` x
     the reference and a second spike in the same window (persistence), or the smoothed norm > ``critical_ratio``
-    x its warm-up level on ``sustain`` observations (steady growth). One spike alone stays a warning."""
+    x its warm-up level (the median of its first ``warmup`` steps with a learning signal; a sparse reward's, once it
+    has 5) on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
-    keys = (GRAD,)
+    keys = (GRAD, FRAC_ZERO)
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
                 "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3}
     story, role = "divergence", "mechanism"
@@ -425,30 +431,74 @@ class GradSpike(FrozenBaseline):
         super().__init__(params, ctx)
         self._ema = math.nan
         self._warm: float | None = None
+        self._early: list[float] = []  # the first norms of steps with a learning signal, until the warm level is set
 
     def on_warm(self) -> None:
-        fit = log_scale(self.ctx.tracks[GRAD].tail(self.warmup, skip=1))
-        self._warm = fit[0] if fit else None
-        if fit:
+        self._early = self._reference(self.warmup, True)
+        self._settle_warm()
+
+    def _settle_warm(self) -> None:
+        """The warm-up level: the median of the first ``warmup`` steps with a learning signal (a sparse reward may
+        have fewer than 5 among the first steps: it is set once it has them)."""
+        fit = log_scale(self._early)
+        if fit is None:
+            return
+        self._warm = fit[0]
+        self._early = []
+        if self._ema != self._ema:
             self._ema = fit[0]
+
+    def _reference(self, k: int, signal: bool) -> list[float]:
+        """The norms of the last ``k`` steps before the newest that had a gradient (a norm above 0) and, with
+        ``signal`` where the run logs the zero-std share, a reward spread in some group (the share logged last at
+        or before the step below 1: several optimiser steps on one generation, or a share logged less often than
+        the norm, share the batch it describes), oldest first. Both tracks' steps rise: one walk back pairs them."""
+        track = self.ctx.tracks[GRAD]
+        tied = self.ctx.tracks.get(FRAC_ZERO) if signal else None
+        gv, gs = track.values, track.steps
+        fv, fs = (tied.values, tied.steps) if tied is not None else ((), ())
+        j = len(fs) - 1
+        out: list[float] = []
+        for i in range(len(gv) - 2, -1, -1):
+            v = gv[i]
+            if v <= 1e-12:
+                continue
+            if j >= 0:
+                s = gs[i]
+                while j >= 0 and fs[j] > s:
+                    j -= 1
+                if j >= 0 and fv[j] >= 1.0 - 1e-9:
+                    continue  # every group of the batch in use tied: the KL term's norm
+            out.append(v)
+            if len(out) == k:
+                break
+        out.reverse()
+        return out
+
+    def _tied_now(self) -> bool:
+        tied = self.ctx.tracks.get(FRAC_ZERO)
+        return tied is not None and tied.last >= 1.0 - 1e-9
 
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[GRAD]
         v = track.last
+        if self._warm is None and v > 1e-12 and not self._tied_now():
+            self._early.append(v)
+            self._settle_warm()
         ema = self._ema = v if self._ema != self._ema or self._ema <= 0 else self._ema + p["ema"] * (v - self._ema)
         grown = self._warm is not None and v > p["critical_ratio"] * self._warm and \
             recent_count(track, p["sustain"] + 2, p["critical_ratio"] * self._warm) > p["sustain"]
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
             return None
-        fit = log_scale(track.tail(p["window"], skip=1))
+        fit = log_scale(self._reference(p["window"], not self._tied_now()))
         if fit is None:
-            return None  # too few steps with a gradient to know this run's spread
+            return None  # too few steps with a learning signal to know this run's spread
         ref, spread = fit
         ratio = v / ref
         vals = {"grad_norm": v, "trailing_median": ref, "ratio": ratio, "log_spread": spread}
-        where = f"its median {fmt(ref)} over the previous {p['window']} logged steps"
+        where = f"its median {fmt(ref)} over the previous {p['window']} logged steps with a gradient"
         if grown:
             return self.fire(step, "critical", f"Gradient norm stays high: {fmt(v)}, {v / self._warm:.0f}x its warm-up "
                              f"median {fmt(self._warm)} on {p['sustain'] + 1} of the last {p['sustain'] + 2} logged steps",
