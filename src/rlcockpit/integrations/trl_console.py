@@ -74,8 +74,8 @@ def _value(node: ast.AST) -> Any:
         v = _value(node.operand)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
-            ast.unparse(node.func) in _NUMPY_CALLS:
+    if isinstance(node, ast.Call) and len(node.args) == 1 and ast.unparse(node.func) in _NUMPY_CALLS and \
+            (not node.keywords or ast.unparse(node.func) == "tensor"):  # tensor(0.5, device='cuda:0')
         return _value(node.args[0])
     raise BadValue(ast.unparse(node)[:60])
 
@@ -153,7 +153,7 @@ def read_console(lines: Iterable[str]) -> ConsoleLog:
     log = ConsoleLog()
     last_bar: tuple[int, int] | None = None
     for line_no, raw in enumerate(lines, 1):
-        text = _ANSI.sub("", raw.rstrip("\r\n"))
+        text = _ANSI.sub("", raw.rstrip("\r\n")).lstrip("\ufeff")  # a UTF-8 BOM before the first dict
         for segment in text.split("\r"):
             body = _dict_text(segment)
             head = segment if body is None else segment[:len(segment) - len(body)]

@@ -31,16 +31,22 @@ ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
 # prefix: Ray's ``(TaskRunner pid=N)`` (colored when Ray's output was a terminal), ``srun --label``'s ``0:``, or a
 # timestamp. Anchored, so that a sampled response printed by the reward manager (``[response] ... step:9 - x:1``)
 # is never read as metrics.
-_CONSOLE_HEAD = r"^\s*(?:\d+:\s+)?(?:\([^()]*\)\s*)*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:[|-]\s*)?)?step:(-?\d+)"
-_PAIRS = r"((?: - [^\s:][^:]*:\S+)*)"
+# The Ray prefix and a timestamp may come in either order (``tee`` through ``ts``/a logger puts the time first), the
+# timestamp ISO-8601 with ``T``, a fraction and a zone (``2026-12-06T10:00:01.123Z``).
+_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-])?"
+_CONSOLE_HEAD = r"^\s*(?:\d+:\s+)?(?:(?:\([^()]*\)|" + _TIMESTAMP + r")\s*)*step:(-?\d+)"
+# a value is one word, or a call whose arguments hold blanks: ``tensor(0.5, device='cuda:0')``
+_PAIRS = r"((?: - [^\s:][^:]*:(?:[\w.]+\([^()]*\)(?=\s|$)|\S+))*)"
 _CONSOLE = re.compile(_CONSOLE_HEAD + _PAIRS + r"\s*$")
 # A capture that cuts long lines (W&B's output.log keeps 4096 characters of a line) leaves a metrics line whose
 # last pair is cut mid-key or mid-value: its complete pairs are kept, the cut one is dropped (a value cut after
 # some of its digits would be wrong, not missing).
-_CONSOLE_CUT = re.compile(_CONSOLE_HEAD + _PAIRS + r"( - [^\s:][^:]*(?::\S*)?| -)?$")
+_CONSOLE_CUT = re.compile(_CONSOLE_HEAD + _PAIRS + r"( - [^\s:][^:]*(?::.*)?| -)?$")
 CUT_LINE_CHARS = 4096
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
+# ``np.float64(0.5)``, and torch's ``tensor(0.5)`` / ``tensor(0.5, device='cuda:0')`` (the number is the first argument)
+_NUMPY_WRAP = re.compile(r"^(?:(?:np|numpy)\.\w+|tensor)\(([^,()]*)(?:,[^()]*)?\)$")
+BOM = "\ufeff"
 
 
 class SourceError(ValueError):
@@ -74,6 +80,7 @@ def _nulls_to_nan(data: Mapping[str, Any]) -> dict[str, Any]:
 def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line: int = 0
                            ) -> tuple[int, dict[str, Any]] | None:
     """``(step, metrics)`` for one file-logger line; ``None`` for a blank line; :class:`SourceError` if bad."""
+    text = text.lstrip(BOM)  # a file saved by an editor on Windows starts with a UTF-8 BOM
     if not text.strip():
         return None
     try:
@@ -97,7 +104,9 @@ def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line
 def _console_value(text: str) -> float | None:
     m = _NUMPY_WRAP.match(text)
     if m:
-        text = m.group(1)
+        text = m.group(1).strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # a number printed as a string: '0.0123'
+        text = text[1:-1]
     low = text.lower()
     if low in ("true", "false"):
         return 1.0 if low == "true" else 0.0
@@ -110,23 +119,32 @@ def _console_value(text: str) -> float | None:
 def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output. A line cut at
     :data:`CUT_LINE_CHARS` characters keeps its complete pairs and loses the one it was cut in."""
-    line = _ANSI.sub("", text).rstrip()
-    # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right after
-    # a separator leaves 4095 characters ending in " -" (verl never ends a line that way)
-    cut = len(text.rstrip("\r\n")) >= CUT_LINE_CHARS or line.endswith(" -")
-    m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
-    if not m:
-        return None
-    parts = m.group(2).split(" - ")[1:]
-    if cut and not m.group(3):
-        parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
-    metrics: dict[str, float] = {}
-    for part in parts:
-        key, _, value = part.rpartition(":")
-        v = _console_value(value.strip())
-        if key and v is not None:
-            metrics[key.strip()] = v
-    return int(m.group(1)), metrics
+    full = text.rstrip("\r\n").lstrip(BOM)
+    # tqdm redraws its bar with "\r" on the same line as the metrics (``Training Progress: 10%|#| 1/10 [..]\rstep:1 -
+    # ...``): the metrics line is one of the "\r"-separated pieces, the last one that reads as one
+    pieces = _ANSI.sub("", full).split("\r")
+    for i in range(len(pieces) - 1, -1, -1):
+        line = pieces[i].rstrip()
+        if "step:" not in line:
+            continue
+        # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right
+        # after a separator leaves 4095 characters ending in " -" (verl never ends a line that way). Only the last
+        # piece can have been cut.
+        cut = i == len(pieces) - 1 and (len(full) >= CUT_LINE_CHARS or line.endswith(" -"))
+        m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
+        if not m:
+            continue
+        parts = m.group(2).split(" - ")[1:]
+        if cut and not m.group(3):
+            parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
+        metrics: dict[str, float] = {}
+        for part in parts:
+            key, _, value = part.partition(":")  # keys hold no ":" (the pattern), values may: device='cuda:0'
+            v = _console_value(value.strip())
+            if key and v is not None:
+                metrics[key.strip()] = v
+        return int(m.group(1)), metrics
+    return None
 
 
 def looks_like_file_logger(path: str | Path) -> bool:

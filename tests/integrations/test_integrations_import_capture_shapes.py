@@ -1,0 +1,78 @@
+"""``rlcockpit import`` of console logs in the shapes capture tools and users leave them (issue 29: every step of a
+real log kept, with its values). Each log here is built from real verl / TRL line shapes.
+
+* tqdm's ``Training Progress`` bar redrawn with ``\\r`` on the same line as verl's metrics line (a log captured
+  with ``script``/``tee`` keeps the ``\\r`` frames): every step used to be lost, silently (0 steps, exit 0);
+* a UTF-8 BOM (a log saved by a Windows editor): the first step used to be lost, silently;
+* a timestamp before Ray's prefix, or an ISO-8601 one with a zone: the log was not recognised at all;
+* ``tensor(0.5)``, ``tensor(0.5, device='cuda:0')``, ``'0.0123'`` values in verl's console: the first two were
+  dropped silently, the last took its whole line (and step) with it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import rlcockpit
+from rlcockpit.cli import main
+from rlcockpit.integrations.verl_files import parse_console_line, parse_file_logger_line
+
+LINE = ("(TaskRunner pid=154645) step:{s} - global_seqlen/mean:85803.000 - actor/pg_loss:np.float64({v}) "
+        "- actor/grad_norm:2.286 - critic/score/mean:0.016")
+
+
+def _import(tmp_path, capsys, name: str, data: bytes, *extra: str):
+    log = tmp_path / name
+    log.write_bytes(data)
+    store = tmp_path / (name + ".store")
+    assert main(["import", str(log), "--dir", str(store), "--json", "--no-health", *extra]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (run,) = rlcockpit.Api(str(store)).runs()
+    return out, run.history()
+
+
+def test_verl_steps_with_tqdm_frames_on_the_same_line_are_kept(tmp_path, capsys):
+    lines = []
+    for s in range(1, 11):
+        bar = f"Training Progress:  {s * 10}%|###   | {s}/10 [00:0{s}<00:10,  1.02s/it]"
+        colored = "\x1b[36m(TaskRunner pid=154645)\x1b[0m " + LINE.format(s=s, v=0.01 * s).split(") ", 1)[1]
+        lines.append(bar + "\r" + colored if s % 2 else colored + "\r" + bar)
+    out, hist = _import(tmp_path, capsys, "job.out", ("\r\n".join(lines) + "\r\n").encode())
+    assert out["steps"] == 10 and out["skipped"] == 0
+    assert hist.index.tolist() == list(range(1, 11))
+    assert hist.loc[7, "actor/pg_loss"] == 0.07
+
+
+def test_a_bom_does_not_cost_the_first_step(tmp_path, capsys):
+    text = "\n".join(LINE.format(s=s, v=0.5) for s in range(1, 6)) + "\n"
+    out, hist = _import(tmp_path, capsys, "bom.log", b"\xef\xbb\xbf" + text.encode())
+    assert out["steps"] == 5 and hist.index.tolist() == [1, 2, 3, 4, 5]
+    trl = "\n".join(f"{{'loss': '0.0{s}', 'grad_norm': '1.5', 'learning_rate': '5e-07', 'epoch': '0.{s}'}}"
+                    for s in range(1, 6)) + "\n"
+    out, hist = _import(tmp_path, capsys, "trl_bom.log", b"\xef\xbb\xbf" + trl.encode(), "--kind", "trl-console")
+    assert out["steps"] == 5 and hist.loc[1, "loss"] == 0.01
+    record = '\ufeff{"step": 3, "data": {"actor/pg_loss": 0.5}}\n'
+    assert parse_file_logger_line(record) == (3, {"actor/pg_loss": 0.5})
+
+
+def test_timestamps_before_the_ray_prefix(tmp_path, capsys):
+    for stamp in ("2026-12-06T10:00:01.123456Z ", "[2026-12-06 10:00:01] ", "2026-12-06 10:00:01,123 | ",
+                  "2026-12-06T10:00:01+08:00 "):
+        assert parse_console_line(stamp + LINE.format(s=4, v=0.5)) == (
+            4, {"global_seqlen/mean": 85803.0, "actor/pg_loss": 0.5, "actor/grad_norm": 2.286,
+                "critic/score/mean": 0.016}), stamp
+    text = "\n".join("2026-12-06T10:00:01.5Z " + LINE.format(s=s, v=0.5) for s in range(1, 4)) + "\n"
+    out, hist = _import(tmp_path, capsys, "ts.log", text.encode())
+    assert out["steps"] == 3
+
+
+def test_value_shapes_in_a_verl_line():
+    line = ("step:2 - a:nan - b:-inf - c:1e+30 - d:tensor(0.5) - e:tensor(0.25, device='cuda:0') - f:'0.0123' "
+            "- g:np.float32(nan) - h:np.int64(3)")
+    step, m = parse_console_line(line)
+    assert step == 2 and math.isnan(m["a"]) and m["b"] == -math.inf and m["c"] == 1e30
+    assert (m["d"], m["e"], m["f"], m["h"]) == (0.5, 0.25, 0.0123, 3.0) and math.isnan(m["g"])
+    # cut by a capture tool inside the tensor's arguments: the complete pairs are kept, the cut one dropped
+    cut = ("step:2 - a:1 - b:0.5 - e:tensor(0.25, devi" + "x" * 4096)[:4096]
+    assert parse_console_line(cut) == (2, {"a": 1.0, "b": 0.5})
