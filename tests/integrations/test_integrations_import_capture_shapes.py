@@ -11,6 +11,7 @@ real log kept, with its values). Each log here is built from real verl / TRL lin
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 
@@ -76,3 +77,35 @@ def test_value_shapes_in_a_verl_line():
     # cut by a capture tool inside the tensor's arguments: the complete pairs are kept, the cut one dropped
     cut = ("step:2 - a:1 - b:0.5 - e:tensor(0.25, devi" + "x" * 4096)[:4096]
     assert parse_console_line(cut) == (2, {"a": 1.0, "b": 0.5})
+
+
+def test_a_gzipped_log_is_read_and_a_cut_gzip_keeps_what_came_before(tmp_path, capsys):
+    """Logs are archived and shared gzip'd (``job.log.gz``): the import said "cannot tell what it is"."""
+    text = "\n".join(LINE.format(s=s, v=0.5) for s in range(1, 2001)) + "\n"
+    data = gzip.compress(text.encode())
+    out, hist = _import(tmp_path, capsys, "job.log.gz", data)
+    assert out["steps"] == 2000 and hist.index.tolist() == list(range(1, 2001))
+    trl = "\n".join(f"{{'loss': '0.0{s}', 'grad_norm': '1.5', 'learning_rate': '5e-07', 'epoch': '0.{s}'}}"
+                    for s in range(1, 10)) + "\n"
+    out, hist = _import(tmp_path, capsys, "train.log.gz", gzip.compress(trl.encode()), "--kind", "trl-console")
+    assert out["steps"] == 9 and hist.loc[9, "loss"] == 0.09
+    # a download cut off half-way: the steps before the cut are stored, the error names where it stopped
+    log = tmp_path / "half.log.gz"
+    log.write_bytes(data[:len(data) // 2])
+    assert main(["import", str(log), "--dir", str(tmp_path / "half"), "--json", "--no-health"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert 0 < out["steps"] < 2000 and "gzip'd log is damaged or cut off" in out["error"]
+    (run,) = rlcockpit.Api(str(tmp_path / "half")).runs()
+    assert run.history().index.tolist() == list(range(1, out["steps"] + 1))
+
+
+def test_the_last_line_without_its_newline_loses_its_last_pair_not_digits(tmp_path, capsys):
+    """A log copied while the job wrote it (or a job killed mid-print) ends in a line without its newline: its last
+    number may be ``0.12`` of ``0.1234``. It used to be stored as 0.12 — wrong data; now the pair is left out and the
+    problem names the line."""
+    text = "\n".join(LINE.format(s=s, v=0.5) for s in range(1, 4)) + "\n" + LINE.format(s=4, v=0.5)[:-1]
+    assert text.endswith("critic/score/mean:0.01")
+    out, hist = _import(tmp_path, capsys, "partial.log", text.encode())
+    assert out["steps"] == 4 and hist.loc[4, "actor/grad_norm"] == 2.286
+    assert math.isnan(hist.loc[4, "critic/score/mean"]) and hist.loc[3, "critic/score/mean"] == 0.016
+    assert out["skipped"] == 1 and "partial.log:4: the last line has no newline" in out["problems"][0]

@@ -16,10 +16,12 @@ Metric keys are kept exactly as verl wrote them; the health engine and UI resolv
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +118,11 @@ def _console_value(text: str) -> float | None:
         return None
 
 
-def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
+def parse_console_line(text: str, cut: bool = False) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output. A line cut at
-    :data:`CUT_LINE_CHARS` characters keeps its complete pairs and loses the one it was cut in."""
+    :data:`CUT_LINE_CHARS` characters, or one the caller knows was cut (``cut``: a log's last line without its
+    newline), keeps its complete pairs and loses the one it was cut in: a number cut after some of its digits
+    (``0.12`` of ``0.1234``) cannot be told from a whole one, so the last pair of such a line is never stored."""
     full = text.rstrip("\r\n").lstrip(BOM)
     # tqdm redraws its bar with "\r" on the same line as the metrics (``Training Progress: 10%|#| 1/10 [..]\rstep:1 -
     # ...``): the metrics line is one of the "\r"-separated pieces, the last one that reads as one
@@ -130,12 +134,12 @@ def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
         # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right
         # after a separator leaves 4095 characters ending in " -" (verl never ends a line that way). Only the last
         # piece can have been cut.
-        cut = i == len(pieces) - 1 and (len(full) >= CUT_LINE_CHARS or line.endswith(" -"))
-        m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
+        was_cut = i == len(pieces) - 1 and (cut or len(full) >= CUT_LINE_CHARS or line.endswith(" -"))
+        m = (_CONSOLE_CUT if was_cut else _CONSOLE).match(line)
         if not m:
             continue
         parts = m.group(2).split(" - ")[1:]
-        if cut and not m.group(3):
+        if was_cut and not m.group(3):
             parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
         metrics: dict[str, float] = {}
         for part in parts:
@@ -147,30 +151,56 @@ def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
     return None
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_log(path: str | Path) -> Any:
+    """``path`` opened for reading bytes; a gzip'd log (``job.log.gz``, as logs are archived and shared) is read
+    decompressed."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+def log_lines(path: str | Path, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a (possibly gzip'd) log, split at ``\\n`` only (tqdm's ``\\r`` frames stay on their line);
+    ``limit``: read at most that many bytes. A damaged or cut-off gzip stream ends the lines with a
+    :class:`SourceError` naming the line after the last one read."""
+    line_no = 0
+    try:
+        with open_log(path) as f:
+            lines = f.read(limit).split(b"\n") if limit else f
+            for raw in lines:
+                line_no += 1
+                yield raw
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise SourceError(path, line_no + 1, f"the gzip'd log is damaged or cut off ({exc}); read up to here"
+                          ) from None
+
+
 def looks_like_file_logger(path: str | Path) -> bool:
     """Whether the first non-blank line of ``path`` is a file-logger record."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for raw in f:
-                if raw.strip():
-                    try:
-                        return parse_file_logger_line(raw) is not None
-                    except SourceError:
-                        return False
-    except OSError:
+        for line in log_lines(path):
+            raw = line.decode("utf-8", errors="replace")
+            if raw.strip():
+                try:
+                    return parse_file_logger_line(raw) is not None
+                except SourceError:
+                    return False
+    except (OSError, SourceError):
         return False
     return False
 
 
 def looks_like_console_log(path: str | Path, max_lines: int = 2000) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for i, raw in enumerate(f):
-                if i >= max_lines:
-                    break
-                if parse_console_line(raw):
-                    return True
-    except OSError:
+        for i, raw in enumerate(log_lines(path)):
+            if i >= max_lines:
+                break
+            if parse_console_line(raw.decode("utf-8", errors="replace")):
+                return True
+    except (OSError, SourceError):
         return False
     return False
 
