@@ -109,3 +109,17 @@ def test_the_last_line_without_its_newline_loses_its_last_pair_not_digits(tmp_pa
     assert out["steps"] == 4 and hist.loc[4, "actor/grad_norm"] == 2.286
     assert math.isnan(hist.loc[4, "critic/score/mean"]) and hist.loc[3, "critic/score/mean"] == 0.016
     assert out["skipped"] == 1 and "partial.log:4: the last line has no newline" in out["problems"][0]
+
+
+def test_a_restart_is_named_and_keeps_the_first_values(tmp_path, capsys):
+    """A restarted job (steps 1..50, then 1..30 again) had its 30 records skipped with no word of why; a resume from
+    40 overwrote step 50's values with the second run's. (A line printed twice is stored once: ``steps`` counts the
+    records read, as it does for an eval entry at a training step.)"""
+    steps = [1, 2, 2, 3, 3, 4]
+    out, hist = _import(tmp_path, capsys, "dup.log", ("\n".join(LINE.format(s=s, v=0.5) for s in steps) + "\n").encode())
+    assert len(hist) == 4 and out["skipped"] == 0
+    lines = [LINE.format(s=s, v=0.01 * s) for s in range(1, 51)] + [LINE.format(s=s, v=-1.0) for s in range(40, 61)]
+    out, hist = _import(tmp_path, capsys, "resume.log", ("\n".join(lines) + "\n").encode())
+    assert out["steps"] == 60 == len(hist) and out["skipped"] == 11
+    assert hist.loc[50, "actor/pg_loss"] == 0.5 and hist.loc[51, "actor/pg_loss"] == -1.0
+    assert "the steps go back from 50 to 40" in out["problems"][0] and "11 record(s)" in out["problems"][0]
