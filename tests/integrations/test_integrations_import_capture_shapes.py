@@ -123,3 +123,19 @@ def test_a_restart_is_named_and_keeps_the_first_values(tmp_path, capsys):
     assert out["steps"] == 60 == len(hist) and out["skipped"] == 11
     assert hist.loc[50, "actor/pg_loss"] == 0.5 and hist.loc[51, "actor/pg_loss"] == -1.0
     assert "the steps go back from 50 to 40" in out["problems"][0] and "11 record(s)" in out["problems"][0]
+
+
+def test_a_trl_dict_wrapped_over_lines_keeps_all_its_pairs(tmp_path, capsys):
+    """A TRL dict copied from a terminal comes hard-wrapped at the screen's width: the import kept the pairs of the
+    first piece and lost the rest (``learning_rate``, the rewards, ``epoch``) without a word."""
+    d = ("{{'loss': '0.0{s}', 'grad_norm': '0.004815', 'learning_rate': '5e-07', 'rewards/r1_correctness': "
+         "'0.2146', 'rewards/r2_format': '0.2', 'epoch': '0.0{s}'}}")
+    lines = []
+    for s in range(1, 6):
+        text = d.format(s=s)
+        lines += [text[i:i + 80] for i in range(0, len(text), 80)]
+    lines += ["{'learning_rate': 1e-06,", " 'output_dir': 'out'}"]  # a pprinted config: not a Trainer log
+    out, hist = _import(tmp_path, capsys, "wrapped.log", ("\n".join(lines) + "\n").encode(), "--kind", "trl-console")
+    assert out["steps"] == 5 and out["skipped"] == 0
+    assert hist.index.tolist() == [1, 2, 3, 4, 5]
+    assert hist.loc[3, "epoch"] == 0.03 and hist.loc[5, "rewards/r2_format"] == 0.2 and "output_dir" not in hist
