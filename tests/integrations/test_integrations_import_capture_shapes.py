@@ -139,3 +139,16 @@ def test_a_trl_dict_wrapped_over_lines_keeps_all_its_pairs(tmp_path, capsys):
     assert out["steps"] == 5 and out["skipped"] == 0
     assert hist.index.tolist() == [1, 2, 3, 4, 5]
     assert hist.loc[3, "epoch"] == 0.03 and hist.loc[5, "rewards/r2_format"] == 0.2 and "output_dir" not in hist
+
+
+def test_a_trainer_state_json_with_a_bom_is_no_error(tmp_path, capsys):
+    """A trainer_state.json re-saved by a Windows editor starts with a BOM: the import stopped with "not valid JSON"
+    (exit 1) and lost the state's fields, though every entry was readable."""
+    state = {"global_step": 3, "max_steps": 3, "logging_steps": 1,
+             "log_history": [{"loss": 0.5 - 0.1 * s, "grad_norm": 1.0, "epoch": 0.1 * s, "step": s} for s in (1, 2, 3)]}
+    run_dir = tmp_path / "out"
+    run_dir.mkdir()
+    (run_dir / "trainer_state.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(state).encode())
+    assert main(["import", str(run_dir), "--dir", str(tmp_path / "store"), "--json", "--no-health"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"] == 3 and out["error"] is None

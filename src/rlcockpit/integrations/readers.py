@@ -190,7 +190,7 @@ def _line_of(text: str, pos: int) -> int:
 
 def _trl_entries(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], SourceError | None]:
     """``(state without log_history, entries, error)``; a broken file yields the entries before the break."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")  # -sig: a BOM (a file saved on Windows) is no error
     try:
         state = json.loads(text)
         if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
