@@ -152,3 +152,17 @@ def test_a_trainer_state_json_with_a_bom_is_no_error(tmp_path, capsys):
     assert main(["import", str(run_dir), "--dir", str(tmp_path / "store"), "--json", "--no-health"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["steps"] == 3 and out["error"] is None
+
+
+def test_watch_follows_a_console_log_with_tqdm_frames(tmp_path):
+    """``rlcockpit watch --console-log`` on the same capture: it stored nothing (stopped at step -1)."""
+    from rlcockpit.integrations.watch import VerlWatcher
+
+    log = tmp_path / "job.out"
+    bars = [f"Training Progress:  {s * 10}%|###   | {s}/10 [00:0{s}<00:10,  1.02s/it]" for s in range(1, 7)]
+    log.write_text("".join(f"{bars[s - 1]}\r{LINE.format(s=s, v=0.5)}\n" for s in range(1, 7)))
+    w = VerlWatcher(console_log=log, dir=tmp_path / "store")
+    assert w.poll_once() == 6
+    w.close("test stop")
+    (run,) = rlcockpit.Api(str(tmp_path / "store")).runs()
+    assert run.history().index.tolist() == [1, 2, 3, 4, 5, 6]
