@@ -166,3 +166,11 @@ def test_watch_follows_a_console_log_with_tqdm_frames(tmp_path):
     w.close("test stop")
     (run,) = rlcockpit.Api(str(tmp_path / "store")).runs()
     assert run.history().index.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_an_empty_log_says_it_is_empty(tmp_path, capsys):
+    log = tmp_path / "job.out"
+    log.write_bytes(b"")
+    assert main(["import", str(log), "--dir", str(tmp_path / "store")]) == 2
+    assert "job.out is empty: nothing to import" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists() or not rlcockpit.Api(str(tmp_path / "store")).runs()

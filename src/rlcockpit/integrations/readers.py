@@ -535,6 +535,8 @@ def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
             return name
     if not Path(source).exists():
         raise FileNotFoundError(f"{source} does not exist")
+    if Path(source).is_file() and Path(source).stat().st_size == 0:
+        raise ValueError(f"{source} is empty: nothing to import (was the job's output captured to another file?)")
     raise ValueError(f"cannot tell what {source} is; pass --kind ({', '.join(IMPORTERS.names())})")
 
 
