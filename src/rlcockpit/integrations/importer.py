@@ -123,6 +123,8 @@ def import_run(
             item = next(samples, None)
         return item
 
+    last: int | None = None
+    went_back: list[tuple[int, int]] = []  # (the step stored last, the earlier step the source gave next)
     try:
         pending = next_samples()
         row = first
@@ -142,11 +144,14 @@ def import_run(
                 run.log_samples(pending[1], step=pending[0])
                 result.sample_rows += len(pending[1])
                 pending = next_samples()
-            if step < run.step:
+            # after the steps went back, the step where they went back from is stored already: keep its first values
+            if step < run.step or (went_back and step == last and went_back[-1][0] == step):
                 result.skipped += 1  # a source that went back in steps (a restarted job): keep the first
+                went_back.append((run.step, step))
             else:
                 run.log(metrics, step=step)
-                result.steps += 1
+                result.steps += 1  # records stored (an eval entry at a training step's step is a record of its own)
+                last = step
                 if result.steps % FLUSH_EVERY == 0:
                     run.flush(60)
             row = next(rows, None)
@@ -157,6 +162,12 @@ def import_run(
     except SourceError as exc:
         result.error = str(exc)
         logger.warning("rlcockpit import: stopped early: %s", exc)
+    if went_back:  # counted in skipped already: one message says what and why
+        top, low = went_back[0]
+        result.problems.append(f"{source}: the steps go back from {top} to {low} (a restarted or resumed job?): "
+                               f"{len(went_back)} record(s) at steps already stored were skipped, the first "
+                               "values kept")
+        logger.warning("rlcockpit import: %s", result.problems[-1])
     if result.problems:
         run.update_meta({"import_problems": result.problems[:MAX_PROBLEMS], "import_problem_count": result.skipped})
     if result.error:

@@ -24,6 +24,7 @@ from rlcockpit.integrations.verl_files import (
     BadRow,
     SourceError,
     load_config_file,
+    log_lines,
     looks_like_console_log,
     looks_like_file_logger,
     parse_console_line,
@@ -94,35 +95,39 @@ def _register(name: str, detect: Callable[[str], bool], *aliases: str) -> Callab
 # ---- verl file logger / console log ---------------------------------------------------------------
 
 def _verl_rows(path: Path, console: bool) -> Rows:
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, 1):
-            text = raw.decode("utf-8", errors="replace")
-            if console:
-                parsed = parse_console_line(text)
-            else:
-                try:
-                    parsed = parse_file_logger_line(text, path, line_no)
-                except BadRow as exc:
-                    yield RowProblem(str(exc))
-                    continue
-                except SourceError:
-                    if not raw.endswith(b"\n"):
-                        raise SourceError(path, line_no, "the last line is cut off (no newline, not valid JSON): "
-                                          "the job may have been killed mid-write") from None
-                    raise
-            if parsed is not None and parsed[1]:
-                yield parsed
+    for line_no, raw in enumerate(log_lines(path), 1):
+        text = raw.decode("utf-8", errors="replace")
+        if console:
+            parsed = parse_console_line(text, cut=not raw.endswith(b"\n"))
+            if parsed and not raw.endswith(b"\n"):  # the last line, without its newline: cut off mid-write?
+                whole = parse_console_line(text)
+                if whole and whole[1] != parsed[1]:
+                    lost = ", ".join(sorted(set(whole[1]) - set(parsed[1])))
+                    yield RowProblem(f"{path}:{line_no}: the last line has no newline (cut off?): its last pair "
+                                     f"({lost}) left out, since its value may have lost digits")
+        else:
+            try:
+                parsed = parse_file_logger_line(text, path, line_no)
+            except BadRow as exc:
+                yield RowProblem(str(exc))
+                continue
+            except SourceError:
+                if not raw.endswith(b"\n"):
+                    raise SourceError(path, line_no, "the last line is cut off (no newline, not valid JSON): "
+                                      "the job may have been killed mid-write") from None
+                raise
+        if parsed is not None and parsed[1]:
+            yield parsed
 
 
 def _first_line_error(path: Path) -> None:
     """Raise the precise error of the first line when it was meant as a file-logger record (JSON)."""
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, 1):
-            text = raw.decode("utf-8", errors="replace")
-            if text.strip():
-                if text.lstrip().startswith("{"):
-                    parse_file_logger_line(text, path, line_no)
-                return
+    for line_no, raw in enumerate(log_lines(path), 1):
+        text = raw.decode("utf-8", errors="replace")
+        if text.strip():
+            if text.lstrip().startswith("{"):
+                parse_file_logger_line(text, path, line_no)
+            return
 
 
 def _verl_samples(rollout_dir: str | None) -> SampleBatches:
@@ -185,7 +190,7 @@ def _line_of(text: str, pos: int) -> int:
 
 def _trl_entries(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], SourceError | None]:
     """``(state without log_history, entries, error)``; a broken file yields the entries before the break."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")  # -sig: a BOM (a file saved on Windows) is no error
     try:
         state = json.loads(text)
         if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
@@ -245,22 +250,21 @@ def read_trl(source: str, opts: ImportOptions) -> Imported:
 
 def _console_lines(path: Path, limit: int | None = None) -> Iterator[str]:
     """Lines split at ``\\n`` only: tqdm's ``\\r`` frames stay on their line (line numbers match an editor's)."""
-    with open(path, "rb") as f:
-        data = f.read(limit) if limit else None
-        for raw in data.split(b"\n") if data is not None else f:
-            yield raw.decode("utf-8", errors="replace")
+    for raw in log_lines(path, limit):
+        yield raw.decode("utf-8", errors="replace")
 
 
 def _detect_trl_console(source: str) -> bool:
     p = Path(source)
     try:
         return p.is_file() and bool(read_console(_console_lines(p, 2_000_000)).records)
-    except OSError:
+    except (OSError, SourceError):
         return False
 
 
-def _console_rows(path: Path, log: ConsoleLog, steps: list[int]) -> Rows:
-    """The dicts' rows with the problems (bad lines, bad values) among them in line order."""
+def _console_rows(path: Path, log: ConsoleLog, steps: list[int], damaged: list[SourceError]) -> Rows:
+    """The dicts' rows with the problems (bad lines, bad values) among them in line order; then the error that
+    ended the reading (a damaged gzip stream), if any."""
     problems = iter(log.problems)
     pending = next(problems, None)
     for record, step in zip(log.records, steps):
@@ -271,6 +275,8 @@ def _console_rows(path: Path, log: ConsoleLog, steps: list[int]) -> Rows:
     while pending is not None:
         yield RowProblem(f"{path}:{pending[0]}: {pending[1]}")
         pending = next(problems, None)
+    if damaged:
+        raise damaged[0]
 
 
 @_register("trl-console", _detect_trl_console, "transformers-console")
@@ -280,14 +286,22 @@ def read_trl_console(source: str, opts: ImportOptions) -> Imported:
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"console log {path} does not exist")
-    log = read_console(_console_lines(path))
+    damaged: list[SourceError] = []
+
+    def lines() -> Iterator[str]:
+        try:
+            yield from _console_lines(path)
+        except SourceError as exc:  # what was read before it is kept; the import reports where it stopped
+            damaged.append(exc)
+
+    log = read_console(lines())
     if not log.records:
         raise SourceError(path, log.problems[0][0] if log.problems else None,
                           "no Trainer metrics dicts ({'loss': ..., 'epoch': ...} lines) found: "
                           "not a TRL/transformers console log")
     steps, how = assign_steps(log.records, opts.logging_steps)
     note = step_note(how, opts.logging_steps, len(log.records))
-    return Imported(kind="trl-console", rows=_console_rows(path, log, steps), name=path.stem, project="trl",
+    return Imported(kind="trl-console", rows=_console_rows(path, log, steps, damaged), name=path.stem, project="trl",
                     meta={"framework": "trl", "format": "console", "steps_from": how}, notes=[note] if note else [])
 
 
@@ -521,6 +535,8 @@ def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
             return name
     if not Path(source).exists():
         raise FileNotFoundError(f"{source} does not exist")
+    if Path(source).is_file() and Path(source).stat().st_size == 0:
+        raise ValueError(f"{source} is empty: nothing to import (was the job's output captured to another file?)")
     raise ValueError(f"cannot tell what {source} is; pass --kind ({', '.join(IMPORTERS.names())})")
 
 

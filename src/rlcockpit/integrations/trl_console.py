@@ -74,8 +74,8 @@ def _value(node: ast.AST) -> Any:
         v = _value(node.operand)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
-            ast.unparse(node.func) in _NUMPY_CALLS:
+    if isinstance(node, ast.Call) and len(node.args) == 1 and ast.unparse(node.func) in _NUMPY_CALLS and \
+            (not node.keywords or ast.unparse(node.func) == "tensor"):  # tensor(0.5, device='cuda:0')
         return _value(node.args[0])
     raise BadValue(ast.unparse(node)[:60])
 
@@ -148,12 +148,57 @@ def _dict_text(segment: str) -> str | None:
     return segment[m.end():] if m else None
 
 
+MAX_WRAP_LINES = 8  # a dict printed over more lines than this is not joined
+
+
+def _open_dict(text: str) -> bool:
+    """Whether the line's last piece starts a Trainer dict that does not close on it (and the line is not one a
+    capture tool cut at :data:`CUT_LINE_CHARS`)."""
+    if len(text) >= CUT_LINE_CHARS:
+        return False
+    body = _dict_text(_ANSI.sub("", text).split("\r")[-1])
+    return body is not None and _dict_node(body.rstrip()) is None and not body.rstrip().endswith("}") and \
+        _mentions_trainer_key(body)
+
+
+def _joined(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
+    """``(line number, text)``; a Trainer dict spread over several lines (a terminal's hard wrap copied from the
+    screen, a ``pprint``) comes joined into one, under its first line's number, when the joined dict holds numbers
+    only (a pprinted config is left alone). A dict that does not close within :data:`MAX_WRAP_LINES` lines, or
+    before the next dict, is left as it was: its complete pairs are kept."""
+    held: list[str] = []
+    first = 0
+    for line_no, raw in enumerate(lines, 1):
+        raw = raw.rstrip("\r\n").lstrip("\ufeff")
+        if held:
+            held.append(raw)
+            text = "".join(held)
+            body = _dict_text(_ANSI.sub("", text).split("\r")[-1])
+            node = _dict_node(body.rstrip()) if body is not None else None
+            if node is not None:
+                entry, bad = _pairs(node)
+                if not bad and all(v is None or isinstance(v, (int, float)) for v in entry.values()):
+                    yield first, text  # a Trainer log: numbers only (a pprinted config holds text)
+                else:
+                    yield from enumerate(held, first)
+                held = []
+            elif len(held) >= MAX_WRAP_LINES or "{'" in raw:
+                yield from enumerate(held, first)
+                held = []
+            continue
+        if "{'" in raw and _open_dict(raw):
+            held, first = [raw], line_no
+            continue
+        yield line_no, raw
+    yield from enumerate(held, first)
+
+
 def read_console(lines: Iterable[str]) -> ConsoleLog:
     """Every printed metrics dict of a console log with the tqdm frames around it, and the problems (line, why)."""
     log = ConsoleLog()
     last_bar: tuple[int, int] | None = None
-    for line_no, raw in enumerate(lines, 1):
-        text = _ANSI.sub("", raw.rstrip("\r\n"))
+    for line_no, raw in _joined(lines):
+        text = _ANSI.sub("", raw.rstrip("\r\n")).lstrip("\ufeff")  # a UTF-8 BOM before the first dict
         for segment in text.split("\r"):
             body = _dict_text(segment)
             head = segment if body is None else segment[:len(segment) - len(body)]

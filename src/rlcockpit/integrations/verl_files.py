@@ -16,10 +16,12 @@ Metric keys are kept exactly as verl wrote them; the health engine and UI resolv
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +33,22 @@ ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
 # prefix: Ray's ``(TaskRunner pid=N)`` (colored when Ray's output was a terminal), ``srun --label``'s ``0:``, or a
 # timestamp. Anchored, so that a sampled response printed by the reward manager (``[response] ... step:9 - x:1``)
 # is never read as metrics.
-_CONSOLE_HEAD = r"^\s*(?:\d+:\s+)?(?:\([^()]*\)\s*)*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*(?:[|-]\s*)?)?step:(-?\d+)"
-_PAIRS = r"((?: - [^\s:][^:]*:\S+)*)"
+# The Ray prefix and a timestamp may come in either order (``tee`` through ``ts``/a logger puts the time first), the
+# timestamp ISO-8601 with ``T``, a fraction and a zone (``2026-12-06T10:00:01.123Z``).
+_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-])?"
+_CONSOLE_HEAD = r"^\s*(?:\d+:\s+)?(?:(?:\([^()]*\)|" + _TIMESTAMP + r")\s*)*step:(-?\d+)"
+# a value is one word, or a call whose arguments hold blanks: ``tensor(0.5, device='cuda:0')``
+_PAIRS = r"((?: - [^\s:][^:]*:(?:[\w.]+\([^()]*\)(?=\s|$)|\S+))*)"
 _CONSOLE = re.compile(_CONSOLE_HEAD + _PAIRS + r"\s*$")
 # A capture that cuts long lines (W&B's output.log keeps 4096 characters of a line) leaves a metrics line whose
 # last pair is cut mid-key or mid-value: its complete pairs are kept, the cut one is dropped (a value cut after
 # some of its digits would be wrong, not missing).
-_CONSOLE_CUT = re.compile(_CONSOLE_HEAD + _PAIRS + r"( - [^\s:][^:]*(?::\S*)?| -)?$")
+_CONSOLE_CUT = re.compile(_CONSOLE_HEAD + _PAIRS + r"( - [^\s:][^:]*(?::.*)?| -)?$")
 CUT_LINE_CHARS = 4096
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
+# ``np.float64(0.5)``, and torch's ``tensor(0.5)`` / ``tensor(0.5, device='cuda:0')`` (the number is the first argument)
+_NUMPY_WRAP = re.compile(r"^(?:(?:np|numpy)\.\w+|tensor)\(([^,()]*)(?:,[^()]*)?\)$")
+BOM = "\ufeff"
 
 
 class SourceError(ValueError):
@@ -74,6 +82,7 @@ def _nulls_to_nan(data: Mapping[str, Any]) -> dict[str, Any]:
 def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line: int = 0
                            ) -> tuple[int, dict[str, Any]] | None:
     """``(step, metrics)`` for one file-logger line; ``None`` for a blank line; :class:`SourceError` if bad."""
+    text = text.lstrip(BOM)  # a file saved by an editor on Windows starts with a UTF-8 BOM
     if not text.strip():
         return None
     try:
@@ -97,7 +106,9 @@ def parse_file_logger_line(text: str, path: str | Path = "<verl file log>", line
 def _console_value(text: str) -> float | None:
     m = _NUMPY_WRAP.match(text)
     if m:
-        text = m.group(1)
+        text = m.group(1).strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":  # a number printed as a string: '0.0123'
+        text = text[1:-1]
     low = text.lower()
     if low in ("true", "false"):
         return 1.0 if low == "true" else 0.0
@@ -107,52 +118,89 @@ def _console_value(text: str) -> float | None:
         return None
 
 
-def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
+def parse_console_line(text: str, cut: bool = False) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a verl console metrics line, ``None`` for any other console output. A line cut at
-    :data:`CUT_LINE_CHARS` characters keeps its complete pairs and loses the one it was cut in."""
-    line = _ANSI.sub("", text).rstrip()
-    # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right after
-    # a separator leaves 4095 characters ending in " -" (verl never ends a line that way)
-    cut = len(text.rstrip("\r\n")) >= CUT_LINE_CHARS or line.endswith(" -")
-    m = (_CONSOLE_CUT if cut else _CONSOLE).match(line)
-    if not m:
-        return None
-    parts = m.group(2).split(" - ")[1:]
-    if cut and not m.group(3):
-        parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
-    metrics: dict[str, float] = {}
-    for part in parts:
-        key, _, value = part.rpartition(":")
-        v = _console_value(value.strip())
-        if key and v is not None:
-            metrics[key.strip()] = v
-    return int(m.group(1)), metrics
+    :data:`CUT_LINE_CHARS` characters, or one the caller knows was cut (``cut``: a log's last line without its
+    newline), keeps its complete pairs and loses the one it was cut in: a number cut after some of its digits
+    (``0.12`` of ``0.1234``) cannot be told from a whole one, so the last pair of such a line is never stored."""
+    full = text.rstrip("\r\n").lstrip(BOM)
+    # tqdm redraws its bar with "\r" on the same line as the metrics (``Training Progress: 10%|#| 1/10 [..]\rstep:1 -
+    # ...``): the metrics line is one of the "\r"-separated pieces, the last one that reads as one
+    pieces = _ANSI.sub("", full).split("\r")
+    for i in range(len(pieces) - 1, -1, -1):
+        line = pieces[i].rstrip()
+        if "step:" not in line:
+            continue
+        # a line a capture tool may have cut off; W&B also trims the blank it cut after, so a cut that fell right
+        # after a separator leaves 4095 characters ending in " -" (verl never ends a line that way). Only the last
+        # piece can have been cut.
+        was_cut = i == len(pieces) - 1 and (cut or len(full) >= CUT_LINE_CHARS or line.endswith(" -"))
+        m = (_CONSOLE_CUT if was_cut else _CONSOLE).match(line)
+        if not m:
+            continue
+        parts = m.group(2).split(" - ")[1:]
+        if was_cut and not m.group(3):
+            parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
+        metrics: dict[str, float] = {}
+        for part in parts:
+            key, _, value = part.partition(":")  # keys hold no ":" (the pattern), values may: device='cuda:0'
+            v = _console_value(value.strip())
+            if key and v is not None:
+                metrics[key.strip()] = v
+        return int(m.group(1)), metrics
+    return None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_log(path: str | Path) -> Any:
+    """``path`` opened for reading bytes; a gzip'd log (``job.log.gz``, as logs are archived and shared) is read
+    decompressed."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+def log_lines(path: str | Path, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a (possibly gzip'd) log, split at ``\\n`` only (tqdm's ``\\r`` frames stay on their line);
+    ``limit``: read at most that many bytes. A damaged or cut-off gzip stream ends the lines with a
+    :class:`SourceError` naming the line after the last one read."""
+    line_no = 0
+    try:
+        with open_log(path) as f:
+            lines = f.read(limit).split(b"\n") if limit else f
+            for raw in lines:
+                line_no += 1
+                yield raw
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise SourceError(path, line_no + 1, f"the gzip'd log is damaged or cut off ({exc}); read up to here"
+                          ) from None
 
 
 def looks_like_file_logger(path: str | Path) -> bool:
     """Whether the first non-blank line of ``path`` is a file-logger record."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for raw in f:
-                if raw.strip():
-                    try:
-                        return parse_file_logger_line(raw) is not None
-                    except SourceError:
-                        return False
-    except OSError:
+        for line in log_lines(path):
+            raw = line.decode("utf-8", errors="replace")
+            if raw.strip():
+                try:
+                    return parse_file_logger_line(raw) is not None
+                except SourceError:
+                    return False
+    except (OSError, SourceError):
         return False
     return False
 
 
 def looks_like_console_log(path: str | Path, max_lines: int = 2000) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for i, raw in enumerate(f):
-                if i >= max_lines:
-                    break
-                if parse_console_line(raw):
-                    return True
-    except OSError:
+        for i, raw in enumerate(log_lines(path)):
+            if i >= max_lines:
+                break
+            if parse_console_line(raw.decode("utf-8", errors="replace")):
+                return True
+    except (OSError, SourceError):
         return False
     return False
 
