@@ -194,6 +194,16 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then "
                           "its long-answer episodes were read: length_explosion's critical holds on 2 checks (issue "
                           "29, branch h-detect16)",
+    "rlcockpit_trainer_cpu9": "scored once held out (recall 5/8, 1 healthy critical, 0.33 warnings per healthy run at "
+                              "d482f29); then its tempramp run's entropy (left missed: a healthy run's entropy rises "
+                              "as fast and further, see the report) and its dedupscan run's timing_s split were read: "
+                              "throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)",
+    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
+                         "then its iter3-eps10 run's clip ratio and KL were read: update_size's range rule needs the "
+                         "bar to have been rare before, kl_rising's acceleration warning a level not held within its "
+                         "range window (issue 29, branch h-entropyup)",
+    "trl_state_public14": "scored once held out (1 critical + 2 warnings on its healthy run at d482f29); then its "
+                          "per-run outcomes were printed, nothing read or changed for it (issue 29, branch h-entropyup)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
