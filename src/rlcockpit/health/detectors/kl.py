@@ -55,7 +55,9 @@ class KLRising(Detector):
     the logs too (a KL is positive and its noise multiplicative: a 1-2 prompt run's KL swings by a factor from one
     step to the next, and a ten-step bump from 0.2 to 0.6 is within that), on ``warn_hold`` consecutive checks (a 1-4
     completion run's KL comes in bursts: 0.15-0.3 for 12 logged steps over a median of 0.05, then back; one that
-    keeps accelerating holds). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
+    keeps accelerating holds), and ``c`` above the median of every ``span`` observations among the ``range_window``
+    before the three windows (a KL that was that high a moment ago and came back is bursting within its own range,
+    as a ``num_iterations`` run's KL does when the passes over one generation pile up). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
     that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
     meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info.
@@ -116,6 +118,13 @@ class KLRising(Detector):
         self._level_run = 0  # ... and how many references in a row had been found level then
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
 
+    def _been_there(self, track: Track, c: float, span: int) -> bool:
+        """Whether a median of ``span`` consecutive observations among the ``range_window`` before the three compared
+        windows was already at ``c`` or above: the KL went that high a moment ago and came back, so a rise to it is a
+        burst within the run's own range, not a drift away (asked only when the warning would fire)."""
+        before = track.tail(int(self.p["range_window"]), skip=3 * span)
+        return any(median(before[i:i + span]) >= c for i in range(len(before) - span, -1, -span))
+
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[KL]
         found = None
@@ -165,7 +174,7 @@ class KLRising(Detector):
                              f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
         self._warn_held = self._warn_held + 1 if accelerating and ratio > p["rise_ratio"] else 0
-        if self._warn_held >= p["warn_hold"]:
+        if self._warn_held >= p["warn_hold"] and not self._been_there(track, c, span):
             return self.fire(step, "warning", f"KL to reference {fmt(c)} above the usual 0.01-0.1 band and "
                              f"accelerating ({fmt(a)} -> {fmt(b)} -> {fmt(c)}; {ratio:.1f}x {versus(ref, a, 'first median')})",
                              values=info, step_start=start)
@@ -442,13 +451,17 @@ class UpdateSize(Detector):
     median magnitude: its sign-flipping noise is no update. Also a warning below those levels: the clip fraction far above its
     own range (``k`` of the last ``n`` values more than ``z`` robust scale units, at least a tenth of
     ``clipfrac_floor`` each, above the median of the ``window`` before them, and above it by ``rise`` x that median
-    and by ``clipfrac_floor``): a run whose updates clipped 1% of tokens and now clip 10% took a far larger step than
-    it ever did."""
+    and by ``clipfrac_floor``), where no more than ``prior_share`` of the ``window`` values were past that bar: a run
+    whose updates clipped 1% of tokens and now clip 10% took a far larger step than it ever did. (A clip fraction that
+    is 0 on most steps has a median and a spread of 0; one that was past the bar on a third of the window before,
+    as on the later passes over each generation of a ``num_iterations`` run, does nothing new by being past it on 3
+    of 4 steps.)"""
 
     keys = (PPO_KL, CLIPFRAC)
     defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
                 "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
-                "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0}
+                "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0,
+                "prior_share": 0.1}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
     cause = "each PPO update moves the policy too far"
@@ -508,6 +521,10 @@ class UpdateSize(Detector):
         if out is None:
             return None
         med, scale, above, now, before, start = out
+        bar = med + max(p["z"] * scale, p["rise"] * med, p["clipfrac_floor"])
+        window = track.tail(p["window"], skip=p["n"])
+        if sum(1 for v in window if v > bar) > p["prior_share"] * len(window):
+            return None  # values past the bar were common before: nothing the run had not done (a sparse series)
         return self.fire(step, "warning",
                          f"PPO updates far larger than before: {track.raw} {fmt(now)} on {len(above)} of the last "
                          f"{p['n']} logged steps, {now / max(med, 1e-12):.1f}x its median {fmt(med)} over the "

@@ -175,7 +175,17 @@ class ThroughputDrop(Detector):
     slower node, stays a warning.) On any run, a low stretch no slower than speeds the run already held at
     ``held_frac`` or more of its earlier logged steps (an even sample of the whole run before the reference window)
     is info: the reference was an unusually fast stretch (on a shared machine, the other jobs gone for a while) and
-    the run is back at its usual pace; a slowdown of the run's own making is slower than it has been before."""
+    the run is back at its usual pace; a slowdown of the run's own making is slower than it has been before.
+
+    One phase grown alone (warning; a run that logs a ``timing_s/*`` split, GPU or CPU): a phase of the step (the
+    time outside every timed phase counts as one) whose median over the last ``phase_window`` ordinary steps is
+    ``phase_growth`` x or more its median over the run's early ordinary steps (``phase_ref`` of them, after the
+    first ten), has added at least ``1 / warn_ratio - 1`` of the early step time by itself (alone it slowed the
+    step past the speed rule's bar), and grew ``1 / uniform_balance`` x as much as every other phase that filled
+    ``phase_min`` of the early step (they held), on ``phase_hold`` successive ordinary steps. A slow ramp of the
+    run's own making (a scan over a history that keeps growing, a reward call that slows) moves the speed's own
+    reference along with it and hides under the machine's noise; other processes on the same cores stretch every
+    phase alike, not one of them 3x while the rest hold."""
 
     keys = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP, *MARKERS)
     triggers = (THROUGHPUT, SAMPLES_PER_S, STEP_TIME, TIME_PER_STEP)
@@ -183,7 +193,8 @@ class ThroughputDrop(Detector):
     defaults = {"warn_ratio": 0.8, "z_warn": 4.0, "critical_ratio": 0.35, "window": 30, "gap": 3, "recent": 3,
                 "sustain": 20, "uniform_shift": 0.15, "uniform_growth": 1.3, "uniform_balance": 0.4, "phase_min": 0.1,
                 "cpu_hold": 8, "cpu_steady": 0.15,
-                "cpu_unexplained_ratio": 0.45, "held_frac": 0.2}
+                "cpu_unexplained_ratio": 0.45, "held_frac": 0.2,
+                "phase_window": 20, "phase_ref": 30, "phase_growth": 3.0, "phase_hold": 5}
     story, role = "speed", "outcome"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
@@ -205,6 +216,12 @@ class ThroughputDrop(Detector):
         self._ref_times: dict[str, float] = {}  # phase times of the ordinary steps, seconds (EMA)
         self._hist: list[tuple[int, float]] = []  # (clean index, speed): an even sample of the whole run
         self._hist_stride, self._n_clean = 1, 0
+        # the one-phase rule: (step time, each phase's time) of the ordinary steps; the early ones' medians, frozen
+        self._level, self._gate = 0.0, -math.inf  # running mean of the step time; its bar (-inf: not frozen yet)
+        self._phase_ref: tuple[float, tuple[float, ...]] | None = None  # early step time, each phase's early time
+        self._phase_names: tuple[str, ...] = ()
+        self._phase_run, self._phase_start, self._phase_last = 0, -1, -1
+        self._split_cache: dict[int, tuple[float, ...] | None] = {}  # step -> its split (the gated steps')
 
     def _calm_shares(self) -> None:
         """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
@@ -316,6 +333,7 @@ class ThroughputDrop(Detector):
                 del self._hist[1::2]
                 self._hist_stride *= 2
         self._logs.append(math.log(max(speed, 1e-12)))
+        grown = self._phase_grown(step)
         if len(self._clean) > 4 * self.p["window"]:
             keep = 2 * self.p["window"]
             del self._clean[:-keep], self._speeds[:-keep], self._logs[:-keep]
@@ -328,8 +346,107 @@ class ThroughputDrop(Detector):
         if not self._low_n and (n <= 10 or n % 5 == 0) and not speed < self.p["warn_ratio"] * self._ref:
             self._calm_shares()  # an ordinary step (a slow one would teach the reference its slowness)
         if n <= max(self.warmup, self.p["gap"] + 3):
+            return grown
+        found = self.judge(step)
+        return grown if grown is not None and (found is None or found.severity == "info") else found
+
+    def _phase_grown(self, step: int) -> Finding | None:
+        """The one-phase rule (class docstring). An ordinary step costs a running mean of the step time: the split
+        is read back from the phase tracks only to freeze the early medians and on steps where that mean is up by
+        half the bar."""
+        step_t = self.ctx.tracks.get(STEP_TIME)
+        if step_t is None or step_t.last_step != step:
             return None
-        return self.judge(step)
+        level = self._level = self._level + 0.1 * (step_t.last - self._level)  # ~ the last 20 steps' mean
+        if level < self._gate:  # the usual step: the step time is not up (-inf until frozen, inf without a split)
+            return None
+        if self._phase_ref is None:
+            if self._n_clean >= 10 + self.p["phase_ref"]:
+                self._freeze_phases(step_t)
+            return None
+        recent = self._ordinary(step_t, int(self.p["phase_window"]))
+        cache = self._split_cache  # each step's split is read once while the gate stays open
+        missing = [(st, t) for st, t in recent if st not in cache]
+        if missing:
+            cache.update(self._split_at([st for st, _t in missing], [t for _st, t in missing]))
+        rows = [cache[st] for st, _t in recent if cache[st] is not None]
+        if len(cache) > 4 * len(recent):
+            keep = {st for st, _t in recent}
+            self._split_cache = {st: r for st, r in cache.items() if st in keep}
+        if len(rows) < self.p["phase_window"] // 2:
+            return None
+        p = self.p
+        early_step, early = self._phase_ref
+        bar = (1.0 / p["warn_ratio"] - 1.0) * early_step
+        k = len(early)
+        now = [median([r[i] for r in rows]) for i in range(k)]
+        growth = [now[i] / max(early[i], 1e-9) for i in range(k)]
+        top = max(range(k), key=lambda i: now[i] - early[i])
+        others = [growth[i] for i in range(k) if i != top and early[i] >= p["phase_min"] * early_step]
+        held = bool(others) and max(others) <= p["uniform_balance"] * growth[top]
+        if not (now[top] - early[top] >= bar and growth[top] >= p["phase_growth"] and held):
+            return None
+        prev = self._clean[-2][0] if len(self._clean) > 1 else None
+        self._phase_run = self._phase_run + 1 if prev is not None and prev == self._phase_last else 1
+        self._phase_last = step  # successive ordinary steps only: a step that did not pass starts the count again
+        if self._phase_run == 1:
+            self._phase_start = step
+        if self._phase_run < p["phase_hold"] or self.repeats(step, "warning", self._phase_start):
+            return None
+        name = self._phase_names[top]
+        what = "the time outside every timed phase" if name == "other" else f"the {name} phase"
+        w = len(rows)
+        vals = {"phase": name, "phase_time": now[top], "phase_early": early[top], "growth": growth[top],
+                "others_growth": max(others), "step_early": early_step, "added_share": (now[top] - early[top]) / early_step,
+                "shares": dict(zip(self._phase_names, (t / max(sum(now), 1e-9) for t in now)))}
+        return self.fire(step, "warning",
+                         f"Step time grown by one phase: {what} {fmt(early[top])} s -> {fmt(now[top])} s a step "
+                         f"({growth[top]:.0f}x, medians over the early and the last {w} ordinary steps) while every other "
+                         f"phase held (at most {max(others):.1f}x): it alone added {vals['added_share']:.0%} of the "
+                         f"early step time {fmt(early_step)} s",
+                         "Work inside the trainer's own step grows (a scan over a history that keeps growing, a "
+                         "reward call or host-side work that slows as the run goes on): the run slows itself. Other "
+                         "processes on the same machine would slow every phase alike.",
+                         metric=STEP_TIME, values=vals, step_start=self._phase_start)
+
+    def _ordinary(self, step_t: Track, k: int) -> list[tuple[int, float]]:
+        """(step, step time) of the last ``k`` logged steps that neither evaluated nor saved (from the step time's
+        track: the steps a marker was logged at are left out)."""
+        n = k + 16
+        busy = {st for t in self._markers for st in t.tail_steps(n)}
+        pairs = [(st, v) for st, v in zip(step_t.tail_steps(n), step_t.tail(n)) if st not in busy]
+        return pairs[-k:]
+
+    def _freeze_phases(self, step_t: Track) -> None:
+        """The early medians of the step time and of each phase over the ``phase_ref`` ordinary steps before this
+        one (``_gate`` inf: the run logs no split, the rule is off)."""
+        early = self._ordinary(step_t, int(self.p["phase_ref"]) + 1)[:-1]
+        rows = [r for r in self._split_at([st for st, _t in early], [t for _st, t in early]).values() if r is not None]
+        if len(rows) < self.p["phase_ref"] // 2:
+            self._gate = math.inf
+            return
+        early_step = median([sum(r) for r in rows])
+        self._phase_ref = (early_step, tuple(median([r[i] for r in rows]) for i in range(len(rows[0]))))
+        # the gate: the running mean of the step time up by half the bar
+        self._gate = early_step * (1.0 + 0.5 * (1.0 / self.p["warn_ratio"] - 1.0))
+
+    def _split_at(self, steps: list[int], totals: list[float]) -> dict[int, tuple[float, ...] | None]:
+        """Each phase's time at each of ``steps`` (the logged ``timing_s/*`` keys of a phase summed; a phase not
+        logged at a step counts 0), the time outside them last (``_phase_names`` holds the names); None for a step
+        whose step time is unknown or with no phase logged."""
+        _aside, phases = self.ctx.per_keyset("bottleneck_phases", _phase_tracks)
+        span = min(256, steps[-1] - steps[0] + 1) if steps else 0
+        cols = []
+        for _ph, trs in phases:
+            maps = [dict(zip(tr.tail_steps(span), tr.tail(span))) for tr in trs]
+            cols.append([sum(m.get(st, 0.0) for m in maps) for st in steps])
+        self._phase_names = (*(ph for ph, _trs in phases), "other")
+        out: dict[int, tuple[float, ...] | None] = {}
+        for j, (st, total) in enumerate(zip(steps, totals)):
+            times = [c[j] for c in cols]
+            named = sum(times)
+            out[st] = (*times, max(0.0, total - named)) if total == total and named else None
+        return out
 
     def judge(self, step: int) -> Finding | None:
         p = self.p
