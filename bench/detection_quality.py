@@ -96,7 +96,9 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
                               "healthy run at 2f5980c); then its sparse-reward and one-prompt healthy runs were read:"
                               " count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
-                              "(issue 29, branch h-detect5)",
+                              "(issue 29, branch h-detect5); its temp025 run's entropy read: its fast fall (warned at"
+                              " 305) is now the held one, 5 of 6 values under, their mean halved (issue 29, branch "
+                              "h-fastfall)",
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
@@ -168,7 +170,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "range rule (issue 29, branch h-detect10); then its lr-ramp run's KL beside its learning "
                          "rate was read: kl_rising's range rule with a raised lr; its digitvote160 run's entropy, "
                          "reward and rewards/accuracy/mean were read: entropy_collapse's reward exemption needs the "
-                         "accuracy beside it to gain too (issue 29, branch h-detect12)",
+                         "accuracy beside it to gain too (issue 29, branch h-detect12); its topent02 run's entropy "
+                         "read: no fast fall under entropy_collapse's held fast fall (issue 29, branch h-fastfall)",
     "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
                               "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
@@ -222,7 +225,9 @@ DEVELOPED_ON: dict[str, str] = {
                         "29, branch h-stuck); then the log-prob gap of its two runs still warned (sft-start 103, "
                         "entropy-control 296) was read and left as is (a gap that doubles over 100-500 steps; no "
                         "sound rule tells it at 103 from a growing fault), and its full-lr2e-6 run's fast-fall "
-                        "warning at 33 went with entropy_collapse's noise bar (issue 29, branch h-quiet)",
+                        "warning at 33 went with entropy_collapse's noise bar (issue 29, branch h-quiet); its "
+                        "full-lr2e-6 run's entropy after step 30 was read: it holds at ~0.53 of its earlier median, "
+                        "no halving, under entropy_collapse's held fast fall (issue 29, branch h-fastfall)",
     "trl_state_public13": "scored once held out at 331a9ce (2 criticals, 9 warnings on its one healthy run); then its"
                           " long-answer episodes were read: length_explosion's critical holds on 2 checks (issue 29, "
                           "branch h-detect16); then its entropy (10-step means of 0.06-0.19, 0.66 in the first "
@@ -231,7 +236,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "entropy_collapse's fast fall must leave the run's own swings; then its clip ratio and mean"
                           " terminated length were read: length_explosion's turn is left to truncation while the "
                           "answers that end keep their length, and entropy_explosion / truncation raise a new warning"
-                          " event only above the peak of the events the run recovered from (issue 29, branch h-quiet)",
+                          " event only above the peak of the events the run recovered from (issue 29, branch "
+                          "h-quiet); its entropy's swings read again: quiet under entropy_collapse's held fast fall "
+                          "(issue 29, branch h-fastfall)",
     "trl_state_public14": "scored once held out (1 healthy run: 1 critical + 2 warnings at d482f29); then its reward "
                           "was read: reward_cliff's warm-up scale is at least sqrt(2) x the logged reward spread (one"
                           " right answer of 16 is no level to fall from) (issue 29, branch h-rewardfall); its "

@@ -83,9 +83,13 @@ def reward_climbing(track: Track | None, window: int) -> bool:
 class EntropyCollapse(FrozenBaseline):
     """Entropy collapse. Critical: smoothed entropy < ``critical_ratio`` x the warm-up level. Warning: halving
     within ``fall_lag`` steps (the mean of the last ``smooth`` values against the same mean ``fall_lag`` steps
-    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up and by
-    more than ``fall_z`` robust noise units of the ``fall_window`` values before (a halving inside the run's own
-    swings is none); or < ``warn_ratio`` x warm-up (that mean and the mean of the last ``drift_smooth`` values
+    earlier: a 1-prompt run's single high value is no level to halve) while below ``fall_guard`` x warm-up and out
+    of the run's own noise: at once when that drop is more than ``fall_now_z`` robust noise units (1.4826 x MAD) of
+    the ``fall_window`` values before (a steady entropy halving between two logged steps), else once the fall has
+    held: ``fall_k`` of the last ``fall_n`` values under the median of the ``fall_window`` values before them, their
+    mean under ``fall_ratio`` x that median and under it by ``fall_z`` noise units of a mean of ``fall_n`` (a
+    halving inside the run's own swings is none, and a chance dip of a noisy entropy comes back where a fall holds);
+    or < ``warn_ratio`` x warm-up (that mean and the mean of the last ``drift_smooth`` values
     both: a 3-step mean of a noisy entropy settled at a third of its warm-up level dips under a quarter now and
     then, and is no lower than it was) while learning stalls (the reward not climbing over the last 3 x ``fall_lag`` observations and, where logged, the
     reward spread below half its early level). A policy that sharpens gradually onto right answers — how
@@ -117,7 +121,7 @@ class EntropyCollapse(FrozenBaseline):
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
-                "fall_z": 3.0, "fall_window": 30,
+                "fall_z": 3.0, "fall_now_z": 6.0, "fall_window": 30, "fall_n": 6, "fall_k": 5,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
                 "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
@@ -272,12 +276,26 @@ class EntropyCollapse(FrozenBaseline):
         return early is None or spread.mean_last(5) < 0.5 * early
 
     def _out_of_noise(self, drop: float, track: Track) -> bool:
-        """Whether a fast fall of ``drop`` is more than ``fall_z`` robust noise units (1.4826 x MAD) of the
-        ``fall_window`` values before the newest: an entropy that swings by half between two logged points all
-        along (a low-entropy short-answer run logging 10-step means of 0.06-0.19) has not halved; one that was
-        steady and halves has. Run only on a step the halving holds."""
-        _med, scale = robust(track.tail(int(self.p["fall_window"]), skip=1), 0.0)
-        return drop > self.p["fall_z"] * scale
+        """Whether a fast fall is out of the run's own noise (class docstring): at once when the drop of the 3-step
+        mean is more than ``fall_now_z`` robust noise units (1.4826 x MAD) of the ``fall_window`` values before the
+        newest (a steady entropy that halves between two logged steps), or once it has held: ``fall_k`` of the last
+        ``fall_n`` values under the median of the ``fall_window`` values before them, their mean under
+        ``fall_ratio`` x that median and under it by ``fall_z`` noise units of a mean of ``fall_n``. A chance dip of a
+        noisy entropy (25% relative noise halves a 3-step mean a few times in a few hundred steps) comes back within
+        ``fall_n`` values; a fall holds. Run only on a step the halving of the 3-step mean holds."""
+        p = self.p
+        window = int(p["fall_window"])
+        _med, scale = robust(track.tail(window, skip=1), 0.0)
+        if drop > p["fall_now_z"] * scale:
+            return True
+        n = int(p["fall_n"])
+        if track.n < n + window // 2:
+            return False
+        med, scale = robust(track.tail(window, skip=n), 0.0)
+        last = track.tail(n)
+        now = sum(last) / n
+        return (sum(v < med for v in last) >= p["fall_k"] and now < p["fall_ratio"] * med
+                and med - now > p["fall_z"] * scale / math.sqrt(n))
 
     def observe(self, step: int) -> Finding | None:
         if self.seen == 0:
