@@ -83,7 +83,11 @@ def test_entropy_preset_run_is_flagged_for_what_it_actually_did(path):
     assert rc is not None and rc["story"] == "collapse" and rc["step"] <= 4
     cliff = next(f for f in d["findings"] if f["detector"] == "reward_cliff")
     assert cliff["severity"] == "critical" and cliff["evidence"]["values"]["relative_drop"] > 0.75
-    # entropy then keeps falling against the pre-update policy's level (0.126 -> ~0.05)
+    # entropy then keeps falling against the pre-update policy's level (0.126 -> 0.016-0.06 by step 16, a noisy
+    # 30% of it): no entropy_collapse warning is owed in these 16 steps. The low-level rule needs the 12-step mean
+    # under a quarter of the warm-up (a 3-step mean of a noisy entropy dips under it by chance: h-stuck), and the
+    # fast fall a halving that holds or stands far out of the run's noise (h-quiet, h-fastfall). If one is raised,
+    # it is measured from the pre-update policy and never inside the warm-up.
     entropy = [f for f in d["findings"] if f["detector"] == "entropy_collapse"]
-    assert entropy and all(f["step"] > 10 for f in entropy)  # found, and never before its warm-up ended
-    assert entropy[0]["evidence"]["values"]["baseline"] >= 0.12
+    assert all(f["step"] > 10 and f["evidence"]["values"]["baseline"] >= 0.12 for f in entropy)
+    assert not any(f["detector"] == "entropy_collapse" and f["severity"] == "critical" for f in d["findings"])
