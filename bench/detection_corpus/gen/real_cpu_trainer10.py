@@ -241,6 +241,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s6-2prompt-4sample-harddrift-150-350-450-val25": {
         "steps": 450, "seed": 312, "model": "gpt2", "model_seed": 6, "overrides": _batch(
             2, 4, "trainer.test_freq=25"), "driver": HardDrift(150, 350, 0.9, seed=312)},
+    # added after the Adam-drop run was read (written and committed before it ran): Llama seed 6 at constant lr
+    # 5e-4 ran its responses to the length cap by itself from ~step 52, before the first drop (README, fifteenth
+    # pass). Adam state dropped every 10 steps from step 200 (sudden and periodic) at a constant lr 2e-4; GPT-2
+    # seed 6, 2 prompts x 4, 450 steps, validation every 25
+    "gpt2s6-2prompt-4sample-adamdrop-every10-from200-constlr2e-4-450-val25": {
+        "steps": 450, "seed": 313, "model": "gpt2", "model_seed": 6, "overrides": _batch(
+            2, 4, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=25"),
+        "driver": AdamStateDrop(200, 10)},
 }
 
 
