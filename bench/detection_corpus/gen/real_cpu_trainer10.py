@@ -162,6 +162,25 @@ class HardDrift:
         loader.next_batch = drifted
 
 
+class TruncatedGrading:
+    """From step ``start`` the paid score is the digit overlap of the response truncated to its first ``keep``
+    characters (a reward server that cuts the decoded text, so the answer's last digit is never graded); the full
+    response's accuracy is returned beside it (``reward_extra/acc/mean``); validation keeps the task's reward."""
+
+    def __init__(self, start: int, keep: int) -> None:
+        self.start, self.keep, self.on = start, keep, False
+
+    def before_step(self, st: Any, step: int) -> None:
+        if st.reward.fn is not self.reward:
+            st.reward.fn, st.reward.kwargs = self.reward, {}
+        self.on = step >= self.start
+
+    def reward(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, float]:
+        acc = digit_overlap(data_source, solution_str, ground_truth)
+        seen = solution_str.strip()[: self.keep] if self.on else solution_str
+        return {"score": digit_overlap(data_source, seen, ground_truth), "acc": acc}
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: 3 prompts x 3; lr 2e-4, 30-step warm-up then cosine to 0.1x; KL loss mse (k2) coef 0.02; responses
     # up to 6 tokens; GPT-2 seed 6, 600 steps, validation every 50
@@ -249,6 +268,13 @@ SPECS: dict[str, dict[str, Any]] = {
         "steps": 450, "seed": 313, "model": "gpt2", "model_seed": 6, "overrides": _batch(
             2, 4, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=25"),
         "driver": AdamStateDrop(200, 10)},
+    # added after five runs were read (written and committed before it ran): the drift to two-carry prompts left the
+    # reward flat (README, fifteenth pass), so one more failure spec. Reward computed on truncated text, sudden cause
+    # with a learned effect: from step 200 the grader sees only the response's first 2 characters (the answer's last
+    # digit never graded); GPT-2 seed 6, 2 prompts x 4, 450 steps, validation every 25
+    "gpt2s6-2prompt-4sample-gradetrunc2chars-from200-450-val25": {
+        "steps": 450, "seed": 314, "model": "gpt2", "model_seed": 6, "overrides": _batch(
+            2, 4, "trainer.test_freq=25"), "driver": TruncatedGrading(200, 2)},
 }
 
 
