@@ -6,7 +6,8 @@ Settings: batch shapes **3 prompts x 3**, **8 prompts x 2**, **1 prompt x 16**, 
 steps; validation every **7** or **50**; **lr warm-up with cosine decay** (``lr_warmup_steps`` / ``_ratio``,
 ``min_lr_ratio``, ``num_cycles``); KL loss types **mse (k2)**, **abs** and **kl+ (k1, straight-through)**; entropy
 bonus; response lengths **6 / 16 / 24** tokens; models built from **model seed 6** (another tokenizer sample, init and
-warm-up than every earlier CPU run); seeds 301-312.
+warm-up than every earlier CPU run); seeds 301-314 (313 and 314: two specs added after earlier runs were read,
+committed before they ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run; all
 start slowly, late or periodically): a **memory leak in validation only** (each validation keeps 16 MB: memory
@@ -16,7 +17,8 @@ the **reference model re-synced to the current policy every 50 steps** (the KL a
 the **KL coefficient decaying to 0 over 200 steps while grad clipping is off and the lr rises**; a reward model's
 **bias toward answers starting with '1' growing with the step** (learned hacking); a **data mix drifting to
 carry-heavy (harder) prompts** over 200 steps (the training reward falls while the policy is fine: labelled by what
-a user would want to know, README fifteenth pass).
+a user would want to know, README fifteenth pass); the **reward computed on truncated text** (added: the grader
+sees the response's first 2 characters).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu10/<name>/`` and labelled by reading it (README, fifteenth pass).
 
