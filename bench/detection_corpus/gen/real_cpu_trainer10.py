@@ -6,7 +6,7 @@ Settings: batch shapes **3 prompts x 3**, **8 prompts x 2**, **1 prompt x 16**, 
 steps; validation every **7** or **50**; **lr warm-up with cosine decay** (``lr_warmup_steps`` / ``_ratio``,
 ``min_lr_ratio``, ``num_cycles``); KL loss types **mse (k2)**, **abs** and **kl+ (k1, straight-through)**; entropy
 bonus; response lengths **6 / 16 / 24** tokens; models built from **model seed 6** (another tokenizer sample, init and
-warm-up than every earlier CPU run); seeds 301-314 (313 and 314: two specs added after earlier runs were read,
+warm-up than every earlier CPU run); seeds 301-315 (313-315: three specs added after earlier runs were read,
 committed before they ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run; all
@@ -183,6 +183,24 @@ class TruncatedGrading:
         return {"score": digit_overlap(data_source, seen, ground_truth), "acc": acc}
 
 
+class GrowingTraceFlush:
+    """From step ``start`` a step-trace buffer gets ``per`` x (k - start) more float entries at step k and the whole
+    buffer is serialised (``json.dumps``) every step (a profiler whose flush re-writes everything it holds): the
+    extra cost grows quadratically, invisible at first and large late (a throughput ramp that starts slowly)."""
+
+    def __init__(self, start: int, per: int) -> None:
+        self.start, self.per = start, per
+        self.buf: list[float] = []
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step < self.start:
+            return
+        import json
+
+        self.buf.extend(float(step) + i / 1000 for i in range(self.per * (step - self.start)))
+        json.dumps(self.buf)
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: 3 prompts x 3; lr 2e-4, 30-step warm-up then cosine to 0.1x; KL loss mse (k2) coef 0.02; responses
     # up to 6 tokens; GPT-2 seed 6, 600 steps, validation every 50
@@ -277,6 +295,13 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s6-2prompt-4sample-gradetrunc2chars-from200-450-val25": {
         "steps": 450, "seed": 314, "model": "gpt2", "model_seed": 6, "overrides": _batch(
             2, 4, "trainer.test_freq=25"), "driver": TruncatedGrading(200, 2)},
+    # added after thirteen runs were read (written and committed before it ran): three failure specs left no mark
+    # (README, fifteenth pass), so one more. A trace flush whose cost grows quadratically, ramp that starts slowly:
+    # from step 150 the buffer gains 30 x (k - 150) floats at step k and is serialised whole every step (~1.35 M
+    # floats at step 450); Llama seed 6, 2 prompts x 4, 450 steps, validation every 25
+    "llamas6-2prompt-4sample-traceflush-quadratic-from150-450-val25": {
+        "steps": 450, "seed": 315, "model": "llama", "model_seed": 6, "overrides": _batch(
+            2, 4, "trainer.test_freq=25"), "driver": GrowingTraceFlush(150, 30)},
 }
 
 
