@@ -426,11 +426,12 @@ def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     memory, the Llama run at lr 5e-4 at the length cap before its Adam drops, the KL loss at 0 on each reference
     re-sync and the length drifting after, the KL decay's blow-up and falling validation, the leading-'1' bias
     lifting the paid score off a flat accuracy, the hard-prompt drift leaving the reward flat, the Adam drops every
-    10 steps, the grading on 2 characters)."""
+    10 steps, the grading on 2 characters, the quadratic trace flush's step time)."""
     sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu10"]
-    assert len(sel) == 14
+    assert len(sel) == 15
     assert sorted(Counter(e["class"] for e in sel).items()) == [
-        ("collapse", 1), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1)]
+        ("collapse", 1), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1),
+        ("throughput_drop", 1)]
     runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
     assert sorted(runs["qwen2s6-3prompt-3sample-resp16-constlr5e-5-1000-val50"]) == list(range(0, 1001))
 
@@ -482,3 +483,7 @@ def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     assert any(trunc[s]["critic/score/mean"] < trunc[s]["reward_extra/acc/mean"] - 1e-6 for s in range(200, 451))
     assert abs(med(trunc, "critic/score/mean", 201, 450) - med(trunc, "critic/score/mean", 1, 199)) < 0.05
     assert min(trunc[s]["val-core/arith/acc/mean@1"] for s in range(0, 451, 25)) > 0.45
+
+    flush = runs["llamas6-2prompt-4sample-traceflush-quadratic-from150-450-val25"]
+    assert max(flush[s]["timing_s/step"] for s in range(1, 150)) < 0.18 < 0.35 < med(flush, "timing_s/step", 251, 450)
+    assert med(flush, "timing_s/step", 151, 175) < 0.1 and med(flush, "timing_s/gen", 251, 450) < 0.05
