@@ -18,7 +18,8 @@ the **KL coefficient decaying to 0 over 200 steps while grad clipping is off and
 **bias toward answers starting with '1' growing with the step** (learned hacking); a **data mix drifting to
 carry-heavy (harder) prompts** over 200 steps (the training reward falls while the policy is fine: labelled by what
 a user would want to know, README fifteenth pass); the **reward computed on truncated text** (added: the grader
-sees the response's first 2 characters).
+sees the response's first 2 characters); a **trace flush whose cost grows quadratically** (added: a throughput ramp
+that starts slowly).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu10/<name>/`` and labelled by reading it (README, fifteenth pass).
 
