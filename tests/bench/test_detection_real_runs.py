@@ -418,3 +418,72 @@ def test_the_fourteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     drift = runs["llamas5-2prompt-4gen-beta01-refdrift01from150-400-eval25"]
     assert max(drift[s]["kl"] for s in range(1, 150)) < 0.2 < 1.0 < med(drift, "kl", 301, 401)
     assert abs(med(drift, "reward", 301, 401) - med(drift, "reward", 1, 150)) < 0.1
+
+
+def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The fifteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu10, TensorBoard event files, model seed 6):
+    each imported whole, and the readings the README's labels rest on are in the numbers (the validation-only leak's
+    memory, the Llama run at lr 5e-4 at the length cap before its Adam drops, the KL loss at 0 on each reference
+    re-sync and the length drifting after, the KL decay's blow-up and falling validation, the leading-'1' bias
+    lifting the paid score off a flat accuracy, the hard-prompt drift leaving the reward flat, the Adam drops every
+    10 steps, the grading on 2 characters, the quadratic trace flush's step time)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu10"]
+    assert len(sel) == 15
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 1), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1),
+        ("throughput_drop", 1)]
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["qwen2s6-3prompt-3sample-resp16-constlr5e-5-1000-val50"]) == list(range(0, 1001))
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    leak = runs["gpt2s6-2prompt-4sample-valleak16mb-from150-450-val7"]
+    mem = "perf/cpu_memory_used_gb"
+    assert max(leak[s][mem] for s in range(1, 150)) < 2.15 < 2.8 < med(leak, mem, 426, 450)
+    meds = [med(leak, mem, lo, lo + 24) for lo in range(151, 451, 25)]  # up window after window once it leaks
+    assert meds == sorted(meds) and meds[0] < 1.61
+    rss = {s: m["system/proc_rss_gb"] for s, m in leak.items() if "system/proc_rss_gb" in m}
+    assert max(v for s, v in rss.items() if s < 150) < 0.5 and rss[max(rss)] > 1.0
+
+    adam = runs["llamas6-2prompt-4sample-adamdrop-every25-from200-constlr5e-4-450-val25"]
+    assert max(adam[s]["response_length/mean"] for s in range(1, 52)) <= 3.75 < adam[52]["response_length/mean"]
+    assert all(adam[s]["response_length/clip_ratio"] == 0 for s in range(1, 52))
+    assert med(adam, "response_length/mean", 76, 450) == 8
+
+    resync = runs["qwen2s6-2prompt-4sample-klloss01-refresync-every50-from150-constlr5e-4-450-val25"]
+    assert [s for s in range(6, 451) if resync[s]["actor/kl_loss"] == 0] == list(range(150, 451, 50))
+    assert med(resync, "actor/kl_loss", 101, 149) > 2 > 0.1 > med(resync, "actor/kl_loss", 151, 175)
+    assert med(resync, "response_length/mean", 1, 149) <= 2.25 < 3.5 <= med(resync, "response_length/mean", 401, 450)
+
+    kld = runs["gpt2s6-2prompt-4sample-kldecay-clipoff-lrrise20x-200-400-450-val25"]
+    assert max(kld[s]["actor/kl_loss"] for s in range(1, 200)) < 0.6 < 4 < med(kld, "actor/kl_loss", 376, 450)
+    assert min(kld[s]["val-core/arith/acc/mean@1"] for s in range(0, 201, 25)) > 0.45 > 0.25 > kld[450][
+        "val-core/arith/acc/mean@1"]
+    assert med(kld, "actor/entropy", 426, 450) < 0.7 and kld[450]["actor/lr"] == pytest.approx(2e-3)
+
+    bias = runs["llamas6-2prompt-4sample-leading1bias-150-350-450-val25"]
+    assert all(bias[s]["critic/score/mean"] == pytest.approx(bias[s]["reward_extra/acc/mean"], abs=1e-6)
+               for s in range(1, 151))
+    assert med(bias, "critic/score/mean", 351, 375) > 1 > 0.45 > med(bias, "reward_extra/acc/mean", 351, 375)
+    assert bias[0]["val-core/arith/acc/mean@1"] > 0.46 > 0.41 > bias[450]["val-core/arith/acc/mean@1"]
+
+    drift = runs["gpt2s6-2prompt-4sample-harddrift-150-350-450-val25"]
+    assert abs(med(drift, "critic/score/mean", 351, 450) - med(drift, "critic/score/mean", 1, 150)) < 0.05
+    assert min(drift[s]["val-core/arith/acc/mean@1"] for s in range(0, 451, 25)) > 0.44
+
+    drops = runs["gpt2s6-2prompt-4sample-adamdrop-every10-from200-constlr2e-4-450-val25"]
+    assert abs(med(drops, "actor/entropy", 201, 450) - med(drops, "actor/entropy", 1, 200)) < 0.1
+    assert med(drops, "response_length/mean", 201, 450) == 3
+
+    trunc = runs["gpt2s6-2prompt-4sample-gradetrunc2chars-from200-450-val25"]
+    assert all(trunc[s]["critic/score/mean"] == pytest.approx(trunc[s]["reward_extra/acc/mean"], abs=1e-6)
+               for s in range(1, 200))
+    assert any(trunc[s]["critic/score/mean"] < trunc[s]["reward_extra/acc/mean"] - 1e-6 for s in range(200, 451))
+    assert abs(med(trunc, "critic/score/mean", 201, 450) - med(trunc, "critic/score/mean", 1, 199)) < 0.05
+    assert min(trunc[s]["val-core/arith/acc/mean@1"] for s in range(0, 451, 25)) > 0.45
+
+    flush = runs["llamas6-2prompt-4sample-traceflush-quadratic-from150-450-val25"]
+    assert max(flush[s]["timing_s/step"] for s in range(1, 150)) < 0.18 < 0.35 < med(flush, "timing_s/step", 251, 450)
+    assert med(flush, "timing_s/step", 151, 175) < 0.1 and med(flush, "timing_s/gen", 251, 450) < 0.05
