@@ -418,3 +418,32 @@ def test_the_fourteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     drift = runs["llamas5-2prompt-4gen-beta01-refdrift01from150-400-eval25"]
     assert max(drift[s]["kl"] for s in range(1, 150)) < 0.2 < 1.0 < med(drift, "kl", 301, 401)
     assert abs(med(drift, "reward", 301, 401) - med(drift, "reward", 1, 150)) < 0.1
+
+
+def test_the_fifteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The fifteenth pass's TRL CPU runs (trl_cpu_settings10: TRL trainer states, model seed 6), each imported whole,
+    and the readings the README's labels rest on are in the numbers (the growing bonus for '0' doubling the paid
+    reward with the accuracy flat, and the failures below)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings10"]
+    assert sum(e["class"] == "healthy" for e in sel) == 6
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s6-3prompt-3gen-sapo-scalebatch-maxlen24-1000-log10"]) == list(range(10, 1001, 10))
+    assert sorted(runs["gpt2s6-3prompt-3gen-gspo-temp07-700-log3-eval15"])[:3] == [3, 6, 9]
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    zero = runs["gpt2s6-3prompt-3gen-zerobonusgrows004from150-500"]
+    assert all(zero[s]["reward"] == pytest.approx(zero[s]["rewards/accuracy/mean"]) for s in range(1, 150))
+    assert med(zero, "reward", 451, 501) > 0.75 > 0.45 > med(zero, "rewards/accuracy/mean", 451, 501)
+    assert abs(med(zero, "rewards/accuracy/mean", 401, 501) - med(zero, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    harder = runs["llamas6-3prompt-3gen-harderpromptsramp150-350-450-eval15"]
+    assert med(harder, "reward", 1, 150) > 0.35 > 0.25 > med(harder, "reward", 351, 451)
+    assert med(harder, "completions/mean_length", 351, 451) < 2.5 < med(harder, "completions/mean_length", 1, 150)
+    assert min(harder[s]["eval_reward"] for s in range(165, 451, 15)) > 0.3
+
+    decay = runs["qwen2s6-6prompt-2gen-betadecay004to0-200-400-constlr2e-4-550"]
+    assert max(decay[s]["completions/clipped_ratio"] for s in range(1, 225)) == 0 < decay[225]["completions/clipped_ratio"]
+    assert max(decay[s]["completions/mean_length"] for s in range(1, 200)) < 2.7 < 3.3 < med(decay, "completions/mean_length", 351, 551)
