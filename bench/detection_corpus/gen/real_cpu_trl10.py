@@ -181,6 +181,19 @@ def ref_resync_from(start: int) -> Any:
     return each_step
 
 
+def eos_suppressed_from(start: int) -> Any:
+    """From the start of step ``start`` the generation config's ``suppress_tokens`` holds the stop token's id (a
+    logits processor sets its logit to -inf while sampling; the training pass scores the completions as before):
+    completions run to ``max_completion_length``."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == start:
+            trainer.generation_config.suppress_tokens = [int(t) for t in trainer.eos_token_ids] if isinstance(
+                trainer.eos_token_ids, (list, tuple)) else [int(trainer.eos_token_ids)]
+
+    return each_step
+
+
 _bonus = GrowingBonus(150, 0.004)
 _trunc = TruncatedReward(200, 2)
 _harder = HarderPrompts(150, 350, 332)
@@ -269,10 +282,23 @@ SPECS: dict[str, dict[str, Any]] = {
         "model": "gpt2", "model_seed": 6, "batch": 12, "num_generations": 2, "steps": 500, "logging_steps": 1,
         "lr": 5e-5, "seed": 337, "reward_funcs": _trunc.funcs(), "reward_weights": [1.0, 0.0],
         "each_step": _trunc.hook},
+    # added after the first thirteen ran (written and committed before running it): the truncated-reward run above
+    # showed nothing a user could act on within 300 steps (paid reward medians 0.389 -> 0.361, accuracy flat), so it
+    # is not stored. The stop token suppressed, sudden: from the start of step 250 the generation config's
+    # suppress_tokens holds the EOS id (its logit -inf in generation only; scoring unchanged), max_completion_length
+    # 24; Llama seed 6, 3 prompts x 3, 450 steps, logging every step
+    "llamas6-3prompt-3gen-eossuppressedfrom250-maxlen24-450": {
+        "model": "llama", "model_seed": 6, "batch": 9, "num_generations": 3, "steps": 450, "logging_steps": 1,
+        "lr": 5e-5, "seed": 338, "max_len": 24, "each_step": eos_suppressed_from(250)},
 }
 
 
+# run once and not stored: the failure its spec meant did not come (README, fifteenth pass)
+NOT_STORED: tuple[str, ...] = ("gpt2s6-6prompt-2gen-rewardontruncated2from200-500",)
+
+
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "trainer_state.json.gz").exists()]
+    names = sys.argv[1:] or [n for n in SPECS
+                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
     for n in names:
         print(run(n, SPECS[n], out=OUT), flush=True)
