@@ -106,7 +106,6 @@ def test_the_public_healthy_verl_agent_run_keeps_every_step(real):
     assert min(m["response_length/mean"] for s, m in by_step.items() if s % 10) > 890
 
 
-
 def test_a_metrics_jsonl_with_restarted_attempts_keeps_the_last_attempt(real):
     """rohunagrawal's Llama-3.2-1B Tinker files hold restarted attempts appended (steps going back to 0): read
     line by line, the last attempt's value of each step wins, and the last attempt logs every step from 0."""
@@ -487,3 +486,56 @@ def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     flush = runs["llamas6-2prompt-4sample-traceflush-quadratic-from150-450-val25"]
     assert max(flush[s]["timing_s/step"] for s in range(1, 150)) < 0.18 < 0.35 < med(flush, "timing_s/step", 251, 450)
     assert med(flush, "timing_s/step", 151, 175) < 0.1 and med(flush, "timing_s/gen", 251, 450) < 0.05
+
+
+def test_the_fifteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The fifteenth pass's TRL CPU runs (trl_cpu_settings10: TRL trainer states, model seed 6), each imported whole,
+    and the readings the README's labels rest on are in the numbers (the growing bonus for '0' doubling the paid
+    reward with the accuracy flat, harder prompts halving the training reward with the evaluation flat, the decaying
+    beta clipping completions from 225, clipping off with the lr ramp driving the kl and length up, zeroed Adam
+    second moments collapsing entropy at 251, the re-synced reference pinning the kl at 0 while the length goes to the
+    cap, the suppressed stop token sending every completion to 24 tokens from 250)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings10"]
+    assert sum(e["class"] == "healthy" for e in sel) == 6
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s6-3prompt-3gen-sapo-scalebatch-maxlen24-1000-log10"]) == list(range(10, 1001, 10))
+    assert sorted(runs["gpt2s6-3prompt-3gen-gspo-temp07-700-log3-eval15"])[:3] == [3, 6, 9]
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    zero = runs["gpt2s6-3prompt-3gen-zerobonusgrows004from150-500"]
+    assert all(zero[s]["reward"] == pytest.approx(zero[s]["rewards/accuracy/mean"]) for s in range(1, 150))
+    assert med(zero, "reward", 451, 501) > 0.75 > 0.45 > med(zero, "rewards/accuracy/mean", 451, 501)
+    assert abs(med(zero, "rewards/accuracy/mean", 401, 501) - med(zero, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    harder = runs["llamas6-3prompt-3gen-harderpromptsramp150-350-450-eval15"]
+    assert med(harder, "reward", 1, 150) > 0.35 > 0.25 > med(harder, "reward", 351, 451)
+    assert med(harder, "completions/mean_length", 351, 451) < 2.5 < med(harder, "completions/mean_length", 1, 150)
+    assert min(harder[s]["eval_reward"] for s in range(165, 451, 15)) > 0.3
+
+    decay = runs["qwen2s6-6prompt-2gen-betadecay004to0-200-400-constlr2e-4-550"]
+    assert max(decay[s]["completions/clipped_ratio"] for s in range(1, 225)) == 0 < decay[225]["completions/clipped_ratio"]
+    assert max(decay[s]["completions/mean_length"] for s in range(1, 200)) < 2.7 < 3.3 < med(decay, "completions/mean_length", 351, 551)
+
+    noclip = runs["gpt2s6-1prompt-12gen-noclip-lrramp1-40x-200-400-500"]
+    assert max(noclip[s]["kl"] for s in range(1, 200)) < 1.2 < 4 < med(noclip, "kl", 351, 501)
+    assert all(noclip[s]["completions/clipped_ratio"] >= 0.9 for s in range(401, 501))
+    assert med(noclip, "reward", 451, 501) < 0.25 < 0.35 < med(noclip, "reward", 1, 200)
+
+    adam = runs["llamas6-3prompt-3gen-adamvzeroedat250-constlr1e-4-450"]
+    assert min(adam[s]["entropy"] for s in range(1, 251)) > 1.3 > 0.2 > max(adam[s]["entropy"] for s in range(251, 451))
+    assert max(adam[s]["kl"] for s in range(1, 251)) < 0.5 < 6 < min(adam[s]["kl"] for s in range(251, 451))
+    assert all(adam[s]["completions/clipped_ratio"] == 1 for s in range(251, 451))
+
+    resync = runs["qwen2s6-3prompt-3gen-beta02-refresyncevery1from200-constlr2e-4-500-eval15"]
+    assert med(resync, "kl", 1, 200) > 0.1 and all(resync[s]["kl"] == 0 for s in range(200, 501))
+    assert max(resync[s]["completions/mean_length"] for s in range(1, 212)) < 3 < 7.5 < med(resync, "completions/mean_length", 251, 501)
+    assert all(resync[s]["eval_completions/mean_length"] > 7.5 for s in range(225, 500, 15))
+
+    eos = runs["llamas6-3prompt-3gen-eossuppressedfrom250-maxlen24-450"]
+    assert max(eos[s]["completions/mean_length"] for s in range(1, 250)) < 3.5
+    assert all(eos[s]["completions/mean_length"] == 24 and eos[s]["completions/clipped_ratio"] == 1
+               for s in range(250, 451))
+    assert len(sel) == 13 and "gpt2s6-6prompt-2gen-rewardontruncated2from200-500" not in runs

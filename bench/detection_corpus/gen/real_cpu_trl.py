@@ -143,7 +143,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
                           log_completions=False, seed=spec["seed"], run_name=name,
                           reward_weights=weights, **{"beta": 0.04, **spec.get("config", {})})
         trainer = GRPOTrainer(model=bpe_model_dir(spec["model"], spec.get("model_seed", 0)), reward_funcs=reward_funcs, args=args,
-                              train_dataset=rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
+                              train_dataset=spec["train_dataset"](4096) if spec.get("train_dataset") else rows(train, 4096), eval_dataset=rows(test, 16) if evaluate else None,
                               callbacks=[Fault()])
         t0 = time.time()
         trainer.train()
