@@ -265,6 +265,15 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
                          "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
                          "held within its range window (issue 29, branch h-entropyup)",
+    "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
+                               "healthy run at 884cba3); then its leading1bias run's critic/score/mean and "
+                               "reward_extra/acc/mean were read: reward_divergence's pulling-away lead judges verl's "
+                               "correctness field logged beside the score, not only critic/score/<fn> parts (issue 29, "
+                               "branch h-hack)",
+    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
+                          "run at 884cba3); then its healthy syncref10 run's reward, rewards/accuracy/mean and "
+                          "completions/mean_length were read: reward_divergence's length-bonus rule does not judge a "
+                          "score the reward equalled on every step of its window (issue 29, branch h-hack)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

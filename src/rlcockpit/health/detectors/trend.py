@@ -107,7 +107,9 @@ class RewardDivergence(Detector):
     - *length bonus* (warning): the response length also drifting up (its own CUSUM), ``bonus_growth`` x its early
       level and grown by half that share over the last ``bonus_span`` steps, while the reward rose ``gain_z`` of its
       noise over those steps, and the held-out score over the last half of them not above its level around where
-      they began (by ``flat_z`` noise units of a mean): the reward is bought with length, not with accuracy.
+      they began (by ``flat_z`` noise units of a mean): the reward is bought with length, not with accuracy. Not
+      against a score on the same samples that the reward equalled on every step since a quarter window before the
+      span (the reward is that score: its rise is the score's).
 
     - *quality worse than at the start* (a measure where lower is better, the metric guide's ``eval/perplexity``:
       the evaluation samples' perplexity under a frozen model): its newest value ``rise_ratio`` x its early level
@@ -125,8 +127,9 @@ class RewardDivergence(Detector):
       more than one (a slide is judged as a fall), while the reward is past its alarm and its
       3-value mean ``flat_gain_z`` of that mean's noise above its early level: the reward climbs, the verdict on
       the answers does not. Not while a format component rose by half the reward's rise (a format being learned).
-    - *pulling away* (warning, critical): a task score logged on the same samples as the reward (a reward component, not
-      held out) that the reward leaves behind step by step: the mean of the reward's lead over it over the last
+    - *pulling away* (warning, critical): a task score logged on the same samples as the reward (a reward component, or
+      the correctness the reward function logged beside the score, verl's ``reward_extra/acc/mean``; not held out) that
+      the reward leaves behind step by step: the mean of the reward's lead over it over the last
       ``gap_span`` steps ``gap_z`` of the lead's own early noise (of such a mean) above that lead during the warm-up,
       the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`); critical once both are
       ``critical_factor`` x as large for as many observations. The difference of
@@ -231,7 +234,7 @@ class RewardDivergence(Detector):
             paired = track.last_step == reward.last_step == step
             if found is None and paired and _same_samples(key):
                 found = self._lead_opened(step, key, track, reward)
-            if found is None and paired and key.startswith(COMPONENT):
+            if found is None and paired and _same_samples(key):
                 found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
                 found = self._correctness_flat(step, key, track, reward, up)
@@ -284,10 +287,16 @@ class RewardDivergence(Detector):
         at = dict(zip(reward.tail_steps(n + 8), reward.tail(n + 8)))
         return [(s, at[s], v) for s, v in zip(track.tail_steps(n), track.tail(n)) if s in at]
 
+    def _equal_since(self, track: Track, reward: Track, start: int) -> bool:
+        """Whether the reward equalled ``track`` (to float rounding) on every step since ``start`` both logged, and
+        they logged one or more: the reward is that score over those steps."""
+        pairs = [(r, v) for s, r, v in self._paired(track, reward, 64) if s >= start]
+        return bool(pairs) and all(abs(r - v) <= 1e-6 * max(1.0, abs(r)) for r, v in pairs)
+
     def _paired_gap(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
         """The reward pulling away from a task score logged on the same samples (a reward component not named for
         format: TRL's ``rewards/accuracy/mean`` beside a paid ``reward``, Tinker's correctness ``f`` beside the
-        ``g`` it trains on). Both move with the same prompts' difficulty, so their difference, step by step, is far
+        ``g`` it trains on, verl's ``reward_extra/acc/mean`` beside ``critic/score/mean``). Both move with the same prompts' difficulty, so their difference, step by step, is far
         quieter than either: the mean of the reward's lead over the score over the last ``gap_span`` steps
         ``gap_z`` noise units of the lead itself (its step-to-step noise over the warm-up, of such a mean: 0 for a
         reward that was its score) above its lead during the warm-up, while the reward's own mean over those steps is
@@ -571,6 +580,8 @@ class RewardDivergence(Detector):
                 or not r_now - r_then >= p["gain_z"] * self._reward.noise:
             return None
         start = step - w
+        if _same_samples(key) and self._equal_since(track, reward, start - w // 4):
+            return None  # the reward is this score on every step: its rise is the score's, nothing paid for length
         after, n_after = _mean_between(track, step - w // 2, step)  # the held-out level now ...
         before, n_before = _mean_between(track, start - w // 4, start + w // 4)  # ... and where the window began
         if n_after < 3 or n_before < 2:  # a held-out score is noisy: a few points on each side
