@@ -265,6 +265,13 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
                          "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
                          "held within its range window (issue 29, branch h-entropyup)",
+    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
+                          "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
+                          "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
+                          "0.5-2.5 make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
+                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning "
+                          "does; its betadecay length-explosion run's length, clip ratio, kl and entropy were read: "
+                          "left missed (issue 29, branch h-trlcrit)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
