@@ -271,9 +271,15 @@ DEVELOPED_ON: dict[str, str] = {
                                "correctness field logged beside the score, not only critic/score/<fn> parts (issue 29, "
                                "branch h-hack)",
     "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
-                          "run at 884cba3); then its healthy syncref10 run's reward, rewards/accuracy/mean and "
-                          "completions/mean_length were read: reward_divergence's length-bonus rule does not judge a "
-                          "score the reward equalled on every step of its window (issue 29, branch h-hack)",
+                          "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
+                          "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
+                          "0.5-2.5 make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
+                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning "
+                          "does; its betadecay length-explosion run's length, clip ratio, kl and entropy were read: "
+                          "left missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
+                          "rewards/accuracy/mean and completions/mean_length were read: reward_divergence's "
+                          "length-bonus rule does not judge a score the reward equalled on every step of its window "
+                          "(issue 29, branch h-hack)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

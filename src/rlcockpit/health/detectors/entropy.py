@@ -348,7 +348,9 @@ class EntropyExplosion(FrozenBaseline):
     ``critical_from`` (0.3 nats per token, the low end of where a language model samples at temperature 1.0): a
     policy that starts almost greedy (a short-answer SFT model at 0.1) and goes back to a normal spread for a while
     (longer answers, 0.66 nats) has multiplied its entropy without sampling noise; it is warned of, a critical
-    needs the entropy at ``critical_ratio`` x that level (0.9 nats) or more. Noise (critical, from the first
+    needs the entropy at ``critical_ratio`` x that level (0.9 nats) or more, on ``sustain`` consecutive checks of
+    its own (magnitude and persistence: a run that rose to 2.8x its warm-up in a learning phase and sat there,
+    logged every 10 steps, crosses 3x on one logged value now and then; that is its plateau's noise). Noise (critical, from the first
     logged step, no warm-up): ``sustain`` consecutive values above the guide's entropy ``noise_above`` (nats per token: no language model samples text
     that spread while it learns) and above ``critical_ratio`` x the first logged value (the policy before any
     update; a per-response entropy summed over tokens starts high and only counts once it has multiplied): a run
@@ -376,9 +378,13 @@ class EntropyExplosion(FrozenBaseline):
         ref = max(self.base, ENTROPY_FLOOR)
         ratio = s / ref
         if not self.sustained(ratio > self.p["warn_ratio"], self.p["sustain"]):
+            self._crit_streak = 0
             return self._out_of_range(step, track)
-        # the critical's reference: at least the guide's ``critical_from`` (class docstring)
-        sev = "critical" if s > self.p["critical_ratio"] * max(ref, CRITICAL_FROM) else "warning"
+        # the critical's reference: at least the guide's ``critical_from`` (class docstring); held for ``sustain``
+        # checks of its own, as the warning's ratio is
+        over = s > self.p["critical_ratio"] * max(ref, CRITICAL_FROM)
+        self._crit_streak = self._crit_streak + 1 if over else 0
+        sev = "critical" if self._crit_streak >= self.p["sustain"] else "warning"
         level = f"its warm-up median {fmt(self.base)}" if ref == self.base else \
             f"{fmt(ref)} (its warm-up median {fmt(self.base)} is below that)"
         return self.fire(step, sev, f"Entropy exploding: {track.raw} {fmt(s)}, {ratio:.1f}x {level}",
@@ -387,6 +393,7 @@ class EntropyExplosion(FrozenBaseline):
     def __init__(self, params, ctx) -> None:
         super().__init__(params, ctx)
         self._level = math.nan  # slow running mean of the entropy: the cheap gate of the range rule
+        self._crit_streak = 0  # consecutive checks with the smoothed entropy above the critical's bar
         self._noise_bar = math.inf  # the noise rule's bar, set on the first logged value
         self._noise_bar_first = math.nan  # ... that value
         self._noisy, self._noisy_start = 0, -1  # the current run of values above it: its length, its first step

@@ -313,6 +313,10 @@ class KLSpike(StartReferenced):
     ``sustain`` values nearer the reference than that median, in log units (a jump from the run's level; a KL logged every 7
     steps that climbed 0.11 -> 0.27 -> 0.42 -> 0.54 over 60 steps is a rise, judged by ``kl_rising``). The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
+    Both need the held median above all but ``tail_allow`` of the window's values: a heavy-tailed KL (sequence-level
+    importance ratios, a few completions a batch) that reached 0.5 and 1.0 as single batches within its last 20
+    logged steps has shown that level as its own noise, and three such batches in a row (0.78, 0.27, 0.45 against
+    a median of 0.08) are no jump out of its range.
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
@@ -322,7 +326,7 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "warn_hold": 3,
+                "warn_hold": 3, "tail_allow": 1,
                 "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
@@ -339,6 +343,7 @@ class KLSpike(StartReferenced):
         self._spread = math.nan
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
+        self._tail = math.nan  # the window's value ranked ``tail_allow`` + 1 from the top
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
     def check_early(self, step: int, track: Track) -> Finding | None:
@@ -378,6 +383,8 @@ class KLSpike(StartReferenced):
             self._level = fit[0] if fit else median(window)  # the run's own level, as the title states it
             self._ref, self._spread = max(self._level, p["min_abs"]), fit[1] if fit else p["log_floor"]
             self._onset, self._before = step, prev
+            top = sorted(window)[-int(p["tail_allow"]) - 1:] if len(window) > p["tail_allow"] else [0.0]
+            self._tail = top[0]
         self._streak += 1
         period = self._repeats.period
         n = int(p["sustain"]) * period
@@ -390,8 +397,11 @@ class KLSpike(StartReferenced):
         sudden = track.n <= n or track.ago(n) <= math.sqrt(max(held, 0.0) * self._ref)
         # a critical clears the warning's absolute bar too: a KL held at 0.1-0.2 is a healthy run's level, however
         # small the median it is measured against (a 2-prompt run's KL wanders 0.006-0.2 between logged steps)
+        # above the run's own tail: a level its single batches reached more than ``tail_allow`` times in the window
+        # is one it wanders to (a heavy-tailed KL visits 0.3-1 now and then), three such batches in a row no jump
+        beyond = held > self._tail
         if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden \
-                and held > p["warn_abs"]:
+                and held > p["warn_abs"] and beyond:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -401,7 +411,7 @@ class KLSpike(StartReferenced):
         k = int(p["warn_hold"]) * period
         both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
-                and self._before < p["prev_abs"]:
+                and self._before < p["prev_abs"] and beyond:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},

@@ -636,14 +636,18 @@ class LRSchedule(Detector):
     """``actor/lr`` not what the run asked for (warning only). Decays are left alone — step decay, cosine,
     linear to zero are all schedules people plan. Flagged: the lr above ``peak_ratio`` x the configured peak for
     ``sustain`` observations (a resumed scheduler, a unit error), an upward jump of more than ``jump_ratio`` x
-    between two observations after the lr had reached its peak (a schedule restarted by accident), the lr risen to
+    between two observations after the lr had reached its peak, to at least ``min_share`` of that peak (a schedule
+    restarted by accident; the lr leaving a cosine's trough near 0 multiplies many times over), the lr risen to
     ``jump_ratio`` x the lowest it had decayed to since its peak, and to ``min_share`` of that peak, for ``sustain``
-    observations (a ramp made of small steps: a schedule that climbs again, each step under ``jump_ratio`` x the one
-    before it; a warm-up then a decay, linear or cosine, only ever falls after its peak), or an lr of 0
+    observations and past ``cycle_ratio`` x the peak it first fell from (a ramp made of small steps: a schedule that
+    climbs again, each step under ``jump_ratio`` x the one before it; a warm-up then a decay, linear or cosine, only
+    ever falls after its peak, and a cyclic one — cosine with restarts, several cosine cycles — climbs back to that
+    peak, not past it), or an lr of 0
     for ``sustain`` observations before the last ``end_share`` of the configured steps (nothing is learned)."""
 
     keys = (LR,)
-    defaults = {"peak_ratio": 1.5, "jump_ratio": 3.0, "sustain": 3, "end_share": 0.1, "min_share": 0.1}
+    defaults = {"peak_ratio": 1.5, "jump_ratio": 3.0, "sustain": 3, "end_share": 0.1, "min_share": 0.1,
+                "cycle_ratio": 1.05}
     common = {"enabled": True, "warmup": 0, "cooldown": 100}
     cause = "the scheduler is not the one configured (resumed state, wrong total steps)"
 
@@ -656,6 +660,7 @@ class LRSchedule(Detector):
         self._config: tuple[float | None, float | None] | None = None
         self._max = 0.0
         self._low = math.inf  # the lowest lr since it fell from its peak (inf: it has not fallen yet)
+        self._peak = 0.0  # the lr it first fell from
 
     def check(self, step: int) -> Finding | None:
         if self._config is None:  # the config does not change during a run: read it once
@@ -667,14 +672,18 @@ class LRSchedule(Detector):
         problem, needed, climbed = "", self.p["sustain"], {}
         if peak and lr > self.p["peak_ratio"] * peak:
             problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
-        elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max:
+        elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max \
+                and lr > self.p["min_share"] * self._max:  # 1e-9 -> 3e-9 at a cosine's trough is no jump
             problem, needed = f"lr jumped up {fmt(prev)} -> {fmt(lr)} after it had decayed", 1
-        elif lr > self.p["jump_ratio"] * self._low and lr > self.p["min_share"] * self._max:
+        elif lr > self.p["jump_ratio"] * self._low and lr > self.p["min_share"] * self._max \
+                and lr > self.p["cycle_ratio"] * self._peak:
             climbed = {"lr_low": self._low, "rise": lr / self._low}
             problem = f"lr climbed again to {fmt(lr)}, {lr / self._low:.1f}x the {fmt(self._low)} it had decayed to"
         elif lr <= 0 and self._max > 0 and (not total or step < (1 - self.p["end_share"]) * total):
             problem = "lr is zero in the middle of the run"
         if lr < self._max and lr < self._low:
+            if self._low == math.inf:
+                self._peak = self._max  # the peak it first decayed from: a cyclic schedule climbs back to it
             self._low = lr
         self._max = max(self._max, lr)
         if not self.sustained(bool(problem), needed):
