@@ -374,6 +374,7 @@ class MemoryGrowth(MemoryTrend):
         # the process's sparse RSS readings: (step, RSS in GB, the machine's used memory when it was read)
         self._rss_pts: list[tuple[int, float, float]] = []
         self._rss_n = 0
+        self._rss_key = ""  # the process's RSS series the run logs (none: "")
         self._confirmed = False  # the process's own RSS grew by more than host_growth_ratio of its first reading
 
     def min_growth(self, base: float, key: str = "") -> float:
@@ -390,18 +391,16 @@ class MemoryGrowth(MemoryTrend):
         """Keep each new reading of the process's RSS with the machine's used memory at that moment (the machine's
         track keeps only its recent values), and whether the process's own memory grew by more than
         ``host_growth_ratio`` of its first reading and by at least a quarter of what the machine grew meanwhile."""
-        for key, per_gb in ((RSS, 1.0), (RSS_MB, 1024.0)):
-            rss = self.ctx.tracks.get(key)
-            if rss is None:
-                continue
-            if rss.n != self._rss_n:
-                self._rss_n = rss.n
-                self._rss_pts.append((rss.last_step, rss.last / per_gb, machine.last))
-                (_s0, r0, m0), (_s1, r1, m1) = self._rss_pts[0], self._rss_pts[-1]
-                self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= 0.25 * (m1 - m0)
-                if CPU_USED in self._top:
-                    self._top[CPU_USED][4] = self.min_growth(self._base[CPU_USED][0], CPU_USED)
+        rss = self.ctx.tracks[self._rss_key]
+        if rss.n == self._rss_n:
             return
+        self._rss_n = rss.n
+        per_gb = 1024.0 if self._rss_key == RSS_MB else 1.0
+        self._rss_pts.append((rss.last_step, rss.last / per_gb, machine.last))
+        (_s0, r0, m0), (_s1, r1, m1) = self._rss_pts[0], self._rss_pts[-1]
+        self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= 0.25 * (m1 - m0)
+        if CPU_USED in self._top:
+            self._top[CPU_USED][4] = self.min_growth(self._base[CPU_USED][0], CPU_USED)
 
     def record_growth(self, base: float, key: str = "") -> float:
         """Device memory: half ``min_growth`` (a device's peak only rises with a leak or a longer batch). Host
@@ -415,6 +414,7 @@ class MemoryGrowth(MemoryTrend):
         if self._present_at != len(self.ctx.tracks) or self._based != len(self._base):  # which series to judge:
             self._present_at, self._based = len(self.ctx.tracks), len(self._base)  # anew when a key appears or warms up
             self._present = [k for k in self.keys if k in self.ctx.tracks]
+            self._rss_key = RSS if RSS in self.ctx.tracks else RSS_MB if RSS_MB in self.ctx.tracks else ""
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
             if RSS in self._base or RSS_MB in self._base:  # the process's own memory has a level: the machine's
@@ -422,7 +422,7 @@ class MemoryGrowth(MemoryTrend):
         tracks, state = self.ctx.tracks, self._top
         for key in self._present:
             track = tracks[key]
-            if key == CPU_USED:
+            if key == CPU_USED and self._rss_key:
                 self._note_rss(track)
             if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
