@@ -257,6 +257,13 @@ DEVELOPED_ON: dict[str, str] = {
                               "h-sparsegrad); then its tempramp run's entropy (left missed: a healthy run's entropy "
                               "rises as fast and further, see the report) and its dedupscan run's timing_s split were"
                               " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)",
+    "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
+                               "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
+                               "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
+                               "were read: memory_growth keeps each sparse RSS reading with the machine's level when "
+                               "read, the machine's climb before the first reading raises the host bar, and RSS "
+                               "readings that grew past it let the machine series be judged by the process's bar "
+                               "(issue 29, branch h-memnoise)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "

@@ -11,7 +11,6 @@ aggregated by the monitor (max over devices).
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import deque
 
@@ -346,7 +345,11 @@ class MemoryGrowth(MemoryTrend):
     ``perf/cpu_memory_used_gb``, the machine's: not judged once the process's RSS is logged often enough to have a
     level of its own — an RSS logged every hundred steps never warms up, and a leak would go unseen in both — and
     not raised while such a sparse RSS, read before and after most of the machine's climb, grew by less than a
-    quarter of what the machine's grew between those readings: the climb is then another process's): a
+    quarter of what the machine's grew between those readings: the climb is then another process's; the machine's
+    climb before the first RSS reading, which those readings cannot speak to, raises its bar rather than counting
+    towards it; once the RSS readings themselves grew by more than ``host_growth_ratio`` of the first one and a
+    quarter of the machine's growth meanwhile, the machine's used memory stands in for the process's and is judged by
+    ``growth_ratio``): a
     creep of more than ``growth_ratio`` x the run's own level after warm-up
     (``host_growth_ratio`` for the machine's used memory, which other processes move too), and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
@@ -368,11 +371,36 @@ class MemoryGrowth(MemoryTrend):
         self._present: list[str] = []
         self._present_at = self._based = -1
         self._signs: dict[str, list] = {}  # key -> [window of rise flags, rises in it, earlier rises, earlier n, n]
+        # the process's sparse RSS readings: (step, RSS in GB, the machine's used memory when it was read)
+        self._rss_pts: list[tuple[int, float, float]] = []
+        self._rss_n = 0
+        self._rss_key = ""  # the process's RSS series the run logs (none: "")
+        self._confirmed = False  # the process's own RSS grew by more than host_growth_ratio of its first reading
 
     def min_growth(self, base: float, key: str = "") -> float:
         # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
-        ratio = self.p["host_growth_ratio"] if key == CPU_USED else self.p["growth_ratio"]
-        return ratio * abs(base)
+        if key != CPU_USED:
+            return self.p["growth_ratio"] * abs(base)
+        if self._confirmed:  # the process's own readings say it grows: the dense machine series stands in for it
+            return self.p["growth_ratio"] * abs(base)
+        # the machine's climb before the process's first RSS reading is not one its readings can confirm or refute
+        before = self._rss_pts[0][2] - base if self._rss_pts else 0.0
+        return self.p["host_growth_ratio"] * abs(base) + max(before, 0.0)
+
+    def _note_rss(self, machine: Track) -> None:
+        """Keep each new reading of the process's RSS with the machine's used memory at that moment (the machine's
+        track keeps only its recent values), and whether the process's own memory grew by more than
+        ``host_growth_ratio`` of its first reading and by at least a quarter of what the machine grew meanwhile."""
+        rss = self.ctx.tracks[self._rss_key]
+        if rss.n == self._rss_n:
+            return
+        self._rss_n = rss.n
+        per_gb = 1024.0 if self._rss_key == RSS_MB else 1.0
+        self._rss_pts.append((rss.last_step, rss.last / per_gb, machine.last))
+        (_s0, r0, m0), (_s1, r1, m1) = self._rss_pts[0], self._rss_pts[-1]
+        self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= 0.25 * (m1 - m0)
+        if CPU_USED in self._top:
+            self._top[CPU_USED][4] = self.min_growth(self._base[CPU_USED][0], CPU_USED)
 
     def record_growth(self, base: float, key: str = "") -> float:
         """Device memory: half ``min_growth`` (a device's peak only rises with a leak or a longer batch). Host
@@ -386,6 +414,7 @@ class MemoryGrowth(MemoryTrend):
         if self._present_at != len(self.ctx.tracks) or self._based != len(self._base):  # which series to judge:
             self._present_at, self._based = len(self.ctx.tracks), len(self._base)  # anew when a key appears or warms up
             self._present = [k for k in self.keys if k in self.ctx.tracks]
+            self._rss_key = RSS if RSS in self.ctx.tracks else RSS_MB if RSS_MB in self.ctx.tracks else ""
             if GPU_MEM in self.ctx.tracks:  # the same devices in percent of capacity: gpu_memory judges them
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
             if RSS in self._base or RSS_MB in self._base:  # the process's own memory has a level: the machine's
@@ -393,6 +422,8 @@ class MemoryGrowth(MemoryTrend):
         tracks, state = self.ctx.tracks, self._top
         for key in self._present:
             track = tracks[key]
+            if key == CPU_USED and self._rss_key:
+                self._note_rss(track)
             if track.last_step != step or (key not in self._base and not self.ready(key, track)):
                 continue
             if key == CPU_USED:
@@ -411,23 +442,18 @@ class MemoryGrowth(MemoryTrend):
         return None
 
     def _process_grew(self, machine: Track, growth_gb: float) -> bool:
-        """Whether the process's own RSS, where logged at least twice (too sparsely to be judged by itself) and read
-        across a quarter or more of the machine's climb of ``growth_gb``, grew by at least a quarter of what the
-        machine's used memory grew between its first and last readings: a machine whose used memory climbs while
-        this run's RSS holds is another process's climb. True where no such pair of readings says otherwise."""
-        for key, per_gb in ((RSS, 1.0), (RSS_MB, 1024.0)):
-            rss = self.ctx.tracks.get(key)
-            if rss is None or rss.n < 2:
-                continue
-            first = bisect.bisect_left(machine.steps, rss.steps[0])
-            last = bisect.bisect_left(machine.steps, rss.last_step)
-            if last >= len(machine.values):
-                return True
-            spanned = machine.values[last] - machine.values[min(first, last)]
-            if spanned < 0.25 * growth_gb:  # the readings do not bracket the climb: they say nothing about it
-                return True
-            return (rss.last - rss.values[0]) / per_gb >= 0.25 * spanned
-        return True
+        """Whether the process's own RSS, where read at least twice (too sparsely to be judged by itself) across a
+        quarter or more of the machine's climb of ``growth_gb``, grew by at least a quarter of what the machine's
+        used memory grew between its first and last readings: a machine whose used memory climbs while this run's
+        RSS holds is another process's climb. True where no such pair of readings says otherwise."""
+        pts = self._rss_pts
+        if len(pts) < 2:
+            return True
+        (_s0, r0, m0), (_s1, r1, m1) = pts[0], pts[-1]
+        spanned = m1 - m0
+        if spanned < 0.25 * growth_gb:  # the readings do not bracket the climb: they say nothing about it
+            return True
+        return r1 - r0 >= 0.25 * spanned
 
     def _sign_trend(self, step: int, key: str, track: Track) -> Finding | None:
         """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
