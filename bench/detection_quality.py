@@ -263,7 +263,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "were read: memory_growth keeps each sparse RSS reading with the machine's level when "
                                "read, the machine's climb before the first reading raises the host bar, and RSS "
                                "readings that grew past it let the machine series be judged by the process's bar "
-                               "(issue 29, branch h-memnoise)",
+                               "(issue 29, branch h-memnoise); then its leading1bias run's critic/score/mean and "
+                               "reward_extra/acc/mean were read: reward_divergence's pulling-away lead judges verl's "
+                               "correctness field logged beside the score, not only critic/score/<fn> parts (issue "
+                               "29, branch h-hack)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -272,11 +275,6 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
                          "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
                          "held within its range window (issue 29, branch h-entropyup)",
-    "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
-                               "healthy run at 884cba3); then its leading1bias run's critic/score/mean and "
-                               "reward_extra/acc/mean were read: reward_divergence's pulling-away lead judges verl's "
-                               "correctness field logged beside the score, not only critic/score/<fn> parts (issue 29, "
-                               "branch h-hack)",
     "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
                           "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
                           "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
