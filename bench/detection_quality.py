@@ -265,6 +265,13 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
                          "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
                          "held within its range window (issue 29, branch h-entropyup)",
+    "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
+                               "healthy run at 884cba3); then its 1-prompt 16-sample entropy-bonus run's and 3-prompt "
+                               "3-sample run's actor/grad_norm, critic/advantages/max/min and score were read: "
+                               "grad_spike counts a step whose every advantage is 0 as one without a learning signal "
+                               "(the entropy term's norm), and calls a second spike critical only within a burst of "
+                               "10 logged steps; the 3-sample run's two one-step warnings left (issue 29, branch "
+                               "h-gradcrit)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
