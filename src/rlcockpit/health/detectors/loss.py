@@ -415,7 +415,7 @@ class GradSpike(FrozenBaseline):
     sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a warning."""
 
     keys = (GRAD, FRAC_ZERO)
-    prefixes = ("critic/advantages/",)  # tracked for ADV_MAX/ADV_MIN (the tie test), not cited as evidence
+    prefixes = (ADV_MAX, ADV_MIN)  # tracked (a prefix each) for the tie test, not cited as evidence
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
                 "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3, "burst": 10}
     story, role = "divergence", "mechanism"
