@@ -270,7 +270,7 @@ DEVELOPED_ON: dict[str, str] = {
                                "3-sample run's actor/grad_norm, critic/advantages/max/min and score were read: "
                                "grad_spike counts a step whose every advantage is 0 as one without a learning signal "
                                "(the entropy term's norm), and calls a second spike critical only within a burst of "
-                               "10 logged steps; the 3-sample run's two one-step warnings left (issue 29, branch "
+                               "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings left (issue 29, branch "
                                "h-gradcrit)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,

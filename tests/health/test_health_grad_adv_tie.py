@@ -8,7 +8,8 @@ a critical only in a burst (issue 29, branch h-gradcrit).
   their geometric middle, 0.52, and 53.7 at step 16 (6x the steps with a signal) "stayed high", a critical.
 - The same run has two one-step spikes, 32.5 at 112 and 86.8 at 132, the norm back at 2-7 for the 19 steps between
   (its entropy dips for the one step of each): two one-off events, a warning, not "spiked again". The failures'
-  repeated spikes come in bursts (1-7 logged steps apart: a reward x100/x300, an outlier batch, an lr ramp).
+  repeated spikes come in bursts (1-7 logged steps apart: a reward x100/x300, an outlier batch, an lr ramp), or
+  the second is two orders of magnitude over the median (a reward x300's 824x, 20 steps after an 8x one).
 """
 
 from __future__ import annotations
@@ -61,3 +62,6 @@ def test_the_failures_repeated_spikes_stay_criticals():
     assert found[:1] == [(200, "warning")] and (203, "critical") in found, found
     outlier = real_run("grad_spike-gpt2s2-2prompt-4gen-grpoloss-noscale-outlier200-400", "trl_cpu_settings6")
     assert spikes(replay(outlier))[:2] == [(212, "warning"), (219, "critical")]
+    # 824x its median, 20 steps after an 8x spike: two orders of magnitude count a spike anywhere in the window
+    x300 = real_run("grad_spike-llamas1-2prompt-bnpo-noscale-rewardx300-400", "trl_cpu_settings5")
+    assert spikes(replay(x300))[:1] == [(230, "critical")]

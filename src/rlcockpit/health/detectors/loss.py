@@ -410,9 +410,11 @@ class GradSpike(FrozenBaseline):
     and > ``huge_z`` spreads above it (a norm forty times the run's median is a spike even where the norm swings by
     a factor of two from step to step; a warning only). Critical: > ``critical_ratio`` x the reference and a second
     spike (> ``warn_ratio`` x it) among the last ``burst`` logged steps (persistence: a burst; two spikes further
-    apart, the norm back at its level between, are two one-off events, each a warning), or the smoothed norm >
-    ``critical_ratio`` x its warm-up level (the median of its first ``warmup`` steps with a learning signal; a
-    sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a warning."""
+    apart, the norm back at its level between, are two one-off events, each a warning; a second spike over
+    ``critical_ratio`` squared x the reference, two orders of magnitude, counts one anywhere in the window), or the
+    smoothed norm > ``critical_ratio`` x its warm-up level (the median of its first ``warmup`` steps with a learning
+    signal; a sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a
+    warning."""
 
     keys = (GRAD, FRAC_ZERO)
     prefixes = (ADV_MAX, ADV_MIN)  # tracked (a prefix each) for the tie test, not cited as evidence
@@ -527,7 +529,8 @@ class GradSpike(FrozenBaseline):
         far = ratio > p["warn_ratio"] and math.log(ratio) > p["z_log"] * spread
         if not far and (ratio <= p["huge_ratio"] or math.log(ratio) <= p["huge_z"] * spread):
             return None
-        repeated = recent_count(track, p["burst"], p["warn_ratio"] * ref) >= 2
+        span = p["burst"] if ratio <= p["critical_ratio"] ** 2 else p["window"]  # two orders of magnitude: the window
+        repeated = recent_count(track, span, p["warn_ratio"] * ref) >= 2
         if far and ratio > p["critical_ratio"] and repeated:
             return self.fire(step, "critical", f"Gradient norm spiked again: {fmt(v)}, {ratio:.0f}x {where}",
                              "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
