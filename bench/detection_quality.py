@@ -266,7 +266,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "(issue 29, branch h-memnoise); then its leading1bias run's critic/score/mean and "
                                "reward_extra/acc/mean were read: reward_divergence's pulling-away lead judges verl's "
                                "correctness field logged beside the score, not only critic/score/<fn> parts (issue "
-                               "29, branch h-hack)",
+                               "29, branch h-hack); then its 1-prompt 16-sample entropy-bonus run's and 3-prompt "
+                               "3-sample run's actor/grad_norm, critic/advantages/max/min and score were read: "
+                               "grad_spike counts a step whose every advantage is 0 as one without a learning signal "
+                               "(the entropy term's norm), and calls a second spike critical only within a burst of "
+                               "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
+                               "left (issue 29, branch h-gradcrit)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "

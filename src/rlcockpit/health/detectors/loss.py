@@ -39,6 +39,7 @@ from rlcockpit.metrics.guide import threshold
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
 SKIPPED = "actor/nonfinite_skipped"
 FRAC_ZERO = "critic/score/frac_zero_std"  # share of prompt groups whose rewards all tie (TRL: frac_reward_zero_std)
+ADV_MAX, ADV_MIN = "critic/advantages/max", "critic/advantages/min"  # both 0: every advantage of the batch is zero
 MIN_VARIED = 5  # values off the median a trailing window needs before its spread means anything
 ROUNDOFF = 1e-6  # float32 round-off of a sum of O(1) terms: a loss this close to its median has not moved
 
@@ -397,23 +398,28 @@ class LossPlateau(FrozenBaseline):
 
 @register_detector("grad_spike", "grad_norm")
 class GradSpike(FrozenBaseline):
-    """Gradient-norm spike, judged against the run's own spread. The reference is the median of the last
-    ``window`` steps that had a learning signal, the spread the robust scale of their logs (a noisy run swings by
-    a factor). A step without one says nothing about the size of the others: its norm is 0 (every advantage zero)
-    or, where the run logs the share of prompt groups whose rewards all tie (``critic/score/frac_zero_std``, TRL's
-    ``frac_reward_zero_std``) and every group tied, the KL term's alone. A sparse reward's norm is large exactly at
-    its few steps with a signal; such a step is judged against the others like it, not against the tied ones (a
-    step that tied itself is judged against every step with a gradient).
+    """Gradient-norm spike, judged against the run's own spread. The reference is the median of the last ``window``
+    steps that had a learning signal, the spread the robust scale of their logs (a noisy run swings by a factor). A
+    step without one says nothing about the size of the others: its norm is 0 (every advantage zero) or, where the
+    run logs the share of prompt groups whose rewards all tie (``critic/score/frac_zero_std``, TRL's
+    ``frac_reward_zero_std``) and every group tied, or where it logs the batch's largest and smallest advantage
+    (``critic/advantages/max``/``min``) and both are 0, the KL or entropy term's alone. A sparse reward's norm is
+    large exactly at its few steps with a signal; such a step is judged against the others like it, not against the
+    tied ones (a step that tied itself is judged against every step with a gradient).
     Warning: > ``warn_ratio`` x the reference and > ``z_log`` spreads above it, or > ``huge_ratio`` x the reference
-    and > ``huge_z`` spreads above it (a norm forty times the run's median is a spike even where the norm swings
-    by a factor of two from step to step; a warning only). Critical: > ``critical_ratio`` x
-    the reference and a second spike in the same window (persistence), or the smoothed norm > ``critical_ratio``
-    x its warm-up level (the median of its first ``warmup`` steps with a learning signal; a sparse reward's, once it
-    has 5) on ``sustain`` observations (steady growth). One spike alone stays a warning."""
+    and > ``huge_z`` spreads above it (a norm forty times the run's median is a spike even where the norm swings by
+    a factor of two from step to step; a warning only). Critical: > ``critical_ratio`` x the reference and a second
+    spike (> ``warn_ratio`` x it) among the last ``burst`` logged steps (persistence: a burst; two spikes further
+    apart, the norm back at its level between, are two one-off events, each a warning; a second spike over
+    ``critical_ratio`` squared x the reference, two orders of magnitude, counts one anywhere in the window), or the
+    smoothed norm > ``critical_ratio`` x its warm-up level (the median of its first ``warmup`` steps with a learning
+    signal; a sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a
+    warning."""
 
     keys = (GRAD, FRAC_ZERO)
+    prefixes = (ADV_MAX, ADV_MIN)  # tracked (a prefix each) for the tie test, not cited as evidence
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
-                "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3}
+                "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3, "burst": 10}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 
@@ -452,23 +458,35 @@ class GradSpike(FrozenBaseline):
         """The norms of the last ``k`` steps before the newest that had a gradient (a norm above 0) and, with
         ``signal`` where the run logs the zero-std share, a reward spread in some group (the share logged last at
         or before the step below 1: several optimiser steps on one generation, or a share logged less often than
-        the norm, share the batch it describes), oldest first. Both tracks' steps rise: one walk back pairs them."""
-        track = self.ctx.tracks[GRAD]
-        tied = self.ctx.tracks.get(FRAC_ZERO) if signal else None
+        the norm, share the batch it describes), and not every advantage zero (the largest and the smallest logged
+        at or before it both 0), oldest first. Every track's steps rise: one walk back pairs them."""
+        tracks = self.ctx.tracks
+        track = tracks[GRAD]
+        tied = tracks.get(FRAC_ZERO) if signal else None
+        hi, lo = (tracks.get(ADV_MAX), tracks.get(ADV_MIN)) if signal else (None, None)
         gv, gs = track.values, track.steps
         fv, fs = (tied.values, tied.steps) if tied is not None else ((), ())
-        j = len(fs) - 1
+        hv, hs = (hi.values, hi.steps) if hi is not None and lo is not None else ((), ())
+        lv, ls = (lo.values, lo.steps) if hi is not None and lo is not None else ((), ())
+        j, a, b = len(fs) - 1, len(hs) - 1, len(ls) - 1
         out: list[float] = []
         for i in range(len(gv) - 2, -1, -1):
             v = gv[i]
             if v <= 1e-12:
                 continue
+            s = gs[i]
             if j >= 0:
-                s = gs[i]
                 while j >= 0 and fs[j] > s:
                     j -= 1
                 if j >= 0 and fv[j] >= 1.0 - 1e-9:
                     continue  # every group of the batch in use tied: the KL term's norm
+            if a >= 0 and b >= 0:
+                while a >= 0 and hs[a] > s:
+                    a -= 1
+                while b >= 0 and ls[b] > s:
+                    b -= 1
+                if a >= 0 and b >= 0 and abs(hv[a]) <= 1e-12 and abs(lv[b]) <= 1e-12:
+                    continue  # every advantage of the batch in use zero: the KL or entropy term's norm
             out.append(v)
             if len(out) == k:
                 break
@@ -476,8 +494,12 @@ class GradSpike(FrozenBaseline):
         return out
 
     def _tied_now(self) -> bool:
-        tied = self.ctx.tracks.get(FRAC_ZERO)
-        return tied is not None and tied.last >= 1.0 - 1e-9
+        tracks = self.ctx.tracks
+        tied = tracks.get(FRAC_ZERO)
+        if tied is not None and tied.last >= 1.0 - 1e-9:
+            return True
+        hi, lo = tracks.get(ADV_MAX), tracks.get(ADV_MIN)
+        return hi is not None and lo is not None and abs(hi.last) <= 1e-12 and abs(lo.last) <= 1e-12
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -507,7 +529,8 @@ class GradSpike(FrozenBaseline):
         far = ratio > p["warn_ratio"] and math.log(ratio) > p["z_log"] * spread
         if not far and (ratio <= p["huge_ratio"] or math.log(ratio) <= p["huge_z"] * spread):
             return None
-        repeated = recent_count(track, p["window"], p["warn_ratio"] * ref) >= 2
+        span = p["burst"] if ratio <= p["critical_ratio"] ** 2 else p["window"]  # two orders of magnitude: the window
+        repeated = recent_count(track, span, p["warn_ratio"] * ref) >= 2
         if far and ratio > p["critical_ratio"] and repeated:
             return self.fire(step, "critical", f"Gradient norm spiked again: {fmt(v)}, {ratio:.0f}x {where}",
                              "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
