@@ -271,7 +271,8 @@ DEVELOPED_ON: dict[str, str] = {
                                "grad_spike counts a step whose every advantage is 0 as one without a learning signal "
                                "(the entropy term's norm), and calls a second spike critical only within a burst of "
                                "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
-                               "left (issue 29, branch h-gradcrit)",
+                               "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr was read: lr_schedule's climb must pass the peak the lr "
+                               "first fell from (issue 29, main)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "

@@ -52,10 +52,7 @@ def detector_keys() -> set[str]:
 # learning: no rule tells that apart at step 20-30 from a length runaway).
 BELOW_BAR_CRITICALS: dict[str, int] = {
     "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
-    # the fifteenth pass, as scored once held out at 884cba3 (BENCHMARKS "A ninth held-out batch")
-    "rlcockpit_trainer_cpu10-healthy-qwen2s6-1prompt-16sample-ent0005-resp24-600-val7": 2,
-    "trl_cpu_settings10-healthy-gpt2s6-3prompt-3gen-gspo-temp07-700-log3-eval15": 1,
-    "trl_cpu_settings10-healthy-qwen2s6-3prompt-3gen-cispo-syncref5-temp07-800-log10": 1,
+    # the fifteenth pass's four (884cba3, BENCHMARKS "A ninth held-out batch") went with h-gradcrit and h-trlcrit
 }
 BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0}  # per healthy run
 
