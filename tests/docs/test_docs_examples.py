@@ -110,6 +110,9 @@ def test_marked_python_examples_run(page: Path, tmp_path: Path) -> None:
     text = page.read_text(encoding="utf-8")
     snippets = [m.group(1) for m in re.finditer(re.escape(RUN_MARK) + r"\s*```python\n(.*?)```", text, re.S)]
     assert snippets, f"{page.name}: {RUN_MARK} must precede a python block"
+    # a run example writes under its working folder: an absolute /tmp path outlives the test (sweeps.md's download
+    # to /tmp/policy was left behind by every `make test`)
+    assert not [s for s in snippets if re.search(r"""["']/tmp/""", s)], f"{page.name}: an example writes to /tmp"
     driver = tmp_path / "run_examples.py"
     body = "\n".join(f"print('--- example {i}', flush=True)\nexec(compile({s!r}, 'example {i}', 'exec'), {{}})"
                      for i, s in enumerate(snippets))
