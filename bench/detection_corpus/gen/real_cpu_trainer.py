@@ -45,6 +45,12 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
+def batch_overrides(prompts: int, n: int, *more: str) -> list[str]:
+    """A spec's batch shape: ``prompts`` prompts a step, ``n`` samples each, one mini-batch a step; then ``more``."""
+    return [f"data.train_batch_size={prompts}", f"actor_rollout_ref.rollout.n={n}",
+            f"actor_rollout_ref.actor.ppo_mini_batch_size={prompts}", *more]
+
+
 def _model_overrides(spec: dict[str, Any]) -> list[str]:
     """The corpus BPE model (``model`` arch, ``model_seed``) scored by digit overlap, or with ``model: tiny`` the
     preset's own built-in tiny Qwen2 and reward (its size set by the spec's ``actor.model.tiny.*`` overrides)."""

@@ -34,16 +34,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from real_cpu_trainer import batch_overrides as _batch
 from real_cpu_trainer import run
 from real_cpu_trainer4 import ramp
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu10"
 
-
-def _batch(prompts: int, n: int, *more: str) -> list[str]:
-    return [f"data.train_batch_size={prompts}", f"actor_rollout_ref.rollout.n={n}",
-            f"actor_rollout_ref.actor.ppo_mini_batch_size={prompts}", *more]
 
 
 _CONST = ("actor_rollout_ref.actor.optim.lr_scheduler_type=constant",)
