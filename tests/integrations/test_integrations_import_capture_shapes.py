@@ -108,7 +108,38 @@ def test_the_last_line_without_its_newline_loses_its_last_pair_not_digits(tmp_pa
     out, hist = _import(tmp_path, capsys, "partial.log", text.encode())
     assert out["steps"] == 4 and hist.loc[4, "actor/grad_norm"] == 2.286
     assert math.isnan(hist.loc[4, "critic/score/mean"]) and hist.loc[3, "critic/score/mean"] == 0.016
-    assert out["skipped"] == 1 and "partial.log:4: the last line has no newline" in out["problems"][0]
+    assert out["skipped"] == 0 and out["values_lost"] == 1
+    assert "partial.log:4: the last line has no newline" in out["problems"][0]
+
+
+def test_a_line_cut_at_4096_characters_counts_the_pair_it_lost(tmp_path, capsys):
+    """W&B's ``output.log`` keeps 4096 characters of a line: a verl validation step's long line ends mid-pair. Its
+    step and complete pairs were kept, but the cut pair went without a word (``skipped`` 0, no problem): a loss the
+    user could not see. Now each cut line is counted in ``values_lost`` (not ``skipped``: the record was kept) and its
+    problem names the line and the pair."""
+    pad = " - ".join(f"val-aux/task{i}/reward/mean@1:0.{i:04d}" for i in range(200))
+    long_line = (LINE.format(s=2, v=0.5) + " - " + pad)[:4096]
+    assert len(long_line) == 4096 and not long_line.endswith("0.0199")
+    lines = [LINE.format(s=1, v=0.5), long_line, LINE.format(s=3, v=0.5)]
+    out, hist = _import(tmp_path, capsys, "cut.log", ("\n".join(lines) + "\n").encode())
+    assert out["steps"] == 3 and out["skipped"] == 0 and out["values_lost"] == 1
+    assert hist.loc[2, "critic/score/mean"] == 0.016 and hist.loc[2, "val-aux/task1/reward/mean@1"] == 0.0001
+    (problem,) = out["problems"]
+    assert problem.startswith(f"{tmp_path / 'cut.log'}:2: the line is 4096 characters long")
+    assert "a pair cut inside its key ('val-'...) left out" in problem
+
+
+def test_a_trl_dict_cut_at_4096_characters_counts_the_pair_it_lost(tmp_path, capsys):
+    """The same cut in a TRL console dict: the complete pairs were kept and the cut one dropped silently."""
+    head = "{'loss': 0.01, 'grad_norm': 0.5, 'learning_rate': 1e-06, 'reward': 0.25, 'kl': 0.001, "
+    pad = ", ".join(f"'rewards/fn{i}/mean': 0.{i:04d}" for i in range(200))
+    cut = (head + pad + ", 'epoch': 0.02}")[:4096]
+    lines = ["{'loss': 0.0, 'grad_norm': 0.4, 'learning_rate': 1e-06, 'reward': 0.2, 'kl': 0.0, 'epoch': 0.01}", cut,
+             "{'loss': 0.02, 'grad_norm': 0.6, 'learning_rate': 1e-06, 'reward': 0.3, 'kl': 0.002, 'epoch': 0.03}"]
+    out, hist = _import(tmp_path, capsys, "cut_trl.log", ("\n".join(lines) + "\n").encode(), "--kind", "trl-console")
+    assert out["steps"] == 3 and out["skipped"] == 0 and out["values_lost"] == 1
+    assert hist.loc[2, "reward"] == 0.25
+    assert any(":2: the dict is cut off" in p for p in out["problems"])
 
 
 def test_a_restart_is_named_and_keeps_the_first_values(tmp_path, capsys):

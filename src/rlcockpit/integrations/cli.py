@@ -114,7 +114,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"run_id": res.run_id, "kind": res.kind, "name": res.name, "project": res.project,
                           "steps": res.steps, "sample_rows": res.sample_rows, "skipped": res.skipped,
-                          "findings": len(res.findings), "error": res.error, "problems": res.problems[:20],
+                          "values_lost": res.values_lost, "findings": len(res.findings), "error": res.error, "problems": res.problems[:20],
                           "notes": res.notes},
                          indent=2))
     else:
@@ -125,7 +125,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     for text in res.problems[:5]:
         print(f"rlcockpit import: {text}", file=sys.stderr)
     if len(res.problems) > 5:
-        print(f"rlcockpit import: ... {len(res.problems) - 5} more skipped records (see the run's meta)", file=sys.stderr)
+        print(f"rlcockpit import: ... {len(res.problems) - 5} more problems (see the run's meta)", file=sys.stderr)
     if res.error:
         print(f"rlcockpit import: error: {res.error} (imported what came before it)", file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ from rlcockpit.integrations.readers import (
     ImportOptions,
     RowProblem,
     SampleProblem,
+    ValueLost,
     detect_kind,
     merge_config_file,
 )
@@ -48,6 +49,7 @@ class ImportResult:
     steps: int = 0
     sample_rows: int = 0
     skipped: int = 0
+    values_lost: int = 0  # values left out of records that were kept (a line cut mid-pair), each in ``problems``
     findings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -96,7 +98,7 @@ def import_run(
     try:
         first = next(rows, None)
         while isinstance(first, RowProblem):
-            early.append(str(first))
+            early.append(first)
             first = next(rows, None)
     except SourceError as exc:
         if exc.line is None or exc.line <= 1 or not early:
@@ -130,7 +132,7 @@ def import_run(
         row = first
         while row is not None:
             if isinstance(row, RowProblem):
-                _problem(result, str(row))
+                _problem(result, row)
                 row = next(rows, None)
                 continue
             step, metrics = row
@@ -169,7 +171,8 @@ def import_run(
                                "values kept")
         logger.warning("rlcockpit import: %s", result.problems[-1])
     if result.problems:
-        run.update_meta({"import_problems": result.problems[:MAX_PROBLEMS], "import_problem_count": result.skipped})
+        run.update_meta({"import_problems": result.problems[:MAX_PROBLEMS], "import_problem_count": result.skipped,
+                         "import_values_lost": result.values_lost})
     if result.error:
         run.update_meta({"import_error": result.error})
         last = max(run.step, 0)
@@ -180,7 +183,11 @@ def import_run(
 
 
 def _problem(result: ImportResult, text: str) -> None:
-    result.skipped += 1
+    """Record a problem of the source: a skipped record, or a value left out of a kept one (:class:`ValueLost`)."""
+    if isinstance(text, ValueLost):
+        result.values_lost += 1
+    else:
+        result.skipped += 1
     result.problems.append(text)
     if len(result.problems) <= 10:
         logger.warning("rlcockpit import: %s", text)

@@ -9,6 +9,7 @@ after everything before it — the importer stores what was read and reports the
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
@@ -27,7 +28,7 @@ from rlcockpit.integrations.verl_files import (
     log_lines,
     looks_like_console_log,
     looks_like_file_logger,
-    parse_console_line,
+    parse_console_line_cut,
     parse_file_logger_line,
     read_rollout_file,
     rollout_files,
@@ -38,6 +39,11 @@ from rlcockpit.registry import Registry
 
 class RowProblem(str):
     """Yielded among the rows for one record that was skipped (the text names file, line and why)."""
+
+
+class ValueLost(RowProblem):
+    """Yielded among the rows for a value left out of a record that was kept (a line cut by a capture tool: its
+    complete pairs are stored, the pair it was cut in is not). Counted apart from skipped records."""
 
 
 class SampleProblem(NamedTuple):
@@ -98,13 +104,10 @@ def _verl_rows(path: Path, console: bool) -> Rows:
     for line_no, raw in enumerate(log_lines(path), 1):
         text = raw.decode("utf-8", errors="replace")
         if console:
-            parsed = parse_console_line(text, cut=not raw.endswith(b"\n"))
-            if parsed and not raw.endswith(b"\n"):  # the last line, without its newline: cut off mid-write?
-                whole = parse_console_line(text)
-                if whole and whole[1] != parsed[1]:
-                    lost = ", ".join(sorted(set(whole[1]) - set(parsed[1])))
-                    yield RowProblem(f"{path}:{line_no}: the last line has no newline (cut off?): its last pair "
-                                     f"({lost}) left out, since its value may have lost digits")
+            cut = parse_console_line_cut(text, cut=not raw.endswith(b"\n"))
+            parsed = cut[:2] if cut else None
+            if cut and cut[2] is not None:
+                yield ValueLost(_cut_pair_text(path, line_no, text, raw, cut[2]))
         else:
             try:
                 parsed = parse_file_logger_line(text, path, line_no)
@@ -118,6 +121,15 @@ def _verl_rows(path: Path, console: bool) -> Rows:
                 raise
         if parsed is not None and parsed[1]:
             yield parsed
+
+
+def _cut_pair_text(path: Path, line_no: int, text: str, raw: bytes, pair: str) -> str:
+    """What a cut console line lost, in words: which pair and why it was not stored."""
+    key, colon, _ = pair.partition(":")
+    what = f"the pair {key.strip()[:80]!r}" if colon else f"a pair cut inside its key ({pair.strip()[:80]!r}...)"
+    why = ("the last line has no newline (cut off?)" if not raw.endswith(b"\n")
+           else f"the line is {len(text.rstrip(chr(13) + chr(10)))} characters long (cut by a capture tool?)")
+    return f"{path}:{line_no}: {why}: its complete pairs kept, {what} left out, since its value may have lost digits"
 
 
 def _first_line_error(path: Path) -> None:
@@ -265,15 +277,16 @@ def _detect_trl_console(source: str) -> bool:
 def _console_rows(path: Path, log: ConsoleLog, steps: list[int], damaged: list[SourceError]) -> Rows:
     """The dicts' rows with the problems (bad lines, bad values) among them in line order; then the error that
     ended the reading (a damaged gzip stream), if any."""
-    problems = iter(log.problems)
+    problems = iter(heapq.merge([(line, text, RowProblem) for line, text in log.problems],
+                                [(line, text, ValueLost) for line, text in log.lost], key=lambda p: p[0]))
     pending = next(problems, None)
     for record, step in zip(log.records, steps):
         while pending is not None and pending[0] <= record.line:
-            yield RowProblem(f"{path}:{pending[0]}: {pending[1]}")
+            yield pending[2](f"{path}:{pending[0]}: {pending[1]}")
             pending = next(problems, None)
         yield step, trl_metrics(record.entry)
     while pending is not None:
-        yield RowProblem(f"{path}:{pending[0]}: {pending[1]}")
+        yield pending[2](f"{path}:{pending[0]}: {pending[1]}")
         pending = next(problems, None)
     if damaged:
         raise damaged[0]

@@ -141,6 +141,7 @@ class ConsoleRecord:
 class ConsoleLog:
     records: list[ConsoleRecord] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)  # (line, text), in line order
+    lost: list[tuple[int, str]] = field(default_factory=list)  # values left out of kept dicts: (line, text)
 
 
 def _dict_text(segment: str) -> str | None:
@@ -216,7 +217,12 @@ def read_console(lines: Iterable[str]) -> ConsoleLog:
                     log.problems.append((line_no, "not a Python dict literal; line skipped"))
                 continue
             if bad:
-                log.problems.append((line_no, f"value(s) not numbers, left out: {', '.join(bad)}"))
+                log.lost.append((line_no, f"value(s) not numbers, left out: {', '.join(bad)}"))
+            if cut:
+                why = f"a line of {len(text)} characters: cut by a capture tool?" if len(text) >= CUT_LINE_CHARS \
+                    else "a job killed mid-print, or a copy cut short?"
+                log.lost.append((line_no, f"the dict is cut off before its '}}' ({why}): its complete pairs kept, "
+                                          "the pair it was cut in left out"))
             if trl_metrics(entry) and _is_trainer_log(entry):
                 if log.records and log.records[-1].bar_after is None:
                     log.records[-1].bar_after = (-1, -1)  # the next dict came first: no bar after that one

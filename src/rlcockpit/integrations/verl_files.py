@@ -123,6 +123,13 @@ def parse_console_line(text: str, cut: bool = False) -> tuple[int, dict[str, flo
     :data:`CUT_LINE_CHARS` characters, or one the caller knows was cut (``cut``: a log's last line without its
     newline), keeps its complete pairs and loses the one it was cut in: a number cut after some of its digits
     (``0.12`` of ``0.1234``) cannot be told from a whole one, so the last pair of such a line is never stored."""
+    parsed = parse_console_line_cut(text, cut)
+    return None if parsed is None else parsed[:2]
+
+
+def parse_console_line_cut(text: str, cut: bool = False) -> tuple[int, dict[str, float], str | None] | None:
+    """:func:`parse_console_line`, plus the pair it left out of a cut line (its text, e.g. ``actor/grad_norm:1.2`` or
+    a key cut mid-word, ``actor/gra``), or None when the line lost nothing: an importer says what a cut cost."""
     full = text.rstrip("\r\n").lstrip(BOM)
     # tqdm redraws its bar with "\r" on the same line as the metrics (``Training Progress: 10%|#| 1/10 [..]\rstep:1 -
     # ...``): the metrics line is one of the "\r"-separated pieces, the last one that reads as one
@@ -139,15 +146,16 @@ def parse_console_line(text: str, cut: bool = False) -> tuple[int, dict[str, flo
         if not m:
             continue
         parts = m.group(2).split(" - ")[1:]
-        if was_cut and not m.group(3):
-            parts = parts[:-1]  # the line ends in a pair that looks whole: its value may have lost digits
+        dropped = m.group(3)[3:] if was_cut and m.group(3) and m.group(3) != " -" else None
+        if was_cut and not m.group(3) and parts:
+            dropped = parts.pop()  # the line ends in a pair that looks whole: its value may have lost digits
         metrics: dict[str, float] = {}
         for part in parts:
             key, _, value = part.partition(":")  # keys hold no ":" (the pattern), values may: device='cuda:0'
             v = _console_value(value.strip())
             if key and v is not None:
                 metrics[key.strip()] = v
-        return int(m.group(1)), metrics
+        return int(m.group(1)), metrics, dropped
     return None
 
 
