@@ -525,10 +525,12 @@ def _count(items: Any) -> dict[str, int]:
 
 
 def import_checks(real: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per real run: steps rlcockpit's importer read vs steps a clean parse counts (they must be equal)."""
+    """Per real run: steps rlcockpit's importer read vs steps a clean parse counts (they must be equal), and the
+    values left out of kept steps (the pair a line cut at 4096 characters was cut in)."""
     return [{"id": t["id"], "source": t["source"], "imported_steps": t["meta"]["imported_steps"],
              "clean_steps": t["meta"]["clean_steps"], "equal": t["meta"]["imported_steps"] == t["meta"]["clean_steps"],
-             "import_problems": t["meta"]["import_problems"]} for t in real]
+             "import_problems": t["meta"]["import_problems"], "values_lost": len(t["meta"]["values_lost"])}
+            for t in real]
 
 
 def evaluate(splits: list[str], with_rlwatch: bool = True, responsible: dict[str, set[str]] | None = None,

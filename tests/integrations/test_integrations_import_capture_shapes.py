@@ -126,7 +126,7 @@ def test_a_line_cut_at_4096_characters_counts_the_pair_it_lost(tmp_path, capsys)
     assert hist.loc[2, "critic/score/mean"] == 0.016 and hist.loc[2, "val-aux/task1/reward/mean@1"] == 0.0001
     (problem,) = out["problems"]
     assert problem.startswith(f"{tmp_path / 'cut.log'}:2: the line is 4096 characters long")
-    assert "a pair cut inside its key ('val-'...) left out" in problem
+    assert "an unfinished pair ('val-'...) left out" in problem
 
 
 def test_a_trl_dict_cut_at_4096_characters_counts_the_pair_it_lost(tmp_path, capsys):

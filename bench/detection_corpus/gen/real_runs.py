@@ -155,8 +155,8 @@ def import_entry(entry: dict[str, Any], data: bytes) -> tuple[list[tuple[int, di
         imported = IMPORTERS.get(entry["kind"]).read(str(path), ImportOptions())
         try:
             for row in imported.rows:
-                if isinstance(row, RowProblem):
-                    problems.append(str(row))
+                if isinstance(row, RowProblem):  # a ValueLost (a value left out of a kept record) keeps its type
+                    problems.append(row)
                     continue
                 step, metrics = row
                 by_step.setdefault(int(step), {}).update({k: float(v) for k, v in metrics.items()})
@@ -170,15 +170,20 @@ def load_real(entries: list[dict[str, Any]] | None = None, clean_counts: bool = 
     (``imported_steps``, ``clean_steps``) and any import problems. ``clean_counts=False`` leaves ``clean_steps``
     None: the clean parse is most of the load's time (TensorBoard's pure-Python record reader), and a caller that
     only replays the metrics does not read it."""
+    from rlcockpit.integrations.readers import ValueLost
+
     out = []
     for e in manifest() if entries is None else entries:
         data = raw_bytes(e)
         metrics, config, problems = import_entry(e, data)
+        lost = [str(p) for p in problems if isinstance(p, ValueLost)]
+        problems = [str(p) for p in problems if not isinstance(p, ValueLost)]
         trace = {"id": e["id"], "source": e["source"], "class": e["class"], "onset": e["onset"],
                  "onset_method": e["onset_method"], "split": "heldout", "naming": e["naming"],
                  "config": e.get("config") or config, "metrics": metrics, "samples": [],
                  "meta": {"origin": e["origin"], "tuned_on": e["tuned_on"], "imported_steps": len(metrics),
-                          "clean_steps": clean_step_count(e, data) if clean_counts else None, "import_problems": problems}}
+                          "clean_steps": clean_step_count(e, data) if clean_counts else None, "import_problems": problems,
+                          "values_lost": lost}}
         validate(trace)
         out.append(trace)
     return out

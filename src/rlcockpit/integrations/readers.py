@@ -126,7 +126,7 @@ def _verl_rows(path: Path, console: bool) -> Rows:
 def _cut_pair_text(path: Path, line_no: int, text: str, raw: bytes, pair: str) -> str:
     """What a cut console line lost, in words: which pair and why it was not stored."""
     key, colon, _ = pair.partition(":")
-    what = f"the pair {key.strip()[:80]!r}" if colon else f"a pair cut inside its key ({pair.strip()[:80]!r}...)"
+    what = f"the pair {key.strip()[:80]!r}" if colon else f"an unfinished pair ({pair.strip()[:80]!r}...)"
     why = ("the last line has no newline (cut off?)" if not raw.endswith(b"\n")
            else f"the line is {len(text.rstrip(chr(13) + chr(10)))} characters long (cut by a capture tool?)")
     return f"{path}:{line_no}: {why}: its complete pairs kept, {what} left out, since its value may have lost digits"
