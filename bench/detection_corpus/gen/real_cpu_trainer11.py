@@ -266,6 +266,17 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas7-2prompt-6sample-pertokenleak64kb-from150-resp32-450-val25": {
         "steps": 450, "seed": 414, "model": "llama", "model_seed": 7, "overrides": _batch(
             2, 6, "data.max_response_length=32", "trainer.test_freq=25"), "driver": PerTokenLeak(150, 64)},
+    # added after eleven runs were read (written and committed before it ran): Qwen2 seed 7 at lr 4e-4 ran its
+    # responses to the length cap by itself during the warm-up, before the first restart (README, sixteenth pass), so
+    # the scheduler restarts again on the GPT-2 seed-7 model, which stays at length 3 at the default lr. lr scheduler
+    # restarted at every resume, periodic: lr 3e-4 with a 25-step warm-up and cosine to 0 over 500 steps; at the start
+    # of steps 200, 300 and 400 the scheduler is reset to its step 0; GPT-2 seed 7, 2 prompts x 6, 500 steps,
+    # validation every 25
+    "gpt2s7-2prompt-6sample-lr3e-4-warmup25-cos-schedrestart200-300-400-500-val25": {
+        "steps": 500, "seed": 415, "model": "gpt2", "model_seed": 7, "overrides": _batch(
+            2, 6, "actor_rollout_ref.actor.optim.lr=3e-4", "actor_rollout_ref.actor.optim.lr_warmup_steps=25",
+            "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.test_freq=25"),
+        "driver": SchedulerRestart((200, 300, 400))},
 }
 
 
