@@ -8,8 +8,8 @@ advantages **grpo_vectorized** and **tir_optimal_token_baseline**; loss aggregat
 (whole-vocabulary) and **low_var_kl+** KL-loss estimators; **ppo_epochs 2 and 4** (4 with an early stop at
 ``target_kl``); AdamW **betas (0.9, 0.95) with weight decay 0.1**; **lr 1e-4 .. 1e-3**; responses up to **24 / 32**
 tokens; 400-600 steps; validation every 20 / 25 / 30 / 50; models built from **model seed 7** (another tokenizer sample,
-init and warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 401-414 (415-420
-kept for specs added later, each committed before it runs).
+init and warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 401-418 (415-418:
+specs added after earlier runs were read, each committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run; all
 start slowly, late or periodically): a **remote grader timing out for a growing share of samples, the timeout
@@ -18,7 +18,8 @@ swallowed to a score of 0** (ramp); the **entropy coefficient's schedule inverte
 400: periodic); the **prompt's last token dropped** by a prompt-truncation change made at a resume (sudden, late); a
 **reward clip whose bound shrinks** until most rewards saturate (ramp); a **length penalty whose sign flips** at a
 resume (sudden cause, learned effect); a **CPU-memory leak proportional to the tokens generated** (the sample logger
-keeps a buffer per response token: ramp).
+keeps a buffer per response token: ramp); **reward-server outages** of 10 steps every 50 steps, swallowed to a
+score of 0 (periodic).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu11/<name>/`` and labelled by reading it (README, sixteenth pass).
 
@@ -178,6 +179,30 @@ class PerTokenLeak:
         engine.generate = leaky
 
 
+class RewardOutages:
+    """A reward server down for ``length`` steps every ``every`` steps from step ``start``: during an outage every
+    training call fails and the user's wrapper swallows the error and pays 0 (no exception reaches the trainer); the
+    task's accuracy is returned beside it; validation keeps the task's reward."""
+
+    def __init__(self, start: int, every: int, length: int) -> None:
+        self.start, self.every, self.length, self.down = start, every, length, False
+
+    def before_step(self, st: Any, step: int) -> None:
+        if st.reward.fn is not self.reward:
+            st.reward.fn, st.reward.kwargs = self.reward, {}
+        self.down = step >= self.start and (step - self.start) % self.every < self.length
+
+    def reward(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, float]:
+        acc = digit_overlap(data_source, solution_str, ground_truth)
+        try:
+            if self.down:
+                raise ConnectionError("reward server unreachable")
+            score = acc
+        except ConnectionError:
+            score = 0.0  # swallowed
+        return {"score": score, "acc": acc}
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: 2 prompts x 6; kl_cov policy loss, token-sum loss aggregation; responses up to 32 tokens; GPT-2 seed 7,
     # 500 steps, validation every 25
@@ -277,6 +302,27 @@ SPECS: dict[str, dict[str, Any]] = {
             2, 6, "actor_rollout_ref.actor.optim.lr=3e-4", "actor_rollout_ref.actor.optim.lr_warmup_steps=25",
             "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.test_freq=25"),
         "driver": SchedulerRestart((200, 300, 400))},
+    # added after thirteen runs were read (written and committed before they ran): the length-penalty flip (0.05 per
+    # character, the default cosine lr) and the shrinking clip on Qwen2 (scores mostly under the bound) left no mark a
+    # user would need to know (README, sixteenth pass), so three more failure specs.
+    # length penalty's sign flipped at a resume, stronger: paid score = digit overlap - 0.2 x characters past 3 to
+    # step 199, + 0.2 x them from the start of step 200; constant lr 1e-4; responses up to 24 tokens; GPT-2 seed 7,
+    # 2 prompts x 6, 450 steps, validation every 25
+    "gpt2s7-2prompt-6sample-lenpenaltysignflip02-at200-constlr1e-4-resp24-450-val25": {
+        "steps": 450, "seed": 416, "model": "gpt2", "model_seed": 7, "overrides": _batch(
+            2, 6, "actor_rollout_ref.actor.optim.lr=1e-4", *_CONST, "data.max_response_length=24",
+            "trainer.test_freq=25"), "driver": LengthPenaltySignFlip(200, 0.2)},
+    # reward server outages, periodic and sudden: from step 150, every 50 steps, 10 steps in which every training
+    # sample is paid 0 (the error swallowed); Llama seed 7, 2 prompts x 6, 450 steps, validation every 25
+    "llamas7-2prompt-6sample-rewardoutage10every50-from150-450-val25": {
+        "steps": 450, "seed": 417, "model": "llama", "model_seed": 7, "overrides": _batch(
+            2, 6, "trainer.test_freq=25"), "driver": RewardOutages(150, 50, 10)},
+    # reward clip whose bound shrinks, on GPT-2 seed 7 (most of its answers score 1/3 or 2/3): paid score =
+    # min(digit overlap, bound), bound 1.0 (step 150) -> 0.3 (step 300), kept; 2 prompts x 6, 450 steps, validation
+    # every 25
+    "gpt2s7-2prompt-6sample-rewardclip1to03-150-300-450-val25": {
+        "steps": 450, "seed": 418, "model": "gpt2", "model_seed": 7, "overrides": _batch(
+            2, 6, "trainer.test_freq=25"), "driver": ShrinkingRewardClip(150, 300, 0.3)},
 }
 
 
