@@ -496,6 +496,80 @@ def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     assert med(flush, "timing_s/step", 151, 175) < 0.1 and med(flush, "timing_s/gen", 251, 450) < 0.05
 
 
+def test_the_sixteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The sixteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu11, TensorBoard event files, model seed 7):
+    each imported whole, and the readings the README's labels rest on are in the numbers (the grader timeouts pulling
+    the paid score off a flat accuracy, the inverted entropy schedule lifting grad norm and entropy, Qwen2 at lr 4e-4
+    at the length cap before its scheduler restarts, the cut prompts breaking the training outputs with validation
+    flat, the per-token leak's process memory, the GPT-2 scheduler restarts and its length at the cap, the flipped
+    length penalty paying for length, the periodic reward outages, the shrinking clip tying groups; and the two planned
+    faults that left no mark)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu11"]
+    assert len(sel) == 18
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 5), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"63d05da", "2c729d3", "257fcb7"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["qwen2s7-2prompt-6sample-reinforceloss-klfull002-600-val30"]) == list(range(0, 601))
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, acc = "critic/score/mean", "reward_extra/acc/mean"
+    timeout = runs["gpt2s7-2prompt-6sample-gradertimeout0-70pct-150-350-450-val25"]
+    assert all(timeout[s][score] == pytest.approx(timeout[s][acc], abs=1e-6) for s in range(1, 150))
+    assert med(timeout, score, 351, 450) < 0.15 < 0.35 < med(timeout, acc, 351, 450)
+    assert min(timeout[s]["val-core/arith/acc/mean@1"] for s in range(0, 451, 25)) > 0.45
+
+    ent = runs["llamas7-2prompt-6sample-entcoeframp0-1-200-350-450-val25"]
+    assert med(ent, "actor/grad_norm", 1, 200) < 4.5 < 9 < med(ent, "actor/grad_norm", 401, 450)
+    assert med(ent, "actor/entropy", 1, 200) < 1.75 < 1.9 < med(ent, "actor/entropy", 401, 450)
+    assert "actor/entropy_loss" not in ent[150] and "actor/entropy_loss" in ent[250]
+
+    qrestart = runs["qwen2s7-2prompt-6sample-lr4e-4-warmup25-cos-schedrestart200-300-400-500-val25"]
+    ln, clip = "response_length/mean", "response_length/clip_ratio"
+    assert max(qrestart[s][ln] for s in range(1, 20)) <= 3.34 < qrestart[20][ln]
+    assert med(qrestart, ln, 51, 75) == 8 and min(qrestart[s][ln] for s in range(107, 129)) < 2.5
+    assert med(qrestart, clip, 151, 500) == 1
+    assert [s for s in range(2, 501) if qrestart[s]["actor/lr"] < qrestart[s - 1]["actor/lr"] / 5] == [200, 300, 400]
+
+    cut = runs["gpt2s7-2prompt-6sample-promptlasttokendropped-from220-450-val25"]
+    assert max(cut[s][ln] for s in range(1, 220)) <= 3.42 < cut[220][ln] and cut[223][ln] == 1
+    assert med(cut, score, 1, 219) > 0.35 > 0.25 > med(cut, score, 226, 375)
+    assert min(cut[s]["val-core/arith/acc/mean@1"] for s in range(225, 451, 25)) > 0.44
+
+    leak = runs["llamas7-2prompt-6sample-pertokenleak64kb-from150-resp32-450-val25"]
+    rss = {s: m["system/proc_rss_gb"] for s, m in leak.items() if "system/proc_rss_gb" in m}
+    assert max(v for s, v in rss.items() if s < 150) < 0.56 and rss[max(rss)] > 1.15
+    assert sorted(rss.values()) == [rss[s] for s in sorted(rss)]
+    assert med(leak, ln, 151, 450) == 3
+
+    grestart = runs["gpt2s7-2prompt-6sample-lr3e-4-warmup25-cos-schedrestart200-300-400-500-val25"]
+    assert [s for s in range(2, 501) if grestart[s]["actor/lr"] < grestart[s - 1]["actor/lr"] / 5] == [200, 300, 400]
+    assert max(grestart[s][ln] for s in range(1, 200)) <= 3.5 and med(grestart, ln, 326, 500) == 8
+
+    flip = runs["gpt2s7-2prompt-6sample-lenpenaltysignflip02-at200-constlr1e-4-resp24-450-val25"]
+    assert med(flip, score, 426, 450) > 9 > 0.45 > med(flip, acc, 426, 450) and med(flip, ln, 426, 450) == 24
+    assert max(flip[s][ln] for s in range(1, 200)) <= 3.5
+
+    outage = runs["llamas7-2prompt-6sample-rewardoutage10every50-from150-450-val25"]
+    down = [s for s in range(150, 451) if (s - 150) % 50 < 10]
+    assert [s for s in range(1, 451) if outage[s][score] == 0] == down
+    assert all(outage[s]["actor/grad_norm"] == 0 and outage[s][acc] > 0 for s in down)
+
+    clipped = runs["gpt2s7-2prompt-6sample-rewardclip1to03-150-300-450-val25"]
+    assert max(clipped[s][score] for s in range(300, 451)) <= 0.3 + 1e-6 < 0.38 < med(clipped, acc, 301, 450)
+    assert sum(clipped[s]["actor/grad_norm"] == 0 for s in range(301, 451)) > 50
+    assert sum(clipped[s]["actor/grad_norm"] == 0 for s in range(1, 150)) < 5
+
+    # planned faults that left no mark (stored healthy)
+    qclip = runs["qwen2s7-2prompt-6sample-rewardclip1to03-150-300-450-val25"]
+    assert abs(med(qclip, score, 301, 450) - med(qclip, score, 1, 150)) < 0.1
+    weak = runs["gpt2s7-2prompt-6sample-lenpenaltysignflip005-at200-resp24-450-val25"]
+    assert med(weak, ln, 201, 450) == 3 and min(weak[s]["val-core/arith/acc/mean@1"] for s in range(0, 451, 25)) > 0.46
+
+
 def test_the_fifteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The fifteenth pass's TRL CPU runs (trl_cpu_settings10: TRL trainer states, model seed 6), each imported whole,
     and the readings the README's labels rest on are in the numbers (the growing bonus for '0' doubling the paid
