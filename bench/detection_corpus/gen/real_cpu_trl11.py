@@ -142,6 +142,29 @@ def max_new_tokens_ramp(start: int, end: int, lo: int, hi: int) -> Any:
     return each_step
 
 
+def lr_restarts_doubling(start: int, cycle: int) -> Any:
+    """From the start of step ``start`` the learning rate follows cosine warm restarts of ``cycle`` steps whose peak
+    doubles at every restart (a custom scheduler with its decay factor written as 2.0 instead of 0.5): before every
+    step ``k`` the lr is ``base x 2**c x (1 + cos(pi x t / cycle)) / 2`` with ``c, t = divmod(k - start, cycle)``
+    (the optimizer's lr and the scheduler's base lr; ``base`` the constant lr before ``start``)."""
+    import math
+
+    base: list[float] = []
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        opt, sched = kw["optimizer"], kw["lr_scheduler"]
+        if not base:
+            base.extend(g["lr"] for g in opt.param_groups)
+        if step >= start:
+            c, t = divmod(step - start, cycle)
+            f = 2.0 ** c * (1 + math.cos(math.pi * t / cycle)) / 2
+            for g, b in zip(opt.param_groups, base):
+                g["lr"] = b * f
+            sched.base_lrs = [b * f for b in base]
+
+    return each_step
+
+
 class SpacedPrompts:
     """A preprocessing change: a dataset transform writes a share of the training prompts with spaces around ``+`` and
     ``=`` (``'48 + 75 = '`` instead of ``'48+75='``: characters the BPE tokenizer never saw, so they become
@@ -264,6 +287,15 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s7-3prompt-4gen-maxnewtokensramp8-2-150-300-450": {
         "model": "gpt2", "model_seed": 7, "batch": 12, "num_generations": 4, "steps": 450, "logging_steps": 1,
         "lr": 5e-5, "seed": 437, "each_step": max_new_tokens_ramp(150, 300, 8, 2)},
+    # added after the first twelve ran (written and committed before running it): the repetition-penalty ramp left
+    # no mark (reward, entropy, length unchanged). Learning-rate warm restarts whose peak doubles, periodic and
+    # compounding: constant lr 1e-4 to step 99; from step 100 cosine warm restarts of 75 steps, peaks 1e-4, 2e-4,
+    # 4e-4, 8e-4, 1.6e-3 (restarts at 100, 175, 250, 325, 400); Llama seed 7, 3 prompts x 4, 450 steps, logging
+    # every step
+    "llamas7-3prompt-4gen-lrrestartspeakx2-from100-cycle75-constlr1e-4-450": {
+        "model": "llama", "model_seed": 7, "batch": 12, "num_generations": 4, "steps": 450, "logging_steps": 1,
+        "lr": 1e-4, "seed": 438, "each_step": lr_restarts_doubling(100, 75),
+        "config": {"lr_scheduler_type": "constant"}},
 }
 
 
