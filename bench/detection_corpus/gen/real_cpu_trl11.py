@@ -199,9 +199,44 @@ class SpacedPrompts:
         return ds
 
 
+class GrowingPrefix:
+    """A few-shot template whose example list is never cleared: a dataset transform puts ``n`` solved examples
+    (``'12+34=046'``, one a line, drawn from the training rows by a seeded rng) before every training prompt, ``n =
+    round(ramp(k, start, end, 0, hi))`` (the prefix grows by one example every ``(end - start) / hi`` steps, then
+    stays at ``hi``: under 128 positions). The dataloader fetches one batch ahead, so a step's batch follows the count
+    set at the step before. Evaluation keeps the plain prompts."""
+
+    def __init__(self, start: int, end: int, hi: int, seed: int) -> None:
+        self.start, self.end, self.hi, self.seed, self.n = start, end, hi, seed, 0
+        self.examples: list[str] = []
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.n = int(round(ramp(step, self.start, self.end, 0.0, float(self.hi))))
+
+    def transform(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        prefix = "".join(e + "\n" for e in self.examples[: self.n])
+        return {"prompt": [prefix + p for p in batch["prompt"]], "ground_truth": list(batch["ground_truth"])}
+
+    def dataset(self, n: int) -> Any:
+        from datasets import Dataset
+
+        from rlcockpit.trainer.config import BuiltinDataConfig
+        from rlcockpit.trainer.data import arith_rows
+
+        rows, _ = arith_rows(BuiltinDataConfig())
+        rng = random.Random(self.seed)
+        rng.shuffle(rows)
+        self.examples = [r["prompt"][0]["content"] + r["reward_model"]["ground_truth"] for r in rows[-self.hi:]]
+        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
+                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
+        ds.set_transform(self.transform, output_all_columns=False)
+        return ds
+
+
 _flaky = FlakyGrader(150, 400, 0.8, 431)
 _noisy = NoisyReward(150, 400, 1.0, 433)
 _spaced = SpacedPrompts(150, 350, 436)
+_prefix = GrowingPrefix(150, 350, 10, 439)
 
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: two rewards (accuracy 0.7, format check 0.3) aggregated "normalize_then_sum" (GDPO: each reward
@@ -296,6 +331,14 @@ SPECS: dict[str, dict[str, Any]] = {
         "model": "llama", "model_seed": 7, "batch": 12, "num_generations": 4, "steps": 450, "logging_steps": 1,
         "lr": 1e-4, "seed": 438, "each_step": lr_restarts_doubling(100, 75),
         "config": {"lr_scheduler_type": "constant"}},
+    # added after the first thirteen ran (written and committed before running it): the spaced prompts left no mark
+    # (the tokenizer drops the spaces: the model saw the same tokens). A few-shot prefix that keeps growing, ramp:
+    # from step 150 every training prompt is preceded by n solved examples, n = round(ramp(k, 150, 350, 0, 10)) (one
+    # more every 20 steps, 10 from step 350); evaluation keeps the plain prompts; GPT-2 seed 7, 2 prompts x 5, 450
+    # steps, logging every step, evaluation every 20
+    "gpt2s7-2prompt-5gen-fewshotprefixgrows0-10-150-350-450-eval20": {
+        "model": "gpt2", "model_seed": 7, "batch": 10, "num_generations": 5, "steps": 450, "logging_steps": 1,
+        "eval_steps": 20, "lr": 5e-5, "seed": 439, "train_dataset": _prefix.dataset, "each_step": _prefix.hook},
 }
 
 
