@@ -621,3 +621,61 @@ def test_the_fifteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     assert all(eos[s]["completions/mean_length"] == 24 and eos[s]["completions/clipped_ratio"] == 1
                for s in range(250, 451))
     assert len(sel) == 13 and "gpt2s6-6prompt-2gen-rewardontruncated2from200-500" not in runs
+
+
+def test_the_sixteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The sixteenth pass's TRL CPU runs (trl_cpu_settings11: TRL trainer states, model seed 7), each imported whole,
+    and the readings the README's labels rest on are in the numbers (caught grader time-outs eating the paid reward
+    with the accuracy flat, a swapped weight schedule driving the paid reward to 1.0 with the accuracy flat, growing
+    reward noise, generation top_k at 1 making every group tie, the length budget at 2 clipping every completion
+    from 288, doubling lr restarts driving the kl up, a growing few-shot prefix sending completions to the cap; the
+    two planned faults that left no mark stored healthy)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings11"]
+    assert len(sel) == 15 and sum(e["class"] == "healthy" for e in sel) == 8
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s7-2prompt-5gen-normthensum-acc07-format03-600-log5-eval20"]) == list(range(5, 601, 5))
+    assert sorted(runs["qwen2s7-1prompt-7gen-beta2095-wd01-constwarmup40-noshuffle-500-log4"]) == list(range(4, 501, 4))
+    assert sorted(runs["gpt2s7-3prompt-4gen-graderraisesramp0-08-150-400-500"]) == list(range(1, 501))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    flaky = runs["gpt2s7-3prompt-4gen-graderraisesramp0-08-150-400-500"]
+    assert all(flaky[s]["rewards/grader/mean"] == pytest.approx(flaky[s]["rewards/accuracy/mean"]) for s in range(1, 161))
+    assert med(flaky, "reward", 1, 150) > 0.38 > 0.35 > 0.1 > med(flaky, "reward", 451, 501)
+    assert abs(med(flaky, "rewards/accuracy/mean", 401, 501) - med(flaky, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    weights = runs["llamas7-2prompt-5gen-weightschedule-acc07to0-format03to1-150-400-500-eval20"]
+    assert med(weights, "reward", 1, 150) < 0.6 < 0.99 < med(weights, "reward", 401, 501)
+    assert abs(med(weights, "rewards/accuracy/mean", 401, 501) - med(weights, "rewards/accuracy/mean", 1, 150)) < 0.05
+    assert med(weights, "frac_reward_zero_std", 401, 501) == 1 and med(weights, "grad_norm", 401, 501) < 0.2
+    assert weights[500]["eval_reward"] > 0.95 > 0.6 > max(weights[s]["eval_reward"] for s in range(20, 150, 20))
+
+    noisy = runs["qwen2s7-3prompt-3gen-rewardnoiseramp0-1-150-400-450"]
+    assert max(noisy[s]["reward_std"] for s in range(1, 150)) < 0.4 < 0.9 < med(noisy, "reward_std", 401, 451)
+    assert min(noisy[s]["reward"] for s in range(401, 451)) < 0 and all(noisy[s]["frac_reward_zero_std"] == 0 for s in range(151, 451))
+    assert abs(med(noisy, "rewards/accuracy/mean", 351, 451) - med(noisy, "rewards/accuracy/mean", 1, 150)) < 0.06
+
+    topk = runs["llamas7-3prompt-4gen-gentopkramp20-1-150-350-450"]
+    assert max(topk[s]["frac_reward_zero_std"] for s in range(1, 150)) < 1
+    assert all(topk[s]["frac_reward_zero_std"] == 1 for s in range(345, 451)) and med(topk, "grad_norm", 351, 451) < 0.2
+    assert med(topk, "entropy", 351, 451) > med(topk, "entropy", 1, 150)
+
+    budget = runs["gpt2s7-3prompt-4gen-maxnewtokensramp8-2-150-300-450"]
+    assert max(budget[s]["completions/clipped_ratio"] for s in range(1, 288)) < 0.1
+    assert all(budget[s]["completions/clipped_ratio"] > 0.9 and budget[s]["completions/mean_length"] <= 2 for s in range(288, 451))
+
+    restarts = runs["llamas7-3prompt-4gen-lrrestartspeakx2-from100-cycle75-constlr1e-4-450"]
+    assert restarts[401]["learning_rate"] > 10 * restarts[99]["learning_rate"]  # TRL logs the lr one step late
+    assert max(restarts[s]["kl"] for s in range(1, 100)) < 0.13 < 0.8 < med(restarts, "kl", 401, 451)
+    assert med(restarts, "entropy", 426, 451) < 1.3 < 1.6 < med(restarts, "entropy", 1, 100)
+
+    prefix = runs["gpt2s7-2prompt-5gen-fewshotprefixgrows0-10-150-350-450-eval20"]
+    assert max(prefix[s]["completions/mean_length"] for s in range(1, 163)) <= 3.5 < 5 < prefix[163]["completions/mean_length"]
+    assert med(prefix, "completions/mean_length", 401, 451) > 7 and med(prefix, "reward", 351, 451) < 0.3 < med(prefix, "reward", 1, 150)
+    assert min(prefix[s]["eval_reward"] for s in range(160, 451, 20)) > 0.35
+
+    for quiet in ("gpt2s7-4prompt-3gen-reppenramp1-3-150-350-450", "qwen2s7-2prompt-5gen-spacedpromptsramp150-350-450-eval20"):
+        q = runs[quiet]  # planned faults that left no mark: stored healthy, every step kept
+        assert sorted(q) == list(range(1, 451)) and med(q, "reward", 351, 451) >= med(q, "reward", 1, 150) - 0.02
