@@ -321,6 +321,43 @@ def test_the_fourteenth_pass_public_trl_state_imports_whole_with_the_readings_it
     assert steps[1]["kl"] == 0.0 and steps[100]["learning_rate"] == 2.5250000000000004e-06
 
 
+def test_the_sixteenth_pass_public_tinker_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
+    """The sixteenth pass's public Tinker code-RL runs (s-haider10/finetunned_coding_agent, Qwen3-4B LoRA, 8 groups a
+    step): every step imports with the eval lines merged, the clean count agrees, and the numbers the healthy labels
+    rest on are in the files — a reward and held-out pass rate without a trend, the file's own invariants at every
+    step, and a single summed-loss outlier in each run (6e11 at 92, -5.7e9 at 22) with nothing following it."""
+    sel = {e["origin"]["path"]: e for e in entries if e["source"] == "tinker_jsonl_public15"}
+    assert sorted(sel) == ["results/2026_02_13-06_30_15/metrics.jsonl", "results/2026_02_13-16_11_26/metrics.jsonl"]
+    assert {e["class"] for e in sel.values()} == {"healthy"}
+    runs = {}
+    for path, entry in sel.items():
+        trace = next(t for t in real if t["id"] == entry["id"])
+        assert trace["meta"]["import_problems"] == []
+        assert real_runs.clean_step_count(entry, real_runs.raw_bytes(entry)) == trace["meta"]["imported_steps"]
+        runs[path.split("/")[1]] = dict(trace["metrics"])
+    first, second = runs["2026_02_13-06_30_15"], runs["2026_02_13-16_11_26"]
+    assert sorted(first) == list(range(0, 101)) and sorted(second) == list(range(0, 50))
+    for steps in (first, second):
+        for m in steps.values():
+            assert m["n_datums"] == 16 * (8 - m["groups_skipped"]) and m["groups_total"] == 8
+            assert m["mean_reward"] == pytest.approx(m["mean_correct"] - 0.1 * (1 - m["format_rate"]), abs=1e-9)
+
+    def mean(steps: dict, key: str, lo: int, hi: int) -> float:
+        return sum(steps[s][key] for s in range(lo, hi + 1)) / (hi - lo + 1)
+
+    assert [round(mean(first, "mean_reward", lo, lo + 24), 3) for lo in (0, 25, 50, 75)] == [0.334, 0.408, 0.388, 0.381]
+    assert [first[s]["eval/pass_at_1"] for s in range(10, 101, 10)] == [0.35, 0.25, 0.3, 0.3, 0.3, 0.35, 0.3, 0.35,
+                                                                        0.25, 0.3]
+    assert first[92]["loss:sum"] == 608286416828.5825
+    assert max(abs(m["loss:sum"]) for s, m in first.items() if s != 92) < 3e4
+    assert min(first[s]["mean_reward"] for s in (93, 95, 96, 97, 99, 100)) >= 0.34  # 94 and 98 are hard batches
+    assert [round(mean(second, "mean_reward", lo, lo + 24), 3) for lo in (0, 25)] == [0.354, 0.429]
+    assert [round(second[s]["eval/pass_at_1"], 3) for s in (10, 20, 30, 40)] == [0.284, 0.334, 0.316, 0.334]
+    assert second[22]["loss:sum"] == -5719095019.188015 and second[22]["groups_skipped"] == 0
+    assert max(abs(m["loss:sum"]) for s, m in second.items() if s != 22) < 3e4
+    assert second[44]["time/step_s"] == 930.4 and max(m["time/step_s"] for s, m in second.items() if s != 44) < 400
+
+
 def test_the_fourteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The fourteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu9, TensorBoard event files): each imported
     whole, and the readings the README's labels rest on are in the numbers (the x100 paid score and grad norm from
