@@ -31,10 +31,12 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
 from rlcockpit.health.detectors.reward import (
+    COMPONENT,
     LEN,
     REWARD,
     VAL_PREFIXES,
     quality_direction,
+    same_samples,
 )
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
@@ -44,14 +46,7 @@ VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
 PERPLEXITY = "eval/perplexity"
 HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
-COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
-EXTRA = "reward_extra/"  # what the reward function returned beside the score, on the same samples (verl)
-
-
-def _same_samples(key: str) -> bool:
-    """Whether ``key`` is scored on the training batch the reward is: a part of the reward, or a correctness the
-    reward function logged beside the score (verl's ``reward_extra/acc/mean``)."""
-    return key.startswith(COMPONENT) or (key.startswith(EXTRA) and is_correctness(key))
+_same_samples = same_samples
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
