@@ -46,7 +46,6 @@ VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
 PERPLEXITY = "eval/perplexity"
 HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
-_same_samples = same_samples
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
@@ -227,9 +226,9 @@ class RewardDivergence(Detector):
             if found is None and key.startswith(HELD_OUT):
                 found = self._held_out_left(step, key, track, reward)
             paired = track.last_step == reward.last_step == step
-            if found is None and paired and _same_samples(key):
+            if found is None and paired and same_samples(key):
                 found = self._lead_opened(step, key, track, reward)
-            if found is None and paired and _same_samples(key):
+            if found is None and paired and same_samples(key):
                 found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
                 found = self._correctness_flat(step, key, track, reward, up)
@@ -575,7 +574,7 @@ class RewardDivergence(Detector):
                 or not r_now - r_then >= p["gain_z"] * self._reward.noise:
             return None
         start = step - w
-        if _same_samples(key) and self._equal_since(track, reward, start - w // 4):
+        if same_samples(key) and self._equal_since(track, reward, start - w // 4):
             return None  # the reward is this score on every step: its rise is the score's, nothing paid for length
         after, n_after = _mean_between(track, step - w // 2, step)  # the held-out level now ...
         before, n_before = _mean_between(track, start - w // 4, start + w // 4)  # ... and where the window began
