@@ -86,7 +86,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "nines run's reward and rewards/accuracy/mean were read (still missed; issue 29, branch "
                          "h-detect8; read again with its eval_reward in h-detect12, still missed); then its healthy "
                          "lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was read to set kl_rising's range "
-                         "rule's bar (issue 29, branch h-detect10)",
+                         "rule's bar (issue 29, branch h-detect10); then its nines run's reward and "
+                         "rewards/accuracy/mean were read: reward_cliff's fall under the task score it equalled "
+                         "warns at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
                         "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
@@ -102,7 +104,9 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
-                         "29, branch h-detect5)",
+                         "29, branch h-detect5); then its sevens run's reward and rewards/accuracy/mean"
+                         " were read: reward_cliff's fall under the task score it equalled warns at 174 there, where"
+                         " the paid reward changed at 150 (issue 29, branch h-trlramp)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -177,18 +181,22 @@ DEVELOPED_ON: dict[str, str] = {
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
                               " h-detect13); then its klloss-negcoef200 run's actor/kl_loss was read: kl_rising's "
                               "range rule keeps the level verdict of the reference a held departure left (issue 29, "
-                              "branch h-detect14)",
+                              "branch h-detect14); then its healthy rppbaseline-sapo run's response length and "
+                              "clip ratio were read: lengths up 1.4x with a few answers cut, as in a length "
+                              "explosion's first steps, so truncation's leaving-zero bar stays (issue 29, branch "
+                              "h-trlramp)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
-                         "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
-                         " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
-                         "reward_divergence's lead opened; its healthy vespo run's entropy was read: "
-                         "entropy_collapse's fast fall judged smoothed against smoothed (issue 29, branch "
-                         "h-detect13); then its negbeta200 run's kl was read for kl_rising's range rule (still "
-                         "missed; issue 29, branch h-detect14); then its slowgenramp run's and healthy vespo run's "
-                         "step_time were read (the ramp still found at 261, the vespo slowdown still warned: left; "
-                         "issue 29, branch h-trlslow); then its range-rule state was read again: the last level "
-                         "reference stays while the newer ones, with the 185-206 bump in their newer half, are not "
-                         "(issue 29, branch h-ramp)",
+                         "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute "
+                         "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's"
+                         " lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
+                         "smoothed against smoothed (issue 29, branch h-detect13); then its negbeta200 run's kl was "
+                         "read for kl_rising's range rule (still missed; issue 29, branch h-detect14); then its "
+                         "slowgenramp run's and healthy vespo run's step_time were read (the ramp still found at 261, "
+                         "the vespo slowdown still warned: left; issue 29, branch h-trlslow); then its range-rule state"
+                         " was read again: the last level reference stays while the newer ones, with the 185-206 bump "
+                         "in their newer half, are not (issue 29, branch h-ramp); then its slowgenramp run's step_time "
+                         "was read again (a rise to 1.4x by 220 against a level that had wandered 0.13 -> 0.2 before "
+                         "the ramp: left to the throughput work; issue 29, branch h-trlramp)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -273,24 +281,29 @@ DEVELOPED_ON: dict[str, str] = {
                                "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
                                "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr was read: lr_schedule's climb must pass the peak the lr "
                                "first fell from (issue 29, main)",
-    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
-                         "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
-                         "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
-                         "its no-clip run's and reward x100 run's grad_norm and frac_reward_zero_std were read: "
-                         "grad_spike judges a step against the steps that had a learning signal (issue 29, branch "
-                         "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
-                         "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
-                         "held within its range window (issue 29, branch h-entropyup)",
-    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
-                          "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
-                          "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
-                          "0.5-2.5 make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
-                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning "
-                          "does; its betadecay length-explosion run's length, clip ratio, kl and entropy were read: "
-                          "left missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
+    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); then"
+                         " its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against the "
+                         "early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); its "
+                         "no-clip run's and reward x100 run's grad_norm and frac_reward_zero_std were read: grad_spike "
+                         "judges a step against the steps that had a learning signal (issue 29, branch h-sparsegrad); "
+                         "then its iter3-eps10 run's clip ratio and KL were read: update_size's range rule needs the "
+                         "bar to have been rare before, kl_rising's acceleration warning a level not held within its "
+                         "range window (issue 29, branch h-entropyup); then its iter3-eps10 run's clip ratio and lr "
+                         "were read: update_size's clipping-stopped rule (a clip ratio above 0 on half the steps, then "
+                         "exactly 0 for 15); its shuffledlabelsramp150-300 run's reward and rewards/accuracy/mean were "
+                         "read again: reward_cliff's fall under the task score it equalled (issue 29, branch h-trlramp)",
+    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy run"
+                          " at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median above "
+                          "all but one of the trailing window's values (a heavy-tailed KL's single batches of 0.5-2.5 "
+                          "make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
+                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning does;"
+                          " its betadecay length-explosion run's length, clip ratio, kl and entropy were read: left "
+                          "missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
                           "rewards/accuracy/mean and completions/mean_length were read: reward_divergence's "
                           "length-bonus rule does not judge a score the reward equalled on every step of its window "
-                          "(issue 29, branch h-hack)",
+                          "(issue 29, branch h-hack); then its betadecay run's length, max length and clipped ratio "
+                          "were read again: its lengths up 1.37x by 228 with 3 of 6 steps clipped look like a healthy "
+                          "rlcockpit_trainer_cpu7 run's, left missed (issue 29, branch h-trlramp)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -7,6 +7,7 @@ Every threshold below is a default; override per detector with
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from rlcockpit.health.advice import (
     CLIPFRAC,
@@ -465,13 +466,23 @@ class UpdateSize(Detector):
     whose updates clipped 1% of tokens and now clip 10% took a far larger step than it ever did. (A clip fraction that
     is 0 on most steps has a median and a spread of 0; one that was past the bar on a third of the window before,
     as on the later passes over each generation of a ``num_iterations`` run, does nothing new by being past it on 3
-    of 4 steps.)"""
+    of 4 steps.)
+
+    Clipping stopped (warning): a clip fraction that was above 0 on a share ``q`` of at least ``stop_share`` of the
+    ``window`` logged values before it, then exactly 0 on every value since, for more values than a run with that
+    share would go without one clipped token by chance (``q`` taken as the chance of each, independently:
+    (1 - q)^run below ``stop_alpha``) and longer than any stretch of zeros the run had before, while the learning
+    rate is at least half the highest of its recent logged values (those the monitor keeps: a decaying schedule
+    makes the updates small enough to stay inside the clip range). The trust region no longer limits the update:
+    the clip range was widened (a clip epsilon of 10), or the ratio is no longer taken against the policy that
+    sampled the batch. The updates it held back before are now taken whole, and the policy drifts off before its KL
+    shows it."""
 
     keys = (PPO_KL, CLIPFRAC)
     defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
                 "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
                 "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0,
-                "prior_share": 0.1}
+                "prior_share": 0.1, "stop_share": 0.2, "stop_alpha": 1e-4}
     triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
     cause = "each PPO update moves the policy too far"
@@ -485,6 +496,13 @@ class UpdateSize(Detector):
         self._base: dict[str, float] = {}
         self._signed: dict[str, bool] = {}
         self._level = math.nan  # slow running mean of the clip fraction: the cheap gate of the range rule
+        # the clipping-stopped rule: clipped (1) or not (0) for the ``window`` values before the current run of
+        # zeros, how many of them were clipped, that run's length and the longest run before it
+        self._clipped: deque[int] = deque(maxlen=int(self.p["window"]))
+        self._n_clipped = 0
+        self._zeros = 0
+        self._longest_zeros = 0
+        self._clip_n = 0  # the clip track's observation count when it was last taken in
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -506,9 +524,10 @@ class UpdateSize(Detector):
             bar = p["critical_ratio"] * max(self._base[key], floor)
             if s > warn and (s > bar or not signed):
                 hits.append((key, s, s > bar))
+        stopped = self._clip_stopped(step)
         if not hits:  # the usual step (sustained(False) would only reset the streak)
             self._streak = 0
-            return self._out_of_range(step)
+            return self._out_of_range(step) or stopped
         critical = self.sustained(any(h[2] for h in hits), p["sustain"])
         desc = ", ".join(f"{self.ctx.tracks[k].raw}={fmt(v)}" for k, v, _ in hits)
         raw = {k: self.ctx.tracks[k].raw for k in self._base}  # evidence in the run's own names
@@ -516,6 +535,48 @@ class UpdateSize(Detector):
         if critical:
             return self.fire(step, "critical", f"PPO updates far larger than earlier in the run: {desc}", values=vals)
         return self.fire(step, "warning", f"PPO updates too large: {desc}", values=vals)
+
+    def _clip_stopped(self, step: int) -> Finding | None:
+        """The clipping-stopped rule (class docstring), O(1) a logged clip fraction: the zeros since the last clipped
+        value are counted and join the reference window only once a clipped value ends them."""
+        track = self.ctx.tracks.get(CLIPFRAC)
+        if track is None or track.n == self._clip_n:
+            return None
+        self._clip_n = track.n
+        p, ref = self.p, self._clipped
+        if track.last > 0.0:
+            if self._zeros:  # the run of zeros ends: its values enter the window, each once
+                self._longest_zeros = max(self._longest_zeros, self._zeros)
+                for _ in range(self._zeros):
+                    if len(ref) == ref.maxlen:
+                        self._n_clipped -= ref[0]
+                    ref.append(0)
+                self._zeros = 0
+            if len(ref) == ref.maxlen:
+                self._n_clipped -= ref[0]
+            ref.append(1)
+            self._n_clipped += 1
+            return None
+        self._zeros += 1
+        if len(ref) < ref.maxlen or self._zeros <= self._longest_zeros:
+            return None  # (no full reference yet; or the run has gone this long without a clipped token before)
+        q = self._n_clipped / len(ref)
+        if q < p["stop_share"] or (1.0 - q) ** self._zeros >= p["stop_alpha"]:
+            return None
+        lr = self.ctx.tracks.get(LR)
+        if lr is not None and lr.n and lr.last < 0.5 * max(lr.values):  # (only on a step that would warn)
+            return None  # a decaying learning rate: the updates got small enough to stay inside the clip range
+        start = (track.tail_steps(self._zeros) or [step])[0]
+        return self.fire(step, "warning",
+                         f"PPO clipping stopped: {track.raw} exactly 0 on the last {self._zeros} logged steps, where it "
+                         f"was above 0 on {q:.0%} of the {len(ref)} before (the longest run of zeros before: "
+                         f"{self._longest_zeros})",
+                         "The clip range no longer limits the update (a widened clip epsilon, or a ratio no longer "
+                         "taken against the policy that sampled the batch), while the learning rate held: updates "
+                         "the clip held back before are now taken whole.",
+                         values={track.raw: track.last, "clipped_share_before": q, "zero_steps": self._zeros,
+                                 "window": len(ref),
+                                 "longest_zero_run_before": self._longest_zeros}, step_start=start)
 
     def _out_of_range(self, step: int) -> Finding | None:
         """The clip fraction's range rule (class docstring), gated on its newest value being above the floor and

@@ -7,6 +7,7 @@ against the run's own level and noise: robust median/MAD of a trailing window or
 from __future__ import annotations
 
 import math
+from collections import deque
 from functools import lru_cache
 
 from rlcockpit.health.advice import (
@@ -23,6 +24,7 @@ from rlcockpit.health.base import (
     StartReferenced,
     Track,
     count_noise,
+    diff_noise,
     fmt,
     median,
     register_detector,
@@ -43,6 +45,8 @@ S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
 SCORE_MAX, SCORE_MIN = "critic/score/max", "critic/score/min"
 VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
+COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
+EXTRA = "reward_extra/"  # what the reward function returned beside the score, on the same samples (verl)
 NOT_A_SCORE = ("/std", "_std", "worst", "/max", "/min", "loss", "length", "token", "time", "clip", "truncat", "kl",
                "entropy", "per_second", "distinct")  # TRL's eval_samples_per_second, eval_reward_std: not verdicts
 
@@ -69,6 +73,17 @@ def quality_direction(key: str) -> int:
     return 0
 
 
+def same_samples(key: str) -> bool:
+    """Whether ``key`` is scored on the training batch the reward is: a part of the reward, or a correctness the
+    reward function logged beside the score (verl's ``reward_extra/acc/mean``)."""
+    return key.startswith(COMPONENT) or (key.startswith(EXTRA) and is_correctness(key))
+
+
+def _task_scores(ctx) -> list[str]:
+    """Task scores logged on the reward's own samples (:func:`same_samples`, :func:`quality_direction` > 0)."""
+    return [k for k in ctx.tracks if k != REWARD and same_samples(k) and quality_direction(k) > 0]
+
+
 @register_detector("reward_cliff", "reward_drop")
 class RewardCliff(StartReferenced):
     """Sudden reward drop. The smoothed reward (mean of ``smooth``) is compared with the median of a trailing
@@ -93,12 +108,24 @@ class RewardCliff(StartReferenced):
     become the baseline); only a warning when the reward spread was exactly 0 on some step (groups so small that
     one step's mean is noise). Without a logged max/min the range is at least sqrt(2) x the largest logged reward
     spread (``critic/score/std``, TRL's ``reward_std``): a standard deviation of n >= 2 values is at most their
-    range / sqrt(2)."""
+    range / sqrt(2).
+
+    Fell under its task score (warning, once): a task score logged on the reward's own samples (a reward component
+    not named for format, the correctness a reward function logs beside the score: TRL's ``rewards/accuracy/mean``
+    at weight 0 beside a paid ``reward``) that the reward equalled exactly on its first ``under_exact_min`` paired
+    observations or more (the reward *is* that score), and then, over the last ``under_span`` paired observations,
+    is above the reward on most of them, by a mean of ``drop_warn`` x the reward's level over the equal stretch and
+    ``z_under`` of the reward's step-to-step noise there (at least the sampling noise of a mean of 0/1 scores; of
+    such a mean), while the reward's own mean over them is
+    ``z_under`` of that noise under its level: the reward fell and the score it stood for did not. Noise cannot open
+    a gap that was exactly 0 for that long, so the fall is seen while the reward's own noise still hides it from the
+    cliff test above: the reward itself changed (labels shuffled, a reward function or server that no longer scores
+    what it did), and the policy is now trained on it."""
 
     keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
-                "hold_steps": 4, "min_reference": 10}
+                "hold_steps": 4, "min_reference": 10, "under_exact_min": 50, "under_span": 10, "z_under": 3.0}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
@@ -117,6 +144,9 @@ class RewardCliff(StartReferenced):
         self._low_since: int | None = None
         self._low_n = 0
         self._frozen = (math.nan, math.nan)
+        # key -> [paired observations equal before the first unequal one (-1: not this rule's), the reward's level
+        # and noise over them (set when they part), the last ``under_span`` (step, score - reward, reward)s, fired]
+        self._under: dict[str, list] = {}
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         k = self.p["smooth"]
@@ -158,6 +188,59 @@ class RewardCliff(StartReferenced):
         return max(abs(self._start), span, 1e-12)
 
     def check(self, step: int) -> Finding | None:
+        found = self._cliff(step)
+        for key in self.ctx.per_keyset("reward_cliff.task_scores", _task_scores):
+            under = self._fell_under(step, key)
+            found = found or under
+        return found
+
+    def _fell_under(self, step: int, key: str) -> Finding | None:
+        """The *fell under its task score* rule (class docstring), O(1) a paired step but at the step the two part
+        (the reward's level and noise over the equal stretch, once)."""
+        reward, score = self.ctx.tracks[REWARD], self.ctx.tracks[key]
+        if score.last_step != step:
+            return None
+        p = self.p
+        state = self._under.setdefault(key, [0, math.nan, math.nan, deque(maxlen=int(p["under_span"])), False])
+        if state[0] < 0 or state[4]:
+            return None
+        r, v = reward.last, score.last
+        if state[1] != state[1]:  # still equal so far
+            if abs(r - v) <= 1e-6 * max(1.0, abs(r)):
+                state[0] += 1
+                return None
+            if state[0] < p["under_exact_min"]:
+                state[0] = -1  # the reward was not that score for long: a second term, not this rule's
+                return None
+            equal = reward.tail(min(state[0], 200), skip=1)
+            state[1] = sum(equal) / len(equal)
+            state[2] = max(diff_noise(equal), count_noise(equal), 1e-9)
+        recent = state[3]
+        recent.append((step, v - r, r))
+        if len(recent) < recent.maxlen:
+            return None
+        w = len(recent)
+        level, noise = state[1], state[2] / math.sqrt(w)
+        under = sum(d for _s, d, _r in recent) / w
+        fall = level - sum(x for _s, _d, x in recent) / w
+        if 2 * sum(1 for _s, d, _r in recent if d > 0.0) <= w or under < p["drop_warn"] * abs(level) \
+                or under < p["z_under"] * noise or fall < p["z_under"] * noise:
+            return None
+        state[4] = True
+        start = next(s for s, d, _r in recent if d > 0.0)
+        vals = {"reward": level - fall, "reward_before": level, "quality": v, "under": under, "drop": fall,
+                "exact_steps": state[0], "window": w,
+                "signals": [f"{score.raw} - {reward.raw} 0 -> {fmt(under)} over {w} steps"]}
+        return self.fire(step, "warning",
+                         f"Reward fell under {score.raw}: the two were equal, scored on the same samples, on "
+                         f"{state[0]} logged steps in a row; over the last {w} {reward.raw} was {fmt(under)} under it "
+                         f"on average ({reward.raw} {fmt(level)} -> {fmt(level - fall)}, {score.raw} held)",
+                         "The reward no longer pays for what the task score counts right: the reward itself changed "
+                         "(shuffled or wrong labels, a reward function or server that scores something else), and "
+                         "the policy is being trained on it.", metric=REWARD, values=vals, step_start=start,
+                         extra_keys=(key,))
+
+    def _cliff(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[REWARD]
         v = track.last

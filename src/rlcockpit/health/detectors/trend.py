@@ -31,10 +31,12 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import make_action
 from rlcockpit.health.detectors.memory import ALLOC, GPU_MEM, GPU_USED, RESERVED, RSS
 from rlcockpit.health.detectors.reward import (
+    COMPONENT,
     LEN,
     REWARD,
     VAL_PREFIXES,
     quality_direction,
+    same_samples,
 )
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
@@ -44,14 +46,6 @@ VAL_GUIDE = "val-core/<source>/<metric>/mean@<N>"
 PERPLEXITY = "eval/perplexity"
 HELD_OUT = (*VAL_PREFIXES, "val/")  # held-out scores lag the training reward in a healthy run: only a fall counts
 MEMORY_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_MEM, RSS)
-COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
-EXTRA = "reward_extra/"  # what the reward function returned beside the score, on the same samples (verl)
-
-
-def _same_samples(key: str) -> bool:
-    """Whether ``key`` is scored on the training batch the reward is: a part of the reward, or a correctness the
-    reward function logged beside the score (verl's ``reward_extra/acc/mean``)."""
-    return key.startswith(COMPONENT) or (key.startswith(EXTRA) and is_correctness(key))
 
 
 def _quality_keys(tracks: dict[str, Track]) -> list[str]:
@@ -232,9 +226,9 @@ class RewardDivergence(Detector):
             if found is None and key.startswith(HELD_OUT):
                 found = self._held_out_left(step, key, track, reward)
             paired = track.last_step == reward.last_step == step
-            if found is None and paired and _same_samples(key):
+            if found is None and paired and same_samples(key):
                 found = self._lead_opened(step, key, track, reward)
-            if found is None and paired and _same_samples(key):
+            if found is None and paired and same_samples(key):
                 found = self._paired_gap(step, key, track, reward)
             if found is None and not key.startswith(HELD_OUT) and is_correctness(key):
                 found = self._correctness_flat(step, key, track, reward, up)
@@ -580,7 +574,7 @@ class RewardDivergence(Detector):
                 or not r_now - r_then >= p["gain_z"] * self._reward.noise:
             return None
         start = step - w
-        if _same_samples(key) and self._equal_since(track, reward, start - w // 4):
+        if same_samples(key) and self._equal_since(track, reward, start - w // 4):
             return None  # the reward is this score on every step: its rise is the score's, nothing paid for length
         after, n_after = _mean_between(track, step - w // 2, step)  # the held-out level now ...
         before, n_before = _mean_between(track, start - w // 4, start + w // 4)  # ... and where the window began
