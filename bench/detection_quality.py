@@ -87,14 +87,15 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-detect8; read again with its eval_reward in h-detect12, still missed); then its healthy "
                          "lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was read to set kl_rising's range "
                          "rule's bar (issue 29, branch h-detect10); then its nines run's reward and "
-                         "rewards/accuracy/mean were read: reward_cliff's fall under the task score it equalled "
-                         "warns at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp)",
+                         "rewards/accuracy/mean were read: reward_cliff's fall under the task score it equalled warns"
+                         " at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
                         "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
                         "throughput_drop still warns, left; issue 29, branch h-trlslow); then its lr-jump run's KL "
                         "was read: a kl_rising range warning no longer takes the check of the accelerating-rise rule "
-                        "(its critical at 264 was lost; issue 29, branch h-ramp)",
+                        "(its critical at 264 was lost; issue 29, branch h-ramp); its lr-jump run's kl at 220-256 was"
+                        " read (kl_spike's critical now at 254, not 253; issue 29, branch h-early)",
     "rlcockpit_trainer_cpu3": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.67 warnings per "
                               "healthy run at 2f5980c); then its sparse-reward and one-prompt healthy runs were read:"
                               " count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
@@ -104,9 +105,11 @@ DEVELOPED_ON: dict[str, str] = {
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
-                         "29, branch h-detect5); then its sevens run's reward and rewards/accuracy/mean"
-                         " were read: reward_cliff's fall under the task score it equalled warns at 174 there, where"
-                         " the paid reward changed at 150 (issue 29, branch h-trlramp)",
+                         "29, branch h-detect5); then its sevens run's reward and rewards/accuracy/mean were read: "
+                         "reward_cliff's fall under the task score it equalled warns at 174 there, where the paid "
+                         "reward changed at 150 (issue 29, branch h-trlramp); its lr30 run's kl, learning_rate and "
+                         "entropy at 0-270 were read (kl_rising's range warning at 94, a 45-step stretch at 3.5x, 160"
+                         " steps before the lr jump): left (issue 29, branch h-early)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -152,7 +155,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "missed: kl_rising warns at 206, the KL's range left before the entropy's; its "
                          "learning_rate: lr_schedule's climb after the decay, a warning at 206; issue 29, branch "
                          "h-ramp); its healthy dapo-epshigh028 run's KL (0.02 -> 0.3 over steps 30-50, then flat) "
-                         "read, nothing changed (issue 29, branch h-quiet)",
+                         "read, nothing changed (issue 29, branch h-quiet); its drgrpo lrramp100 run's findings were "
+                         "printed: the kl_rising warning at 206, 6 steps into the lr ramp, left as a real early sign "
+                         "(issue 29, branch h-early)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -181,26 +186,32 @@ DEVELOPED_ON: dict[str, str] = {
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
                               " h-detect13); then its klloss-negcoef200 run's actor/kl_loss was read: kl_rising's "
                               "range rule keeps the level verdict of the reference a held departure left (issue 29, "
-                              "branch h-detect14); then its healthy rppbaseline-sapo run's response length and "
-                              "clip ratio were read: lengths up 1.4x with a few answers cut, as in a length "
-                              "explosion's first steps, so truncation's leaving-zero bar stays (issue 29, branch "
-                              "h-trlramp)",
+                              "branch h-detect14); then its healthy rppbaseline-sapo run's response length and clip "
+                              "ratio were read: lengths up 1.4x with a few answers cut, as in a length explosion's "
+                              "first steps, so truncation's leaving-zero bar stays (issue 29, branch h-trlramp); its "
+                              "refnoise3x200 run's actor/kl_loss at 100-215 (kl_rising's range warning at 174, a "
+                              "12-step burst at 3.4x) and its negcoef200 run's at 100-260 were read: left (issue 29, "
+                              "branch h-early)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
-                         "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute "
-                         "bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: reward_divergence's"
-                         " lead opened; its healthy vespo run's entropy was read: entropy_collapse's fast fall judged "
-                         "smoothed against smoothed (issue 29, branch h-detect13); then its negbeta200 run's kl was "
-                         "read for kl_rising's range rule (still missed; issue 29, branch h-detect14); then its "
-                         "slowgenramp run's and healthy vespo run's step_time were read (the ramp still found at 261, "
-                         "the vespo slowdown still warned: left; issue 29, branch h-trlslow); then its range-rule state"
-                         " was read again: the last level reference stays while the newer ones, with the 185-206 bump "
-                         "in their newer half, are not (issue 29, branch h-ramp); then its slowgenramp run's step_time "
-                         "was read again (a rise to 1.4x by 220 against a level that had wandered 0.13 -> 0.2 before "
-                         "the ramp: left to the throughput work; issue 29, branch h-trlramp)",
+                         "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
+                         " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
+                         "reward_divergence's lead opened; its healthy vespo run's entropy was read: "
+                         "entropy_collapse's fast fall judged smoothed against smoothed (issue 29, branch "
+                         "h-detect13); then its negbeta200 run's kl was read for kl_rising's range rule (still "
+                         "missed; issue 29, branch h-detect14); then its slowgenramp run's and healthy vespo run's "
+                         "step_time were read (the ramp still found at 261, the vespo slowdown still warned: left; "
+                         "issue 29, branch h-trlslow); then its range-rule state was read again: the last level "
+                         "reference stays while the newer ones, with the 185-206 bump in their newer half, are not "
+                         "(issue 29, branch h-ramp); then its slowgenramp run's step_time was read again (a rise to "
+                         "1.4x by 220 against a level that had wandered 0.13 -> 0.2 before the ramp: left to the "
+                         "throughput work; issue 29, branch h-trlramp); its negbeta200 run's kl at 100-250 was read "
+                         "(its range warning at 230 is the detection; nothing changed; issue 29, branch h-early)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
-                            "their bars (issue 29, branch h-detect14)",
+                            "their bars (issue 29, branch h-detect14); its two llmjudge runs' findings and labels "
+                            "were printed: the alerts at 28, 31 and 34 fall in the onset range the labels call "
+                            "defensible (26-33), left (issue 29, branch h-early)",
     "trl_state_public3": "scored held out at 30dd218 (recall 1/1, median delay 15); then its run's clipped ratio, "
                          "mean / min length were read: truncation's standing ratio is a change once the share of "
                          "answers that fit the limit halved (issue 29, branch h-detect14)",
@@ -212,7 +223,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "h-detect18); its accelerating leak's host memory was read: memory_growth's sign trend "
                               "(issue 29, branch h-detect19); its stuck-loader and weight-decay runs' entropy, "
                               "training score and validation accuracy were read: entropy_collapse's slow fall judged "
-                              "by a held-out score since the drift's start (issue 29, branch h-stuck)",
+                              "by a held-out score since the drift's start (issue 29, branch h-stuck); its refswap "
+                              "run's actor/kl_loss at 0-215 was read (kl_rising's range warning at 74, a 16-step "
+                              "burst at 4.4x): left (issue 29, branch h-early)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -221,7 +234,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-trlslow); its wdneg200 run's kl at 80-120 was read: a kept level reference must be the "
                          "second level one in a row (issue 29, branch h-ramp); its stuck-loader run's entropy, reward"
                          " and evaluation reward were read: entropy_collapse's slow fall judged by TRL's evaluation "
-                         "reward (issue 29, branch h-stuck)",
+                         "reward (issue 29, branch h-stuck); its beta01 refswap run's kl at 130-160 was read: "
+                         "kl_spike judges its tail check on the lowest held value, not their median (a critical at "
+                         "157 gone); its slowrewardramp run's finding and label printed: the throughput_drop warning "
+                         "at 221, 21 steps into the ramp, left as a real early sign (issue 29, branch h-early)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -279,31 +295,38 @@ DEVELOPED_ON: dict[str, str] = {
                                "grad_spike counts a step whose every advantage is 0 as one without a learning signal "
                                "(the entropy term's norm), and calls a second spike critical only within a burst of "
                                "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
-                               "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr was read: lr_schedule's climb must pass the peak the lr "
-                               "first fell from (issue 29, main)",
-    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); then"
-                         " its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against the "
-                         "early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); its "
-                         "no-clip run's and reward x100 run's grad_norm and frac_reward_zero_std were read: grad_spike "
-                         "judges a step against the steps that had a learning signal (issue 29, branch h-sparsegrad); "
-                         "then its iter3-eps10 run's clip ratio and KL were read: update_size's range rule needs the "
-                         "bar to have been rare before, kl_rising's acceleration warning a level not held within its "
-                         "range window (issue 29, branch h-entropyup); then its iter3-eps10 run's clip ratio and lr "
-                         "were read: update_size's clipping-stopped rule (a clip ratio above 0 on half the steps, then "
-                         "exactly 0 for 15); its shuffledlabelsramp150-300 run's reward and rewards/accuracy/mean were "
-                         "read again: reward_cliff's fall under the task score it equalled (issue 29, branch h-trlramp)",
-    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy run"
-                          " at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median above "
-                          "all but one of the trailing window's values (a heavy-tailed KL's single batches of 0.5-2.5 "
-                          "make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
-                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning does;"
-                          " its betadecay length-explosion run's length, clip ratio, kl and entropy were read: left "
-                          "missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
+                               "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr "
+                               "was read: lr_schedule's climb must pass the peak the lr first fell from (issue 29, "
+                               "main)",
+    "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
+                         "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
+                         "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
+                         "its no-clip run's and reward x100 run's grad_norm and frac_reward_zero_std were read: "
+                         "grad_spike judges a step against the steps that had a learning signal (issue 29, branch "
+                         "h-sparsegrad); then its iter3-eps10 run's clip ratio and KL were read: update_size's range "
+                         "rule needs the bar to have been rare before, kl_rising's acceleration warning a level not "
+                         "held within its range window (issue 29, branch h-entropyup); then its iter3-eps10 run's "
+                         "clip ratio and lr were read: update_size's clipping-stopped rule (a clip ratio above 0 on "
+                         "half the steps, then exactly 0 for 15); its shuffledlabelsramp150-300 run's reward and "
+                         "rewards/accuracy/mean were read again: reward_cliff's fall under the task score it equalled"
+                         " (issue 29, branch h-trlramp); its shuffledlabelsramp run's kl at 15-40 was read: "
+                         "kl_spike's critical needs each held value nearer their median than the reference (a "
+                         "critical at 37 gone); its refdrift01 run's kl at 60-180 read (its range warning at 164 is "
+                         "the detection; issue 29, branch h-early)",
+    "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
+                          "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
+                          "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
+                          "0.5-2.5 make three of 0.27-0.78 no jump); its CISPO syncref5 run's entropy was read: "
+                          "entropy_explosion's ratio critical holds for sustain checks of its own, as the warning "
+                          "does; its betadecay length-explosion run's length, clip ratio, kl and entropy were read: "
+                          "left missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
                           "rewards/accuracy/mean and completions/mean_length were read: reward_divergence's "
                           "length-bonus rule does not judge a score the reward equalled on every step of its window "
                           "(issue 29, branch h-hack); then its betadecay run's length, max length and clipped ratio "
-                          "were read again: its lengths up 1.37x by 228 with 3 of 6 steps clipped look like a healthy "
-                          "rlcockpit_trainer_cpu7 run's, left missed (issue 29, branch h-trlramp)",
+                          "were read again: its lengths up 1.37x by 228 with 3 of 6 steps clipped look like a healthy"
+                          " rlcockpit_trainer_cpu7 run's, left missed (issue 29, branch h-trlramp); its "
+                          "zerobonusgrows run's findings were printed: the reward_divergence warning at 220, 70 steps"
+                          " into the growing bonus, left as a real early sign (issue 29, branch h-early)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

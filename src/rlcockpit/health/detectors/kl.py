@@ -309,15 +309,20 @@ class KLSpike(StartReferenced):
     median ``z_warn`` units above it, right after a value below ``prev_abs`` (a small-batch run's k3 KL estimate
     jumps 10-300x for one or two logged steps and is back at the next: that is not a jump that holds) (the seed article's rule, judged against the run's own
     level and noise). Critical: each of the last ``sustain`` values above ``critical_ratio`` x the reference and
-    one log spread above it, and their median ``z`` units above it and above ``warn_abs`` (the warning's absolute
+    one log spread above it, and nearer their median than the reference, in log units (above the geometric midpoint
+    of the two: the jump held at its level; 0.15, 1.07, 1.2 against a median of 0.04 is a two-batch blip after a
+    value at the run's level, not three batches of a jump), and their median ``z`` units above it and above ``warn_abs`` (the warning's absolute
     bar: a 2-prompt run's KL held at 0.1-0.2, 4x its median 0.03, is a healthy level), and the value logged just before these
     ``sustain`` values nearer the reference than that median, in log units (a jump from the run's level; a KL logged every 7
     steps that climbed 0.11 -> 0.27 -> 0.42 -> 0.54 over 60 steps is a rise, judged by ``kl_rising``). The reference is frozen where a candidate spike
     starts, for at most ``sustain`` + 2 observations (a jump is sudden; a KL that drifted up is measured afresh).
-    Both need the held median above all but ``tail_allow`` of the window's values: a heavy-tailed KL (sequence-level
-    importance ratios, a few completions a batch) that reached 0.5 and 1.0 as single batches within its last 20
-    logged steps has shown that level as its own noise, and three such batches in a row (0.78, 0.27, 0.45 against
-    a median of 0.08) are no jump out of its range.
+    Both need each of the held values (not only their median) above all but ``tail_allow`` of the window's values: a
+    heavy-tailed KL (sequence-level importance ratios, a few completions a batch) that reached 0.5 and 1.0 as single
+    batches within its last 20 logged steps has shown that level as its own noise, and three such batches in a row
+    (0.78, 0.27, 0.45 against a median of 0.08) are no jump out of its range; nor are three batches whose lowest is
+    at a level the window's single batches passed more than ``tail_allow`` times (0.44, 0.22, 0.45 where 4 of the
+    last 20 were 0.25-0.37: a run whose batches pass 0.22 one time in five meets three in a row by chance every
+    hundred-odd steps).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
@@ -391,7 +396,8 @@ class KLSpike(StartReferenced):
         n = int(p["sustain"]) * period
         held, z = self._held(track, n, period)
         vals = {"kl": v, "kl_before": self._ref, "ratio": v / self._ref, "log_spread": self._spread}
-        floor = self._ref * max(p["critical_ratio"], math.exp(self._spread))  # each value beyond one spread too
+        # each value beyond one spread too, and nearer the held median than the reference (the jump held at its level)
+        floor = self._ref * max(p["critical_ratio"], math.exp(self._spread), math.sqrt(max(held, 0.0) / self._ref))
         over = f" over the {p['window'] * period} steps before"
         # from the reference level, not from a KL that had climbed most of the way (kl_rising's business): the value
         # logged before the held ones nearer the reference than their median, in log units
@@ -399,10 +405,11 @@ class KLSpike(StartReferenced):
         # a critical clears the warning's absolute bar too: a KL held at 0.1-0.2 is a healthy run's level, however
         # small the median it is measured against (a 2-prompt run's KL wanders 0.006-0.2 between logged steps)
         # above the run's own tail: a level its single batches reached more than ``tail_allow`` times in the window
-        # is one it wanders to (a heavy-tailed KL visits 0.3-1 now and then), three such batches in a row no jump
-        beyond = held > self._tail
-        if track.n > n and self._streak >= n and min(track.tail(n)) > floor and z > p["z"] and sudden \
-                and held > p["warn_abs"] and beyond:
+        # is one it wanders to (a heavy-tailed KL visits 0.3-1 now and then), three such batches in a row no jump;
+        # judged on the lowest of them: each held batch must be beyond what the window's single batches reached
+        low = min(track.tail(n))
+        if track.n > n and self._streak >= n and low > floor and z > p["z"] and sudden \
+                and held > p["warn_abs"] and low > self._tail:
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -412,7 +419,7 @@ class KLSpike(StartReferenced):
         k = int(p["warn_hold"]) * period
         both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
-                and self._before < p["prev_abs"] and beyond:
+                and self._before < p["prev_abs"] and both > self._tail:
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
