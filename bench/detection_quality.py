@@ -125,7 +125,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "was by step 240; issue 29, branch h-detect12); then its lrramp60 run's range-rule state was"
                          " read again: the last level reference stays while newer ones are not (a warning at 262, "
                          "still 30 steps late; its learning_rate: lr_schedule's climb after the decay, a warning at "
-                         "209; issue 29, branch h-ramp)",
+                         "209; issue 29, branch h-ramp)"
+                         "; then its lrramp60 run's KL was read again (still missed: left, issue 29, branch h-lrramp)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -148,7 +149,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "missed: kl_rising warns at 206, the KL's range left before the entropy's; its "
                          "learning_rate: lr_schedule's climb after the decay, a warning at 206; issue 29, branch "
                          "h-ramp); its healthy dapo-epshigh028 run's KL (0.02 -> 0.3 over steps 30-50, then flat) "
-                         "read, nothing changed (issue 29, branch h-quiet)",
+                         "read, nothing changed (issue 29, branch h-quiet)"
+                         "; then its dr_grpo lr-ramp run's KL was read again: kl_rising's range rule critical once the KL kept "
+                         "climbing after the warning (issue 29, branch h-lrramp)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
