@@ -355,6 +355,8 @@ class RewardDivergence(Detector):
         vals = {"reward": r_mean, "reward_baseline": r_level, "quality": score, "gap": gap + early_gap,
                 "gap_early": early_gap, "noise": r_noise,
                 "signals": [f"{reward.raw} - {track.raw} {fmt(early_gap)} -> {fmt(gap + early_gap)}"]}
+        if lower is not None:
+            vals["gap_before"] = early_gap  # (the level the lead moved down to, not the warm-up's)
         return self.fire(step, "critical" if crit else "warning",
                          f"Reward pulling away from {track.raw}: over the last {w} logged steps {reward.raw} averaged "
                          f"{fmt(r_mean)} ({fmt(r_level)} {since}) and its lead over {track.raw}, scored on the "
