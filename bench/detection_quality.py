@@ -73,13 +73,19 @@ DEVELOPED_ON: dict[str, str] = {
                            "were read: reward_divergence's paired lead of the reward over a task score on the same "
                            "samples (issue 29, branch h-detect8)",
     "rlcockpit_trainer_cpu": "its lr x30 run (gpt2-1prompt-lr30-800, missed at 9a67d21) was read to find why no "
-                             "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3)",
+                             "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3); "
+                             "then its held-out scores' slides under their range (two evaluations under the "
+                             "reference's lowest, each lower than the one before) were scanned for how far healthy "
+                             "ones go, nothing changed (issue 29, branch h-lrramp)",
     "rlcockpit_trainer_cpu2": "scored once held out (1 critical, 1.67 warnings per healthy run at 7d6cf40); then its "
                               "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
                               "persistence and batch-size rules (issue 29, branch h-detect4); then its nines run's "
                               "score, clip ratio, length and validation were read (still missed; issue 29, branch "
                               "h-detect8); then its nines run's score, clip ratio and length again: reward_hacking's "
-                              "level re-measured after a change point downwards (issue 29, branch h-detect12)",
+                              "level re-measured after a change point downwards (issue 29, branch h-detect12); then "
+                              "its held-out scores' slides under their range (two evaluations under the reference's "
+                              "lowest, each lower than the one before) were scanned for how far healthy ones go, "
+                              "nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings2": "scored once held out (2.67 warnings per healthy run at 7d6cf40); then its one-step "
                          "KL/loss/grad blips and shared-machine slowdowns were read: kl_spike, loss_spike, "
                          "grad_spike, kl_rising and CPU throughput_drop rules (issue 29, branch h-detect4); then its "
@@ -101,7 +107,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
                               "(issue 29, branch h-detect5); its temp025 run's entropy read: its fast fall (warned at"
                               " 305) is now the held one, 5 of 6 values under, their mean halved (issue 29, branch "
-                              "h-fastfall)",
+                              "h-fastfall); then its held-out scores' slides under their range (two evaluations under"
+                              " the reference's lowest, each lower than the one before) were scanned for how far "
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
@@ -109,7 +117,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "reward_cliff's fall under the task score it equalled warns at 174 there, where the paid "
                          "reward changed at 150 (issue 29, branch h-trlramp); its lr30 run's kl, learning_rate and "
                          "entropy at 0-270 were read (kl_rising's range warning at 94, a 45-step stretch at 3.5x, 160"
-                         " steps before the lr jump): left (issue 29, branch h-early)",
+                         " steps before the lr jump): left (issue 29, branch h-early); then its sevens run's reward "
+                         "and rewards/accuracy/mean were read: reward_divergence's paired lead judged from the level "
+                         "the lead moved down to (issue 29, branch h-lrramp)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -118,7 +128,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "entropy_collapse's held-out gain (issue 29, branch h-detect8); then its healthy runs' "
                               "KL bursts, GAE explained variance and host memory: kl_rising warn_hold, "
                               "explained_variance's window median, host_memory's record growth (issue 29, branch "
-                              "h-detect7)",
+                              "h-detect7); then its held-out scores' slides under their range (two evaluations under "
+                              "the reference's lowest, each lower than the one before) were scanned for how far "
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were"
                          " read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); then its"
@@ -132,7 +144,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "was by step 240; issue 29, branch h-detect12); then its lrramp60 run's range-rule state was"
                          " read again: the last level reference stays while newer ones are not (a warning at 262, "
                          "still 30 steps late; its learning_rate: lr_schedule's climb after the decay, a warning at "
-                         "209; issue 29, branch h-ramp)",
+                         "209; issue 29, branch h-ramp); then its lrramp60 run's KL was read again (still missed: "
+                         "left, issue 29, branch h-lrramp)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -143,7 +156,14 @@ DEVELOPED_ON: dict[str, str] = {
                               "remax lr-ramp run's actor/lr, validation and update metrics were read: lr_schedule's "
                               "climb after the decay (a warning at 205, a cause, not credited); the run stays missed:"
                               " no KL logged, ppo_kl and clip fraction 0, validation 0.495 / 0.473 at 210 / 220 "
-                              "within one evaluation's noise of its 0.50-0.56 range (issue 29, branch h-ramp)",
+                              "within one evaluation's noise of its 0.50-0.56 range (issue 29, branch h-ramp); then "
+                              "its remax lr-ramp run's validation was read again and its eosbiasramp run's mean / max"
+                              " length: both left (the remax run's validation slide at 210-220, 6x its step-to-step "
+                              "noise and 1.5x one evaluation's sampling noise under its range, is smaller than "
+                              "healthy runs' held-out slides; the eosbias run's length 3.0 -> 3.25 in the window) "
+                              "(issue 29, branch h-lrramp); then its held-out scores' slides under their range (two "
+                              "evaluations under the reference's lowest, each lower than the one before) were scanned"
+                              " for how far healthy ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -157,7 +177,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-ramp); its healthy dapo-epshigh028 run's KL (0.02 -> 0.3 over steps 30-50, then flat) "
                          "read, nothing changed (issue 29, branch h-quiet); its drgrpo lrramp100 run's findings were "
                          "printed: the kl_rising warning at 206, 6 steps into the lr ramp, left as a real early sign "
-                         "(issue 29, branch h-early)",
+                         "(issue 29, branch h-early); then its dr_grpo lr-ramp run's KL was read again: kl_rising's "
+                         "range rule critical once the KL kept climbing after the warning (issue 29, branch h-lrramp)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -170,7 +191,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "judging the machine's memory beside a sparse RSS (issue 29, branch h-detect10); then "
                               "its k3+ lr-ramp run's KL loss, actor/lr and kl_rising's range-rule state were read: "
                               "the range rule's factor once the lr was raised above its reference (issue 29, branch "
-                              "h-detect12)",
+                              "h-detect12); then its held-out scores' slides under their range (two evaluations under"
+                              " the reference's lowest, each lower than the one before) were scanned for how far "
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -180,7 +203,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "rate was read: kl_rising's range rule with a raised lr; its digitvote160 run's entropy, "
                          "reward and rewards/accuracy/mean were read: entropy_collapse's reward exemption needs the "
                          "accuracy beside it to gain too (issue 29, branch h-detect12); its topent02 run's entropy "
-                         "read: no fast fall under entropy_collapse's held fast fall (issue 29, branch h-fastfall)",
+                         "read: no fast fall under entropy_collapse's held fast fall (issue 29, branch h-fastfall); "
+                         "then its judge199ramp run's reward, rewards/accuracy/mean and eval scores were read (still "
+                         "missed: the judge's pay for wrong answers is clear from ~190, the window's end; issue 29, "
+                         "branch h-lrramp)",
     "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
                               "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
@@ -191,7 +217,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "first steps, so truncation's leaving-zero bar stays (issue 29, branch h-trlramp); its "
                               "refnoise3x200 run's actor/kl_loss at 100-215 (kl_rising's range warning at 174, a "
                               "12-step burst at 3.4x) and its negcoef200 run's at 100-260 were read: left (issue 29, "
-                              "branch h-early)",
+                              "branch h-early); then its held-out scores' slides under their range (two evaluations "
+                              "under the reference's lowest, each lower than the one before) were scanned for how far"
+                              " healthy ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -225,7 +253,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "training score and validation accuracy were read: entropy_collapse's slow fall judged "
                               "by a held-out score since the drift's start (issue 29, branch h-stuck); its refswap "
                               "run's actor/kl_loss at 0-215 was read (kl_rising's range warning at 74, a 16-step "
-                              "burst at 4.4x): left (issue 29, branch h-early)",
+                              "burst at 4.4x): left (issue 29, branch h-early); then its held-out scores' slides "
+                              "under their range (two evaluations under the reference's lowest, each lower than the "
+                              "one before) were scanned for how far healthy ones go, nothing changed (issue 29, "
+                              "branch h-lrramp)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -280,7 +311,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "warm-up 25% to 10-step means of 51-56% over steps 21-60 before it fell (branch "
                               "h-sparsegrad); then its tempramp run's entropy (left missed: a healthy run's entropy "
                               "rises as fast and further, see the report) and its dedupscan run's timing_s split were"
-                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)",
+                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup); then "
+                              "its held-out scores' slides under their range (two evaluations under the reference's "
+                              "lowest, each lower than the one before) were scanned for how far healthy ones go, "
+                              "nothing changed (issue 29, branch h-lrramp)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -297,7 +331,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
                                "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr "
                                "was read: lr_schedule's climb must pass the peak the lr first fell from (issue 29, "
-                               "main)",
+                               "main); then its held-out scores' slides under their range (two evaluations under the "
+                               "reference's lowest, each lower than the one before) were scanned for how far healthy "
+                               "ones go, nothing changed (issue 29, branch h-lrramp)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "

@@ -85,7 +85,14 @@ class KLRising(Detector):
     second or later level one in a row: a KL that starts to leave a range it held (a bump before, or its own first
     steps out, in the newer half of every window measured after) is judged against that range; the first level
     window of a KL still climbing early is a lull, not a range. A range warning does not take the check of the
-    accelerating-rise rule: its critical still comes on the same step."""
+    accelerating-rise rule: its critical still comes on the same step.
+
+    Critical from the range rule: the KL that left its range *kept climbing*, its trimmed mean ``range_ratio`` x the
+    level it had when the departure was warned, on ``range_hold`` checks in a row while the departure holds
+    (magnitude plus persistence, measured against the warning's own level: a KL that moves to a new level settles
+    there, one whose policy is collapsing keeps going; a climb at a steady or slowing pace, 0.35 -> 1.4 -> 2.2 over
+    20 steps, never meets the accelerating-rise rule's test in log units). A gap of a check or two in the departure
+    is the same departure (its warned level stays)."""
 
     keys = (KL,)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
@@ -108,6 +115,9 @@ class KLRising(Detector):
         self._fast = self._slow = math.nan  # running means of the log KL (~10 and ~50 batches): the range rule's gate
         self._range_held = 0  # consecutive checks that found the KL out of its own range
         self._range_start: int | None = None  # the step of the first of them
+        self._warned_now = math.inf  # the trimmed mean log KL when the held departure was warned
+        self._climb_held = 0  # consecutive checks since, with the KL ``range_ratio`` x above that
+        self._out_last = -(10**9)  # the last step the departure held (a gap of a check or two is the same departure)
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
@@ -248,7 +258,23 @@ class KLRising(Detector):
             self._range_start = step
         if self._range_held < p["range_hold"]:
             return None
+        if self._range_held == p["range_hold"] and step - self._out_last > self.quiet_span():
+            self._warned_now, self._climb_held = now, 0  # the level a new departure is warned at
+        self._out_last = step
+        climbed = now - self._warned_now
+        self._climb_held = self._climb_held + 1 if climbed >= self._log_ratio else 0
         ratio = math.exp(now - level)
+        if self._climb_held >= p["range_hold"]:
+            return self.fire(step, "critical", f"KL to reference still climbing after it left its range: {track.raw} "
+                             f"averaged {fmt(math.exp(now))} (trimmed geometric mean) over the last {len(new)} logged "
+                             f"steps, {math.exp(climbed):.1f}x the {fmt(math.exp(self._warned_now))} it had when it left "
+                             f"its range and {ratio:.1f}x {versus(math.exp(level), math.exp(mid), 'median')}, on "
+                             f"{self._climb_held} checks in a row",
+                             "The policy keeps moving away from the reference after it left its range: a collapse "
+                             "under way, most often a learning rate that grew too large.",
+                             values={"kl": math.exp(now), "kl_warned": math.exp(self._warned_now),
+                                     "climb": math.exp(climbed), "kl_median": math.exp(mid), "ratio": ratio,
+                                     "log_spread": scale}, step_start=self._range_start)
         over = f" over the {n_ref} logged steps before (where it swung by a factor of {math.exp(scale):.1f})"
         lr = self.ctx.tracks.get(LR)
         why = (f", while {lr.raw} rose to {fmt(lr.last)}, {lr.last / self._ref_lr:.1f}x its mean in that stretch"

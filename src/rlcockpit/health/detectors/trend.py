@@ -128,7 +128,12 @@ class RewardDivergence(Detector):
       the reward itself as far up, for ``gap_hold`` paired observations (:meth:`_paired_gap`); critical once both are
       ``critical_factor`` x as large for as many observations. The difference of
       two series scored on the same prompts is far quieter than either, so a bonus the task does not count is
-      seen while the reward's own noise still hides it. Not for a part the reward pays in full (the reward is the
+      seen while the reward's own noise still hides it. Where the lead *moved down* after the warm-up (its mean over
+      the ``gap_ref`` paired observations before the last ``gap_span`` steps ``gap_z`` noise units of such a mean
+      under the warm-up's lead: a second term came in that pays less), the lead, the reward and the score are
+      judged from those observations (their means, and their step-to-step noises) instead of the warm-up: a bonus
+      that then lifts the lead back is a rise from where the lead was, though the reward is not yet above its
+      warm-up level. Not for a part the reward pays in full (the reward is the
       plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
     - *lead opened* (warning): a task score the reward equalled exactly on its first ``gap_exact_min`` paired
       observations or more (the reward *is* that score: TRL's paid reward beside ``rewards/accuracy/mean``, verl's
@@ -162,7 +167,7 @@ class RewardDivergence(Detector):
                 "bonus_span": 20, "rise_ratio": threshold(PERPLEXITY, "divergence_rise_ratio"),
                 "rise_critical_ratio": threshold(PERPLEXITY, "divergence_critical_ratio"), "flat_gain_z": 6.0,
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
-                "gap_span": 10, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
+                "gap_span": 10, "gap_ref": 30, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
                 "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
@@ -185,6 +190,8 @@ class RewardDivergence(Detector):
         # key -> the reward's early lead over that score, the score's early mean and noise (None: too few pairs)
         self._gap_early: dict[str, tuple[float, float, float, float] | None] = {}  # + the lead's early noise
         self._gap_run: dict[str, int] = {}  # key -> successive paired observations with the gap open
+        # key -> (the score's count when measured, the *lead moved down* reference or None): :meth:`_lead_lower`
+        self._gap_ref: dict[str, tuple[int, tuple[float, float, float, float, float, float] | None]] = {}
         self._gap_big: dict[str, int] = {}  # key -> of those, successive ones with lead and rise critical_factor x their bars
         # key -> [paired observations with the lead exactly 0 before the first nonzero one (-1: not exact), whether one
         # was nonzero, the last ``gap_span`` (step, lead)s]
@@ -309,8 +316,13 @@ class RewardDivergence(Detector):
             return None
         early_gap, score_early, score_noise, lead_noise = self._gap_early[key]
         w = span(reward, p["gap_span"], lo=3, hi=10)
-        bar = p["gap_z"] * self._reward.noise / math.sqrt(w)
-        if reward.mean_last(w) - self._reward.level < bar:  # the usual step: the reward is not up
+        r_level, r_noise, since = self._reward.level, self._reward.noise, "early"
+        lower = self._lead_lower(key, track, reward, w, early_gap)
+        if lower is not None:  # the lead moved down to a new level after the warm-up: judged from there
+            early_gap, score_early, score_noise, lead_noise, r_level, r_noise = lower
+            since = "before"
+        bar = p["gap_z"] * r_noise / math.sqrt(w)
+        if reward.mean_last(w) - r_level < bar:  # the usual step: the reward is not up
             self._gap_run[key] = self._gap_big[key] = 0
             return None
         pairs = self._paired(track, reward, w)
@@ -318,7 +330,7 @@ class RewardDivergence(Detector):
             return None
         r_mean = sum(r for _, r, _v in pairs) / w
         gap = sum(r - v for _, r, v in pairs) / w - early_gap
-        rise = r_mean - self._reward.level
+        rise = r_mean - r_level
         moved = sum(v for *_, v in pairs) / w - score_early  # the score's own move, against its noise
         fell = -moved > p["gap_z"] * score_noise / math.sqrt(w)
         rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
@@ -334,18 +346,44 @@ class RewardDivergence(Detector):
             return None
         crit = big_run >= p["gap_hold"]
         score = r_mean - gap - early_gap
-        vals = {"reward": r_mean, "reward_baseline": self._reward.level, "quality": score, "gap": gap + early_gap,
-                "gap_early": early_gap, "noise": self._reward.noise,
+        vals = {"reward": r_mean, "reward_baseline": r_level, "quality": score, "gap": gap + early_gap,
+                "gap_early": early_gap, "noise": r_noise,
                 "signals": [f"{reward.raw} - {track.raw} {fmt(early_gap)} -> {fmt(gap + early_gap)}"]}
+        if lower is not None:
+            vals["gap_before"] = early_gap  # (the level the lead moved down to, not the warm-up's)
         return self.fire(step, "critical" if crit else "warning",
                          f"Reward pulling away from {track.raw}: over the last {w} logged steps {reward.raw} averaged "
-                         f"{fmt(r_mean)} ({fmt(self._reward.level)} early) and its lead over {track.raw}, scored on the "
-                         f"same samples, {fmt(gap + early_gap)} (early {fmt(early_gap)}; "
-                         f"{gap / (self._reward.noise / math.sqrt(w)):.1f}x the reward's noise over {w} steps"
+                         f"{fmt(r_mean)} ({fmt(r_level)} {since}) and its lead over {track.raw}, scored on the "
+                         f"same samples, {fmt(gap + early_gap)} ({since} {fmt(early_gap)}; "
+                         f"{gap / (r_noise / math.sqrt(w)):.1f}x the reward's noise over {w} steps"
                          + (f"; both the lead and the rise {cf:g}x their bars on {big_run} steps in a row)" if crit else ")"),
                          "The reward rises by what the task score does not count: the policy learns what the reward "
                          "pays for beside the task.", metric=REWARD, values=vals,
                          step_start=pairs[-int(p["gap_hold"])][0], extra_keys=(key,), samples=True)
+
+    def _lead_lower(self, key: str, track: Track, reward: Track, w: int, early_gap: float
+                    ) -> tuple[float, float, float, float, float, float] | None:
+        """The *lead moved down* reference of :meth:`_paired_gap` (class docstring): (the lead's mean, the score's
+        mean and noise, the lead's noise, the reward's mean and noise) over the ``gap_ref`` paired observations
+        before the last ``w``, where that mean lead is ``gap_z`` noise units of such a mean under the warm-up's lead;
+        else None. Measured again every ``w`` observations of the score (a window mean, not a per-step scan)."""
+        p = self.p
+        at, ref = self._gap_ref.get(key, (-(10**9), None))
+        if track.n - at < w:
+            return ref
+        n_ref = int(p["gap_ref"])
+        pairs = [x for x in self._paired(track, reward, n_ref + w)[:-w] if x[0] >= self._warm_step]
+        ref = None
+        if len(pairs) >= 0.7 * n_ref:
+            leads = [r - v for _s, r, v in pairs]
+            lead = sum(leads) / len(leads)
+            lead_noise = max(diff_noise(leads), 1e-9)
+            if early_gap - lead > p["gap_z"] * lead_noise / math.sqrt(len(leads)):
+                rewards, scores = [r for _s, r, _v in pairs], [v for *_, v in pairs]
+                ref = (lead, sum(scores) / len(scores), max(diff_noise(scores), count_noise(scores), 1e-9), lead_noise,
+                       sum(rewards) / len(rewards), max(diff_noise(rewards), count_noise(rewards), 1e-9))
+        self._gap_ref[key] = (track.n, ref)
+        return ref
 
     def _lead_opened(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
         """The *lead opened* rule (class docstring), O(1) a step: the count of exact pairs, then the last leads."""
