@@ -98,7 +98,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " count_noise floors of reward_divergence / reward_hacking, reward_hacking's held rise "
                               "(issue 29, branch h-detect5); its temp025 run's entropy read: its fast fall (warned at"
                               " 305) is now the held one, 5 of 6 values under, their mean halved (issue 29, branch "
-                              "h-fastfall)",
+                              "h-fastfall)"
+                              "; then its sevens run's score, validation, entropy and length were read (left: "
+                              "reward_divergence/reward_hacking work, not entropy; issue 29, branch h-entrise)",
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
@@ -161,7 +163,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "judging the machine's memory beside a sparse RSS (issue 29, branch h-detect10); then "
                               "its k3+ lr-ramp run's KL loss, actor/lr and kl_rising's range-rule state were read: "
                               "the range rule's factor once the lr was raised above its reference (issue 29, branch "
-                              "h-detect12)",
+                              "h-detect12)"
+                              "; then its healthy gae-klreward-adaptive run's entropy (25-step medians) was read "
+                              "for an entropy-rise rule, not adopted (issue 29, branch h-entrise)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -177,7 +181,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
                               " h-detect13); then its klloss-negcoef200 run's actor/kl_loss was read: kl_rising's "
                               "range rule keeps the level verdict of the reference a held departure left (issue 29, "
-                              "branch h-detect14)",
+                              "branch h-detect14)"
+                              "; then its healthy rppbaseline-sapo run's entropy, score, length and grad norm were "
+                              "read: its entropy rises 1.57 -> 1.95 over steps 126-226, as fast as cpu9's "
+                              "temperature ramp (issue 29, branch h-entrise)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -188,7 +195,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "step_time were read (the ramp still found at 261, the vespo slowdown still warned: left; "
                          "issue 29, branch h-trlslow); then its range-rule state was read again: the last level "
                          "reference stays while the newer ones, with the 185-206 bump in their newer half, are not "
-                         "(issue 29, branch h-ramp)",
+                         "(issue 29, branch h-ramp)"
+                         "; then its healthy vespo-adafactor run's entropy (25-step medians) was read for an "
+                         "entropy-rise rule, not adopted (issue 29, branch h-entrise)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -213,7 +222,12 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-trlslow); its wdneg200 run's kl at 80-120 was read: a kept level reference must be the "
                          "second level one in a row (issue 29, branch h-ramp); its stuck-loader run's entropy, reward"
                          " and evaluation reward were read: entropy_collapse's slow fall judged by TRL's evaluation "
-                         "reward (issue 29, branch h-stuck)",
+                         "reward (issue 29, branch h-stuck)"
+                         "; then its gentemp2 run's entropy, length, reward, kl, grad norm, loss and clip "
+                         "ratios were read (left missed: no logged series says the sampler and the trainer "
+                         "differ), and its stuck-loader run's entropy drift state and evaluation reward: "
+                         "entropy_collapse's held-out score up by less than its noise is no gain (issue 29, "
+                         "branch h-entrise)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -256,7 +270,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "warm-up 25% to 10-step means of 51-56% over steps 21-60 before it fell (branch "
                               "h-sparsegrad); then its tempramp run's entropy (left missed: a healthy run's entropy "
                               "rises as fast and further, see the report) and its dedupscan run's timing_s split were"
-                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)",
+                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)"
+                              "; then its tempramp run's entropy, score, length, grad norm and validation were "
+                              "read again beside rlcockpit_trainer_cpu7's healthy rppbaseline-sapo run (left "
+                              "missed: no series tells the ramp's rise from that run's; issue 29, branch h-entrise)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -272,7 +289,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "(the entropy term's norm), and calls a second spike critical only within a burst of "
                                "10 logged steps (or at 100x its median); the 3-sample run's two one-step warnings "
                                "left (issue 29, branch h-gradcrit); then its healthy 1.5-cycle cosine run's actor/lr was read: lr_schedule's climb must pass the peak the lr "
-                               "first fell from (issue 29, main)",
+                               "first fell from (issue 29, main)"
+                               "; then its healthy resp16-constlr5e-5-1000 run's entropy (25-step medians) was read "
+                               "for an entropy-rise rule, not adopted (issue 29, branch h-entrise)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -290,7 +309,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "left missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
                           "rewards/accuracy/mean and completions/mean_length were read: reward_divergence's "
                           "length-bonus rule does not judge a score the reward equalled on every step of its window "
-                          "(issue 29, branch h-hack)",
+                          "(issue 29, branch h-hack)"
+                          "; then its healthy syncref10-warmup70 run's entropy (75-step medians) was read for "
+                          "an entropy-rise rule, not adopted (issue 29, branch h-entrise)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

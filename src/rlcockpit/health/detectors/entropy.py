@@ -107,11 +107,12 @@ class EntropyCollapse(FrozenBaseline):
     ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
     mean of its last two values ``held_out_z`` noise units of the difference above the mean of its values logged by
     the drift's start, at the earliest the reference stretch's end), and raised, whatever the training reward
-    gained, while every such score is at or under that mean. A policy sharpening onto answers that are right on data
-    it is not trained on is learning, whatever a reward over one prompt's few samples says; one memorising the few
-    prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts. The
-    reward's gain judges while no held-out score has a value by the drift's start and two after it, or one is up by
-    less than its noise.
+    gained, while no such score is up by that much (one up by less than its noise has not gained: an evaluation
+    mean of a few prompts moves a little either way from one evaluation to the next). A policy sharpening onto
+    answers that are right on data it is not trained on is learning, whatever a reward over one prompt's few samples
+    says; one memorising the few prompts a stuck data loader feeds it raises its training reward and gets no better on
+    held-out prompts (its evaluation reward a little above or under where it was, inside its noise). The reward's gain
+    judges while no held-out score has a value by the drift's start and two after it.
     Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
     before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
@@ -230,9 +231,10 @@ class EntropyCollapse(FrozenBaseline):
         """True when a held-out score rose since the entropy began to fall: the mean of its last two values
         ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
         is larger) of the difference of the two means above the mean of its values logged by ``anchor`` (the
-        drift's start, at the earliest the end of its reference stretch). False when every held-out score with a
-        value by ``anchor`` and two after it is at or under that mean (no rise at all: a training reward's gain is not
-        learning). None otherwise (none has a verdict yet, or one is up by less than its noise): the reward judges."""
+        drift's start, at the earliest the end of its reference stretch). False when a held-out score has a value by
+        ``anchor`` and two after it and none is up by that much (a rise inside its noise is none: a training reward's
+        gain without one on held-out data is not learning). None while no held-out score has a verdict: the reward
+        judges."""
         tracks = self.ctx.tracks
         if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
             self._held_scan = len(tracks)
@@ -244,7 +246,7 @@ class EntropyCollapse(FrozenBaseline):
 
     def _held_out_gain(self, anchor: int) -> bool | None:
         """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
-        verdict, seen_up = None, False
+        verdict = None
         for track in self._held_tracks:
             if track.n < 3 or track.steps[-2] <= anchor:
                 continue
@@ -256,11 +258,7 @@ class EntropyCollapse(FrozenBaseline):
             gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
             if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
                 return True
-            if gain > 0.0:
-                verdict = None  # up a little: not a gain, and no sign against the reward's either
-            elif verdict is None and not seen_up:
-                verdict = False
-            seen_up = seen_up or gain > 0.0
+            verdict = False
         return verdict
 
     def _stalling(self) -> bool:
