@@ -109,7 +109,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " 305) is now the held one, 5 of 6 values under, their mean halved (issue 29, branch "
                               "h-fastfall); then its held-out scores' slides under their range (two evaluations under"
                               " the reference's lowest, each lower than the one before) were scanned for how far "
-                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its sevens run's "
+                              "score, validation, entropy and length were read (left: "
+                              "reward_divergence/reward_hacking work, not entropy; issue 29, branch h-entrise)",
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
@@ -193,7 +195,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "the range rule's factor once the lr was raised above its reference (issue 29, branch "
                               "h-detect12); then its held-out scores' slides under their range (two evaluations under"
                               " the reference's lowest, each lower than the one before) were scanned for how far "
-                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
+                              "gae-klreward-adaptive run's entropy (25-step medians) was read for an entropy-rise "
+                              "rule, not adopted (issue 29, branch h-entrise)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -219,7 +223,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "12-step burst at 3.4x) and its negcoef200 run's at 100-260 were read: left (issue 29, "
                               "branch h-early); then its held-out scores' slides under their range (two evaluations "
                               "under the reference's lowest, each lower than the one before) were scanned for how far"
-                              " healthy ones go, nothing changed (issue 29, branch h-lrramp)",
+                              " healthy ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
+                              "rppbaseline-sapo run's entropy, score, length and grad norm were read: its entropy "
+                              "rises 1.57 -> 1.95 over steps 126-226, as fast as cpu9's temperature ramp (issue 29, "
+                              "branch h-entrise)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -233,7 +240,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "(issue 29, branch h-ramp); then its slowgenramp run's step_time was read again (a rise to "
                          "1.4x by 220 against a level that had wandered 0.13 -> 0.2 before the ramp: left to the "
                          "throughput work; issue 29, branch h-trlramp); its negbeta200 run's kl at 100-250 was read "
-                         "(its range warning at 230 is the detection; nothing changed; issue 29, branch h-early)",
+                         "(its range warning at 230 is the detection; nothing changed; issue 29, branch h-early); "
+                         "then its healthy vespo-adafactor run's entropy (25-step medians) was read for an "
+                         "entropy-rise rule, not adopted (issue 29, branch h-entrise)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -268,7 +277,11 @@ DEVELOPED_ON: dict[str, str] = {
                          "reward (issue 29, branch h-stuck); its beta01 refswap run's kl at 130-160 was read: "
                          "kl_spike judges its tail check on the lowest held value, not their median (a critical at "
                          "157 gone); its slowrewardramp run's finding and label printed: the throughput_drop warning "
-                         "at 221, 21 steps into the ramp, left as a real early sign (issue 29, branch h-early)",
+                         "at 221, 21 steps into the ramp, left as a real early sign (issue 29, branch h-early); then "
+                         "its gentemp2 run's entropy, length, reward, kl, grad norm, loss and clip ratios were read "
+                         "(left missed: no logged series says the sampler and the trainer differ), and its "
+                         "stuck-loader run's entropy drift state and evaluation reward: entropy_collapse's held-out "
+                         "score up by less than its noise is no gain (issue 29, branch h-entrise)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -314,7 +327,10 @@ DEVELOPED_ON: dict[str, str] = {
                               " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup); then "
                               "its held-out scores' slides under their range (two evaluations under the reference's "
                               "lowest, each lower than the one before) were scanned for how far healthy ones go, "
-                              "nothing changed (issue 29, branch h-lrramp)",
+                              "nothing changed (issue 29, branch h-lrramp); then its tempramp run's entropy, score, "
+                              "length, grad norm and validation were read again beside rlcockpit_trainer_cpu7's "
+                              "healthy rppbaseline-sapo run (left missed: no series tells the ramp's rise from that "
+                              "run's; issue 29, branch h-entrise)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -333,7 +349,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "was read: lr_schedule's climb must pass the peak the lr first fell from (issue 29, "
                                "main); then its held-out scores' slides under their range (two evaluations under the "
                                "reference's lowest, each lower than the one before) were scanned for how far healthy "
-                               "ones go, nothing changed (issue 29, branch h-lrramp)",
+                               "ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
+                               "resp16-constlr5e-5-1000 run's entropy (25-step medians) was read for an entropy-rise "
+                               "rule, not adopted (issue 29, branch h-entrise)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -362,7 +380,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "were read again: its lengths up 1.37x by 228 with 3 of 6 steps clipped look like a healthy"
                           " rlcockpit_trainer_cpu7 run's, left missed (issue 29, branch h-trlramp); its "
                           "zerobonusgrows run's findings were printed: the reward_divergence warning at 220, 70 steps"
-                          " into the growing bonus, left as a real early sign (issue 29, branch h-early)",
+                          " into the growing bonus, left as a real early sign (issue 29, branch h-early); then its "
+                          "healthy syncref10-warmup70 run's entropy (75-step medians) was read for an entropy-rise "
+                          "rule, not adopted (issue 29, branch h-entrise)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -107,11 +107,15 @@ class EntropyCollapse(FrozenBaseline):
     ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
     mean of its last two values ``held_out_z`` noise units of the difference above the mean of its values logged by
     the drift's start, at the earliest the reference stretch's end), and raised, whatever the training reward
-    gained, while every such score is at or under that mean. A policy sharpening onto answers that are right on data
+    gained, while every such score is flat: at, under or at most ``held_out_flat_z`` noise units of the difference
+    above that mean (a rise the evaluation cannot tell from its own noise; an evaluation mean of a few prompts moves
+    that much either way from one evaluation to the next). A policy sharpening onto answers that are right on data
     it is not trained on is learning, whatever a reward over one prompt's few samples says; one memorising the few
-    prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts. The
-    reward's gain judges while no held-out score has a value by the drift's start and two after it, or one is up by
-    less than its noise.
+    prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts (its
+    evaluation reward where it was, inside its noise). The reward's gain judges while no held-out score has a value
+    by the drift's start and two after it, or one is up by more than ``held_out_flat_z`` and at most ``held_out_z``
+    noise units (a rise too small to call learning and too large to call flat: a held-out score that climbs slowly
+    with the training reward is there between evaluations).
     Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
     before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
@@ -123,7 +127,7 @@ class EntropyCollapse(FrozenBaseline):
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "fall_z": 3.0, "fall_now_z": 6.0, "fall_window": 30, "fall_n": 6, "fall_k": 5,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0,
+                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0, "held_out_flat_z": 1.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
                 "shift_n": 3, "shift_every": 5}
@@ -231,8 +235,10 @@ class EntropyCollapse(FrozenBaseline):
         ``held_out_z`` noise units (its step-to-step noise or the sampling noise of a mean of 0/1 scores, whichever
         is larger) of the difference of the two means above the mean of its values logged by ``anchor`` (the
         drift's start, at the earliest the end of its reference stretch). False when every held-out score with a
-        value by ``anchor`` and two after it is at or under that mean (no rise at all: a training reward's gain is not
-        learning). None otherwise (none has a verdict yet, or one is up by less than its noise): the reward judges."""
+        value by ``anchor`` and two after it is flat: up by at most ``held_out_flat_z`` such noise units (a rise its
+        noise explains is none: a training reward's gain without one on held-out data is not learning). None
+        otherwise (none has a verdict yet, or one is up by more than flat and less than a gain): the reward
+        judges."""
         tracks = self.ctx.tracks
         if self._held_scan != len(tracks):  # a key logged for the first time: look for new held-out scores
             self._held_scan = len(tracks)
@@ -244,7 +250,7 @@ class EntropyCollapse(FrozenBaseline):
 
     def _held_out_gain(self, anchor: int) -> bool | None:
         """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
-        verdict, seen_up = None, False
+        verdict, unsure = None, False
         for track in self._held_tracks:
             if track.n < 3 or track.steps[-2] <= anchor:
                 continue
@@ -252,16 +258,13 @@ class EntropyCollapse(FrozenBaseline):
             if not ref:
                 continue
             vals = list(track.values)
-            noise = max(diff_noise(vals), count_noise(vals), 1e-9)
+            se = max(diff_noise(vals), count_noise(vals), 1e-9) * math.sqrt(0.5 + 1 / len(ref))
             gain = (vals[-1] + vals[-2]) / 2 - sum(ref) / len(ref)
-            if gain > self.p["held_out_z"] * noise * math.sqrt(0.5 + 1 / len(ref)):
+            if gain > self.p["held_out_z"] * se:
                 return True
-            if gain > 0.0:
-                verdict = None  # up a little: not a gain, and no sign against the reward's either
-            elif verdict is None and not seen_up:
-                verdict = False
-            seen_up = seen_up or gain > 0.0
-        return verdict
+            unsure = unsure or gain > self.p["held_out_flat_z"] * se  # up, not by enough to tell: no verdict
+            verdict = False
+        return None if unsure else verdict
 
     def _stalling(self) -> bool:
         """A low entropy is a problem when learning stalls with it: the reward is not climbing and, where the
