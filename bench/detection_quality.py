@@ -256,7 +256,12 @@ DEVELOPED_ON: dict[str, str] = {
                               "warm-up 25% to 10-step means of 51-56% over steps 21-60 before it fell (branch "
                               "h-sparsegrad); then its tempramp run's entropy (left missed: a healthy run's entropy "
                               "rises as fast and further, see the report) and its dedupscan run's timing_s split were"
-                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup)",
+                              " read: throughput_drop's one-phase growth rule (issue 29, branch h-entropyup); its dppotv run's clip ratio "
+                              "read again and its llamas5-lora8 length run's response_length/max and clip ratio read: "
+                              "the dppotv critical left (its 10-step mean reaches 66% cut: 34% of answers fit, under "
+                              "half the warm-up's 75%, over 10 steps), the 5-token 'limit' of the "
+                              "llamas5 run was a maximum no answer was cut at (its limit is 8; issue 29, branch "
+                              "h-quiet)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -290,7 +295,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "left missed (issue 29, branch h-trlcrit); then its healthy syncref10 run's reward, "
                           "rewards/accuracy/mean and completions/mean_length were read: reward_divergence's "
                           "length-bonus rule does not judge a score the reward equalled on every step of its window "
-                          "(issue 29, branch h-hack)",
+                          "(issue 29, branch h-hack); then its healthy CISPO syncref5 run's completions/max_length, "
+                          "mean_length and clipped_ratio were read: truncation's inferred limit needs answers cut at "
+                          "it (issue 29, branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
