@@ -330,7 +330,11 @@ DEVELOPED_ON: dict[str, str] = {
                               "nothing changed (issue 29, branch h-lrramp); then its tempramp run's entropy, score, "
                               "length, grad norm and validation were read again beside rlcockpit_trainer_cpu7's "
                               "healthy rppbaseline-sapo run (left missed: no series tells the ramp's rise from that "
-                              "run's; issue 29, branch h-entrise)",
+                              "run's; issue 29, branch h-entrise); its dppotv run's clip ratio read again and its "
+                              "llamas5-lora8 length run's response_length/max and clip ratio read: the dppotv "
+                              "critical left (its 10-step mean reaches 66% cut: 34% of answers fit, under half the "
+                              "warm-up's 75%, over 10 steps), the 5-token 'limit' of the llamas5 run was a maximum no"
+                              " answer was cut at (its limit is 8; issue 29, branch h-quiet)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -382,7 +386,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "zerobonusgrows run's findings were printed: the reward_divergence warning at 220, 70 steps"
                           " into the growing bonus, left as a real early sign (issue 29, branch h-early); then its "
                           "healthy syncref10-warmup70 run's entropy (75-step medians) was read for an entropy-rise "
-                          "rule, not adopted (issue 29, branch h-entrise)",
+                          "rule, not adopted (issue 29, branch h-entrise); then its healthy CISPO syncref5 run's "
+                          "completions/max_length, mean_length and clipped_ratio were read: truncation's inferred "
+                          "limit needs answers cut at it (issue 29, branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -155,7 +155,8 @@ class Truncation(Detector):
     ``jump`` above the trailing ``window`` and ``jump_z`` of that window's noise, to above ``jump_min``; or creeping — climbing steadily (see ``climb``: medians of
     thirds of one of ``windows`` recent observations rising by ``z_warn`` noise units) to ``rise_warn`` above its
     warm-up level and above ``min_abs``; or the mean length within ``near_frac`` of the limit
-    (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting) after growing
+    (``data.max_response_length``, or the ``response_length/max`` the run keeps hitting while some answers are cut:
+    :meth:`limit`) after growing
     ``len_growth`` x since warm-up; or drifting — a CUSUM of the clip ratio against its level over its first ``creep_warmup`` observations, in units of
     its warm-up noise (floored at ``creep_noise``; allowance ``creep_k``, alarm at ``creep_h``), past its alarm
     while the ratio (smoothed, and on 3 of the last 5 observations) is ``creep_rise`` (and three of its smallest positive values: a small batch's ratio moves in steps of
@@ -207,7 +208,9 @@ class Truncation(Detector):
         self._zero_next = 0  # the observation count before which the leaving-zero reference cannot be clean
 
     def limit(self) -> float | None:
-        """The response length limit: the config's, else the maximum length the run keeps hitting."""
+        """The response length limit: the config's, else the maximum length the run keeps hitting, while answers
+        are cut there: a clip ratio of exactly 0 over the same last 20 observations says every answer ended by
+        itself, the longest ones included (that maximum is how long the answers are, not where they stop)."""
         limit = self.ctx.max_response_length()
         if limit:
             return limit
@@ -216,7 +219,10 @@ class Truncation(Detector):
             return None
         cap = max(top.values)
         hits = sum(1 for v in top.tail(20) if v >= cap)
-        return cap if hits >= 3 else None
+        if hits < 3:
+            return None
+        clip = self.ctx.tracks.get(CLIP)
+        return None if clip is not None and clip.n >= 3 and not any(clip.tail(20)) else cap
 
     def check(self, step: int) -> Finding | None:
         p = self.p

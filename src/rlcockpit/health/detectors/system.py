@@ -7,6 +7,7 @@ Per-GPU metrics (``system/gpu/<i>/utilization``) are aggregated by the monitor i
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right, insort
 
 from rlcockpit.health.advice import moved, ranked
 from rlcockpit.health.base import (
@@ -221,7 +222,13 @@ class ThroughputDrop(Detector):
         self._phase_ref: tuple[float, tuple[float, ...]] | None = None  # early step time, each phase's early time
         self._phase_names: tuple[str, ...] = ()
         self._phase_run, self._phase_start, self._phase_last = 0, -1, -1
-        self._split_cache: dict[int, tuple[float, ...] | None] = {}  # step -> its split (the gated steps')
+        # the window of the one-phase rule: step -> its split, and each phase's times over it kept sorted (a step
+        # in and a step out per call: medians without a sort)
+        self._win: dict[int, tuple[float, ...] | None] = {}
+        self._cols: list[list[float]] = []
+        # the held-level rule: the even sample's speeds up to ``_held_upto`` (its first ``_held_pos`` entries), sorted
+        self._held_sorted: list[float] = []
+        self._held_pos, self._held_upto, self._held_stride = 0, -10**9, 1
 
     def _calm_shares(self) -> None:
         """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
@@ -291,10 +298,19 @@ class ThroughputDrop(Detector):
         to the run's ordinary speed look like a drop; a slowdown of the run's own making is slower than the run
         has been before."""
         before = self._n_clean - (self.p["window"] + self.p["gap"] + max(k, self._low_n))
-        earlier = [v for i, v in self._hist if i <= before]
-        if len(earlier) < self.p["window"]:
+        hist, srt = self._hist, self._held_sorted
+        if before < self._held_upto or self._held_stride != self._hist_stride:  # an earlier cut, or thinned
+            srt.clear()
+            self._held_pos, self._held_stride = 0, self._hist_stride
+        self._held_upto = before
+        pos = self._held_pos
+        while pos < len(hist) and hist[pos][0] <= before:  # the sample only grows at its end: add the new ones
+            insort(srt, hist[pos][1])
+            pos += 1
+        self._held_pos = pos
+        if len(srt) < self.p["window"]:
             return None
-        frac = sum(v <= s for v in earlier) / len(earlier)
+        frac = bisect_right(srt, s) / len(srt)
         return frac if frac >= self.p["held_frac"] else None
 
     def _busy(self, step: int) -> bool:
@@ -365,21 +381,32 @@ class ThroughputDrop(Detector):
                 self._freeze_phases(step_t)
             return None
         recent = self._ordinary(step_t, int(self.p["phase_window"]))
-        cache = self._split_cache  # each step's split is read once while the gate stays open
-        missing = [(st, t) for st, t in recent if st not in cache]
-        if missing:
-            cache.update(self._split_at([st for st, _t in missing], [t for _st, t in missing]))
-        rows = [cache[st] for st, _t in recent if cache[st] is not None]
-        if len(cache) > 4 * len(recent):
-            keep = {st for st, _t in recent}
-            self._split_cache = {st: r for st, r in cache.items() if st in keep}
-        if len(rows) < self.p["phase_window"] // 2:
+        win, cols = self._win, self._cols  # each step's split is read once, when it enters the window
+        new = {st for st, _t in recent}
+        if win.keys() != new:
+            for st in [st for st in win if st not in new]:
+                row = win.pop(st)
+                if row is not None:
+                    for col, v in zip(cols, row):
+                        del col[bisect_left(col, v)]
+            fresh = [(st, t) for st, t in recent if st not in win]
+            split = self._split_at([st for st, _t in fresh], [t for _st, t in fresh]) if fresh else {}
+            for st, row in split.items():
+                win[st] = row
+                if row is not None:
+                    if not cols:
+                        cols.extend([] for _ in row)
+                    for col, v in zip(cols, row):
+                        insort(col, v)
+        n = len(cols[0]) if cols else 0
+        if n < self.p["phase_window"] // 2:
             return None
         p = self.p
         early_step, early = self._phase_ref
         bar = (1.0 / p["warn_ratio"] - 1.0) * early_step
         k = len(early)
-        now = [median([r[i] for r in rows]) for i in range(k)]
+        mid = n // 2
+        now = [col[mid] if n % 2 else 0.5 * (col[mid - 1] + col[mid]) for col in cols[:k]]
         growth = [now[i] / max(early[i], 1e-9) for i in range(k)]
         top = max(range(k), key=lambda i: now[i] - early[i])
         others = [growth[i] for i in range(k) if i != top and early[i] >= p["phase_min"] * early_step]
@@ -395,7 +422,7 @@ class ThroughputDrop(Detector):
             return None
         name = self._phase_names[top]
         what = "the time outside every timed phase" if name == "other" else f"the {name} phase"
-        w = len(rows)
+        w = n
         vals = {"phase": name, "phase_time": now[top], "phase_early": early[top], "growth": growth[top],
                 "others_growth": max(others), "step_early": early_step, "added_share": (now[top] - early[top]) / early_step,
                 "shares": dict(zip(self._phase_names, (t / max(sum(now), 1e-9) for t in now)))}
@@ -436,10 +463,14 @@ class ThroughputDrop(Detector):
         whose step time is unknown or with no phase logged."""
         _aside, phases = self.ctx.per_keyset("bottleneck_phases", _phase_tracks)
         span = min(256, steps[-1] - steps[0] + 1) if steps else 0
-        cols = []
-        for _ph, trs in phases:
-            maps = [dict(zip(tr.tail_steps(span), tr.tail(span))) for tr in trs]
-            cols.append([sum(m.get(st, 0.0) for m in maps) for st in steps])
+        first = steps[0] if steps else 0
+        if len(steps) == 1:  # the usual call: one step entered the window, each track's newest value or none
+            cols = [[sum(tr.last if tr.last_step == first else 0.0 for tr in trs)] for _ph, trs in phases]
+        else:
+            cols = []
+            for _ph, trs in phases:
+                maps = [_since(tr, first, span) for tr in trs]
+                cols.append([sum(m.get(st, 0.0) for m in maps) for st in steps])
         self._phase_names = (*(ph for ph, _trs in phases), "other")
         out: dict[int, tuple[float, ...] | None] = {}
         for j, (st, total) in enumerate(zip(steps, totals)):
@@ -447,6 +478,13 @@ class ThroughputDrop(Detector):
             named = sum(times)
             out[st] = (*times, max(0.0, total - named)) if total == total and named else None
         return out
+
+    def _low_values(self, s: float, ratio: float, step: int) -> tuple[str, dict[str, object]]:
+        """The bottleneck label and the values of a finding about the low stretch: read only when one is raised
+        (most low steps raise none; the split of the latest step costs a pass over every phase's tracks)."""
+        label, shares = attribute_bottleneck(self.ctx)
+        return label, {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
+                       "steps_low": step - self._onset}
 
     def judge(self, step: int) -> Finding | None:
         p = self.p
@@ -473,12 +511,8 @@ class ThroughputDrop(Detector):
             return None
         if self._onset is None:
             self._onset = self._clean[-k][0]
-        label, shares = attribute_bottleneck(self.ctx)
         stretch = split_over(self.ctx.tracks, max(k, 3))
         shift = self._shift(stretch)
-        vals_out = {"speed": s, "before": self._ref, "ratio": ratio, "bottleneck": label, "shares": shares,
-                    "steps_low": step - self._onset}
-        where = f"; {label}" if label else ""
         what = "Throughput" if self.ctx.tracks.get(THROUGHPUT) is not None else "Training speed (1 / step time)"
         cpu = not self.ctx.has_gpu()
         unexplained = cpu and shift is None and ratio >= p["cpu_unexplained_ratio"]
@@ -487,6 +521,7 @@ class ThroughputDrop(Detector):
         if cpu and (shift is not None and shift < p["uniform_shift"] or unexplained or every):
             # every phase of a CPU run slowed alike, or no split to tell and not below half speed: most likely
             # other processes on the same cores, not this run's doing
+            _label, vals_out = self._low_values(s, ratio, step)
             vals_out["phase_shift"] = shift
             vals_out["slowest_phase_growth"] = slowest
             why = (f"every phase of the step slower alike (no phase's share moved more than {shift:.0%})"
@@ -499,23 +534,29 @@ class ThroughputDrop(Detector):
             return None  # a shared CPU stretches whichever phase runs: judge a few low steps first
         held = self._held_before(s, k)
         if held is not None:
+            _label, vals_out = self._low_values(s, ratio, step)
             vals_out["held_before"] = held
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, a speed "
                              f"the run already held at {held:.0%} of its earlier logged steps: the level before was "
                              "unusually fast, not this one slow", values=vals_out, step_start=self._onset)
         erratic = self._erratic(vals[-k:]) if cpu else None
         if erratic is not None:
+            _label, vals_out = self._low_values(s, ratio, step)
             vals_out["low_spread"], vals_out["before_spread"] = erratic, self._noise
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, erratic "
                              f"(its log spread {erratic:.2f} over the last {k} logged steps, {self._noise:.2f} before): "
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"] and not cpu:
             # a CPU-only run stays at a warning: on a CPU the likeliest cause is the machine's other work
+            label, vals_out = self._low_values(s, ratio, step)
+            where = f"; {label}" if label else ""
             return self.fire(step, "critical", f"{what} down to {ratio:.0%} of its earlier level for "
                              f"{step - self._onset} steps{where}", values=vals_out, step_start=self._onset,
                              extra_keys=(STEP_TIME, GPU_UTIL))
         if self.repeats(step, "warning", self._onset):
             return None
+        label, vals_out = self._low_values(s, ratio, step)
+        where = f"; {label}" if label else ""
         return self.fire(step, "warning", f"{what} dropped to {ratio:.0%} of its recent level{where}",
                          "A dip that recovers (e.g. another process on the same cores) is harmless.",
                          values=vals_out, step_start=self._onset, extra_keys=(STEP_TIME, GPU_UTIL))
@@ -538,6 +579,8 @@ def attribute_bottleneck(ctx: DetectorContext, bound: float = 0.5) -> tuple[str,
         return "", {}
     at = step_t.last_step
     not_training, phases = ctx.per_keyset("bottleneck_phases", _phase_tracks)
+    if not any(trs for _ph, trs in phases):  # no timing_s/* phase logged: the whole step is "other"
+        return "", {"other": 1.0}
     aside = sum(t.last for t in not_training if t.last_step == at)
     total = max(step_t.last - aside, 1e-9)
     shares: dict[str, float] = {}
@@ -550,6 +593,20 @@ def attribute_bottleneck(ctx: DetectorContext, bound: float = 0.5) -> tuple[str,
     if shares[top] < bound or len(shares) == 1:  # nothing but the step time: nothing to attribute
         return "", shares
     return LABELS[top], shares
+
+
+def _since(track: Track, first: int, most: int) -> dict[int, float]:
+    """{step: value} of ``track``'s newest values logged at ``first`` or later (at most ``most`` of them): a walk
+    back from the newest that stops at the first older one, not a copy of the whole tail."""
+    steps, values = track.steps, track.values
+    out: dict[int, float] = {}
+    for i in range(len(steps) - 1, max(len(steps) - 1 - most, -1), -1):
+        st = steps[i]
+        if st < first:  # steps are logged in order: the rest are older still
+            break
+        if st not in out:  # a step logged twice: its newest value, as dict(zip(steps, values)) keeps
+            out[st] = values[i]
+    return out
 
 
 def _phase_tracks(ctx: DetectorContext) -> tuple[list[Track], list[tuple[str, list[Track]]]]:
