@@ -389,6 +389,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "rule, not adopted (issue 29, branch h-entrise); then its healthy CISPO syncref5 run's "
                           "completions/max_length, mean_length and clipped_ratio were read: truncation's inferred "
                           "limit needs answers cut at it (issue 29, branch h-quiet)",
+    "rlcockpit_trainer_cpu11": "scored once held out (recall 7/9, 0 criticals on healthy runs, 1.00 warnings per "
+                               "healthy run at 883e521; 5/9 with the detectors of e82ff19)",
+    "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
+                          "run at 883e521; the same with the detectors of e82ff19)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
