@@ -5,7 +5,8 @@ made as a held-out source (nothing was tuned on it, no detector ran on it).
 Settings: **5 prompts x 3** and **2 prompts x 8**; responses up to **12 / 20** tokens; **constant lr 2e-4**, **lr 3e-4
 cosine to a floor of 0.1**; the **KL penalty in the reward with an adaptive controller** on the GRPO task; **grad clip
 0.5**; validation every **15**; 300-350 steps; models built from **model seed 8** (another tokenizer sample, init and
-warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 501-510.
+warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 501-516 (511-516: specs added after
+the first ten runs were read, each committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run; all
 start slowly or late): a **reward scaled by a factor that grows with the step** (a reward normaliser whose running
@@ -13,7 +14,8 @@ scale drifts: ramp, under Dr. GRPO advantages that keep the scale); an **answer-
 resume** (sudden cause); the **adaptive KL controller's error written upside down** (target / current instead of
 current / target: the coefficient runs away, ramp); **duplicated prompts in the batch, a growing share** (a data
 pipeline that re-serves the batch's first prompt: ramp); the **dataset served in sorted order** after a resume (a
-re-read dataset sorted by answer, shuffling off: easy -> hard by accident, sudden cause with a drifting effect).
+re-read dataset sorted by answer, shuffling off: easy -> hard by accident, sudden cause with a drifting effect); added later: a **grader made stricter** (partial credit dropped: exact
+answers only, sudden cause) and **dropout switched on during rollouts** (sampling in train mode, sudden).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu12/<name>/`` and labelled by reading it (README, seventeenth pass).
 
@@ -147,6 +149,52 @@ class SortedDataset:
 
 
 
+class ExactMatchOnly:
+    """To step ``start`` the paid score is the task's digit overlap (partial credit); from it a grader made stricter
+    at a resume pays 1 for an exact answer and 0 for anything else (partial credit dropped); the accuracy (the digit
+    overlap) is returned beside it; validation keeps the task's reward."""
+
+    def __init__(self, start: int) -> None:
+        self.start, self.strict = start, False
+
+    def before_step(self, st: Any, step: int) -> None:
+        if st.reward.fn is not self.reward:
+            st.reward.fn, st.reward.kwargs = self.reward, {}
+        self.strict = step >= self.start
+
+    def reward(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, float]:
+        acc = digit_overlap(data_source, solution_str, ground_truth)
+        return {"score": (1.0 if acc == 1.0 else 0.0) if self.strict else acc, "acc": acc}
+
+
+class RolloutDropout:
+    """From step ``start`` the rollout engine samples with the model in train mode (dropout on: a generation wrapper
+    that no longer switches the model to eval, as after a refactor of the checkpoint hook); the update's passes are
+    unchanged; validation's greedy calls keep eval mode."""
+
+    def __init__(self, start: int) -> None:
+        self.start, self.wrapped = start, False
+
+    def before_step(self, st: Any, step: int) -> None:
+        if self.wrapped or step < self.start:
+            return
+        engine = getattr(st.engine, "_engine", st.engine)
+        inner = engine.generate
+
+        def sampled_in_train_mode(prompts: Any, params: Any, *a: Any, **kw: Any) -> Any:
+            if params.greedy:
+                return inner(prompts, params, *a, **kw)
+            model = engine.model
+            model.eval = lambda: model.train(True)  # the instance attribute shadows nn.Module.eval
+            try:
+                return inner(prompts, params, *a, **kw)
+            finally:
+                del model.eval
+
+        engine.generate = sampled_in_train_mode
+        self.wrapped = True
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: 5 prompts x 3; responses up to 12 tokens; constant lr 2e-4; GPT-2 seed 8, 300 steps, validation every 15
     "gpt2s8-5prompt-3sample-constlr2e-4-resp12-300-val15": {
@@ -206,6 +254,45 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s8-5prompt-3sample-sorteddataset-from150-350-val15": {
         "steps": 350, "seed": 510, "model": "qwen2", "model_seed": 8, "overrides": _batch(
             5, 3, "trainer.test_freq=15"), "driver": SortedDataset(150)},
+    # added after the ten runs above were read (written and committed before they ran): the stricter format check
+    # (GPT-2's answers already digits of the right length), the duplicated prompts and the inverted KL controller
+    # (under the default decaying lr) left no mark a user would need to know (README, seventeenth pass); Qwen2 seed 8
+    # at constant lr 2e-4 ran to the length cap by itself.
+    # grader made stricter at a resume, sudden cause: from the start of step 180 exact answers pay 1 and everything
+    # else 0 (partial credit dropped); GPT-2 seed 8, 2 prompts x 8, 350 steps, validation every 15
+    "gpt2s8-2prompt-8sample-exactmatchonly-from180-350-val15": {
+        "steps": 350, "seed": 511, "model": "gpt2", "model_seed": 8, "overrides": _batch(
+            2, 8, "trainer.test_freq=15"), "driver": ExactMatchOnly(180)},
+    # adaptive KL controller's error upside down, at a constant lr: KL penalty in the reward, adaptive (coef 0.05,
+    # target 0.02, horizon 30); from step 150 the update uses target / current - 1; constant lr 2e-4; Llama seed 8,
+    # 5 prompts x 3, 350 steps, validation every 15
+    "llamas8-5prompt-3sample-klinreward-adaptive-h30-inverted-from150-constlr2e-4-350-val15": {
+        "steps": 350, "seed": 512, "model": "llama", "model_seed": 8, "overrides": _batch(
+            5, 3, "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive",
+            "algorithm.kl_ctrl.kl_coef=0.05", "algorithm.kl_ctrl.target_kl=0.02", "algorithm.kl_ctrl.horizon=30",
+            "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=15"),
+        "driver": KLControllerInverted(150)},
+    # dropout on during rollouts, sudden: from the start of step 150 the sampled generations run with the model in
+    # train mode (GPT-2's dropout 0.1 on); GPT-2 seed 8, 2 prompts x 8, 350 steps, validation every 15
+    "gpt2s8-2prompt-8sample-rolloutdropout-from150-350-val15": {
+        "steps": 350, "seed": 513, "model": "gpt2", "model_seed": 8, "overrides": _batch(
+            2, 8, "trainer.test_freq=15"), "driver": RolloutDropout(150)},
+    # dataset served in sorted order on GPT-2 seed 8: from the start of step 150 the training rows sorted by answer
+    # and shuffling off; 5 prompts x 3, 350 steps, validation every 15
+    "gpt2s8-5prompt-3sample-sorteddataset-from150-350-val15": {
+        "steps": 350, "seed": 514, "model": "gpt2", "model_seed": 8, "overrides": _batch(
+            5, 3, "trainer.test_freq=15"), "driver": SortedDataset(150)},
+    # healthy: 2 prompts x 8; responses up to 20 tokens; default cosine lr; Qwen2 seed 8, 300 steps, validation every
+    # 15
+    "qwen2s8-2prompt-8sample-resp20-300-val15": {
+        "steps": 300, "seed": 515, "model": "qwen2", "model_seed": 8, "overrides": _batch(
+            2, 8, "data.max_response_length=20", "trainer.test_freq=15")},
+    # healthy: 5 prompts x 3; constant lr 6e-4 with grad clip 0.5; responses up to 12 tokens; Llama seed 8, 300 steps,
+    # validation every 15
+    "llamas8-5prompt-3sample-constlr6e-4-gradclip05-resp12-300-val15": {
+        "steps": 300, "seed": 516, "model": "llama", "model_seed": 8, "overrides": _batch(
+            5, 3, "actor_rollout_ref.actor.optim.lr=6e-4", *_CONST, "actor_rollout_ref.actor.grad_clip=0.5",
+            "data.max_response_length=12", "trainer.test_freq=15")},
 }
 
 
