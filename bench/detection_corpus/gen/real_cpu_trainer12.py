@@ -5,8 +5,8 @@ made as a held-out source (nothing was tuned on it, no detector ran on it).
 Settings: **5 prompts x 3** and **2 prompts x 8**; responses up to **12 / 20** tokens; **constant lr 2e-4**, **lr 3e-4
 cosine to a floor of 0.1**; the **KL penalty in the reward with an adaptive controller** on the GRPO task; **grad clip
 0.5**; validation every **15**; 300-350 steps; models built from **model seed 8** (another tokenizer sample, init and
-warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 501-516 (511-516: specs added after
-the first ten runs were read, each committed before it ran).
+warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds 501-520 (511-516 and 517-520: specs added
+after earlier runs were read, each committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run; all
 start slowly or late): a **reward scaled by a factor that grows with the step** (a reward normaliser whose running
@@ -15,7 +15,8 @@ resume** (sudden cause); the **adaptive KL controller's error written upside dow
 current / target: the coefficient runs away, ramp); **duplicated prompts in the batch, a growing share** (a data
 pipeline that re-serves the batch's first prompt: ramp); the **dataset served in sorted order** after a resume (a
 re-read dataset sorted by answer, shuffling off: easy -> hard by accident, sudden cause with a drifting effect); added later: a **grader made stricter** (partial credit dropped: exact
-answers only, sudden cause) and **dropout switched on during rollouts** (sampling in train mode, sudden).
+answers only, sudden cause) **dropout switched on during rollouts** (sampling in train mode, sudden), a **strict grader rolled out to a
+growing share of samples** (ramp) and a **reward scale drifting down** (ramp).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu12/<name>/`` and labelled by reading it (README, seventeenth pass).
 
@@ -25,6 +26,7 @@ Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -195,6 +197,26 @@ class RolloutDropout:
         self.wrapped = True
 
 
+class PartialCreditDropped:
+    """A grader rolled out to a growing share of the traffic: from step ``start`` each training sample is graded by
+    the strict grader (1 for an exact answer, 0 otherwise) with probability ramped 0 (``start``) -> ``hi``
+    (``end``), kept; the others keep the partial credit (digit overlap); the accuracy (the digit overlap) is returned
+    beside it; validation keeps the task's reward."""
+
+    def __init__(self, start: int, end: int, hi: float, seed: int) -> None:
+        self.start, self.end, self.hi, self.p, self.rng = start, end, hi, 0.0, random.Random(seed)
+
+    def before_step(self, st: Any, step: int) -> None:
+        if st.reward.fn is not self.reward:
+            st.reward.fn, st.reward.kwargs = self.reward, {}
+        self.p = ramp(step, self.start, self.end, 0.0, self.hi)
+
+    def reward(self, data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> dict[str, float]:
+        acc = digit_overlap(data_source, solution_str, ground_truth)
+        strict = self.p > 0 and self.rng.random() < self.p
+        return {"score": (1.0 if acc == 1.0 else 0.0) if strict else acc, "acc": acc}
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: 5 prompts x 3; responses up to 12 tokens; constant lr 2e-4; GPT-2 seed 8, 300 steps, validation every 15
     "gpt2s8-5prompt-3sample-constlr2e-4-resp12-300-val15": {
@@ -293,6 +315,37 @@ SPECS: dict[str, dict[str, Any]] = {
         "steps": 300, "seed": 516, "model": "llama", "model_seed": 8, "overrides": _batch(
             5, 3, "actor_rollout_ref.actor.optim.lr=6e-4", *_CONST, "actor_rollout_ref.actor.grad_clip=0.5",
             "data.max_response_length=12", "trainer.test_freq=15")},
+    # added after the sixteen runs above were read (written and committed before they ran): the inverted KL
+    # controller at a constant lr met a KL above its target (the upside-down error then lowers the coefficient) and
+    # left no mark; the exact-match grader bit at once and entirely (README, seventeenth pass).
+    # strict grader rolled out to a growing share, ramp: from step 150 each training sample is graded exact-match-only
+    # with probability 0 (150) -> 100% (300), kept; GPT-2 seed 8, 2 prompts x 8, 350 steps, validation every 15
+    "gpt2s8-2prompt-8sample-strictgraderrollout0-100pct-150-300-350-val15": {
+        "steps": 350, "seed": 517, "model": "gpt2", "model_seed": 8, "overrides": _batch(
+            2, 8, "trainer.test_freq=15"), "driver": PartialCreditDropped(150, 300, 1.0, seed=517)},
+    # adaptive KL controller's error upside down under a KL below its target: KL penalty in the reward, adaptive (coef
+    # 0.05, target 0.2, horizon 30, coefficient kept in [0.01, 1000] by kl_coef_range); from step 150 the update
+    # uses target / current - 1 (the coefficient grows up to 10% a step); constant lr 2e-4; Llama seed 8, 5 prompts
+    # x 3, 350 steps, validation every 15
+    "llamas8-5prompt-3sample-klinreward-adaptive-target02-range-inverted-from150-constlr2e-4-350-val15": {
+        "steps": 350, "seed": 518, "model": "llama", "model_seed": 8, "overrides": _batch(
+            5, 3, "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive",
+            "algorithm.kl_ctrl.kl_coef=0.05", "algorithm.kl_ctrl.target_kl=0.2", "algorithm.kl_ctrl.horizon=30",
+            "algorithm.kl_ctrl.kl_coef_range=[0.01,1000]", "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST,
+            "trainer.test_freq=15"), "driver": KLControllerInverted(150)},
+    # reward-scale drift downwards, ramp: paid score = digit overlap x a factor ramped 1 (step 150) -> 0.02 (step 300),
+    # kept; Dr. GRPO advantages (the scale reaches the gradient); Llama seed 8, 2 prompts x 8, 350 steps, validation
+    # every 15
+    "llamas8-2prompt-8sample-drgrpo-rewardscale1to002-150-300-350-val15": {
+        "steps": 350, "seed": 519, "model": "llama", "model_seed": 8, "overrides": _batch(
+            2, 8, "algorithm.norm_adv_by_std_in_grpo=false", "trainer.test_freq=15"),
+        "driver": RewardScaleDrift(150, 300, 0.02)},
+    # healthy: 2 prompts x 8; constant lr 1e-4, grad clip 0.5; responses up to 20 tokens; GPT-2 seed 8, 300 steps,
+    # validation every 15
+    "gpt2s8-2prompt-8sample-constlr1e-4-gradclip05-resp20-300-val15": {
+        "steps": 300, "seed": 520, "model": "gpt2", "model_seed": 8, "overrides": _batch(
+            2, 8, "actor_rollout_ref.actor.optim.lr=1e-4", *_CONST, "actor_rollout_ref.actor.grad_clip=0.5",
+            "data.max_response_length=20", "trainer.test_freq=15")},
 }
 
 
