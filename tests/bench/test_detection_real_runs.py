@@ -716,3 +716,79 @@ def test_the_sixteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     for quiet in ("gpt2s7-4prompt-3gen-reppenramp1-3-150-350-450", "qwen2s7-2prompt-5gen-spacedpromptsramp150-350-450-eval20"):
         q = runs[quiet]  # planned faults that left no mark: stored healthy, every step kept
         assert sorted(q) == list(range(1, 451)) and med(q, "reward", 351, 451) >= med(q, "reward", 1, 150) - 0.02
+
+
+def test_the_seventeenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The seventeenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu12, TensorBoard event files, model seed 8):
+    each imported whole, and the readings the README's labels rest on are in the numbers (Qwen2 at lr 2e-4 and Llama
+    at lr 6e-4 running to the length cap by themselves, the reward scale drifting up into the grad norm and down out
+    of it, the exact-match grader zeroing the paid score, the strict grader's rollout, the sorted dataset tying
+    groups and dipping the entropy, the inverted KL controller's runaway coefficient taking over the reward; and the
+    planned faults that left no mark)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu12"]
+    assert len(sel) == 20
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 5), ("entropy_collapse", 1), ("grad_spike", 1), ("healthy", 11), ("length_explosion", 2)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"10d0f94", "1a4580e", "216f401"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s8-5prompt-3sample-constlr2e-4-resp12-300-val15"]) == list(range(0, 301))
+    assert sorted(runs["llamas8-5prompt-3sample-drgrpo-rewardscale1to10-150-300-350-val15"]) == list(range(0, 351))
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, acc, ln, gn = "critic/score/mean", "reward_extra/acc/mean", "response_length/mean", "actor/grad_norm"
+    val = "val-core/arith/acc/mean@1"
+    qlen = runs["qwen2s8-5prompt-3sample-gradclip05-constlr2e-4-300-val15"]
+    assert max(qlen[s][ln] for s in range(1, 40)) <= 2.21 < 2.3 < qlen[40][ln]
+    assert med(qlen, ln, 151, 300) == 8 and med(qlen, "response_length/clip_ratio", 151, 300) == 1
+    llen = runs["llamas8-5prompt-3sample-constlr6e-4-gradclip05-resp12-300-val15"]
+    assert max(llen[s][ln] for s in range(28, 230)) < 3.9 < 9 < llen[234][ln] and llen[243][ln] == 12
+    assert all(llen[s]["response_length/clip_ratio"] == 0 for s in range(27, 230))
+
+    up = runs["llamas8-5prompt-3sample-drgrpo-rewardscale1to10-150-300-350-val15"]
+    assert all(up[s][score] == pytest.approx(up[s][acc], abs=1e-6) for s in range(1, 151))
+    assert med(up, score, 301, 350) > 4 > 0.5 > med(up, acc, 301, 350)
+    assert max(up[s][gn] for s in range(1, 150)) < 2.2 < 5 < med(up, gn, 301, 350)
+    down = runs["llamas8-2prompt-8sample-drgrpo-rewardscale1to002-150-300-350-val15"]
+    assert med(down, score, 301, 350) < 0.02 < 0.4 < med(down, acc, 301, 350)
+    assert med(down, gn, 1, 150) > 0.5 > 0.02 > med(down, gn, 301, 350)
+
+    exact = runs["gpt2s8-2prompt-8sample-exactmatchonly-from180-350-val15"]
+    assert min(exact[s][score] for s in range(1, 180)) > 0.15 and exact[180][score] == 0
+    zero = [s for s in range(180, 351) if exact[s][score] == 0]
+    assert len(zero) == 115 and all(exact[s][gn] == 0 for s in zero) and med(exact, acc, 180, 350) > 0.38
+    rollout = runs["gpt2s8-2prompt-8sample-strictgraderrollout0-100pct-150-300-350-val15"]
+    assert all(rollout[s][score] == pytest.approx(rollout[s][acc], abs=1e-6) for s in range(1, 151))
+    assert med(rollout, score, 301, 350) == 0 and med(rollout, acc, 301, 350) > 0.38
+    assert sum(rollout[s][gn] == 0 for s in range(1, 276)) == 0 < 30 < sum(rollout[s][gn] == 0 for s in range(276, 351))
+
+    gsort = runs["gpt2s8-5prompt-3sample-sorteddataset-from150-350-val15"]
+    ent = "actor/entropy"
+    assert min(gsort[s][ent] for s in range(1, 150)) > 1.45 > 1.1 > med(gsort, ent, 176, 200)
+    assert med(gsort, ent, 326, 350) < 1.57 and min(gsort[s][val] for s in range(0, 351, 15)) > 0.47
+    qsort = runs["qwen2s8-5prompt-3sample-sorteddataset-from150-350-val15"]
+    assert sum(qsort[s][gn] == 0 for s in range(1, 150)) <= 8 < 40 <= sum(qsort[s][gn] == 0 for s in range(151, 251))
+    assert med(qsort, gn, 1, 100) > 4 > 1.5 > med(qsort, gn, 151, 350)
+    assert sum(abs(qsort[s][score] - 1 / 3) < 1e-6 for s in range(151, 301)) > 70
+
+    klrun = runs["llamas8-5prompt-3sample-klinreward-adaptive-target02-range-inverted-from150-constlr2e-4-350-val15"]
+    coef = "actor/reward_kl_penalty_coeff"
+    assert klrun[149][coef] == pytest.approx(0.01) and klrun[300][coef] == pytest.approx(1000)
+    assert min(klrun[s]["critic/rewards/mean"] for s in range(1, 150)) > 0.26 and med(klrun, "critic/rewards/mean", 326, 350) < -50
+    assert abs(med(klrun, score, 301, 350) - med(klrun, score, 1, 149)) < 0.05
+
+    # planned faults that left no mark (stored healthy)
+    soft = runs["llamas8-5prompt-3sample-klinreward-adaptive-inverted-from150-350-val15"]
+    assert soft[350][coef] > 50 * soft[150][coef] and soft[350][coef] < 0.2
+    assert all(abs(soft[s]["critic/rewards/mean"] - soft[s][score]) < 0.03 for s in range(1, 351))
+    h30 = runs["llamas8-5prompt-3sample-klinreward-adaptive-h30-inverted-from150-constlr2e-4-350-val15"]
+    assert max(h30[s][coef] for s in range(150, 351)) < 3 and h30[350][coef] < h30[200][coef]
+    fmt = runs["gpt2s8-2prompt-8sample-stricterformat-from180-resp12-350-val15"]
+    assert max(fmt[s][acc] - fmt[s][score] for s in range(180, 351)) <= 0.0625 + 1e-6
+    for name in ("gpt2s8-5prompt-3sample-dupprompts0-80pct-150-300-350-val15",
+                 "gpt2s8-2prompt-8sample-rolloutdropout-from150-350-val15"):
+        quiet = runs[name]
+        assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
+        assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
