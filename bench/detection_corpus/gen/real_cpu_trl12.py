@@ -146,9 +146,49 @@ class LeftTruncatedPrompts:
         return ds
 
 
+class EvalLeak:
+    """Evaluation prompts leaking into training: from step ``start`` a dataset transform swaps a share of the training
+    rows, ramping linearly 0 (step ``start``) -> 1 (step ``end``), then all, for rows of the 16-prompt evaluation set
+    (the first 16 test rows, as :func:`real_cpu_trl.run` builds it: a split written with the eval file on the train
+    list). Which rows and which eval prompt: seeded by the row, the step and ``seed``. The dataloader fetches one
+    batch ahead, so a step's batch follows the share set at the step before."""
+
+    def __init__(self, start: int, end: int, seed: int) -> None:
+        self.start, self.end, self.seed, self.share, self.step = start, end, seed, 0.0, 0
+        self.leak: list[tuple[str, str]] = []
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.step, self.share = step, ramp(step, self.start, self.end, 0.0, 1.0)
+
+    def transform(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {"prompt": [], "ground_truth": []}
+        for i, (p, g) in enumerate(zip(batch["prompt"], batch["ground_truth"])):
+            r = random.Random(f"{self.seed}/{self.step}/{i}/{p}")
+            if self.share > 0 and r.random() < self.share:
+                p, g = self.leak[r.randrange(len(self.leak))]
+            out["prompt"].append(p)
+            out["ground_truth"].append(g)
+        return out
+
+    def dataset(self, n: int) -> Any:
+        from datasets import Dataset
+
+        from rlcockpit.trainer.config import BuiltinDataConfig
+        from rlcockpit.trainer.data import arith_rows
+
+        rows, test = arith_rows(BuiltinDataConfig())
+        random.Random(self.seed).shuffle(rows)
+        self.leak = [(r["prompt"][0]["content"], r["reward_model"]["ground_truth"]) for r in test[:16]]
+        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
+                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
+        ds.set_transform(self.transform, output_all_columns=False)
+        return ds
+
+
 _clip = ShrinkingClip(120, 270, 0.1)
 _rep = RepetitionBonus(120, 1.0)
 _trunc = LeftTruncatedPrompts(120, 270, 4, 535)
+_leak = EvalLeak(120, 220, 536)
 
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: loss_type sapo with scale_rewards "batch"; GPT-2 seed 8, 4 prompts x 3, 350 steps, lr 3e-5, logging
@@ -205,6 +245,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s8-4prompt-3gen-prompttruncleft0-4-120-270-350-eval25": {
         "model": "gpt2", "model_seed": 8, "batch": 12, "num_generations": 3, "steps": 350, "logging_steps": 1,
         "eval_steps": 25, "lr": 5e-5, "seed": 535, "train_dataset": _trunc.dataset, "each_step": _trunc.hook},
+    # added after the first nine were started (written and committed before running it): evaluation prompts leaking
+    # into training, ramp: from step 120 a share of the training rows ramping 0 -> 1 (step 220), then all, replaced by
+    # rows of the 16-prompt evaluation set; GPT-2 seed 8, 4 prompts x 3, 350 steps, lr 2e-4 (constant), logging every
+    # step, evaluation every 25
+    "gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": {
+        "model": "gpt2", "model_seed": 8, "batch": 12, "num_generations": 3, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 2e-4, "seed": 536, "train_dataset": _leak.dataset, "each_step": _leak.hook,
+        "config": {"lr_scheduler_type": "constant"}},
 }
 
 
