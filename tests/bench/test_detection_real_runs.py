@@ -792,3 +792,53 @@ def test_the_seventeenth_pass_cpu_runs_keep_every_step_and_the_readings_their_la
         quiet = runs[name]
         assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
         assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
+def test_the_seventeenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The seventeenth pass's TRL CPU runs (trl_cpu_settings12: TRL trainer states, model seed 8), each imported whole,
+    and the readings the README's labels rest on are in the numbers (a reward clipped to a shrinking range with the
+    accuracy flat, a repetition bonus the policy learns to collect, a noisy reference model and a resume with the
+    optimizer state lost and the lr x10 sending the kl up from 152, left-truncated prompts lengthening the
+    completions from 179; the eval leak that left no mark stored healthy)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings12"]
+    assert len(sel) == 10 and sum(e["class"] == "healthy" for e in sel) == 5
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s8-4prompt-3gen-sapo-scalebatch-lr3e-5-350-log7-eval25"]) == sorted(
+        set(range(7, 351, 7)) | set(range(25, 351, 25)))  # logging every 7, evaluation every 25
+    assert sorted(runs["llamas8-4prompt-3gen-luspo-seqis-scalegroup-300-log7"]) == list(range(7, 295, 7))
+    assert sorted(runs["gpt2s8-1prompt-10gen-cispo-noscale-epshigh028-masktrunc-lr1e-4-300-log3-eval25"]) == sorted(
+        set(range(3, 301, 3)) | set(range(25, 301, 25)))
+    assert sorted(runs["llamas8-1prompt-10gen-vespo-lr3e-4-300-log1"]) == list(range(1, 301))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    clip = runs["gpt2s8-4prompt-3gen-rewardclipshrinks1-01-120-270-350"]
+    assert sorted(clip) == list(range(1, 351))
+    assert all(clip[s]["reward"] == pytest.approx(clip[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 126))
+    assert all(clip[s]["reward"] <= 0.1 + 1e-6 for s in range(271, 351)) and med(clip, "reward", 1, 120) > 0.35
+    assert abs(med(clip, "rewards/accuracy/mean", 271, 351) - med(clip, "rewards/accuracy/mean", 1, 120)) < 0.05
+    assert med(clip, "frac_reward_zero_std", 251, 351) >= 0.75 > 0.25 >= med(clip, "frac_reward_zero_std", 1, 120)
+
+    rep = runs["llamas8-1prompt-10gen-repetitionbonus-from120-lr1e-4-350"]
+    assert all(rep[s]["reward"] == pytest.approx(rep[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 120))
+    assert sum(rep[s]["reward"] > rep[s]["rewards/accuracy/mean"] + 1e-4 for s in range(120, 351)) > 200
+    assert med(rep, "reward", 251, 351) > 0.54 > 0.44 > med(rep, "reward", 1, 120)
+    assert abs(med(rep, "rewards/accuracy/mean", 251, 351) - med(rep, "rewards/accuracy/mean", 1, 120)) < 0.05
+
+    for name in ("gpt2s8-4prompt-3gen-refmodelnoise005-at150-300-eval25",
+                 "llamas8-4prompt-3gen-resumeoptstatelost-lrx10-at150-constlr-300"):
+        m = runs[name]  # the kl leaves its range at step 152 and its 25-step medians stay many times higher
+        assert max(m[s]["kl"] for s in range(1, 150)) < m[152]["kl"] and med(m, "kl", 152, 301) > 5 * med(m, "kl", 1, 150)
+    noise = runs["gpt2s8-4prompt-3gen-refmodelnoise005-at150-300-eval25"]
+    assert min(noise[s]["kl"] for s in range(152, 301)) > 0.2 and noise[300]["eval_kl"] > 1 > 0.05 > noise[125]["eval_kl"]
+    resume = runs["llamas8-4prompt-3gen-resumeoptstatelost-lrx10-at150-constlr-300"]
+    assert resume[151]["learning_rate"] == pytest.approx(10 * resume[150]["learning_rate"])  # logged one step late
+    assert med(resume, "entropy", 251, 301) < 1.4 < 1.5 < med(resume, "entropy", 1, 150)
+
+    trunc = runs["gpt2s8-4prompt-3gen-prompttruncleft0-4-120-270-350-eval25"]
+    assert max(trunc[s]["completions/mean_length"] for s in range(146, 179)) < 3.2 < 3.9 < trunc[179]["completions/mean_length"]
+    assert med(trunc, "completions/mean_length", 301, 351) >= 5 and med(trunc, "reward", 301, 351) < 0.26 < 0.38 < med(trunc, "reward", 1, 120)
+    assert all(2.9 < trunc[s]["eval_completions/mean_length"] < 3.1 for s in range(175, 351, 25))
+
+    leak = runs["gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25"]  # planned fault, no mark: healthy
+    assert sorted(leak) == list(range(1, 351)) and max(leak[s]["eval_reward"] for s in range(175, 351, 25)) < 0.42
