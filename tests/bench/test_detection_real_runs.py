@@ -792,6 +792,8 @@ def test_the_seventeenth_pass_cpu_runs_keep_every_step_and_the_readings_their_la
         quiet = runs[name]
         assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
         assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
+
+
 def test_the_seventeenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The seventeenth pass's TRL CPU runs (trl_cpu_settings12: TRL trainer states, model seed 8), each imported whole,
     and the readings the README's labels rest on are in the numbers (a reward clipped to a shrinking range with the
