@@ -197,7 +197,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " the reference's lowest, each lower than the one before) were scanned for how far "
                               "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
                               "gae-klreward-adaptive run's entropy (25-step medians) was read for an entropy-rise "
-                              "rule, not adopted (issue 29, branch h-entrise)",
+                              "rule, not adopted (issue 29, branch h-entrise); then its leak16mb run's machine memory"
+                              " and sparse process RSS were read: a machine-memory warning held for the next RSS "
+                              "reading would find it at 218 (onset 170), not adopted (issue 29, branch h-cpu11miss)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -265,7 +267,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "burst at 4.4x): left (issue 29, branch h-early); then its held-out scores' slides "
                               "under their range (two evaluations under the reference's lowest, each lower than the "
                               "one before) were scanned for how far healthy ones go, nothing changed (issue 29, "
-                              "branch h-lrramp)",
+                              "branch h-lrramp); then its accelleak150 run's machine memory and sparse process RSS "
+                              "were read: a machine-memory warning held for the next RSS reading would find it at 262"
+                              " (onset 170), not adopted (issue 29, branch h-cpu11miss)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -390,7 +394,13 @@ DEVELOPED_ON: dict[str, str] = {
                           "completions/max_length, mean_length and clipped_ratio were read: truncation's inferred "
                           "limit needs answers cut at it (issue 29, branch h-quiet)",
     "rlcockpit_trainer_cpu11": "scored once held out (recall 7/9, 0 criticals on healthy runs, 1.00 warnings per "
-                               "healthy run at 883e521; 5/9 with the detectors of e82ff19)",
+                               "healthy run at 883e521; 5/9 with the detectors of e82ff19); then developed on: its "
+                               "misses' series (entcoeframp's grad norm, entropy, actor/loss, pg_loss, entropy_loss,"
+                               " ppo_kl, clip fraction; pertokenleak's machine memory and process RSS) and its "
+                               "healthy klcov-tokensum and reinforceloss runs' memory and loss were read: "
+                               "loss_spike's round-off slab widened to a token-sum loss's (ROUNDOFF 1e-5); both "
+                               "misses left (no symptom a responsible detector reads leaves the healthy runs' "
+                               "range inside the window) (issue 29, branch h-cpu11miss)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19)",
 }

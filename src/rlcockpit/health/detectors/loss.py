@@ -41,7 +41,10 @@ SKIPPED = "actor/nonfinite_skipped"
 FRAC_ZERO = "critic/score/frac_zero_std"  # share of prompt groups whose rewards all tie (TRL: frac_reward_zero_std)
 ADV_MAX, ADV_MIN = "critic/advantages/max", "critic/advantages/min"  # both 0: every advantage of the batch is zero
 MIN_VARIED = 5  # values off the median a trailing window needs before its spread means anything
-ROUNDOFF = 1e-6  # float32 round-off of a sum of O(1) terms: a loss this close to its median has not moved
+# float32 round-off (eps 1.2e-7) of a sum of up to ~100 O(1) terms: a loss this close to its median has not moved. A
+# token-sum loss aggregation (verl's ``token-sum``) sums every response token of the batch, so its tied steps (every
+# advantage cancelling) sit at multiples of 1.2e-7 up to a few 1e-6, not at 0 up to 1e-8 as a token-mean loss does
+ROUNDOFF = 1e-5
 
 def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
     """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
@@ -114,7 +117,9 @@ def noise_scale(values: list[float]) -> tuple[float, float]:
     from it by more than float round-off (``ROUNDOFF``). A GRPO pg_loss is spike-and-slab shaped: exactly 0 up to
     round-off (~1e-8) on steps where every group got one reward, 1e-3..1e-1 on the others. A MAD is then ~0, and
     so is an RMS over round-off noise, which made every ordinary non-zero step look like a spike ("Loss 0.02 is
-    447411 typical deviations"); the RMS of the off-median steps is the size of the run's ordinary excursions.
+    447411 typical deviations"); the RMS of the off-median steps is the size of the run's ordinary excursions. A
+    token-sum loss (the sum over the batch's tokens) has a wider slab, a few 1e-6 on its tied steps: ``ROUNDOFF``
+    covers it, else its first quiet window's scale (1.5e-6) made its first real steps (0.4-3) a lasting excursion.
     Fewer than ``MIN_VARIED`` such steps: no scale (NaN), nothing to judge against. One sort and one pass: this
     runs every ``every`` steps on the writer thread."""
     med = median(values)
