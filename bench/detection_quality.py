@@ -399,7 +399,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "and its seven failures' labels were read, and its top_k-ramp run's "
                           "frac_reward_zero_std, entropy and reward were read: rollout_mismatch's sampling narrower "
                           "than the policy (every group tied longer than chance, entropy held; issue 29, branch "
-                          "h-trl11miss)",
+                          "h-trl11miss); and its healthy cosine-restarts run's clip_ratio/region_mean (above 0 on "
+                          "every value of the window, then one 0 at 414): update_size's clipping-stopped chance "
+                          "with half a count of each added (issue 29, branch h-trl11miss)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
