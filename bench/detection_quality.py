@@ -94,7 +94,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "lr3e-4 run's KL (0.15-0.6, wandering by a factor of 4) was read to set kl_rising's range "
                          "rule's bar (issue 29, branch h-detect10); then its nines run's reward and "
                          "rewards/accuracy/mean were read: reward_cliff's fall under the task score it equalled warns"
-                         " at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp)",
+                         " at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp); then its "
+                         "healthy lr3e-4 run's frac_reward_zero_std (two groups: every group tied on 122-124 by "
+                         "chance) was read to size rollout_mismatch's all-tied run rule (issue 29, branch "
+                         "h-trl11miss)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
                         "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
@@ -402,7 +405,13 @@ DEVELOPED_ON: dict[str, str] = {
                                "misses left (no symptom a responsible detector reads leaves the healthy runs' "
                                "range inside the window) (issue 29, branch h-cpu11miss)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
-                          "run at 883e521; the same with the detectors of e82ff19)",
+                          "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes "
+                          "and its seven failures' labels were read, and its top_k-ramp run's "
+                          "frac_reward_zero_std, entropy and reward were read: rollout_mismatch's sampling narrower "
+                          "than the policy (every group tied longer than chance, entropy held; issue 29, branch "
+                          "h-trl11miss); and its healthy cosine-restarts run's clip_ratio/region_mean (above 0 on "
+                          "every value of the window, then one 0 at 414): update_size's clipping-stopped chance "
+                          "with half a count of each added (issue 29, branch h-trl11miss)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -503,8 +503,9 @@ class UpdateSize(Detector):
 
     Clipping stopped (warning): a clip fraction that was above 0 on a share ``q`` of at least ``stop_share`` of the
     ``window`` logged values before it, then exactly 0 on every value since, for more values than a run with that
-    share would go without one clipped token by chance (``q`` taken as the chance of each, independently:
-    (1 - q)^run below ``stop_alpha``) and longer than any stretch of zeros the run had before, while the learning
+    share would go without one clipped token by chance (``q`` taken as the chance of each, independently, with
+    half a clipped and half an unclipped value added to the window's counts so that a window clipped throughout
+    does not make a single unclipped value impossible: (1 - q)^run below ``stop_alpha``) and longer than any stretch of zeros the run had before, while the learning
     rate is at least half the highest of its recent logged values (those the monitor keeps: a decaying schedule
     makes the updates small enough to stay inside the clip range). The trust region no longer limits the update:
     the clip range was widened (a clip epsilon of 10), or the ratio is no longer taken against the policy that
@@ -594,7 +595,10 @@ class UpdateSize(Detector):
         if len(ref) < ref.maxlen or self._zeros <= self._longest_zeros:
             return None  # (no full reference yet; or the run has gone this long without a clipped token before)
         q = self._n_clipped / len(ref)
-        if q < p["stop_share"] or (1.0 - q) ** self._zeros >= p["stop_alpha"]:
+        # the chance of an unclipped value from the window's counts with half a count of each added (a window
+        # clipped on every value does not make one unclipped value impossible: 1 - q is then 0.5 / (window + 1))
+        q_chance = (self._n_clipped + 0.5) / (len(ref) + 1)
+        if q < p["stop_share"] or (1.0 - q_chance) ** self._zeros >= p["stop_alpha"]:
             return None
         lr = self.ctx.tracks.get(LR)
         if lr is not None and lr.n and lr.last < 0.5 * max(lr.values):  # (only on a step that would warn)

@@ -751,6 +751,8 @@ class LRSchedule(Detector):
 
 MISMATCH_KEYS = (MISMATCH, "rollout_corr/log_ppl_abs_diff", "rollout_corr/k3_kl", "rollout_corr/kl",
                  "sampling/sampling_logp_difference/mean")  # the first one a run logs is judged
+FRAC_ZERO = "critic/score/frac_zero_std"  # share of prompt groups whose rewards all tie (TRL: frac_reward_zero_std)
+ENTROPY, REWARD = "actor/entropy", "critic/score/mean"
 
 
 @register_detector("rollout_mismatch", "logprob_mismatch")
@@ -771,13 +773,24 @@ class RolloutMismatch(Detector):
     holds (the engine/trainer numerical floor of the setup); a real mismatch jumps far above its settled level or
     keeps growing past it. Only the first of the keys the run logs is judged.
     Critical:
-    > ``critical_ratio`` x the baseline for ``sustain`` checks."""
+    > ``critical_ratio`` x the baseline for ``sustain`` checks.
+    Sampling narrower than the policy (a run that logs no log-prob comparison, TRL on CPU: a generation config's
+    ``top_k``, ``temperature`` or greedy decoding that the training pass does not share): every prompt group's
+    rewards tied (``critic/score/frac_zero_std`` at 1) on n consecutive logged steps, n long enough that the run's
+    own earlier share q of all-tied steps makes such a run anywhere among its m earlier logged steps less likely
+    than ``tie_chance`` (m x q**n, with a prior of 1.5 in 4; between ``tie_sustain`` and ``tie_max``), while the policy's own entropy (the training pass,
+    over the full distribution) averaged over those steps is not ``entropy_z`` spreads under its level over the
+    ``tie_window`` logged steps before them, and the reward is neither at its best nor its worst of the run (every
+    prompt solved or every prompt failed: the task, not the sampler). A policy that still spreads its probability
+    does not give every completion of every group the same score step after step unless what generates the
+    completions is narrower than the policy the trainer scores. Warning."""
 
-    keys = MISMATCH_KEYS
-    triggers = MISMATCH_KEYS
+    keys = (*MISMATCH_KEYS, FRAC_ZERO)
+    triggers = (*MISMATCH_KEYS, FRAC_ZERO)
     defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
                 "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
-                "drift_ratio": 1.3, "settle": 45, "settle_ratio": 2.5}
+                "drift_ratio": 1.3, "settle": 45, "settle_ratio": 2.5, "tie_chance": 0.0001, "tie_sustain": 3,
+                "tie_max": 30, "entropy_z": 3.0, "tie_window": 50}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -792,16 +805,18 @@ class RolloutMismatch(Detector):
         self._log: tuple[float, float] | None = None  # early level and spread, in logs
         self._drift_ref: float | None = None  # the warning rules' level: the first steps', or the settled one
         self._settled_at = -1  # the step the settling ends: ``settle`` steps after the warm-up
+        self._tie_obs = self._tie_all = self._tie_streak = 0  # logged shares, all-tied ones, current all-tied run
+        self._tie_step = -1
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
         if self._key_at != len(tracks):
             self._key_at = len(tracks)
-            self._key = next((k for k in self.keys if k in tracks and tracks[k].n), None)
+            self._key = next((k for k in MISMATCH_KEYS if k in tracks and tracks[k].n), None)
         key = self._key
         track = tracks.get(key) if key else None
         if track is None or track.last_step != step or track.n <= self.warmup:
-            return None
+            return self._narrow(step) if FRAC_ZERO in tracks else None
         if key not in self._base:
             self._base[key] = robust(track.tail(self.warmup, skip=1), 0.05, 1e-9)
             self._settled_at = step + self.p["settle"]
@@ -848,6 +863,50 @@ class RolloutMismatch(Detector):
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
                          f"{fmt(s)} ({ratio:.1f}x {versus(ref, base, 'earlier level')})", metric=key, values=vals)
 
+    def _narrow(self, step: int) -> Finding | None:
+        """Sampling narrower than the policy: every group tied for longer than chance allows, the policy's
+        entropy not fallen, the reward at neither end of its range (the class docstring)."""
+        tracks, p = self.ctx.tracks, self.p
+        ft = tracks[FRAC_ZERO]
+        if ft.last_step != step or self._tie_step == step:
+            return None
+        self._tie_step = step
+        if not self._tie_obs:  # the shares logged before the warm-up ended: the run's own rate of all-tied steps
+            prior = ft.tail(ft.n - 1, skip=1)
+            self._tie_obs, self._tie_all = len(prior), sum(1 for v in prior if v >= 1.0 - 1e-9)
+        tied = ft.last >= 1.0 - 1e-9
+        self._tie_obs += 1
+        self._tie_all += tied
+        n = self._tie_streak = self._tie_streak + 1 if tied else 0
+        if n < p["tie_sustain"]:
+            return None
+        before = self._tie_obs - n
+        q = (self._tie_all - n + 1.5) / (before + 4)  # prior: 1.5 all-tied in 4 (nothing known yet)
+        # a run of n anywhere among the steps so far: before x q**n (the union over where it could have started)
+        if n < min(p["tie_max"], math.ceil(math.log(p["tie_chance"] / max(before, 1)) / math.log(q))):
+            return None
+        ent, rew = tracks.get(ENTROPY), tracks.get(REWARD)
+        if ent is None or rew is None or len(ent.values) < n + self.warmup or len(rew.values) < n + self.warmup:
+            return None
+        now = ent.mean_last(n)
+        level, spread = robust(ent.tail(p["tie_window"], skip=n))
+        if now < level - p["entropy_z"] * spread:
+            return None  # the policy itself narrowed: entropy_collapse's finding, not the sampler's
+        r, hi, lo = rew.mean_last(n), max(rew.values), min(rew.values)
+        if r >= hi - 0.05 * (hi - lo) or r <= lo + 0.05 * (hi - lo):
+            return None  # every prompt solved (or failed): the task, not the sampler
+        share = (self._tie_all - n) / max(self._tie_obs - n, 1)
+        vals = {"frac_zero_std": ft.last, "steps": n, "tied_share_before": share, "entropy": now,
+                "entropy_level": level, "reward": r}
+        return self.fire(step, "warning", f"Sampling narrower than the policy: every prompt group's rewards tied "
+                         f"({ft.raw} 1) on the last {n} logged steps (all tied on {share:.0%} of the steps "
+                         f"before) while the policy's entropy held at {fmt(now)} (level {fmt(level)})",
+                         "The completions of each group agree although the policy still spreads its "
+                         "probability: generation samples from a narrower distribution than the trainer scores "
+                         "(top_k, temperature, greedy decoding), and GRPO gets no learning signal.",
+                         metric=FRAC_ZERO, values=vals, step_start=ft.steps[-min(n, len(ft.steps))],
+                         extra_keys=(ENTROPY, REWARD))
+
     def _rebase(self, track: Track) -> None:
         """The warning rules' level (and the drift's spread) from the last ``warmup`` observations; the drift's
         CUSUM starts over."""
@@ -871,6 +930,12 @@ class RolloutMismatch(Detector):
         return self._cusum.update((math.log(v) - mid) / spread, track.last_step)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if "frac_zero_std" in finding.evidence.get("values", {}):
+            return [Cause("generation samples from a narrower distribution than the policy (a generation config's "
+                          "top_k / temperature / do_sample, or a rollout engine's sampling parameters, differ from "
+                          "the trainer's)", 0.7)], [
+                make_action(self.ctx.view, "Sample completions from the policy itself: check the generation "
+                            "config (top_k, top_p, temperature, do_sample) the trainer hands to generation", {})]
         causes = [Cause(self.cause, 0.7)]
         length = moved(self.ctx, "response_length/mean", up=1.3, window=60, recent=5)
         if length is not None:
