@@ -59,6 +59,9 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # the sixteenth pass (BENCHMARKS "A tenth held-out batch"), scored once held out at 883e521: kl_rising's critical on
     # the one-prompt beta-0.2 run whose KL climbs slowly while the model learns (medians 0.66 -> 0.92)
     "trl_cpu_settings11-healthy-qwen2s7-1prompt-7gen-beta2095-wd01-constwarmup40-noshuffle-500-log4": 1,
+    # the seventeenth pass (BENCHMARKS "An eleventh held-out batch"), scored once held out at 1c7b36d and not read run by
+    # run: kl_spike's critical on TRL's healthy eval-leak run (a planned fault that left no mark)
+    "trl_cpu_settings12-healthy-gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": 1,
 }
 BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0}  # per healthy run
 
