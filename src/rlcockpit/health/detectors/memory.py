@@ -459,7 +459,9 @@ class MemoryGrowth(MemoryTrend):
         """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
         docstring): a running window of rise flags, O(1) per observation."""
         w = int(self.p["trend_window"])
-        st = self._signs.setdefault(key, [deque(), 0, 0, 0, track.n])
+        st = self._signs.get(key)
+        if st is None:  # (no new window built and dropped on every call)
+            st = self._signs[key] = [deque(), 0, 0, 0, track.n]
         new = min(track.n - st[4], len(track.values) - 1)
         st[4] = track.n
         if new <= 0:
