@@ -164,6 +164,10 @@ class EntropyCollapse(FrozenBaseline):
         """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
         if self._shift.above(track):
             return None
+        return self._sudden_below(step, track)
+
+    def _sudden_below(self, step: int, track: Track) -> Finding | None:
+        """:meth:`_sudden` on a step whose newest value is under the bar."""
         p = self.p
         n = int(p["shift_n"])
         out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
@@ -324,9 +328,10 @@ class EntropyCollapse(FrozenBaseline):
             self._warm_median = self.base
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
-        sudden = self._sudden(step, track)
-        if sudden is not None:
-            return sudden
+        if not self._shift.above(track):  # _sudden's gate, inlined: the usual step is above the bar
+            sudden = self._sudden_below(step, track)
+            if sudden is not None:
+                return sudden
         s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0

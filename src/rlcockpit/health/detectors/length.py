@@ -257,8 +257,8 @@ class Truncation(Detector):
                                  values={"clip_ratio": s, "baseline": self.base}, extra_keys=(LEN,), samples=True)
             if self.repeats(step, "warning"):
                 return None
-            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values={"clip_ratio": s, "baseline": self.base},
-                             extra_keys=(LEN,))
+            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit",
+                             values={"clip_ratio": s, "baseline": self.base}, extra_keys=(LEN,))
         jumped = self._jump(track)
         if jumped is not None:
             ref, now = jumped

@@ -229,6 +229,7 @@ class ThroughputDrop(Detector):
         # the held-level rule: the even sample's speeds up to ``_held_upto`` (its first ``_held_pos`` entries), sorted
         self._held_sorted: list[float] = []
         self._held_pos, self._held_upto, self._held_stride = 0, -10**9, 1
+        self._sparse = False  # logged every third step or more sparsely (set on the ADAPT_AT-th speed)
 
     def _calm_shares(self) -> None:
         """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
@@ -509,7 +510,7 @@ class ThroughputDrop(Detector):
             window = slice(-(p["window"] + p["gap"]), -p["gap"])
             self._ref, self._ref_at = median(vals[window]), step
             self._noise, self._noise_logs = math.nan, self._logs[window]  # measured only if a step is low
-        k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+        k0 = 2 if self._sparse else int(p["recent"])
         bar = p["warn_ratio"] * self._ref
         if k0 == 3:  # the usual step: the median of the last three at or above the bar, without a sort
             x, y, z = vals[-3], vals[-2], vals[-1]
