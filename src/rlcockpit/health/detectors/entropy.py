@@ -21,6 +21,7 @@ from rlcockpit.health.advice import (
     update_causes,
 )
 from rlcockpit.health.base import (
+    ADAPT_AT,
     Drift,
     FallBar,
     FrozenBaseline,
@@ -163,6 +164,10 @@ class EntropyCollapse(FrozenBaseline):
         """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
         if self._shift.above(track):
             return None
+        return self._sudden_below(step, track)
+
+    def _sudden_below(self, step: int, track: Track) -> Finding | None:
+        """:meth:`_sudden` on a step whose newest value is under the bar."""
         p = self.p
         n = int(p["shift_n"])
         out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
@@ -301,9 +306,19 @@ class EntropyCollapse(FrozenBaseline):
                 and med - now > p["fall_z"] * scale / math.sqrt(n))
 
     def observe(self, step: int) -> Finding | None:
-        if self.seen == 0:
+        seen = self.seen
+        if seen == 0:
             self._first = self.ctx.tracks[ENTROPY].last
-        return super().observe(step)
+        # Detector.observe, inlined (one Python call less a logged entropy)
+        seen = self.seen = seen + 1
+        if seen <= self.warmup:
+            if seen == ADAPT_AT:
+                self.adapt_warmup()
+            if seen <= self.warmup:
+                return None
+        if seen == self.warmup + 1:
+            self.on_warm()
+        return self.check(step)
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -313,9 +328,10 @@ class EntropyCollapse(FrozenBaseline):
             self._warm_median = self.base
             self.base = max(self.base, self._first)
         track = self.ctx.tracks[ENTROPY]
-        sudden = self._sudden(step, track)
-        if sudden is not None:
-            return sudden
+        if not self._shift.above(track):  # _sudden's gate, inlined: the usual step is above the bar
+            sudden = self._sudden_below(step, track)
+            if sudden is not None:
+                return sudden
         s = track.mean_steps(p["smooth"])
         if s >= p["fall_guard"] * self.base:
             self._streak = 0
@@ -414,7 +430,16 @@ class EntropyExplosion(FrozenBaseline):
         else:
             self._noisy = 0
         noise = self._noise(step, track) if self._noisy >= self.p["sustain"] else None
-        found = super().observe(step)
+        # Detector.observe, inlined (one Python call less a logged entropy)
+        seen = self.seen = self.seen + 1
+        if seen <= self.warmup:
+            if seen == ADAPT_AT:
+                self.adapt_warmup()
+            if seen <= self.warmup:
+                return noise
+        if seen == self.warmup + 1:
+            self.on_warm()
+        found = self.check(step)
         return noise if noise is not None else found
 
     def _noise(self, step: int, track: Track) -> Finding | None:

@@ -233,7 +233,6 @@ class Truncation(Detector):
         if self._drift is None and self.seen > p["creep_warmup"]:  # the early level, once the first steps settled
             self._drift = Drift(track.tail(p["creep_warmup"], skip=1), p["creep_k"], p["creep_h"], 0.0, p["creep_noise"])
         s = track.mean_last(3)
-        vals = {"clip_ratio": s, "baseline": self.base}
         drifting = self._drift is not None and self._drift.update(track.last, step)
         if drifting and s <= p["warn_abs"] and s > p["creep_ratio"] * self._drift.level \
                 and s - self._drift.level > p["creep_rise"] \
@@ -255,22 +254,22 @@ class Truncation(Detector):
                 return None  # a smoothed value carrying one wild step: not the jumps or creeps below either
             if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]):
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
-                                 values=vals, extra_keys=(LEN,), samples=True)
+                                 values={"clip_ratio": s, "baseline": self.base}, extra_keys=(LEN,), samples=True)
             if self.repeats(step, "warning"):
                 return None
-            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit", values=vals,
-                             extra_keys=(LEN,))
+            return self.fire(step, "warning", f"{s:.0%} of responses truncated at the length limit",
+                             values={"clip_ratio": s, "baseline": self.base}, extra_keys=(LEN,))
         jumped = self._jump(track)
         if jumped is not None:
             ref, now = jumped
             return self.fire(step, "warning", f"Truncation jumped: {ref:.1%} -> {now:.1%} of responses cut at the "
                              "length limit", "Answers that no longer fit get no reward and bias the update.",
-                             values=vals | {"before": ref, "now": now}, extra_keys=(LEN,),
+                             values={"clip_ratio": s, "baseline": self.base, "before": ref, "now": now}, extra_keys=(LEN,),
                              step_start=track.tail_steps(span(track, p["span_steps"]))[0])
         if s > p["min_abs"] and s - self.base > p["rise_warn"] and s - self.base > 2 * quantum(track):
             found = climb(track, tuple(p["windows"]), p["z_warn"], 0.002, self.warmup // 2)
             if found is not None:
-                vals |= {"window": found[3], "noise": found[4]}
+                vals = {"clip_ratio": s, "baseline": self.base, "window": found[3], "noise": found[4]}
                 return self.fire(step, "warning", f"Truncation creeping up: {self.base:.1%} -> {s:.1%} of responses "
                                  "cut at the length limit", "Answers that no longer fit get no reward and bias the "
                                  "update.", values=vals, step_start=track.tail_steps(found[3] // 3)[0],

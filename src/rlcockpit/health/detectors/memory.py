@@ -269,7 +269,8 @@ class _Percent(MemoryTrend):
         if s > p["critical_percent"] and s - base > p["critical_rise"]:
             return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {base:.0f}%): OOM imminent",
                              values={"percent": s, "baseline": base}, extra_keys=(LEN,))
-        if not self.due(p["every"]):
+        every = p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
         ev = self.creeping(key, track)
         if ev is None:
@@ -409,7 +410,8 @@ class MemoryGrowth(MemoryTrend):
         return self.min_growth(base, key) * (0.5 if key in DEVICE_KEYS else 1.0)
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]):
+        every = self.p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
         if self._present_at != len(self.ctx.tracks) or self._based != len(self._base):  # which series to judge:
             self._present_at, self._based = len(self.ctx.tracks), len(self._base)  # anew when a key appears or warms up
@@ -459,7 +461,9 @@ class MemoryGrowth(MemoryTrend):
         """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
         docstring): a running window of rise flags, O(1) per observation."""
         w = int(self.p["trend_window"])
-        st = self._signs.setdefault(key, [deque(), 0, 0, 0, track.n])
+        st = self._signs.get(key)
+        if st is None:  # (no new window built and dropped on every call)
+            st = self._signs[key] = [deque(), 0, 0, 0, track.n]
         new = min(track.n - st[4], len(track.values) - 1)
         st[4] = track.n
         if new <= 0:

@@ -229,6 +229,7 @@ class ThroughputDrop(Detector):
         # the held-level rule: the even sample's speeds up to ``_held_upto`` (its first ``_held_pos`` entries), sorted
         self._held_sorted: list[float] = []
         self._held_pos, self._held_upto, self._held_stride = 0, -10**9, 1
+        self._sparse = False  # logged every third step or more sparsely (set on the ADAPT_AT-th speed)
 
     def _calm_shares(self) -> None:
         """Track the ``timing_s/*`` split of the run's ordinary steps (the first ten, then every fifth): each
@@ -338,30 +339,42 @@ class ThroughputDrop(Detector):
     def observe(self, step: int) -> Finding | None:
         self.seen += 1
         speed = self._speed(step)
-        if speed is None or self._busy(step):
+        if speed is None:
             return None
-        self._clean.append((step, speed))
+        if self._scanned != len(self.ctx.tracks) or self._markers:  # _busy, its usual call (no marker) inlined
+            if self._busy(step):
+                return None
+        p = self.p
+        clean = self._clean
+        clean.append((step, speed))
         self._speeds.append(speed)
-        self._n_clean += 1
-        if self._n_clean % self._hist_stride == 0:  # at most 256 speeds, spread evenly over the whole run
-            self._hist.append((self._n_clean, speed))
+        n_clean = self._n_clean = self._n_clean + 1
+        if n_clean % self._hist_stride == 0:  # at most 256 speeds, spread evenly over the whole run
+            self._hist.append((n_clean, speed))
             if len(self._hist) >= 256:
                 del self._hist[1::2]
                 self._hist_stride *= 2
         self._logs.append(math.log(max(speed, 1e-12)))
-        grown = self._phase_grown(step)
-        if len(self._clean) > 4 * self.p["window"]:
-            keep = 2 * self.p["window"]
-            del self._clean[:-keep], self._speeds[:-keep], self._logs[:-keep]
-        n = len(self._clean)
+        # _phase_grown's gate, inlined: on the usual step the step time's running mean is under it
+        step_t = self.ctx.tracks.get(STEP_TIME)
+        if step_t is None or step_t.last_step != step:
+            grown = None
+        else:
+            level = self._level = self._level + 0.1 * (step_t.last - self._level)  # ~ the last 20 steps' mean
+            grown = None if level < self._gate else self._phase_grown_past_gate(step, step_t)
+        window = p["window"]
+        if len(clean) > 4 * window:
+            keep = 2 * window
+            del clean[:-keep], self._speeds[:-keep], self._logs[:-keep]
+        n = len(clean)
         if n == ADAPT_AT:
-            spacing = (self._clean[-1][0] - self._clean[0][0]) / (n - 1)
+            spacing = (clean[-1][0] - clean[0][0]) / (n - 1)
             self._sparse = spacing >= 3
             if spacing > 1:
                 self.warmup = max(ADAPT_AT, min(self.warmup, math.ceil(self.warmup / spacing)))
-        if not self._low_n and (n <= 10 or n % 5 == 0) and not speed < self.p["warn_ratio"] * self._ref:
+        if not self._low_n and (n <= 10 or n % 5 == 0) and not speed < p["warn_ratio"] * self._ref:
             self._calm_shares()  # an ordinary step (a slow one would teach the reference its slowness)
-        if n <= max(self.warmup, self.p["gap"] + 3):
+        if n <= max(self.warmup, p["gap"] + 3):
             return grown
         found = self.judge(step)
         return grown if grown is not None and (found is None or found.severity == "info") else found
@@ -376,6 +389,10 @@ class ThroughputDrop(Detector):
         level = self._level = self._level + 0.1 * (step_t.last - self._level)  # ~ the last 20 steps' mean
         if level < self._gate:  # the usual step: the step time is not up (-inf until frozen, inf without a split)
             return None
+        return self._phase_grown_past_gate(step, step_t)
+
+    def _phase_grown_past_gate(self, step: int, step_t: Track) -> Finding | None:
+        """:meth:`_phase_grown` on a step whose running mean of the step time is at or above the gate."""
         if self._phase_ref is None:
             if self._n_clean >= 10 + self.p["phase_ref"]:
                 self._freeze_phases(step_t)
@@ -493,7 +510,7 @@ class ThroughputDrop(Detector):
             window = slice(-(p["window"] + p["gap"]), -p["gap"])
             self._ref, self._ref_at = median(vals[window]), step
             self._noise, self._noise_logs = math.nan, self._logs[window]  # measured only if a step is low
-        k0 = 2 if getattr(self, "_sparse", False) else int(p["recent"])
+        k0 = 2 if self._sparse else int(p["recent"])
         bar = p["warn_ratio"] * self._ref
         if k0 == 3:  # the usual step: the median of the last three at or above the bar, without a sort
             x, y, z = vals[-3], vals[-2], vals[-1]
