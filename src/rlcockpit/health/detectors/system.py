@@ -355,7 +355,8 @@ class ThroughputDrop(Detector):
                 del self._hist[1::2]
                 self._hist_stride *= 2
         self._logs.append(math.log(max(speed, 1e-12)))
-        # _phase_grown's gate, inlined: on the usual step the step time's running mean is under it
+        # the one-phase rule's gate: on the usual step the step time's running mean (~ the last 20 steps') is under
+        # it (-inf until frozen, inf without a split), and nothing more is read
         step_t = self.ctx.tracks.get(STEP_TIME)
         if step_t is None or step_t.last_step != step:
             grown = None
@@ -379,20 +380,10 @@ class ThroughputDrop(Detector):
         found = self.judge(step)
         return grown if grown is not None and (found is None or found.severity == "info") else found
 
-    def _phase_grown(self, step: int) -> Finding | None:
-        """The one-phase rule (class docstring). An ordinary step costs a running mean of the step time: the split
-        is read back from the phase tracks only to freeze the early medians and on steps where that mean is up by
-        half the bar."""
-        step_t = self.ctx.tracks.get(STEP_TIME)
-        if step_t is None or step_t.last_step != step:
-            return None
-        level = self._level = self._level + 0.1 * (step_t.last - self._level)  # ~ the last 20 steps' mean
-        if level < self._gate:  # the usual step: the step time is not up (-inf until frozen, inf without a split)
-            return None
-        return self._phase_grown_past_gate(step, step_t)
-
     def _phase_grown_past_gate(self, step: int, step_t: Track) -> Finding | None:
-        """:meth:`_phase_grown` on a step whose running mean of the step time is at or above the gate."""
+        """The one-phase rule (class docstring), on a step whose running mean of the step time is at or above the
+        gate (:meth:`observe` keeps that mean: an ordinary step costs only it; the split is read back from the phase
+        tracks to freeze the early medians and on steps where the mean is up by half the bar)."""
         if self._phase_ref is None:
             if self._n_clean >= 10 + self.p["phase_ref"]:
                 self._freeze_phases(step_t)
