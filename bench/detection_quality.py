@@ -403,7 +403,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "healthy klcov-tokensum and reinforceloss runs' memory and loss were read: "
                                "loss_spike's round-off slab widened to a token-sum loss's (ROUNDOFF 1e-5); both "
                                "misses left (no symptom a responsible detector reads leaves the healthy runs' "
-                               "range inside the window) (issue 29, branch h-cpu11miss)",
+                               "range inside the window) (issue 29, branch h-cpu11miss); its lenpenaltysignflip02 "
+                               "run's reward, acc and length read for its two early reward_divergence warnings "
+                               "(one batch each): the rise must hold without the window's top-lead pair (issue 29, "
+                               "branch h-early2)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes "
                           "and its seven failures' labels were read, and its top_k-ramp run's "
@@ -411,7 +414,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "than the policy (every group tied longer than chance, entropy held; issue 29, branch "
                           "h-trl11miss); and its healthy cosine-restarts run's clip_ratio/region_mean (above 0 on "
                           "every value of the window, then one 0 at 414): update_size's clipping-stopped chance "
-                          "with half a count of each added (issue 29, branch h-trl11miss)",
+                          "with half a count of each added (issue 29, branch h-trl11miss); its weightschedule run's reward and "
+                          "accuracy read for its early reward_divergence warning at 179: a real early sign, left "
+                          "(issue 29, branch h-early2)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

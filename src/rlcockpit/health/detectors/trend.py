@@ -307,7 +307,11 @@ class RewardDivergence(Detector):
         up), nor while the score's own mean over those steps is ``gap_z`` of its early noise (of such a mean) under
         its early mean (a score that falls is named as a fall, :meth:`_held_out_falling`) or as far above it and by
         ``gap_rise_share`` of the reward's rise (a reward paying the score with a weight above 1 leads it more as the
-        task is learned). Warning; critical once the lead and the reward's rise are each ``critical_factor`` x their
+        task is learned). The reward's rise must also hold without the one pair of the window with the largest lead
+        (over the other ``gap_span`` - 1 pairs, against the same bar): one batch that happened to hold an answer the
+        reward pays beside the task (a long answer under a length bonus) stays in the window for ``gap_span`` steps and
+        would carry the mean, and the ``gap_hold`` observations, on its own; a divergence is more than one batch.
+        Warning; critical once the lead and the reward's rise are each ``critical_factor`` x their
         bars on ``gap_hold`` successive paired observations (the divergence has kept growing: as for a held-out fall)."""
         p = self.p
         if key not in self._gap_early:
@@ -330,11 +334,15 @@ class RewardDivergence(Detector):
             return None
         r_mean = sum(r for _, r, _v in pairs) / w
         gap = sum(r - v for _, r, v in pairs) / w - early_gap
+        # the rise without the one pair with the largest lead: a divergence one batch carries is not one yet
+        r_top = max(pairs, key=lambda x: x[1] - x[2])[1]
+        rise_rest = (r_mean * w - r_top) / (w - 1) - r_level
         rise = r_mean - r_level
         moved = sum(v for *_, v in pairs) / w - score_early  # the score's own move, against its noise
         fell = -moved > p["gap_z"] * score_noise / math.sqrt(w)
         rose = moved > p["gap_z"] * score_noise / math.sqrt(w) and moved >= p["gap_rise_share"] * rise
-        if gap < p["gap_z"] * lead_noise / math.sqrt(w) or rise < bar or gap < p["gap_share"] * rise or fell or rose \
+        if gap < p["gap_z"] * lead_noise / math.sqrt(w) or rise < bar or rise_rest < bar \
+                or gap < p["gap_share"] * rise or fell or rose \
                 or self._format_rose(w, gap):
             self._gap_run[key] = self._gap_big[key] = 0
             return None
