@@ -403,10 +403,14 @@ DEVELOPED_ON: dict[str, str] = {
                                "healthy klcov-tokensum and reinforceloss runs' memory and loss were read: "
                                "loss_spike's round-off slab widened to a token-sum loss's (ROUNDOFF 1e-5); both "
                                "misses left (no symptom a responsible detector reads leaves the healthy runs' "
-                               "range inside the window) (issue 29, branch h-cpu11miss); its lenpenaltysignflip02 "
-                               "run's reward, acc and length read for its two early reward_divergence warnings "
-                               "(one batch each): the rise must hold without the window's top-lead pair (issue 29, "
-                               "branch h-early2)",
+                               "range inside the window) (issue 29, branch h-cpu11miss); then its healthy runs' warnings read (show.py --all "
+                               "and the series): tirotb's and lr1e-3's entropy and held-out accuracy, lr1e-3's "
+                               "response clip ratio and length, grpovec-minibatch2's clip fraction, ppo_kl and lr, "
+                               "dppokl's throughput, step time and timing_s split: all five warnings left (each is "
+                               "the shape a detected failure's alert has, or a drift the run really made) (issue 29, "
+                               "branch h-cpu11warn); its lenpenaltysignflip02 run's reward, acc and length read for its two "
+                               "early reward_divergence warnings (one batch each): the rise must hold without the "
+                               "window's top-lead pair (issue 29, branch h-early2)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes "
                           "and its seven failures' labels were read, and its top_k-ramp run's "
