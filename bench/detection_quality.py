@@ -411,7 +411,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "than the policy (every group tied longer than chance, entropy held; issue 29, branch "
                           "h-trl11miss); and its healthy cosine-restarts run's clip_ratio/region_mean (above 0 on "
                           "every value of the window, then one 0 at 414): update_size's clipping-stopped chance "
-                          "with half a count of each added (issue 29, branch h-trl11miss)",
+                          "with half a count of each added (issue 29, branch h-trl11miss); and its healthy "
+                          "one-prompt beta-0.2 run's kl and learning_rate were read: kl_rising's accelerating-rise "
+                          "critical needs the KL still climbing when its hold is met (issue 29, branch h-klcrit)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
