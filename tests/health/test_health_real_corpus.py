@@ -56,9 +56,7 @@ def detector_keys() -> set[str]:
 BELOW_BAR_CRITICALS: dict[str, int] = {
     "rlcockpit_trainer_cpu9-healthy-qwen2s5-2prompt-4sample-dppotv-400-val20": 1,
     # the fifteenth pass's four (884cba3, BENCHMARKS "A ninth held-out batch") went with h-gradcrit and h-trlcrit
-    # the sixteenth pass (BENCHMARKS "A tenth held-out batch"), scored once held out at 883e521: kl_rising's critical on
-    # the one-prompt beta-0.2 run whose KL climbs slowly while the model learns (medians 0.66 -> 0.92)
-    "trl_cpu_settings11-healthy-qwen2s7-1prompt-7gen-beta2095-wd01-constwarmup40-noshuffle-500-log4": 1,
+    # the sixteenth pass's kl_rising critical (the one-prompt beta-0.2 run whose KL jumps and settles) went with h-klcrit
     # the seventeenth pass (BENCHMARKS "An eleventh held-out batch"), scored once held out at 1c7b36d and not read run by
     # run: kl_spike's critical on TRL's healthy eval-leak run (a planned fault that left no mark)
     "trl_cpu_settings12-healthy-gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": 1,

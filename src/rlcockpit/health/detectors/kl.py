@@ -61,7 +61,10 @@ class KLRising(Detector):
     as a ``num_iterations`` run's KL does when the passes over one generation pile up). Critical: also ``c`` > ``critical_ratio`` x ``a`` and
     > 2 x ``band_high``, on ``critical_hold`` consecutive checks (magnitude plus persistence: a KL in the reward
     that climbs slowly over a long healthy run, or a value logged twice per step by TRL's ``num_iterations=2``,
-    meets it on a check or two and then not). A KL above the band that is not accelerating is reported once as info.
+    meets it on a check or two and then not), and still climbing when the hold is met: ``c`` above the ``c`` of
+    the hold's first check, or the newer half of the newest window above its older half (a KL that jumped and then
+    settled within the hold, 0.25 -> 0.9 and back to 0.7 while the model learns, has found a new level and is no
+    longer accelerating: a warning; a collapse keeps going). A KL above the band that is not accelerating is reported once as info.
 
     Also a warning, inside or below the band: the KL *left its own range for good*. Judged in log units (a small
     batch's KL swings by a factor): the mean log of the last ``range_n`` batches (trimmed by a fifth at each end: a
@@ -111,6 +114,7 @@ class KLRising(Detector):
         super().__init__(params, ctx)
         self._noted_stable = False
         self._crit_held = 0  # consecutive checks (every ``every`` steps) that met the critical's magnitude
+        self._crit_first = math.inf  # the newest window's median on the first of them
         self._warn_held = 0  # ... and that met the warning's
         self._fast = self._slow = math.nan  # running means of the log KL (~10 and ~50 batches): the range rule's gate
         self._range_held = 0  # consecutive checks that found the KL out of its own range
@@ -181,7 +185,11 @@ class KLRising(Detector):
         start = next((st for st, v in zip(track.tail_steps(span), last) if v > mid), step)
         crit = accelerating and ratio > p["critical_ratio"] and c > 2 * p["band_high"]
         self._crit_held = self._crit_held + 1 if crit else 0
-        if crit and self._crit_held >= p["critical_hold"]:
+        if self._crit_held == 1:
+            self._crit_first = c  # the newest median on the hold's first check
+        h = span // 2  # still climbing: above the hold's first newest median, or rising within the newest window
+        if (crit and self._crit_held >= p["critical_hold"]
+                and (c > self._crit_first or median(last[h:]) > median(last[:h]))):
             return self.fire(step, "critical", f"KL to reference rising fast: {fmt(a)} -> {fmt(b)} -> {fmt(c)} "
                              f"({ratio:.1f}x {versus(ref, a, 'first median')})", "The policy is moving away from the reference faster and faster.",
                              values=info, step_start=start)
