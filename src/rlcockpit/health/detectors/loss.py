@@ -339,8 +339,10 @@ class LossOscillation(FrozenBaseline):
             self.adapt_warmup()
         if self.seen <= self.warmup or self.centred:
             return None
+        every = self.p["every"]
+        due = every <= 1 or (self.seen + self._phase) % every == 0  # self.due(every), inlined
         if self.centred is None:
-            if self.seen > self.warmup + 1 and not self.due(self.p["every"]):
+            if self.seen > self.warmup + 1 and not due:
                 return None  # a retry after a warm-up that stood still: every ``every`` observations
             track = self.ctx.tracks[LOSS]
             if track.n < self.p["min_values"] + 1:
@@ -354,7 +356,7 @@ class LossOscillation(FrozenBaseline):
             if sum(1 for a, b in zip(warm, warm[1:]) if abs(b - a) <= still) > len(warm) // 10:
                 return None  # a loss that stood still has no swings to judge against: wait for a window that moves
             self.centred, self.base = False, self._jitter(warm)
-        return self.check(step) if self.due(self.p["every"]) else None
+        return self.check(step) if due else None
 
     @staticmethod
     def _jitter(vals: list[float]) -> float:
@@ -387,7 +389,10 @@ class LossPlateau(FrozenBaseline):
     cause = "the learning rate is too low, or the task is too hard for the model at this size"
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]) or self.base <= 3 * self.scale:
+        every = self.p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
+            return None
+        if self.base <= 3 * self.scale:
             return None
         track = self.ctx.tracks[LOSS]
         if track.n < self.p["window"]:
@@ -630,7 +635,8 @@ class ExplainedVariance(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
-        if not self.due(p["every"]):
+        every = p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
         vals = self.ctx.tracks[EV].tail(p["window"])
         med = median(vals)
