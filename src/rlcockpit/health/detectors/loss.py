@@ -20,7 +20,6 @@ from rlcockpit.health.advice import (
     story_causes,
 )
 from rlcockpit.health.base import (
-    ADAPT_AT,
     Detector,
     FrozenBaseline,
     Track,
@@ -333,14 +332,24 @@ class LossOscillation(FrozenBaseline):
         super().__init__(params, ctx)
         self.centred: bool | None = None
 
-    def observe(self, step: int) -> Finding | None:
-        self.seen += 1
-        if self.seen == ADAPT_AT:
-            self.adapt_warmup()
-        if self.seen <= self.warmup or self.centred:
+    @staticmethod
+    def _jitter(vals: list[float]) -> float:
+        """Robust scale of successive differences: variability around the local trend."""
+        diffs = [b - a for a, b in zip(vals, vals[1:])]
+        med = median(diffs)
+        return max(median([abs(d - med) for d in diffs]) * 1.4826, 1e-12) if diffs else 1e-12
+
+    def on_warm(self) -> None:
+        """Nothing: the baseline here is the loss's jitter, measured in :meth:`check` once the loss moves (not
+        :class:`FrozenBaseline`'s level and scale). Its ``observe`` is the base one, so the monitor inlines it."""
+
+    def check(self, step: int) -> Finding | None:
+        if self.centred:
             return None
+        every = self.p["every"]
+        due = every <= 1 or (self.seen + self._phase) % every == 0  # self.due(every), inlined
         if self.centred is None:
-            if self.seen > self.warmup + 1 and not self.due(self.p["every"]):
+            if self.seen > self.warmup + 1 and not due:
                 return None  # a retry after a warm-up that stood still: every ``every`` observations
             track = self.ctx.tracks[LOSS]
             if track.n < self.p["min_values"] + 1:
@@ -354,16 +363,8 @@ class LossOscillation(FrozenBaseline):
             if sum(1 for a, b in zip(warm, warm[1:]) if abs(b - a) <= still) > len(warm) // 10:
                 return None  # a loss that stood still has no swings to judge against: wait for a window that moves
             self.centred, self.base = False, self._jitter(warm)
-        return self.check(step) if self.due(self.p["every"]) else None
-
-    @staticmethod
-    def _jitter(vals: list[float]) -> float:
-        """Robust scale of successive differences: variability around the local trend."""
-        diffs = [b - a for a, b in zip(vals, vals[1:])]
-        med = median(diffs)
-        return max(median([abs(d - med) for d in diffs]) * 1.4826, 1e-12) if diffs else 1e-12
-
-    def check(self, step: int) -> Finding | None:
+        if not due:
+            return None
         jitter = self._jitter(self.ctx.tracks[LOSS].tail(self.p["window"]))
         ratio = jitter / max(self.base, 1e-12)
         vals = {"jitter": jitter, "baseline_jitter": self.base, "ratio": ratio}
@@ -387,7 +388,10 @@ class LossPlateau(FrozenBaseline):
     cause = "the learning rate is too low, or the task is too hard for the model at this size"
 
     def check(self, step: int) -> Finding | None:
-        if not self.due(self.p["every"]) or self.base <= 3 * self.scale:
+        every = self.p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
+            return None
+        if self.base <= 3 * self.scale:
             return None
         track = self.ctx.tracks[LOSS]
         if track.n < self.p["window"]:
@@ -630,7 +634,8 @@ class ExplainedVariance(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
-        if not self.due(p["every"]):
+        every = p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
         vals = self.ctx.tracks[EV].tail(p["window"])
         med = median(vals)

@@ -299,8 +299,11 @@ class RewardStagnation(Detector):
     cause = "the task is too hard or too easy for the model, or the learning rate is too low"
 
     def check(self, step: int) -> Finding | None:
+        every = self.p["every"]
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
+            return None
         track = self.ctx.tracks[REWARD]
-        if not self.due(self.p["every"]) or track.n < self.p["window"]:
+        if track.n < self.p["window"]:
             return None
         old_med, old_scale = robust(track.tail(30, skip=self.p["window"] - 30), 0.01, 1e-9)
         new_med = median(track.tail(30))
@@ -624,7 +627,8 @@ class RewardHacking(Detector):
     def check(self, step: int) -> Finding | None:
         if self._every is None:  # every ``every`` steps: every observation of a sparse log
             self._every = span(self.ctx.tracks[REWARD], self.p["every"], lo=1, hi=int(self.p["every"]))
-        if not self.due(self._every):
+        every = self._every
+        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
         base = self._baseline(REWARD)
         if base is None:

@@ -673,8 +673,9 @@ class Bottleneck(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
-        if self.seen > 20 and not self._streak and not self.due(5) and not self.due(p["every"]):
-            return None  # after the first steps, the split is looked at every fifth observation
+        every, phased = p["every"], self.seen + self._phase
+        if self.seen > 20 and not self._streak and phased % 5 and every > 1 and phased % every:
+            return None  # after the first steps, the split is looked at every fifth observation (self.due, inlined)
         label, shares = attribute_bottleneck(self.ctx, p["bound"])
         host = shares.get("other", 0.0) + shares.get("data", 0.0) if len(shares) > 1 else 0.0
         steps = self.ctx.tracks[STEP_TIME].tail_steps(2)
@@ -689,7 +690,7 @@ class Bottleneck(Detector):
                              step_start=self.ctx.tracks[STEP_TIME].tail_steps(p["sustain"])[0])
         if host <= p["host_share"] and self._streak == 0:
             self._warned = False
-        if not self.due(p["every"]) or not label or label == self._label:
+        if (every > 1 and phased % every) or not label or label == self._label:  # not self.due(every), inlined
             return None
         self._label = label
         desc = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0.01)
@@ -734,7 +735,7 @@ class LRSchedule(Detector):
         peak, total = self._config
         track = self.ctx.tracks[LR]
         lr, prev = track.last, track.ago(1)
-        problem, needed, climbed = "", self.p["sustain"], {}
+        problem, needed, climbed = "", self.p["sustain"], None
         if peak and lr > self.p["peak_ratio"] * peak:
             problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
         elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max \
@@ -754,7 +755,7 @@ class LRSchedule(Detector):
         if not self.sustained(bool(problem), needed):
             return None
         return self.fire(step, "warning", f"Learning rate not following its schedule: {problem}",
-                         values={"lr": lr, "configured_lr": peak, "max_lr": self._max, **climbed})
+                         values={"lr": lr, "configured_lr": peak, "max_lr": self._max, **(climbed or {})})
 
 
 MISMATCH_KEYS = (MISMATCH, "rollout_corr/log_ppl_abs_diff", "rollout_corr/k3_kl", "rollout_corr/kl",

@@ -713,8 +713,10 @@ class LengthMemory(Detector):
                 continue
             if flat and drift.cusum.s <= 0.0:
                 continue  # memory rising while the length holds is not length-driven (a leak: memory_growth's)
-            if drift.update(track.last, step) and lengthening and found is None and self.due(p["every"]):
-                found = self._judge(step, key, track, length, drift)
+            if drift.update(track.last, step) and lengthening and found is None:
+                every = p["every"]
+                if every <= 1 or (self.seen + self._phase) % every == 0:  # self.due(every), inlined
+                    found = self._judge(step, key, track, length, drift)
         busy = False  # a plain loop: any() over a generator costs more than the look itself, on every step
         for drift in self._mem.values():
             if drift.cusum.s > 0.0:
