@@ -18,12 +18,16 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from real_trainer import Fault, _memo_datasets, bpe_model_dir, digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu"
+
+# A flat learning rate, for the later passes' specs whose fault or setting is read against an unchanging lr.
+CONSTANT_LR = ("actor_rollout_ref.actor.optim.lr_scheduler_type=constant",)
 
 SPECS: dict[str, dict[str, Any]] = {
     # one prompt x 8 samples per step, 600 steps, validation every 50
@@ -107,7 +111,13 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     return dest
 
 
-if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "events.out.tfevents.gz").exists()]
+def main(specs: dict[str, dict[str, Any]], out: Path, not_stored: Collection[str] = ()) -> None:
+    """Run the specs named on the command line, or else every spec not stored yet (a pass's ``__main__``)."""
+    names = sys.argv[1:] or [n for n in specs
+                             if n not in not_stored and not (out / n / "events.out.tfevents.gz").exists()]
     for n in names:
-        print(run(n, SPECS[n]), flush=True)
+        print(run(n, specs[n], out=out), flush=True)
+
+
+if __name__ == "__main__":
+    main(SPECS, OUT)

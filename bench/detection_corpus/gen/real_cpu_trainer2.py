@@ -15,11 +15,10 @@ through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event f
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_trainer import likes_nines, longer_is_better
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu2"
@@ -63,6 +62,4 @@ SPECS: dict[str, dict[str, Any]] = {
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT)

@@ -21,11 +21,10 @@ labelled by reading it (README, fifth pass).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_trainer import likes_sevens
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu3"
@@ -91,6 +90,4 @@ SPECS: dict[str, dict[str, Any]] = {
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT)

@@ -17,11 +17,10 @@ critic's learning rate x100 with its clipping off (value divergence). Each run g
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu4"
@@ -141,7 +140,4 @@ NOT_STORED = ("gpt2-gae-4prompt-criticlr100-400-val25", "gpt2-gae-4prompt-critic
               "qwen2-1prompt-12sample-sevensramp-lr1e-4-450-val10")
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

@@ -19,11 +19,10 @@ Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_cpu_trainer4 import Ramp, ramp
 from real_trainer import digit_overlap
 
@@ -169,7 +168,4 @@ NOT_STORED = ("gpt2-2prompt-entpenramp2-lr1e-4-400-val20",)
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import copy
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_cpu_trainer4 import Ramp, ramp
 from real_cpu_trainer5 import LengthBonus
 from real_trainer import digit_overlap
@@ -210,7 +209,4 @@ NOT_STORED = ("llamas2-1prompt-8sample-judge199ramp-lr3e-4-450-val10",
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

@@ -25,12 +25,11 @@ goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the ev
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu7"
@@ -229,7 +228,4 @@ NOT_STORED: tuple[str, ...] = ("gpt2s3-2prompt-4sample-klloss01-refnoise200-cons
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

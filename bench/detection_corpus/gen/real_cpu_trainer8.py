@@ -25,11 +25,10 @@ goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the ev
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_cpu_trainer7 import RewardSignFlip
 from real_trainer import digit_overlap
 
@@ -264,7 +263,4 @@ NOT_STORED: tuple[str, ...] = ()
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

@@ -31,21 +31,18 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
+from real_cpu_trainer import CONSTANT_LR as _CONST
 from real_cpu_trainer import batch_overrides as _batch
-from real_cpu_trainer import run
+from real_cpu_trainer import main
 from real_cpu_trainer4 import ramp
 from real_cpu_trainer7 import RewardSignFlip
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu9"
 
-
-
-_CONST = ("actor_rollout_ref.actor.optim.lr_scheduler_type=constant",)
 
 
 class RewardTimes100(RewardSignFlip):
@@ -265,7 +262,4 @@ NOT_STORED: tuple[str, ...] = ()
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "events.out.tfevents.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

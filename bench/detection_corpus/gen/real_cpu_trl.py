@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,18 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     return dest
 
 
-if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "trainer_state.json.gz").exists()]
+def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+    """The task's accuracy (digit overlap with the true answer)."""
+    return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
+
+
+def main(specs: dict[str, dict[str, Any]], out: Path, not_stored: Collection[str] = ()) -> None:
+    """Run the specs named on the command line, or else every spec not stored yet (a pass's ``__main__``)."""
+    names = sys.argv[1:] or [n for n in specs
+                             if n not in not_stored and not (out / n / "trainer_state.json.gz").exists()]
     for n in names:
-        print(run(n, SPECS[n]), flush=True)
+        print(run(n, specs[n], out=out), flush=True)
+
+
+if __name__ == "__main__":
+    main(SPECS, OUT)

@@ -24,20 +24,14 @@ under ``bench/detection_corpus/real/trl_cpu_settings10/<name>/`` and labelled by
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import run
+from real_cpu_trl import accuracy, main
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings10"
-
-
-def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-    """The task's accuracy (digit overlap with the true answer)."""
-    return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
 
 
 class GrowingBonus:
@@ -298,7 +292,4 @@ NOT_STORED: tuple[str, ...] = ("gpt2s6-6prompt-2gen-rewardontruncated2from200-50
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

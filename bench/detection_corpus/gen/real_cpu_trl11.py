@@ -27,21 +27,15 @@ through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import run
+from real_cpu_trl import accuracy, main
 from real_cpu_trl9 import format_check
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings11"
-
-
-def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-    """The task's accuracy (digit overlap with the true answer)."""
-    return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
 
 
 class FlakyGrader:
@@ -347,7 +341,4 @@ NOT_STORED: tuple[str, ...] = ()
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

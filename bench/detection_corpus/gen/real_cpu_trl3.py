@@ -17,11 +17,10 @@ x30, a biased reward paying for sevens (accuracy logged beside it with weight 0)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trl import run
+from real_cpu_trl import main
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings3"
 
@@ -75,6 +74,4 @@ SPECS: dict[str, dict[str, Any]] = {
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT)

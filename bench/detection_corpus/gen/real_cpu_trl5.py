@@ -19,12 +19,11 @@ ramping to 100x under ``dr_grpo`` with gradient accumulation (collapse). Each ru
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import run
+from real_cpu_trl import main
 from real_cpu_trl4 import lr_ramp
 from real_trainer import digit_overlap
 
@@ -117,6 +116,4 @@ SPECS: dict[str, dict[str, Any]] = {
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS if not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT)

@@ -23,12 +23,11 @@ under ``scale_rewards="none"`` (gradient spikes). Each run goes through
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trl import run
+from real_cpu_trl import main
 from real_cpu_trl4 import lr_ramp
 from real_cpu_trl5 import LengthRamp
 from real_trainer import digit_overlap
@@ -228,7 +227,4 @@ NOT_STORED = ("llamas2-2prompt-6gen-majorityvote160-lr1e-4-400", "llamas2-2promp
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

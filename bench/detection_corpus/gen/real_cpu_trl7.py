@@ -24,13 +24,12 @@ verifier bug that scores an empty completion 1.0. Each run goes through
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import run
+from real_cpu_trl import main
 from real_cpu_trl5 import LengthRamp
 from real_trainer import digit_overlap
 
@@ -239,7 +238,4 @@ NOT_STORED: tuple[str, ...] = ("llamas3-2prompt-6gen-posadvonly200-constlr1e-4-4
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)

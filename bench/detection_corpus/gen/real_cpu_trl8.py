@@ -23,11 +23,10 @@ loss-scale bug (isolated gradient spikes) and another run's checkpoint loaded as
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from real_cpu_trl import run
+from real_cpu_trl import main
 from real_cpu_trl7 import generation_only_temperature_at
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings8"
@@ -215,7 +214,4 @@ NOT_STORED: tuple[str, ...] = ()
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or [n for n in SPECS
-                             if n not in NOT_STORED and not (OUT / n / "trainer_state.json.gz").exists()]
-    for n in names:
-        print(run(n, SPECS[n], out=OUT), flush=True)
+    main(SPECS, OUT, NOT_STORED)
