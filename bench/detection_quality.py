@@ -426,7 +426,7 @@ DEVELOPED_ON: dict[str, str] = {
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 healthy"
                                " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy runs"
-                          " at eaa61bc); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                          " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
