@@ -142,6 +142,26 @@ def _call_all(fn: RewardFn, calls: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def verl_extra_info(row: Any, manager: str | None = None) -> dict[str, Any]:
+    """``extra_info`` as verl 0.9.1 hands it to ``compute_score`` for a single-turn rollout, a fresh dict per
+    response: the row's ``extra_info``, then what the agent loop adds (``turn_scores``/``tool_rewards`` = [],
+    ``raw_prompt`` = the chat messages; merged by the naive, remote and rate_limited managers), then what the
+    naive and remote managers add (``num_turns`` = 2, one prompt and one response; ``rollout_reward_scores`` =
+    {}). The DAPO, GDPO and prime managers pass the row's alone; the batch manager adds ``rollout_reward_scores``."""
+    info = dict(getattr(row, "extra_info", None) or {})
+    manager = manager or "naive"
+    if manager in ("naive", "remote", "rate_limited"):
+        info.update(turn_scores=[], tool_rewards=[])
+        prompt = getattr(row, "prompt", None)
+        if isinstance(prompt, list):
+            info["raw_prompt"] = prompt
+    if manager in ("naive", "remote"):
+        info.update(num_turns=2, rollout_reward_scores={})
+    elif manager == "batch":
+        info["rollout_reward_scores"] = {}
+    return info
+
+
 def reward_model_enabled(cfg: Any) -> bool:
     rm = cfg.reward_model
     return bool(rm.model.path) if rm.enable is None else bool(rm.enable)
@@ -186,9 +206,11 @@ class RewardManager:
     """Scores a batch, turning per-sample exceptions into 0 and tracking the failure rate."""
 
     def __init__(self, fn: RewardFn | None = None, *, label: str = "reward", kwargs: dict[str, Any] | None = None,
-                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False) -> None:
+                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False,
+                 manager: str | None = None) -> None:
         self.fn, self.model, self.label = fn, model, label
         self.batched = batched  # verl's BatchRewardManager: one call with lists per batch
+        self.manager = "batch" if batched else manager  # reward_model.reward_manager: what extra_info carries
         self.kwargs = dict(kwargs or {})
         self.max_failure_rate = max_failure_rate
         self.calls = 0
@@ -204,7 +226,8 @@ class RewardManager:
         fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
         batched = cfg.reward_model.reward_manager == "batch" and bool(cfg.custom_reward_function.path) and \
             not (validation and cfg.reward.val_name)
-        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched)
+        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched,
+                   manager=cfg.reward_model.reward_manager)
 
     def score_one(self, row: Any, response: str) -> Any:
         """The raw result for one response (verl passes these by keyword)."""
@@ -217,11 +240,13 @@ class RewardManager:
         """One result (or the exception raised) per response."""
         if not self.batched:
             return _call_all(self.fn, [dict(data_source=row.data_source, solution_str=resp,  # type: ignore[arg-type]
-                                            ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
+                                            ground_truth=row.ground_truth,
+                                            extra_info=verl_extra_info(row, self.manager), **self.kwargs)
                                        for row, resp in zip(rows, responses)])
         (out,) = _call_all(self.fn, [dict(  # type: ignore[arg-type]
             data_sources=[r.data_source for r in rows], solution_strs=list(responses),
-            ground_truths=[r.ground_truth for r in rows], extra_infos=[r.extra_info for r in rows], **self.kwargs)])
+            ground_truths=[r.ground_truth for r in rows], extra_infos=[verl_extra_info(r, "batch") for r in rows],
+            **self.kwargs)])
         if isinstance(out, BaseException):
             return [out] * len(rows)
         out = list(out) if isinstance(out, (list, tuple)) or hasattr(out, "tolist") else out
