@@ -146,3 +146,32 @@ def test_retool_reward_trains_two_steps_on_verl_parquet(hf_assets, tmp_path):
     hist = run.history()
     assert run.status == "finished" and len(hist["critic/score/mean"].dropna()) == 2
     assert hist["reward/failures"].dropna().max() == 0
+
+
+@pytest.mark.parametrize("form", ["pkg://{pkg}.rule", "pkg://{pkg}/rule", "file://{pkg}/rule.py"])
+def test_verls_module_path_forms_load_the_reward(tmp_path, monkeypatch, form):
+    """verl 0.9.1 loads ``custom_reward_function.path`` with ``load_module`` (verl/utils/import_utils.py, whose
+    docstring gives these three forms); public scripts write ``reward.custom_reward_function.path=pkg://...``.
+    Here each was "file not found: pkg:/..."."""
+    pkg = f"outside_rewards_{abs(hash(form)) % 10**6}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / pkg / "rule.py").write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):"
+                                            "\n    return float(solution_str.endswith(ground_truth))\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the working directory is added, as under python -m
+    cfg = load_config(overrides=[f"reward.custom_reward_function.path={form.format(pkg=pkg)}",
+                                 "reward.custom_reward_function.name=compute_score"], log=None)
+    rm = RewardManager.from_config(cfg)
+    row = PromptRow(prompt=PROMPT, ground_truth="72", data_source="openai/gsm8k")
+    assert rm([row, row], ["#### 72", "#### 7"])[0] == [1.0, 0.0] and rm.failures == 0
+    sys.modules.pop(f"{pkg}.rule", None)
+    sys.modules.pop(pkg, None)
+
+
+def test_a_pkg_path_to_no_module_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    cfg = load_config(overrides=["custom_reward_function.path=pkg://no_such_pkg_here.rewards"], log=None)
+    with pytest.raises(ImportError, match=r"pkg://no_such_pkg_here.rewards: no module 'no_such_pkg_here.rewards'"):
+        RewardManager.from_config(cfg)

@@ -13,7 +13,9 @@ import asyncio
 import importlib.util
 import inspect
 import math
+import os
 import re
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -92,17 +94,37 @@ def arith_lenient_length_bonus(data_source: str, solution_str: str, ground_truth
 
 
 def load_custom_fn(path: str, name: str | None = None) -> RewardFn:
-    """The function ``name`` (default ``compute_score``, as verl) from the Python file ``path``."""
+    """The function ``name`` (default ``compute_score``, as verl) from ``path``, in verl 0.9.1's forms
+    (``verl.utils.import_utils.load_module``): a Python file, ``file://`` + a file, or ``pkg://`` + an importable
+    module (``pkg://my_pkg.rewards`` or ``pkg://my_pkg/rewards``; the working directory is importable, as it is
+    under verl's ``python -m verl.trainer.main_ppo``)."""
     name = name or "compute_score"
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
-    mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
-    module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
-    try:
-        mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:  # the user's file: name it, the line and what to do, not just the exception
-        raise ImportError(_import_failure(file, exc)) from exc
+    if path.startswith("pkg://"):
+        module_name = path[len("pkg://"):].replace("/", ".")
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            raise ImportError(f"custom_reward_function.path: {path}: no module {module_name!r} (a pkg:// path names a "
+                              f"module importable from {os.getcwd()} or the installed packages)")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # the user's module: name it, the line and what to do
+            raise ImportError(_import_failure(Path(spec.origin or module_name), exc)) from exc
+        file = Path(getattr(module, "__file__", None) or module_name)
+    else:
+        file = Path(path[len("file://"):] if path.startswith("file://") else path).expanduser()
+        if not file.is_file():
+            raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
+        mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
+        module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
+        try:
+            mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as exc:  # the user's file: name it, the line and what to do, not just the exception
+            raise ImportError(_import_failure(file, exc)) from exc
     fn = getattr(module, name, None)
     if not callable(fn):
         funcs = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]

@@ -237,8 +237,9 @@ def finalize(cfg: Config) -> Config:
         key = next((a for a, c in cfg.aliases.items() if c == "reward_model.reward_manager"), "reward_model.reward_manager")
         raise ConfigError(f"{key}={manager}: not a verl reward manager (verl 0.9.1 registers "
                           f"{', '.join(VERL_REWARD_MANAGERS)}; rlcockpit also runs the older "
-                          f"{' and '.join(OLDER_REWARD_MANAGERS)}). A reward computed another way (an LLM judge, a "
-                          "sandbox) goes in a custom_reward_function.path file, async def allowed")
+                          f"{' and '.join(OLDER_REWARD_MANAGERS)}; a custom manager class, reward.reward_manager.source="
+                          "importlib, is not run here). A reward computed another way (an LLM judge, a sandbox) goes in "
+                          "a custom_reward_function.path file, async def allowed")
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")

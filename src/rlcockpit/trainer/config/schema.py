@@ -288,7 +288,8 @@ class RewardModelConfig:
 
 @dataclass
 class CustomRewardFunctionConfig:
-    path: str | None = opt(None, "a .py file with a reward function, verl's compute_score signature")
+    path: str | None = opt(None, "a .py file with a reward function, verl's compute_score signature (verl's forms: "
+                                 "a file, file://FILE, pkg://module.path)")
     name: str | None = opt(None, "the function in that file; null = compute_score")
 
 
