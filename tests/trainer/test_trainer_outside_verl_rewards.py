@@ -83,6 +83,10 @@ def test_gen_reward_script_names_a_manager_verl_does_not_have():
         load_config(overrides=overrides, log=None)
     with pytest.raises(ConfigError, match=r"^reward.reward_manager.name=generative"):
         load_config(overrides=["reward.reward_manager.name=generative"], log=None)
+    # a custom manager class (verl 0.9.1's source=importlib, as public verl-omni scripts set it) is not run here
+    with pytest.raises(ConfigError, match=r"custom manager class, reward.reward_manager.source=importlib"):
+        load_config(overrides=["reward.reward_manager.name=MultiVisualRewardManager", "reward.reward_manager.source="
+                               "importlib", "reward.reward_manager.module.path=pkg://verl_omni.reward_loop"], log=None)
 
 
 def test_verls_own_manager_key_selects_the_manager(tmp_path):
