@@ -202,7 +202,11 @@ def resolve_reward_fn(cfg: Any, *, validation: bool = False) -> tuple[RewardFn, 
 
 
 class RewardModelScorer:
-    """An HF sequence-classification model from a local path; score = logit 0 of prompt+response."""
+    """An HF sequence-classification model from a local path; score = logit 0 at the last token of the text verl
+    0.9.1's reward loop gives it (``RewardLoopWorker._preprocess_reward_inputs``): the row's chat messages plus
+    ``{"role": "assistant", "content": response}`` through the reward model's own chat template, without a
+    generation prompt, a leading BOS left to the tokenizer. Rows without chat messages, or a reward model
+    without a chat template, score the prompt text followed by the response."""
 
     def __init__(self, path: str, device: Any) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -212,16 +216,34 @@ class RewardModelScorer:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"  # every text ends at the last position: no pad token can be mistaken
         self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        # ... for the end of a text (a pad that is also the EOS the text ends on): the last position is the score's
+        self.model.config.get_text_config().pad_token_id = -1
         self.device = device
 
-    def __call__(self, prompts: list[str], responses: list[str]) -> list[float]:
+    def text(self, row: Any, response: str) -> str:
+        """What the reward model reads for ``row`` and ``response``."""
+        prompt = getattr(row, "prompt", None)
+        if isinstance(prompt, list) and getattr(self.tokenizer, "chat_template", None):
+            chat = [*prompt, {"role": "assistant", "content": response}]
+            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=False, tokenize=False)
+            bos = self.tokenizer.bos_token
+            return text[len(bos):] if bos and text.startswith(bos) else text
+        return (row if isinstance(row, str) else getattr(row, "text", "") or str(prompt or "")) + response
+
+    def __call__(self, rows: list[Any], responses: list[str]) -> list[float]:
         import torch
 
-        texts = [p + r for p, r in zip(prompts, responses)]
+        texts = [self.text(row, r) for row, r in zip(rows, responses)]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True).to(self.device)
+        positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():
-            return self.model(**enc).logits[:, 0].float().tolist()
+            try:
+                out = self.model(**enc, position_ids=positions).logits[:, 0]
+            except TypeError:  # a classifier that takes no position_ids
+                out = self.model(**enc).logits[:, 0]
+        return out.float().tolist()
 
 
 class RewardManager:
@@ -281,7 +303,7 @@ class RewardManager:
     def __call__(self, rows: list[Any], responses: list[str]) -> tuple[list[float], list[Any]]:
         """Scores and per-sample extra dicts (``acc`` etc. when the function returns a dict)."""
         if self.model is not None:
-            return self.model([r.text for r in rows], responses), [None] * len(rows)
+            return self.model(rows, responses), [None] * len(rows)
         scores, extras = [], []
         for out in self._results(rows, responses):
             self.calls += 1

@@ -265,7 +265,8 @@ class CriticConfig:
 
 @dataclass
 class RewardModelPathConfig:
-    path: str | None = opt(None, "local HF sequence-classification reward model (score = logit 0)")
+    path: str | None = opt(None, "local HF sequence-classification reward model (score = logit 0 at the last "
+                                 "token of the chat + response through the RM's own chat template, as verl 0.9.1)")
 
 
 # verl 0.9.1's reward managers (verl/experimental/reward_loop/reward_manager), then the two older ones rlcockpit
