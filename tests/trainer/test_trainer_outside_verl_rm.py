@@ -69,6 +69,20 @@ def test_reward_model_scores_the_text_verl_gives_it(rm_dir):
     assert got == pytest.approx(want, abs=1e-4)
 
 
+
+def test_a_custom_reward_function_scores_before_the_reward_model(rm_dir, tmp_path, capsys):
+    """verl 0.9.1's ``RewardLoopWorker.compute_score``: with ``custom_reward_function.path`` set the function scores
+    even when ``reward_model.enable=True`` (a generative RM's function calls the model itself). rlcockpit scored
+    with the reward model, loading a generative model as a classifier with a random head."""
+    f = tmp_path / "judge.py"
+    f.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
+                 "    return float(len(solution_str) > 5)\n")
+    cfg = load_config(overrides=["reward_model.enable=True", f"reward_model.model.path={rm_dir}",
+                                 f"custom_reward_function.path={f}"], log=None)
+    scores, _ = RewardManager.from_config(cfg)(ROWS, RESPONSES)
+    assert scores == [1.0, 1.0, 0.0]
+    assert "the reward model (" in capsys.readouterr().out
+
 @pytest.mark.slow
 def test_grpo_with_the_reward_model_trains_two_steps(hf_assets, rm_dir, tmp_path):
     """run_mistral13b_skyworkrm_hhrlhf.sh's reward settings (``reward_model.enable=True``, ``model.path``,

@@ -185,8 +185,13 @@ def verl_extra_info(row: Any, manager: str | None = None) -> dict[str, Any]:
 
 
 def reward_model_enabled(cfg: Any) -> bool:
+    """Whether the reward model scores: ``reward_model.enable`` (null = on when ``model.path`` is set), unless
+    ``custom_reward_function.path`` is set: verl 0.9.1's reward loop then calls the function
+    (``RewardLoopWorker.compute_score``; a generative reward model's function also gets the model's server,
+    which rlcockpit does not run)."""
     rm = cfg.reward_model
-    return bool(rm.model.path) if rm.enable is None else bool(rm.enable)
+    on = bool(rm.model.path) if rm.enable is None else bool(rm.enable)
+    return on and not cfg.custom_reward_function.path
 
 
 def resolve_reward_fn(cfg: Any, *, validation: bool = False) -> tuple[RewardFn, str, dict[str, Any]]:
@@ -268,6 +273,11 @@ class RewardManager:
             return cls(label=f"reward model {path}", model=RewardModelScorer(path, device),
                        max_failure_rate=cfg.reward.max_failure_rate)
         fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
+        rm = cfg.reward_model
+        if cfg.custom_reward_function.path and (rm.enable or (rm.enable is None and rm.model.path)) and not validation:
+            print(f"[rlcockpit] reward: {label} scores, as in verl 0.9.1 when custom_reward_function.path is set; "
+                  f"the reward model ({rm.model.path}) is not run, and a function that calls it (verl hands it "
+                  "reward_router_address and reward_model_tokenizer) fails")
         batched = cfg.reward_model.reward_manager == "batch" and bool(cfg.custom_reward_function.path) and \
             not (validation and cfg.reward.val_name)
         return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched,
