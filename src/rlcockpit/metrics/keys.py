@@ -58,6 +58,8 @@ KEY_ALIASES: dict[str, str] = {
     "trainer.val_generations_to_log_to_wandb": "trainer.log_val_generations",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    # verl 0.9.1's home of the manager; its legacy reward_model.reward_manager is copied there at start
+    "reward.reward_manager.name": "reward_model.reward_manager",
     "algorithm.rollout_correction.bypass_old_logprob_for_rollout": "algorithm.rollout_correction.bypass_mode",
     "actor_rollout_ref.model.use_rmpad": "actor_rollout_ref.model.use_remove_padding",  # verl's old name
     # verl's generated trainer config repeats it under the actor as ${oc.select:...model.use_remove_padding}

@@ -151,6 +151,12 @@ def validate_row(raw: dict[str, Any], where: str, prompt_key: str = "prompt",
     source = raw.get(source_key) or "unknown"
     if not isinstance(source, str):
         raise DataError(f"{where}: field {source_key!r} must be a string")
+    agent = raw.get("agent_name")
+    if agent not in (None, "", "single_turn_agent"):  # verl 0.9.1 runs that agent loop for the row
+        raise DataError(f"{where}: field 'agent_name' is {agent!r}: verl runs that agent loop (multi-turn/tool "
+                        "rollouts) for this row, which rlcockpit does not have; it gives each prompt one response, "
+                        "as verl's single_turn_agent. Drop the column, or set it to 'single_turn_agent', to train "
+                        "this data single-turn")
     extra = raw.get("extra_info") or {}
     if not isinstance(extra, dict):
         raise DataError(f"{where}: field 'extra_info' must be a mapping")

@@ -13,7 +13,9 @@ import asyncio
 import importlib.util
 import inspect
 import math
+import os
 import re
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -92,17 +94,37 @@ def arith_lenient_length_bonus(data_source: str, solution_str: str, ground_truth
 
 
 def load_custom_fn(path: str, name: str | None = None) -> RewardFn:
-    """The function ``name`` (default ``compute_score``, as verl) from the Python file ``path``."""
+    """The function ``name`` (default ``compute_score``, as verl) from ``path``, in verl 0.9.1's forms
+    (``verl.utils.import_utils.load_module``): a Python file, ``file://`` + a file, or ``pkg://`` + an importable
+    module (``pkg://my_pkg.rewards`` or ``pkg://my_pkg/rewards``; the working directory is importable, as it is
+    under verl's ``python -m verl.trainer.main_ppo``)."""
     name = name or "compute_score"
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
-    mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
-    module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
-    try:
-        mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:  # the user's file: name it, the line and what to do, not just the exception
-        raise ImportError(_import_failure(file, exc)) from exc
+    if path.startswith("pkg://"):
+        module_name = path[len("pkg://"):].replace("/", ".")
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            raise ImportError(f"custom_reward_function.path: {path}: no module {module_name!r} (a pkg:// path names a "
+                              f"module importable from {os.getcwd()} or the installed packages)")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # the user's module: name it, the line and what to do
+            raise ImportError(_import_failure(Path(spec.origin or module_name), exc)) from exc
+        file = Path(getattr(module, "__file__", None) or module_name)
+    else:
+        file = Path(path[len("file://"):] if path.startswith("file://") else path).expanduser()
+        if not file.is_file():
+            raise FileNotFoundError(f"custom_reward_function.path: file not found: {file}")
+        mod_spec = importlib.util.spec_from_file_location(f"rlcockpit_custom_reward_{file.stem}", file)
+        module = importlib.util.module_from_spec(mod_spec)  # type: ignore[arg-type]
+        try:
+            mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as exc:  # the user's file: name it, the line and what to do, not just the exception
+            raise ImportError(_import_failure(file, exc)) from exc
     fn = getattr(module, name, None)
     if not callable(fn):
         funcs = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
@@ -142,9 +164,34 @@ def _call_all(fn: RewardFn, calls: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def verl_extra_info(row: Any, manager: str | None = None) -> dict[str, Any]:
+    """``extra_info`` as verl 0.9.1 hands it to ``compute_score`` for a single-turn rollout, a fresh dict per
+    response: the row's ``extra_info``, then what the agent loop adds (``turn_scores``/``tool_rewards`` = [],
+    ``raw_prompt`` = the chat messages; merged by the naive, remote and rate_limited managers), then what the
+    naive and remote managers add (``num_turns`` = 2, one prompt and one response; ``rollout_reward_scores`` =
+    {}). The DAPO, GDPO and prime managers pass the row's alone; the batch manager adds ``rollout_reward_scores``."""
+    info = dict(getattr(row, "extra_info", None) or {})
+    manager = manager or "naive"
+    if manager in ("naive", "remote", "rate_limited"):
+        info.update(turn_scores=[], tool_rewards=[])
+        prompt = getattr(row, "prompt", None)
+        if isinstance(prompt, list):
+            info["raw_prompt"] = prompt
+    if manager in ("naive", "remote"):
+        info.update(num_turns=2, rollout_reward_scores={})
+    elif manager == "batch":
+        info["rollout_reward_scores"] = {}
+    return info
+
+
 def reward_model_enabled(cfg: Any) -> bool:
+    """Whether the reward model scores: ``reward_model.enable`` (null = on when ``model.path`` is set), unless
+    ``custom_reward_function.path`` is set: verl 0.9.1's reward loop then calls the function
+    (``RewardLoopWorker.compute_score``; a generative reward model's function also gets the model's server,
+    which rlcockpit does not run)."""
     rm = cfg.reward_model
-    return bool(rm.model.path) if rm.enable is None else bool(rm.enable)
+    on = bool(rm.model.path) if rm.enable is None else bool(rm.enable)
+    return on and not cfg.custom_reward_function.path
 
 
 def resolve_reward_fn(cfg: Any, *, validation: bool = False) -> tuple[RewardFn, str, dict[str, Any]]:
@@ -160,7 +207,11 @@ def resolve_reward_fn(cfg: Any, *, validation: bool = False) -> tuple[RewardFn, 
 
 
 class RewardModelScorer:
-    """An HF sequence-classification model from a local path; score = logit 0 of prompt+response."""
+    """An HF sequence-classification model from a local path; score = logit 0 at the last token of the text verl
+    0.9.1's reward loop gives it (``RewardLoopWorker._preprocess_reward_inputs``): the row's chat messages plus
+    ``{"role": "assistant", "content": response}`` through the reward model's own chat template, without a
+    generation prompt, a leading BOS left to the tokenizer. Rows without chat messages, or a reward model
+    without a chat template, score the prompt text followed by the response."""
 
     def __init__(self, path: str, device: Any) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -170,25 +221,45 @@ class RewardModelScorer:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"  # every text ends at the last position: no pad token can be mistaken
         self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        # ... for the end of a text (a pad that is also the EOS the text ends on): the last position is the score's
+        self.model.config.get_text_config().pad_token_id = -1
         self.device = device
 
-    def __call__(self, prompts: list[str], responses: list[str]) -> list[float]:
+    def text(self, row: Any, response: str) -> str:
+        """What the reward model reads for ``row`` and ``response``."""
+        prompt = getattr(row, "prompt", None)
+        if isinstance(prompt, list) and getattr(self.tokenizer, "chat_template", None):
+            chat = [*prompt, {"role": "assistant", "content": response}]
+            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=False, tokenize=False)
+            bos = self.tokenizer.bos_token
+            return text[len(bos):] if bos and text.startswith(bos) else text
+        return (row if isinstance(row, str) else getattr(row, "text", "") or str(prompt or "")) + response
+
+    def __call__(self, rows: list[Any], responses: list[str]) -> list[float]:
         import torch
 
-        texts = [p + r for p, r in zip(prompts, responses)]
+        texts = [self.text(row, r) for row, r in zip(rows, responses)]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True).to(self.device)
+        positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():
-            return self.model(**enc).logits[:, 0].float().tolist()
+            try:
+                out = self.model(**enc, position_ids=positions).logits[:, 0]
+            except TypeError:  # a classifier that takes no position_ids
+                out = self.model(**enc).logits[:, 0]
+        return out.float().tolist()
 
 
 class RewardManager:
     """Scores a batch, turning per-sample exceptions into 0 and tracking the failure rate."""
 
     def __init__(self, fn: RewardFn | None = None, *, label: str = "reward", kwargs: dict[str, Any] | None = None,
-                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False) -> None:
+                 max_failure_rate: float = 0.2, model: RewardModelScorer | None = None, batched: bool = False,
+                 manager: str | None = None) -> None:
         self.fn, self.model, self.label = fn, model, label
         self.batched = batched  # verl's BatchRewardManager: one call with lists per batch
+        self.manager = "batch" if batched else manager  # reward_model.reward_manager: what extra_info carries
         self.kwargs = dict(kwargs or {})
         self.max_failure_rate = max_failure_rate
         self.calls = 0
@@ -202,9 +273,15 @@ class RewardManager:
             return cls(label=f"reward model {path}", model=RewardModelScorer(path, device),
                        max_failure_rate=cfg.reward.max_failure_rate)
         fn, label, kwargs = resolve_reward_fn(cfg, validation=validation)
+        rm = cfg.reward_model
+        if cfg.custom_reward_function.path and (rm.enable or (rm.enable is None and rm.model.path)) and not validation:
+            print(f"[rlcockpit] reward: {label} scores, as in verl 0.9.1 when custom_reward_function.path is set; "
+                  f"the reward model ({rm.model.path}) is not run, and a function that calls it (verl hands it "
+                  "reward_router_address and reward_model_tokenizer) fails")
         batched = cfg.reward_model.reward_manager == "batch" and bool(cfg.custom_reward_function.path) and \
             not (validation and cfg.reward.val_name)
-        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched)
+        return cls(fn, label=label, kwargs=kwargs, max_failure_rate=cfg.reward.max_failure_rate, batched=batched,
+                   manager=cfg.reward_model.reward_manager)
 
     def score_one(self, row: Any, response: str) -> Any:
         """The raw result for one response (verl passes these by keyword)."""
@@ -217,11 +294,13 @@ class RewardManager:
         """One result (or the exception raised) per response."""
         if not self.batched:
             return _call_all(self.fn, [dict(data_source=row.data_source, solution_str=resp,  # type: ignore[arg-type]
-                                            ground_truth=row.ground_truth, extra_info=row.extra_info, **self.kwargs)
+                                            ground_truth=row.ground_truth,
+                                            extra_info=verl_extra_info(row, self.manager), **self.kwargs)
                                        for row, resp in zip(rows, responses)])
         (out,) = _call_all(self.fn, [dict(  # type: ignore[arg-type]
             data_sources=[r.data_source for r in rows], solution_strs=list(responses),
-            ground_truths=[r.ground_truth for r in rows], extra_infos=[r.extra_info for r in rows], **self.kwargs)])
+            ground_truths=[r.ground_truth for r in rows], extra_infos=[verl_extra_info(r, "batch") for r in rows],
+            **self.kwargs)])
         if isinstance(out, BaseException):
             return [out] * len(rows)
         out = list(out) if isinstance(out, (list, tuple)) or hasattr(out, "tolist") else out
@@ -234,7 +313,7 @@ class RewardManager:
     def __call__(self, rows: list[Any], responses: list[str]) -> tuple[list[float], list[Any]]:
         """Scores and per-sample extra dicts (``acc`` etc. when the function returns a dict)."""
         if self.model is not None:
-            return self.model([r.text for r in rows], responses), [None] * len(rows)
+            return self.model(rows, responses), [None] * len(rows)
         scores, extras = [], []
         for out in self._results(rows, responses):
             self.calls += 1

@@ -30,6 +30,8 @@ from rlcockpit.metrics.keys import SHORT_PREFIXES
 from rlcockpit.trainer.config.keys import KEY_ALIASES, canonical_key, no_effect_reason
 from rlcockpit.trainer.config.load import ConfigLoader
 from rlcockpit.trainer.config.schema import (  # noqa: F401 - the public names of the config package
+    OLDER_REWARD_MANAGERS,
+    VERL_REWARD_MANAGERS,
     ActorConfig,
     ActorRolloutRefConfig,
     AlgorithmConfig,
@@ -228,6 +230,16 @@ def finalize(cfg: Config) -> Config:
         if not 0 < ob.len <= limit:
             raise ConfigError(f"reward.overlong_buffer.len={ob.len} must be in [1, max_resp_len={limit}] "
                               "(reward.overlong_buffer.max_resp_len, else data.max_response_length)")
+    manager = cfg.reward_model.reward_manager
+    if manager is not None and manager not in (*VERL_REWARD_MANAGERS, *OLDER_REWARD_MANAGERS):
+        # verl 0.9.1 raises "Unknown reward manager" when its workers start; scoring with the naive manager instead
+        # would train on another reward than the one asked for
+        key = next((a for a, c in cfg.aliases.items() if c == "reward_model.reward_manager"), "reward_model.reward_manager")
+        raise ConfigError(f"{key}={manager}: not a verl reward manager (verl 0.9.1 registers "
+                          f"{', '.join(VERL_REWARD_MANAGERS)}; rlcockpit also runs the older "
+                          f"{' and '.join(OLDER_REWARD_MANAGERS)}; a custom manager class, reward.reward_manager.source="
+                          "importlib, is not run here). A reward computed another way (an LLM judge, a sandbox) goes in "
+                          "a custom_reward_function.path file, async def allowed")
     rng = cfg.algorithm.kl_ctrl.kl_coef_range
     if rng is not None and (len(rng) != 2 or rng[0] > rng[1] or rng[0] < 0):
         raise ConfigError(f"algorithm.kl_ctrl.kl_coef_range={rng} must be [lo, hi] with 0 <= lo <= hi")

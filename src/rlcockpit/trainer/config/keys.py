@@ -153,6 +153,9 @@ NO_EFFECT: tuple[NoEffect, ...] = (
 UNSUPPORTED: dict[str, tuple[tuple[Any, ...], str]] = {
     "data.custom_cls.path": ((None, ""), "custom dataset classes are not loaded: give verl-layout parquet/JSONL files"),
     "actor_rollout_ref.rollout.multi_turn.enable": ((False, None), "multi-turn/tool rollouts are not supported"),
+    "actor_rollout_ref.rollout.agent.default_agent_loop": (("single_turn_agent", None, ""), "multi-turn/tool "
+                                                           "agent loops are not supported: each prompt gets one "
+                                                           "response, as verl's single_turn_agent"),
     "distillation.enabled": ((False, None), "knowledge distillation is not supported"),
     "algorithm.use_pf_ppo": ((False, None), "PF-PPO sample reweighting is not implemented"),
     "actor_rollout_ref.rollout.use_fire_sampling": ((False, None), "FIRE sampling (a high temperature for the "

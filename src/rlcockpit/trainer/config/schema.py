@@ -265,21 +265,32 @@ class CriticConfig:
 
 @dataclass
 class RewardModelPathConfig:
-    path: str | None = opt(None, "local HF sequence-classification reward model (score = logit 0)")
+    path: str | None = opt(None, "local HF sequence-classification reward model (score = logit 0 at the last "
+                                 "token of the chat + response through the RM's own chat template, as verl 0.9.1)")
+
+
+# verl 0.9.1's reward managers (verl/experimental/reward_loop/reward_manager), then the two older ones rlcockpit
+# also runs (verl/workers/reward_manager: batch calls once per batch with lists, prime once per response)
+VERL_REWARD_MANAGERS = ("naive", "dapo", "gdpo", "remote", "rate_limited")
+OLDER_REWARD_MANAGERS = ("batch", "prime")
 
 
 @dataclass
 class RewardModelConfig:
     enable: bool | None = opt(None, "score with the reward model; null = on when model.path is set")
     model: RewardModelPathConfig = group(RewardModelPathConfig)
-    reward_manager: str | None = opt(None, "verl's reward manager: null / naive / dapo / prime call the reward "
-                                     "function once per response; batch calls it once per batch with lists "
-                                     "(data_sources, solution_strs, ground_truths, extra_infos)")
+    reward_manager: str | None = opt(None, "verl's reward manager (verl 0.9.1: reward.reward_manager.name): null / "
+                                     "naive / dapo / gdpo / remote / rate_limited / prime call the reward function "
+                                     "once per response, extra_info as that manager fills it (naive: + num_turns=2, "
+                                     "rollout_reward_scores, turn_scores, tool_rewards, raw_prompt); batch calls it "
+                                     "once per batch with lists (data_sources, solution_strs, ground_truths, "
+                                     "extra_infos); another name is refused, as verl does")
 
 
 @dataclass
 class CustomRewardFunctionConfig:
-    path: str | None = opt(None, "a .py file with a reward function, verl's compute_score signature")
+    path: str | None = opt(None, "a .py file with a reward function, verl's compute_score signature (verl's forms: "
+                                 "a file, file://FILE, pkg://module.path)")
     name: str | None = opt(None, "the function in that file; null = compute_score")
 
 
