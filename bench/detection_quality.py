@@ -424,7 +424,12 @@ DEVELOPED_ON: dict[str, str] = {
                           "read: kl_rising's accelerating-rise critical needs the KL still climbing when its hold is "
                           "met (issue 29, branch h-klcrit)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 healthy"
-                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); "
+                               "then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, length and "
+                               "validation and its Qwen2 constant-lr-2e-4 run's length (mean, max, clip ratio), "
+                               "entropy and score read: entropy_collapse's slow fall takes one held-out evaluation "
+                               "since the fall began as a verdict when it is at or under its mean (the GPT-2 run "
+                               "199 -> 167); the other two left (issue 29, branch h-ent)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy runs"
                           " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
 }

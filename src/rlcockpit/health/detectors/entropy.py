@@ -113,10 +113,13 @@ class EntropyCollapse(FrozenBaseline):
     that much either way from one evaluation to the next). A policy sharpening onto answers that are right on data
     it is not trained on is learning, whatever a reward over one prompt's few samples says; one memorising the few
     prompts a stuck data loader feeds it raises its training reward and gets no better on held-out prompts (its
-    evaluation reward where it was, inside its noise). The reward's gain judges while no held-out score has a value
-    by the drift's start and two after it, or one is up by more than ``held_out_flat_z`` and at most ``held_out_z``
-    noise units (a rise too small to call learning and too large to call flat: a held-out score that climbs slowly
-    with the training reward is there between evaluations).
+    evaluation reward where it was, inside its noise). A score evaluated once since the drift's start is a verdict
+    only at or under that mean (flat: no rise at all, the one thing a single noisy evaluation can say; a run that
+    evaluates every 15-50 steps would otherwise leave the fall to a training reward that easier batches raise for
+    two evaluation periods); above it, it waits for its second. The reward's gain judges while no held-out score
+    has a value by the drift's start and one after it at or under that mean or two after it, or one is up by more
+    than ``held_out_flat_z`` and at most ``held_out_z`` noise units (a rise too small to call learning and too large
+    to call flat: a held-out score that climbs slowly with the training reward is there between evaluations).
     Sudden fall (warning): ``shift_k`` of the last ``shift_n`` values below the median of the ``shift_window``
     before them by ``shift_z`` robust noise units and by ``shift_drop`` x that median — the entropy stepping out of
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
@@ -241,7 +244,8 @@ class EntropyCollapse(FrozenBaseline):
         is larger) of the difference of the two means above the mean of its values logged by ``anchor`` (the
         drift's start, at the earliest the end of its reference stretch). False when every held-out score with a
         value by ``anchor`` and two after it is flat: up by at most ``held_out_flat_z`` such noise units (a rise its
-        noise explains is none: a training reward's gain without one on held-out data is not learning). None
+        noise explains is none: a training reward's gain without one on held-out data is not learning), and when
+        one with a single value after ``anchor`` is at or under that mean (one evaluation says no more). None
         otherwise (none has a verdict yet, or one is up by more than flat and less than a gain): the reward
         judges."""
         tracks = self.ctx.tracks
@@ -257,10 +261,14 @@ class EntropyCollapse(FrozenBaseline):
         """The look of :meth:`_held_out_gained`, run only when a held-out score was logged since the last one."""
         verdict, unsure = None, False
         for track in self._held_tracks:
-            if track.n < 3 or track.steps[-2] <= anchor:
+            if track.n < 3 or track.steps[-1] <= anchor:
                 continue
             ref = [v for s, v in zip(track.steps, track.values) if s <= anchor]
             if not ref:
+                continue
+            if track.steps[-2] <= anchor:  # one evaluation since the fall began: flat only at or under the mean
+                if track.values[-1] <= sum(ref) / len(ref):
+                    verdict = False
                 continue
             vals = list(track.values)
             se = max(diff_noise(vals), count_noise(vals), 1e-9) * math.sqrt(0.5 + 1 / len(ref))
