@@ -278,6 +278,55 @@ SPECS: dict[str, dict[str, Any]] = {
 }
 
 
+class TemplateChange:
+    """A prompt template changed by a resume: from step ``start`` every training prompt is served as ``prefix +
+    prompt`` (a dataset transform: '48+75=' -> 'Q: 48+75='; a chat/template setting that differs between the first
+    launch and the resumed one). The dataloader fetches one batch ahead, so a step's batch follows the template set at
+    the step before. Evaluation keeps the plain prompts."""
+
+    def __init__(self, start: int, prefix: str, seed: int) -> None:
+        self.start, self.prefix, self.seed, self.on = start, prefix, seed, False
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.on = step >= self.start
+
+    def transform(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return {"prompt": [self.prefix + p if self.on else p for p in batch["prompt"]],
+                "ground_truth": list(batch["ground_truth"])}
+
+    def dataset(self, n: int) -> Any:
+        from datasets import Dataset
+
+        from rlcockpit.trainer.config import BuiltinDataConfig
+        from rlcockpit.trainer.data import arith_rows
+
+        rows, _ = arith_rows(BuiltinDataConfig())
+        random.Random(self.seed).shuffle(rows)
+        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
+                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
+        ds.set_transform(self.transform, output_all_columns=False)
+        return ds
+
+
+_template = TemplateChange(150, "Q: ", 580)
+
+# --- added after the first thirteen ran (written and committed before running them): the first runs took 21-112 s,
+# so there is time for two more failure specs.
+SPECS.update({
+    # a prompt template changed by a resume, sudden: from step 150 every training prompt is served as 'Q: ' + prompt
+    # (evaluation keeps the plain prompts, every 25); GPT-2 seed 9, 2 prompts x 4, 350 steps, logging every step
+    "gpt2s9-2prompt-4gen-templatechangeQ-from150-350-eval25": {
+        "model": "gpt2", "model_seed": 9, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 580, "train_dataset": _template.dataset, "each_step": _template.hook},
+    # broken from the start: a learning rate copied from a fine-tuning recipe, 2e-3 constant with no warm-up (40 x the
+    # corpus's usual 5e-5); GPT-2 seed 9, 2 prompts x 4, 300 steps, logging every step (read against the same
+    # model and batch shape at 5e-5: gpt2s9-2prompt-4gen-rewardnone0-09-120-270-350 before its step 120)
+    "gpt2s9-2prompt-4gen-lr2e-3-constant-nowarmup-300": {
+        "model": "gpt2", "model_seed": 9, "batch": 8, "num_generations": 4, "steps": 300, "logging_steps": 1,
+        "lr": 2e-3, "seed": 570, "config": {"lr_scheduler_type": "constant"}},
+})
+
+
 # run once and not stored: the failure its spec meant did not come (README, eighteenth pass)
 NOT_STORED: tuple[str, ...] = ()
 
