@@ -8,7 +8,7 @@ Settings: ``loss_type="grpo"`` with ``num_iterations=3``, a narrow clip ``epsilo
 ``sapo_temperature_pos=0.5``), ``beta=0.1`` and ``sync_ref_model`` (alpha 0.3 every 25); ``loss_type="bnpo"`` with two
 weighted rewards (accuracy 0.8, a width check 0.2), a ``cosine_with_min_lr`` schedule with 30 warm-up steps and
 sampling temperature 0.9; logging every 1 / 2 / 3 / 4 / 6, evaluation every 20 / 25 / 30; models built from **model
-seed 9**; seeds 561-564 (healthy), 571-579 (planned failures).
+seed 9**; seeds 561-564 (healthy), 570-580 (planned failures).
 
 Failure mechanisms, each starting slowly or late (how, from which step, sudden or ramp: written in each spec and
 committed before the run): **a grader that returns None for a growing share of samples** (TRL drops them from the
@@ -18,7 +18,9 @@ dropped: '052' -> '52'); **a warm-up far too long to a far too high peak** (300 
 sorted by difficulty** (carries, then sum) with ``shuffle_dataset=False``; **reward time-outs from a step** (every
 reward call waits 0.25 s and 30% of samples score 0); **a format check that pays a leading zero** from a step;
 **``ref_model_mixup_alpha`` flipped to -0.5** under ``sync_ref_model`` (each sync pushes the reference away from
-the policy); **``max_grad_norm`` set to 1e-3** from a step (a config typo: updates all but stop). Each run goes
+the policy); **``max_grad_norm`` set to 1e-3** from a step (a config typo: updates all but stop). Added after
+the first thirteen ran (committed before they ran): **a prompt template changed by a resume** ('Q: ' before every
+training prompt) and **lr 2e-3 constant from the first step**. Each run goes
 through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings13/<name>/`` and labelled by reading it (README, eighteenth pass).
 
