@@ -844,3 +844,76 @@ def test_the_seventeenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_thei
 
     leak = runs["gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25"]  # planned fault, no mark: healthy
     assert sorted(leak) == list(range(1, 351)) and max(leak[s]["eval_reward"] for s in range(175, 351, 25)) < 0.42
+
+
+def test_the_eighteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The eighteenth pass's TRL CPU runs (trl_cpu_settings13: TRL trainer states, model seed 9), each imported whole,
+    and the readings the README's labels rest on are in the numbers (a grader returning None for a growing share
+    starving the gradient, a grader that drops the zero padding, a warm-up to lr 3e-3, a reward normaliser drifting
+    x30 under scale_rewards none, reward time-outs slowing every step, a leading-zero bonus the policy collects, a
+    reference pushed away at every sync, a template change lengthening the completions, lr 2e-3 from the first step;
+    the sorted dataset and the max_grad_norm typo stored healthy)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings13"]
+    assert len(sel) == 15 and Counter(e["class"] for e in sel) == {
+        "healthy": 6, "collapse": 5, "grad_spike": 1, "throughput_drop": 1, "reward_hacking": 1, "length_explosion": 1}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["llamas9-2prompt-4gen-grpo-numiter3-eps01-02-beta002-300-log2-eval20"]) == list(range(2, 301, 2))
+    assert sorted(runs["gpt2s9-1prompt-8gen-dapo-entropybonus0005-topentq05-lr1e-4-300-log4"]) == list(range(4, 301, 4))
+    assert sorted(runs["gpt2s9-2prompt-3gen-sapo-tneg2-tpos05-beta01-syncref03-25-300-log6-eval30"]) == list(
+        range(6, 301, 6))  # evaluation every 30 falls on logged steps
+    assert sorted(runs["llamas9-3prompt-3gen-bnpo-2rewards08-02-cosminlr-warm30-temp09-lr1e-4-300"]) == list(range(1, 301))
+    assert sorted(runs["gpt2s9-2prompt-4gen-maxgradnorm1e-3-from150-300-log3"]) == list(range(3, 301, 3))
+    for name, n in (("gpt2s9-2prompt-4gen-rewardnone0-09-120-270-350", 350),
+                    ("gpt2s9-2prompt-4gen-lr2e-3-constant-nowarmup-300", 300)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    none = runs["gpt2s9-2prompt-4gen-rewardnone0-09-120-270-350"]  # null rewards from 200, the gradient starves
+    assert all("reward" in none[s] for s in range(1, 200)) and sum("reward" not in none[s] for s in range(200, 351)) >= 40
+    assert med(none, "grad_norm", 301, 351) < 0.1 < 2 < med(none, "grad_norm", 1, 120)
+
+    unpad = runs["llamas9-4prompt-3gen-gradertruthunpadded-from150-lr1e-4-350"]
+    assert all(unpad[s]["reward"] == pytest.approx(unpad[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 150))
+    assert min(unpad[s]["reward"] for s in range(1, 150)) > unpad[153]["reward"]
+    assert med(unpad, "reward", 200, 351) < 0.25 < 0.38 < med(unpad, "reward", 1, 150)
+    assert abs(med(unpad, "rewards/accuracy/mean", 200, 351) - med(unpad, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    warm = runs["gpt2s9-2prompt-4gen-warmup300of350-peak3e-3-350"]
+    assert warm[300]["learning_rate"] == pytest.approx(3e-3, rel=0.01) and med(warm, "kl", 201, 351) > 3 > 0.1 > med(warm, "kl", 1, 51)
+    assert med(warm, "completions/mean_length", 226, 351) >= 7.5 > 3.1 > med(warm, "completions/mean_length", 1, 176)
+
+    drift = runs["llamas9-1prompt-8gen-drgrpo-noscale-rewardnormdrift1-30-150-300-350"]
+    assert max(drift[s]["reward"] for s in range(1, 151)) < drift[152]["reward"] and med(drift, "reward", 301, 351) > 10
+    assert med(drift, "grad_norm", 301, 351) > 5 > 0.5 > med(drift, "grad_norm", 1, 151)
+    assert abs(med(drift, "rewards/accuracy/mean", 301, 351) - med(drift, "rewards/accuracy/mean", 1, 151)) < 0.05
+
+    slow = runs["llamas9-2prompt-4gen-rewardtimeouts025s-30pct-from200-350"]
+    assert min(slow[s]["step_time"] for s in range(200, 351)) > 0.33 > 0.2 > med(slow, "step_time", 1, 200)
+    assert med(slow, "reward", 201, 351) < 0.3 < 0.37 < med(slow, "reward", 1, 176)
+
+    zero = runs["gpt2s9-1prompt-8gen-leadingzerobonus05-from120-lr1e-4-350"]
+    assert all(zero[s]["reward"] == pytest.approx(zero[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 120))
+    assert sum(zero[s]["reward"] > zero[s]["rewards/accuracy/mean"] + 1e-4 for s in range(120, 351)) > 200
+    assert med(zero, "reward", 201, 351) > 0.6 > 0.4 > med(zero, "reward", 1, 120)
+    assert abs(med(zero, "rewards/accuracy/mean", 201, 351) - med(zero, "rewards/accuracy/mean", 1, 120)) < 0.05
+
+    sync = runs["llamas9-2prompt-4gen-syncrefalphaneg05-from150-350-eval25"]
+    assert med(sync, "kl", 301, 351) > 3 > 0.01 > med(sync, "kl", 1, 150)
+    assert sync[350]["eval_kl"] > 5 > 0.05 > sync[150]["eval_kl"]
+
+    tmpl = runs["gpt2s9-2prompt-4gen-templatechangeQ-from150-350-eval25"]
+    assert max(tmpl[s]["completions/mean_length"] for s in range(147, 152)) == 3 < 5 < tmpl[152]["completions/mean_length"]
+    assert med(tmpl, "completions/mean_length", 301, 351) >= 4 and med(tmpl, "grad_norm", 152, 351) > 2 * med(tmpl, "grad_norm", 1, 150)
+    assert all(2.8 < tmpl[s]["eval_completions/mean_length"] < 3.1 for s in range(175, 351, 25))
+
+    hot = runs["gpt2s9-2prompt-4gen-lr2e-3-constant-nowarmup-300"]
+    assert max(hot[s]["kl"] for s in range(1, 4)) < 0.5 < 2 < hot[4]["kl"] and min(hot[s]["kl"] for s in range(6, 301)) > 1
+
+    sort = runs["gpt2s9-2prompt-4gen-sortedbydifficulty-noshuffle-350-eval25"]  # two dips, eval flat: healthy
+    assert med(sort, "reward", 181, 191) < 0.2 < 0.37 < med(sort, "reward", 1, 176)
+    assert all(0.33 < sort[s]["eval_reward"] < 0.43 for s in range(25, 351, 25))
+    clip = runs["gpt2s9-2prompt-4gen-maxgradnorm1e-3-from150-300-log3"]  # no mark: healthy
+    assert abs(med(clip, "reward", 151, 301) - med(clip, "reward", 1, 150)) < 0.05
