@@ -8,7 +8,8 @@ with dual-clip 2.0 over 3 PPO epochs**; batch shapes **4 prompts x 3**, **3 prom
 prompts x 5**, **6 prompts x 3**; responses up to **10 / 14 / 28** tokens; **no shuffling** with **no validation
 before training**; **sampled validation** (temperature 0.6, 3 per prompt); validation every **12 / 18 / 40**; 300-350
 steps; models built from **model seed 9** (another tokenizer sample, init and warm-up than every earlier CPU run;
-``real_trainer.bpe_model_dir``, built in code); seeds 541-556.
+``real_trainer.bpe_model_dir``, built in code); seeds 541-560 (557-560: specs added after earlier runs were read,
+each committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 **grader that starts raising** for a growing share of samples (counted by the trainer, which stops the run when the
@@ -20,7 +21,9 @@ on); a **BOS token prepended to every prompt** at a resume (a tokenizer config c
 shrinking** 14 -> 1 (training and validation); a **KL-loss coefficient schedule gone wrong** (0.001 -> 10); **empty
 prompts** for a growing share of the batch (a BOS-only prompt: a formatter that drops the user message); a **reward
 memoised by question** (a cache keyed by the question, not the response: every response to a seen question gets the
-first response's score).
+first response's score); added later (seeds 557-560, committed before they ran): the **advantages' sign flipped for a
+growing share of rows** (0 -> 100%), the permuted advantages and the empty prompts at a constant lr 2e-4, and their
+matched healthy control.
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu13/<name>/`` and labelled by reading it (README, eighteenth pass).
 
@@ -257,6 +260,30 @@ class RewardMemoisedByQuestion:
         return {"score": self.cache.setdefault(key, acc), "acc": acc}
 
 
+class AdvantageSignFlipShare:
+    """From step ``start`` each row's GRPO advantage is negated with probability ramped 0 (``start``) -> ``hi``
+    (``end``), kept (seeded draws per row: a sign bug spreading over more and more of the batch, as shards are
+    migrated one by one to a version with the bug)."""
+
+    name = "corpus_grpo_signflip_share"
+
+    def __init__(self, start: int, end: int, hi: float, seed: int) -> None:
+        self.start, self.end, self.hi, self.p = start, end, hi, 0.0
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def before_step(self, st: Any, step: int) -> None:
+        self.p = ramp(step, self.start, self.end, 0.0, self.hi)
+        if step == self.start:
+            _grpo_then(self.name)
+            _ADV_DRIVER[self.name] = self
+            st.cfg.algorithm.adv_estimator = self.name
+
+    def corrupt(self, adv: torch.Tensor) -> torch.Tensor:
+        flip = torch.rand(adv.shape[0], generator=self.gen) < self.p
+        sign = 1.0 - 2.0 * flip.to(adv.dtype)
+        return adv * sign.unsqueeze(-1)
+
+
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: GDPO over one reward component, acc (the digit overlap: group-normalised, then whitened over the
     # batch); 4 prompts x 3; responses up to 10 tokens; GPT-2 seed 9, 300 steps, validation every 12
@@ -351,6 +378,34 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s9-4prompt-3sample-templatespaces-from150-350-val12": {
         "steps": 350, "seed": 556, "model": "gpt2", "model_seed": 9, "overrides": _batch(
             4, 3, "trainer.test_freq=12"), "driver": TemplateSpaces(150)},
+    # added after the runs above were read (written and committed before they ran): under the default lr (5e-5,
+    # cosine to 0) the BOS token, the half-batch sign flip and the shrinking cap moved little in the training series;
+    # these four run at a constant lr 2e-4 (the last one the matched healthy control), seeds 557-560.
+    # advantages' sign flipped for a growing share of rows, ramp: from step 150 each row's GRPO advantage negated with
+    # probability 0 (150) -> 100% (300), kept; constant lr 2e-4; GPT-2 seed 9, 4 prompts x 3, 350 steps, validation
+    # every 12
+    "gpt2s9-4prompt-3sample-advsignflip0-100pct-150-300-constlr2e-4-350-val12": {
+        "steps": 350, "seed": 557, "model": "gpt2", "model_seed": 9, "overrides": _batch(
+            4, 3, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=12"),
+        "driver": AdvantageSignFlipShare(150, 300, 1.0, seed=557)},
+    # advantages permuted across rows at a constant lr, sudden: from step 150 each response is trained with another
+    # (random) row's GRPO advantage; constant lr 2e-4; GPT-2 seed 9, 4 prompts x 3, 350 steps, validation every 12
+    "gpt2s9-4prompt-3sample-advpermuted-from150-constlr2e-4-350-val12": {
+        "steps": 350, "seed": 558, "model": "gpt2", "model_seed": 9, "overrides": _batch(
+            4, 3, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=12"),
+        "driver": AdvantagesPermuted(150, seed=558)},
+    # empty prompts at a constant lr, ramp: from step 150 a share of each batch's prompts ramped 0 -> 60% (step 300,
+    # kept) served as the BOS token alone; constant lr 2e-4; GPT-2 seed 9, 4 prompts x 3, 350 steps, validation every
+    # 12
+    "gpt2s9-4prompt-3sample-emptyprompts0-60pct-150-300-constlr2e-4-350-val12": {
+        "steps": 350, "seed": 559, "model": "gpt2", "model_seed": 9, "overrides": _batch(
+            4, 3, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=12"),
+        "driver": EmptyPrompts(150, 300, 0.6, seed=559)},
+    # healthy: the matched control of the three above, nothing changed; constant lr 2e-4; GPT-2 seed 9, 4 prompts x 3,
+    # 350 steps, validation every 12
+    "gpt2s9-4prompt-3sample-constlr2e-4-350-val12": {
+        "steps": 350, "seed": 560, "model": "gpt2", "model_seed": 9, "overrides": _batch(
+            4, 3, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=12")},
 }
 
 
