@@ -917,3 +917,80 @@ def test_the_eighteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert all(0.33 < sort[s]["eval_reward"] < 0.43 for s in range(25, 351, 25))
     clip = runs["gpt2s9-2prompt-4gen-maxgradnorm1e-3-from150-300-log3"]  # no mark: healthy
     assert abs(med(clip, "reward", 151, 301) - med(clip, "reward", 1, 150)) < 0.05
+def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The eighteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu13, TensorBoard event files, model seed 9):
+    each imported whole (the ramped raising grader to the trainer's own stop at 255), and the readings the README's
+    labels rest on are in the numbers (Qwen2 seed 9 running to the length cap by itself, twice; the raising graders
+    in the trainer's failure counter; the shrinking cap; the KL-loss coefficient ramp in the grad norm; the memoised
+    reward zeroing every gradient; the changed template; the growing sign flip ending at the bare stop token; the
+    permuted advantages and the empty prompts at a constant lr beside their control; and the planned faults that left
+    no mark)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu13"]
+    assert len(sel) == 20
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 4), ("grad_spike", 1), ("healthy", 9), ("length_explosion", 6)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"6d98c8c", "34825c9"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    assert sorted(runs["gpt2s9-4prompt-3sample-gdpo-acc-resp10-300-val12"]) == list(range(0, 301))
+    assert sorted(runs["llamas9-4prompt-3sample-rewardmemo-from180-350-val12"]) == list(range(0, 351))
+    assert sorted(runs["gpt2s9-4prompt-3sample-graderraises0-100pct-150-260-350-val12"]) == list(range(0, 256))
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, acc, ln, gn = "critic/score/mean", "reward_extra/acc/mean", "response_length/mean", "actor/grad_norm"
+    ent, clip, fr, val = "actor/entropy", "response_length/clip_ratio", "reward/failure_rate", "val-core/arith/acc/mean@1"
+
+    vs = runs["qwen2s9-6prompt-3sample-valsample-t06-n3-resp10-300-val40"]  # unplanned length explosion
+    assert max(vs[s][ln] for s in range(1, 34)) <= 2.45 < 2.7 < vs[34][ln] and med(vs, ln, 151, 300) > 9
+    assert med(vs, clip, 101, 300) >= 0.7 and "val-core/arith/acc/mean@3" in vs[40]
+    qe = runs["qwen2s9-6prompt-3sample-emptyprompts0-60pct-150-300-350-val40"]
+    assert max(qe[s][ln] for s in range(1, 53)) <= 2.5 < qe[53][ln] and med(qe, ln, 201, 350) > 5.5
+    assert med(qe, "prompt_length/mean", 1, 150) == 6 > 4 > med(qe, "prompt_length/mean", 251, 350)
+
+    ramp = runs["gpt2s9-4prompt-3sample-graderraises0-100pct-150-260-350-val12"]
+    assert all(ramp[s][fr] == 0 for s in range(1, 153)) and 0 < ramp[153][fr]
+    assert ramp[254][fr] <= 0.2 < ramp[255][fr] and ramp[255][score] == 0 and med(ramp, score, 226, 250) < 0.1
+    tol = runs["llamas9-3prompt-6sample-graderraises30pct-from200-maxfail05-350-val18"]
+    assert all(tol[s][fr] == 0 for s in range(1, 200)) and 0 < tol[200][fr] and 0.1 < tol[350][fr] < 0.15
+    assert med(tol, score, 201, 350) < 0.3 < 0.38 < med(tol, score, 1, 199) and med(tol, acc, 201, 350) > 0.38
+
+    cap = runs["gpt2s9-4prompt-3sample-respcap14to1-150-300-350-val12"]
+    assert max(cap[s][clip] for s in range(1, 272)) < 0.1 and all(cap[s][clip] == 1 for s in range(272, 351))
+    assert cap[294][ln] == 2 and all(cap[s][ln] == 1 for s in range(295, 351))
+    assert cap[288][val] > 0.46 > 0.33 > cap[300][val]
+
+    kl = runs["llamas9-4prompt-3sample-klloss-coef0001to10-150-300-350-val12"]
+    assert kl[150]["actor/kl_coef"] == pytest.approx(0.001) and kl[300]["actor/kl_coef"] == pytest.approx(10)
+    assert med(kl, gn, 1, 270) < 3.5 < 12 < med(kl, gn, 301, 350) and kl[294][gn] > 500 and kl[345][gn] > 700
+    assert abs(med(kl, score, 301, 350) - med(kl, score, 1, 150)) < 0.05
+
+    memo = runs["llamas9-4prompt-3sample-rewardmemo-from180-350-val12"]
+    assert min(memo[s][gn] for s in range(1, 180)) > 0.85 and all(memo[s][gn] == 0 for s in range(180, 351))
+    assert len({memo[s][val] for s in range(216, 351, 12)}) == 1
+
+    tpl = runs["gpt2s9-4prompt-3sample-templatespaces-from150-350-val12"]
+    assert tpl[149]["prompt_length/mean"] == 4 and tpl[150]["prompt_length/mean"] == 7
+    assert max(tpl[s][ln] for s in range(1, 150)) < 3.45 < tpl[150][ln] and med(tpl, ln, 251, 350) > 4.5
+    assert tpl[144][val] > 0.45 > 0.34 > tpl[156][val]
+
+    flip = runs["gpt2s9-4prompt-3sample-advsignflip0-100pct-150-300-constlr2e-4-350-val12"]
+    assert med(flip, score, 301, 350) == 0 and med(flip, ln, 301, 350) == 1 and flip[350][ent] < 0.05
+    assert flip[312][val] == 0 and min(flip[s][val] for s in range(0, 265, 12)) > 0.36
+    perm = runs["gpt2s9-4prompt-3sample-advpermuted-from150-constlr2e-4-350-val12"]
+    assert med(perm, ln, 1, 200) == 3 and med(perm, ln, 301, 350) > 6 and med(perm, ent, 301, 350) > 3
+    empty = runs["gpt2s9-4prompt-3sample-emptyprompts0-60pct-150-300-constlr2e-4-350-val12"]
+    assert empty[151]["prompt_length/mean"] == 4 > empty[152]["prompt_length/mean"] and med(empty, ln, 251, 350) > 5
+    control = runs["gpt2s9-4prompt-3sample-constlr2e-4-350-val12"]  # the matched control of the three above
+    assert med(control, ln, 1, 350) == 3 and med(control, score, 301, 350) > 0.35 and min(control[s][val] for s in range(0, 351, 12)) > 0.36
+
+    # planned faults that left no mark (stored healthy)
+    bos = runs["llamas9-3prompt-6sample-bosprepended-from150-350-val18"]
+    assert bos[149]["prompt_length/mean"] == 4 and bos[150]["prompt_length/mean"] == 5
+    for name in ("llamas9-3prompt-6sample-bosprepended-from150-350-val18",
+                 "gpt2s9-4prompt-3sample-advsignflip-half-from150-350-val12",
+                 "gpt2s9-2prompt-5sample-advpermuted-from150-350-val12"):
+        quiet = runs[name]
+        assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
+        assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
