@@ -202,7 +202,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "gae-klreward-adaptive run's entropy (25-step medians) was read for an entropy-rise "
                               "rule, not adopted (issue 29, branch h-entrise); then its leak16mb run's machine memory"
                               " and sparse process RSS were read: a machine-memory warning held for the next RSS "
-                              "reading would find it at 218 (onset 170), not adopted (issue 29, branch h-cpu11miss)",
+                              "reading would find it at 218 (onset 170), not adopted (issue 29, branch h-cpu11miss); "
+                              "then its judge199ramp run's critic/score/mean and reward_extra/acc/mean at 196-216 "
+                              "read for reward_cliff's new fell-under warning at 215 (the judge's pay under the "
+                              "accuracy, a reward_hacking run: not scored) (issue 29, branch h-cliff)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -231,7 +234,8 @@ DEVELOPED_ON: dict[str, str] = {
                               " healthy ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
                               "rppbaseline-sapo run's entropy, score, length and grad norm were read: its entropy "
                               "rises 1.57 -> 1.95 over steps 126-226, as fast as cpu9's temperature ramp (issue 29, "
-                              "branch h-entrise)",
+                              "branch h-entrise); then reward_cliff's fell-under gate values on its rewardsignflip "
+                              "run read (209 kept) (issue 29, branch h-cliff)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -341,7 +345,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "llamas5-lora8 length run's response_length/max and clip ratio read: the dppotv "
                               "critical left (its 10-step mean reaches 66% cut: 34% of answers fit, under half the "
                               "warm-up's 75%, over 10 steps), the 5-token 'limit' of the llamas5 run was a maximum no"
-                              " answer was cut at (its limit is 8; issue 29, branch h-quiet)",
+                              " answer was cut at (its limit is 8; issue 29, branch h-quiet); then reward_cliff's "
+                              "fell-under gate values on its shuffledlabels200 run read (209 kept) (issue 29, branch "
+                              "h-cliff)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -362,7 +368,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "reference's lowest, each lower than the one before) were scanned for how far healthy "
                                "ones go, nothing changed (issue 29, branch h-lrramp); then its healthy "
                                "resp16-constlr5e-5-1000 run's entropy (25-step medians) was read for an entropy-rise "
-                               "rule, not adopted (issue 29, branch h-entrise)",
+                               "rule, not adopted (issue 29, branch h-entrise); then reward_cliff's fell-under gate "
+                               "values on its healthy gradetrunc2chars run read (no warning before or after) (issue "
+                               "29, branch h-cliff)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -377,7 +385,9 @@ DEVELOPED_ON: dict[str, str] = {
                          " (issue 29, branch h-trlramp); its shuffledlabelsramp run's kl at 15-40 was read: "
                          "kl_spike's critical needs each held value nearer their median than the reference (a "
                          "critical at 37 gone); its refdrift01 run's kl at 60-180 read (its range warning at 164 is "
-                         "the detection; issue 29, branch h-early)",
+                         "the detection; issue 29, branch h-early); then reward_cliff's fell-under gate values and "
+                         "equal-stretch noise on its shuffledlabelsramp run read (218 kept) (issue 29, branch "
+                         "h-cliff)",
     "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
                           "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
                           "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
@@ -410,7 +420,11 @@ DEVELOPED_ON: dict[str, str] = {
                                "the shape a detected failure's alert has, or a drift the run really made) (issue 29, "
                                "branch h-cpu11warn); its lenpenaltysignflip02 run's reward, acc and length read for "
                                "its two early reward_divergence warnings (one batch each): the rise must hold without"
-                               " the window's top-lead pair (issue 29, branch h-early2)",
+                               " the window's top-lead pair (issue 29, branch h-early2); then reward_cliff's "
+                               "fell-under gate values on its runs read (the healthy qwen2s7 rewardclip1to03 run: "
+                               "reward 3 units down at 400 with a gap 19% of the level but 57-64% of the reward's "
+                               "fall, the accuracy fell too; the gpt2s7 one: the reward's fall binds, 291 kept): the "
+                               "score-held share 0.75 (issue 29, branch h-cliff)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -422,16 +436,26 @@ DEVELOPED_ON: dict[str, str] = {
                           "read for its early reward_divergence warning at 179: a real early sign, left (issue 29, "
                           "branch h-early2); and its healthy one-prompt beta-0.2 run's kl and learning_rate were "
                           "read: kl_rising's accelerating-rise critical needs the KL still climbing when its hold is "
-                          "met (issue 29, branch h-klcrit)",
-    "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 healthy"
-                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); "
-                               "then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, length and "
-                               "validation and its Qwen2 constant-lr-2e-4 run's length (mean, max, clip ratio), "
-                               "entropy and score read: entropy_collapse's slow fall takes one held-out evaluation "
-                               "since the fall began as a verdict when it is at or under its mean (the GPT-2 run "
-                               "199 -> 167); the other two left (issue 29, branch h-ent)",
-    "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy runs"
-                          " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                          "met (issue 29, branch h-klcrit); then reward_cliff's fell-under gate values and "
+                          "equal-stretch noise on its graderraises and rewardnoise runs read (graderraises 225 -> "
+                          "221, still late) (issue 29, branch h-cliff)",
+    "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
+                               "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
+                               "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
+                               "length and validation and its Qwen2 constant-lr-2e-4 run's length (mean, max, clip "
+                               "ratio), entropy and score read: entropy_collapse's slow fall takes one held-out "
+                               "evaluation since the fall began as a verdict when it is at or under its mean (the "
+                               "GPT-2 run 199 -> 167); the other two left (issue 29, branch h-ent); then its "
+                               "strictgraderrollout run's critic/score/mean, reward_extra/acc/mean, score max/min, "
+                               "entropy, length and validation at 140-200 and reward_cliff's fell-under gate values "
+                               "(gap, the reward's fall, noise) were read: where the score held (the gap three "
+                               "quarters of the reward's fall) a gap of a tenth of the level is enough (195 -> 185; "
+                               "its rewardscale1to002 run 186 -> 180) (issue 29, branch h-cliff)",
+    "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
+                          "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
+                          "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
+                          " frac_reward_zero_std at 195-240 and reward_cliff's fell-under gate values were read: the "
+                          "same rule (232 -> 224) (issue 29, branch h-cliff)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

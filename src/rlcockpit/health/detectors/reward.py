@@ -114,18 +114,24 @@ class RewardCliff(StartReferenced):
     not named for format, the correctness a reward function logs beside the score: TRL's ``rewards/accuracy/mean``
     at weight 0 beside a paid ``reward``) that the reward equalled exactly on its first ``under_exact_min`` paired
     observations or more (the reward *is* that score), and then, over the last ``under_span`` paired observations,
-    is above the reward on most of them, by a mean of ``drop_warn`` x the reward's level over the equal stretch and
-    ``z_under`` of the reward's step-to-step noise there (at least the sampling noise of a mean of 0/1 scores; of
-    such a mean), while the reward's own mean over them is
-    ``z_under`` of that noise under its level: the reward fell and the score it stood for did not. Noise cannot open
-    a gap that was exactly 0 for that long, so the fall is seen while the reward's own noise still hides it from the
-    cliff test above: the reward itself changed (labels shuffled, a reward function or server that no longer scores
-    what it did), and the policy is now trained on it."""
+    is above the reward on most of them, while the reward's own mean over them is ``z_under`` of the reward's
+    step-to-step noise over the equal stretch (at least the sampling noise of a mean of 0/1 scores; of such a mean)
+    under its level over that stretch, and the mean gap is either ``drop_warn`` x that level and ``z_under`` of that
+    noise, or, where the score held (the gap is ``under_share`` of the reward's fall or more: the score itself fell
+    at most the rest, and it stood at the same level), ``under_min`` x the level: the reward fell and the score it
+    stood for did not. Noise cannot open a gap that was exactly 0 for that long, so the fall is seen while the
+    reward's own noise still hides it from the cliff test above: the reward itself changed (labels shuffled, a
+    reward function or server that no longer scores what it did, a strict grader rolled out to a growing share of
+    the samples, a clip bound shrinking), and the policy is now trained on it. A reward that slides off its score
+    slowly (a ramp) opens a gap that stays under ``drop_warn`` x the level for a while after the reward has left
+    its range; the score holding is the evidence there. A policy that got worse moves both: where the score fell
+    with the reward (more than a quarter of the reward's fall at the default share), the larger gap is asked for."""
 
     keys = (REWARD, SCORE_MAX, SCORE_MIN)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
-                "hold_steps": 4, "min_reference": 10, "under_exact_min": 50, "under_span": 10, "z_under": 3.0}
+                "hold_steps": 4, "min_reference": 10, "under_exact_min": 50, "under_span": 10, "z_under": 3.0,
+                "under_share": 0.75, "under_min": 0.1}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
@@ -223,9 +229,11 @@ class RewardCliff(StartReferenced):
         level, noise = state[1], state[2] / math.sqrt(w)
         under = sum(d for _s, d, _r in recent) / w
         fall = level - sum(x for _s, _d, x in recent) / w
-        if 2 * sum(1 for _s, d, _r in recent if d > 0.0) <= w or under < p["drop_warn"] * abs(level) \
-                or under < p["z_under"] * noise or fall < p["z_under"] * noise:
+        if 2 * sum(1 for _s, d, _r in recent if d > 0.0) <= w or fall < p["z_under"] * noise:
             return None
+        if (under < p["drop_warn"] * abs(level) or under < p["z_under"] * noise) \
+                and (under < p["under_share"] * fall or under < p["under_min"] * abs(level)):
+            return None  # a small gap, and the score fell with the reward (the policy, not the reward, moved)
         state[4] = True
         start = next(s for s, d, _r in recent if d > 0.0)
         vals = {"reward": level - fall, "reward_before": level, "quality": v, "under": under, "drop": fall,
