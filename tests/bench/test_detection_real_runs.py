@@ -917,6 +917,8 @@ def test_the_eighteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert all(0.33 < sort[s]["eval_reward"] < 0.43 for s in range(25, 351, 25))
     clip = runs["gpt2s9-2prompt-4gen-maxgradnorm1e-3-from150-300-log3"]  # no mark: healthy
     assert abs(med(clip, "reward", 151, 301) - med(clip, "reward", 1, 150)) < 0.05
+
+
 def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The eighteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu13, TensorBoard event files, model seed 9):
     each imported whole (the ramped raising grader to the trainer's own stop at 255), and the readings the README's
