@@ -86,3 +86,34 @@ def test_inlined_track_push_matches_the_method(kind):
     assert reference, "no key went through the inlined push"
     for key, ref in reference.items():
         assert _track_state(mon.ctx.tracks[key]) == _track_state(ref), key
+
+
+@pytest.mark.parametrize("name", ["kl_stuck", "loss_plateau", "reward_stagnation", "explained_variance"])
+def test_a_detector_that_is_not_due_is_not_called(name):
+    """A detector whose whole check runs on one observation in ``every`` (``due_every``) is called only when due:
+    the monitor asks the stagger test inline (the copies in each check are gone), and ``Detector.observe`` asks it
+    the same way, so both paths call ``check`` on the same observations."""
+    inlined, reference = HealthMonitor(), HealthMonitor()
+    calls: dict[str, list[int]] = {"inlined": [], "reference": []}
+    for label, mon in (("inlined", inlined), ("reference", reference)):
+        det = next(d for d in mon.detectors if d.name == name)
+        if label == "reference":
+            det.plain_observe = False
+        check = det.check
+
+        def counted(step, check=check, into=calls[label]):
+            into.append(step)
+            return check(step)
+
+        det.check = counted
+        every = det.p["every"]
+        assert every > 1
+    rows = make_trace("healthy_ppo", seed=3, steps=200).metrics
+    for step, row in rows:
+        inlined.observe(step, row)
+        reference.observe(step, row)
+    det = next(d for d in inlined.detectors if d.name == name)
+    assert calls["inlined"], f"{name} was never called: this test compares nothing"
+    assert calls["inlined"] == calls["reference"]
+    # one call in ``every`` observations after the warm-up, not one per observation
+    assert len(calls["inlined"]) <= (det.seen - det.warmup) // det.p["every"] + 1

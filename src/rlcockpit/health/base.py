@@ -526,6 +526,8 @@ class Detector:
     cause: ClassVar[str] = ""  # generic probable cause, ranked below evidence- and config-based ones
     # a new warning event needs the trigger metric above the peak of the events before it (:meth:`fire`)
     recurrence_gate: ClassVar[bool] = False
+    # the setting (``"every"``) whose value N lets :meth:`check` run on one observation in N only (:meth:`gate`)
+    due_every: ClassVar[str] = ""
 
     def __init__(self, params: Mapping[str, Any] | None, ctx: DetectorContext) -> None:
         merged = {**self.common, **self.defaults}
@@ -581,18 +583,36 @@ class Detector:
         """True on one of every ``every`` observations (phase-shifted per detector)."""
         return every <= 1 or (self.seen + self._phase) % every == 0
 
+    def gate(self) -> int:
+        """The ``every`` of a detector whose whole :meth:`check` runs on one observation in ``every`` (its
+        ``due_every`` setting; 1: every observation). :meth:`observe` asks :meth:`due` before it calls
+        :meth:`check`, and the monitor does the same inline: a detector that is not due costs no call."""
+        return max(1, self.p[self.due_every]) if self.due_every else 1
+
     def observe(self, step: int) -> Finding | None:
         """Called by the monitor when ``keys[0]`` was logged at ``step``. (For detectors that keep this method,
-        the monitor runs the same three lines inline: one Python call less per detector and step.)"""
+        the monitor runs the same lines inline: one Python call less per detector and step.)"""
         self.seen += 1
-        if self.seen <= self.warmup:
-            if self.seen == ADAPT_AT:
-                self.adapt_warmup()
-            if self.seen <= self.warmup:
-                return None
-        if self.seen == self.warmup + 1:
-            self.on_warm()
+        if self.seen <= self.warmup + 1 and not self.warming(self.seen):
+            return None
+        if self.due_every and not self.due(self.gate()):
+            return None
         return self.check(step)
+
+    def warming(self, seen: int) -> bool:
+        """:meth:`observe` on the ``seen``-th observation, ``seen`` at most ``warmup`` + 1: fits the warm-up to the
+        logging cadence on the ``ADAPT_AT``-th, calls :meth:`on_warm` on the first after the warm-up; whether
+        :meth:`check` runs (False during the warm-up)."""
+        warmup = self.warmup
+        if seen <= warmup:
+            if seen == ADAPT_AT:
+                self.adapt_warmup()
+                warmup = self.warmup
+            if seen <= warmup:
+                return False
+        if seen == warmup + 1:
+            self.on_warm()
+        return True
 
     def adapt_warmup(self) -> None:
         """Called on the ``ADAPT_AT``-th observation: a warm-up of N observations means N steps of a run that

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from rlcockpit.health.advice import config_causes
-from rlcockpit.health.base import ADAPT_AT, DETECTORS, Detector, DetectorContext, Track
+from rlcockpit.health.base import DETECTORS, Detector, DetectorContext, Track
 from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.detectors import entropy as detectors_entropy  # noqa: F401 - importing registers the built-in detectors
 from rlcockpit.health.detectors import heldout as detectors_heldout  # noqa: F401
@@ -62,8 +62,10 @@ def _canonical(raw: str) -> tuple[str, str | None]:
 class _Plan:
     """What one set of logged keys means for the monitor: ``entries`` = (raw key, canonical key, its track,
     aggregate or None) per relevant key, ``detectors`` = the detectors whose trigger metric is in the set, and
-    ``calls`` = per detector (detector, the method the step calls, whether the monitor counts the observation and
-    handles the warm-up inline): bound once per plan, not looked up again for every detector of every step."""
+    ``calls`` = per detector (detector, the method the step calls, 0 or the ``every`` of :meth:`Detector.gate`: 0
+    where the detector's own ``observe`` runs, else the monitor counts the observation, handles the warm-up inline
+    and calls ``check`` on one observation in ``every``): bound once per plan, not looked up again for every
+    detector of every step."""
 
     __slots__ = ("entries", "detectors", "calls")
 
@@ -71,8 +73,8 @@ class _Plan:
                  nonfinite: Detector | None = None) -> None:
         self.entries = entries
         self.detectors = detectors
-        self.calls = [(det, det.check, True) if det.plain_observe and det is not nonfinite
-                      else (det, det.check if det is nonfinite else det.observe, False) for det in detectors]
+        self.calls = [(det, det.check, det.gate()) if det.plain_observe and det is not nonfinite
+                      else (det, det.check if det is nonfinite else det.observe, 0) for det in detectors]
 
 
 # settings of the health section that are not detectors: health.reports (the report schedule,
@@ -214,18 +216,13 @@ class HealthMonitor:
             if f is not None:
                 out.append(f)
         # non-finite values were reported above: the non-finite detector's call is its skipped-update check
-        for det, call, inline in plan.calls:
-            if inline:  # Detector.observe, inlined
+        for det, call, every in plan.calls:
+            if every:  # Detector.observe, inlined: the usual step is past the warm-up, one comparison
                 seen = det.seen = det.seen + 1
-                warmup = det.warmup
-                if seen <= warmup:
-                    if seen == ADAPT_AT:
-                        det.adapt_warmup()
-                        warmup = det.warmup
-                    if seen <= warmup:
-                        continue
-                if seen == warmup + 1:
-                    det.on_warm()
+                if seen <= det.warmup + 1 and not det.warming(seen):
+                    continue
+                if every > 1 and (seen + det._phase) % every:  # not due (Detector.gate)
+                    continue
             f = call(step)
             if f is not None:
                 out.append(f)

@@ -471,6 +471,7 @@ class KLStuck(Detector):
 
     keys = (KL,)
     defaults = {"eps": 1e-4, "window": 30, "every": 10}
+    due_every = "every"  # check runs on one observation in ``every`` (Detector.gate)
     common = {"enabled": True, "warmup": 30, "cooldown": 200}
     cause = "learning rate too low or advantages all zero: the policy is not updating"
 
@@ -485,9 +486,6 @@ class KLStuck(Detector):
                                                       {"actor.optim.lr": float(f"{lr * 3:.3g}") if lr else 1e-6})]
 
     def check(self, step: int) -> Finding | None:
-        every = self.p["every"]
-        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
-            return None
         recent = self.ctx.tracks[KL].tail(self.p["window"])
         if recent and max(abs(v) for v in recent) < self.p["eps"]:
             return self.fire(step, "warning", f"KL to reference stuck near zero (< {self.p['eps']:g}) for {len(recent)} steps",

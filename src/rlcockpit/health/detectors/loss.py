@@ -384,13 +384,11 @@ class LossPlateau(FrozenBaseline):
 
     keys = (LOSS,)
     defaults = {"window": 100, "min_drop": 0.01, "every": 10}
+    due_every = "every"  # check runs on one observation in ``every`` (Detector.gate)
     common = {"enabled": True, "warmup": 20, "cooldown": 200}
     cause = "the learning rate is too low, or the task is too hard for the model at this size"
 
     def check(self, step: int) -> Finding | None:
-        every = self.p["every"]
-        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
-            return None
         if self.base <= 3 * self.scale:
             return None
         track = self.ctx.tracks[LOSS]
@@ -619,6 +617,7 @@ class ExplainedVariance(Detector):
     keys = (EV,)
     defaults = {"good_level": 0.3, "window": 25, "sustain": 3, "precise_spread": 0.1,
                 "warn_below": threshold(EV, "warn_below"), "every": 2}
+    due_every = "every"  # check runs on one observation in ``every`` (Detector.gate)
     common = {"enabled": True, "warmup": 20, "cooldown": 50}
     cause = "the critic cannot predict returns (critic lr too low or too high, reward scale changed)"
 
@@ -634,9 +633,6 @@ class ExplainedVariance(Detector):
 
     def check(self, step: int) -> Finding | None:
         p = self.p
-        every = p["every"]
-        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
-            return None
         vals = self.ctx.tracks[EV].tail(p["window"])
         med = median(vals)
         self.best = max(self.best, med)

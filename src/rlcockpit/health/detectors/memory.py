@@ -262,9 +262,12 @@ class _Percent(MemoryTrend):
         p = self.p
         key = self.keys[0]
         track = self.ctx.tracks[key]
-        if not self.ready(key, track):
-            return None
-        base = self.baseline(key, track)[0]
+        known = self._base.get(key)  # ready() and baseline(), their usual call (warm, measured) inlined
+        if known is None:
+            if not self.ready(key, track):
+                return None
+            known = self.baseline(key, track)
+        base = known[0]
         s = track.mean_last(3)
         if s > p["critical_percent"] and s - base > p["critical_rise"]:
             return self.fire(step, "critical", f"{self.label} at {s:.0f}% (was {base:.0f}%): OOM imminent",
@@ -272,6 +275,11 @@ class _Percent(MemoryTrend):
         every = p["every"]
         if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
+        rec = self._top[key]  # creeping(), its usual step inlined: no new high and nowhere near min_growth above
+        if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5]:
+            rec[1], rec[2] = 0, track.n
+            if s - base < rec[4]:
+                return self.spread(step)
         ev = self.creeping(key, track)
         if ev is None:
             spread = self.spread(step)

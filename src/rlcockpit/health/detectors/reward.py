@@ -303,13 +303,11 @@ class RewardStagnation(Detector):
 
     keys = (REWARD,)
     defaults = {"window": 100, "min_gain_z": 1.0, "every": 10}
+    due_every = "every"  # check runs on one observation in ``every`` (Detector.gate)
     common = {"enabled": True, "warmup": 30, "cooldown": 200}
     cause = "the task is too hard or too easy for the model, or the learning rate is too low"
 
     def check(self, step: int) -> Finding | None:
-        every = self.p["every"]
-        if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
-            return None
         track = self.ctx.tracks[REWARD]
         if track.n < self.p["window"]:
             return None
