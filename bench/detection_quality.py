@@ -424,9 +424,17 @@ DEVELOPED_ON: dict[str, str] = {
                           "read: kl_rising's accelerating-rise critical needs the KL still climbing when its hold is "
                           "met (issue 29, branch h-klcrit)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 healthy"
-                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); "
+                               "then its KL-in-reward h30 healthy run's host memory was read (2.21 -> 2.79 GB over "
+                               "211 steps, flat after: a real climb, its memory_growth warning left; issue 29, branch "
+                               "h-quiet)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy runs"
-                          " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                          " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
+                          "its prompt-truncation run's KL at 1-185 was read: kl_spike's tail also over the last 100 "
+                          "logged values (its critical at 122, on unchanged prompts, gone); its eval-leak healthy "
+                          "run's KL/entropy at 1-350, its vespo healthy run's clip ratio, length, reward and lr, and "
+                          "its repetition-bonus run's reward and rewards/accuracy/mean at 95-195 were read, each "
+                          "alert left with its reason (issue 29, branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -357,7 +357,9 @@ class KLSpike(StartReferenced):
     (0.78, 0.27, 0.45 against a median of 0.08) are no jump out of its range; nor are three batches whose lowest is
     at a level the window's single batches passed more than ``tail_allow`` times (0.44, 0.22, 0.45 where 4 of the
     last 20 were 0.25-0.37: a run whose batches pass 0.22 one time in five meets three in a row by chance every
-    hundred-odd steps).
+    hundred-odd steps). The same share of the last ``tail_memory`` logged values counts too (5 of 100): 20 steps
+    hold one of a run's one-in-thirteen batches, or none, by chance (0.43, 0.18, 0.28 against a median of 0.04
+    where 9 of the first 119 batches passed 0.18, and one of the 20 before).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
@@ -367,7 +369,7 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "warn_hold": 3, "tail_allow": 1,
+                "warn_hold": 3, "tail_allow": 1, "tail_memory": 100,
                 "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
@@ -426,6 +428,12 @@ class KLSpike(StartReferenced):
             self._onset, self._before = step, prev
             top = sorted(window)[-int(p["tail_allow"]) - 1:] if len(window) > p["tail_allow"] else [0.0]
             self._tail = top[0]
+            # the same share of the run's longer memory: a level single batches passed more than ``tail_allow`` in
+            # ``window`` of the last ``tail_memory`` times (a 20-step window sees one of them, or none, by chance)
+            longer = sorted(track.tail(p["tail_memory"] * self._repeats.of(track), skip=1))
+            allow = int(p["tail_allow"] * len(longer) / max(len(window), 1))
+            if len(longer) > len(window) and len(longer) > allow:
+                self._tail = max(self._tail, longer[-allow - 1])
         self._streak += 1
         period = self._repeats.period
         n = int(p["sustain"]) * period
