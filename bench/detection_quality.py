@@ -432,9 +432,12 @@ DEVELOPED_ON: dict[str, str] = {
                           " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its prompt-truncation run's KL at 1-185 was read: kl_spike's tail also over the last 100 "
                           "logged values (its critical at 122, on unchanged prompts, gone); its eval-leak healthy "
-                          "run's KL/entropy at 1-350, its vespo healthy run's clip ratio, length, reward and lr, and "
-                          "its repetition-bonus run's reward and rewards/accuracy/mean at 95-195 were read, each "
-                          "alert left with its reason (issue 29, branch h-quiet)",
+                          "run's KL/entropy at 1-350 (a real 13-step KL excursion at 219-231, entropy to 0.95: its "
+                          "kl_spike critical stays in the ratchet), its vespo healthy run's clip ratio, length, reward "
+                          "and lr (a real length drift at 138-267; one-prompt reward noise at 295-297, left), and its "
+                          "repetition-bonus run's reward and rewards/accuracy/mean at 95-195 (the paid bonus pulls "
+                          "the reward up from 120: real) were read, each alert left with its reason (issue 29, branch "
+                          "h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

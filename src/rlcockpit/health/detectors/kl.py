@@ -387,6 +387,8 @@ class KLSpike(StartReferenced):
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
         self._tail = math.nan  # the window's value ranked ``tail_allow`` + 1 from the top
+        self._long_tail = math.nan  # the same rank's share of the last ``tail_memory`` values (NaN: not taken yet)
+        self._onset_n = self._window_n = 0  # the KL's observation count at the candidate's start, the window's size
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
     def check_early(self, step: int, track: Track) -> Finding | None:
@@ -413,6 +415,19 @@ class KLSpike(StartReferenced):
         se = self._spread * 1.2533 / math.sqrt(max(len(vals) // period, 1))
         return low, math.log(low / self._ref) / se
 
+    def _beyond_memory(self, track: Track, low: float) -> bool:
+        """Whether ``low`` is above the same share of the last ``tail_memory`` logged values before the candidate
+        spike as ``tail_allow`` is of ``window`` (5 of 100): a level the run's single batches pass one time in
+        thirteen is met by a 20-step window once or not at all, by chance. Taken once per candidate, and only where
+        every other test passed (a sort of 100 values on the rare step that would fire)."""
+        if self._long_tail != self._long_tail:
+            p = self.p
+            longer = track.tail(int(p["tail_memory"]) * self._repeats.period, skip=track.n - self._onset_n + 1)
+            allow = int(p["tail_allow"] * len(longer) / max(self._window_n, 1))
+            ok = len(longer) > self._window_n and len(longer) > allow
+            self._long_tail = sorted(longer)[-allow - 1] if ok else -math.inf
+        return low > self._long_tail
+
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
@@ -428,12 +443,7 @@ class KLSpike(StartReferenced):
             self._onset, self._before = step, prev
             top = sorted(window)[-int(p["tail_allow"]) - 1:] if len(window) > p["tail_allow"] else [0.0]
             self._tail = top[0]
-            # the same share of the run's longer memory: a level single batches passed more than ``tail_allow`` in
-            # ``window`` of the last ``tail_memory`` times (a 20-step window sees one of them, or none, by chance)
-            longer = sorted(track.tail(p["tail_memory"] * self._repeats.of(track), skip=1))
-            allow = int(p["tail_allow"] * len(longer) / max(len(window), 1))
-            if len(longer) > len(window) and len(longer) > allow:
-                self._tail = max(self._tail, longer[-allow - 1])
+            self._long_tail, self._onset_n, self._window_n = math.nan, track.n, len(window)
         self._streak += 1
         period = self._repeats.period
         n = int(p["sustain"]) * period
@@ -452,7 +462,7 @@ class KLSpike(StartReferenced):
         # judged on the lowest of them: each held batch must be beyond what the window's single batches reached
         low = min(track.tail(n))
         if track.n > n and self._streak >= n and low > floor and z > p["z"] and sudden \
-                and held > p["warn_abs"] and low > self._tail:
+                and held > p["warn_abs"] and low > self._tail and self._beyond_memory(track, low):
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -462,7 +472,7 @@ class KLSpike(StartReferenced):
         k = int(p["warn_hold"]) * period
         both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
-                and self._before < p["prev_abs"] and both > self._tail:
+                and self._before < p["prev_abs"] and both > self._tail and self._beyond_memory(track, both):
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
