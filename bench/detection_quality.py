@@ -450,12 +450,21 @@ DEVELOPED_ON: dict[str, str] = {
                                "entropy, length and validation at 140-200 and reward_cliff's fell-under gate values "
                                "(gap, the reward's fall, noise) were read: where the score held (the gap three "
                                "quarters of the reward's fall) a gap of a tenth of the level is enough (195 -> 185; "
-                               "its rewardscale1to002 run 186 -> 180) (issue 29, branch h-cliff)",
+                               "its rewardscale1to002 run 186 -> 180) (issue 29, branch h-cliff); then its "
+                               "KL-in-reward h30 healthy run's host memory was read (2.21 -> 2.79 GB over 211 steps, "
+                               "flat after: a real climb, its memory_growth warning left; issue 29, branch h-quiet)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
                           " frac_reward_zero_std at 195-240 and reward_cliff's fell-under gate values were read: the "
-                          "same rule (232 -> 224) (issue 29, branch h-cliff)",
+                          "same rule (232 -> 224) (issue 29, branch h-cliff); then its prompt-truncation run's KL at "
+                          "1-185 was read: kl_spike's tail also over the last 100 logged values (its critical at 122,"
+                          " on unchanged prompts, gone); its eval-leak healthy run's KL/entropy at 1-350 (a real "
+                          "13-step KL excursion at 219-231, entropy to 0.95: its kl_spike critical stays in the "
+                          "ratchet), its vespo healthy run's clip ratio, length, reward and lr (a real length drift "
+                          "at 138-267; one-prompt reward noise at 295-297, left), and its repetition-bonus run's "
+                          "reward and rewards/accuracy/mean at 95-195 (the paid bonus pulls the reward up from 120: "
+                          "real) were read, each alert left with its reason (issue 29, branch h-quiet)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

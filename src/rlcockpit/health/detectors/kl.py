@@ -357,7 +357,9 @@ class KLSpike(StartReferenced):
     (0.78, 0.27, 0.45 against a median of 0.08) are no jump out of its range; nor are three batches whose lowest is
     at a level the window's single batches passed more than ``tail_allow`` times (0.44, 0.22, 0.45 where 4 of the
     last 20 were 0.25-0.37: a run whose batches pass 0.22 one time in five meets three in a row by chance every
-    hundred-odd steps).
+    hundred-odd steps). The same share of the last ``tail_memory`` logged values counts too (5 of 100): 20 steps
+    hold one of a run's one-in-thirteen batches, or none, by chance (0.43, 0.18, 0.28 against a median of 0.04
+    where 9 of the first 119 batches passed 0.18, and one of the 20 before).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
@@ -367,7 +369,7 @@ class KLSpike(StartReferenced):
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
-                "warn_hold": 3, "tail_allow": 1,
+                "warn_hold": 3, "tail_allow": 1, "tail_memory": 100,
                 "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
                 "early_ratio": 10.0}
@@ -385,6 +387,8 @@ class KLSpike(StartReferenced):
         self._onset: int | None = None
         self._before = math.nan  # the KL logged just before the candidate spike
         self._tail = math.nan  # the window's value ranked ``tail_allow`` + 1 from the top
+        self._long_tail = math.nan  # the same rank's share of the last ``tail_memory`` values (NaN: not taken yet)
+        self._onset_n = self._window_n = 0  # the KL's observation count at the candidate's start, the window's size
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
     def check_early(self, step: int, track: Track) -> Finding | None:
@@ -411,6 +415,19 @@ class KLSpike(StartReferenced):
         se = self._spread * 1.2533 / math.sqrt(max(len(vals) // period, 1))
         return low, math.log(low / self._ref) / se
 
+    def _beyond_memory(self, track: Track, low: float) -> bool:
+        """Whether ``low`` is above the same share of the last ``tail_memory`` logged values before the candidate
+        spike as ``tail_allow`` is of ``window`` (5 of 100): a level the run's single batches pass one time in
+        thirteen is met by a 20-step window once or not at all, by chance. Taken once per candidate, and only where
+        every other test passed (a sort of 100 values on the rare step that would fire)."""
+        if self._long_tail != self._long_tail:
+            p = self.p
+            longer = track.tail(int(p["tail_memory"]) * self._repeats.period, skip=track.n - self._onset_n + 1)
+            allow = int(p["tail_allow"] * len(longer) / max(self._window_n, 1))
+            ok = len(longer) > self._window_n and len(longer) > allow
+            self._long_tail = sorted(longer)[-allow - 1] if ok else -math.inf
+        return low > self._long_tail
+
     def check(self, step: int) -> Finding | None:
         p = self.p
         track = self.ctx.tracks[KL]
@@ -426,6 +443,7 @@ class KLSpike(StartReferenced):
             self._onset, self._before = step, prev
             top = sorted(window)[-int(p["tail_allow"]) - 1:] if len(window) > p["tail_allow"] else [0.0]
             self._tail = top[0]
+            self._long_tail, self._onset_n, self._window_n = math.nan, track.n, len(window)
         self._streak += 1
         period = self._repeats.period
         n = int(p["sustain"]) * period
@@ -444,7 +462,7 @@ class KLSpike(StartReferenced):
         # judged on the lowest of them: each held batch must be beyond what the window's single batches reached
         low = min(track.tail(n))
         if track.n > n and self._streak >= n and low > floor and z > p["z"] and sudden \
-                and held > p["warn_abs"] and low > self._tail:
+                and held > p["warn_abs"] and low > self._tail and self._beyond_memory(track, low):
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -454,7 +472,7 @@ class KLSpike(StartReferenced):
         k = int(p["warn_hold"]) * period
         both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
-                and self._before < p["prev_abs"] and both > self._tail:
+                and self._before < p["prev_abs"] and both > self._tail and self._beyond_memory(track, both):
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},
