@@ -424,7 +424,13 @@ DEVELOPED_ON: dict[str, str] = {
                           "read: kl_rising's accelerating-rise critical needs the KL still climbing when its hold is "
                           "met (issue 29, branch h-klcrit)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 healthy"
-                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
+                               " runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); "
+                               "then its rewardscale1to10 run's grad norm, advantages, critic/score/mean and "
+                               "reward_extra/acc/mean at 1-200, and its four klinreward-adaptive runs' kl coefficient,"
+                               " reward_kl_penalty, critic/rewards/mean and critic/score/mean were read (with a scan of"
+                               " every DEVELOPED_ON run's grad-norm 10-step median against its warm-up and of every "
+                               "logged KL coefficient's runs of rises): grad_spike's growing-with-the-reward's-scale "
+                               "warning and kl_rising's KL-coefficient-runaway warning (issue 29, branch h-kl)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy runs"
                           " at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51)",
 }
