@@ -146,6 +146,7 @@ class KLRising(Detector):
         self._coef_rises = 0  # consecutive logged rises of the KL coefficient
         self._coef_base = math.nan  # ... its value before the first of them
         self._coef_step = -1  # the coefficient's step last counted
+        self._coef_steps, self._coef_factor = int(self.p["coef_steps"]), float(self.p["coef_factor"])
 
     def _been_there(self, track: Track, c: float, span: int) -> bool:
         """Whether a median of ``span`` consecutive observations among the ``range_window`` before the three compared
@@ -163,25 +164,26 @@ class KLRising(Detector):
             found = self._range_gate(step, track, track.last)
         rising = self._rising(step, track)  # counted on every check, whether the range rule fired or not
         coef = self.ctx.tracks.get(KL_COEF)
-        runaway = None if coef is None or coef.last_step == self._coef_step else self._runaway(step, coef)
+        runaway = None
+        if coef is not None and coef.last_step != self._coef_step:  # the coefficient's rises, counted inline
+            self._coef_step = coef.last_step
+            vals = coef.values
+            if len(vals) > 1 and vals[-1] > vals[-2]:
+                if not self._coef_rises:
+                    self._coef_base = vals[-2]
+                self._coef_rises += 1
+                if self._coef_rises >= self._coef_steps and vals[-1] >= self._coef_factor * self._coef_base > 0.0:
+                    runaway = self._runaway(step, coef)
+            else:
+                self._coef_rises = 0
         if found is None or (rising is not None and rising.severity == "critical"):
             return rising or runaway
         return found
 
     def _runaway(self, step: int, coef: Track) -> Finding | None:
-        """The coefficient-runaway rule (class docstring): O(1) a step, the penalty's share only asked once the
-        coefficient rose ``coef_factor`` x on every step."""
-        self._coef_step = coef.last_step
-        vals = coef.values
-        if len(vals) < 2 or not vals[-1] > vals[-2]:
-            self._coef_rises = 0
-            return None
-        if not self._coef_rises:
-            self._coef_base = vals[-2]
-        self._coef_rises += 1
-        p, base, now = self.p, self._coef_base, vals[-1]
-        if self._coef_rises < p["coef_steps"] or base <= 0.0 or now < p["coef_factor"] * base:
-            return None
+        """The coefficient-runaway rule (class docstring), asked once the coefficient rose ``coef_factor`` x on
+        each of ``coef_steps`` logged steps or more (counted in :meth:`check`): the penalty's share."""
+        p, base, now = self.p, self._coef_base, coef.last
         tracks, span = self.ctx.tracks, int(p["coef_span"])
         paid, score = tracks.get(TRAIN_REWARD), tracks.get(REWARD)
         if paid is None or score is None or paid.last_step != score.last_step or min(paid.n, score.n) < span:
