@@ -460,6 +460,7 @@ class GradSpike(FrozenBaseline):
         self._warm: float | None = None
         self._early: list[float] = []  # the first norms of steps with a learning signal, until the warm level is set
         self._equal: dict[str, tuple[int, bool]] = {}  # task score -> (reward's count when judged, equalled it)
+        self._scaled_at = float(self.p["scaled_ratio"])  # read once: the gate below runs on every step
 
     def on_warm(self) -> None:
         self._early = self._reference(self.warmup, True)
@@ -534,7 +535,7 @@ class GradSpike(FrozenBaseline):
         grown = self._warm is not None and v > p["critical_ratio"] * self._warm and \
             recent_count(track, p["sustain"] + 2, p["critical_ratio"] * self._warm) > p["sustain"]
         scaled = None
-        if self._warm is not None and ema > p["scaled_ratio"] * self._warm and not grown:
+        if not grown and self._warm is not None and ema > self._scaled_at * self._warm:
             scaled = self._scaled_reward()  # the gate: the norm's level doubled, rare and O(1) to test
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
