@@ -452,7 +452,14 @@ DEVELOPED_ON: dict[str, str] = {
                                "quarters of the reward's fall) a gap of a tenth of the level is enough (195 -> 185; "
                                "its rewardscale1to002 run 186 -> 180) (issue 29, branch h-cliff); then its "
                                "KL-in-reward h30 healthy run's host memory was read (2.21 -> 2.79 GB over 211 steps, "
-                               "flat after: a real climb, its memory_growth warning left; issue 29, branch h-quiet)",
+                               "flat after: a real climb, its memory_growth warning left; issue 29, branch h-quiet); "
+                               "then its rewardscale1to10 run's grad norm, advantages, critic/score/mean and "
+                               "reward_extra/acc/mean at 1-200, and its four klinreward-adaptive runs' kl "
+                               "coefficient, reward_kl_penalty, critic/rewards/mean and critic/score/mean were read "
+                               "(with a scan of every DEVELOPED_ON run's grad-norm 10-step median against its warm-up"
+                               " and of every logged KL coefficient's runs of rises): grad_spike's "
+                               "growing-with-the-reward's-scale warning and kl_rising's KL-coefficient-runaway "
+                               "warning (issue 29, branch h-kl)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"

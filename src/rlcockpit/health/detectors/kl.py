@@ -41,6 +41,7 @@ from rlcockpit.metrics.guide import threshold
 
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
+KL_COEF, TRAIN_REWARD, REWARD = "actor/kl_coef", "critic/rewards/mean", "critic/score/mean"
 
 
 @register_detector("kl_rising", "kl_drift", "kl_band")
@@ -95,13 +96,23 @@ class KLRising(Detector):
     (magnitude plus persistence, measured against the warning's own level: a KL that moves to a new level settles
     there, one whose policy is collapsing keeps going; a climb at a steady or slowing pace, 0.35 -> 1.4 -> 2.2 over
     20 steps, never meets the accelerating-rise rule's test in log units). A gap of a check or two in the departure
-    is the same departure (its warned level stays)."""
+    is the same departure (its warned level stays).
 
-    keys = (KL,)
+    Also a warning, whatever the KL does: the KL *coefficient runs away* (a KL penalty in the reward, an adaptive
+    controller). The coefficient (``actor/kl_coef``) rose on every logged step for ``coef_steps`` or more and by
+    ``coef_factor`` x its value before the first rise, and the penalty it pays out now takes ``coef_share`` of the
+    task score or more: the score (``critic/score/mean``) minus the reward the advantages are computed from
+    (``critic/rewards/mean``), over the last ``coef_span`` paired steps, against the score's mean over them. An
+    adaptive controller moves its coefficient both ways around its target, a few percent a step; one that rises on
+    every step by an order of magnitude is saturated (a KL it cannot bring to target, an error with its sign upside
+    down), and once the penalty is a quarter of what the task pays, the reward the policy is trained on is turning
+    into the KL estimate scaled by a growing factor."""
+
+    keys = (KL, KL_COEF, TRAIN_REWARD)
     defaults = {"band_high": threshold(KL, "healthy_high"), "span": 10, "rise_ratio": 1.5, "accel": 1.5, "critical_ratio": 3.0,
                 "every": 2, "z": 3.0, "critical_hold": 4, "warn_hold": 4,
                 "range_n": 10, "range_window": 60, "range_ratio": 2.5, "range_z": 4.0, "range_hold": 3,
-                "lr_raise": 2.0}
+                "lr_raise": 2.0, "coef_steps": 10, "coef_factor": 10.0, "coef_share": 0.25, "coef_span": 10}
     story = "collapse"
     cause = "the policy is drifting away from the reference faster than it learns"
 
@@ -132,6 +143,10 @@ class KLRising(Detector):
         self._level_at = -(10**9)  # ... the last reference found level was measured then
         self._level_run = 0  # ... and how many references in a row had been found level then
         self._every = self._tick = int(self.p["every"])  # observations until the range rule's gate is updated
+        self._coef_rises = 0  # consecutive logged rises of the KL coefficient
+        self._coef_base = math.nan  # ... its value before the first of them
+        self._coef_step = -1  # the coefficient's step last counted
+        self._coef_steps, self._coef_factor = int(self.p["coef_steps"]), float(self.p["coef_factor"])
 
     def _been_there(self, track: Track, c: float, span: int) -> bool:
         """Whether a median of ``span`` consecutive observations among the ``range_window`` before the three compared
@@ -148,9 +163,46 @@ class KLRising(Detector):
             self._tick = self._every
             found = self._range_gate(step, track, track.last)
         rising = self._rising(step, track)  # counted on every check, whether the range rule fired or not
+        coef = self.ctx.tracks.get(KL_COEF)
+        runaway = None
+        if coef is not None and coef.last_step != self._coef_step:  # the coefficient's rises, counted inline
+            self._coef_step = coef.last_step
+            vals = coef.values
+            if len(vals) > 1 and vals[-1] > vals[-2]:
+                if not self._coef_rises:
+                    self._coef_base = vals[-2]
+                self._coef_rises += 1
+                if self._coef_rises >= self._coef_steps and vals[-1] >= self._coef_factor * self._coef_base > 0.0:
+                    runaway = self._runaway(step, coef)
+            else:
+                self._coef_rises = 0
         if found is None or (rising is not None and rising.severity == "critical"):
-            return rising
+            return rising or runaway
         return found
+
+    def _runaway(self, step: int, coef: Track) -> Finding | None:
+        """The coefficient-runaway rule (class docstring), asked once the coefficient rose ``coef_factor`` x on
+        each of ``coef_steps`` logged steps or more (counted in :meth:`check`): the penalty's share."""
+        p, base, now = self.p, self._coef_base, coef.last
+        tracks, span = self.ctx.tracks, int(p["coef_span"])
+        paid, score = tracks.get(TRAIN_REWARD), tracks.get(REWARD)
+        if paid is None or score is None or paid.last_step != score.last_step or min(paid.n, score.n) < span:
+            return None
+        q = score.mean_last(span)
+        penalty = q - paid.mean_last(span)
+        if penalty < p["coef_share"] * abs(q) or penalty <= 0.0:
+            return None
+        n = self._coef_rises
+        vals_ = {"kl_coef": now, "kl_coef_before": base, "factor": now / base, "rises": n, "penalty": penalty,
+                 "quality": q, "share": penalty / max(abs(q), 1e-12)}
+        return self.fire(step, "warning",
+                         f"KL coefficient running away: {coef.raw} {fmt(base)} -> {fmt(now)} ({now / base:.0f}x), up "
+                         f"on each of the last {n} logged steps; the KL penalty now takes {fmt(penalty)} of "
+                         f"{score.raw} {fmt(q)} ({penalty / max(abs(q), 1e-12):.0%}, {paid.raw} over the last {span})",
+                         "The KL controller pushes its coefficient one way on every step, far beyond the few percent "
+                         "a step of a controller that follows its target: the reward the policy is trained on is "
+                         "turning into the KL estimate times a growing factor.", values=vals_,
+                         step_start=coef.steps[-min(n + 1, len(coef.steps))], extra_keys=(REWARD,))
 
     def _rising(self, step: int, track: Track) -> Finding | None:
         """The accelerating-rise rule (class docstring)."""

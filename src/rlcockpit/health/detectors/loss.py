@@ -31,6 +31,7 @@ from rlcockpit.health.base import (
     robust,
 )
 from rlcockpit.health.config_view import format_value, make_action
+from rlcockpit.health.detectors.reward import REWARD, task_scores
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.metrics.guide import threshold
@@ -421,12 +422,23 @@ class GradSpike(FrozenBaseline):
     ``critical_ratio`` squared x the reference, two orders of magnitude, counts one anywhere in the window), or the
     smoothed norm > ``critical_ratio`` x its warm-up level (the median of its first ``warmup`` steps with a learning
     signal; a sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a
-    warning."""
+    warning.
+
+    Growing with the reward's scale (warning): the smoothed norm (its EMA) over ``scaled_ratio`` x its warm-up level
+    while the training reward, which exactly equalled a task score logged on its own samples (a correctness the
+    reward function logs beside the score, a reward component not named for format) on ``scaled_equal_min`` paired
+    steps or more of the held history, now averages ``scaled_ratio`` x that score or more over the last
+    ``scaled_span`` paired steps. The reward was that score and has been multiplied away from it (a reward
+    normaliser or a scale that drifts, a bug that multiplies the reward): without a division by the groups' spread
+    (Dr. GRPO, REINFORCE) the advantages and the gradient grow with it, slowly enough that no single step is a
+    spike. A gradient that grows as the policy learns leaves the reward equal to its score; a reward that pulls away
+    from its score while the gradient keeps its size is reward_divergence's."""
 
     keys = (GRAD, FRAC_ZERO)
     prefixes = (ADV_MAX, ADV_MIN)  # tracked (a prefix each) for the tie test, not cited as evidence
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
-                "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3, "burst": 10}
+                "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3, "burst": 10, "scaled_ratio": 2.0,
+                "scaled_equal_min": 50, "scaled_span": 10}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 
@@ -445,6 +457,8 @@ class GradSpike(FrozenBaseline):
         self._ema = math.nan
         self._warm: float | None = None
         self._early: list[float] = []  # the first norms of steps with a learning signal, until the warm level is set
+        self._equal: dict[str, tuple[int, bool]] = {}  # task score -> (reward's count when judged, equalled it)
+        self._scaled_at = float(self.p["scaled_ratio"])  # read once: the gate below runs on every step
 
     def on_warm(self) -> None:
         self._early = self._reference(self.warmup, True)
@@ -518,9 +532,12 @@ class GradSpike(FrozenBaseline):
         ema = self._ema = v if self._ema != self._ema or self._ema <= 0 else self._ema + p["ema"] * (v - self._ema)
         grown = self._warm is not None and v > p["critical_ratio"] * self._warm and \
             recent_count(track, p["sustain"] + 2, p["critical_ratio"] * self._warm) > p["sustain"]
+        scaled = None
+        if not grown and self._warm is not None and ema > self._scaled_at * self._warm:
+            scaled = self._scaled_reward()  # the gate: the norm's level doubled, rare and O(1) to test
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
-            return None
+            return None if scaled is None else self._fire_scaled(step, scaled)
         fit = log_scale(self._reference(p["window"], not self._tied_now()))
         if fit is None:
             return None  # too few steps with a learning signal to know this run's spread
@@ -535,7 +552,7 @@ class GradSpike(FrozenBaseline):
                              step_start=track.steps[-min(p["sustain"] + 2, len(track.steps))], extra_keys=(LOSS,))
         far = ratio > p["warn_ratio"] and math.log(ratio) > p["z_log"] * spread
         if not far and (ratio <= p["huge_ratio"] or math.log(ratio) <= p["huge_z"] * spread):
-            return None
+            return None if scaled is None else self._fire_scaled(step, scaled)
         span = p["burst"] if ratio <= p["critical_ratio"] ** 2 else p["window"]  # two orders of magnitude: the window
         repeated = recent_count(track, span, p["warn_ratio"] * ref) >= 2
         if far and ratio > p["critical_ratio"] and repeated:
@@ -543,6 +560,48 @@ class GradSpike(FrozenBaseline):
                              "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
         return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)}, {ratio:.1f}x {where}",
                          "One spike alone; watch whether it repeats or the loss follows.", values=vals)
+
+
+    def _scaled_reward(self) -> tuple[str, float, float, float] | None:
+        """(task score, reward's mean, score's mean, their ratio) over the last ``scaled_span`` paired steps, where
+        the reward exactly equalled that score on ``scaled_equal_min`` paired steps or more of the held history and
+        now averages ``scaled_ratio`` x it (class docstring); None otherwise. Whether the two were equal is judged
+        once a key (again after ``scaled_equal_min`` more rewards when they were not)."""
+        tracks, p = self.ctx.tracks, self.p
+        reward = tracks.get(REWARD)
+        if reward is None:
+            return None
+        span, need = int(p["scaled_span"]), int(p["scaled_equal_min"])
+        for key in self.ctx.per_keyset("reward_cliff.task_scores", task_scores):
+            score = tracks[key]
+            seen = self._equal.get(key)
+            if seen is None or not seen[1] and reward.n - seen[0] >= need:
+                by_step = dict(zip(score.steps, score.values))
+                equal = sum(1 for s, r in zip(reward.steps, reward.values)
+                            if s in by_step and abs(r - by_step[s]) <= 1e-6 * max(1.0, abs(r)))
+                seen = self._equal[key] = (reward.n, equal >= need)
+            if not seen[1] or score.last_step != reward.last_step or min(score.n, reward.n) < span:
+                continue
+            r, q = reward.mean_last(span), score.mean_last(span)
+            if q > 0.0 and r >= p["scaled_ratio"] * q:
+                return key, r, q, r / q
+        return None
+
+    def _fire_scaled(self, step: int, scaled: tuple[str, float, float, float]) -> Finding | None:
+        key, r, q, factor = scaled
+        tracks, p = self.ctx.tracks, self.p
+        level = self._ema / self._warm
+        reward, score = tracks[REWARD], tracks[key]
+        vals = {"grad_norm_level": self._ema, "warm_median": self._warm, "ratio": level, "reward": r,
+                "quality": q, "reward_factor": factor,
+                "signals": [f"{reward.raw} {fmt(factor)}x {score.raw} over the last {int(p['scaled_span'])} steps"]}
+        return self.fire(step, "warning",
+                         f"Gradient norm growing with the reward's scale: its level {fmt(self._ema)}, {level:.1f}x its "
+                         f"warm-up median {fmt(self._warm)}, while {reward.raw} ({fmt(r)}) is {factor:.1f}x "
+                         f"{score.raw} ({fmt(q)}), which it equalled",
+                         "The reward has been multiplied away from the score it stood for, and the gradient grows "
+                         "with it: without a division by the groups' spread the advantages carry the reward's scale.",
+                         values=vals, extra_keys=(REWARD, key))
 
 
 @register_detector("value_divergence", "vf_loss")

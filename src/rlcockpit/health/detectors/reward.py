@@ -79,7 +79,7 @@ def same_samples(key: str) -> bool:
     return key.startswith(COMPONENT) or (key.startswith(EXTRA) and is_correctness(key))
 
 
-def _task_scores(ctx) -> list[str]:
+def task_scores(ctx) -> list[str]:
     """Task scores logged on the reward's own samples (:func:`same_samples`, :func:`quality_direction` > 0)."""
     return [k for k in ctx.tracks if k != REWARD and same_samples(k) and quality_direction(k) > 0]
 
@@ -195,7 +195,7 @@ class RewardCliff(StartReferenced):
 
     def check(self, step: int) -> Finding | None:
         found = self._cliff(step)
-        for key in self.ctx.per_keyset("reward_cliff.task_scores", _task_scores):
+        for key in self.ctx.per_keyset("reward_cliff.task_scores", task_scores):
             under = self._fell_under(step, key)
             found = found or under
         return found
