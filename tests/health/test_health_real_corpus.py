@@ -58,10 +58,15 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # the fifteenth pass's four (884cba3, BENCHMARKS "A ninth held-out batch") went with h-gradcrit and h-trlcrit
     # the sixteenth pass's kl_rising critical (the one-prompt beta-0.2 run whose KL jumps and settles) went with h-klcrit
     # the seventeenth pass (BENCHMARKS "An eleventh held-out batch"), scored once held out at 1c7b36d and not read run by
-    # run: kl_spike's critical on TRL's healthy eval-leak run (a planned fault that left no mark)
+    # run: kl_spike's critical on TRL's healthy eval-leak run (a planned fault that left no mark). Read by h-quiet
+    # (2026-12-07): the KL was >= 0.5 on all 13 steps 219-231 (the 3-step median at 227 is 8.9x the run's) and entropy
+    # fell to 0.95 (never under 1.21 elsewhere) as the leak reached every row, recovering by ~241: a real excursion the
+    # label calls harmless; no general rule tells it from a true spike, so it is kept here
     "trl_cpu_settings12-healthy-gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": 1,
 }
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0}  # per healthy run
+# the eighteenth pass's TRL source, scored once held out at 0b23c60 and not read run by run (BENCHMARKS "A twelfth
+# held-out batch"): 7 warnings on its 6 healthy runs
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0, "trl_cpu_settings13": 7 / 6}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)
