@@ -64,7 +64,7 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # label calls harmless; no general rule tells it from a true spike, so it is kept here
     "trl_cpu_settings12-healthy-gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": 1,
 }
-# the eighteenth pass's TRL source, scored once held out at 0b23c60 and not read run by run (BENCHMARKS "A twelfth
+# the eighteenth pass's TRL source, scored held out at 68152c4 and 9bb2bb7 and not read run by run (BENCHMARKS "A twelfth
 # held-out batch"): 7 warnings on its 6 healthy runs
 BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0, "trl_cpu_settings13": 7 / 6}  # per healthy run
 
