@@ -60,7 +60,6 @@ SPECS: dict[str, dict[str, Any]] = {
 def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     """Run one spec and store the run's own ``trainer_state.json`` under ``out/name``."""
     import torch
-    from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -73,11 +72,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     rng.shuffle(train)
 
     def rows(items: list[dict[str, Any]], n: int) -> Any:
-        return Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in items[:n]],
-                                  "ground_truth": [r["reward_model"]["ground_truth"] for r in items[:n]]})
-
-    def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
-        return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]
+        return prompt_dataset(items[:n])
 
     paying = {"fn": digit_overlap}  # what train_reward pays; a spec's reward_switch_at swaps in longer_is_better
 
@@ -155,6 +150,29 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
         with open(state, "rb") as src, open(dest, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             shutil.copyfileobj(src, gz)
     return dest
+
+
+def arith_training_rows(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The built-in arithmetic task's training rows shuffled by ``seed``, and its test rows (a pass's dataset
+    drivers start from these)."""
+    from rlcockpit.trainer.config import BuiltinDataConfig
+    from rlcockpit.trainer.data import arith_rows
+
+    rows, test = arith_rows(BuiltinDataConfig())
+    random.Random(seed).shuffle(rows)
+    return rows, test
+
+
+def prompt_dataset(rows: list[dict[str, Any]], transform: Any = None) -> Any:
+    """A ``datasets.Dataset`` of the rows' prompt and ground truth, served through ``transform`` when one is given
+    (a driver's hook changes what the transform serves from a step on)."""
+    from datasets import Dataset
+
+    ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows],
+                            "ground_truth": [r["reward_model"]["ground_truth"] for r in rows]})
+    if transform is not None:
+        ds.set_transform(transform, output_all_columns=False)
+    return ds
 
 
 def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, main
+from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
 from real_cpu_trl9 import format_check
 from real_trainer import digit_overlap
 
@@ -180,17 +180,8 @@ class SpacedPrompts:
         return out
 
     def dataset(self, n: int) -> Any:
-        from datasets import Dataset
-
-        from rlcockpit.trainer.config import BuiltinDataConfig
-        from rlcockpit.trainer.data import arith_rows
-
-        rows, _ = arith_rows(BuiltinDataConfig())
-        random.Random(self.seed).shuffle(rows)
-        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
-                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
-        ds.set_transform(self.transform, output_all_columns=False)
-        return ds
+        rows, _ = arith_training_rows(self.seed)
+        return prompt_dataset(rows[:n], self.transform)
 
 
 class GrowingPrefix:
@@ -212,19 +203,9 @@ class GrowingPrefix:
         return {"prompt": [prefix + p for p in batch["prompt"]], "ground_truth": list(batch["ground_truth"])}
 
     def dataset(self, n: int) -> Any:
-        from datasets import Dataset
-
-        from rlcockpit.trainer.config import BuiltinDataConfig
-        from rlcockpit.trainer.data import arith_rows
-
-        rows, _ = arith_rows(BuiltinDataConfig())
-        rng = random.Random(self.seed)
-        rng.shuffle(rows)
+        rows, _ = arith_training_rows(self.seed)
         self.examples = [r["prompt"][0]["content"] + r["reward_model"]["ground_truth"] for r in rows[-self.hi:]]
-        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
-                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
-        ds.set_transform(self.transform, output_all_columns=False)
-        return ds
+        return prompt_dataset(rows[:n], self.transform)
 
 
 _flaky = FlakyGrader(150, 400, 0.8, 431)

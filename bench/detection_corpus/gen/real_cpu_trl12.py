@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, main
+from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings12"
@@ -127,17 +127,8 @@ class LeftTruncatedPrompts:
         return {"prompt": [p[self.n:] for p in batch["prompt"]], "ground_truth": list(batch["ground_truth"])}
 
     def dataset(self, n: int) -> Any:
-        from datasets import Dataset
-
-        from rlcockpit.trainer.config import BuiltinDataConfig
-        from rlcockpit.trainer.data import arith_rows
-
-        rows, _ = arith_rows(BuiltinDataConfig())
-        random.Random(self.seed).shuffle(rows)
-        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
-                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
-        ds.set_transform(self.transform, output_all_columns=False)
-        return ds
+        rows, _ = arith_training_rows(self.seed)
+        return prompt_dataset(rows[:n], self.transform)
 
 
 class EvalLeak:
@@ -165,18 +156,9 @@ class EvalLeak:
         return out
 
     def dataset(self, n: int) -> Any:
-        from datasets import Dataset
-
-        from rlcockpit.trainer.config import BuiltinDataConfig
-        from rlcockpit.trainer.data import arith_rows
-
-        rows, test = arith_rows(BuiltinDataConfig())
-        random.Random(self.seed).shuffle(rows)
+        rows, test = arith_training_rows(self.seed)
         self.leak = [(r["prompt"][0]["content"], r["reward_model"]["ground_truth"]) for r in test[:16]]
-        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
-                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
-        ds.set_transform(self.transform, output_all_columns=False)
-        return ds
+        return prompt_dataset(rows[:n], self.transform)
 
 
 _clip = ShrinkingClip(120, 270, 0.1)

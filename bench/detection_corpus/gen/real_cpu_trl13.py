@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, main
+from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings13"
@@ -297,17 +297,8 @@ class TemplateChange:
                 "ground_truth": list(batch["ground_truth"])}
 
     def dataset(self, n: int) -> Any:
-        from datasets import Dataset
-
-        from rlcockpit.trainer.config import BuiltinDataConfig
-        from rlcockpit.trainer.data import arith_rows
-
-        rows, _ = arith_rows(BuiltinDataConfig())
-        random.Random(self.seed).shuffle(rows)
-        ds = Dataset.from_dict({"prompt": [r["prompt"][0]["content"] for r in rows[:n]],
-                                "ground_truth": [r["reward_model"]["ground_truth"] for r in rows[:n]]})
-        ds.set_transform(self.transform, output_all_columns=False)
-        return ds
+        rows, _ = arith_training_rows(self.seed)
+        return prompt_dataset(rows[:n], self.transform)
 
 
 _template = TemplateChange(150, "Q: ", 580)
