@@ -38,10 +38,13 @@ from rlcockpit.health.detectors.system import LR
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.metrics.guide import threshold
+from rlcockpit.metrics.headline import HEADLINE_KEYS
 
 # read once from the metric guide (a guide lookup costs ~2 µs: too much for every logged step)
 KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken against
-KL_COEF, TRAIN_REWARD, REWARD = "actor/kl_coef", "critic/rewards/mean", "critic/score/mean"
+KL_COEF = "actor/kl_coef"
+# verl's task score and the reward its advantages are computed from (the score less an in-reward KL penalty)
+REWARD, TRAIN_REWARD = HEADLINE_KEYS["reward"][:2]
 
 
 @register_detector("kl_rising", "kl_drift", "kl_band")
