@@ -561,7 +561,6 @@ class GradSpike(FrozenBaseline):
         return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)}, {ratio:.1f}x {where}",
                          "One spike alone; watch whether it repeats or the loss follows.", values=vals)
 
-
     def _scaled_reward(self) -> tuple[str, float, float, float] | None:
         """(task score, reward's mean, score's mean, their ratio) over the last ``scaled_span`` paired steps, where
         the reward exactly equalled that score on ``scaled_equal_min`` paired steps or more of the held history and
