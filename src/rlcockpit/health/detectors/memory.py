@@ -194,6 +194,17 @@ class MemoryTrend(Detector):
                 "relative_growth": (vals[-1] - base) / max(abs(base), 1e-12),
                 "slope_per_observation": (vals[-1] - vals[0]) / k, "window": k + 1, "noise": jitter}
 
+    def quiet_step(self, key: str, track: Track, mean3: float | None = None) -> bool:
+        """:meth:`creeping`'s usual step, told without it (the step cost of the memory detectors): the newest value
+        is one observation on, no new high (the record run ends, as :meth:`records` counts it) and no refinement of
+        the baseline is due; True when, besides, the 3-step mean (``mean3``, else taken here) is under
+        ``min_growth`` above the baseline: nowhere near a creep, :meth:`creeping` would find nothing."""
+        rec = self._top[key]
+        if track.n - rec[2] != 1 or track.last > rec[0] + rec[3] or track.n == rec[5]:
+            return False
+        rec[1], rec[2] = 0, track.n
+        return (track.mean_last(3) if mean3 is None else mean3) - self._base[key][0] < rec[4]
+
     def creeping(self, key: str, track: Track) -> dict[str, float] | None:
         """The creep evidence for ``track`` now, or ``None`` (see the class docstring)."""
         if track.n == self._top.get(key, (0,) * 6)[5]:
@@ -275,11 +286,8 @@ class _Percent(MemoryTrend):
         every = p["every"]
         if every > 1 and (self.seen + self._phase) % every:  # not self.due(every), inlined
             return None
-        rec = self._top[key]  # creeping(), its usual step inlined: no new high and nowhere near min_growth above
-        if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5]:
-            rec[1], rec[2] = 0, track.n
-            if s - base < rec[4]:
-                return self.spread(step)
+        if self.quiet_step(key, track, s):
+            return self.spread(step)
         ev = self.creeping(key, track)
         if ev is None:
             spread = self.spread(step)
@@ -429,7 +437,7 @@ class MemoryGrowth(MemoryTrend):
                 self._present = [k for k in self._present if k not in (GPU_USED, GPU_BYTES)]
             if RSS in self._base or RSS_MB in self._base:  # the process's own memory has a level: the machine's
                 self._present = [k for k in self._present if k != CPU_USED]  # (others' too) is not judged
-        tracks, state = self.ctx.tracks, self._top
+        tracks = self.ctx.tracks
         for key in self._present:
             track = tracks[key]
             if key == CPU_USED and self._rss_key:
@@ -440,12 +448,8 @@ class MemoryGrowth(MemoryTrend):
                 found = self._sign_trend(step, key, track)
                 if found is not None:
                     return found
-            rec = state[key]  # the usual step, inlined: no new high and nowhere near min_growth above the level
-            if track.n - rec[2] == 1 and track.last <= rec[0] + rec[3] and track.n != rec[5] \
-                    and not self.p["device_memory_gb"]:
-                rec[1], rec[2] = 0, track.n
-                if track.mean_last(3) - self._base[key][0] < rec[4]:
-                    continue
+            if not self.p["device_memory_gb"] and self.quiet_step(key, track):
+                continue
             found = (self.p["device_memory_gb"] and self._device_limit(step, key, track)) or self._creep(step, key, track)
             if found is not None:
                 return found
