@@ -472,6 +472,11 @@ DEVELOPED_ON: dict[str, str] = {
                           "at 138-267; one-prompt reward noise at 295-297, left), and its repetition-bonus run's "
                           "reward and rewards/accuracy/mean at 95-195 (the paid bonus pulls the reward up from 120: "
                           "real) were read, each alert left with its reason (issue 29, branch h-quiet)",
+    "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
+                               "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
+                               "08:05)",
+    "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
+                          "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
