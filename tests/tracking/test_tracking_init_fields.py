@@ -91,3 +91,18 @@ def test_config_keys_json_cannot_hold_are_stored_as_text(start, store_dir, caplo
     run.finish()
     assert rlcockpit.Api(store_dir).run(run.id).config == {"(1, 2)": 3, "ok": {"1": "a"}}
     assert "(1, 2)" in caplog.text
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_nul_or_surrogate_in_the_project_is_stored_safe_in_both_stores(backend, tmp_path, request,
+                                                                       caplog) -> None:
+    """The project went to the store as given: SQLite kept the NUL and PostgreSQL refused it, so the same
+    ``init`` killed a script on the team store (hostile names, session of 2026-12-07)."""
+    store = str(tmp_path) if backend == "sqlite" else request.getfixturevalue("pg_url")
+    with caplog.at_level(logging.WARNING, logger="rlcockpit"):
+        run = rlcockpit.init(project="ev\0il\ud800", dir=str(tmp_path), store=store, system_interval=None)
+        run.log({"loss": 1.0})
+        run.finish()
+    assert run.project == "ev\ufffdil\ufffd"
+    assert open_store(store).get_run(run.id)["project"] == "ev\ufffdil\ufffd"
+    assert any("project" in r.getMessage() and "lone surrogate" in r.getMessage() for r in caplog.records)

@@ -1,4 +1,4 @@
-"""``init()``'s run fields (name, group, tags, notes, id, config) checked once, before anything is stored.
+"""``init()``'s run fields (project, name, group, tags, notes, id, config) checked once, before anything is stored.
 
 Why here and not in the store: a wrong type or an unencodable string reaching the store kills the script
 at startup (``sqlite3.ProgrammingError``, ``UnicodeEncodeError``), or is stored wrong (``tags="grpo"`` as
@@ -6,8 +6,8 @@ at startup (``sqlite3.ProgrammingError``, ``UnicodeEncodeError``), or is stored 
 
 * ``tags``: a ``str`` is one tag (W&B's ``Settings.validate_run_tags`` does ``(value,)``); any other iterable
   gives one tag per item (``str(item)``); a non-iterable (``tags=5``) is a ``TypeError`` naming ``tags``.
-* ``name`` / ``group`` / ``notes``: text; a number becomes its text with one warning; anything else (a dict,
-  a list) is a ``TypeError`` naming the field.
+* ``project`` / ``name`` / ``group`` / ``notes``: text; a number becomes its text with one warning; anything
+  else (a dict, a list) is a ``TypeError`` naming the field.
 * ``id``: one path part (it names folders): no ``/``, ``\\``, NUL, ``..``; else a ``ValueError``.
 * a lone surrogate (``"\\ud800"``, which no UTF-8 store or file accepts) or a NUL (which PostgreSQL refuses)
   anywhere in them or in the config, keys included, becomes U+FFFD with one warning naming the field or key;
@@ -32,6 +32,7 @@ REPLACEMENT = "\ufffd"
 
 @dataclass
 class InitFields:
+    project: str
     name: str | None
     group: str | None
     tags: list[str] | None
@@ -104,7 +105,7 @@ def _safe(field: str, text: str | None, warned: list[str]) -> str | None:
     return redact_text(fixed)
 
 
-def check_init_fields(*, name: Any, group: Any, tags: Any, notes: Any, id: Any,
+def check_init_fields(*, project: Any, name: Any, group: Any, tags: Any, notes: Any, id: Any,
                       config: Mapping[str, Any]) -> InitFields:
     """The fields as stored (see the module doc); one warning lists every place a surrogate was replaced."""
     warned: list[str] = []
@@ -119,6 +120,7 @@ def check_init_fields(*, name: Any, group: Any, tags: Any, notes: Any, id: Any,
             raise ValueError(f"init(id={id!r}): a run id names folders: no '/', '\\' or '.' parts")
     tag_list = _tags(tags)
     out = InitFields(
+        project=_safe("project", _text("project", project), warned) or "",
         name=_safe("name", _text("name", name), warned),
         group=_safe("group", _text("group", group), warned),
         tags=None if tag_list is None else [_safe(f"tags[{i}]", t, warned) or "" for i, t in enumerate(tag_list)],

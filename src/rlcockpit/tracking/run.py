@@ -498,9 +498,9 @@ def init(
     options = RunOptions(loggers=loggers, logger_options=logger_options, extra_sinks=sinks, health=health,
                          alerts=alerts, guardrails=guardrails, system_interval=system_interval,
                          max_queue_bytes=int(max_queue_bytes), print_findings=print_findings)
-    f = check_init_fields(name=name, group=group, tags=tags, notes=notes, id=id,  # types, surrogates, secrets
-                          config=filter_config(config_to_dict(config), wandb_args))
-    run = Run(project=project, name=f.name, group=f.group, tags=f.tags, config=f.config, dir=dir, id=f.id,
+    f = check_init_fields(project=project, name=name, group=group, tags=tags, notes=notes,  # types, surrogates,
+                          id=id, config=filter_config(config_to_dict(config), wandb_args))
+    run = Run(project=f.project, name=f.name, group=f.group, tags=f.tags, config=f.config, dir=dir, id=f.id,
               resume=normalize_resume(resume, id), notes=f.notes, capture_meta=capture_meta, options=options,
               store=store, server=server, extra_meta={k: v for k, v in (("job_type", job_type), ("entity", entity))
                                                       if v is not None})
