@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
-from faults_support import log_then_fill_the_disk
+from faults_support import child_env, log_then_fill_the_disk
 
 import rlcockpit
 from rlcockpit.cli import main
@@ -119,3 +121,27 @@ def test_full_disk_warning_is_reported_once_not_per_batch(small_disk, caplog) ->
     assert stored.status == "finished"
     assert stored.series("x")[0].tolist() == list(range(2000))  # the buffer held it all: nothing lost
     assert stored.events("data_lost") == []
+
+
+def test_a_run_that_cannot_be_completed_says_so_once_with_what_was_not_written(small_disk) -> None:
+    """A child process with no logging set up (a plain training script): the closing error came twice on stderr,
+    once printed and once from logging's last resort (found by hand on a 2 MiB tmpfs, session of 2026-12-07)."""
+    if small_disk.kind != "tmpfs":
+        pytest.skip("needs a real filesystem filling up under a store init() opens itself")
+    code = (
+        "import sys, rlcockpit\n"
+        "run = rlcockpit.init(project='p', dir=sys.argv[1], system_interval=None, capture_meta=False, health=False)\n"
+        "run.log({'x': 0.0}, step=0); run.flush()\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "for s in range(1, 3000): run.log({f'k{i}': float(s) for i in range(20)}, step=s)\n"
+        "run.finish(timeout=3)\n")
+    child = subprocess.Popen([sys.executable, "-u", "-c", code, str(small_disk.path / "store")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=child_env())
+    assert child.stdout.readline().strip() == "ready"
+    small_disk.fill()
+    _out, err = child.communicate("go\n", timeout=120)
+    assert child.returncode == 0, err
+    closing = [line for line in err.splitlines() if "could not be completed in the store" in line]
+    assert len(closing) == 1, err
+    assert "not written: metrics of steps" in closing[0] and "-2999" in closing[0]

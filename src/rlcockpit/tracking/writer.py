@@ -13,7 +13,6 @@ recorded as lost (``reason: internal_error``), never silently dropped.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 import traceback
@@ -417,8 +416,7 @@ class Writer(threading.Thread):
             msg = (f"rlcockpit: run {self.store_writer.run_id} could not be completed in the store "
                    f"({self.store_writer._outage}); not written: {describe_unwritten(self.store_writer)}. "
                    f"Readers will show the run as crashed.")
-            logger.error("%s", msg)
-            print(msg, file=sys.stderr, flush=True)
+            logger.error("%s", msg)  # once: with no handler configured, logging's last resort prints it to stderr
         self.ended.set()
 
     def _tail(self, deadline: float) -> None:
