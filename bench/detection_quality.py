@@ -474,9 +474,17 @@ DEVELOPED_ON: dict[str, str] = {
                           "real) were read, each alert left with its reason (issue 29, branch h-quiet)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
-                               "08:05)",
+                               "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
+                               "Qwen2 length runs (1-80), its GPT-2 empty-prompts and template runs and their "
+                               "constant-lr control (140-250) were read: truncation's leaving-zero rule takes three "
+                               "of ten steps cut at a limit 3x the usual length or more (sampled-validation run "
+                               "missed -> 41; Qwen2 empty-prompts run 66 -> 62; the GPT-2 empty-prompts run left) "
+                               "(issue 29, branch h-len13)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
-                          "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05)",
+                          "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); "
+                          "then its runs' length, clipped ratio and longest answer were scanned with every "
+                          "developed-on run's for a leaving-zero rule at a far limit (no trl13 outcome moved) "
+                          "(issue 29, branch h-len13)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

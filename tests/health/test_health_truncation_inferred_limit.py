@@ -23,11 +23,12 @@ def test_the_cispo_run_whose_answers_all_ended_is_not_told_of_a_limit():
 
 def growing(clipped: bool, steps: int = 200) -> list:
     """Answers growing from 3 to ~7.5 tokens from step 100, the longest at 9 tokens from the start (no configured
-    limit); with ``clipped``, one answer of 8 cut at 9 on every fourth step from step 100."""
+    limit); with ``clipped``, one answer of 8 cut at 9 on every fifth step from step 100 (two of ten: the
+    leaving-zero rule's three of ten at a limit 3x the usual length would tell it first, test_health_trunc_far_limit.py)."""
     out = []
     for step in range(1, steps + 1):
         mean = 3.0 + (min(step, 160) - 100) * 0.075 if step > 100 else 3.0
-        clip = 0.125 if clipped and step > 100 and step % 4 == 0 else 0.0
+        clip = 0.125 if clipped and step > 100 and step % 5 == 0 else 0.0
         out.append((step, {"response_length/mean": mean, "response_length/max": 9.0,
                            "response_length/clip_ratio": clip}))
     return out

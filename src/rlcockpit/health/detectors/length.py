@@ -170,7 +170,10 @@ class Truncation(Detector):
     that level is a standing setting (the limit is short for this model), reported once as info, unless the share of
     answers that still fit the limit halved (a rise of ``standing_rise`` / 2 at least: 80% -> 90% cut). Leaving zero
     (warning, once): a ratio exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations, then
-    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`). A
+    above 0 on ``zero_k`` of the last ``zero_n`` with their mean ``creep_rise`` or more (:meth:`_leaving_zero`); or on
+    ``far_k`` of the last ``far_n`` (the same mean) where the limit is ``far_ratio`` x or more the median length over that
+    reference: answers running on to a limit several times as long as the run's answers, not a few tokens past their
+    usual length (:meth:`_far_enough`). A
     new warning after an earlier event ended needs the clip ratio above that event's peak
     (:attr:`Detector.recurrence_gate`): a run whose answers ran to the limit and came back by itself has shown that
     much as its own noise."""
@@ -184,7 +187,7 @@ class Truncation(Detector):
                 "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
                 "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1,
                 "persist_k": 3, "persist_n": 5, "persist_quanta": 3, "zero_k": 4, "zero_n": 6, "zero_share": 0.05,
-                "zero_reference": 100, "zero_min_reference": 30}
+                "zero_reference": 100, "zero_min_reference": 30, "far_k": 3, "far_n": 10, "far_ratio": 3.0}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
 
@@ -205,7 +208,7 @@ class Truncation(Detector):
         self._drift: Drift | None = None
         self._noted_standing = False
         self._left_zero = False
-        self._zero_next = 0  # the observation count before which the leaving-zero reference cannot be clean
+        self._zero_next = [0, 0]  # per leaving-zero rule: the observation count before which its reference cannot be clean
 
     def limit(self) -> float | None:
         """The response length limit: the config's, else the maximum length the run keeps hitting, while answers
@@ -276,17 +279,31 @@ class Truncation(Detector):
                                  extra_keys=(LEN,))
         return self._near_limit(step)
 
-    def _leaving_zero(self, track: Track) -> tuple[int, int, float] | None:
-        """(nonzero observations among the last ``zero_n``, observations before them, their nonzero share) when a
-        clip ratio that was exactly 0 on all but ``zero_share`` of its last ``zero_reference`` observations (at least
-        ``zero_min_reference``) is above 0 on ``zero_k`` of the last ``zero_n``, their mean ``creep_rise`` or more:
-        truncation leaving zero for good. A small batch's single long answer is one nonzero step now and then; four
-        of six, after a hundred steps of none, is answers starting to run into the limit (a stop token losing
-        ground, a length-loving reward), seen before the ratio is large enough for the bounds above."""
-        if track.n < self._zero_next:
+    def _leaving_zero(self, track: Track) -> tuple[int, int, int, float, dict[str, float]] | None:
+        """(nonzero observations among the last ``zero_n``, that window, observations before them, their nonzero
+        share, extra values) when a clip ratio that was exactly 0 on all but ``zero_share`` of its last
+        ``zero_reference`` observations (at least ``zero_min_reference``) is above 0 on ``zero_k`` of the last
+        ``zero_n``, their mean ``creep_rise`` or more: truncation leaving zero for good. A small batch's single long
+        answer is one nonzero step now and then; four of six, after a hundred steps of none, is answers starting to
+        run into the limit (a stop token losing ground, a length-loving reward), seen before the ratio is large
+        enough for the bounds above. Or ``far_k`` of the last ``far_n`` where the limit is far above the usual
+        length (:meth:`_far_enough`)."""
+        p = self.p
+        found = self._nonzero_after_zero(track, int(p["zero_n"]), int(p["zero_k"]), 0)
+        if found is not None:
+            return (*found, {})
+        found = self._nonzero_after_zero(track, int(p["far_n"]), int(p["far_k"]), 1)
+        if found is None:
+            return None
+        far = self._far_enough(found[1], int(p["far_n"]))
+        return None if far is None else (*found, far)
+
+    def _nonzero_after_zero(self, track: Track, n: int, k: int, rule: int) -> tuple[int, int, int, float] | None:
+        """(nonzero observations among the last ``n``, ``n``, reference size, its nonzero share) when ``k`` of the
+        last ``n`` are above 0 with their mean ``creep_rise`` or more, after a reference that was 0 (above)."""
+        if track.n < self._zero_next[rule]:
             return None
         p = self.p
-        n, k = int(p["zero_n"]), int(p["zero_k"])
         hits = recent_count(track, n, 0.0)
         if hits < k or track.mean_last(n) < p["creep_rise"]:
             return None
@@ -300,18 +317,33 @@ class Truncation(Detector):
                 nonzero += 1
                 if nonzero > allowed:
                     if len(ref) == size:  # those values stay in the full reference for size - 1 - back more
-                        self._zero_next = track.n + size - back  # observations: it cannot be clean before then
+                        self._zero_next[rule] = track.n + size - back  # observations: it cannot be clean before then
                     return None
-        return hits, len(ref), nonzero / len(ref)
+        return hits, n, len(ref), nonzero / len(ref)
 
-    def _left(self, step: int, track: Track, hits: int, n_ref: int, share: float) -> Finding | None:
+    def _far_enough(self, n_ref: int, n: int) -> dict[str, float] | None:
+        """The limit and the median response length over the leaving-zero reference (the ``n_ref`` observations
+        before the last ``n``) when the limit is ``far_ratio`` x that median or more: an answer cut there ran on
+        several times as long as the run's answers (a stop token losing ground), where a limit a token or two above
+        the usual length (3-token answers under an 8-token limit) is reached now and then by a healthy small batch."""
+        length, limit = self.ctx.tracks.get(LEN), self.limit()
+        if length is None or not limit or length.n < n + n_ref:
+            return None
+        usual = median(length.tail(n_ref, skip=n))
+        if usual <= 0 or limit < self.p["far_ratio"] * usual:
+            return None
+        return {"limit": limit, "usual_length": usual, "far_ratio": limit / usual}
+
+    def _left(self, step: int, track: Track, hits: int, n: int, n_ref: int, share: float,
+              far: dict[str, float]) -> Finding | None:
         self._left_zero = True
-        n = int(self.p["zero_n"])
         now = track.mean_last(n)
         start = next((s for s, v in zip(track.tail_steps(n), track.tail(n)) if v > 0.0), step)
-        vals = {"clip_ratio": now, "baseline": share, "nonzero": hits, "window": n, "reference": n_ref}
+        vals = {"clip_ratio": now, "baseline": share, "nonzero": hits, "window": n, "reference": n_ref} | far
+        limit = (f", answers cut at the {fmt(far['limit'])}-token limit, {far['far_ratio']:.1f}x the usual "
+                 f"{fmt(far['usual_length'])}") if far else ""
         return self.fire(step, "warning", f"Truncation leaving zero: {track.raw} above 0 on {hits} of the last {n} "
-                         f"logged steps (mean {now:.1%}), after {share:.0%} of the {n_ref} before", "Answers start to "
+                         f"logged steps (mean {now:.1%}){limit}, after {share:.0%} of the {n_ref} before", "Answers start to "
                          "run into the length limit step after step: a stop token losing ground, or a reward that "
                          "pays for length. Truncated answers earn no reward and bias the update.", values=vals,
                          step_start=start, extra_keys=(LEN,))
