@@ -489,7 +489,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "grad norm at 108 (45.5, alone: left), the sorted-by-difficulty run's loss, kl and reward at "
                           "90-300 (each warning at a change of the data: left), the long warm-up's kl and length at "
                           "60-130 (kl 4.6-9.2 at 100-102, clipped to 0.875 at 104-111: kl_spike's early critical "
-                          "left) and the time-out run's grad norm at 57 (94, alone: left) read; 7 -> 5 warnings on 6 "
+                          "left) and the time-out run's grad norm at 57 (94, alone: left) and step time at 140-165 (0.58-1.32 s on 17 "
+                          "of the 19 steps 140-158 against medians of 0.13-0.18 s: throughput_drop's early warning at 154 left) "
+                          "read; 7 -> 5 warnings on 6 "
                           "healthy runs (issue 29, branch h-quiet13)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
