@@ -479,12 +479,28 @@ DEVELOPED_ON: dict[str, str] = {
                                "constant-lr control (140-250) were read: truncation's leaving-zero rule takes three "
                                "of ten steps cut at a limit 3x the usual length or more (sampled-validation run "
                                "missed -> 41; Qwen2 empty-prompts run 66 -> 62; the GPT-2 empty-prompts run left) "
-                               "(issue 29, branch h-len13)",
+                               "(issue 29, branch h-len13); then the host memory of the 3-epoch clip-0.1 run (1.04 "
+                               "flat at 101-161, then up at nearly every step to 1.77 at 300: a real steady climb of "
+                               "the only memory series it logs, memory_growth's warning left), the constant-lr-2e-4 "
+                               "control's entropy (25-step medians 1.71 -> 1.41-1.49: entropy_collapse's drift "
+                               "warning left) and clip ratio (> 0 on 13 of 20 steps at 306-325, to 0.33: truncation's"
+                               " warning left) and the KL-loss ramp run's grad norm at 41 (82, 32x its median, alone:"
+                               " grad_spike's one-off warning left) read; nothing changed (issue 29, branch "
+                               "h-quiet13)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
-                          "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); "
-                          "then its runs' length, clipped ratio and longest answer were scanned with every "
-                          "developed-on run's for a leaving-zero rule at a far limit (no trl13 outcome moved) "
-                          "(issue 29, branch h-len13)",
+                          "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
+                          "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
+                          "run's for a leaving-zero rule at a far limit (no trl13 outcome moved) (issue 29, branch "
+                          "h-len13); then the bnpo run's reward, rewards/accuracy/mean and rewards/width_ok/mean "
+                          "(reward = 0.8 x accuracy + 0.2 x width on all 300 steps: reward_divergence's two 'pulling "
+                          "away' warnings on the width check went, a part paid at a fixed weight judged as a part "
+                          "paid in full), its grad norm at 108 (45.5, alone: left), the sorted-by-difficulty run's "
+                          "loss, kl and reward at 90-300 (each warning at a change of the data: left), the long "
+                          "warm-up's kl and length at 60-130 (kl 4.6-9.2 at 100-102, clipped to 0.875 at 104-111: "
+                          "kl_spike's early critical left) and the time-out run's grad norm at 57 (94, alone: left) "
+                          "and step time at 140-165 (0.58-1.32 s on 17 of the 19 steps 140-158 against medians of "
+                          "0.13-0.18 s: throughput_drop's early warning at 154 left) read; 7 -> 5 warnings on 6 "
+                          "healthy runs (issue 29, branch h-quiet13)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -64,9 +64,10 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # label calls harmless; no general rule tells it from a true spike, so it is kept here
     "trl_cpu_settings12-healthy-gpt2s8-4prompt-3gen-evalleakramp0-1-120-220-constlr2e-4-350-eval25": 1,
 }
-# the eighteenth pass's TRL source, scored held out at 68152c4 and 9bb2bb7 and not read run by run (BENCHMARKS "A twelfth
-# held-out batch"): 7 warnings on its 6 healthy runs
-BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0, "trl_cpu_settings13": 7 / 6}  # per healthy run
+# the eighteenth pass's TRL source (trl_cpu_settings13: 7 warnings on its 6 healthy runs held out) went with h-quiet13:
+# reward_divergence's two "pulling away" warnings on its bnpo run (a reward paid as 0.8 x accuracy + 0.2 x a width
+# check) went, 5 on 6 now
+BELOW_BAR_WARNINGS: dict[str, float] = {"trl_state_public13": 2.0}  # per healthy run
 
 
 @pytest.mark.parametrize("trace", [t for t in real_runs() if t["class"] == "healthy"], ids=ids)

@@ -70,6 +70,36 @@ def held_out_range(track: Track, hold: int, reference: int, min_reference: int
     return ref, recent, med, max(diff_noise(ref), count_noise(ref), 0.01 * abs(med), 1e-9)
 
 
+def _paid_weighted(reward: Track, parts: list[Track], before: int, min_points: int) -> bool:
+    """Whether ``reward`` is a fixed weighted sum of ``parts`` with every weight above 0 on its steps before
+    ``before`` where every part was logged: the least-squares weights over those steps (at least ``min_points``, and
+    three more than there are parts, so that an exact fit is evidence, not a solution of as many equations as
+    unknowns) reproduce the reward to float rounding (1e-6, relative above 1) on every one of them. A part at weight
+    0 (a score logged beside the reward for reference) or a reward that is no such sum (a normaliser, a penalty
+    that is not logged): False. Run once a part (the *pulling away* rule's early lead), not a step."""
+    k = len(parts)
+    at = [dict(zip(t.tail_steps(64), t.tail(64))) for t in parts]
+    rows = [([a[s] for a in at], r) for s, r in zip(reward.tail_steps(64), reward.tail(64))
+            if s < before and all(s in a for a in at)]
+    if len(rows) < max(min_points, k + 3):
+        return False
+    # the normal equations (X'X) w = X'r, solved by Gaussian elimination with partial pivoting
+    m = [[sum(x[i] * x[j] for x, _r in rows) for j in range(k)] + [sum(x[i] * r for x, r in rows)] for i in range(k)]
+    tiny = 1e-9 * max(m[i][i] for i in range(k))
+    for c in range(k):
+        piv = max(range(c, k), key=lambda i: abs(m[i][c]))
+        if abs(m[piv][c]) <= tiny:
+            return False  # a part constant at 0, or two parts that moved together: the weights are not determined
+        m[c], m[piv] = m[piv], m[c]
+        for i in range(k):
+            if i != c:
+                f = m[i][c] / m[c][c]
+                m[i] = [a - f * b for a, b in zip(m[i], m[c])]
+    w = [m[i][k] / m[i][i] for i in range(k)]
+    return min(w) > 1e-3 and all(abs(r - sum(wi * xi for wi, xi in zip(w, x))) <= 1e-6 * max(1.0, abs(r))
+                                 for x, r in rows)
+
+
 def _mean_between(track: Track, lo: float, hi: float) -> tuple[float, int]:
     """(mean, count) of the values of ``track`` logged at steps in [lo, hi]."""
     total, n = 0.0, 0
@@ -134,7 +164,8 @@ class RewardDivergence(Detector):
       judged from those observations (their means, and their step-to-step noises) instead of the warm-up: a bonus
       that then lifts the lead back is a rise from where the lead was, though the reward is not yet above its
       warm-up level. Not for a part the reward pays in full (the reward is the
-      plain sum of its logged parts) unless it is named for correctness: there the others rising is learning.
+      plain sum of its logged parts, or their sum at fixed weights each above 0) unless it is named for correctness:
+      there the others rising is learning.
     - *lead opened* (warning): a task score the reward equalled exactly on its first ``gap_exact_min`` paired
       observations or more (the reward *is* that score: TRL's paid reward beside ``rewards/accuracy/mean``, verl's
       score beside ``reward_extra/acc/mean``), which then, over the last ``gap_span`` paired observations, is still
@@ -452,7 +483,9 @@ class RewardDivergence(Detector):
         where all were logged (at least ``gap_min_early`` of them): every part is paid at weight 1, none is a score
         logged beside the reward for reference (TRL's accuracy at weight 0, Tinker's ``f`` beside the ``g`` it
         trains on). Then a part the reward leaves behind is one objective among several, and the others rising is
-        the policy learning what it is paid for (a healthy 4-function TRL run: a leakage check that always passes)."""
+        the policy learning what it is paid for (a healthy 4-function TRL run: a leakage check that always passes).
+        Or the weighted sum of them, every weight above 0 (:func:`_paid_weighted`: TRL's ``reward_weights``, an
+        accuracy at 0.8 and a width check at 0.2): the same, each part paid at its own weight."""
         tracks = self.ctx.tracks
         parts = [t for key, t in tracks.items() if key.startswith(COMPONENT) and key.endswith("/mean") and key != REWARD]
         if len(parts) < 2:
@@ -460,7 +493,9 @@ class RewardDivergence(Detector):
         at = [dict(zip(t.tail_steps(64), t.tail(64))) for t in parts]
         sums = [(r, sum(a[s] for a in at)) for s, r in zip(reward.tail_steps(64), reward.tail(64))
                 if s < self._warm_step and all(s in a for a in at)]
-        return len(sums) >= self.p["gap_min_early"] and all(abs(r - t) <= 1e-6 * max(1.0, abs(r)) for r, t in sums)
+        if len(sums) >= self.p["gap_min_early"] and all(abs(r - t) <= 1e-6 * max(1.0, abs(r)) for r, t in sums):
+            return True
+        return _paid_weighted(reward, parts, self._warm_step, int(self.p["gap_min_early"]))
 
     def _format_rose(self, w: int, gap: float) -> bool:
         """Whether a format or length part of the reward (``critic/score/<fn>/mean`` named for format, logged during
