@@ -267,7 +267,7 @@ def test_the_twelfth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels
     assert sorted(Counter(e["source"] for e in sel).items()) == [("rlcockpit_trainer_cpu8", 11), ("trl_cpu_settings8", 10)]
     assert {e["class"] for e in sel} == {"healthy", "reward_hacking", "rollout_mismatch", "entropy_collapse",
                                          "oom_creep", "throughput_drop", "grad_spike", "collapse"}
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["llamas4-2prompt-4sample-gpg-gpgloss-700-val35"]) == list(range(0, 701))  # 0: validation before training
     assert sorted(runs["qwen2s4-1prompt-8gen-drgrpo-batchscale-480-log4-eval40"]) == list(range(4, 481, 4))
 
@@ -369,7 +369,7 @@ def test_the_fourteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
     assert sorted(Counter(e["class"] for e in sel).items()) == [
         ("collapse", 3), ("grad_spike", 1), ("healthy", 6), ("length_explosion", 2), ("rollout_mismatch", 1),
         ("throughput_drop", 1)]
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["qwen2s5-1prompt-2sample-900-val45"]) == list(range(0, 901))  # 0: validation before training
 
     def med(m: dict, key: str, lo: int, hi: int) -> float:
@@ -422,7 +422,7 @@ def test_the_fourteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     halved length budget truncating every completion from 200, the drifting reference's KL climbing from 150)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings9"]
     assert len(sel) == 12 and sum(e["class"] == "healthy" for e in sel) == 5
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["llamas5-2prompt-2gen-topentropy02-epshigh028-1000-log5"]) == list(range(5, 1001, 5))
     assert sorted(runs["gpt2s5-4prompt-2gen-drgrpo-masktrunc-maxlen6-500-log2-eval50"]) == list(range(2, 501, 2))
 
@@ -476,7 +476,7 @@ def test_the_fifteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     assert sorted(Counter(e["class"] for e in sel).items()) == [
         ("collapse", 1), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1),
         ("throughput_drop", 1)]
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["qwen2s6-3prompt-3sample-resp16-constlr5e-5-1000-val50"]) == list(range(0, 1001))
 
     def med(m: dict, key: str, lo: int, hi: int) -> float:
@@ -546,7 +546,7 @@ def test_the_sixteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
     assert sorted(Counter(e["class"] for e in sel).items()) == [
         ("collapse", 5), ("healthy", 9), ("length_explosion", 2), ("oom_creep", 1), ("reward_hacking", 1)]
     assert {e["origin"]["commit"][:7] for e in sel} == {"63d05da", "2c729d3", "257fcb7"}
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["qwen2s7-2prompt-6sample-reinforceloss-klfull002-600-val30"]) == list(range(0, 601))
 
     def med(m: dict, key: str, lo: int, hi: int) -> float:
@@ -616,7 +616,7 @@ def test_the_fifteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     cap, the suppressed stop token sending every completion to 24 tokens from 250)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings10"]
     assert sum(e["class"] == "healthy" for e in sel) == 6
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s6-3prompt-3gen-sapo-scalebatch-maxlen24-1000-log10"]) == list(range(10, 1001, 10))
     assert sorted(runs["gpt2s6-3prompt-3gen-gspo-temp07-700-log3-eval15"])[:3] == [3, 6, 9]
 
@@ -669,7 +669,7 @@ def test_the_sixteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     two planned faults that left no mark stored healthy)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings11"]
     assert len(sel) == 15 and sum(e["class"] == "healthy" for e in sel) == 8
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s7-2prompt-5gen-normthensum-acc07-format03-600-log5-eval20"]) == list(range(5, 601, 5))
     assert sorted(runs["qwen2s7-1prompt-7gen-beta2095-wd01-constwarmup40-noshuffle-500-log4"]) == list(range(4, 501, 4))
     assert sorted(runs["gpt2s7-3prompt-4gen-graderraisesramp0-08-150-400-500"]) == list(range(1, 501))
@@ -730,7 +730,7 @@ def test_the_seventeenth_pass_cpu_runs_keep_every_step_and_the_readings_their_la
     assert sorted(Counter(e["class"] for e in sel).items()) == [
         ("collapse", 5), ("entropy_collapse", 1), ("grad_spike", 1), ("healthy", 11), ("length_explosion", 2)]
     assert {e["origin"]["commit"][:7] for e in sel} == {"10d0f94", "1a4580e", "216f401"}
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s8-5prompt-3sample-constlr2e-4-resp12-300-val15"]) == list(range(0, 301))
     assert sorted(runs["llamas8-5prompt-3sample-drgrpo-rewardscale1to10-150-300-350-val15"]) == list(range(0, 351))
 
@@ -802,7 +802,7 @@ def test_the_seventeenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_thei
     completions from 179; the eval leak that left no mark stored healthy)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings12"]
     assert len(sel) == 10 and sum(e["class"] == "healthy" for e in sel) == 5
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s8-4prompt-3gen-sapo-scalebatch-lr3e-5-350-log7-eval25"]) == sorted(
         set(range(7, 351, 7)) | set(range(25, 351, 25)))  # logging every 7, evaluation every 25
     assert sorted(runs["llamas8-4prompt-3gen-luspo-seqis-scalegroup-300-log7"]) == list(range(7, 295, 7))
@@ -932,7 +932,7 @@ def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
     assert sorted(Counter(e["class"] for e in sel).items()) == [
         ("collapse", 4), ("grad_spike", 1), ("healthy", 9), ("length_explosion", 6)]
     assert {e["origin"]["commit"][:7] for e in sel} == {"6d98c8c", "34825c9"}
-    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s9-4prompt-3sample-gdpo-acc-resp10-300-val12"]) == list(range(0, 301))
     assert sorted(runs["llamas9-4prompt-3sample-rewardmemo-from180-350-val12"]) == list(range(0, 351))
     assert sorted(runs["gpt2s9-4prompt-3sample-graderraises0-100pct-150-260-350-val12"]) == list(range(0, 256))
