@@ -97,7 +97,9 @@ DEVELOPED_ON: dict[str, str] = {
                          " at 159 there, where the paid reward changed at 150 (issue 29, branch h-trlramp); then its "
                          "healthy lr3e-4 run's frac_reward_zero_std (two groups: every group tied on 122-124 by "
                          "chance) was read to size rollout_mismatch's all-tied run rule (issue 29, branch "
-                         "h-trl11miss)",
+                         "h-trl11miss); then the paid reward against the task score it equalled read on every run "
+                         "where the two part (where reward_cliff's new parted-both-ways rule would warn), nothing "
+                         "changed but that rule's bar (issue 29, branch h-reward13)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
                         "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
@@ -124,7 +126,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "entropy at 0-270 were read (kl_rising's range warning at 94, a 45-step stretch at 3.5x, 160"
                          " steps before the lr jump): left (issue 29, branch h-early); then its sevens run's reward "
                          "and rewards/accuracy/mean were read: reward_divergence's paired lead judged from the level "
-                         "the lead moved down to (issue 29, branch h-lrramp)",
+                         "the lead moved down to (issue 29, branch h-lrramp); then the paid reward against the task "
+                         "score it equalled read on every run where the two part (where reward_cliff's new "
+                         "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
+                         "h-reward13)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -150,7 +155,9 @@ DEVELOPED_ON: dict[str, str] = {
                          " read again: the last level reference stays while newer ones are not (a warning at 262, "
                          "still 30 steps late; its learning_rate: lr_schedule's climb after the decay, a warning at "
                          "209; issue 29, branch h-ramp); then its lrramp60 run's KL was read again (still missed: "
-                         "left, issue 29, branch h-lrramp)",
+                         "left, issue 29, branch h-lrramp); then the paid reward against the task score it equalled "
+                         "read on every run where the two part (where reward_cliff's new parted-both-ways rule would "
+                         "warn), nothing changed but that rule's bar (issue 29, branch h-reward13)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -168,7 +175,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "healthy runs' held-out slides; the eosbias run's length 3.0 -> 3.25 in the window) "
                               "(issue 29, branch h-lrramp); then its held-out scores' slides under their range (two "
                               "evaluations under the reference's lowest, each lower than the one before) were scanned"
-                              " for how far healthy ones go, nothing changed (issue 29, branch h-lrramp)",
+                              " for how far healthy ones go, nothing changed (issue 29, branch h-lrramp); then the "
+                              "paid reward against the task score it equalled read on every run where the two part "
+                              "(where reward_cliff's new parted-both-ways rule would warn), nothing changed but that "
+                              "rule's bar (issue 29, branch h-reward13)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -183,7 +193,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "read, nothing changed (issue 29, branch h-quiet); its drgrpo lrramp100 run's findings were "
                          "printed: the kl_rising warning at 206, 6 steps into the lr ramp, left as a real early sign "
                          "(issue 29, branch h-early); then its dr_grpo lr-ramp run's KL was read again: kl_rising's "
-                         "range rule critical once the KL kept climbing after the warning (issue 29, branch h-lrramp)",
+                         "range rule critical once the KL kept climbing after the warning (issue 29, branch "
+                         "h-lrramp); then the paid reward against the task score it equalled read on every run where "
+                         "the two part (where reward_cliff's new parted-both-ways rule would warn), nothing changed "
+                         "but that rule's bar (issue 29, branch h-reward13)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -205,7 +218,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "reading would find it at 218 (onset 170), not adopted (issue 29, branch h-cpu11miss); "
                               "then its judge199ramp run's critic/score/mean and reward_extra/acc/mean at 196-216 "
                               "read for reward_cliff's new fell-under warning at 215 (the judge's pay under the "
-                              "accuracy, a reward_hacking run: not scored) (issue 29, branch h-cliff)",
+                              "accuracy, a reward_hacking run: not scored) (issue 29, branch h-cliff); then the paid "
+                              "reward against the task score it equalled read on every run where the two part (where "
+                              "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's "
+                              "bar (issue 29, branch h-reward13)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -218,7 +234,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "read: no fast fall under entropy_collapse's held fast fall (issue 29, branch h-fastfall); "
                          "then its judge199ramp run's reward, rewards/accuracy/mean and eval scores were read (still "
                          "missed: the judge's pay for wrong answers is clear from ~190, the window's end; issue 29, "
-                         "branch h-lrramp)",
+                         "branch h-lrramp); then the paid reward against the task score it equalled read on every run"
+                         " where the two part (where reward_cliff's new parted-both-ways rule would warn), nothing "
+                         "changed but that rule's bar (issue 29, branch h-reward13)",
     "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
                               "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
@@ -235,7 +253,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "rppbaseline-sapo run's entropy, score, length and grad norm were read: its entropy "
                               "rises 1.57 -> 1.95 over steps 126-226, as fast as cpu9's temperature ramp (issue 29, "
                               "branch h-entrise); then reward_cliff's fell-under gate values on its rewardsignflip "
-                              "run read (209 kept) (issue 29, branch h-cliff)",
+                              "run read (209 kept) (issue 29, branch h-cliff); then the paid reward against the task "
+                              "score it equalled read on every run where the two part (where reward_cliff's new "
+                              "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
+                              "branch h-reward13)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -251,7 +272,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "throughput work; issue 29, branch h-trlramp); its negbeta200 run's kl at 100-250 was read "
                          "(its range warning at 230 is the detection; nothing changed; issue 29, branch h-early); "
                          "then its healthy vespo-adafactor run's entropy (25-step medians) was read for an "
-                         "entropy-rise rule, not adopted (issue 29, branch h-entrise)",
+                         "entropy-rise rule, not adopted (issue 29, branch h-entrise); then the paid reward against "
+                         "the task score it equalled read on every run where the two part (where reward_cliff's new "
+                         "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
+                         "h-reward13)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -276,7 +300,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "one before) were scanned for how far healthy ones go, nothing changed (issue 29, "
                               "branch h-lrramp); then its accelleak150 run's machine memory and sparse process RSS "
                               "were read: a machine-memory warning held for the next RSS reading would find it at 262"
-                              " (onset 170), not adopted (issue 29, branch h-cpu11miss)",
+                              " (onset 170), not adopted (issue 29, branch h-cpu11miss); then the paid reward against"
+                              " the task score it equalled read on every run where the two part (where reward_cliff's"
+                              " new parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29,"
+                              " branch h-reward13)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -292,7 +319,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "its gentemp2 run's entropy, length, reward, kl, grad norm, loss and clip ratios were read "
                          "(left missed: no logged series says the sampler and the trainer differ), and its "
                          "stuck-loader run's entropy drift state and evaluation reward: entropy_collapse's held-out "
-                         "score up by less than its noise is no gain (issue 29, branch h-entrise)",
+                         "score up by less than its noise is no gain (issue 29, branch h-entrise); then the paid "
+                         "reward against the task score it equalled read on every run where the two part (where "
+                         "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
+                         "(issue 29, branch h-reward13)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -347,7 +377,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "warm-up's 75%, over 10 steps), the 5-token 'limit' of the llamas5 run was a maximum no"
                               " answer was cut at (its limit is 8; issue 29, branch h-quiet); then reward_cliff's "
                               "fell-under gate values on its shuffledlabels200 run read (209 kept) (issue 29, branch "
-                              "h-cliff)",
+                              "h-cliff); then the paid reward against the task score it equalled read on every run "
+                              "where the two part (where reward_cliff's new parted-both-ways rule would warn), "
+                              "nothing changed but that rule's bar (issue 29, branch h-reward13)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -370,7 +402,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "resp16-constlr5e-5-1000 run's entropy (25-step medians) was read for an entropy-rise "
                                "rule, not adopted (issue 29, branch h-entrise); then reward_cliff's fell-under gate "
                                "values on its healthy gradetrunc2chars run read (no warning before or after) (issue "
-                               "29, branch h-cliff)",
+                               "29, branch h-cliff); then the paid reward against the task score it equalled read on "
+                               "every run where the two part (where reward_cliff's new parted-both-ways rule would "
+                               "warn), nothing changed but that rule's bar (issue 29, branch h-reward13)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -387,7 +421,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "critical at 37 gone); its refdrift01 run's kl at 60-180 read (its range warning at 164 is "
                          "the detection; issue 29, branch h-early); then reward_cliff's fell-under gate values and "
                          "equal-stretch noise on its shuffledlabelsramp run read (218 kept) (issue 29, branch "
-                         "h-cliff)",
+                         "h-cliff); then the paid reward against the task score it equalled read on every run where "
+                         "the two part (where reward_cliff's new parted-both-ways rule would warn), nothing changed "
+                         "but that rule's bar (issue 29, branch h-reward13)",
     "trl_cpu_settings10": "scored once held out (recall 6/7, 2 criticals on healthy runs, 0.50 warnings per healthy "
                           "run at 884cba3); then its GSPO temp07 run's kl was read: kl_spike needs the held median "
                           "above all but one of the trailing window's values (a heavy-tailed KL's single batches of "
@@ -405,7 +441,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "healthy syncref10-warmup70 run's entropy (75-step medians) was read for an entropy-rise "
                           "rule, not adopted (issue 29, branch h-entrise); then its healthy CISPO syncref5 run's "
                           "completions/max_length, mean_length and clipped_ratio were read: truncation's inferred "
-                          "limit needs answers cut at it (issue 29, branch h-quiet)",
+                          "limit needs answers cut at it (issue 29, branch h-quiet); then the paid reward against the"
+                          " task score it equalled read on every run where the two part (where reward_cliff's new "
+                          "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
+                          "h-reward13)",
     "rlcockpit_trainer_cpu11": "scored once held out (recall 7/9, 0 criticals on healthy runs, 1.00 warnings per "
                                "healthy run at 883e521; 5/9 with the detectors of e82ff19); then developed on: its "
                                "misses' series (entcoeframp's grad norm, entropy, actor/loss, pg_loss, entropy_loss, "
@@ -424,7 +463,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "fell-under gate values on its runs read (the healthy qwen2s7 rewardclip1to03 run: "
                                "reward 3 units down at 400 with a gap 19% of the level but 57-64% of the reward's "
                                "fall, the accuracy fell too; the gpt2s7 one: the reward's fall binds, 291 kept): the "
-                               "score-held share 0.75 (issue 29, branch h-cliff)",
+                               "score-held share 0.75 (issue 29, branch h-cliff); then the paid reward against the "
+                               "task score it equalled read on every run where the two part (where reward_cliff's new"
+                               " parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
+                               "branch h-reward13)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -438,7 +480,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "read: kl_rising's accelerating-rise critical needs the KL still climbing when its hold is "
                           "met (issue 29, branch h-klcrit); then reward_cliff's fell-under gate values and "
                           "equal-stretch noise on its graderraises and rewardnoise runs read (graderraises 225 -> "
-                          "221, still late) (issue 29, branch h-cliff)",
+                          "221, still late) (issue 29, branch h-cliff); then the paid reward against the task score "
+                          "it equalled read on every run where the two part (where reward_cliff's new "
+                          "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
+                          "h-reward13)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -459,7 +504,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "(with a scan of every DEVELOPED_ON run's grad-norm 10-step median against its warm-up"
                                " and of every logged KL coefficient's runs of rises): grad_spike's "
                                "growing-with-the-reward's-scale warning and kl_rising's KL-coefficient-runaway "
-                               "warning (issue 29, branch h-kl)",
+                               "warning (issue 29, branch h-kl); then the paid reward against the task score it "
+                               "equalled read on every run where the two part (where reward_cliff's new "
+                               "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
+                               "branch h-reward13)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
@@ -471,7 +519,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "ratchet), its vespo healthy run's clip ratio, length, reward and lr (a real length drift "
                           "at 138-267; one-prompt reward noise at 295-297, left), and its repetition-bonus run's "
                           "reward and rewards/accuracy/mean at 95-195 (the paid bonus pulls the reward up from 120: "
-                          "real) were read, each alert left with its reason (issue 29, branch h-quiet)",
+                          "real) were read, each alert left with its reason (issue 29, branch h-quiet); then the paid"
+                          " reward against the task score it equalled read on every run where the two part (where "
+                          "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
+                          "(issue 29, branch h-reward13)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -486,7 +537,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "warning left) and clip ratio (> 0 on 13 of 20 steps at 306-325, to 0.33: truncation's"
                                " warning left) and the KL-loss ramp run's grad norm at 41 (82, 32x its median, alone:"
                                " grad_spike's one-off warning left) read; nothing changed (issue 29, branch "
-                               "h-quiet13)",
+                               "h-quiet13); then its two raising graders' reward/failures, critic/score/mean and "
+                               "reward_extra/acc/mean and its memoised reward's score, accuracy, grad norm and "
+                               "advantages read step by step around their onsets: reward_cliff warns on a reward "
+                               "failure count that grows on 2 logged steps within 20, and on a reward that parts from"
+                               " the task score it equalled both ways, a fifth of its level apart (recall 7/11 -> "
+                               "9/11; the 30% grader 209 -> 201) (issue 29, branch h-reward13)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -500,7 +556,11 @@ DEVELOPED_ON: dict[str, str] = {
                           "kl_spike's early critical left) and the time-out run's grad norm at 57 (94, alone: left) "
                           "and step time at 140-165 (0.58-1.32 s on 17 of the 19 steps 140-158 against medians of "
                           "0.13-0.18 s: throughput_drop's early warning at 154 left) read; 7 -> 5 warnings on 6 "
-                          "healthy runs (issue 29, branch h-quiet13)",
+                          "healthy runs (issue 29, branch h-quiet13); then its None-share run's reward, reward_std, "
+                          "rewards/graded/mean, frac_reward_zero_std and grad norm read step by step 100-350: nothing"
+                          " changed (the batch's reward spread is exactly 0 at 152-154 and 20-33% of the steps after,"
+                          " 29 steps before the labelled onset: a rule on it would warn early) (issue 29, branch "
+                          "h-reward13)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -44,6 +44,7 @@ S_REPEAT, S_DISTINCT2, S_AT_LIMIT = "samples/repeat_ngram_rate", "samples/distin
 S_ZERO_STD = "samples/zero_std_group_rate"
 LEN_MAX = "response_length/max"
 SCORE_MAX, SCORE_MIN = "critic/score/max", "critic/score/min"
+FAILURES = "reward/failures"  # the reward calls that raised so far (rlcockpit's trainer scores each such sample 0)
 VAL_PREFIXES = ("val-core/", "val/test_score/", "val-aux/", "eval/")
 COMPONENT = "critic/score/"  # a part of the reward scored on the same samples (TRL's rewards/<fn>/mean)
 EXTRA = "reward_extra/"  # what the reward function returned beside the score, on the same samples (verl)
@@ -125,18 +126,42 @@ class RewardCliff(StartReferenced):
     the samples, a clip bound shrinking), and the policy is now trained on it. A reward that slides off its score
     slowly (a ramp) opens a gap that stays under ``drop_warn`` x the level for a while after the reward has left
     its range; the score holding is the evidence there. A policy that got worse moves both: where the score fell
-    with the reward (more than a quarter of the reward's fall at the default share), the larger gap is asked for."""
+    with the reward (more than a quarter of the reward's fall at the default share), the larger gap is asked for.
 
-    keys = (REWARD, SCORE_MAX, SCORE_MIN)
+    Parted from its task score both ways (warning, once): a reward that equalled such a score exactly on its first
+    ``under_exact_min`` paired observations or more, and then, within ``window`` paired observations of the parting,
+    over those since the two parted (the last ``under_span`` at most), is above it on ``part_each`` of them or more and under it on ``part_each``
+    or more, the two ``drop_warn`` x the reward's level over the equal stretch apart on average. A bonus added to
+    the score only lifts the reward, a penalty or a failed grading call only lowers it; both ways at once, the reward
+    is no longer that score plus or minus a term: it scores something else on the same samples (scores cached by
+    question rather than by response, another grader, shuffled labels), whatever its level does, and the policy is
+    now trained on it. (A term that slides in, a noise or a share of shuffled labels ramping up, parts them both
+    ways but by little at first: the gap bar keeps it out, and a reward that slides off later is the fell-under
+    rule's.)
+
+    Reward calls failing (warning): the trainer's count of reward calls that raised (``reward/failures``: each such
+    sample scored 0, a time-out, a crash on a malformed answer) grew on ``failure_steps`` logged steps within
+    ``failure_window`` logged steps. The guide's healthy value is 0 and its alarm a growing count; a single failed
+    call is a transient, a count that keeps growing is a grader that fails under load, and the reward the policy is
+    trained on is zeroed for those samples before its level shows it."""
+
+    keys = (REWARD, SCORE_MAX, SCORE_MIN, FAILURES)
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
                 "hold_steps": 4, "min_reference": 10, "under_exact_min": 50, "under_span": 10, "z_under": 3.0,
-                "under_share": 0.75, "under_min": 0.1}
+                "under_share": 0.75, "under_min": 0.1, "part_each": 3, "failure_steps": 2, "failure_window": 20}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if "failures" in finding.evidence["values"]:
+            return [Cause("the reward function raises on some samples (a grader timing out under load, a parser "
+                          "crashing on some answers): each such sample is scored 0", 0.8)], []
         causes = collapse_causes(self, finding)
+        if "above_steps" in finding.evidence["values"]:
+            causes.append(Cause("the reward function changed: it no longer scores what the task score beside it "
+                                "scores (scores cached by question, another grader, shuffled labels)", 0.8))
+            return ranked(causes), collapse_actions(self)
         if not any(moved(self.ctx, k, up=1.5, down=0.67) for k in (KL, GRAD, ENTROPY)):
             causes.append(Cause("the reward itself changed (reward function, reward server or data), not the policy: "
                                 "KL, entropy and gradient norm did not move", 0.65))
@@ -151,8 +176,19 @@ class RewardCliff(StartReferenced):
         self._low_n = 0
         self._frozen = (math.nan, math.nan)
         # key -> [paired observations equal before the first unequal one (-1: not this rule's), the reward's level
-        # and noise over them (set when they part), the last ``under_span`` (step, score - reward, reward)s, fired]
+        # and noise over them (set when they part), the last ``under_span`` (step, score - reward, reward)s, fired,
+        # and over those: how many have the reward above the score, how many under it, the sum of |score - reward|;
+        # the paired observations since the two parted, counted up to ``window``]
         self._under: dict[str, list] = {}
+        # the reward-calls-failing rule: the failure count at the last logged step, the steps it grew at
+        self._failed = math.nan
+        self._failed_at: deque[tuple[int, int]] = deque(maxlen=max(1, int(self.p["failure_steps"])))
+        self._failed_n = 0  # logged failure counts seen
+        # the task scores on the reward's samples and the failure count's track, for the key set of ``_n_tracks``
+        # tracks (tracks are never removed: a new key is a longer dict)
+        self._n_tracks = -1
+        self._scores: list[str] = []
+        self._failed_track: Track | None = None
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         k = self.p["smooth"]
@@ -195,10 +231,68 @@ class RewardCliff(StartReferenced):
 
     def check(self, step: int) -> Finding | None:
         found = self._cliff(step)
-        for key in self.ctx.per_keyset("reward_cliff.task_scores", task_scores):
+        tracks = self.ctx.tracks
+        if len(tracks) != self._n_tracks:  # a new key: what this detector reads beside the reward, looked up again
+            self._n_tracks = len(tracks)
+            self._scores = self.ctx.per_keyset("reward_cliff.task_scores", task_scores)
+            self._failed_track = tracks.get(FAILURES)
+        failed = self._failed_track
+        if failed is not None and failed.last_step == step:
+            found = self._failing(step, failed) or found
+        for key in self._scores:
             under = self._fell_under(step, key)
             found = found or under
         return found
+
+    def _failing(self, step: int, track: Track) -> Finding | None:
+        """The *reward calls failing* rule (class docstring), O(1) a logged failure count. A count that goes down
+        (a resume restarts it) is taken as the new level."""
+        p = self.p
+        self._failed_n += 1
+        v, before = track.last, self._failed
+        if before != before:  # the first count this rule sees: the one before it, else none (0)
+            before = track.values[-2] if track.n >= 2 else 0.0
+        self._failed = v
+        if not v > before:
+            return None
+        grew = self._failed_at
+        grew.append((self._failed_n, step))
+        if len(grew) < grew.maxlen or grew[-1][0] - grew[0][0] >= p["failure_window"]:
+            return None
+        start = grew[0][1]
+        if self.repeats(step, "warning", start):
+            return None
+        vals = {"failures": v, "failing_steps": len(grew), "window": int(p["failure_window"])}
+        return self.fire(step, "warning",
+                         f"Reward calls failing: {track.raw} grew on {len(grew)} logged steps within "
+                         f"{int(p['failure_window'])}, {fmt(v)} failed calls so far",
+                         "The reward function raises on some samples and the trainer scores each of them 0: the "
+                         "policy is trained on a reward zeroed for those samples, before its level shows it.",
+                         metric=FAILURES, values=vals, step_start=start)
+
+    def _parted(self, step: int, key: str, score: Track, reward: Track, state: list) -> Finding | None:
+        """The *parted from its task score both ways* rule (class docstring), O(1): over the paired observations
+        since the two parted (``state[3]``, the last ``under_span``), whose counts ``state[5:8]`` keeps."""
+        above, below = state[5], state[6]  # the reward above its score (score - reward < 0), under it: each
+        recent = state[3]  # ``part_each`` or more (the caller asks)
+        apart = state[7] / len(recent)
+        if apart < self.p["drop_warn"] * abs(state[1]):
+            return None  # a term that slides in (a noise or a share of shuffled labels ramping up) parts them a little
+        state[4] = True
+        start = next(s for s, d, _r in recent if d != 0.0)
+        w = len(recent)
+        vals = {"exact_steps": state[0], "window": w, "above_steps": above, "below_steps": below, "apart": apart,
+                "reward_before": state[1], "reward": sum(x for _s, _d, x in recent) / w,
+                "signals": [f"{reward.raw} - {score.raw}: 0 on {state[0]} steps, then above on {above} and under "
+                            f"on {below} of {w}"]}
+        return self.fire(step, "warning",
+                         f"Reward parted from {score.raw}: the two were equal, scored on the same samples, on "
+                         f"{state[0]} logged steps in a row; since they parted {reward.raw} was above it on {above} "
+                         f"and under it on {below} of {w} logged steps, {fmt(apart)} apart on average",
+                         "The reward is no longer that score plus a bonus or minus a penalty: the reward function "
+                         "scores something else on the same samples (scores cached by question, another grader, "
+                         "shuffled labels), and the policy is being trained on it.", metric=REWARD, values=vals,
+                         step_start=start, extra_keys=(key,))
 
     def _fell_under(self, step: int, key: str) -> Finding | None:
         """The *fell under its task score* rule (class docstring), O(1) a paired step but at the step the two part
@@ -207,7 +301,8 @@ class RewardCliff(StartReferenced):
         if score.last_step != step:
             return None
         p = self.p
-        state = self._under.setdefault(key, [0, math.nan, math.nan, deque(maxlen=int(p["under_span"])), False])
+        state = self._under.setdefault(key, [0, math.nan, math.nan, deque(maxlen=int(p["under_span"])), False, 0, 0,
+                                             0.0, 0])
         if state[0] < 0 or state[4]:
             return None
         r, v = reward.last, score.last
@@ -222,9 +317,26 @@ class RewardCliff(StartReferenced):
             state[1] = sum(equal) / len(equal)
             state[2] = max(diff_noise(equal), count_noise(equal), 1e-9)
         recent = state[3]
-        recent.append((step, v - r, r))
-        if len(recent) < recent.maxlen:
-            return None
+        d = v - r
+        parted = None
+        if state[8] < p["window"]:  # the parted rule: within ``window`` paired observations of the parting
+            state[8] += 1
+            if len(recent) == recent.maxlen:  # the oldest leaves its counts
+                old = recent[0][1]
+                state[5] -= old < 0.0
+                state[6] -= old > 0.0
+                state[7] -= abs(old)
+            state[5] += d < 0.0
+            state[6] += d > 0.0
+            state[7] += abs(d)
+            recent.append((step, d, r))
+            need = p["part_each"]
+            if state[5] >= need and state[6] >= need:
+                parted = self._parted(step, key, score, reward, state)
+        else:
+            recent.append((step, d, r))
+        if parted is not None or state[4] or len(recent) < recent.maxlen:
+            return parted
         w = len(recent)
         level, noise = state[1], state[2] / math.sqrt(w)
         under = sum(d for _s, d, _r in recent) / w
