@@ -10,7 +10,7 @@ engine's own log-probs); **gradient accumulation over 12 micro-batches of one sa
 as the task's reward; batch shapes **5 prompts x 4**, **4 x 3**, **4 x 4**, **3 x 5**, **2 x 7**, **2 x 6**, **3 x 6**;
 responses up to **12 / 16** tokens; validation every **15 / 20 / 25 / 30**; 300-350 steps; models built from **model
 seed 10** (another tokenizer sample, init and warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built
-in code); seeds 561-577.
+in code); seeds 561-579 (578-579: specs added after the first runs were read, committed before they ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): the
 **rollout engine's logits rounded to fp8 (e4m3)** from a resume (a quantised serving engine: sampling and its
@@ -24,7 +24,9 @@ rollouts switched to greedy** at a resume (``rollout.do_sample=false``, the vali
 every group's responses identical); the **rollout engine's batching lost** at a resume (one generation call per
 sample: a serving config with max_num_seqs 1); the **response mask losing the stop token** (an off-by-one: the EOS no
 longer scored by the update) and the **group ids lost** (every response in one group: a batch baseline instead of
-the prompt's) at a constant lr 2e-4, beside their matched healthy control.
+the prompt's) at a constant lr 2e-4, beside their matched healthy control; added later (seeds 578-579, committed
+before they ran): the **length cap cut to 2 tokens at once** at a resume (the eighteenth pass ramped it) and the
+**validation set silently replaced** by training prompts (a fault that should leave no mark).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink), **one spec per process** (the
 drivers patch module functions of the trainer for the rest of the process): the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu14/<name>/`` and labelled by reading it (README, nineteenth pass).
@@ -234,6 +236,31 @@ class GroupIdsLost:
         st.cfg.algorithm.adv_estimator = self.name
 
 
+class ResponseCapCut:
+    """From step ``start`` (a resume under a serving config whose max_tokens was typed as ``cap``) the generation length
+    cap (``data.max_response_length``, read by sampling and validation) is ``cap`` at once, kept."""
+
+    def __init__(self, start: int, cap: int) -> None:
+        self.start, self.cap = start, cap
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step == self.start:
+            st.cfg.data.max_response_length = self.cap
+
+
+class ValidationSetReplaced:
+    """From step ``start`` (a resume whose validation file path points at the training split) the validation prompts
+    are the training set's first rows (as many as before), silently: the same task and distribution, prompts the
+    policy may have trained on."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step == self.start:
+            st.val_rows[:] = list(st.loader.rows[:len(st.val_rows)])
+
+
 _LOGPROBS = "actor_rollout_ref.rollout.calculate_log_probs=true"
 _MICRO = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
 
@@ -338,6 +365,18 @@ SPECS: dict[str, dict[str, Any]] = {
         "steps": 350, "seed": 577, "model": "gpt2", "model_seed": 10, "overrides": _batch(
             4, 3, "actor_rollout_ref.actor.optim.lr=2e-4", *_CONST, "trainer.test_freq=12"),
         "driver": GroupIdsLost(150)},
+    # added after the first runs were read (written and committed before they ran), seeds 578-579: a sudden
+    # cut of the length cap (the eighteenth pass ramped it) and a planned fault that should leave no mark.
+    # generation length cap cut at a resume, sudden: from step 180 data.max_response_length 2 (training and validation;
+    # the models answer in 3 tokens, the stop token last); Llama seed 10, 4 prompts x 3, 350 steps, validation every 20
+    "llamas10-4prompt-3sample-respcapcut2-from180-350-val20": {
+        "steps": 350, "seed": 578, "model": "llama", "model_seed": 10, "overrides": _batch(
+            4, 3, "trainer.test_freq=20"), "driver": ResponseCapCut(180, 2)},
+    # validation set silently replaced by training prompts at a resume, sudden: from step 150 the 200 validation prompts
+    # are the training set's first 200; GPT-2 seed 10, 4 prompts x 3, 350 steps, validation every 12
+    "gpt2s10-4prompt-3sample-valsetreplaced-from150-350-val12": {
+        "steps": 350, "seed": 579, "model": "gpt2", "model_seed": 10, "overrides": _batch(
+            4, 3, "trainer.test_freq=12"), "driver": ValidationSetReplaced(150)},
 }
 
 
