@@ -996,3 +996,87 @@ def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
         quiet = runs[name]
         assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
         assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
+
+
+def test_the_nineteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The nineteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu14, TensorBoard event files, model seed 10):
+    each imported whole, and the readings the README's labels rest on are in the numbers (the fp8 rollout logits in
+    the mismatch series, the bf16 ones at an ordinary level; the spaced decode under the regex grader, sudden and
+    ramped; the summed gradient accumulation in the grad norm; the greedy rollouts zeroing every gradient; the
+    unbatched rollout in the generation time; the stop token off the mask and the lost group ids at a constant lr
+    beside their control; the cut length cap; the replaced validation set)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu14"]
+    assert len(sel) == 19
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 3), ("grad_spike", 2), ("healthy", 9), ("length_explosion", 3), ("rollout_mismatch", 1),
+        ("throughput_drop", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"8bf3e00", "174270c"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    for name, m in runs.items():
+        assert sorted(m) == list(range(0, 301 if "-300-val" in name else 351)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, gn = "critic/score/mean", "response_length/mean", "actor/grad_norm"
+    ent, clip, val = "actor/entropy", "response_length/clip_ratio", "val-core/arith/acc/mean@1"
+    diff = "training/rollout_probs_diff_mean"
+
+    hi = runs["gpt2s10-5prompt-4sample-rolloutis-seq-resp12-300-val15"]  # healthy: the engine's log-probs agree
+    assert max(hi[s][diff] for s in range(1, 301)) < 1e-6 and min(hi[s][val] for s in range(0, 301, 15)) > 0.47
+    fp8 = runs["gpt2s10-5prompt-4sample-fp8rolloutlogits-from150-resp12-350-val15"]
+    assert max(fp8[s][diff] for s in range(1, 150)) < 1e-6 < 0.002 < min(fp8[s][diff] for s in range(150, 351))
+    assert abs(med(fp8, score, 151, 350) - med(fp8, score, 1, 149)) < 0.05 and med(fp8, ln, 151, 350) == 3
+    bf16 = runs["llamas10-4prompt-3sample-bf16rolloutlogits-from150-350-val20"]  # an ordinary bf16 level: healthy
+    assert max(bf16[s][diff] for s in range(1, 150)) < 1e-6 and 1e-4 < med(bf16, diff, 150, 350) < 0.002
+    assert med(fp8, diff, 150, 350) > 5 * med(bf16, diff, 150, 350)
+    assert abs(med(bf16, score, 151, 350) - med(bf16, score, 1, 149)) < 0.05
+
+    smax = "critic/score/max"
+    dec = runs["gpt2s10-4prompt-3sample-regexgrader-spaceddecode-from160-350-val12"]
+    assert any(dec[s][smax] == 1 for s in range(1, 160)) and all(dec[s][smax] < 1 for s in range(160, 351))
+    assert med(dec, score, 1, 159) > 0.38 > 0.34 > med(dec, score, 201, 350) and med(dec, ln, 160, 350) == 3
+    assert dec[156][val] > 0.45 > 0.34 > dec[168][val] and dec[350][val] < 0.34
+    rolled = runs["llamas10-3prompt-6sample-regexgrader-spaceddecode0-100pct-150-300-350-val18"]
+    assert med(rolled, score, 1, 150) > 0.42 > 0.36 > med(rolled, score, 301, 350) and rolled[350][val] > 0.5
+
+    acc12 = runs["llamas10-4prompt-3sample-micro1-gradaccumsum-from150-350-val20"]
+    assert max(acc12[s][gn] for s in range(1, 150)) < 8 < 50 < acc12[150][gn] and med(acc12, gn, 151, 350) > 30
+    assert abs(med(acc12, score, 151, 350) - med(acc12, score, 1, 149)) < 0.05
+    acc6 = runs["gpt2s10-4prompt-3sample-micro2-gradaccumsum-clip100-constlr1e-4-from150-350-val12"]
+    assert max(acc6[s][gn] for s in range(1, 150)) < 6.1 < 16 < acc6[150][gn] and med(acc6, gn, 151, 350) > 10
+    control12 = runs["llamas10-4prompt-3sample-micro1-300-val20"]  # its healthy setting without the fault
+    assert med(control12, gn, 151, 300) < 4.5
+
+    greedy = runs["gpt2s10-2prompt-6sample-greedyrollouts-from170-350-val12"]
+    assert all(greedy[s][gn] == 0 for s in range(170, 351)) and sum(greedy[s][gn] == 0 for s in range(1, 170)) == 4
+    assert len({greedy[s][val] for s in range(204, 351, 12)}) == 1 and greedy[171][score] > 0.64
+
+    slow = runs["gpt2s10-4prompt-3sample-rolloutunbatched-from150-350-val12"]
+    assert med(slow, "timing_s/gen", 1, 149) < 0.02 < 0.15 < med(slow, "timing_s/gen", 150, 350)
+    assert max(slow[s]["timing_s/gen"] for s in range(1, 150)) < slow[152]["timing_s/gen"]
+    assert med(slow, "perf/throughput", 1, 149) > 1500 > 500 > med(slow, "perf/throughput", 150, 350)
+
+    eos = runs["gpt2s10-4prompt-3sample-eosunmasked-from150-constlr2e-4-350-val12"]
+    assert eos[149][ln] == 3 and eos[151][ln] == 2 and eos[150][ent] > 2.2 > max(eos[s][ent] for s in range(1, 150))
+    assert med(eos, ln, 151, 275) == 2 and med(eos, ln, 326, 350) > 7 and med(eos, clip, 326, 350) > 0.9
+    lost = runs["gpt2s10-4prompt-3sample-groupidslost-from150-constlr2e-4-350-val12"]
+    adv = "critic/advantages/max"
+    assert max(lost[s][adv] for s in range(1, 150)) < 1.16 < 1.6 < lost[150][adv]
+    assert med(lost, ln, 1, 300) == 3 and med(lost, ln, 326, 350) > 4.5 and med(lost, clip, 326, 350) >= 0.25
+    control = runs["gpt2s10-4prompt-3sample-constlr2e-4-350-val12"]  # the matched control of the two above
+    assert med(control, ln, 1, 350) == 3 and max(control[s][clip] for s in range(1, 351)) < 0.09
+
+    cut = runs["llamas10-4prompt-3sample-respcapcut2-from180-350-val20"]
+    assert all(cut[s][clip] == 0 for s in range(1, 180)) and min(cut[s][clip] for s in range(180, 351)) > 0.9
+    assert sum(cut[s][clip] == 1 for s in range(180, 351)) == 164 and cut[180][clip] == 1
+    assert med(cut, ln, 180, 350) == 2 and min(cut[s][val] for s in range(180, 351, 20)) > 0.49
+
+    # planned faults that left no failure (stored healthy)
+    swapped = runs["gpt2s10-4prompt-3sample-valsetreplaced-from150-350-val12"]
+    assert max(swapped[s][val] for s in range(0, 150, 12)) < 0.5 < 0.505 < min(swapped[s][val] for s in range(156, 351, 12))
+    assert abs(med(swapped, score, 151, 350) - med(swapped, score, 1, 150)) < 0.05 and med(swapped, ln, 151, 350) == 3
+    for name in ("qwen2s10-4prompt-4sample-reinforcepp-gamma09-resp16-300-val25",
+                 "qwen2s10-2prompt-7sample-shareprefixoff-300-val25"):  # Qwen2 seed 10 starts weak and learns
+        assert runs[name][0][val] < 0.2 < 0.27 < runs[name][300][val]
