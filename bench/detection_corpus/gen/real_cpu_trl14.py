@@ -20,7 +20,10 @@ head's weights: ``lm_head`` newly initialised, the rest kept); **the reference m
 (a resume that loads the policy checkpoint as the reference) under ``beta=0.1``; **the reward inverted** from a step (a
 grader update returning the error, 1 - overlap, as the reward); **stale rewards** (from a step the grading queue returns
 the previous call's scores: an off-by-one in an async grader); **a reward that pays length slowly** (a small bonus per
-character past the answer from the first step, no ramp). Each run goes through :func:`real_cpu_trl.run`; its
+character past the answer from the first step, no ramp). Added after the first runs (committed before they ran):
+**another run's tokenizer loaded by a resume** (prompts encoded and completions decoded with a tokenizer trained from
+another seed's text), **a grader whose numeric tolerance ramps** (an answer within 0 -> 30% of the sum scores 1.0)
+and **the lr scheduler stepped twice a step** from a resume (seeds 610, 619, 620). Each run goes through :func:`real_cpu_trl.run`; its
 ``trainer_state.json`` is stored under ``bench/detection_corpus/real/trl_cpu_settings14/<name>/`` and labelled by
 reading it (README, nineteenth pass).
 
@@ -272,6 +275,94 @@ SPECS: dict[str, dict[str, Any]] = {
         "lr": 1e-4, "seed": 618, "max_len": 16, "reward_funcs": length_paid(0.05), "reward_weights": [1.0, 0.0]},
 }
 
+
+
+def other_tokenizer(seed: int) -> Any:
+    """The corpus BPE tokenizer as :func:`real_trainer.bpe_model_dir` trains it, from another seed's text (the
+    tokenizer of another run: same recipe, same special tokens at ids 0-2, the other ids assigned differently)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(seed)
+    text = [f"{a:02d}+{b:02d}={a + b:03d}" for a, b in ((rng.randint(0, 99), rng.randint(0, 99)) for _ in range(4000))]
+    tk = Tokenizer(models.BPE(unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(pattern="+", behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tk.train_from_iterator(text, trainers.BpeTrainer(vocab_size=160, special_tokens=["<pad>", "<eos>", "<unk>"]))
+    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+
+
+def tokenizer_swapped_at(at: int, seed: int) -> Any:
+    """At the start of step ``at`` the trainer's tokenizer (``processing_class``: prompts encoded, completions
+    decoded) is replaced by :func:`other_tokenizer` ``(seed)`` (a resume that loaded another run's tokenizer next to
+    this run's weights); the model, the reference and the optimizer are kept."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            trainer.processing_class = other_tokenizer(seed)
+
+    return each_step
+
+
+class LenientGrader:
+    """The paid reward (``rewards/graded``) is the digit overlap, except that an all-digit answer within a relative
+    tolerance of the true sum scores 1.0; the tolerance ramps linearly 0 (step ``start``) -> ``hi`` (step ``end``),
+    then kept (a grader's numeric tolerance read from a config whose value was meant for another task, raised by a
+    schedule). ``accuracy`` (weight 0) logs the digit overlap beside it."""
+
+    def __init__(self, start: int, end: int, hi: float) -> None:
+        self.start, self.end, self.hi, self.tol = start, end, hi, 0.0
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.tol = ramp(step, self.start, self.end, 0.0, self.hi)
+
+    def funcs(self) -> list[Any]:
+        def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+            out = []
+            for c, g in zip(completions, ground_truth):
+                a = c.strip()
+                close = a.isdigit() and abs(int(a) - int(g)) <= self.tol * int(g)
+                out.append(1.0 if self.tol > 0 and close else digit_overlap("arith", c, g))
+            return out
+
+        return [graded, accuracy]
+
+
+def scheduler_stepped_twice_from(start: int) -> Any:
+    """From step ``start`` the lr scheduler is stepped once more before every step (a callback added by a resume
+    that calls ``lr_scheduler.step()`` itself: the schedule runs at twice the speed and reaches 0 half-way through
+    what was left, then stays at 0)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step >= start:
+            kw["lr_scheduler"].step()
+
+    return each_step
+
+
+_tol = LenientGrader(120, 300, 0.3)
+
+# --- added after the first runs (written and committed before running them): the first runs took about 40 s, so
+# there is time for three more failure specs.
+SPECS.update({
+    # another run's tokenizer loaded by a resume, sudden: at the start of step 150 the trainer's tokenizer (prompts
+    # encoded, completions decoded) is the one trained from seed 11's text; evaluation every 25; GPT-2 seed 10,
+    # 2 prompts x 4, 350 steps, logging every step
+    "gpt2s10-2prompt-4gen-tokenizerswap-at150-350-eval25": {
+        "model": "gpt2", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 619, "each_step": tokenizer_swapped_at(150, 11)},
+    # a grader whose numeric tolerance ramps, ramp: an all-digit answer within tol x the true sum scores 1.0, tol 0 to
+    # step 120, ramped linearly to 0.3 at step 300 and kept; the digit overlap logged with weight 0; Llama seed 10,
+    # 2 prompts x 4, 350 steps, lr 1e-4, logging every step
+    "llamas10-2prompt-4gen-lenientgrader-tol0-03-120-300-lr1e-4-350": {
+        "model": "llama", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 1e-4, "seed": 620, "reward_funcs": _tol.funcs(), "reward_weights": [1.0, 0.0], "each_step": _tol.hook},
+    # the lr scheduler stepped twice a step from step 150 (linear decay from 5e-5: it reaches 0 at about step 250 and
+    # stays there; may leave no mark beyond the lr); GPT-2 seed 10, 2 prompts x 4, 350 steps, logging every 2
+    "gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2": {
+        "model": "gpt2", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 2,
+        "lr": 5e-5, "seed": 610, "each_step": scheduler_stepped_twice_from(150)},
+})
 
 # run once and not stored: the failure its spec meant did not come (README, nineteenth pass)
 NOT_STORED: tuple[str, ...] = ()
