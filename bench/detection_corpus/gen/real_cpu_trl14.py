@@ -23,7 +23,9 @@ the previous call's scores: an off-by-one in an async grader); **a reward that p
 character past the answer from the first step, no ramp). Added after the first runs (committed before they ran):
 **another run's tokenizer loaded by a resume** (prompts encoded and completions decoded with a tokenizer trained from
 another seed's text), **a grader whose numeric tolerance ramps** (an answer within 0 -> 30% of the sum scores 1.0)
-and **the lr scheduler stepped twice a step** from a resume (seeds 610, 619, 620). Each run goes through :func:`real_cpu_trl.run`; its
+and **the lr scheduler stepped twice a step** from a resume (seeds 610, 619, 620); then, committed before they ran,
+**Adam's beta2 set to 0 by a resume**, **dropout raised to 0.5 by a resume** and the length bonus at 0.2 a character
+under a constant lr 2e-4 (seeds 621-623). Each run goes through :func:`real_cpu_trl.run`; its
 ``trainer_state.json`` is stored under ``bench/detection_corpus/real/trl_cpu_settings14/<name>/`` and labelled by
 reading it (README, nineteenth pass).
 
@@ -362,6 +364,61 @@ SPECS.update({
     "gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2": {
         "model": "gpt2", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 2,
         "lr": 5e-5, "seed": 610, "each_step": scheduler_stepped_twice_from(150)},
+})
+
+
+def adam_beta2_zeroed_at(at: int) -> Any:
+    """At the start of step ``at`` every optimizer param group's ``betas`` become ``(beta1, 0.0)`` (a resume whose
+    config had ``adam_beta2: 0`` where 0.999 was meant): Adam's second moment is then the last squared gradient alone,
+    so each coordinate's update is about ``lr x m / |g|`` (near lr for every weight, however small its gradient)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            for g in kw["optimizer"].param_groups:
+                g["betas"] = (g["betas"][0], 0.0)
+
+    return each_step
+
+
+def dropout_raised_at(at: int, p: float) -> Any:
+    """At the start of step ``at`` every dropout layer of the policy drops with probability ``p`` (a resume that
+    reloaded a model config with ``resid_pdrop`` / ``attn_pdrop`` / ``embd_pdrop`` of ``p`` where 0.1 was meant; the
+    policy stays in train mode, so generation and the training pass both sample with dropout; the reference runs in
+    eval mode)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            import torch
+
+            for m in trainer.accelerator.unwrap_model(trainer.model).modules():
+                if isinstance(m, torch.nn.Dropout):
+                    m.p = p
+
+    return each_step
+
+
+# --- added after the first sixteen specs ran (written and committed before running these three): seven of the
+# first thirteen left no lasting mark (a fault that does not show is stored healthy), so three more failure specs:
+# two new mechanisms and the length bonus at a weight and lr where the policy can learn it within the run.
+SPECS.update({
+    # Adam's beta2 set to 0 by a resume, sudden cause: at the start of step 150 every param group's betas become
+    # (0.9, 0.0); constant lr 5e-5; Llama seed 10, 2 prompts x 4, 350 steps, logging every step, evaluation every 25
+    "llamas10-2prompt-4gen-adambeta2zero-at150-constlr-350-eval25": {
+        "model": "llama", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 621, "each_step": adam_beta2_zeroed_at(150),
+        "config": {"lr_scheduler_type": "constant"}},
+    # dropout raised to 0.5 by a resume, sudden: at the start of step 150 every dropout layer of the GPT-2 policy
+    # (0.1 until then) drops half its inputs; GPT-2 seed 10, 2 prompts x 4, 350 steps, logging every step
+    "gpt2s10-2prompt-4gen-dropout05-at150-350": {
+        "model": "gpt2", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 622, "each_step": dropout_raised_at(150, 0.5)},
+    # a reward that pays length, from the first step (the symptom has to be learned): the digit overlap plus 0.2 per
+    # character past the answer's width (uncapped, no ramp) at a constant lr 2e-4; completions up to 16 tokens; the
+    # digit overlap logged with weight 0; Llama seed 10, 2 prompts x 4, 350 steps, logging every step
+    "llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350": {
+        "model": "llama", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 2e-4, "seed": 623, "max_len": 16, "reward_funcs": length_paid(0.2), "reward_weights": [1.0, 0.0],
+        "config": {"lr_scheduler_type": "constant"}},
 })
 
 # run once and not stored: the failure its spec meant did not come (README, nineteenth pass)
