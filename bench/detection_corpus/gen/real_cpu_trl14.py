@@ -25,7 +25,9 @@ character past the answer from the first step, no ramp). Added after the first r
 another seed's text), **a grader whose numeric tolerance ramps** (an answer within 0 -> 30% of the sum scores 1.0)
 and **the lr scheduler stepped twice a step** from a resume (seeds 610, 619, 620); then, committed before they ran,
 **Adam's beta2 set to 0 by a resume**, **dropout raised to 0.5 by a resume** and the length bonus at 0.2 a character
-under a constant lr 2e-4 (seeds 621-623). Each run goes through :func:`real_cpu_trl.run`; its
+under a constant lr 2e-4 (seeds 621-623); then, committed before they ran, **the grader fed the whole transcript**
+(its parser takes the prompt's first number) and **the lr x100 for one step** from a resume (seeds 624-625). Each run
+goes through :func:`real_cpu_trl.run`; its
 ``trainer_state.json`` is stored under ``bench/detection_corpus/real/trl_cpu_settings14/<name>/`` and labelled by
 reading it (README, nineteenth pass).
 
@@ -418,6 +420,68 @@ SPECS.update({
     "llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350": {
         "model": "llama", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
         "lr": 2e-4, "seed": 623, "max_len": 16, "reward_funcs": length_paid(0.2), "reward_weights": [1.0, 0.0],
+        "config": {"lr_scheduler_type": "constant"}},
+})
+
+
+class FirstNumberOfTranscript:
+    """The paid reward (``rewards/graded``) is the digit overlap of the completion; from step ``start`` a grader
+    refactor passes it the whole transcript (``prompt + completion``) and its parser takes the first number in the
+    text (``re.match(r"\\d+", text)``), which is now the prompt's first operand: every completion of a prompt scores the
+    same. ``accuracy`` (weight 0) logs the completion's digit overlap beside it."""
+
+    def __init__(self, start: int) -> None:
+        self.start, self.on = start, False
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.on = step >= self.start
+
+    def funcs(self) -> list[Any]:
+        import re
+
+        def graded(prompts: list[str], completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+            out = []
+            for p, c, g in zip(prompts, completions, ground_truth):
+                if self.on:
+                    m = re.match(r"\d+", p + c)
+                    c = m.group(0) if m else ""
+                out.append(digit_overlap("arith", c, g))
+            return out
+
+        return [graded, accuracy]
+
+
+def lr_spike_once(at: int, factor: float) -> Any:
+    """At step ``at`` only, every param group's lr is ``factor`` times the scheduled one (a resume that restored the
+    scheduler one step late and applied the peak factor to the first step); the step after, the schedule is back."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            for g in kw["optimizer"].param_groups:
+                g["lr"] *= factor
+
+    return each_step
+
+
+_first = FirstNumberOfTranscript(150)
+
+# --- added after all nineteen specs above ran and were labelled (written and committed before running these two):
+# ten of the eighteen stored runs are healthy (five planned faults left no mark), so two more failure specs with
+# new mechanisms.
+SPECS.update({
+    # the grader fed the whole transcript, sudden: from step 150 the paid reward parses the first number of prompt +
+    # completion (the prompt's first operand); the completion's digit overlap logged with weight 0; Llama seed 10,
+    # 2 prompts x 4, 350 steps, logging every step
+    "llamas10-2prompt-4gen-graderfirstnumberoftranscript-from150-350": {
+        "model": "llama", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 624, "reward_funcs": _first.funcs(), "reward_weights": [1.0, 0.0],
+        "each_step": _first.hook},
+    # the lr x100 for one step, sudden (a resume restoring the scheduler one step late): at step 200 only, the lr is
+    # 100 x the scheduled one (5e-3 on a constant 5e-5), then back; GPT-2 seed 10, 2 prompts x 4, 350 steps, constant
+    # lr 5e-5, logging every step, evaluation every 25
+    "gpt2s10-2prompt-4gen-lrx100onestep-at200-constlr-350-eval25": {
+        "model": "gpt2", "model_seed": 10, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 625, "each_step": lr_spike_once(200, 100.0),
         "config": {"lr_scheduler_type": "constant"}},
 })
 
