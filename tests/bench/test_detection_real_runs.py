@@ -923,12 +923,13 @@ def test_the_nineteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     """The nineteenth pass's TRL CPU runs (trl_cpu_settings14: TRL trainer states, model seed 10), each imported whole,
     and the readings the README's labels rest on are in the numbers (the temperature raised to 1.6, the dataset
     turning into one prompt, the LM head re-initialised, the reward inverted, another run's tokenizer, a grader
-    whose tolerance ramps, dropout 0.5, a length bonus learned to the cap; the prefix grader, the reference reset,
-    the stale rewards, the small length bonus and the scheduler stepped twice stored healthy)."""
+    whose tolerance ramps, dropout 0.5, a length bonus learned to the cap, a grader fed the whole transcript; the
+    prefix grader, the reference reset, the stale rewards, the small length bonus, the scheduler stepped twice and the
+    one-step lr spike stored healthy)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings14"]
-    assert len(sel) == 18 and Counter(e["class"] for e in sel) == {
-        "healthy": 10, "collapse": 4, "reward_hacking": 3, "entropy_collapse": 1}
-    assert {e["origin"]["commit"][:7] for e in sel} == {"4a7880b", "7355895", "cd06a53"}
+    assert len(sel) == 20 and Counter(e["class"] for e in sel) == {
+        "healthy": 11, "collapse": 5, "reward_hacking": 3, "entropy_collapse": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"4a7880b", "7355895", "cd06a53", "d8bf326"}
     runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["llamas10-2prompt-7gen-vespo-kpos15-lampos2-kneg25-lamneg15-300-log8-eval35"]) == sorted(
         set(range(8, 301, 8)) | set(range(35, 301, 35)) | {300})  # evaluations every 35 and at the last step
@@ -986,6 +987,11 @@ def test_the_nineteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert med(long, "reward", 251, 351) > 10 and med(long, "rewards/accuracy/mean", 251, 351) < 0.3 < 0.4 < med(
         long, "rewards/accuracy/mean", 1, 51)
 
+    text = runs["llamas10-2prompt-4gen-graderfirstnumberoftranscript-from150-350"]  # every group's rewards equal
+    assert all(text[s]["frac_reward_zero_std"] == 1 for s in range(150, 351)) and text[150]["reward"] == 0
+    assert med(text, "grad_norm", 151, 351) < 0.15 < 3 < med(text, "grad_norm", 1, 150)
+    assert abs(med(text, "rewards/accuracy/mean", 151, 351) - med(text, "rewards/accuracy/mean", 1, 150)) < 0.05
+
     # planned faults that left no mark: healthy
     pre = runs["gpt2s10-1prompt-8gen-prefixgrader-from150-lr1e-4-350"]
     assert sum(pre[s]["reward"] > pre[s]["rewards/accuracy/mean"] + 1e-4 for s in range(150, 351)) == 10
@@ -999,6 +1005,10 @@ def test_the_nineteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert med(small, "completions/mean_length", 301, 351) < 3.2
     twice = runs["gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2"]
     assert twice[250]["learning_rate"] == 0 < twice[248]["learning_rate"]
+    spike = runs["gpt2s10-2prompt-4gen-lrx100onestep-at200-constlr-350-eval25"]
+    assert spike[202]["kl"] > 9 and abs(med(spike, "reward", 201, 351) - med(spike, "reward", 1, 200)) < 0.05
+    assert max(spike[s]["eval_kl"] for s in range(25, 200, 25)) < 0.05 < 0.08 < min(
+        spike[s]["eval_kl"] for s in range(200, 351, 25))
 
 
 def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
