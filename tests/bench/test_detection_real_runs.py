@@ -919,6 +919,98 @@ def test_the_eighteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert abs(med(clip, "reward", 151, 301) - med(clip, "reward", 1, 150)) < 0.05
 
 
+def test_the_nineteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The nineteenth pass's TRL CPU runs (trl_cpu_settings14: TRL trainer states, model seed 10), each imported whole,
+    and the readings the README's labels rest on are in the numbers (the temperature raised to 1.6, the dataset
+    turning into one prompt, the LM head re-initialised, the reward inverted, another run's tokenizer, a grader
+    whose tolerance ramps, dropout 0.5, a length bonus learned to the cap, a grader fed the whole transcript; the
+    prefix grader, the reference reset, the stale rewards, the small length bonus, the scheduler stepped twice and the
+    one-step lr spike stored healthy)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings14"]
+    assert len(sel) == 20 and Counter(e["class"] for e in sel) == {
+        "healthy": 11, "collapse": 5, "reward_hacking": 3, "entropy_collapse": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"4a7880b", "7355895", "cd06a53", "d8bf326"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["llamas10-2prompt-7gen-vespo-kpos15-lampos2-kneg25-lamneg15-300-log8-eval35"]) == sorted(
+        set(range(8, 301, 8)) | set(range(35, 301, 35)) | {300})  # evaluations every 35 and at the last step
+    assert sorted(runs["llamas10-1prompt-9gen-wsd-warm30-decay100-rmsprop-300-log9"]) == list(range(9, 301, 9))
+    assert sorted(runs["qwen2s10-3prompt-2gen-ga3-adambeta1-08-eps1e-6-maxlen10-300-log2-eval45"]) == sorted(
+        set(range(2, 301, 2)) | set(range(45, 301, 45)))
+    assert sorted(runs["gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2"]) == list(range(2, 351, 2))
+    for name, n in (("gpt2s10-3prompt-5gen-inversesqrt-warm20-typicalp09-lr1e-4-300", 300),
+                    ("gpt2s10-5prompt-3gen-cispo-coswarmminlr-warm25-topk10-topp09-300", 300),
+                    ("llamas10-2prompt-4gen-temperature16-from150-350", 350),
+                    ("llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350", 350)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    hot = runs["llamas10-2prompt-4gen-temperature16-from150-350"]
+    assert max(hot[s]["entropy"] for s in range(1, 150)) < 1.9 < 2.3 < min(hot[s]["entropy"] for s in range(150, 351))
+    assert med(hot, "reward", 151, 351) < 0.34 < 0.4 < med(hot, "reward", 1, 150)
+
+    one = runs["gpt2s10-2prompt-4gen-onepromptramp0-1-120-240-lr1e-4-350-eval25"]
+    assert med(one, "entropy", 276, 351) < 1.4 < 1.55 < med(one, "entropy", 1, 120)
+    assert med(one, "reward", 276, 351) >= 0.5 > 0.42 > med(one, "reward", 1, 120)
+    assert all(0.37 < one[s]["eval_reward"] < 0.46 for s in range(25, 351, 25))
+
+    head = runs["llamas10-2prompt-4gen-lmheadreinit-at150-350-eval25"]
+    assert max(head[s]["entropy"] for s in range(1, 150)) < 2 < 5 < min(head[s]["entropy"] for s in range(150, 351))
+    assert med(head, "completions/mean_length", 150, 351) == 8 and max(head[s]["reward"] for s in range(150, 351)) <= 0.25
+    assert head[350]["eval_reward"] < 0.15 < 0.4 < head[125]["eval_reward"]
+
+    inv = runs["llamas10-3prompt-4gen-rewardinverted-from150-lr1e-4-350"]
+    assert all(inv[s]["reward"] == pytest.approx(inv[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 150))
+    assert all(inv[s]["reward"] == pytest.approx(1 - inv[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(150, 351))
+    assert med(inv, "reward", 301, 351) > 0.85 and med(inv, "rewards/accuracy/mean", 301, 351) < 0.15 < 0.4 < med(
+        inv, "rewards/accuracy/mean", 1, 150)
+
+    tok = runs["gpt2s10-2prompt-4gen-tokenizerswap-at150-350-eval25"]
+    assert min(tok[s]["reward"] for s in range(1, 150)) > tok[150]["reward"]
+    assert med(tok, "reward", 151, 351) < 0.21 < 0.37 < med(tok, "reward", 1, 150)
+    assert all(tok[s]["eval_reward"] < 0.18 < 0.34 < tok[s - 125]["eval_reward"] for s in range(150, 251, 25))
+
+    tol = runs["llamas10-2prompt-4gen-lenientgrader-tol0-03-120-300-lr1e-4-350"]
+    assert all(tol[s]["reward"] == pytest.approx(tol[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 121))
+    assert med(tol, "reward", 251, 351) > 0.75 > 0.5 > med(tol, "reward", 1, 121)
+    assert abs(med(tol, "rewards/accuracy/mean", 251, 351) - med(tol, "rewards/accuracy/mean", 1, 121)) < 0.05
+
+    drop = runs["gpt2s10-2prompt-4gen-dropout05-at150-350"]
+    assert med(drop, "entropy", 151, 351) > 1.85 > 1.7 > med(drop, "entropy", 1, 150)
+    assert med(drop, "kl", 151, 351) > 0.4 > 0.15 > med(drop, "kl", 1, 150)
+
+    long = runs["llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350"]
+    assert max(long[s]["completions/mean_length"] for s in range(1, 51)) < 3.4 and med(
+        long, "completions/mean_length", 201, 351) == 16
+    assert med(long, "reward", 251, 351) > 10 and med(long, "rewards/accuracy/mean", 251, 351) < 0.3 < 0.4 < med(
+        long, "rewards/accuracy/mean", 1, 51)
+
+    text = runs["llamas10-2prompt-4gen-graderfirstnumberoftranscript-from150-350"]  # every group's rewards equal
+    assert all(text[s]["frac_reward_zero_std"] == 1 for s in range(150, 351)) and text[150]["reward"] == 0
+    assert med(text, "grad_norm", 151, 351) < 0.15 < 3 < med(text, "grad_norm", 1, 150)
+    assert abs(med(text, "rewards/accuracy/mean", 151, 351) - med(text, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    # planned faults that left no mark: healthy
+    pre = runs["gpt2s10-1prompt-8gen-prefixgrader-from150-lr1e-4-350"]
+    assert sum(pre[s]["reward"] > pre[s]["rewards/accuracy/mean"] + 1e-4 for s in range(150, 351)) == 10
+    ref = runs["llamas10-2prompt-4gen-refresettopolicy-at200-beta01-constlr2e-4-350-eval25"]
+    assert ref[200]["kl"] == 0 and med(ref, "kl", 226, 351) > 0.03
+    stale = runs["gpt2s10-2prompt-4gen-stalerewards-from150-lr1e-4-350"]
+    assert all(stale[s]["reward"] == pytest.approx(stale[s - 1]["rewards/accuracy/mean"], abs=1e-6)
+               for s in range(150, 351))
+    assert abs(med(stale, "reward", 151, 351) - med(stale, "reward", 1, 150)) < 0.05
+    small = runs["llamas10-2prompt-4gen-lengthpaid005-fromstart-maxlen16-lr1e-4-350"]
+    assert med(small, "completions/mean_length", 301, 351) < 3.2
+    twice = runs["gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2"]
+    assert twice[250]["learning_rate"] == 0 < twice[248]["learning_rate"]
+    spike = runs["gpt2s10-2prompt-4gen-lrx100onestep-at200-constlr-350-eval25"]
+    assert spike[202]["kl"] > 9 and abs(med(spike, "reward", 201, 351) - med(spike, "reward", 1, 200)) < 0.05
+    assert max(spike[s]["eval_kl"] for s in range(25, 200, 25)) < 0.05 < 0.08 < min(
+        spike[s]["eval_kl"] for s in range(200, 351, 25))
+
+
 def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The eighteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu13, TensorBoard event files, model seed 9):
     each imported whole (the ramped raising grader to the trainer's own stop at 255), and the readings the README's
