@@ -919,6 +919,98 @@ def test_the_eighteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their
     assert abs(med(clip, "reward", 151, 301) - med(clip, "reward", 1, 150)) < 0.05
 
 
+def test_the_nineteenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The nineteenth pass's TRL CPU runs (trl_cpu_settings14: TRL trainer states, model seed 10), each imported whole,
+    and the readings the README's labels rest on are in the numbers (the temperature raised to 1.6, the dataset
+    turning into one prompt, the LM head re-initialised, the reward inverted, another run's tokenizer, a grader
+    whose tolerance ramps, dropout 0.5, a length bonus learned to the cap, a grader fed the whole transcript; the
+    prefix grader, the reference reset, the stale rewards, the small length bonus, the scheduler stepped twice and the
+    one-step lr spike stored healthy)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings14"]
+    assert len(sel) == 20 and Counter(e["class"] for e in sel) == {
+        "healthy": 11, "collapse": 5, "reward_hacking": 3, "entropy_collapse": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"4a7880b", "7355895", "cd06a53", "d8bf326"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["llamas10-2prompt-7gen-vespo-kpos15-lampos2-kneg25-lamneg15-300-log8-eval35"]) == sorted(
+        set(range(8, 301, 8)) | set(range(35, 301, 35)) | {300})  # evaluations every 35 and at the last step
+    assert sorted(runs["llamas10-1prompt-9gen-wsd-warm30-decay100-rmsprop-300-log9"]) == list(range(9, 301, 9))
+    assert sorted(runs["qwen2s10-3prompt-2gen-ga3-adambeta1-08-eps1e-6-maxlen10-300-log2-eval45"]) == sorted(
+        set(range(2, 301, 2)) | set(range(45, 301, 45)))
+    assert sorted(runs["gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2"]) == list(range(2, 351, 2))
+    for name, n in (("gpt2s10-3prompt-5gen-inversesqrt-warm20-typicalp09-lr1e-4-300", 300),
+                    ("gpt2s10-5prompt-3gen-cispo-coswarmminlr-warm25-topk10-topp09-300", 300),
+                    ("llamas10-2prompt-4gen-temperature16-from150-350", 350),
+                    ("llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350", 350)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    hot = runs["llamas10-2prompt-4gen-temperature16-from150-350"]
+    assert max(hot[s]["entropy"] for s in range(1, 150)) < 1.9 < 2.3 < min(hot[s]["entropy"] for s in range(150, 351))
+    assert med(hot, "reward", 151, 351) < 0.34 < 0.4 < med(hot, "reward", 1, 150)
+
+    one = runs["gpt2s10-2prompt-4gen-onepromptramp0-1-120-240-lr1e-4-350-eval25"]
+    assert med(one, "entropy", 276, 351) < 1.4 < 1.55 < med(one, "entropy", 1, 120)
+    assert med(one, "reward", 276, 351) >= 0.5 > 0.42 > med(one, "reward", 1, 120)
+    assert all(0.37 < one[s]["eval_reward"] < 0.46 for s in range(25, 351, 25))
+
+    head = runs["llamas10-2prompt-4gen-lmheadreinit-at150-350-eval25"]
+    assert max(head[s]["entropy"] for s in range(1, 150)) < 2 < 5 < min(head[s]["entropy"] for s in range(150, 351))
+    assert med(head, "completions/mean_length", 150, 351) == 8 and max(head[s]["reward"] for s in range(150, 351)) <= 0.25
+    assert head[350]["eval_reward"] < 0.15 < 0.4 < head[125]["eval_reward"]
+
+    inv = runs["llamas10-3prompt-4gen-rewardinverted-from150-lr1e-4-350"]
+    assert all(inv[s]["reward"] == pytest.approx(inv[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 150))
+    assert all(inv[s]["reward"] == pytest.approx(1 - inv[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(150, 351))
+    assert med(inv, "reward", 301, 351) > 0.85 and med(inv, "rewards/accuracy/mean", 301, 351) < 0.15 < 0.4 < med(
+        inv, "rewards/accuracy/mean", 1, 150)
+
+    tok = runs["gpt2s10-2prompt-4gen-tokenizerswap-at150-350-eval25"]
+    assert min(tok[s]["reward"] for s in range(1, 150)) > tok[150]["reward"]
+    assert med(tok, "reward", 151, 351) < 0.21 < 0.37 < med(tok, "reward", 1, 150)
+    assert all(tok[s]["eval_reward"] < 0.18 < 0.34 < tok[s - 125]["eval_reward"] for s in range(150, 251, 25))
+
+    tol = runs["llamas10-2prompt-4gen-lenientgrader-tol0-03-120-300-lr1e-4-350"]
+    assert all(tol[s]["reward"] == pytest.approx(tol[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 121))
+    assert med(tol, "reward", 251, 351) > 0.75 > 0.5 > med(tol, "reward", 1, 121)
+    assert abs(med(tol, "rewards/accuracy/mean", 251, 351) - med(tol, "rewards/accuracy/mean", 1, 121)) < 0.05
+
+    drop = runs["gpt2s10-2prompt-4gen-dropout05-at150-350"]
+    assert med(drop, "entropy", 151, 351) > 1.85 > 1.7 > med(drop, "entropy", 1, 150)
+    assert med(drop, "kl", 151, 351) > 0.4 > 0.15 > med(drop, "kl", 1, 150)
+
+    long = runs["llamas10-2prompt-4gen-lengthpaid02-fromstart-maxlen16-constlr2e-4-350"]
+    assert max(long[s]["completions/mean_length"] for s in range(1, 51)) < 3.4 and med(
+        long, "completions/mean_length", 201, 351) == 16
+    assert med(long, "reward", 251, 351) > 10 and med(long, "rewards/accuracy/mean", 251, 351) < 0.3 < 0.4 < med(
+        long, "rewards/accuracy/mean", 1, 51)
+
+    text = runs["llamas10-2prompt-4gen-graderfirstnumberoftranscript-from150-350"]  # every group's rewards equal
+    assert all(text[s]["frac_reward_zero_std"] == 1 for s in range(150, 351)) and text[150]["reward"] == 0
+    assert med(text, "grad_norm", 151, 351) < 0.15 < 3 < med(text, "grad_norm", 1, 150)
+    assert abs(med(text, "rewards/accuracy/mean", 151, 351) - med(text, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    # planned faults that left no mark: healthy
+    pre = runs["gpt2s10-1prompt-8gen-prefixgrader-from150-lr1e-4-350"]
+    assert sum(pre[s]["reward"] > pre[s]["rewards/accuracy/mean"] + 1e-4 for s in range(150, 351)) == 10
+    ref = runs["llamas10-2prompt-4gen-refresettopolicy-at200-beta01-constlr2e-4-350-eval25"]
+    assert ref[200]["kl"] == 0 and med(ref, "kl", 226, 351) > 0.03
+    stale = runs["gpt2s10-2prompt-4gen-stalerewards-from150-lr1e-4-350"]
+    assert all(stale[s]["reward"] == pytest.approx(stale[s - 1]["rewards/accuracy/mean"], abs=1e-6)
+               for s in range(150, 351))
+    assert abs(med(stale, "reward", 151, 351) - med(stale, "reward", 1, 150)) < 0.05
+    small = runs["llamas10-2prompt-4gen-lengthpaid005-fromstart-maxlen16-lr1e-4-350"]
+    assert med(small, "completions/mean_length", 301, 351) < 3.2
+    twice = runs["gpt2s10-2prompt-4gen-schedsteppedtwice-from150-350-log2"]
+    assert twice[250]["learning_rate"] == 0 < twice[248]["learning_rate"]
+    spike = runs["gpt2s10-2prompt-4gen-lrx100onestep-at200-constlr-350-eval25"]
+    assert spike[202]["kl"] > 9 and abs(med(spike, "reward", 201, 351) - med(spike, "reward", 1, 200)) < 0.05
+    assert max(spike[s]["eval_kl"] for s in range(25, 200, 25)) < 0.05 < 0.08 < min(
+        spike[s]["eval_kl"] for s in range(200, 351, 25))
+
+
 def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The eighteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu13, TensorBoard event files, model seed 9):
     each imported whole (the ramped raising grader to the trainer's own stop at 255), and the readings the README's
@@ -996,3 +1088,87 @@ def test_the_eighteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
         quiet = runs[name]
         assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05
         assert abs(med(quiet, ent, 151, 350) - med(quiet, ent, 1, 150)) < 0.1 and med(quiet, ln, 151, 350) == 3
+
+
+def test_the_nineteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The nineteenth pass's CPU runs of our trainer (rlcockpit_trainer_cpu14, TensorBoard event files, model seed 10):
+    each imported whole, and the readings the README's labels rest on are in the numbers (the fp8 rollout logits in
+    the mismatch series, the bf16 ones at an ordinary level; the spaced decode under the regex grader, sudden and
+    ramped; the summed gradient accumulation in the grad norm; the greedy rollouts zeroing every gradient; the
+    unbatched rollout in the generation time; the stop token off the mask and the lost group ids at a constant lr
+    beside their control; the cut length cap; the replaced validation set)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu14"]
+    assert len(sel) == 19
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 3), ("grad_spike", 2), ("healthy", 9), ("length_explosion", 3), ("rollout_mismatch", 1),
+        ("throughput_drop", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"8bf3e00", "174270c"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    for name, m in runs.items():
+        assert sorted(m) == list(range(0, 301 if "-300-val" in name else 351)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, gn = "critic/score/mean", "response_length/mean", "actor/grad_norm"
+    ent, clip, val = "actor/entropy", "response_length/clip_ratio", "val-core/arith/acc/mean@1"
+    diff = "training/rollout_probs_diff_mean"
+
+    hi = runs["gpt2s10-5prompt-4sample-rolloutis-seq-resp12-300-val15"]  # healthy: the engine's log-probs agree
+    assert max(hi[s][diff] for s in range(1, 301)) < 1e-6 and min(hi[s][val] for s in range(0, 301, 15)) > 0.47
+    fp8 = runs["gpt2s10-5prompt-4sample-fp8rolloutlogits-from150-resp12-350-val15"]
+    assert max(fp8[s][diff] for s in range(1, 150)) < 1e-6 < 0.002 < min(fp8[s][diff] for s in range(150, 351))
+    assert abs(med(fp8, score, 151, 350) - med(fp8, score, 1, 149)) < 0.05 and med(fp8, ln, 151, 350) == 3
+    bf16 = runs["llamas10-4prompt-3sample-bf16rolloutlogits-from150-350-val20"]  # an ordinary bf16 level: healthy
+    assert max(bf16[s][diff] for s in range(1, 150)) < 1e-6 and 1e-4 < med(bf16, diff, 150, 350) < 0.002
+    assert med(fp8, diff, 150, 350) > 5 * med(bf16, diff, 150, 350)
+    assert abs(med(bf16, score, 151, 350) - med(bf16, score, 1, 149)) < 0.05
+
+    smax = "critic/score/max"
+    dec = runs["gpt2s10-4prompt-3sample-regexgrader-spaceddecode-from160-350-val12"]
+    assert any(dec[s][smax] == 1 for s in range(1, 160)) and all(dec[s][smax] < 1 for s in range(160, 351))
+    assert med(dec, score, 1, 159) > 0.38 > 0.34 > med(dec, score, 201, 350) and med(dec, ln, 160, 350) == 3
+    assert dec[156][val] > 0.45 > 0.34 > dec[168][val] and dec[350][val] < 0.34
+    rolled = runs["llamas10-3prompt-6sample-regexgrader-spaceddecode0-100pct-150-300-350-val18"]
+    assert med(rolled, score, 1, 150) > 0.42 > 0.36 > med(rolled, score, 301, 350) and rolled[350][val] > 0.5
+
+    acc12 = runs["llamas10-4prompt-3sample-micro1-gradaccumsum-from150-350-val20"]
+    assert max(acc12[s][gn] for s in range(1, 150)) < 8 < 50 < acc12[150][gn] and med(acc12, gn, 151, 350) > 30
+    assert abs(med(acc12, score, 151, 350) - med(acc12, score, 1, 149)) < 0.05
+    acc6 = runs["gpt2s10-4prompt-3sample-micro2-gradaccumsum-clip100-constlr1e-4-from150-350-val12"]
+    assert max(acc6[s][gn] for s in range(1, 150)) < 6.1 < 16 < acc6[150][gn] and med(acc6, gn, 151, 350) > 10
+    control12 = runs["llamas10-4prompt-3sample-micro1-300-val20"]  # its healthy setting without the fault
+    assert med(control12, gn, 151, 300) < 4.5
+
+    greedy = runs["gpt2s10-2prompt-6sample-greedyrollouts-from170-350-val12"]
+    assert all(greedy[s][gn] == 0 for s in range(170, 351)) and sum(greedy[s][gn] == 0 for s in range(1, 170)) == 4
+    assert len({greedy[s][val] for s in range(204, 351, 12)}) == 1 and greedy[171][score] > 0.64
+
+    slow = runs["gpt2s10-4prompt-3sample-rolloutunbatched-from150-350-val12"]
+    assert med(slow, "timing_s/gen", 1, 149) < 0.02 < 0.15 < med(slow, "timing_s/gen", 150, 350)
+    assert max(slow[s]["timing_s/gen"] for s in range(1, 150)) < slow[152]["timing_s/gen"]
+    assert med(slow, "perf/throughput", 1, 149) > 1500 > 500 > med(slow, "perf/throughput", 150, 350)
+
+    eos = runs["gpt2s10-4prompt-3sample-eosunmasked-from150-constlr2e-4-350-val12"]
+    assert eos[149][ln] == 3 and eos[151][ln] == 2 and eos[150][ent] > 2.2 > max(eos[s][ent] for s in range(1, 150))
+    assert med(eos, ln, 151, 275) == 2 and med(eos, ln, 326, 350) > 7 and med(eos, clip, 326, 350) > 0.9
+    lost = runs["gpt2s10-4prompt-3sample-groupidslost-from150-constlr2e-4-350-val12"]
+    adv = "critic/advantages/max"
+    assert max(lost[s][adv] for s in range(1, 150)) < 1.16 < 1.6 < lost[150][adv]
+    assert med(lost, ln, 1, 300) == 3 and med(lost, ln, 326, 350) > 4.5 and med(lost, clip, 326, 350) >= 0.25
+    control = runs["gpt2s10-4prompt-3sample-constlr2e-4-350-val12"]  # the matched control of the two above
+    assert med(control, ln, 1, 350) == 3 and max(control[s][clip] for s in range(1, 351)) < 0.09
+
+    cut = runs["llamas10-4prompt-3sample-respcapcut2-from180-350-val20"]
+    assert all(cut[s][clip] == 0 for s in range(1, 180)) and min(cut[s][clip] for s in range(180, 351)) > 0.9
+    assert sum(cut[s][clip] == 1 for s in range(180, 351)) == 164 and cut[180][clip] == 1
+    assert med(cut, ln, 180, 350) == 2 and min(cut[s][val] for s in range(180, 351, 20)) > 0.49
+
+    # planned faults that left no failure (stored healthy)
+    swapped = runs["gpt2s10-4prompt-3sample-valsetreplaced-from150-350-val12"]
+    assert max(swapped[s][val] for s in range(0, 150, 12)) < 0.5 < 0.505 < min(swapped[s][val] for s in range(156, 351, 12))
+    assert abs(med(swapped, score, 151, 350) - med(swapped, score, 1, 150)) < 0.05 and med(swapped, ln, 151, 350) == 3
+    for name in ("qwen2s10-4prompt-4sample-reinforcepp-gamma09-resp16-300-val25",
+                 "qwen2s10-2prompt-7sample-shareprefixoff-300-val25"):  # Qwen2 seed 10 starts weak and learns
+        assert runs[name][0][val] < 0.2 < 0.27 < runs[name][300][val]
