@@ -55,8 +55,11 @@ vllm-env:
 # Every dependency is installed above, so a skipped test here would be hidden breakage: RLCOCKPIT_NO_SKIPS=1
 # fails the session on any skip or xfail (tests/conftest.py). The 25 slowest tests are listed at the end, so a
 # CI log shows where the suite's time goes.
+# Two workers (pytest-xdist), each taking whole files: the suite is half waits (servers, subprocesses, training
+# runs), so a 2-core machine runs it in about half the time; TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: setup system-deps postgres-deps verl-env vllm-env
-	RLCOCKPIT_NO_SKIPS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=25
+	RLCOCKPIT_NO_SKIPS=1 $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 test-quick: setup postgres-deps
 	$(PY) -m pytest -q -m "not slow"
