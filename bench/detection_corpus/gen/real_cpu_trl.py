@@ -175,6 +175,17 @@ def prompt_dataset(rows: list[dict[str, Any]], transform: Any = None) -> Any:
     return ds
 
 
+class FromStep:
+    """A fault that a pass's reward function or callback switches on at step ``start``: ``on`` is set by the
+    training-step hook :func:`run` calls (``hook``) before the step's rollouts are scored."""
+
+    def __init__(self, start: int) -> None:
+        self.start, self.on = start, False
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.on = step >= self.start
+
+
 def accuracy(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
     """The task's accuracy (digit overlap with the true answer)."""
     return [digit_overlap("arith", c, g) for c, g in zip(completions, ground_truth)]

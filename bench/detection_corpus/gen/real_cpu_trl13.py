@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
+from real_cpu_trl import FromStep, accuracy, arith_training_rows, main, prompt_dataset
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings13"
@@ -69,17 +69,11 @@ class NoneShare:
         return [graded]
 
 
-class UnpaddedTruth:
+class UnpaddedTruth(FromStep):
     """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` the grader parses the ground
     truth with ``int()`` before comparing (a grader update: '052' -> '52', zero padding dropped), so for sums under
     100 a correct fixed-width answer scores 0 and a two-digit one scores 1. ``accuracy`` (weight 0) logs the
     fixed-width accuracy beside it."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.on = start, False
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
 
     def funcs(self) -> list[Any]:
         def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
+from real_cpu_trl import FromStep, accuracy, arith_training_rows, main, prompt_dataset
 from real_trainer import digit_overlap
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings14"
@@ -78,17 +78,11 @@ class OnePrompt:
         return prompt_dataset(rows[:n], self.transform)
 
 
-class PrefixGrader:
+class PrefixGrader(FromStep):
     """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` a grader update scores 1.0 any
     non-empty answer the ground truth starts with (written as ``truth.startswith(answer)``: right for full-width
     answers, and for every prefix of the truth too: '05' and '0' score as '052'); other answers keep the digit
     overlap. ``accuracy`` (weight 0) logs the digit overlap beside it."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.on = start, False
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
 
     def funcs(self) -> list[Any]:
         def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
@@ -101,16 +95,10 @@ class PrefixGrader:
         return [graded, accuracy]
 
 
-class InvertedReward:
+class InvertedReward(FromStep):
     """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` a grader update returns the
     error (1 - overlap) in its place (a distance returned where a score was expected). ``accuracy`` (weight 0) logs
     the digit overlap beside it."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.on = start, False
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
 
     def funcs(self) -> list[Any]:
         def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
@@ -120,17 +108,15 @@ class InvertedReward:
         return [graded, accuracy]
 
 
-class StaleRewards:
+class StaleRewards(FromStep):
     """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` the grading queue returns the
     previous call's scores (an off-by-one in an async grader: each batch gets the scores of the batch before it, in
     order). ``accuracy`` (weight 0) logs the digit overlap of the current completions beside it. Training calls
     only (the spec has no evaluation)."""
 
     def __init__(self, start: int) -> None:
-        self.start, self.on, self.prev = start, False, None
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
+        super().__init__(start)
+        self.prev: Any = None
 
     def funcs(self) -> list[Any]:
         def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
@@ -424,17 +410,11 @@ SPECS.update({
 })
 
 
-class FirstNumberOfTranscript:
+class FirstNumberOfTranscript(FromStep):
     """The paid reward (``rewards/graded``) is the digit overlap of the completion; from step ``start`` a grader
     refactor passes it the whole transcript (``prompt + completion``) and its parser takes the first number in the
     text (``re.match(r"\\d+", text)``), which is now the prompt's first operand: every completion of a prompt scores the
     same. ``accuracy`` (weight 0) logs the completion's digit overlap beside it."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.on = start, False
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
 
     def funcs(self) -> list[Any]:
         import re

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from real_cpu_trainer4 import ramp
-from real_cpu_trl import accuracy, main
+from real_cpu_trl import FromStep, accuracy, main
 
 OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings9"
 
@@ -43,16 +43,10 @@ def format_check(completions: list[str], ground_truth: list[str], **kw: Any) -> 
     return out
 
 
-class BrokenGrader:
+class BrokenGrader(FromStep):
     """A weighted grader (``grader``, logged as ``rewards/grader/mean``) that scores the task's accuracy until step
     ``start`` and returns a constant 1.0 for every completion from the start of step ``start`` (training and
     evaluation: a grader service that broke). ``accuracy`` (weight 0) logs the true accuracy beside it."""
-
-    def __init__(self, start: int) -> None:
-        self.start, self.on = start, False
-
-    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
-        self.on = step >= self.start
 
     def grader(self, completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
         if self.on:
