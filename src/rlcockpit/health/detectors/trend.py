@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
+import numpy as np
+
 from rlcockpit.health.advice import length_pay_knobs, ranked
 from rlcockpit.health.base import (
     Detector,
@@ -83,19 +85,11 @@ def _paid_weighted(reward: Track, parts: list[Track], before: int, min_points: i
             if s < before and all(s in a for a in at)]
     if len(rows) < max(min_points, k + 3):
         return False
-    # the normal equations (X'X) w = X'r, solved by Gaussian elimination with partial pivoting
-    m = [[sum(x[i] * x[j] for x, _r in rows) for j in range(k)] + [sum(x[i] * r for x, r in rows)] for i in range(k)]
-    tiny = 1e-9 * max(m[i][i] for i in range(k))
-    for c in range(k):
-        piv = max(range(c, k), key=lambda i: abs(m[i][c]))
-        if abs(m[piv][c]) <= tiny:
-            return False  # a part constant at 0, or two parts that moved together: the weights are not determined
-        m[c], m[piv] = m[piv], m[c]
-        for i in range(k):
-            if i != c:
-                f = m[i][c] / m[c][c]
-                m[i] = [a - f * b for a, b in zip(m[i], m[c])]
-    w = [m[i][k] / m[i][i] for i in range(k)]
+    fit, _res, rank, _sv = np.linalg.lstsq(np.array([xs for xs, _r in rows]), np.array([r for _xs, r in rows]),
+                                           rcond=None)
+    if rank < k:
+        return False  # a part constant at 0, or two parts that moved together: the weights are not determined
+    w = fit.tolist()
     return min(w) > 1e-3 and all(abs(r - sum(wi * xi for wi, xi in zip(w, x))) <= 1e-6 * max(1.0, abs(r))
                                  for x, r in rows)
 
