@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: the throwaway PostgreSQL cluster, and no run left active."""
+"""Fixtures shared by every test folder: the throwaway PostgreSQL cluster, no run left active, and no W&B session
+carried from one test to the next."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def _finish_runs_left_active():
         except Exception:  # noqa: BLE001 - a run the test broke on purpose: it is not this test's business
             pass
     run_module._current = None
+
+
+@pytest.fixture(autouse=True)
+def _no_wandb_session_carried_over():
+    """After each test that used W&B: tear its process-wide session down. W&B reads its settings (``WANDB_MODE``,
+    ``WANDB_DIR``) when that session is set up, so a session one test left would keep its mode for the next test in
+    the same process (a TRL script's ``WANDB_MODE=offline`` then asked for a login). With two pytest workers, which
+    tests share a process changes from run to run."""
+    yield
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and hasattr(wandb, "teardown"):
+        wandb.teardown()
 
 
 @pytest.fixture(scope="session")
