@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rlcockpit.health.advice import (
@@ -83,6 +84,19 @@ def same_samples(key: str) -> bool:
 def task_scores(ctx) -> list[str]:
     """Task scores logged on the reward's own samples (:func:`same_samples`, :func:`quality_direction` > 0)."""
     return [k for k in ctx.tracks if k != REWARD and same_samples(k) and quality_direction(k) > 0]
+
+
+@dataclass
+class _Pairing:
+    """The reward against one task score scored on the same samples (:class:`RewardCliff`'s fell-under and parted
+    rules)."""
+
+    recent: deque  # the last ``under_span`` paired observations since the two parted: (step, score - reward, reward)
+    exact: int = 0  # paired observations equal before the first unequal one (-1: not these rules')
+    level: float = math.nan  # the reward's level over them (set when they part)
+    noise: float = math.nan  # and its noise
+    fired: bool = False
+    since_parted: int = 0  # paired observations since the two parted, counted up to ``window``
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -175,11 +189,7 @@ class RewardCliff(StartReferenced):
         self._low_since: int | None = None
         self._low_n = 0
         self._frozen = (math.nan, math.nan)
-        # key -> [paired observations equal before the first unequal one (-1: not this rule's), the reward's level
-        # and noise over them (set when they part), the last ``under_span`` (step, score - reward, reward)s, fired,
-        # and over those: how many have the reward above the score, how many under it, the sum of |score - reward|;
-        # the paired observations since the two parted, counted up to ``window``]
-        self._under: dict[str, list] = {}
+        self._under: dict[str, _Pairing] = {}  # a task score's key -> the reward against it
         # the reward-calls-failing rule: the failure count at the last logged step, the steps it grew at
         self._failed = math.nan
         self._failed_at: deque[tuple[int, int]] = deque(maxlen=max(1, int(self.p["failure_steps"])))
@@ -270,24 +280,28 @@ class RewardCliff(StartReferenced):
                          "policy is trained on a reward zeroed for those samples, before its level shows it.",
                          metric=FAILURES, values=vals, step_start=start)
 
-    def _parted(self, step: int, key: str, score: Track, reward: Track, state: list) -> Finding | None:
-        """The *parted from its task score both ways* rule (class docstring), O(1): over the paired observations
-        since the two parted (``state[3]``, the last ``under_span``), whose counts ``state[5:8]`` keeps."""
-        above, below = state[5], state[6]  # the reward above its score (score - reward < 0), under it: each
-        recent = state[3]  # ``part_each`` or more (the caller asks)
-        apart = state[7] / len(recent)
-        if apart < self.p["drop_warn"] * abs(state[1]):
-            return None  # a term that slides in (a noise or a share of shuffled labels ramping up) parts them a little
-        state[4] = True
-        start = next(s for s, d, _r in recent if d != 0.0)
+    def _parted(self, step: int, key: str, score: Track, reward: Track, pair: _Pairing) -> Finding | None:
+        """The *parted from its task score both ways* rule (class docstring): over the paired observations since
+        the two parted (the last ``under_span`` at most), the reward above its score on ``part_each`` or more and
+        under it on ``part_each`` or more. Asked on ``window`` paired observations a score at most."""
+        recent = pair.recent
+        above = sum(1 for _s, d, _r in recent if d < 0.0)
+        below = sum(1 for _s, d, _r in recent if d > 0.0)
+        if above < self.p["part_each"] or below < self.p["part_each"]:
+            return None
         w = len(recent)
-        vals = {"exact_steps": state[0], "window": w, "above_steps": above, "below_steps": below, "apart": apart,
-                "reward_before": state[1], "reward": sum(x for _s, _d, x in recent) / w,
-                "signals": [f"{reward.raw} - {score.raw}: 0 on {state[0]} steps, then above on {above} and under "
+        apart = sum(abs(d) for _s, d, _r in recent) / w
+        if apart < self.p["drop_warn"] * abs(pair.level):
+            return None  # a term that slides in (a noise or a share of shuffled labels ramping up) parts them a little
+        pair.fired = True
+        start = next(s for s, d, _r in recent if d != 0.0)
+        vals = {"exact_steps": pair.exact, "window": w, "above_steps": above, "below_steps": below, "apart": apart,
+                "reward_before": pair.level, "reward": sum(x for _s, _d, x in recent) / w,
+                "signals": [f"{reward.raw} - {score.raw}: 0 on {pair.exact} steps, then above on {above} and under "
                             f"on {below} of {w}"]}
         return self.fire(step, "warning",
                          f"Reward parted from {score.raw}: the two were equal, scored on the same samples, on "
-                         f"{state[0]} logged steps in a row; since they parted {reward.raw} was above it on {above} "
+                         f"{pair.exact} logged steps in a row; since they parted {reward.raw} was above it on {above} "
                          f"and under it on {below} of {w} logged steps, {fmt(apart)} apart on average",
                          "The reward is no longer that score plus a bonus or minus a penalty: the reward function "
                          "scores something else on the same samples (scores cached by question, another grader, "
@@ -301,44 +315,33 @@ class RewardCliff(StartReferenced):
         if score.last_step != step:
             return None
         p = self.p
-        state = self._under.setdefault(key, [0, math.nan, math.nan, deque(maxlen=int(p["under_span"])), False, 0, 0,
-                                             0.0, 0])
-        if state[0] < 0 or state[4]:
+        pair = self._under.get(key)
+        if pair is None:
+            pair = self._under[key] = _Pairing(deque(maxlen=int(p["under_span"])))
+        if pair.exact < 0 or pair.fired:
             return None
         r, v = reward.last, score.last
-        if state[1] != state[1]:  # still equal so far
+        if pair.level != pair.level:  # still equal so far
             if abs(r - v) <= 1e-6 * max(1.0, abs(r)):
-                state[0] += 1
+                pair.exact += 1
                 return None
-            if state[0] < p["under_exact_min"]:
-                state[0] = -1  # the reward was not that score for long: a second term, not this rule's
+            if pair.exact < p["under_exact_min"]:
+                pair.exact = -1  # the reward was not that score for long: a second term, not this rule's
                 return None
-            equal = reward.tail(min(state[0], 200), skip=1)
-            state[1] = sum(equal) / len(equal)
-            state[2] = max(diff_noise(equal), count_noise(equal), 1e-9)
-        recent = state[3]
-        d = v - r
-        parted = None
-        if state[8] < p["window"]:  # the parted rule: within ``window`` paired observations of the parting
-            state[8] += 1
-            if len(recent) == recent.maxlen:  # the oldest leaves its counts
-                old = recent[0][1]
-                state[5] -= old < 0.0
-                state[6] -= old > 0.0
-                state[7] -= abs(old)
-            state[5] += d < 0.0
-            state[6] += d > 0.0
-            state[7] += abs(d)
-            recent.append((step, d, r))
-            need = p["part_each"]
-            if state[5] >= need and state[6] >= need:
-                parted = self._parted(step, key, score, reward, state)
-        else:
-            recent.append((step, d, r))
-        if parted is not None or state[4] or len(recent) < recent.maxlen:
-            return parted
+            equal = reward.tail(min(pair.exact, 200), skip=1)
+            pair.level = sum(equal) / len(equal)
+            pair.noise = max(diff_noise(equal), count_noise(equal), 1e-9)
+        recent = pair.recent
+        recent.append((step, v - r, r))
+        if pair.since_parted < p["window"]:  # the parted rule: within ``window`` paired observations of the parting
+            pair.since_parted += 1
+            parted = self._parted(step, key, score, reward, pair)
+            if parted is not None:
+                return parted
+        if len(recent) < recent.maxlen:
+            return None
         w = len(recent)
-        level, noise = state[1], state[2] / math.sqrt(w)
+        level, noise = pair.level, pair.noise / math.sqrt(w)
         under = sum(d for _s, d, _r in recent) / w
         fall = level - sum(x for _s, _d, x in recent) / w
         if 2 * sum(1 for _s, d, _r in recent if d > 0.0) <= w or fall < p["z_under"] * noise:
@@ -346,14 +349,14 @@ class RewardCliff(StartReferenced):
         if (under < p["drop_warn"] * abs(level) or under < p["z_under"] * noise) \
                 and (under < p["under_share"] * fall or under < p["under_min"] * abs(level)):
             return None  # a small gap, and the score fell with the reward (the policy, not the reward, moved)
-        state[4] = True
+        pair.fired = True
         start = next(s for s, d, _r in recent if d > 0.0)
         vals = {"reward": level - fall, "reward_before": level, "quality": v, "under": under, "drop": fall,
-                "exact_steps": state[0], "window": w,
+                "exact_steps": pair.exact, "window": w,
                 "signals": [f"{score.raw} - {reward.raw} 0 -> {fmt(under)} over {w} steps"]}
         return self.fire(step, "warning",
                          f"Reward fell under {score.raw}: the two were equal, scored on the same samples, on "
-                         f"{state[0]} logged steps in a row; over the last {w} {reward.raw} was {fmt(under)} under it "
+                         f"{pair.exact} logged steps in a row; over the last {w} {reward.raw} was {fmt(under)} under it "
                          f"on average ({reward.raw} {fmt(level)} -> {fmt(level - fall)}, {score.raw} held)",
                          "The reward no longer pays for what the task score counts right: the reward itself changed "
                          "(shuffled or wrong labels, a reward function or server that scores something else), and "
