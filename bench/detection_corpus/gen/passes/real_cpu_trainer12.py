@@ -20,8 +20,8 @@ growing share of samples** (ramp) and a **reward scale drifting down** (ramp).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu12/<name>/`` and labelled by reading it (README, seventeenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer12.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer12.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer12.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer12.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import CONSTANT_LR as _CONST
 from real_cpu_trainer import batch_overrides as _batch
 from real_cpu_trainer import main
 from real_cpu_trainer4 import ramp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu12"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu12"
 
 
 class RewardScaleDrift:

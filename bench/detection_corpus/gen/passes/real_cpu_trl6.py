@@ -17,8 +17,8 @@ under ``scale_rewards="none"`` (gradient spikes). Each run goes through
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings6/<name>/`` and labelled by reading it (README, ninth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl6.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl6.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl6.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl6.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trl import main
 from real_cpu_trl4 import lr_ramp
 from real_cpu_trl5 import LengthRamp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings6"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings6"
 
 
 class JudgeRamp(LengthRamp):

@@ -24,8 +24,8 @@ training prompt) and **lr 2e-3 constant from the first step**. Each run goes
 through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings13/<name>/`` and labelled by reading it (README, eighteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl13.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl13.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl13.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl13.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import FromStep, accuracy, arith_training_rows, main, prompt_dataset
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings13"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings13"
 
 
 def width_ok(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:

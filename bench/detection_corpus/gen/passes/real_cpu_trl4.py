@@ -10,8 +10,8 @@ lengthen, truncation creeps up), a bonus for sevens whose weight ramps from 0 up
 reward with weight 0). Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings4/<name>/`` and labelled by reading it (README, sixth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl4.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl4.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl4.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl4.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import main
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings4"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings4"
 
 
 def lr_ramp(start: int, end: int, hi: float) -> Any:

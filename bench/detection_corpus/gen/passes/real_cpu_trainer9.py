@@ -22,8 +22,8 @@ the reference); a **missing lr warm-up** (lr 3e-3, 30x the intended 1e-4, from s
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu9/<name>/`` and labelled by reading it (README, fourteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer9.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer9.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer9.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer9.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import CONSTANT_LR as _CONST
 from real_cpu_trainer import batch_overrides as _batch
 from real_cpu_trainer import main
@@ -41,7 +42,7 @@ from real_cpu_trainer4 import ramp
 from real_cpu_trainer7 import RewardSignFlip
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu9"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu9"
 
 
 

@@ -20,8 +20,8 @@ completions become identical); **prompts reformatted with spaces** around the op
 through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings11/<name>/`` and labelled by reading it (README, sixteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl11.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl11.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl11.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl11.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import accuracy, arith_training_rows, main, prompt_dataset
 from real_cpu_trl9 import format_check
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings11"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings11"
 
 
 class FlakyGrader:

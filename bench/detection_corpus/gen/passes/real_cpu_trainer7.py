@@ -19,8 +19,8 @@ ran): the reference noise at 3 x std, and a verifier bug that scores an empty re
 goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu7/<name>/`` and labelled by reading it (README, tenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer7.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer7.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer7.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer7.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu7"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu7"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

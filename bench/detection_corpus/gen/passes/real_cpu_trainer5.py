@@ -13,8 +13,8 @@ creeping up), rewards x300 on two steps under RLOO (gradient spike), the learnin
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu5/<name>/`` and labelled by reading it (README, seventh pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer5.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer5.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer5.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer5.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_cpu_trainer4 import Ramp, ramp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu5"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu5"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

@@ -23,8 +23,8 @@ that starts slowly).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu10/<name>/`` and labelled by reading it (README, fifteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer10.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer10.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer10.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer10.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import CONSTANT_LR as _CONST
 from real_cpu_trainer import batch_overrides as _batch
 from real_cpu_trainer import main
 from real_cpu_trainer4 import ramp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu10"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu10"
 
 
 

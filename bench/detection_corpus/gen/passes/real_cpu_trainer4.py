@@ -11,8 +11,8 @@ critic's learning rate x100 with its clipping off (value divergence). Each run g
 :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu4/<name>/`` and labelled by reading it (README, sixth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer4.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer4.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer4.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer4.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu4"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu4"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

@@ -27,8 +27,8 @@ matched healthy control.
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu13/<name>/`` and labelled by reading it (README, eighteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer13.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer13.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer13.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer13.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 import torch
 from real_cpu_trainer import CONSTANT_LR as _CONST
 from real_cpu_trainer import batch_overrides as _batch
@@ -48,7 +49,7 @@ from real_trainer import digit_overlap
 from rlcockpit.algos import ADV_ESTIMATORS
 from rlcockpit.algos.advantages import compute_grpo_outcome_advantage
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu13"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu13"
 
 
 class RewardComponents:

@@ -17,8 +17,8 @@ loss-scale bug (isolated gradient spikes) and another run's checkpoint loaded as
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings8/<name>/`` and labelled by reading it (README, twelfth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl8.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl8.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl8.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl8.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trl import main
 from real_cpu_trl7 import generation_only_temperature_at
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings8"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings8"
 
 
 def format_only(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None) -> float:

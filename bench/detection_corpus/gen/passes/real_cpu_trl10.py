@@ -17,8 +17,8 @@ to the policy at every step** (KL pinned near 0 while the policy drifts); **the 
 (the first two characters). Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored
 under ``bench/detection_corpus/real/trl_cpu_settings10/<name>/`` and labelled by reading it (README, fifteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl10.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl10.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl10.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl10.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import accuracy, main
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings10"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings10"
 
 
 class GrowingBonus:

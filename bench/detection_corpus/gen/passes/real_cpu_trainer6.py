@@ -18,8 +18,8 @@ off (value divergence; not stored: none came). Each run goes through :func:`real
 off, TensorBoard sink); the event file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu6/<name>/``
 and labelled by reading it (README, ninth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer6.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer6.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer6.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer6.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_cpu_trainer4 import Ramp, ramp
 from real_cpu_trainer5 import LengthBonus
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu6"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu6"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

@@ -18,8 +18,8 @@ truncation jump); **the reference model drifting** (its weights nudged by a litt
 step). Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings9/<name>/`` and labelled by reading it (README, fourteenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl9.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl9.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl9.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl9.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import FromStep, accuracy, main
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings9"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings9"
 
 
 def format_check(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:

@@ -8,8 +8,8 @@ the task's accuracy logged beside it as a second reward function of weight 0 (lo
 goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings2/<name>/`` and labelled by reading it (README, fourth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl2.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl2.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl2.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl2.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trl import main
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings2"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings2"
 
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: Dr. GRPO loss, no reward scaling, 1 prompt x 8 completions, 600 steps, logging every 3

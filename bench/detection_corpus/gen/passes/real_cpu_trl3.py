@@ -11,8 +11,8 @@ x30, a biased reward paying for sevens (accuracy logged beside it with weight 0)
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings3/<name>/`` and labelled by reading it (README, fifth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl3.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl3.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl3.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl3.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trl import main
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings3"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings3"
 
 SPECS: dict[str, dict[str, Any]] = {
     # healthy: the BPE Qwen2, 3 prompts x 2 completions, 600 steps, logging every 7

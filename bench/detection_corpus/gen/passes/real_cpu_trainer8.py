@@ -18,8 +18,8 @@ server, a loss-scale bug (isolated gradient spikes) and another run's checkpoint
 goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu8/<name>/`` and labelled by reading it (README, twelfth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer8.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer8.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer8.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer8.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_cpu_trainer7 import RewardSignFlip
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu8"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu8"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

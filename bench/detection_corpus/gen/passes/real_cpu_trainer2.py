@@ -9,8 +9,8 @@ pays for length (validation keeps scoring the task), a learning-rate jump on Lla
 through :func:`real_cpu_trainer.run` (health off, TensorBoard sink); the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu2/<name>/`` and labelled by reading it (README, fourth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer2.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer2.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer2.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer2.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_trainer import likes_nines, longer_is_better
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu2"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu2"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

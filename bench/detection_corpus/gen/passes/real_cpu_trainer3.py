@@ -15,8 +15,8 @@ biased reward paying for sevens at lr 3e-4. Each run goes through :func:`real_cp
 TensorBoard sink); the event file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu3/<name>/`` and
 labelled by reading it (README, fifth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trainer3.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trainer3.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer3.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trainer3.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer import main
 from real_trainer import likes_sevens
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu3"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu3"
 
 
 def _batch(prompts: int, n: int, *more: str) -> list[str]:

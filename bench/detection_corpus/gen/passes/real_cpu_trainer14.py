@@ -32,7 +32,7 @@ drivers patch module functions of the trainer for the rest of the process): the 
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu14/<name>/`` and labelled by reading it (README, nineteenth pass).
 
     for n in $(python -c 'import real_cpu_trainer14 as m; print(*m.SPECS)'); do
-        nice python bench/detection_corpus/gen/real_cpu_trainer14.py $n; done   # one process per spec
+        nice python bench/detection_corpus/gen/passes/real_cpu_trainer14.py $n; done   # one process per spec
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 import numpy as np
 import torch
 from real_cpu_trainer import CONSTANT_LR as _CONST
@@ -54,7 +55,7 @@ from rlcockpit.algos import ADV_ESTIMATORS
 from rlcockpit.algos.advantages import compute_grpo_outcome_advantage
 from rlcockpit.trainer.rewards import REWARDS
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "rlcockpit_trainer_cpu14"
+OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu14"
 
 _FIRST_DIGITS = re.compile(r"\s*(\d+)")
 

@@ -13,8 +13,8 @@ ramping to 100x under ``dr_grpo`` with gradient accumulation (collapse). Each ru
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings5/<name>/`` and labelled by reading it (README, seventh pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl5.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl5.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl5.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl5.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import main
 from real_cpu_trl4 import lr_ramp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings5"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings5"
 
 
 class LengthRamp:

@@ -18,8 +18,8 @@ verifier bug that scores an empty completion 1.0. Each run goes through
 :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings7/<name>/`` and labelled by reading it (README, tenth pass).
 
-    nice python bench/detection_corpus/gen/real_cpu_trl7.py            # every spec not yet stored
-    nice python bench/detection_corpus/gen/real_cpu_trl7.py NAME ...   # only these specs
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl7.py            # every spec not yet stored
+    nice python bench/detection_corpus/gen/passes/real_cpu_trl7.py NAME ...   # only these specs
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gen_path  # noqa: F401  (puts gen/ on sys.path)
 from real_cpu_trainer4 import ramp
 from real_cpu_trl import main
 from real_cpu_trl5 import LengthRamp
 from real_trainer import digit_overlap
 
-OUT = Path(__file__).resolve().parent.parent / "real" / "trl_cpu_settings7"
+OUT = Path(__file__).resolve().parents[2] / "real" / "trl_cpu_settings7"
 
 
 def slow_generation_ramp(start: int, end: int, hi: float) -> Any:
