@@ -561,6 +561,11 @@ DEVELOPED_ON: dict[str, str] = {
                           " changed (the batch's reward spread is exactly 0 at 152-154 and 20-33% of the steps after,"
                           " 29 steps before the labelled onset: a rule on it would warn early) (issue 29, branch "
                           "h-reward13)",
+    "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
+                               "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
+                               "11:14)",
+    "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
+                          "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
