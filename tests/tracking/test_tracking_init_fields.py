@@ -106,3 +106,27 @@ def test_a_nul_or_surrogate_in_the_project_is_stored_safe_in_both_stores(backend
     assert run.project == "ev\ufffdil\ufffd"
     assert open_store(store).get_run(run.id)["project"] == "ev\ufffdil\ufffd"
     assert any("project" in r.getMessage() and "lone surrogate" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_overlong_run_text_is_cut_alike_in_both_stores(backend, tmp_path, request, caplog) -> None:
+    """A 600-character project/name/group/tag was kept whole by SQLite and refused by the team store, so the same
+    ``init`` stored a run in one and lost it in the other (hostile names, session of 2026-12-07)."""
+    from rlcockpit.store.rules import MAX_KEY_LEN
+
+    store = str(tmp_path) if backend == "sqlite" else request.getfixturevalue("pg_url")
+    with caplog.at_level(logging.WARNING, logger="rlcockpit"):
+        run = rlcockpit.init(project="p" * 600, name="n" * 700, group="g" * 513, tags=["t" * 900, "ok"],
+                             dir=str(tmp_path), store=store, system_interval=None)
+        run.log({"loss": 1.0, "k" * 600: 2.0})
+        run.name = "m" * 800
+        run.finish()
+    row = open_store(store).get_run(run.id)
+    assert (row["project"], row["name"], row["group"]) == ("p" * MAX_KEY_LEN, "m" * MAX_KEY_LEN, "g" * MAX_KEY_LEN)
+    assert row["tags"] == ["t" * MAX_KEY_LEN, "ok"]
+    assert rlcockpit.Api(store).run(run.id).summary["loss"] == 1.0
+    cut = [r.getMessage() for r in caplog.records if "each stored as its first 512" in r.getMessage()]
+    assert len(cut) == 2 and "project (600 characters)" in cut[0] and "tags[0] (900 characters)" in cut[0]
+    assert "name (800 characters)" in cut[1]
+    rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(rejected) == 1 and "a key of 600 characters" in rejected[0] and len(rejected[0]) < 300

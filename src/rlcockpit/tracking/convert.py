@@ -46,7 +46,8 @@ class RowCleaner:
     def reject(self, key: str, why: str) -> None:
         if key not in self.rejected:
             self.rejected.add(key)
-            self._warn(f"rlcockpit: log() key {key} rejected: {why} (the other keys are kept)")
+            shown = key if len(key) <= 120 else f"{key[:100]}..."  # ``why`` gives the length
+            self._warn(f"rlcockpit: log() key {shown} rejected: {why} (the other keys are kept)")
 
     def _keys_ok(self, sig: tuple[Any, ...]) -> bool:
         ok = self._sig_ok.get(sig)

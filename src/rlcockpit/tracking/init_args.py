@@ -12,6 +12,9 @@ at startup (``sqlite3.ProgrammingError``, ``UnicodeEncodeError``), or is stored 
 * a lone surrogate (``"\\ud800"``, which no UTF-8 store or file accepts) or a NUL (which PostgreSQL refuses)
   anywhere in them or in the config, keys included, becomes U+FFFD with one warning naming the field or key;
   the script carries on, and both stores hold the same thing.
+* a project, name, group or tag longer than :data:`~rlcockpit.store.rules.MAX_KEY_LEN` characters (the most
+  an indexed PostgreSQL text column holds, so the team server refuses more) is cut to that length, with one
+  warning naming the field: SQLite kept the whole text while the team store refused the run.
 * secret-shaped text in them is masked (:mod:`rlcockpit.redact`), like the config.
 """
 
@@ -24,10 +27,12 @@ from typing import Any
 
 from rlcockpit.paths import UnsafePathError, check_relative
 from rlcockpit.redact import redact_text
+from rlcockpit.store.rules import MAX_KEY_LEN
 
 logger = logging.getLogger("rlcockpit")
 
 REPLACEMENT = "\ufffd"
+INDEXED_FIELDS = frozenset({"project", "name", "group"})  # run text a store indexes (tags too, item by item)
 
 
 @dataclass
@@ -105,6 +110,14 @@ def _safe(field: str, text: str | None, warned: list[str]) -> str | None:
     return redact_text(fixed)
 
 
+def _indexed(field: str, text: str | None, cut: list[str]) -> str | None:
+    """``text`` cut to :data:`MAX_KEY_LEN` characters (a project, name, group or tag: indexed text)."""
+    if text is None or len(text) <= MAX_KEY_LEN:
+        return text
+    cut.append(f"{field} ({len(text)} characters)")
+    return text[:MAX_KEY_LEN]
+
+
 def check_init_fields(*, project: Any, name: Any, group: Any, tags: Any, notes: Any, id: Any,
                       config: Mapping[str, Any]) -> InitFields:
     """The fields as stored (see the module doc); one warning lists every place a surrogate was replaced."""
@@ -119,18 +132,27 @@ def check_init_fields(*, project: Any, name: Any, group: Any, tags: Any, notes: 
         if not one_part:
             raise ValueError(f"init(id={id!r}): a run id names folders: no '/', '\\' or '.' parts")
     tag_list = _tags(tags)
+    cut: list[str] = []
     out = InitFields(
-        project=_safe("project", _text("project", project), warned) or "",
-        name=_safe("name", _text("name", name), warned),
-        group=_safe("group", _text("group", group), warned),
-        tags=None if tag_list is None else [_safe(f"tags[{i}]", t, warned) or "" for i, t in enumerate(tag_list)],
+        project=_indexed("project", _safe("project", _text("project", project), warned), cut) or "",
+        name=_indexed("name", _safe("name", _text("name", name), warned), cut),
+        group=_indexed("group", _safe("group", _text("group", group), warned), cut),
+        tags=None if tag_list is None else [_indexed(f"tags[{i}]", _safe(f"tags[{i}]", t, warned), cut) or ""
+                                            for i, t in enumerate(tag_list)],
         notes=_safe("notes", _text("notes", notes), warned),
         id=id,
         config=clean_config(dict(config), "", (cfg_warned := [])),
     )
     warned += [f"config {w}" for w in cfg_warned]
     _warn_replaced("init()", warned)
+    _warn_cut("init()", cut)
     return out
+
+
+def _warn_cut(where: str, places: list[str]) -> None:
+    if places:
+        logger.warning("rlcockpit: %s: %s longer than %d characters (the most a store indexes): each stored as "
+                       "its first %d", where, ", ".join(places), MAX_KEY_LEN, MAX_KEY_LEN)
 
 
 def _warn_replaced(where: str, places: list[str]) -> None:
@@ -152,13 +174,16 @@ def safe_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     """Run fields set after ``init`` (``run.notes = ...``, ``run.tags = [...]``) as stored: surrogates and NULs
     replaced (one warning), secret shapes masked."""
     places: list[str] = []
+    cut: list[str] = []
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if key == "tags":
-            out[key] = [_safe(f"tags[{i}]", str(t), places) for i, t in enumerate(value)]
+            out[key] = [_indexed(f"tags[{i}]", _safe(f"tags[{i}]", str(t), places), cut) for i, t in enumerate(value)]
         elif isinstance(value, str):
-            out[key] = _safe(key, value, places)
+            fixed = _safe(key, value, places)
+            out[key] = _indexed(key, fixed, cut) if key in INDEXED_FIELDS else fixed
         else:
             out[key] = value
     _warn_replaced("run fields", places)
+    _warn_cut("run fields", cut)
     return out
