@@ -54,7 +54,7 @@ VERL_DEFAULT_DIFFERENCES: dict[str, str] = {
 
 
 # verl 0.9.1's own value for the differing keys above that are settings, not placeholders: what a verl run that
-# leaves them out runs with (health's advice compares against these; tests/health/test_health_advice_acts.py
+# leaves them out runs with (health's advice compares against these; tests/health/diagnosis/test_health_advice_acts.py
 # checks them against verl's generated config).
 VERL_DEFAULT_VALUES: dict[str, Any] = {
     "actor_rollout_ref.model.enable_gradient_checkpointing": True, "actor_rollout_ref.model.use_remove_padding": True,

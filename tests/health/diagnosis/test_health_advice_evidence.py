@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_health_diagnosis_paste import OURS_CFG, TRL_CFG, VERL_CFG  # noqa: E402
 from test_health_real_runs import FIXTURES, load_fixture  # noqa: E402
 
-TRL_RUN = Path(__file__).parent / "data" / "trl" / "grpo-3step-random.json"
+TRL_RUN = Path(__file__).resolve().parents[1] / "data" / "trl" / "grpo-3step-random.json"
 
 
 def trl_run() -> tuple[dict, dict[int, dict[str, float]], dict[int, list[dict]]]:

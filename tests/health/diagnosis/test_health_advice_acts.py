@@ -22,7 +22,7 @@ from rlcockpit.health.diagnosis.overrides import merge_overrides
 from rlcockpit.health.findings import Finding
 from rlcockpit.trainer.config.verl import inactive_reason
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GENERATED = sorted((REPO / ".venv-verl" / "lib").glob("python*/site-packages/verl/trainer/config/"
                                                       "_generated_ppo_trainer.yaml"))
 # what detectors read from a finding's evidence when they advise (the off-policy ones cite these values)

@@ -19,10 +19,10 @@ from rlcockpit.health.config_view import RunConfigView
 from rlcockpit.health.diagnosis.diagnose import diagnose_findings, headline, replay
 from rlcockpit.health.findings import Finding
 
-_spec = importlib.util.spec_from_file_location("health_record_fixture_c", Path(__file__).parent / "record_fixture.py")
+_spec = importlib.util.spec_from_file_location("health_record_fixture_c", Path(__file__).resolve().parents[1] / "record_fixture.py")
 _recorder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_recorder)
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def diagnosis_of(name: str) -> dict:

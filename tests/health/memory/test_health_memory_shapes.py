@@ -13,7 +13,7 @@ import numpy as np
 
 from rlcockpit.health import HealthMonitor
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench" / "detection_corpus" / "gen"))
 sys.path.insert(0, str(ROOT / "bench"))
 import synth_oom_tuning  # noqa: E402

@@ -16,12 +16,12 @@ import pytest
 from rlcockpit.health import HealthMonitor
 from rlcockpit.health.diagnosis.diagnose import diagnose_findings, replay
 
-_spec = importlib.util.spec_from_file_location("health_record_fixture", Path(__file__).parent / "record_fixture.py")
+_spec = importlib.util.spec_from_file_location("health_record_fixture", Path(__file__).resolve().parents[1] / "record_fixture.py")
 _recorder = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_recorder)
 load_fixture = _recorder.load_fixture
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = sorted(DATA.glob("*.json"))
 
 

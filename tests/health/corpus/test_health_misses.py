@@ -14,7 +14,7 @@ import pytest
 
 from rlcockpit.health import HealthMonitor
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from health_trace_shapes import INJECTORS, build  # noqa: E402
 
 CADENCES = (1, 5, 10)
