@@ -138,7 +138,7 @@ def _defaults_tables() -> list[str]:
     lines = ["## Differences from verl's defaults", "",
              "Every key above takes verl 0.9.1's default (its `_generated_ppo_trainer.yaml`), with these "
              "exceptions, none of which changes the math of a run that sets its own model and data. "
-             "`tests/trainer/test_trainer_verl_defaults.py` composes verl's own config for real example scripts "
+             "`tests/trainer/config/test_trainer_verl_defaults.py` composes verl's own config for real example scripts "
              "in the verl venv and fails on any difference not listed here. Precedence follows verl: "
              "`actor.clip_ratio_low/high` (0.2 each by default) win over `actor.clip_ratio`, which then only "
              "prints a note; the critic takes the actor's `loss_agg_mode` and `ppo_epochs` unless given.", "",

@@ -1,4 +1,4 @@
-"""Engine-level checks of the vLLM rollout, run by tests/trainer/test_rollout_vllm.py inside .venv-vllm.
+"""Engine-level checks of the vLLM rollout, run by tests/trainer/rollout/test_rollout_vllm.py inside .venv-vllm.
 
 Prints one JSON object (the last stdout line) with what the test asserts: sampling semantics against the
 built-in engine, log-prob agreement with the trainer, weight sync after an update (and a control where

@@ -27,7 +27,7 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "trainer.resume_mode": "disable"}
 
 # Where rlcockpit's default differs from verl 0.9.1's generated config, and why (docs/config-reference.md
-# renders this table; tests/trainer/test_trainer_verl_defaults.py fails on any other difference).
+# renders this table; tests/trainer/config/test_trainer_verl_defaults.py fails on any other difference).
 VERL_DEFAULT_DIFFERENCES: dict[str, str] = {
     "actor_rollout_ref.model.path": "verl's is a placeholder (~/models/deepseek-llm-7b-chat); rlcockpit's "
                                     "'tiny' is the built-in demo model",

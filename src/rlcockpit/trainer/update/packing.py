@@ -7,7 +7,7 @@ and no 2-D attention mask: Hugging Face models then treat each bin as several in
 (``masking_utils.find_packed_sequence_indices``: a block-diagonal causal mask for sdpa/eager, varlen
 kernels for flash-attention).  Only the hidden states that predict response tokens go through the
 output layer.  The log-probs are those of the padded path (same positions, same attention), checked
-to 1e-5 in tests/trainer/test_trainer_distributed_packing.py.
+to 1e-5 in tests/trainer/distributed/test_trainer_distributed_packing.py.
 
 Bins are as wide as the padded batch, so attention never costs more than in the padded path while
 the token count drops to the real tokens plus each bin's tail.  Models whose logits are more than the

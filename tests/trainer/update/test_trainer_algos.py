@@ -22,7 +22,7 @@ from rlcockpit.trainer.models import forward_logprobs
 from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES, SamplingParams
 from rlcockpit.trainer.update import ppo as update
 
-FIXTURE = Path(__file__).parents[1] / "algos" / "verl_oracle" / "fixture.npz"
+FIXTURE = Path(__file__).parents[2] / "algos" / "verl_oracle" / "fixture.npz"
 
 
 def _step(cfg, model, batch):

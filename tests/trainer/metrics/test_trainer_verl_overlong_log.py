@@ -25,7 +25,7 @@ from rlcockpit.trainer.filter_metric import reward_extra_info
 from rlcockpit.trainer.metrics import sample_rows
 from rlcockpit.trainer.rewards import RewardManager, load_custom_fn
 
-VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
+VERL_PY = Path(__file__).resolve().parents[3] / ".venv-verl" / "bin" / "python"
 RESPONSES = ["7", "xx7", "abcdef", "abc7efg", "abcdefgh", "7bcdefghij"]  # 1..10 tokens; 6 = the ramp's start
 REWARDS = """
 def as_float(data_source, solution_str, ground_truth, extra_info=None):

@@ -18,7 +18,7 @@ import pytest
 
 import rlcockpit
 
-FIXTURES = Path(__file__).parent / "fixtures" / "verl"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "verl"
 PATH_KEYS = {"data.train_files", "data.val_files", "actor_rollout_ref.model.path"}
 SIZE_KEYS = {"data.train_batch_size": 4, "data.max_response_length": 16,
              "actor_rollout_ref.actor.ppo_mini_batch_size": 4,

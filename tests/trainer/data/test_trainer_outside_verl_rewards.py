@@ -25,7 +25,7 @@ from rlcockpit.trainer.config import ConfigError, load_config
 from rlcockpit.trainer.data import PromptRow
 from rlcockpit.trainer.rewards import RewardManager
 
-OUTSIDE = Path(__file__).parent / "fixtures" / "outside"
+OUTSIDE = Path(__file__).resolve().parents[1] / "fixtures" / "outside"
 # the ReTool file imports verl.utils.reward_score.math_dapo; here it is rlcockpit's port of that rule
 MATH_DAPO = '''from rlcockpit.trainer.reward_score import dapo_score
 

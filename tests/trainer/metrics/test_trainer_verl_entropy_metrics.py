@@ -28,7 +28,7 @@ from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.models import forward_policy
 from rlcockpit.trainer.update import ppo as update
 
-VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
+VERL_PY = Path(__file__).resolve().parents[3] / ".venv-verl" / "bin" / "python"
 MODES = sorted(LOSS_AGG_MODES.names())
 
 ORACLE = """

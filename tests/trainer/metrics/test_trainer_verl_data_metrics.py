@@ -15,7 +15,7 @@ import torch
 
 from rlcockpit.trainer.metrics import data_metrics, timing_per_token, value_metrics
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 VERL_PY = REPO / ".venv-verl" / "bin" / "python"
 
 ORACLE = """

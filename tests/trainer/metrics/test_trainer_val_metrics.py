@@ -14,7 +14,7 @@ import pytest
 
 from rlcockpit.trainer.val_metrics import subset_sizes, validation_metrics
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 VERL_PY = REPO / ".venv-verl" / "bin" / "python"
 
 ORACLE = """

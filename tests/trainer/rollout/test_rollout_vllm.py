@@ -21,9 +21,9 @@ import rlcockpit
 from rlcockpit.trainer.rollout.check import rollout_probs_metrics
 from rlcockpit.trainer.rollout.vllm import VLLMSettings, cpu_lacks_vllm_isa
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
-JOB = Path(__file__).with_name("vllm_engine_job.py")
+JOB = Path(__file__).resolve().parents[1] / "vllm_engine_job.py"
 # head size 32 (64 wide, 2 heads): vLLM's CPU attention has no kernel for the usual 16-wide test model
 VLLM_TINY = ["actor_rollout_ref.model.tiny.hidden_size=64", "actor_rollout_ref.model.tiny.num_layers=1",
              "actor_rollout_ref.model.tiny.num_heads=2", "actor_rollout_ref.model.tiny.intermediate_size=128",

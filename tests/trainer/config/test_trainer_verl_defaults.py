@@ -20,7 +20,7 @@ from verl_scripts import script_overrides
 from rlcockpit.trainer.config import flat_values, load_config
 from rlcockpit.trainer.config.schema import schema_fields
 
-DOC = Path(__file__).parents[2] / "docs" / "config-reference.md"
+DOC = Path(__file__).parents[3] / "docs" / "config-reference.md"
 # only paths (verl's placeholders under /home/user): rlcockpit needs data files to leave its built-in demo task
 PLACEHOLDERS = ["data.train_files=/home/user/data/rlhf/gsm8k/train.parquet",
                 "data.val_files=/home/user/data/rlhf/gsm8k/test.parquet",
@@ -114,7 +114,7 @@ def test_a_verl_command_line_without_n_samples_once_and_the_demo_keeps_its_group
     assert collapse.actor.clip_ratio_low == collapse.actor.clip_ratio_high == 10.0  # still no effective clip
 
 
-VERL_CONFIG_DIR = Path(__file__).parents[2] / ".venv-verl" / "lib" / "python3.11" / "site-packages" / "verl" / "trainer" / "config"
+VERL_CONFIG_DIR = Path(__file__).parents[3] / ".venv-verl" / "lib" / "python3.11" / "site-packages" / "verl" / "trainer" / "config"
 
 
 @pytest.mark.parametrize("name", ["ppo", "ppo_megatron", "ppo_veomni", "ppo_torchtitan"])

@@ -16,8 +16,8 @@ import pytest
 from rlcockpit.trainer.reward_score import NoDefaultReward, default_compute_score
 from rlcockpit.trainer.rewards import REWARDS, RewardManager
 
-FIXTURES = Path(__file__).parent / "fixtures"
-VERL_PY = Path(__file__).resolve().parents[2] / ".venv-verl" / "bin" / "python"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+VERL_PY = Path(__file__).resolve().parents[3] / ".venv-verl" / "bin" / "python"
 
 
 def _ours(case: dict) -> object:
