@@ -119,6 +119,31 @@ class LayerReinitialised:
                 _decoder_layers(st.actor)[self.layer].apply(st.actor._init_weights)
 
 
+class LayerRedrawn:
+    """At step ``start`` (a resume from a checkpoint missing one shard, loaded non-strict) decoder layer ``layer`` of
+    the actor is back at a random init drawn explicitly (``torch.manual_seed(seed)``): every linear weight normal with
+    the config's ``initializer_range`` std, biases 0, norm weights 1; the optimizer's state is kept (added after the
+    first form, :class:`LayerReinitialised`, was read to be a no-op: transformers' ``_init_weights`` skips parameters
+    it has already marked initialised)."""
+
+    def __init__(self, start: int, layer: int, seed: int) -> None:
+        self.start, self.layer, self.seed = start, layer, seed
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step != self.start:
+            return
+        torch.manual_seed(self.seed)
+        std = float(getattr(st.actor.config, "initializer_range", 0.02))
+        with torch.no_grad():
+            for name, p in _decoder_layers(st.actor)[self.layer].named_parameters():
+                if p.dim() >= 2:
+                    p.normal_(0.0, std)
+                elif "bias" in name:
+                    p.zero_()
+                else:
+                    p.fill_(1.0)
+
+
 class CriticRestarted:
     """The critic's weights are kept as they were before the first update; at step ``start`` (a resume that restored
     the actor but not the critic) the critic is set back to them and its optimizer state cleared."""
@@ -375,11 +400,22 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas11-3prompt-4sample-rewardonesteplate-from150-350-val20": {
         "steps": 350, "seed": 799, "model": "llama", "model_seed": 11, "overrides": _batch(
             3, 4, "trainer.test_freq=20"), "driver": RewardOneStepLate(150)},
+    # added after the first runs were read (written and committed before it ran), seed 800: the layer re-init again,
+    # with the init drawn explicitly (LayerRedrawn), the first form having been a no-op (NOT_STORED below).
+    # one decoder layer back at a random init at a resume, sudden: at step 170 every linear weight of the actor's last
+    # decoder layer redrawn normal(0, initializer_range), norms 1 (optimizer state kept); Llama seed 11, 3 prompts x 4,
+    # 350 steps, validation every 20
+    "llamas11-3prompt-4sample-lastlayerredrawn-from170-350-val20": {
+        "steps": 350, "seed": 800, "model": "llama", "model_seed": 11, "overrides": _batch(
+            3, 4, "trainer.test_freq=20"), "driver": LayerRedrawn(170, -1, 800)},
 }
 
 
-# run once and not stored (README, twentieth pass)
-NOT_STORED: tuple[str, ...] = ()
+# run once and not stored (README, twentieth pass): the layer re-init's first form left the weights as they were
+# (transformers' _init_weights skips parameters it has marked initialised; checked after the run on the seed-11
+# Llama: every parameter of the last layer bit-identical after .apply(_init_weights)), so that run is the unchanged
+# training under a name that says otherwise
+NOT_STORED: tuple[str, ...] = ("llamas11-3prompt-4sample-lastlayerreinit-from170-350-val20",)
 
 
 if __name__ == "__main__":
