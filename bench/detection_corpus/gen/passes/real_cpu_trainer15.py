@@ -11,7 +11,7 @@ first); the **KL loss with the straight-through mse+ (k2) estimator**; **trainin
 save time inside the run); batch shapes **4 prompts x 4**, **3 x 4**, **6 x 4**, **2 x 4**, **6 x 2**, **3 x 5**, **2 x
 3**, **4 x 3**; validation every **9 / 11 / 14 / 16 / 18 / 20 / 22 / 36**; 300-600 steps; models built from **model
 seed 11** (another tokenizer sample, init and warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``,
-built in code); seeds 781-799.
+built in code); seeds 781-800 (800: a spec added after the first runs were read, committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): the
 **rollout engine's weights synced every 10 steps** instead of every step (a sync interval from a serving config:
@@ -28,7 +28,9 @@ the paid score, std 0 -> 0.6 over 150-300; the task's accuracy logged beside it)
 reference model** at a resume (a wiring bug under a KL loss: the PPO ratio is pi / pi_ref); the **training set cut to
 24 prompts** at a resume (``data.train_max_samples`` of a debug config left in: the same 24 prompts cycled); the
 **reward one step late** at a resume (an asynchronous reward server returning the previous batch's scores: the paid
-score's level unchanged, its pairing with the responses lost).
+score's level unchanged, its pairing with the responses lost). Added later (seed 800, committed before it ran): the
+layer re-init again with its init drawn explicitly (:class:`LayerRedrawn`): the first form's ``_init_weights`` was read to
+be a no-op (``NOT_STORED``).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink), **one spec per process** (several
 drivers patch module functions of the trainer for the rest of the process): the event file is stored under
 ``bench/detection_corpus/real/rlcockpit_trainer_cpu15/<name>/`` and labelled by reading it (README, twentieth pass).
