@@ -1172,3 +1172,77 @@ def test_the_nineteenth_pass_cpu_runs_keep_every_step_and_the_readings_their_lab
     for name in ("qwen2s10-4prompt-4sample-reinforcepp-gamma09-resp16-300-val25",
                  "qwen2s10-2prompt-7sample-shareprefixoff-300-val25"):  # Qwen2 seed 10 starts weak and learns
         assert runs[name][0][val] < 0.2 < 0.27 < runs[name][300][val]
+
+
+def test_the_twentieth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twentieth pass's CPU runs of our trainer (rlcockpit_trainer_cpu15, TensorBoard event files, model seed 11):
+    each imported whole, and the readings the README's labels rest on are in the numbers (nothing rejected or
+    re-weighted by the rollout corrections; the critic warm-up's missing actor steps; the weight sync every 10 steps as
+    a sawtooth; the re-seeded sampler's fixed length; the frozen validation under eps 1.0; the restarted critic; the
+    wrong-field grader parting from the accuracy; the noisy judge's scores outside [0, 1]; the ratio against the
+    reference; the 24-prompt set's train/validation split; the redrawn layer; the faults that left no mark)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu15"]
+    assert len(sel) == 19
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 3), ("healthy", 11), ("loss_divergence", 1), ("reward_hacking", 2), ("rollout_mismatch", 2)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"c0eff37", "1599cd8"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    for name, m in runs.items():
+        last = 300 if "-300-val" in name else 600 if "-600-val" in name else 350
+        assert sorted(m) == list(range(0, last + 1)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, gn, ent = "critic/score/mean", "response_length/mean", "actor/grad_norm", "actor/entropy"
+    val, acc, diff = "val-core/arith/acc/mean@1", "reward_extra/acc/mean", "training/rollout_probs_diff_mean"
+
+    rs = runs["gpt2s11-4prompt-4sample-rolloutrs-seqmeank3-350-val16"]  # healthy: nothing rejected
+    assert all(rs[s]["rollout_corr/rollout_rs_masked_fraction"] == 0 for s in range(1, 351))
+    ice = runs["llamas11-3prompt-4sample-icepop-isbatchnorm-350-val22"]
+    assert all(ice[s]["rollout_corr/rollout_is_oob_ratio"] == 0 for s in range(1, 351))
+    warm = runs["llamas11-2prompt-4sample-gae-lam095-criticwarmup20-350-val9"]  # the actor frozen at 1-20
+    assert not any(gn in warm[s] for s in range(1, 21)) and gn in warm[21] and "critic/vf_loss" in warm[1]
+
+    sync = runs["llamas11-4prompt-3sample-weightsyncevery10-from150-350-val20"]  # a sawtooth from 152
+    assert max(sync[s][diff] for s in range(1, 152)) < 1e-6 < 1e-4 < sync[152][diff]
+    assert all(sync[s][diff] < 1e-6 for s in range(161, 351, 10)) and med(sync, diff, 151, 200) > 1e-3
+    seeded = runs["gpt2s11-4prompt-3sample-samplerreseeded-from150-350-val14"]  # healthy: only the length fixed
+    assert any(seeded[s][ln] != 3 for s in range(1, 150)) and all(seeded[s][ln] == 3 for s in range(150, 351))
+    assert abs(med(seeded, score, 151, 350) - med(seeded, score, 1, 149)) < 0.05
+
+    eps = runs["gpt2s11-4prompt-3sample-adameps1-from160-constlr2e-4-350-val14"]  # the validation frozen
+    before = [eps[s][val] for s in range(14, 155, 14)]
+    assert max(before) - min(before) > 0.05 and all(eps[s][val] == eps[168][val] for s in range(182, 351, 14))
+    critic = runs["llamas11-2prompt-4sample-gae-criticrestart-from180-350-val9"]
+    vf, vp = "critic/vf_loss", "critic/vpred_mean"
+    assert critic[180][vf] > max(critic[s][vf] for s in range(130, 180)) and med(critic, vf, 151, 175) < 0.04
+    assert critic[182][vp] < min(critic[s][vp] for s in range(1, 180)) and med(critic, vf, 326, 350) < 0.05
+
+    wrong = runs["gpt2s11-4prompt-3sample-wrongfieldgrader-from150-constlr2e-4-350-val14"]
+    assert max(abs(wrong[s][score] - wrong[s][acc]) for s in range(1, 150)) < 1e-6 < 0.3 < wrong[150][acc] - wrong[150][score]
+    assert med(wrong, score, 301, 350) > 0.38 > 0.26 > med(wrong, acc, 301, 350)
+    assert min(wrong[s][val] for s in range(14, 155, 14)) > 0.37 > 0.26 > max(wrong[s][val] for s in range(196, 351, 14))
+    noisy = runs["gpt2s11-4prompt-4sample-noisyjudge-sd0-06-150-300-350-val16"]
+    smin, smax = "critic/score/min", "critic/score/max"
+    assert all(0 <= noisy[s][smin] and noisy[s][smax] <= 1 for s in range(1, 151))
+    assert med(noisy, smin, 301, 350) < -0.3 and med(noisy, smax, 301, 350) > 1.2
+    assert abs(med(noisy, acc, 301, 350) - med(noisy, acc, 1, 150)) < 0.05 and noisy[350][val] > 0.45
+    ref = runs["gpt2s11-4prompt-3sample-klloss-oldlogpfromref-from150-constlr2e-4-350-val14"]
+    clip, pkl = "actor/pg_clipfrac", "actor/ppo_kl"
+    assert all(ref[s][clip] == 0 and ref[s][pkl] == 0 for s in range(1, 150))
+    assert ref[150][clip] > 0.1 and med(ref, clip, 151, 200) > 0.1 and med(ref, pkl, 151, 200) < -0.05
+    cut = runs["gpt2s11-4prompt-3sample-trainset24-from150-constlr2e-4-350-val14"]
+    assert med(cut, score, 201, 350) > med(cut, score, 1, 150) + 0.03
+    after, before = [cut[s][val] for s in range(196, 351, 14)], [cut[s][val] for s in range(28, 183, 14)]
+    assert cut[196][val] < min(before[2:]) and sum(after) / len(after) < sum(before) / len(before) - 0.04
+    redrawn = runs["llamas11-3prompt-4sample-lastlayerredrawn-from170-350-val20"]
+    assert min(redrawn[s][val] for s in range(0, 161, 20)) > 0.44 > 0.41 > max(redrawn[s][val] for s in range(180, 351, 20))
+    assert med(redrawn, ent, 171, 350) > med(redrawn, ent, 1, 169) + 0.08 and med(redrawn, ln, 171, 350) <= 3.1
+
+    for name in ("llamas11-4prompt-3sample-offbyoneshard0-100pct-150-300-350-val18",  # healthy: no mark
+                 "llamas11-3prompt-4sample-rewardonesteplate-from150-350-val20"):
+        quiet = runs[name]
+        assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05 and quiet[350][val] > 0.45
+        assert med(quiet, ln, 151, 350) == 3
