@@ -400,6 +400,68 @@ SPECS: dict[str, dict[str, Any]] = {
         "lr": 1e-4, "seed": 671, "each_step": _noise.hook, "config": {"lr_scheduler_type": "constant"}},
 }
 
+def special_rows_mean_at(at: int, ids: tuple[int, ...]) -> Any:
+    """At the start of step ``at`` the rows of the policy's ``lm_head`` for the token ids ``ids`` (the special tokens
+    ``<pad>``, ``<eos>``, ``<unk>``: ids 0-2) are set to the mean of all rows (a resume that resized the vocabulary and
+    initialised those rows as ``resize_token_embeddings`` initialises new ones, with the mean row); the input
+    embeddings, the rest of the head, the reference and the optimizer are kept (Llama: the head is untied)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            import torch
+
+            head = trainer.accelerator.unwrap_model(trainer.model).lm_head
+            with torch.no_grad():
+                mean = head.weight.mean(dim=0)
+                for i in ids:
+                    head.weight[i].copy_(mean)
+
+    return each_step
+
+
+class CorruptShard:
+    """A corrupted shard served periodically: from step ``start``, the batch fetched while step ``k`` runs, for every
+    ``k`` that is a multiple of ``every``, has every prompt replaced by ``junk`` (bytes of a broken file decoded as
+    text: characters the tokenizer maps to ``<unk>``); the ground truth is kept. The dataloader fetches one batch
+    ahead, so the junk batch is trained on at step ``k + 1``. Evaluation (none here) would keep the usual prompts."""
+
+    def __init__(self, start: int, every: int, junk: str) -> None:
+        self.start, self.every, self.junk, self.step = start, every, junk, 0
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.step = step
+
+    def transform(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        bad = self.step >= self.start and self.step % self.every == 0
+        return {"prompt": [self.junk if bad else p for p in batch["prompt"]],
+                "ground_truth": list(batch["ground_truth"])}
+
+    def dataset(self, n: int) -> Any:
+        rows, _ = arith_training_rows(673)
+        return prompt_dataset(rows[:n], self.transform)
+
+
+_shard = CorruptShard(120, 40, "\ufffd" * 40)
+
+# --- added after the first eight runs (written and committed before running these two): three of the first eight
+# planned faults left no mark (no_repeat_ngram_size 1: the answers' tokens almost never repeat a prompt token for
+# this tokenizer; the completion-keyed cache: the paid reward only noisier), so two more failure specs with new
+# mechanisms (seeds 672-673).
+SPECS.update({
+    # the special tokens' output rows mean-initialised by a resume, sudden: at the start of step 150 the Llama
+    # policy's lm_head rows for <pad>, <eos>, <unk> (ids 0-2) are set to the mean row (a vocabulary resize); evaluation
+    # every 25; Llama seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "llamas11-2prompt-4gen-specialrowsmeaninit-at150-350-eval25": {
+        "model": "llama", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 672, "each_step": special_rows_mean_at(150, (0, 1, 2))},
+    # a corrupted shard served periodically: from step 120, the batch fetched at every 40th step (trained on at 121,
+    # 161, ..., 321) has every prompt replaced by 40 U+FFFD characters (<unk> for this tokenizer), the ground truth
+    # kept; GPT-2 seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "gpt2s11-2prompt-4gen-corruptshardevery40-from120-350": {
+        "model": "gpt2", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 673, "train_dataset": _shard.dataset, "each_step": _shard.hook},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
