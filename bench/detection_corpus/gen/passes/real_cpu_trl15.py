@@ -462,6 +462,80 @@ SPECS.update({
         "lr": 5e-5, "seed": 673, "train_dataset": _shard.dataset, "each_step": _shard.hook},
 })
 
+def num_beams_at(at: int, beams: int) -> Any:
+    """At the start of step ``at`` the generation config's ``num_beams`` becomes ``beams`` (a decoding preset copied
+    from an evaluation config: with sampling on, ``generate`` runs beam sampling, ``beams`` hypotheses a completion);
+    generation only, the training pass scores the returned completions as before."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            trainer.generation_config.num_beams = beams
+
+    return each_step
+
+
+def ref_temperature_at(at: int, t: float) -> Any:
+    """At the start of step ``at`` the reference model's fused LM head is patched to score at temperature ``t`` (a
+    resume that restored the reference's scoring config from another run) while the policy samples and scores at
+    1.0: the KL term then pulls the policy towards the reference's sharper (``t`` < 1) distribution."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            from trl.trainer.utils import add_fused_lm_head
+
+            add_fused_lm_head(trainer.ref_model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32)
+
+    return each_step
+
+
+class TerminationPenalty(FromStep):
+    """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` a grader update adds a
+    "terminated properly" term with its sign wrong: ``weight`` (negative) for every completion that ends with the stop
+    token before the length cap (TRL passes ``completion_ids``; a completion shorter than ``cap`` tokens stopped).
+    ``accuracy`` (weight 0) logs the digit overlap beside it."""
+
+    def __init__(self, start: int, weight: float, cap: int) -> None:
+        super().__init__(start)
+        self.weight, self.cap = weight, cap
+
+    def funcs(self) -> list[Any]:
+        def graded(completions: list[str], ground_truth: list[str], completion_ids: list[list[int]],
+                   **kw: Any) -> list[float]:
+            return [digit_overlap("arith", c, g) + (self.weight if self.on and len(ids) < self.cap else 0.0)
+                    for c, g, ids in zip(completions, ground_truth, completion_ids)]
+
+        return [graded, accuracy]
+
+
+_term = TerminationPenalty(100, -0.5, 8)
+
+# --- added after the first nineteen runs and the labelling of all of them (written and committed before running
+# these three): eleven of the first nineteen are healthy (three planned faults left no mark: no_repeat_ngram_size 1,
+# the completion-keyed cache and the gradient noise after the clip, which Adam normalises away), so three more
+# failure specs with new mechanisms (seeds 674-676).
+SPECS.update({
+    # beam sampling switched on by a resume, sudden: from step 150 the generation config's num_beams is 4 (a decoding
+    # preset copied from an evaluation config; generation only); GPT-2 seed 11, 2 prompts x 4, 350 steps, lr 5e-5,
+    # logging every step
+    "gpt2s11-2prompt-4gen-numbeams4-from150-350": {
+        "model": "gpt2", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 674, "each_step": num_beams_at(150, 4)},
+    # the reference scored at temperature 0.5 from step 150 (its fused LM head re-patched by a resume) while the
+    # policy samples and scores at 1.0, under beta 0.2 and a constant lr 1e-4; evaluation every 25; Llama seed 11,
+    # 2 prompts x 4, 350 steps, logging every step
+    "llamas11-2prompt-4gen-reftemperature05-from150-beta02-constlr1e-4-350-eval25": {
+        "model": "llama", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 1e-4, "seed": 675, "each_step": ref_temperature_at(150, 0.5),
+        "config": {"beta": 0.2, "lr_scheduler_type": "constant"}},
+    # a "terminated properly" term with its sign wrong, from step 100: -0.5 for every completion that stops before the
+    # 8-token cap, beside the digit overlap (the symptom has to be learned); constant lr 2e-4; the digit overlap
+    # logged with weight 0; Llama seed 11, 2 prompts x 4, 350 steps, logging every step
+    "llamas11-2prompt-4gen-terminationpenalty05-from100-constlr2e-4-350": {
+        "model": "llama", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 2e-4, "seed": 676, "reward_funcs": _term.funcs(), "reward_weights": [1.0, 0.0],
+        "each_step": _term.hook, "config": {"lr_scheduler_type": "constant"}},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
