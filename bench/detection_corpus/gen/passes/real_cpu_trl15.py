@@ -536,6 +536,67 @@ SPECS.update({
         "each_step": _term.hook, "config": {"lr_scheduler_type": "constant"}},
 })
 
+class WeightNoise:
+    """Noise added to the policy's weights, ramping: before every step from ``start`` each weight tensor of the policy
+    gets seeded Gaussian noise of ``s`` times its own std, ``s`` ramping linearly 0 (step ``start``) -> ``hi`` (step
+    ``end``), then kept (a weight-noise regulariser, meant for a few warm-up steps, left on with a growing scale); the
+    reference and the optimizer state are untouched."""
+
+    def __init__(self, start: int, end: int, hi: float, seed: int) -> None:
+        self.start, self.end, self.hi, self.seed = start, end, hi, seed
+        self.gen: Any = None
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        s = ramp(step, self.start, self.end, 0.0, self.hi)
+        if s <= 0:
+            return
+        import torch
+
+        if self.gen is None:
+            self.gen = torch.Generator().manual_seed(self.seed)
+        with torch.no_grad():
+            for p in trainer.accelerator.unwrap_model(trainer.model).parameters():
+                if p.numel() > 1:
+                    p.add_(torch.randn(p.shape, generator=self.gen, dtype=p.dtype) * (s * float(p.std())))
+
+
+def layernorm_eps_at(at: int, eps: float) -> Any:
+    """At the start of step ``at`` every LayerNorm of the GPT-2 policy gets ``eps`` ``eps`` (a config reload with
+    ``layer_norm_epsilon: 1.0`` where 1e-5 was meant): each normalisation divides by ``sqrt(var + eps)``, so hidden
+    states whose variance is far below 1 come out shrunk; generation and the training pass both use it, the reference
+    keeps 1e-5."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            import torch
+
+            for m in trainer.accelerator.unwrap_model(trainer.model).modules():
+                if isinstance(m, torch.nn.LayerNorm):
+                    m.eps = eps
+
+    return each_step
+
+
+_wnoise = WeightNoise(150, 300, 0.02, 677)
+
+# --- added after all twenty-four specs above ran and were labelled (written and committed before running these
+# two): seventeen of the twenty-four stored runs are healthy (nine planned faults left no mark), so two more failure
+# specs with new mechanisms on the policy's weights (seeds 677-678).
+SPECS.update({
+    # noise on the policy's weights, ramp: before every step from 150 each weight tensor gets seeded Gaussian noise of
+    # s x its own std, s 0 (step 150) -> 0.02 (step 300), then kept; Llama seed 11, 2 prompts x 4, 350 steps, lr 5e-5,
+    # logging every step, evaluation every 25
+    "llamas11-2prompt-4gen-weightnoiseramp0-002-150-300-350-eval25": {
+        "model": "llama", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 677, "each_step": _wnoise.hook},
+    # the LayerNorm epsilon set to 1.0 by a config reload, sudden: from the start of step 150 every LayerNorm of the
+    # GPT-2 policy divides by sqrt(var + 1.0) (1e-5 before); GPT-2 seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging
+    # every step
+    "gpt2s11-2prompt-4gen-layernormeps1-at150-350": {
+        "model": "gpt2", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 678, "each_step": layernorm_eps_at(150, 1.0)},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
