@@ -48,7 +48,8 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
                 "trl_cpu_settings9", "rlcockpit_trainer_cpu10", "trl_cpu_settings10",
                 "rlcockpit_trainer_cpu11", "trl_cpu_settings11", "tinker_jsonl_public15",
                 "rlcockpit_trainer_cpu12", "trl_cpu_settings12", "trl_cpu_settings13",
-                "rlcockpit_trainer_cpu13", "rlcockpit_trainer_cpu14", "trl_cpu_settings14")
+                "rlcockpit_trainer_cpu13", "rlcockpit_trainer_cpu14", "trl_cpu_settings14",
+                "trl_cpu_settings15")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"

@@ -30,7 +30,11 @@ order re-seeded by a resume** (from a step each prompt is served as another row 
 **Adam's epsilon set to 1.0 by a resume** (a ``1e0`` typo for ``1e-8``: the updates shrink by orders of magnitude, the
 policy stops moving); **the sampling seed reset before every step** (a ``set_seed`` left in the step loop: every
 step draws the same random stream); **a reward server that pauses 1.5 s every 50 steps** (a periodic cache compaction:
-the step time spikes once every 50 steps, nothing else). Each run goes through :func:`real_cpu_trl.run`; its
+the step time spikes once every 50 steps, nothing else). Added after the first runs, each block committed before it
+ran: **the special tokens' output rows mean-initialised by a resume** and **a corrupted shard every 40 steps** (seeds
+672-673); **beam sampling switched on by a resume**, **the reference scored at temperature 0.5** and **a "terminated
+properly" term with its sign wrong** (seeds 674-676); **noise on the policy's weights, ramping** and **the LayerNorm
+epsilon set to 1.0 by a config reload** (seeds 677-678). Each run goes through :func:`real_cpu_trl.run`; its
 ``trainer_state.json`` is stored under ``bench/detection_corpus/real/trl_cpu_settings15/<name>/`` and labelled by
 reading it (README, twentieth pass).
 
