@@ -601,6 +601,86 @@ SPECS.update({
         "lr": 5e-5, "seed": 678, "each_step": layernorm_eps_at(150, 1.0)},
 })
 
+class TemperatureAnneal:
+    """The sampling and scoring temperature annealed down, ramp: from step ``start`` the temperature ramps linearly
+    1.0 -> ``lo`` (step ``end``), then kept (a temperature-annealing schedule written with an end value meant for
+    evaluation), rounded to 0.02; at each change the generation config and TRL's fused LM head of the policy and the
+    reference are patched with the new value (as :func:`real_cpu_trl.run`'s ``temperature_at`` does once)."""
+
+    def __init__(self, start: int, end: int, lo: float) -> None:
+        self.start, self.end, self.lo, self.t = start, end, lo, 1.0
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        t = round(ramp(step, self.start, self.end, 1.0, self.lo) / 0.02) * 0.02
+        if abs(t - self.t) < 1e-9:
+            return
+        from trl.trainer.utils import add_fused_lm_head
+
+        self.t = t
+        trainer.temperature = t
+        trainer.generation_config.temperature = t
+        add_fused_lm_head(trainer.model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32,
+                          outputs=("log_probs", "entropy"))
+        if trainer.ref_model is not None:
+            add_fused_lm_head(trainer.ref_model, temperature=t, cast_lm_head_to_fp32=trainer.args.cast_lm_head_to_fp32)
+
+
+def rope_theta_at(at: int, base: float) -> Any:
+    """At the start of step ``at`` the Llama policy's rotary embedding frequencies are recomputed with ``rope_theta``
+    ``base`` (a config reload that took ``rope_theta`` from another model's config; 10000 before): every position's
+    rotation changes, in generation and in the training pass; the reference keeps 10000."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            import torch
+
+            rot = trainer.accelerator.unwrap_model(trainer.model).model.rotary_emb
+            dim = rot.inv_freq.numel() * 2
+            with torch.no_grad():
+                rot.inv_freq.copy_(1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)))
+
+    return each_step
+
+
+def gc_every_step_from(start: int) -> Any:
+    """From step ``start`` a callback added by a resume runs ``gc.collect()`` three times before every step (a
+    memory-hygiene snippet pasted from a GPU script): the Python heap of the trainer, the datasets and the model is
+    walked at every step, so each step takes longer by a constant."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step >= start:
+            import gc
+
+            for _ in range(3):
+                gc.collect()
+
+    return each_step
+
+
+_anneal = TemperatureAnneal(150, 300, 0.4)
+
+# --- added after all twenty-six specs above ran and were labelled and stored (written and committed before running
+# these three): eighteen of the twenty-six stored runs are healthy, so three more failure specs with new mechanisms
+# (seeds 679-681).
+SPECS.update({
+    # the sampling and scoring temperature annealed down, ramp: 1.0 to step 150, ramped linearly to 0.4 at step 300
+    # and kept (generation and the fused LM head of policy and reference patched at each 0.02 change); evaluation
+    # every 25 (at the annealed temperature); GPT-2 seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "gpt2s11-2prompt-4gen-temperatureanneal1-04-150-300-350-eval25": {
+        "model": "gpt2", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 5e-5, "seed": 679, "each_step": _anneal.hook},
+    # rope_theta from another model's config, sudden: at the start of step 150 the Llama policy's rotary frequencies
+    # are recomputed with base 100 (10000 before); Llama seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "llamas11-2prompt-4gen-ropetheta100-at150-350": {
+        "model": "llama", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 680, "each_step": rope_theta_at(150, 100.0)},
+    # gc.collect() three times before every step from step 150 (a callback pasted by a resume), sudden throughput
+    # change; GPT-2 seed 11, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "gpt2s11-2prompt-4gen-gccollectperstep-from150-350": {
+        "model": "gpt2", "model_seed": 11, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 681, "each_step": gc_every_step_from(150)},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
