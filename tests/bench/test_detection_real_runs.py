@@ -1178,14 +1178,15 @@ def test_the_twentieth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     """The twentieth pass's TRL CPU runs (trl_cpu_settings15: TRL trainer states, model seed 11), each imported whole,
     and the readings the README's labels rest on are in the numbers (the answer leaked into the training prompts,
     weight decay 50, the RMSNorm gains +1, a relevance bonus, the special tokens' output rows mean-initialised, the
-    reference scored at temperature 0.5, a termination term with its sign wrong, the LayerNorm epsilon 1.0; and the
-    faults stored healthy: no_repeat_ngram_size 1, a completion-keyed grader cache, gradient noise after the clip, a
-    corrupted shard every 40 steps, beam sampling, noise on the weights, the data order re-seeded, Adam's eps 1.0, the
-    seed reset every step, a reward server pausing every 50 steps)."""
+    reference scored at temperature 0.5, a termination term with its sign wrong, the LayerNorm epsilon 1.0, the
+    temperature annealed to 0.4; and the faults stored healthy: no_repeat_ngram_size 1, a completion-keyed grader
+    cache, gradient noise after the clip, a corrupted shard every 40 steps, beam sampling, noise on the weights,
+    rope_theta 100, gc.collect() before every step, the data order re-seeded, Adam's eps 1.0, the seed reset every
+    step, a reward server pausing every 50 steps)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings15"]
-    assert len(sel) == 26 and Counter(e["class"] for e in sel) == {
-        "healthy": 18, "collapse": 5, "entropy_collapse": 1, "reward_hacking": 1, "length_explosion": 1}
-    assert {e["origin"]["commit"][:7] for e in sel} == {"9b94e26", "f1c8b5c", "1685764", "f69a2a0"}
+    assert len(sel) == 29 and Counter(e["class"] for e in sel) == {
+        "healthy": 20, "collapse": 5, "entropy_collapse": 2, "reward_hacking": 1, "length_explosion": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"9b94e26", "f1c8b5c", "1685764", "f69a2a0", "9820567"}
     runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["llamas11-2prompt-8gen-reducelronplateau-evalreward-f05-p1-lr1e-4-300-log2-eval20"]) == list(
         range(2, 301, 2))  # evaluations every 20 fall on logged steps
@@ -1253,6 +1254,10 @@ def test_the_twentieth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     assert med(ln, "reward", 150, 351) < 0.13 < 0.37 < med(ln, "reward", 1, 150)
     assert med(ln, "grad_norm", 150, 351) < 0.4 < 2 < med(ln, "grad_norm", 1, 150)
 
+    cold = runs["gpt2s11-2prompt-4gen-temperatureanneal1-04-150-300-350-eval25"]
+    assert med(cold, "entropy", 301, 351) < 1.1 < 1.55 < med(cold, "entropy", 1, 151)
+    assert all(cold[s]["eval_entropy"] < 1.2 < 1.55 < cold[s - 200]["eval_entropy"] for s in (300, 325, 350))
+
     # faults stored healthy: they left no mark (or, the pausing grader, only isolated step-time spikes)
     for name, at in (("llamas11-2prompt-4gen-norepeatngram1-from150-350", 150),
                      ("gpt2s11-2prompt-4gen-cachekeyedbycompletion-from120-lr1e-4-350", 120),
@@ -1260,7 +1265,9 @@ def test_the_twentieth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
                      ("llamas11-2prompt-4gen-adameps1-at150-constlr1e-4-350-eval25", 150),
                      ("gpt2s11-2prompt-4gen-seedresetperstep-from150-350", 150),
                      ("llamas11-2prompt-4gen-gradnoiseramp0-001-150-300-constlr1e-4-350", 150),
-                     ("llamas11-2prompt-4gen-weightnoiseramp0-002-150-300-350-eval25", 150)):
+                     ("llamas11-2prompt-4gen-weightnoiseramp0-002-150-300-350-eval25", 150),
+                     ("llamas11-2prompt-4gen-ropetheta100-at150-350", 150),
+                     ("gpt2s11-2prompt-4gen-gccollectperstep-from150-350", 150)):
         m = runs[name]
         assert abs(med(m, "reward", at, 351) - med(m, "reward", 1, at)) <= 0.05, name
         assert abs(med(m, "entropy", at, 351) - med(m, "entropy", 1, at)) < 0.1, name

@@ -34,7 +34,8 @@ the step time spikes once every 50 steps, nothing else). Added after the first r
 ran: **the special tokens' output rows mean-initialised by a resume** and **a corrupted shard every 40 steps** (seeds
 672-673); **beam sampling switched on by a resume**, **the reference scored at temperature 0.5** and **a "terminated
 properly" term with its sign wrong** (seeds 674-676); **noise on the policy's weights, ramping** and **the LayerNorm
-epsilon set to 1.0 by a config reload** (seeds 677-678). Each run goes through :func:`real_cpu_trl.run`; its
+epsilon set to 1.0 by a config reload** (seeds 677-678); **the sampling and scoring temperature annealed 1.0 -> 0.4**,
+**rope_theta 100 by a config reload** and **gc.collect() before every step** (seeds 679-681). Each run goes through :func:`real_cpu_trl.run`; its
 ``trainer_state.json`` is stored under ``bench/detection_corpus/real/trl_cpu_settings15/<name>/`` and labelled by
 reading it (README, twentieth pass).
 
