@@ -1246,3 +1246,115 @@ def test_the_twentieth_pass_cpu_runs_keep_every_step_and_the_readings_their_labe
         quiet = runs[name]
         assert abs(med(quiet, score, 151, 350) - med(quiet, score, 1, 150)) < 0.05 and quiet[350][val] > 0.45
         assert med(quiet, ln, 151, 350) == 3
+
+
+def test_the_twentieth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twentieth pass's TRL CPU runs (trl_cpu_settings15: TRL trainer states, model seed 11), each imported whole,
+    and the readings the README's labels rest on are in the numbers (the answer leaked into the training prompts,
+    weight decay 50, the RMSNorm gains +1, a relevance bonus, the special tokens' output rows mean-initialised, the
+    reference scored at temperature 0.5, a termination term with its sign wrong, the LayerNorm epsilon 1.0, the
+    temperature annealed to 0.4; and the faults stored healthy: no_repeat_ngram_size 1, a completion-keyed grader
+    cache, gradient noise after the clip, a corrupted shard every 40 steps, beam sampling, noise on the weights,
+    rope_theta 100, gc.collect() before every step, the data order re-seeded, Adam's eps 1.0, the seed reset every
+    step, a reward server pausing every 50 steps)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings15"]
+    assert len(sel) == 29 and Counter(e["class"] for e in sel) == {
+        "healthy": 20, "collapse": 5, "entropy_collapse": 2, "reward_hacking": 1, "length_explosion": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"9b94e26", "f1c8b5c", "1685764", "f69a2a0", "9820567"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["llamas11-2prompt-8gen-reducelronplateau-evalreward-f05-p1-lr1e-4-300-log2-eval20"]) == list(
+        range(2, 301, 2))  # evaluations every 20 fall on logged steps
+    assert sorted(runs["gpt2s11-7prompt-2gen-sgd-nesterov09-lr2e-3-300-log3"]) == list(range(3, 301, 3))
+    assert sorted(runs["llamas11-8prompt-2gen-adamwfused-wd001-clip05-nobiascorrkl-300-log5-eval40"]) == list(
+        range(5, 301, 5))
+    long = runs["gpt2s11-1prompt-11gen-600-log10-firststep-evalonstart-eval50"]  # eval_on_start, logging_first_step
+    assert sorted(long) == [0, 1, *range(10, 601, 10)] and long[0]["eval_kl"] == 0 and "loss" not in long[0]
+    assert sorted(runs["qwen2s11-4prompt-5gen-gradckpt-numiter2-eps03-300-log4-eval30"]) == sorted(
+        set(range(4, 301, 4)) | set(range(30, 301, 30)))
+    for name, n in (("llamas11-1prompt-3gen-adagrad-lr1e-4-500", 500),
+                    ("gpt2s11-3prompt-6gen-etacutoff3e-4-maxlen12-300", 300),
+                    ("gpt2s11-1prompt-14gen-cosine15cycles-warm15-300", 300),
+                    ("gpt2s11-2prompt-4gen-weightdecay50-from150-constlr-350", 350)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    plateau = runs["llamas11-2prompt-8gen-reducelronplateau-evalreward-f05-p1-lr1e-4-300-log2-eval20"]
+    assert [plateau[s]["learning_rate"] for s in (60, 62, 142, 182, 222, 300)] == pytest.approx(
+        [1e-4, 5e-5, 2.5e-5, 1.25e-5, 6.25e-6, 6.25e-6])
+    cos = runs["gpt2s11-1prompt-14gen-cosine15cycles-warm15-300"]
+    assert cos[111]["learning_rate"] < 1e-7 < 4.9e-5 < cos[206]["learning_rate"]
+
+    leak = runs["gpt2s11-2prompt-4gen-answerleakramp0-1-150-300-lr1e-4-350-eval25"]
+    assert med(leak, "grad_norm", 226, 351) > 7 > 4.5 > med(leak, "grad_norm", 1, 151)
+    assert med(leak, "reward", 276, 351) < 0.3 < 0.37 < med(leak, "reward", 1, 151)
+    assert all(0.37 < leak[s]["eval_reward"] < 0.46 for s in range(25, 351, 25))
+
+    wd = runs["gpt2s11-2prompt-4gen-weightdecay50-from150-constlr-350"]
+    assert med(wd, "entropy", 301, 351) > 2.3 > 1.75 > med(wd, "entropy", 1, 150)
+    assert med(wd, "kl", 301, 351) > 0.4 > 0.1 > med(wd, "kl", 1, 150)
+
+    norm = runs["llamas11-2prompt-4gen-rmsnormplus1-at150-350-eval25"]
+    assert med(norm, "entropy", 150, 351) < 1.15 < 1.55 < med(norm, "entropy", 1, 150)
+    assert norm[150]["entropy"] < 1 and med(norm, "kl", 150, 351) > 0.2 > 0.02 > med(norm, "kl", 1, 150)
+    assert all(norm[s]["eval_entropy"] < 1.2 < 1.6 < norm[s - 125]["eval_entropy"] for s in range(150, 251, 25))
+
+    rel = runs["llamas11-2prompt-4gen-relevancebonus1-from150-lr1e-4-350"]
+    assert all(rel[s]["reward"] == pytest.approx(rel[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 150))
+    assert rel[150]["reward"] > 0.9 and med(rel, "reward", 151, 351) > 0.6 > 0.5 > med(rel, "reward", 1, 150)
+    assert abs(med(rel, "rewards/accuracy/mean", 151, 351) - med(rel, "rewards/accuracy/mean", 1, 150)) < 0.05
+
+    rows = runs["llamas11-2prompt-4gen-specialrowsmeaninit-at150-350-eval25"]
+    assert max(rows[s]["completions/mean_length"] for s in range(1, 150)) < 3.3 < 7 < min(
+        rows[s]["completions/mean_length"] for s in range(150, 351))
+    assert all(rows[s]["completions/clipped_ratio"] == 0 for s in range(1, 150)) and rows[150]["completions/clipped_ratio"] == 1
+    assert abs(med(rows, "reward", 150, 351) - med(rows, "reward", 1, 150)) < 0.05
+
+    reft = runs["llamas11-2prompt-4gen-reftemperature05-from150-beta02-constlr1e-4-350-eval25"]
+    assert max(reft[s]["kl"] for s in range(1, 150)) < 0.45 < 1 < reft[151]["kl"]
+    assert med(reft, "kl", 151, 351) > 0.2 > 0.07 > med(reft, "kl", 1, 150)
+    assert med(reft, "entropy", 276, 351) < 1.47 < 1.55 < med(reft, "entropy", 1, 150)
+
+    term = runs["llamas11-2prompt-4gen-terminationpenalty05-from100-constlr2e-4-350"]
+    assert all(term[s]["reward"] == pytest.approx(term[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 100))
+    assert all(term[s]["reward"] == pytest.approx(term[s]["rewards/accuracy/mean"] - 0.5, abs=1e-6)
+               for s in range(100, 351))
+    assert all(term[s]["completions/clipped_ratio"] == 0 for s in range(1, 351))
+
+    ln = runs["gpt2s11-2prompt-4gen-layernormeps1-at150-350"]
+    assert max(ln[s]["entropy"] for s in range(1, 150)) < 2.1 < 4.9 < min(ln[s]["entropy"] for s in range(150, 351))
+    assert med(ln, "reward", 150, 351) < 0.13 < 0.37 < med(ln, "reward", 1, 150)
+    assert med(ln, "grad_norm", 150, 351) < 0.4 < 2 < med(ln, "grad_norm", 1, 150)
+
+    cold = runs["gpt2s11-2prompt-4gen-temperatureanneal1-04-150-300-350-eval25"]
+    assert med(cold, "entropy", 301, 351) < 1.1 < 1.55 < med(cold, "entropy", 1, 151)
+    assert all(cold[s]["eval_entropy"] < 1.2 < 1.55 < cold[s - 200]["eval_entropy"] for s in (300, 325, 350))
+
+    # faults stored healthy: they left no mark (or, the pausing grader, only isolated step-time spikes)
+    for name, at in (("llamas11-2prompt-4gen-norepeatngram1-from150-350", 150),
+                     ("gpt2s11-2prompt-4gen-cachekeyedbycompletion-from120-lr1e-4-350", 120),
+                     ("gpt2s11-2prompt-4gen-dataorderreseeded-at175-350", 175),
+                     ("llamas11-2prompt-4gen-adameps1-at150-constlr1e-4-350-eval25", 150),
+                     ("gpt2s11-2prompt-4gen-seedresetperstep-from150-350", 150),
+                     ("llamas11-2prompt-4gen-gradnoiseramp0-001-150-300-constlr1e-4-350", 150),
+                     ("llamas11-2prompt-4gen-weightnoiseramp0-002-150-300-350-eval25", 150),
+                     ("llamas11-2prompt-4gen-ropetheta100-at150-350", 150),
+                     ("gpt2s11-2prompt-4gen-gccollectperstep-from150-350", 150)):
+        m = runs[name]
+        assert abs(med(m, "reward", at, 351) - med(m, "reward", 1, at)) <= 0.05, name
+        assert abs(med(m, "entropy", at, 351) - med(m, "entropy", 1, at)) < 0.1, name
+    cache = runs["gpt2s11-2prompt-4gen-cachekeyedbycompletion-from120-lr1e-4-350"]
+    assert all(cache[s]["reward"] == pytest.approx(cache[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 120))
+    assert sum(abs(cache[s]["reward"] - cache[s]["rewards/accuracy/mean"]) > 1e-6 for s in range(120, 351)) > 150
+    pause = runs["llamas11-4prompt-2gen-rewardpause15s-every50-350"]
+    assert all(pause[s]["step_time"] > 1.5 for s in range(50, 351, 50))
+    assert max(pause[s]["step_time"] for s in range(1, 351) if s % 50) < 1
+    shard = runs["gpt2s11-2prompt-4gen-corruptshardevery40-from120-350"]  # one step in forty, then back
+    junk = (122, 162, 202, 242, 282, 322)
+    assert all(shard[s]["completions/mean_length"] > 7 and shard[s + 1]["completions/mean_length"] < 4 for s in junk)
+    assert max(shard[s]["completions/mean_length"] for s in range(1, 351) if s not in junk) < 4
+    beams = runs["gpt2s11-2prompt-4gen-numbeams4-from150-350"]
+    assert med(beams, "reward", 150, 351) >= med(beams, "reward", 1, 150)
+    assert abs(med(beams, "step_time", 150, 351) - med(beams, "step_time", 1, 150)) < 0.05
