@@ -522,7 +522,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "real) were read, each alert left with its reason (issue 29, branch h-quiet); then the paid"
                           " reward against the task score it equalled read on every run where the two part (where "
                           "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
-                          "(issue 29, branch h-reward13)",
+                          "(issue 29, branch h-reward13); then its eval-leak healthy run's kl at 190-240 read again "
+                          "(0.5-0.98 at 219-225, 4.2 and 2.5 at 226-227, entropy 0.95: kl_spike's critical at 227 "
+                          "left) (issue 29, branch h-ent14)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -560,12 +562,24 @@ DEVELOPED_ON: dict[str, str] = {
                           "rewards/graded/mean, frac_reward_zero_std and grad norm read step by step 100-350: nothing"
                           " changed (the batch's reward spread is exactly 0 at 152-154 and 20-33% of the steps after,"
                           " 29 steps before the labelled onset: a rule on it would warn early) (issue 29, branch "
-                          "h-reward13)",
+                          "h-reward13); then the long warm-up's kl at 60-115 read again (4.6, 3.6, 9.2 at 100-102 "
+                          "and 0.9-6.7 to 113, entropy 2.0-2.4 at 104-111: a real excursion 75 steps before the "
+                          "labelled onset; kl_spike's early critical at 102 left) (issue 29, branch h-ent14)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
-                          "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14)",
+                          "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
+                          "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
+                          "0.98 at 85-87, back to 0.064 at 88, after 2.0 and 0.61 back to back at 53-54; nothing else "
+                          "moved): kl_spike now needs the held batches above every level the last 100 held for 2 "
+                          "batches in a row (its critical at 87, 63 steps early, gone; the collapse still seen by "
+                          "kl_rising at 158), and the one-prompt-ramp run's entropy, kl, reward, reward_std, "
+                          "frac_reward_zero_std, grad norm and lr at 90-240 read (12-step entropy mean 1.60 at 150, "
+                          "1.54-1.57 at 160-174, 1.46 at 219, against a drift level of 1.663 and noise 0.060: the "
+                          "drift's 12% bar is met at 219; a 7% bar detects it at 164 but adds 6 healthy warnings on "
+                          "other sources, 4 when only where held-out scores are flat: left) (issue 29, branch "
+                          "h-ent14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -414,7 +414,11 @@ class KLSpike(StartReferenced):
     last 20 were 0.25-0.37: a run whose batches pass 0.22 one time in five meets three in a row by chance every
     hundred-odd steps). The same share of the last ``tail_memory`` logged values counts too (5 of 100): 20 steps
     hold one of a run's one-in-thirteen batches, or none, by chance (0.43, 0.18, 0.28 against a median of 0.04
-    where 9 of the first 119 batches passed 0.18, and one of the 20 before).
+    where 9 of the first 119 batches passed 0.18, and one of the 20 before). Nor are they at or under a level the
+    KL held for ``sustain`` - 1 batches in a row among those ``tail_memory`` values and came back from (the lower of
+    each such run): a small batch's KL comes in bursts, and a third batch at a level two held before is the tail of
+    its bursts, not a jump (0.55, 0.53, 0.98 against a median of 0.07, where 2.0 and 0.61 came back to back 32
+    steps before, and 4 of the 84 batches before passed 0.53).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
     the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
@@ -443,6 +447,7 @@ class KLSpike(StartReferenced):
         self._before = math.nan  # the KL logged just before the candidate spike
         self._tail = math.nan  # the window's value ranked ``tail_allow`` + 1 from the top
         self._long_tail = math.nan  # the same rank's share of the last ``tail_memory`` values (NaN: not taken yet)
+        self._burst_top = -math.inf  # ... and the highest level they held for ``sustain`` - 1 batches in a row
         self._onset_n = self._window_n = 0  # the KL's observation count at the candidate's start, the window's size
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
 
@@ -473,15 +478,20 @@ class KLSpike(StartReferenced):
     def _beyond_memory(self, track: Track, low: float) -> bool:
         """Whether ``low`` is above the same share of the last ``tail_memory`` logged values before the candidate
         spike as ``tail_allow`` is of ``window`` (5 of 100): a level the run's single batches pass one time in
-        thirteen is met by a 20-step window once or not at all, by chance. Taken once per candidate, and only where
-        every other test passed (a sort of 100 values on the rare step that would fire)."""
+        thirteen is met by a 20-step window once or not at all, by chance; and above every level those values held
+        for ``sustain`` - 1 batches in a row (the lower of two back to back): a burst that long at that level, which
+        came back, is one the run's KL makes. Taken once per candidate, and only where every other test passed (a
+        sort of 100 values on the rare step that would fire)."""
         if self._long_tail != self._long_tail:
             p = self.p
             longer = track.tail(int(p["tail_memory"]) * self._repeats.period, skip=track.n - self._onset_n + 1)
             allow = int(p["tail_allow"] * len(longer) / max(self._window_n, 1))
             ok = len(longer) > self._window_n and len(longer) > allow
             self._long_tail = sorted(longer)[-allow - 1] if ok else -math.inf
-        return low > self._long_tail
+            k = (int(p["sustain"]) - 1) * self._repeats.period  # the values ``sustain`` - 1 batches fill
+            self._burst_top = max((min(longer[i:i + k]) for i in range(len(longer) - k + 1)),
+                                  default=-math.inf) if k > 0 else -math.inf
+        return low > self._long_tail and low > self._burst_top
 
     def check(self, step: int) -> Finding | None:
         p = self.p
