@@ -99,7 +99,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "chance) was read to size rollout_mismatch's all-tied run rule (issue 29, branch "
                          "h-trl11miss); then the paid reward against the task score it equalled read on every run "
                          "where the two part (where reward_cliff's new parted-both-ways rule would warn), nothing "
-                         "changed but that rule's bar (issue 29, branch h-reward13)",
+                         "changed but that rule's bar (issue 29, branch h-reward13); then the temperature-0.2 run's "
+                         "loss, kl and completion lengths at 30-60 read (loss_spike's warning at 55, 195 steps before"
+                         " the onset, went: the loss beta x KL where lengths are equal, the length-weighted "
+                         "advantages where they differ) (issue 29, branch h-quiet14)",
     "trl_cpu_settings": "its eos-lost length_explosion run's clip ratio and length were read to check that the "
                         "truncation / length_explosion batch-size rules keep it (issue 29, branch h-detect4); then "
                         "its healthy 800-step llama run's step_time was read (a sustained machine slowdown: "
@@ -483,7 +486,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "221, still late) (issue 29, branch h-cliff); then the paid reward against the task score "
                           "it equalled read on every run where the two part (where reward_cliff's new "
                           "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
-                          "h-reward13)",
+                          "h-reward13); then the max-new-tokens-ramp run's loss, kl and completion lengths at 48-64 "
+                          "read (loss_spike's warning at 60 went: -0.14 on a step whose answers ran 1-8 tokens, the "
+                          "loss 0.04 x kl on the equal-length steps) (issue 29, branch h-quiet14)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -562,24 +567,41 @@ DEVELOPED_ON: dict[str, str] = {
                           "rewards/graded/mean, frac_reward_zero_std and grad norm read step by step 100-350: nothing"
                           " changed (the batch's reward spread is exactly 0 at 152-154 and 20-33% of the steps after,"
                           " 29 steps before the labelled onset: a rule on it would warn early) (issue 29, branch "
-                          "h-reward13); then the long warm-up's kl at 60-115 read again (4.6, 3.6, 9.2 at 100-102 "
-                          "and 0.9-6.7 to 113, entropy 2.0-2.4 at 104-111: a real excursion 75 steps before the "
-                          "labelled onset; kl_spike's early critical at 102 left) (issue 29, branch h-ent14)",
+                          "h-reward13); then the long warm-up's kl at 60-115 read again (4.6, 3.6, 9.2 at 100-102 and"
+                          " 0.9-6.7 to 113, entropy 2.0-2.4 at 104-111: a real excursion 75 steps before the labelled"
+                          " onset; kl_spike's early critical at 102 left) (issue 29, branch h-ent14); then the "
+                          "sorted-by-difficulty run's loss, kl and completion lengths at 90-108 and the None-share "
+                          "run's at 85-98 read: loss_spike's warnings at 103 and 94 went (each on steps whose "
+                          "completions' lengths differ, min 1 or max 4-6 against 3; the loss 0.04 x kl on every other"
+                          " step) (issue 29, branch h-quiet14)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
-                               "11:14)",
+                               "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
+                               "rollout_corr series 1-300 (ppo_kl 0.073 at step 1, median 0.041, no value under 0 in "
+                               "its first 10: update_size's 2 warnings went, a ppo_kl whose warm-up level is past "
+                               "ppo_kl_warn / critical_ratio judged against it; with a scan of every developed-on "
+                               "run's ppo_kl median, 90th percentile and warm-up sign: the 8 runs whose median is "
+                               "above 0.005 are all GPT-2 runs with a separate old-log-prob pass or 4 PPO epochs, the"
+                               " other 7 signed in their warm-up) and the constant-lr control's entropy, reward and "
+                               "val-core accuracy 1-350 (entropy's drift warning at 218 left: a 13% fall like those "
+                               "the drift detects on failures) read (issue 29, branch h-quiet14)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
-                          "0.98 at 85-87, back to 0.064 at 88, after 2.0 and 0.61 back to back at 53-54; nothing else "
-                          "moved): kl_spike now needs the held batches above every level the last 100 held for 2 "
+                          "0.98 at 85-87, back to 0.064 at 88, after 2.0 and 0.61 back to back at 53-54; nothing else"
+                          " moved): kl_spike now needs the held batches above every level the last 100 held for 2 "
                           "batches in a row (its critical at 87, 63 steps early, gone; the collapse still seen by "
                           "kl_rising at 158), and the one-prompt-ramp run's entropy, kl, reward, reward_std, "
                           "frac_reward_zero_std, grad norm and lr at 90-240 read (12-step entropy mean 1.60 at 150, "
                           "1.54-1.57 at 160-174, 1.46 at 219, against a drift level of 1.663 and noise 0.060: the "
                           "drift's 12% bar is met at 219; a 7% bar detects it at 164 but adds 6 healthy warnings on "
                           "other sources, 4 when only where held-out scores are flat: left) (issue 29, branch "
-                          "h-ent14)",
+                          "h-ent14); then the prefix-grader, stale-rewards and scheduler-stepped-twice runs' loss, "
+                          "kl, completion lengths, reward, rewards/accuracy/mean and learning_rate read step by step:"
+                          " loss_spike's 2 warnings went (each on steps whose completions' lengths differ, the loss "
+                          "beta x KL on every other step); reward_cliff at 158 (reward = the previous step's accuracy"
+                          " from 150), kl_rising at 238 and lr_schedule at 254 (lr 0 from 250) left (issue 29, branch"
+                          " h-quiet14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -583,7 +583,11 @@ class UpdateSize(Detector):
     (warning); critical when also > ``critical_ratio`` x the warm-up level (floored at ``ppo_kl_floor`` /
     ``clipfrac_floor``) for ``sustain`` steps. A signed estimate (negative values in its warm-up: the k1 mean of old
     minus new log-probs) counts only when the median of its last 3 values is beyond ``critical_ratio`` x its warm-up
-    median magnitude: its sign-flipping noise is no update. Also a warning below those levels: the clip fraction far above its
+    median magnitude: its sign-flipping noise is no update. So does a ``ppo_kl`` whose warm-up median is already past
+    ``ppo_kl_warn`` / ``critical_ratio``, against that median: a floor it had from its first step, before any update
+    could be large (the gap between the pass that scored the old log-probs and the training forward: dropout on in
+    train mode puts a GPT-2's at 0.02-0.07 on the first mini-batch, wandering to 0.16), is not the size of an update,
+    whether or not its warm-up happened to dip below 0. Also a warning below those levels: the clip fraction far above its
     own range (``k`` of the last ``n`` values more than ``z`` robust scale units, at least a tenth of
     ``clipfrac_floor`` each, above the median of the ``window`` before them, and above it by ``rise`` x that median
     and by ``clipfrac_floor``), where no more than ``prior_share`` of the ``window`` values were past that bar: a run
@@ -644,10 +648,12 @@ class UpdateSize(Detector):
                 # far beyond that (one heavy-tailed sample moves a mean of 3, not their median) is a large update
                 self._signed[key] = any(v < 0.0 for v in early)
                 self._base[key] = median([abs(v) for v in early] if self._signed[key] else early)
-            signed = self._signed[key]
-            s = median(track.tail(3)) if signed else track.mean_last(3)
             bar = p["critical_ratio"] * max(self._base[key], floor)
-            if s > warn and (s > bar or not signed):
+            # a KL estimate whose warm-up level is already past warn / critical_ratio: that level is the run's floor
+            # (the gap between the old-log-prob pass and the training forward), not the size of an update
+            relative = self._signed[key] or (key == PPO_KL and p["critical_ratio"] * self._base[key] > warn)
+            s = median(track.tail(3)) if relative else track.mean_last(3)
+            if s > warn and (s > bar or not relative):
                 hits.append((key, s, s > bar))
         stopped = self._clip_stopped(step)
         if not hits:  # the usual step (sustained(False) would only reset the streak)

@@ -31,7 +31,7 @@ from rlcockpit.health.base import (
     robust,
 )
 from rlcockpit.health.config_view import format_value, make_action
-from rlcockpit.health.detectors.reward import REWARD, task_scores
+from rlcockpit.health.detectors.reward import LEN, LEN_MAX, REWARD, REWARD_STD, task_scores
 from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.metrics.guide import threshold
@@ -45,6 +45,7 @@ MIN_VARIED = 5  # values off the median a trailing window needs before its sprea
 # token-sum loss aggregation (verl's ``token-sum``) sums every response token of the batch, so its tied steps (every
 # advantage cancelling) sit at multiples of 1.2e-7 up to a few 1e-6, not at 0 up to 1e-8 as a token-mean loss does
 ROUNDOFF = 1e-5
+LEN_MIN = "response_length/min"  # TRL: completions/min_length
 
 def divergence_advice(det: Detector, finding: Finding, factor: float = 5.0) -> tuple[list[Cause], list[Action]]:
     """Causes and fixes shared by the divergence detectors: the config's lr/warm-up/clipping, whether the
@@ -168,7 +169,11 @@ class LossSpike(FrozenBaseline):
     reference > ``kl_ratio`` x their own trailing medians, on both of the last two steps and beyond their own log
     spread. The reference is refreshed every ``every`` steps and frozen during an excursion. A loss that is a
     fixed multiple of the KL over the trailing ``window`` and now (ratios within ``kl_multiple_tol``: TRL's
-    beta x KL on-policy) is left to the KL detectors: its excursion is the KL's.
+    beta x KL on-policy) is left to the KL detectors: its excursion is the KL's. So is a TRL loss whose
+    excursion sits on steps where the completions' lengths differ, in a run whose loss is beta x KL on every step
+    where they do not (:meth:`_length_weighted`): on-policy, its policy-gradient part is the advantages weighted by
+    token counts, exactly 0 when every completion has one length and bounded by ``adv_bound`` x the length spread
+    otherwise (a 3-token answer run logs 1e-3 for 30 steps, then -0.3 on the step two answers ran to 8 tokens).
 
     Loss bounded away from zero (SFT-like): warning when the smoothed loss > ``rise_ratio`` x its value
     ``lag`` steps earlier and the rise exceeds ``z_warn`` scales; critical when ``z_critical`` scales above the
@@ -183,7 +188,7 @@ class LossSpike(FrozenBaseline):
     keys = (LOSS,)
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
                 "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2,
-                "kl_multiple_tol": 0.1}
+                "kl_multiple_tol": 0.1, "adv_bound": 4.0}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
     story, role = "divergence", "outcome"
     cause = "an outlier batch or too large a step made the optimiser diverge"
@@ -232,8 +237,8 @@ class LossSpike(FrozenBaseline):
         bar = p["z_warn"] * self._ref_scale
         if sum(1 for v in track.tail(need + 1) if abs(v - self._ref) > bar) < need:
             return None  # one raw step far out, carried by the smoothing: gone at the next logged step
-        if self._kl_multiple(track):
-            return None  # the loss is beta x KL: its excursion is the KL's, judged by the KL detectors
+        if self._kl_multiple(track) or self._length_weighted(track, need, bar):
+            return None  # the loss is beta x KL (plus, where lengths differ, the advantages' length weighting)
         vals = {"loss": s, "trailing_median": self._ref, "noise_scale": self._ref_scale, "z": z}
         where = (f"its median {fmt(self._ref)} over the previous {p['window']} logged steps (typical deviation "
                  f"{fmt(self._ref_scale)}), for {self._streak} logged steps")
@@ -266,6 +271,49 @@ class LossSpike(FrozenBaseline):
         mid = median(ratios)
         tol = self.p["kl_multiple_tol"] * mid
         return mid > 0 and max(abs(r - mid) for r in ratios) <= tol
+
+    def _length_weighted(self, track: Track, need: int, bar: float) -> bool:
+        """Whether each of the last ``need`` + 1 logged values that is past ``bar`` is what an on-policy TRL GRPO
+        loss is by construction: beta x KL plus ``-sum(A_i L_i) / sum(L_i)``, the batch's advantages weighted by
+        their completions' token counts (the token-level normalisation of TRL's default loss types). That second
+        part is exactly 0 on a step whose completions all have one length (``completions/min_length`` equal to
+        ``completions/max_length``: the advantages are zero-mean per group) and otherwise moves with which answers
+        ran longer, by at most the largest advantage x (max - min length) / mean length. Read only on runs whose
+        loss is beta x KL on every equal-length step of the trailing ``window`` (at least half of it: the loss/KL
+        ratios within ``kl_multiple_tol`` of their median, which is positive; a policy-gradient part that is not 0
+        on those, off-policy or with dropout in the training forward, breaks it). A past-bar value is explained
+        when it is beta x KL too (the KL's excursion, judged by the KL detectors) or sits on a step whose lengths
+        differ and is within ``adv_bound`` x max(1, reward std) x (max - min) / mean length of beta x KL (an
+        advantage past ``adv_bound`` is more than a group of up to 17 std-scaled completions can give). A 1-prompt
+        run whose 8 answers are 3 tokens on most steps logs ~beta x KL (1e-3) for 30 steps, then -0.3 on the one
+        step two answers ran to 8 tokens: a window of equal-length steps has no noise to measure that against."""
+        tracks = self.ctx.tracks
+        kl, lo, hi, mean = tracks.get(KL), tracks.get(LEN_MIN), tracks.get(LEN_MAX), tracks.get(LEN)
+        w = min(int(self.p["window"]), len(track.values))
+        if kl is None or lo is None or hi is None or mean is None:
+            return False
+        steps = track.tail_steps(w)
+        if any(t.tail_steps(w) != steps for t in (kl, lo, hi, mean)):
+            return False
+        loss, kls, los, his, means = track.tail(w), kl.tail(w), lo.tail(w), hi.tail(w), mean.tail(w)
+        ratios = [v / k for v, k, a, b in zip(loss, kls, los, his) if a == b and k > 1e-9]
+        if len(ratios) < w // 2:
+            return False
+        mid = median(ratios)
+        tol = self.p["kl_multiple_tol"] * mid
+        if mid <= 0 or max(abs(r - mid) for r in ratios) > tol:
+            return False
+        std = tracks.get(REWARD_STD)
+        adv = self.p["adv_bound"] * max(1.0, std.last if std is not None and std.n else 1.0)
+        ref, weighted = self._ref, False
+        for i in range(w - need - 1, w):
+            v, k, a, b, m = loss[i], kls[i], los[i], his[i], means[i]
+            if abs(v - ref) <= bar or (k > 1e-9 and abs(v / k - mid) <= tol):
+                continue  # not past the bar, or beta x KL: the KL's excursion
+            if a == b or m <= 0 or abs(v - mid * k) > adv * (b - a) / m:
+                return False  # past the bar and not the advantages' length weighting either
+            weighted = True
+        return weighted  # (an excursion that is beta x KL alone is _kl_multiple's to judge)
 
     def _check_positive(self, step: int, track: Track) -> Finding | None:
         p = self.p
