@@ -160,7 +160,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "209; issue 29, branch h-ramp); then its lrramp60 run's KL was read again (still missed: "
                          "left, issue 29, branch h-lrramp); then the paid reward against the task score it equalled "
                          "read on every run where the two part (where reward_cliff's new parted-both-ways rule would "
-                         "warn), nothing changed but that rule's bar (issue 29, branch h-reward13)",
+                         "warn), nothing changed but that rule's bar (issue 29, branch h-reward13); then every run's "
+                         "grad norm scanned for four steps in a row above the previous 50's 95% quantile "
+                         "(grad_spike's new level-shift warning): its iter2-800 healthy run does it at 2.4x their "
+                         "median, under the 4x bar, nothing changed (issue 29, branch h-grad14)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -278,7 +281,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "entropy-rise rule, not adopted (issue 29, branch h-entrise); then the paid reward against "
                          "the task score it equalled read on every run where the two part (where reward_cliff's new "
                          "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
-                         "h-reward13)",
+                         "h-reward13); then every run's grad norm scanned for a level shift and the "
+                         "vespo-adafactor-600 healthy run's read at 440-520 (ordinary swings of 0.01-66, no four "
+                         "steps above the previous 50's largest): grad_spike's new level-shift warning stays off it; "
+                         "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -469,7 +475,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "score-held share 0.75 (issue 29, branch h-cliff); then the paid reward against the "
                                "task score it equalled read on every run where the two part (where reward_cliff's new"
                                " parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
-                               "branch h-reward13)",
+                               "branch h-reward13); then every run's grad norm scanned for four steps in a row above "
+                               "the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
+                               "gradertimeout0-70pct collapse run does it at 2.9x their median before its onset, "
+                               "under the 4x bar, nothing changed (issue 29, branch h-grad14)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -573,7 +582,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "sorted-by-difficulty run's loss, kl and completion lengths at 90-108 and the None-share "
                           "run's at 85-98 read: loss_spike's warnings at 103 and 94 went (each on steps whose "
                           "completions' lengths differ, min 1 or max 4-6 against 3; the loss 0.04 x kl on every other"
-                          " step) (issue 29, branch h-quiet14)",
+                          " step) (issue 29, branch h-quiet14); then every run's grad norm scanned for four steps in "
+                          "a row above the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
+                          "numiter3 and sortedbydifficulty healthy runs do it at 2.2-2.7x their median, under the 4x "
+                          "bar, nothing changed (issue 29, branch h-grad14)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
@@ -584,7 +596,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "above 0.005 are all GPT-2 runs with a separate old-log-prob pass or 4 PPO epochs, the"
                                " other 7 signed in their warm-up) and the constant-lr control's entropy, reward and "
                                "val-core accuracy 1-350 (entropy's drift warning at 218 left: a 13% fall like those "
-                               "the drift detects on failures) read (issue 29, branch h-quiet14)",
+                               "the drift detects on failures) read (issue 29, branch h-quiet14); then its two "
+                               "gradaccumsum runs' grad norm, pg_loss, pg_clipfrac, ppo_kl, lr and score read at "
+                               "100-215 (with a scan of every DEVELOPED_ON run's grad norm for four steps in a row "
+                               "above the previous 50's 95% quantile): grad_spike's level-shift warning, the GPT-2 "
+                               "run missed -> 153, the Llama run 160 -> 153, recall 6/10 -> 7/10 (issue 29, branch "
+                               "h-grad14)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
@@ -601,7 +618,10 @@ DEVELOPED_ON: dict[str, str] = {
                           " loss_spike's 2 warnings went (each on steps whose completions' lengths differ, the loss "
                           "beta x KL on every other step); reward_cliff at 158 (reward = the previous step's accuracy"
                           " from 150), kl_rising at 238 and lr_schedule at 254 (lr 0 from 250) left (issue 29, branch"
-                          " h-quiet14)",
+                          " h-quiet14); then every run's grad norm scanned for four steps in a row above the previous"
+                          " 50's 95% quantile (grad_spike's new level-shift warning): its schedsteppedtwice healthy "
+                          "run does it at 2.6x their median, under the 4x bar, nothing changed (issue 29, branch "
+                          "h-grad14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

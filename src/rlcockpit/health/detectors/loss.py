@@ -7,6 +7,7 @@ Every threshold below is a default; override per detector with
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from rlcockpit.health.advice import (
     ENTROPY,
@@ -472,6 +473,17 @@ class GradSpike(FrozenBaseline):
     signal; a sparse reward's, once it has 5) on ``sustain`` observations (steady growth). One spike alone stays a
     warning.
 
+    Shifted to a new level (warning): each of the last ``shift_run`` steps with a learning signal above the
+    ``shift_quantile`` quantile of the ``shift_window`` such steps before them (at least ``shift_min`` of them; the
+    third largest of 50), and their median over ``shift_ratio`` x those steps' median. A step change held from one
+    step on (gradients summed where they should be averaged over micro-batches, a loss or reward multiplied by a
+    constant from a resume), too noisy to be a spike on any one step. Noise around a level puts a step there one
+    time in 20, four in a row about never; a norm that grows as the policy learns climbs over tens of steps, so the
+    steps just before the run are near it and the median stays within ~2.7x (the healthy runs of every
+    developed-on source). Gated: judged only when the newest norm and the ``shift_run`` - 1 before it all exceed
+    the norm's EMA before the first of them, half of them and the newest twice it (that median is 4x the earlier
+    one, and an EMA, a mean, is under 2x a median for any spread the corpus shows).
+
     Growing with the reward's scale (warning): the smoothed norm (its EMA) over ``scaled_ratio`` x its warm-up level
     while the training reward, which exactly equalled a task score logged on its own samples (a correctness the
     reward function logs beside the score, a reward component not named for format) on ``scaled_equal_min`` paired
@@ -486,7 +498,8 @@ class GradSpike(FrozenBaseline):
     prefixes = (ADV_MAX, ADV_MIN)  # tracked (a prefix each) for the tie test, not cited as evidence
     defaults = {"warn_ratio": 6.0, "critical_ratio": threshold(GRAD, "spike_factor"), "window": 30, "ema": 0.1,
                 "z_log": 6.0, "huge_ratio": 30.0, "huge_z": 4.0, "sustain": 3, "burst": 10, "scaled_ratio": 2.0,
-                "scaled_equal_min": 50, "scaled_span": 10}
+                "scaled_equal_min": 50, "scaled_span": 10, "shift_run": 4, "shift_window": 50, "shift_min": 20,
+                "shift_ratio": 4.0, "shift_quantile": 0.95}
     story, role = "divergence", "mechanism"
     cause = "an outlier batch or too large a step made the optimiser diverge"
 
@@ -507,6 +520,8 @@ class GradSpike(FrozenBaseline):
         self._early: list[float] = []  # the first norms of steps with a learning signal, until the warm level is set
         self._equal: dict[str, tuple[int, bool]] = {}  # task score -> (reward's count when judged, equalled it)
         self._scaled_at = float(self.p["scaled_ratio"])  # read once: the gate below runs on every step
+        self._shift_run = int(self.p["shift_run"])
+        self._emas: deque[float] = deque(maxlen=self._shift_run)  # the EMA before each of the last observations
 
     def on_warm(self) -> None:
         self._early = self._reference(self.warmup, True)
@@ -577,15 +592,23 @@ class GradSpike(FrozenBaseline):
         if self._warm is None and v > 1e-12 and not self._tied_now():
             self._early.append(v)
             self._settle_warm()
+        self._emas.append(self._ema)
         ema = self._ema = v if self._ema != self._ema or self._ema <= 0 else self._ema + p["ema"] * (v - self._ema)
         grown = self._warm is not None and v > p["critical_ratio"] * self._warm and \
             recent_count(track, p["sustain"] + 2, p["critical_ratio"] * self._warm) > p["sustain"]
         scaled = None
         if not grown and self._warm is not None and ema > self._scaled_at * self._warm:
             scaled = self._scaled_reward()  # the gate: the norm's level doubled, rare and O(1) to test
+        shift = None
+        before = self._emas[0]  # the EMA before the first of the last ``shift_run`` observations
+        if v > 2.0 * before and not grown and self._warm is not None:
+            k = self._shift_run  # the gate (O(k), rare): the last k all above that EMA, half of them twice it
+            if recent_count(track, k, before) >= k and 2 * recent_count(track, k, 2.0 * before) >= k \
+                    and not self._tied_now():
+                shift = self._shifted(v)
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
-            return None if scaled is None else self._fire_scaled(step, scaled)
+            return None if scaled is None and shift is None else self._quiet(step, scaled, shift)
         fit = log_scale(self._reference(p["window"], not self._tied_now()))
         if fit is None:
             return None  # too few steps with a learning signal to know this run's spread
@@ -600,7 +623,7 @@ class GradSpike(FrozenBaseline):
                              step_start=track.steps[-min(p["sustain"] + 2, len(track.steps))], extra_keys=(LOSS,))
         far = ratio > p["warn_ratio"] and math.log(ratio) > p["z_log"] * spread
         if not far and (ratio <= p["huge_ratio"] or math.log(ratio) <= p["huge_z"] * spread):
-            return None if scaled is None else self._fire_scaled(step, scaled)
+            return self._quiet(step, scaled, shift)
         span = p["burst"] if ratio <= p["critical_ratio"] ** 2 else p["window"]  # two orders of magnitude: the window
         repeated = recent_count(track, span, p["warn_ratio"] * ref) >= 2
         if far and ratio > p["critical_ratio"] and repeated:
@@ -608,6 +631,44 @@ class GradSpike(FrozenBaseline):
                              "Repeated spikes are often the precursor of a NaN loss.", values=vals, extra_keys=(LOSS,))
         return self.fire(step, "warning", f"Gradient norm spike: {fmt(v)}, {ratio:.1f}x {where}",
                          "One spike alone; watch whether it repeats or the loss follows.", values=vals)
+
+    def _quiet(self, step: int, scaled: tuple[str, float, float, float] | None,
+               shift: tuple[float, float, float, int] | None) -> Finding | None:
+        """No spike on this step: the reward-scaled warning, else the level-shift warning, else nothing."""
+        if scaled is not None:
+            return self._fire_scaled(step, scaled)
+        if shift is None:
+            return None
+        level, ref, top, n_old = shift
+        k, track = self._shift_run, self.ctx.tracks[GRAD]
+        vals = {"grad_norm": track.last, "shift_median": level, "trailing_median": ref, "previous_high": top,
+                "ratio": level / ref, "shift_run": k, "shift_window": n_old, "shift_quantile": self.p["shift_quantile"]}
+        return self.fire(step, "warning",
+                         f"Gradient norm shifted to a new level: the last {k} logged steps with a gradient (median "
+                         f"{fmt(level)}) all above {fmt(top)}, the {self.p['shift_quantile']:.0%} quantile of the "
+                         f"{n_old} before them, {level / ref:.1f}x their median {fmt(ref)}",
+                         "A step change held from one step on, not one outlier batch: gradients summed where they "
+                         "should be averaged, or a loss or reward multiplied by a constant.",
+                         values=vals, step_start=track.steps[-min(k, len(track.steps))], extra_keys=(LOSS,))
+
+    def _shifted(self, v: float) -> tuple[float, float, float, int] | None:
+        """(median of the last ``shift_run`` norms with a learning signal, the ``shift_window`` such norms' median
+        before them, their ``shift_quantile`` quantile, how many) when each of the last ones is above that quantile
+        and their median ``shift_ratio`` x the earlier median (class docstring); None otherwise. ``v``, the newest,
+        has a signal."""
+        p, k = self.p, self._shift_run
+        seq = self._reference(int(p["shift_window"]) + k - 1, True)
+        seq.append(v)
+        if len(seq) < k + p["shift_min"]:
+            return None
+        new, old = seq[-k:], sorted(seq[:-k])
+        top = old[min(len(old) - 1, int(p["shift_quantile"] * len(old)))]
+        if min(new) <= top:
+            return None
+        level, ref = median(new), median(old)
+        if level <= p["shift_ratio"] * ref:
+            return None
+        return level, ref, top, len(old)
 
     def _scaled_reward(self) -> tuple[str, float, float, float] | None:
         """(task score, reward's mean, score's mean, their ratio) over the last ``scaled_span`` paired steps, where
