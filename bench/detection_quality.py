@@ -601,7 +601,15 @@ DEVELOPED_ON: dict[str, str] = {
                                "100-215 (with a scan of every DEVELOPED_ON run's grad norm for four steps in a row "
                                "above the previous 50's 95% quantile): grad_spike's level-shift warning, the GPT-2 "
                                "run missed -> 153, the Llama run 160 -> 153, recall 6/10 -> 7/10 (issue 29, branch "
-                               "h-grad14)",
+                               "h-grad14); then its greedy-rollouts run's grad norm, pg_loss, clip fraction, ppo_kl, "
+                               "advantages, score mean/min/max, entropy and length at 140-215 and its spaced-decode "
+                               "ramp's score mean/min/max, validation, grad norm and entropy at 1-350 were read: "
+                               "update_size's updates-stopped rule (the grad norm exactly 0 for longer than the run's"
+                               " own share of exact zeros makes likely and than any earlier run of zeros; its minimum"
+                               " run of 8 set above the longest run of zeros on any healthy run of every DEVELOPED_ON"
+                               " source, 5) finds the greedy run at 177; the ramp stays missed: its score's fall is "
+                               "significant from ~216-221 (30/50-step means, 4 sd) and out of range for good at the "
+                               "labelled 261, so a trend rule alerts early (issue 29, branch h-collapse14)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "

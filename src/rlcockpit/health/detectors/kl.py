@@ -11,6 +11,7 @@ from collections import deque
 
 from rlcockpit.health.advice import (
     CLIPFRAC,
+    GRAD,
     KL,
     PPO_KL,
     clip_action,
@@ -605,18 +606,33 @@ class UpdateSize(Detector):
     makes the updates small enough to stay inside the clip range). The trust region no longer limits the update:
     the clip range was widened (a clip epsilon of 10), or the ratio is no longer taken against the policy that
     sampled the batch. The updates it held back before are now taken whole, and the policy drifts off before its KL
-    shows it."""
+    shows it.
 
-    keys = (PPO_KL, CLIPFRAC)
+    Updates stopped (warning): the gradient norm (``actor/grad_norm``, TRL's ``grad_norm``) exactly 0 on every
+    logged step of a run of ``zero_grad_min`` or more, after ``zero_grad_history`` logged values or more of which
+    a share ``q`` were exactly 0 (a group whose samples tie has no advantage; with Laplace's one-in-two added), for
+    longer than a run with that share would go by chance (q^run below ``zero_grad_alpha``) and longer than any run
+    of zeros before, unless the reward over the run is at the best of its recent logged values before the run (a
+    task learnt to the ceiling ties every group). No sample carries a learning signal any more: every group's
+    rewards tie (rollouts made greedy or deterministic, a reward that no longer varies) or the loss no longer
+    reaches the weights. The policy stops learning while its reward, entropy and length can stay where they were."""
+
+    keys = (PPO_KL, CLIPFRAC, GRAD)  # the grad norm read by the updates-stopped rule, on the steps these are logged
     defaults = {"ppo_kl_warn": threshold(PPO_KL, "abs_above"), "clipfrac_warn": threshold(CLIPFRAC, "warn_above"),
                 "critical_ratio": 5.0, "ppo_kl_floor": 0.005,
                 "clipfrac_floor": 0.05, "sustain": 3, "window": 50, "k": 3, "n": 4, "z": 8.0, "rise": 1.0,
-                "prior_share": 0.1, "stop_share": 0.2, "stop_alpha": 1e-4}
-    triggers = keys  # either metric alone is enough (TRL logs only the clip ratio)
+                "prior_share": 0.1, "stop_share": 0.2, "stop_alpha": 1e-4, "zero_grad_min": 8,
+                "zero_grad_history": 30, "zero_grad_alpha": 1e-6}
+    triggers = keys[:2]  # either metric alone is enough (TRL logs only the clip ratio)
     story = "collapse"
     cause = "each PPO update moves the policy too far"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
+        if "grad_zero_steps" in finding.evidence["values"]:
+            return [Cause("every sample of a group gets the same reward, so every advantage is 0 (rollouts made "
+                          "greedy or deterministic: do_sample off or temperature 0; a reward that no longer varies)",
+                          0.7),
+                    Cause("the loss no longer reaches the weights (parameters frozen, a detached loss)", 0.4)], []
         causes = story_causes(self.ctx.view, ("clip", "epochs", "lr")) + [Cause(self.cause, 0.6)]
         return ranked(causes), [clip_action(self.ctx.view), lr_action(self.ctx.view, 2)]
 
@@ -632,6 +648,17 @@ class UpdateSize(Detector):
         self._zeros = 0
         self._longest_zeros = 0
         self._clip_n = 0  # the clip track's observation count when it was last taken in
+        # the updates-stopped rule: logged grad norms before the current run of exact zeros and the zeros among them
+        # (those logged on a step this detector checked), that run's length and first step, the longest run before
+        # it, the reward summed over the run and its best before it (NaN: not looked up yet)
+        self._g_n = self._g_zeros = self._g_run = self._g_longest = self._g_start = 0
+        self._g_base = 0  # grad norms logged before the first check (warm-up): counted neither as values nor zeros
+        self._g_rsum, self._g_rn, self._g_best = 0.0, 0, math.nan
+
+    def on_warm(self) -> None:
+        grad = self.ctx.tracks.get(GRAD)
+        if grad is not None:
+            self._g_base = max(0, grad.n - 1)  # (this step's value, when logged, is the first the rule counts)
 
     def check(self, step: int) -> Finding | None:
         p = self.p
@@ -656,6 +683,10 @@ class UpdateSize(Detector):
             if s > warn and (s > bar or not relative):
                 hits.append((key, s, s > bar))
         stopped = self._clip_stopped(step)
+        grad = self.ctx.tracks.get(GRAD)  # the updates-stopped rule, on a grad norm logged now that is 0 or ends zeros
+        if grad is not None and grad.last_step == step and (grad.last == 0.0 or self._g_run):
+            zero_run = self._grad_stopped(step, grad)  # always called: it keeps the counts of zeros
+            stopped = stopped or zero_run
         if not hits:  # the usual step (sustained(False) would only reset the streak)
             self._streak = 0
             return self._out_of_range(step) or stopped
@@ -711,6 +742,49 @@ class UpdateSize(Detector):
                          values={track.raw: track.last, "clipped_share_before": q, "zero_steps": self._zeros,
                                  "window": len(ref),
                                  "longest_zero_run_before": self._longest_zeros}, step_start=start)
+
+    def _grad_stopped(self, step: int, track: Track) -> Finding | None:
+        """The updates-stopped rule (class docstring) on a grad norm logged at ``step`` that is 0 or ends a run of
+        zeros (:meth:`check` asks nothing more on the others), O(1); the reward's best before a run of zeros is looked
+        up once, when the run is first long enough to warn."""
+        if track.last != 0.0:  # a run of zeros ends: it joins the counts
+            self._g_longest = max(self._g_longest, self._g_run)
+            self._g_zeros += self._g_run
+            self._g_run, self._g_rsum, self._g_rn, self._g_best = 0, 0.0, 0, math.nan
+            return None
+        self._g_run += 1
+        if self._g_run == 1:
+            self._g_start, self._g_n = track.last_step, track.n - 1 - self._g_base
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is not None and reward.last_step == track.last_step:
+            self._g_rsum += reward.last
+            self._g_rn += 1
+        p, run = self.p, self._g_run
+        if run < p["zero_grad_min"] or run <= self._g_longest or self._g_n < p["zero_grad_history"]:
+            return None
+        q = (self._g_zeros + 1) / (self._g_n + 2)
+        if q ** run >= p["zero_grad_alpha"]:
+            return None
+        start = self._g_start
+        if self.repeats(step, "warning", start):
+            return None
+        if self._g_best != self._g_best and reward is not None:  # once a run: the best reward before it
+            before = [v for s, v in zip(reward.steps, reward.values) if s < start]
+            self._g_best = max(before) if before else -math.inf
+        held = self._g_rsum / self._g_rn if self._g_rn else math.nan
+        best = self._g_best
+        if -math.inf < best and held >= best - 0.02 * max(abs(best), 1e-9):
+            return None  # the reward at its best: a task learnt to the ceiling ties every group
+        vals = {"grad_zero_steps": run, "grad_logged_before": self._g_n, "grad_zeros_before": self._g_zeros,
+                "grad_longest_zero_run_before": self._g_longest, "reward": held, "reward_best": best}
+        return self.fire(step, "warning",
+                         f"Updates stopped: {track.raw} exactly 0 on the last {run} logged steps, where it was 0 on "
+                         f"{self._g_zeros} of the {self._g_n} before (the longest run of zeros before: "
+                         f"{self._g_longest})",
+                         "No sample carries a learning signal: every group's rewards tie (greedy or deterministic "
+                         "rollouts, a reward that no longer varies), or the loss no longer reaches the weights. The "
+                         "policy has stopped learning.", metric=GRAD, values=vals, step_start=start,
+                         extra_keys=(REWARD,))
 
     def _out_of_range(self, step: int) -> Finding | None:
         """The clip fraction's range rule (class docstring), gated on its newest value being above the floor and
