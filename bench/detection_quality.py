@@ -630,6 +630,11 @@ DEVELOPED_ON: dict[str, str] = {
                           " 50's 95% quantile (grad_spike's new level-shift warning): its schedsteppedtwice healthy "
                           "run does it at 2.6x their median, under the 4x bar, nothing changed (issue 29, branch "
                           "h-grad14)",
+    "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
+                               "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
+                               "11:14)",
+    "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
+                          "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
