@@ -478,7 +478,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "branch h-reward13); then every run's grad norm scanned for four steps in a row above "
                                "the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
                                "gradertimeout0-70pct collapse run does it at 2.9x their median before its onset, "
-                               "under the 4x bar, nothing changed (issue 29, branch h-grad14)",
+                               "under the 4x bar, nothing changed (issue 29, branch h-grad14); then its healthy "
+                               "tirotb run's entropy at 160-215 read (a two-value dip to 1.10 at 202-203, back at 1.86"
+                               " the next step: no held step; entropy_collapse's held-step rule adds nothing there) "
+                               "(issue 29, branch h-ent15)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -634,7 +637,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
-                          "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14)",
+                          "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
+                          "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
+                          "robust noise ~0.15, steps to 0.84-1.13 at the resume at 150 and holds: a third of its level"
+                          ", ~4.5 noise units, under the sudden-fall rule's 8 and no halving; warned only by the drift"
+                          " at 167): entropy_collapse's new held-step rule (4 of the last 5 values 4 noise units and "
+                          "30% under the 30-value median) warns at 154, detected (issue 29, branch h-ent15)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

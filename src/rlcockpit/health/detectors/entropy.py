@@ -125,7 +125,11 @@ class EntropyCollapse(FrozenBaseline):
     its own range between two logged steps and staying out (a sampling temperature cut at once), which a policy
     sharpening as it learns does over tens of steps, not one. No reward exemption: a sharper policy often scores a
     little better at first. The bar is re-measured every ``shift_every`` observations while the entropy is inside
-    it."""
+    it. Held step (warning): the same fall out of range, less deep in noise units and longer held: ``held_k`` of
+    the last ``held_n`` values, the newest among them, below the median of the ``shift_window`` before them by
+    ``held_z`` robust noise units and by ``shift_drop`` x that median — a noisy entropy (a few prompts, a few
+    samples) whose step down by a third is no ``shift_z`` of its own swings, as a setting changed by a resume does,
+    and that stays down (a chance dip of such an entropy is one or two values, back within the next few)."""
 
     keys = (ENTROPY,)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
@@ -134,7 +138,7 @@ class EntropyCollapse(FrozenBaseline):
                 "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0, "held_out_flat_z": 1.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
-                "shift_n": 3, "shift_every": 5}
+                "shift_n": 3, "shift_every": 5, "held_z": 4.0, "held_k": 4, "held_n": 5}
     story, role = "entropy", "outcome"
     cause = "the policy sharpened onto a few answers (mode collapse)"
 
@@ -162,6 +166,9 @@ class EntropyCollapse(FrozenBaseline):
         self._shift = FallBar(lambda ref: robust(ref, 0.02), window=p["shift_window"], skip=p["shift_n"],
                               min_window=p["shift_min_window"], z=p["shift_z"], drop=p["shift_drop"],
                               every=p["shift_every"])  # the sudden-fall bar
+        self._held = FallBar(lambda ref: robust(ref, 0.02), window=p["shift_window"], skip=p["held_n"],
+                             min_window=p["shift_min_window"], z=p["held_z"], drop=p["shift_drop"],
+                             every=p["shift_every"])  # the held-step bar
 
     def _sudden(self, step: int, track: Track) -> Finding | None:
         """The sudden-fall rule (class docstring): a comparison per step, a sort every ``shift_every``."""
@@ -169,14 +176,14 @@ class EntropyCollapse(FrozenBaseline):
             return None
         return self._sudden_below(step, track)
 
-    def _sudden_below(self, step: int, track: Track) -> Finding | None:
-        """:meth:`_sudden` on a step whose newest value is under the bar."""
+    def _sudden_below(self, step: int, track: Track, held: bool = False) -> Finding | None:
+        """:meth:`_sudden` on a step whose newest value is under the bar (the held-step bar when ``held``)."""
         p = self.p
-        n = int(p["shift_n"])
-        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < self._shift.bar]
-        if len(out) < p["shift_k"] or self.repeats(step, "warning", out[0][0]):
+        fall, n, k = (self._held, int(p["held_n"]), p["held_k"]) if held else (self._shift, int(p["shift_n"]), p["shift_k"])
+        out = [(st, v) for st, v in zip(track.tail_steps(n), track.tail(n)) if v < fall.bar]
+        if len(out) < k or self.repeats(step, "warning", out[0][0]):
             return None
-        med, scale = self._shift.ref
+        med, scale = fall.ref
         now = sum(v for _s, v in out) / len(out)
         return self.fire(step, "warning", f"Entropy fell out of its range: {track.raw} {fmt(now)} on {len(out)} of "
                          f"the last {n} logged steps, {(med - now) / scale:.0f} typical deviations ({fmt(scale)}) under "
@@ -338,6 +345,10 @@ class EntropyCollapse(FrozenBaseline):
         track = self.ctx.tracks[ENTROPY]
         if not self._shift.above(track):  # _sudden's gate, inlined: the usual step is above the bar
             sudden = self._sudden_below(step, track)
+            if sudden is not None:
+                return sudden
+        if not self._held.above(track):  # the held-step rule's gate, as above
+            sudden = self._sudden_below(step, track, held=True)
             if sudden is not None:
                 return sudden
         s = track.mean_steps(p["smooth"])
