@@ -76,7 +76,10 @@ DEVELOPED_ON: dict[str, str] = {
                              "collapse detector fired: entropy_explosion's range rule (issue 29, branch h-detect3); "
                              "then its held-out scores' slides under their range (two evaluations under the "
                              "reference's lowest, each lower than the one before) were scanned for how far healthy "
-                             "ones go, nothing changed (issue 29, branch h-lrramp)",
+                             "ones go, nothing changed (issue 29, branch h-lrramp); then every run's ppo_kl for a "
+                             "stretch of exact zeros: only the collapse-300 run's (4 PPO epochs from step 200) ends, "
+                             "and rollout_mismatch's old-log-probs rule adds an unscored warning at 202 there (issue "
+                             "29, branch h-mis15)",
     "rlcockpit_trainer_cpu2": "scored once held out (1 critical, 1.67 warnings per healthy run at 7d6cf40); then its "
                               "healthy lr3e-4 run's single long answers were read: truncation / length_explosion "
                               "persistence and batch-size rules (issue 29, branch h-detect4); then its nines run's "
@@ -635,7 +638,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "h-grad14)",
     "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
-                               "11:14)",
+                               "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score and "
+                               "grad norm over 120-200 were read, and every run's ppo_kl for a stretch of exact zeros: "
+                               "rollout_mismatch's old-log-probs rule (ppo_kl exactly 0 on 30+ logged steps, then past "
+                               "1e-4 on 3 of the next 5) catches it at 152 (issue 29, branch h-mis15)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "

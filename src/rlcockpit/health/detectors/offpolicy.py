@@ -112,6 +112,9 @@ class OnPolicyMismatch(Detector):
     cause = "the old log-probs and the update's log-probs are computed differently (kernels, padding, dtype)"
 
     def _on_policy(self) -> bool:
+        return self.ctx.view.memo("on_policy_mismatch.on_policy", self._on_policy_config)  # asked every step
+
+    def _on_policy_config(self) -> bool:
         v = self.ctx.view
         if not v.is_verl or (v.get(V1_MODE) not in (None, "sync")):
             return False

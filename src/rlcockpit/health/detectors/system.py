@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right, insort
 
-from rlcockpit.health.advice import moved, ranked
+from rlcockpit.health.advice import CLIPFRAC, PPO_KL, moved, ranked
 from rlcockpit.health.base import (
     ADAPT_AT,
     Cusum,
@@ -792,14 +792,21 @@ class RolloutMismatch(Detector):
     ``tie_window`` logged steps before them, and the reward is neither at its best nor its worst of the run (every
     prompt solved or every prompt failed: the task, not the sampler). A policy that still spreads its probability
     does not give every completion of every group the same score step after step unless what generates the
-    completions is narrower than the policy the trainer scores. Warning."""
+    completions is narrower than the policy the trainer scores. Warning.
+    Old log-probs from another model (a run that logs no log-prob comparison): ``actor/ppo_kl`` exactly 0 on each
+    of at least ``exact_min`` logged steps (one update per batch on the policy that sampled it: the ratio is exactly
+    1), then, from the first step it is not, past ``kl_abs`` in magnitude on ``exact_moved`` of the ``exact_window``
+    logged steps from there (one chance per run). An exact 0 does not end by noise: the "old" log-probs no longer
+    come from the weights being trained (the reference model, stale weights), or the run now takes more than one
+    update per batch (more PPO epochs or mini-batches). Warning."""
 
-    keys = (*MISMATCH_KEYS, FRAC_ZERO)
-    triggers = (*MISMATCH_KEYS, FRAC_ZERO)
+    keys = (*MISMATCH_KEYS, FRAC_ZERO, PPO_KL)
+    triggers = (*MISMATCH_KEYS, FRAC_ZERO, PPO_KL)
     defaults = {"warn_ratio": 2.0, "z_warn": 6.0, "critical_ratio": 5.0, "floor": 0.001, "sustain": 2,
                 "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
                 "drift_ratio": 1.3, "settle": 45, "settle_ratio": 2.5, "tie_chance": 0.0001, "tie_sustain": 3,
-                "tie_max": 30, "entropy_z": 3.0, "tie_window": 50}
+                "tie_max": 30, "entropy_z": 3.0, "tie_window": 50, "exact_min": 30, "kl_abs": 1e-4,
+                "exact_moved": 3, "exact_window": 5}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -816,9 +823,20 @@ class RolloutMismatch(Detector):
         self._settled_at = -1  # the step the settling ends: ``settle`` steps after the warm-up
         self._tie_obs = self._tie_all = self._tie_streak = 0  # logged shares, all-tied ones, current all-tied run
         self._tie_step = -1
+        self._exact = 0  # logged steps with ppo_kl exactly 0; -1: the old-log-probs rule is over for this run
+        self._moved: list[int] | None = None  # first step past 0, steps since, steps past kl_abs, exact steps
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
+        if self._exact >= 0:  # the old-log-probs rule: a 0 counted inline, anything else judged
+            kl = tracks.get(PPO_KL)
+            if kl is not None and kl.last_step == step:
+                if self._exact and kl.last == 0.0 and self._moved is None:
+                    self._exact += 1
+                else:
+                    found = self._old_logprobs(step, kl)
+                    if found is not None:
+                        return found
         if self._key_at != len(tracks):
             self._key_at = len(tracks)
             self._key = next((k for k in MISMATCH_KEYS if k in tracks and tracks[k].n), None)
@@ -916,6 +934,43 @@ class RolloutMismatch(Detector):
                          metric=FRAC_ZERO, values=vals, step_start=ft.steps[-min(n, len(ft.steps))],
                          extra_keys=(ENTROPY, REWARD))
 
+    def _old_logprobs(self, step: int, kl: Track) -> Finding | None:
+        """The old log-probs from another model: ppo_kl exactly 0 for long, then past ``kl_abs`` on most of the next
+        few logged steps (the class docstring)."""
+        p, v = self.p, kl.last
+        if self._moved is None:
+            if not self._exact:  # the first check: the values logged before it (the warm-up) count too
+                prior = kl.tail(kl.n - 1, skip=1)
+                self._exact = len(prior) if not any(prior) else -1
+                if self._exact < 0:
+                    return None
+            if v == 0.0:
+                self._exact += 1
+                return None
+            if self._exact < p["exact_min"]:
+                self._exact = -1
+                return None
+            self._moved = [step, 0, 0, self._exact]
+        w = self._moved
+        w[1] += 1
+        w[2] += abs(v) > p["kl_abs"]
+        if w[2] < p["exact_moved"]:
+            if w[1] >= p["exact_window"]:
+                self._exact = -1
+            return None
+        self._exact = -1
+        clip = self.ctx.tracks.get(CLIPFRAC)
+        vals = {"ppo_kl": v, "exact_steps": w[3], "moved": w[2], "window": w[1]}
+        if clip is not None and clip.last_step == step:
+            vals["pg_clipfrac"] = clip.last
+        return self.fire(step, "warning", f"PPO ratio no longer 1: {kl.raw} exactly 0 on the first "
+                         f"{vals['exact_steps']} logged steps, then past {fmt(p['kl_abs'])} on {w[2]} of the "
+                         f"{w[1]} logged steps since step {w[0]} (now {fmt(v)})",
+                         "One update per batch on the policy that sampled it gives a ratio of exactly 1: the old "
+                         "log-probs no longer come from the weights being trained (the reference model, stale "
+                         "weights), or the run now takes more than one update per batch.", metric=PPO_KL,
+                         values=vals, step_start=w[0], extra_keys=(CLIPFRAC,))
+
     def _rebase(self, track: Track) -> None:
         """The warning rules' level (and the drift's spread) from the last ``warmup`` observations; the drift's
         CUSUM starts over."""
@@ -945,6 +1000,14 @@ class RolloutMismatch(Detector):
                           "the trainer's)", 0.7)], [
                 make_action(self.ctx.view, "Sample completions from the policy itself: check the generation "
                             "config (top_k, top_p, temperature, do_sample) the trainer hands to generation", {})]
+        if "exact_steps" in finding.evidence.get("values", {}):
+            return [Cause("the old log-probs come from another model than the policy that sampled the batch (the "
+                          "reference model, or weights from before the last update)", 0.7),
+                    Cause("the run now takes more than one update per batch (more PPO epochs or mini-batches)",
+                          0.4)], [
+                make_action(self.ctx.view, "Compute the old log-probs with the policy that sampled the batch, "
+                            "before its update (not the reference model); check that no config change raised the "
+                            "PPO epochs or mini-batches", {})]
         causes = [Cause(self.cause, 0.7)]
         length = moved(self.ctx, "response_length/mean", up=1.3, window=60, recent=5)
         if length is not None:
