@@ -25,6 +25,7 @@ RSS, RSS_MB, CPU_USED = "system/proc_rss_gb", "system/proc_rss_mb", "perf/cpu_me
 GPU_USED, GPU_BYTES = "system/gpu/memory_used_gb", "system/gpu/memory_allocated_bytes"
 GPU_SPREAD = "system/gpu/memory_percent_spread"  # fullest GPU minus the median GPU (the monitor derives it)
 ABSOLUTE = (ALLOC, RESERVED, GPU_USED, GPU_BYTES, RSS, RSS_MB, CPU_USED)
+MACHINE_USED = ("system/memory_used_gb", CPU_USED)  # the machine's used memory in GB, as rlcockpit / verl log it
 DEVICE_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_BYTES)
 
 
@@ -44,6 +45,15 @@ def creep(track: Track, window: int, min_rise: float = 0.0) -> tuple[float, floa
     if b - a < 0.25 * rise or c - b < 0.25 * rise:
         return None  # one jump, not a creep
     return a, b, c
+
+
+def _latest(tracks: dict[str, Track], *keys: str) -> float | None:
+    """The newest value in GB of the first of ``keys`` the run logs (a ``_mb`` key is converted), else ``None``."""
+    for key in keys:
+        track = tracks.get(key)
+        if track is not None and track.n:
+            return track.last / 1024.0 if key.endswith("_mb") else track.last
+    return None
 
 
 def steps_to_full(track: Track, level: float, slope_per_observation: float, full: float = 100.0) -> float:
@@ -336,17 +346,44 @@ class HostMemory(_Percent):
     __doc__ = ("Host memory (``system/memory_percent``). " + _Percent.__doc__ + " A run of new highs counts once it "
                "is the full ``creep_points`` above the warm-up's highest value (not half of it): the host's percent "
                "is the whole machine's, and a shared machine's wanders up a point or two while the run's own "
-               "memory is flat.")
-    keys = (HOST_MEM,)
+               "memory is flat. No creep warning while the run's own RSS, logged beside the machine's used GB, grew "
+               "by under ``own_share`` of what the machine's grew since warm-up: other processes filled the machine.")
+    keys = (HOST_MEM, RSS, RSS_MB, *MACHINE_USED)  # the run's own RSS and the machine's GB: see _others_climb
+    triggers = (HOST_MEM,)
     label = "Host memory"
-    defaults = {**_Percent.defaults, "creep_points": 3.0}  # host memory wanders more (page cache, workers)
+    # host memory wanders more (page cache, workers); own_share: see _others_climb
+    defaults = {**_Percent.defaults, "creep_points": 3.0, "own_share": 0.25}
     cause = "host memory leak (growing buffers, dataloader workers, cached samples)"
+
+    def __init__(self, params, ctx) -> None:
+        super().__init__(params, ctx)
+        self._at_base: tuple[float | None, float | None] = (None, None)  # (own RSS, machine used) at warm-up, GB
 
     def record_growth(self, base: float, key: str = "") -> float:
         """A run of new highs counts once it is the full ``creep_points`` above the warm-up's highest value, not
         half of it as for device memory: the host's percent is the whole machine's (other jobs, the page cache)
         and on a shared machine wanders up two points over hundreds of steps while this run's own memory is flat."""
         return self.min_growth(base, key)
+
+    def baseline(self, key: str, track: Track) -> tuple[float, float, float]:
+        if key not in self._base:  # what the process and the machine held when the percent's level was taken
+            self._at_base = (_latest(self.ctx.tracks, RSS, RSS_MB), _latest(self.ctx.tracks, *MACHINE_USED))
+        return super().baseline(key, track)
+
+    def creeping(self, key: str, track: Track) -> dict[str, float] | None:
+        ev = super().creeping(key, track)
+        return None if ev is not None and self._others_climb() else ev
+
+    def _others_climb(self) -> bool:
+        """Whether the machine's climb is other processes': the run logs its own RSS beside the machine's used
+        memory (rlcockpit's sampler logs both), and since warm-up the RSS grew by under ``own_share`` of what the
+        machine's used memory grew. A shared machine fills with other jobs (``make demo`` beside a test suite);
+        a leak in this run grows its own RSS with the machine's. Without both series the percent is judged alone."""
+        rss0, used0 = self._at_base
+        rss1, used1 = _latest(self.ctx.tracks, RSS, RSS_MB), _latest(self.ctx.tracks, *MACHINE_USED)
+        if None in (rss0, used0, rss1, used1) or used1 <= used0:
+            return False
+        return rss1 - rss0 < self.p["own_share"] * (used1 - used0)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         # rlcockpit's trainer loads data in-process (no worker knob): the override is verl's only
