@@ -9,7 +9,8 @@ straight-through abs+ estimator**; a **700-step one-prompt run**; **LoRA rank 16
 CPU; a constant-lr 2e-4 matched control; batch shapes **1 prompt x 4 / x 6**, **2 x 4 / x 6**, **3 x 4**, **4 x 3**;
 validation every **10 / 12 / 13 / 14 / 15 / 17 / 18 / 19 / 20 / 35**; models built from **model seed 12** (another
 tokenizer sample, init and warm-up than every earlier CPU run; ``real_trainer.bpe_model_dir``, built in code); seeds
-801-819.
+801-823 (820-823: specs added after the first runs were read, committed before they ran: the constant-lr GPT-2 faults
+again at a constant lr of 1e-4 beside a matched control, the 2e-4 control having lengthened by itself).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 **lenient grader that pays 1.0 whenever the answer appears anywhere in the response** (a substring check replacing the
@@ -233,6 +234,7 @@ class GradClipTypo:
 
 _LOGPROBS = "actor_rollout_ref.rollout.calculate_log_probs=true"
 _LR2E4 = ("actor_rollout_ref.actor.optim.lr=2e-4", *_CONST)
+_LR1E4 = ("actor_rollout_ref.actor.optim.lr=1e-4", *_CONST)
 _A = "actor_rollout_ref.actor"
 
 SPECS: dict[str, dict[str, Any]] = {
@@ -335,6 +337,28 @@ SPECS: dict[str, dict[str, Any]] = {
     "gpt2s12-4prompt-3sample-gradclip1e-4-from150-constlr2e-4-350-val14": {
         "steps": 350, "seed": 819, "model": "gpt2", "model_seed": 12, "overrides": _batch(
             4, 3, *_LR2E4, "trainer.test_freq=14"), "driver": GradClipTypo(150, 1e-4)},
+    # added after the first runs were read (written and committed before they ran), seeds 820-823: the constant-lr 2e-4
+    # control on the seed-12 GPT-2 (seed 808) was read to lengthen to the 8-token cap by itself, so the constant-lr
+    # GPT-2 faults are made again at a constant lr of 1e-4 beside a matched control at that lr (the 2e-4 specs above
+    # are run and read as they are).
+    # healthy: the matched control of the constant-lr 1e-4 faults below, nothing changed; GPT-2 seed 12, 4 prompts x 3,
+    # 350 steps, validation every 14
+    "gpt2s12-4prompt-3sample-constlr1e-4-350-val14": {
+        "steps": 350, "seed": 820, "model": "gpt2", "model_seed": 12, "overrides": _batch(
+            4, 3, *_LR1E4, "trainer.test_freq=14")},
+    # lenient grader at a resume, sudden cause (the exploit is learned): as the 2e-4 spec above, at a constant lr 1e-4
+    "gpt2s12-4prompt-3sample-substringgrader-from150-constlr1e-4-350-val14": {
+        "steps": 350, "seed": 821, "model": "gpt2", "model_seed": 12, "overrides": _batch(
+            4, 3, *_LR1E4, "trainer.test_freq=14"), "driver": SubstringGrader(150)},
+    # optimizer.zero_grad skipped from a resume, sudden cause: as the 2e-4 spec above, at a constant lr 1e-4
+    "gpt2s12-4prompt-3sample-zerogradskipped-from150-constlr1e-4-350-val14": {
+        "steps": 350, "seed": 822, "model": "gpt2", "model_seed": 12, "overrides": _batch(
+            4, 3, *_LR1E4, "trainer.test_freq=14"), "driver": ZeroGradSkipped(150)},
+    # gradient clip typed 1e-4 for 1.0 at a resume, sudden (meant to leave no mark): as the 2e-4 spec above, at a
+    # constant lr 1e-4
+    "gpt2s12-4prompt-3sample-gradclip1e-4-from150-constlr1e-4-350-val14": {
+        "steps": 350, "seed": 823, "model": "gpt2", "model_seed": 12, "overrides": _batch(
+            4, 3, *_LR1E4, "trainer.test_freq=14"), "driver": GradClipTypo(150, 1e-4)},
 }
 
 
