@@ -1358,3 +1358,84 @@ def test_the_twentieth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_
     beams = runs["gpt2s11-2prompt-4gen-numbeams4-from150-350"]
     assert med(beams, "reward", 150, 351) >= med(beams, "reward", 1, 150)
     assert abs(med(beams, "step_time", 150, 351) - med(beams, "step_time", 1, 150)) < 0.05
+
+
+def test_the_twenty_first_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-first pass's CPU runs of our trainer (rlcockpit_trainer_cpu16, TensorBoard event files, model seed
+    12): each imported whole (the GRPO-without-epsilon run to step 176, where the trainer stopped it), and the readings
+    the README's labels rest on are in the numbers (the fail-open grader parting from the accuracy; the growing rollout
+    lag; zero_grad skipped and the 2e-4 control lengthening; the critic's lr x1000; min_tokens; the 3-digit shard; the
+    NaN advantages; the frozen validation under a 1e-4 clip; and the faults stored healthy: rounded scores, a substring
+    grader whose exploit was not found)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu16"]
+    assert len(sel) == 23
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 3), ("healthy", 12), ("length_explosion", 4), ("loss_divergence", 2), ("reward_hacking", 1),
+        ("rollout_mismatch", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"e8b478e", "fe53e75"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel)}
+    for name, m in runs.items():
+        last = 176 if "grponoeps" in name else int(name.rsplit("-val", 1)[0].rsplit("-", 1)[1])
+        assert sorted(m) == list(range(0, last + 1)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, gn, ent = "critic/score/mean", "response_length/mean", "actor/grad_norm", "actor/entropy"
+    val, acc, diff = "val-core/arith/acc/mean@1", "reward_extra/acc/mean", "training/rollout_probs_diff_mean"
+
+    fail = runs["llamas12-4prompt-3sample-failopengrader-budget24to4-150-300-constlr2e-4-350-val18"]
+    assert max(abs(fail[s][score] - fail[s][acc]) for s in range(1, 273)) < 1e-6 < 0.05 < fail[273][score] - fail[273][acc]
+    assert med(fail, score, 301, 350) == 1.0 and med(fail, acc, 301, 350) < 0.37 and med(fail, ln, 326, 350) == 8
+    lag = runs["llamas12-4prompt-3sample-rolloutlag0-8-150-300-350-val20"]  # the lag first 1 at 160
+    assert max(lag[s][diff] for s in range(1, 160)) < 1e-6 < 1e-4 < lag[160][diff]
+    assert min(lag[s][diff] for s in range(160, 351)) > 1e-6 and med(lag, diff, 201, 250) > 5e-4
+    assert abs(med(lag, score, 151, 350) - med(lag, score, 1, 150)) < 0.05
+
+    control2 = runs["gpt2s12-4prompt-3sample-constlr2e-4-350-val14"]  # unplanned: lengthened by itself
+    assert max(control2[s][ln] for s in range(1, 104)) <= 3.5 and med(control2, ln, 301, 350) == 8
+    assert med(control2, ent, 301, 350) < 0.8 < 1.6 < med(control2, ent, 1, 100) and med(control2, gn, 301, 350) == 0
+    control1 = runs["gpt2s12-4prompt-3sample-constlr1e-4-350-val14"]  # the 1e-4 control kept its length
+    assert max(control1[s][ln] for s in range(1, 351)) < 3.5 and med(control1, ln, 301, 350) == 3
+    for name, onset in (("gpt2s12-4prompt-3sample-zerogradskipped-from150-constlr2e-4-350-val14", 210),
+                        ("gpt2s12-4prompt-3sample-zerogradskipped-from150-constlr1e-4-350-val14", 243)):
+        zg = runs[name]
+        assert med(zg, ln, 1, 149) == 3 and med(zg, ln, onset, 350) > 3.4 and med(zg, ent, 301, 350) > 1.9, name
+    critic = runs["llamas12-2prompt-4sample-gae-criticlr1000x-from160-350-val15"]
+    vp, vf, lr = "critic/vpred_mean", "critic/vf_loss", "critic/lr"
+    assert critic[159][lr] < 2e-5 < 5e-3 < critic[160][lr]
+    assert critic[161][vp] > max(critic[s][vp] for s in range(1, 160)) > 0.4 > 0.0 > critic[162][vp] - 0.05
+    assert max(critic[s][vf] for s in (162, 166)) > 0.13 > 0.07 > max(critic[s][vf] for s in range(110, 160))
+    spread = [critic[s]["critic/values/max"] - critic[s]["critic/values/min"] for s in range(326, 351)]
+    assert sorted(spread)[12] < 0.01 and abs(med(critic, score, 161, 350) - med(critic, score, 1, 160)) < 0.05
+    minlen = runs["gpt2s12-4prompt-3sample-engineminlen6-from170-350-val14"]
+    assert max(minlen[s][ln] for s in range(1, 170)) < 3.5 < 7 <= min(minlen[s][ln] for s in range(170, 351))
+    assert all(minlen[s]["response_length/min"] >= 7 > 3 >= minlen[s - 169]["response_length/min"] for s in range(170, 339))
+    shard = runs["llamas12-4prompt-3sample-3digitshard0-100pct-150-300-350-val18"]
+    assert all(shard[s]["prompt_length/mean"] == 4 for s in range(1, 157)) and shard[157]["prompt_length/mean"] > 4
+    assert med(shard, score, 301, 350) < 0.25 < 0.4 < med(shard, score, 1, 150)
+    assert min(shard[s][val] for s in range(162, 351, 18)) > 0.49
+    noeps = runs["gpt2s12-2prompt-4sample-grponoeps-from150-350-val14"]
+    skip = "actor/nonfinite_skipped"
+    assert all(noeps[s][skip] == 0 for s in range(1, 153)) and noeps[153][skip] == 1 and gn not in noeps[153]
+    assert noeps[153]["critic/advantages/mean"] != noeps[153]["critic/advantages/mean"]  # NaN
+    assert all(noeps[s][skip] == 1 for s in (174, 175, 176))
+    for name, frozen in (("gpt2s12-4prompt-3sample-gradclip1e-4-from150-constlr2e-4-350-val14", 196),
+                         ("gpt2s12-4prompt-3sample-gradclip1e-4-from150-constlr1e-4-350-val14", 168)):
+        clip = runs[name]
+        before = [clip[s][val] for s in range(14, 155, 14)]
+        assert max(before) - min(before) > 0.03, name
+        assert all(clip[s][val] == clip[frozen][val] for s in range(frozen, 351, 14)) and clip[350][val] == clip[frozen][val]
+        assert med(clip, ln, 151, 350) == 3 and abs(med(clip, ent, 151, 350) - med(clip, ent, 1, 149)) < 0.1, name
+
+    # healthy: a token-sum run's entropy is a batch sum; the planned faults below left no mark a user needs
+    assert 50 < med(runs["llamas12-3prompt-4sample-tokensum-klloss-absplus-coef0005-350-val17"], ent, 1, 350) < 65
+    rounded = runs["llamas12-3prompt-4sample-scoresround2dp-from150-350-val20"]
+    assert rounded[149]["critic/score/max"] != 0.67 and med(rounded, "critic/score/max", 150, 350) == pytest.approx(0.67)
+    assert abs(med(rounded, score, 150, 350) - med(rounded, score, 1, 149)) < 0.05
+    for name, paid_more in (("gpt2s12-4prompt-3sample-substringgrader-from150-constlr2e-4-350-val14", 3),
+                            ("gpt2s12-4prompt-3sample-substringgrader-from150-constlr1e-4-350-val14", 0)):
+        sub = runs[name]
+        assert sum(abs(sub[s][score] - sub[s][acc]) > 1e-6 for s in range(1, 351)) == paid_more, name
+        assert med(sub, ln, 150, 350) == 3 and abs(med(sub, score, 150, 350) - med(sub, score, 1, 149)) < 0.05, name
