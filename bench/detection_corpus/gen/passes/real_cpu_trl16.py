@@ -393,6 +393,75 @@ SPECS: dict[str, dict[str, Any]] = {
                                            "max_lr": 2e-4}}},
 }
 
+def decoder_lost_at(at: int) -> Any:
+    """At the start of step ``at`` the tokenizer's decoder is dropped (a tokenizer reload from a ``tokenizer.json``
+    without its ``decoder`` entry): decoding then joins tokens with a space, so a completion sampled as '1' '23' reaches
+    the grader as '1 23'; generation and the training pass see the same token ids as before."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            trainer.processing_class.backend_tokenizer.decoder = None
+
+    return each_step
+
+
+class EqualsStripped:
+    """The '=' stripped from the training prompts from step ``start`` (a text-cleaning step added to the data
+    pipeline that strips trailing punctuation): '48+75=' is served as '48+75'; the ground truth unchanged; the
+    dataloader fetches ahead. Evaluation (none here) would keep the usual prompts."""
+
+    def __init__(self, start: int, seed: int) -> None:
+        self.start, self.seed, self.step = start, seed, 0
+
+    def hook(self, trainer: Any, args: Any, step: int, kw: Any) -> None:
+        self.step = step
+
+    def transform(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        on = self.step >= self.start
+        return {"prompt": [p.rstrip("=") if on else p for p in batch["prompt"]],
+                "ground_truth": list(batch["ground_truth"])}
+
+    def dataset(self, n: int) -> Any:
+        rows, _ = arith_training_rows(self.seed)
+        return prompt_dataset(rows[:n], self.transform)
+
+
+def no_kv_cache_at(at: int) -> Any:
+    """At the start of step ``at`` the generation config's ``use_cache`` becomes False (a config reload from a
+    gradient-checkpointing setup, which turns the KV cache off): every generated token recomputes the whole sequence;
+    the sampled distribution is the same."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            trainer.generation_config.use_cache = False
+
+    return each_step
+
+
+_equals = EqualsStripped(150, 725)
+
+# --- added after the first five runs were read (written and committed before running these three): the stale
+# sampler and the reference in train mode left little or no mark, so three more failure specs with new mechanisms:
+# a tokenizer fault, a data-cleaning fault and a throughput fault (seeds 724-726).
+SPECS.update({
+    # the tokenizer's decoder lost by a reload at step 150 (decoding joins tokens with spaces: '1 23' reaches the
+    # grader); Llama seed 12, 2 prompts x 4, 350 steps, lr 5e-5, logging every step
+    "llamas12-2prompt-4gen-decoderlost-at150-350": {
+        "model": "llama", "model_seed": 12, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 724, "each_step": decoder_lost_at(150)},
+    # the '=' stripped from the training prompts from step 150 (a punctuation-stripping cleaning step; this
+    # tokenizer merges '=' with the answer's digits, '=123' is one token); Llama seed 12, 2 prompts x 4, 350 steps,
+    # lr 5e-5, logging every step
+    "llamas12-2prompt-4gen-equalsstripped-from150-350": {
+        "model": "llama", "model_seed": 12, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 725, "train_dataset": _equals.dataset, "each_step": _equals.hook},
+    # the KV cache turned off in generation from step 150 (use_cache False); GPT-2 seed 12, 2 prompts x 4, 350 steps,
+    # lr 5e-5, logging every step
+    "gpt2s12-2prompt-4gen-nokvcache-from150-350": {
+        "model": "gpt2", "model_seed": 12, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 5e-5, "seed": 726, "each_step": no_kv_cache_at(150)},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
