@@ -11,7 +11,7 @@ x 4, logging every 12; **gradient accumulation 3** with ``dr_grpo`` on 1 prompt 
 ``epsilon_high=0.28`` and ``top_k=20`` on 2 prompts x 6 logging every 15; **``steps_per_generation=3``** with
 **``off_policy_mask_threshold=0.5``** on a ``constant_with_warmup`` schedule, 2 prompts x 3; the **``greedy``** lr
 schedule (transformers' ``GreedyLR``, stepped by the evaluation reward, mode max, factor 0.9, patience 1, lr bounded
-1e-6 .. 2e-4); models built from **model seed 12**; seeds 701-709 (healthy), 711-723 (planned failures and faults that
+1e-6 .. 2e-4); models built from **model seed 12**; seeds 701-709 (healthy), 711-726 (planned failures and faults that
 may leave no mark).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run):
@@ -31,7 +31,9 @@ around a share of the prompts, ramping 0 -> 1** ('User: 48+75=\\nAssistant:' for
 letters). Faults that may leave no mark (stored healthy if they leave none): **the pad token set to the eos token by a
 resume**; **the input embeddings frozen by a resume** (``requires_grad=False``: a PEFT-style freeze list); **the
 rollouts generated under bf16 autocast** while the training pass stays fp32 (a rollout/training precision mismatch).
-Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
+Added after the first five runs were read, in a block committed before it ran: **the tokenizer's decoder lost by a
+reload**, **the '=' stripped from the prompts by a cleaning step** and **the KV cache turned off in generation**
+(seeds 724-726). Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings16/<name>/`` and labelled by reading it (README, twenty-first pass).
 
     nice python bench/detection_corpus/gen/passes/real_cpu_trl16.py            # every spec not yet stored
