@@ -1439,3 +1439,86 @@ def test_the_twenty_first_pass_cpu_runs_keep_every_step_and_the_readings_their_l
         sub = runs[name]
         assert sum(abs(sub[s][score] - sub[s][acc]) > 1e-6 for s in range(1, 351)) == paid_more, name
         assert med(sub, ln, 150, 350) == 3 and abs(med(sub, score, 150, 350) - med(sub, score, 1, 149)) < 0.05, name
+def test_the_twenty_first_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-first pass's TRL CPU runs (trl_cpu_settings16: TRL trainer states, model seed 12), each imported
+    whole, and the readings the README's labels rest on are in the numbers (Adam's betas swapped, a bad-words filter
+    on '0', a recall-only grader, greedy decoding, the KL coefficient ramping to 4, a chat template ramping in; and
+    the faults stored healthy: a frozen sampler, the reference in train mode, bf16 weights, rewards in reverse order,
+    the pad token set to eos, frozen embeddings, bf16 rollouts)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings16"]
+    assert len(sel) == 25 and Counter(e["class"] for e in sel) == {
+        "healthy": 16, "collapse": 5, "rollout_mismatch": 2, "reward_hacking": 1, "loss_divergence": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"245a7f3", "df9ea25"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["llamas12-2prompt-5gen-rmspropcentered-mom05-lr2e-5-300-log6"]) == list(range(6, 301, 6))
+    assert sorted(runs["qwen2s12-3prompt-4gen-grpoloss-scalenone-epsiloncutoff3e-4-300-log12-eval60"]) == list(
+        range(12, 301, 12))  # evaluations every 60 fall on logged steps
+    assert sorted(runs["gpt2s12-4prompt-3gen-padmultiple16-numgeneval6-300-log7-eval35"]) == [*range(7, 295, 7), 300]
+    assert sorted(runs["gpt2s12-2prompt-6gen-luspo-epshigh028-topk20-300-log15"]) == list(range(15, 301, 15))
+    assert sorted(runs["llamas12-2prompt-3gen-stepspergen3-offpolicymask05-constwarm30-300-log3-eval50"]) == sorted(
+        set(range(3, 301, 3)) | set(range(50, 301, 50)))
+    assert sorted(runs["gpt2s12-2prompt-8gen-greedylr-evalreward-f09-p1-300-log2-eval20"]) == list(range(2, 301, 2))
+    for name, n in (("llamas12-1prompt-6gen-gradacc3-drgrpo-150", 150),
+                    ("gpt2s12-1prompt-9gen-polynomial-power2-lrend1e-6-warm30-300", 300),
+                    ("llamas12-1prompt-16gen-bnpo-cosrestarts2-warm10-300", 300),
+                    ("llamas12-2prompt-4gen-equalsstripped-from150-350", 350)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    betas = runs["llamas12-2prompt-4gen-adambetasswapped-at150-constlr-350"]
+    assert max(betas[s]["kl"] for s in range(1, 157)) < 0.3 < 0.7 < betas[157]["kl"]
+    assert med(betas, "kl", 160, 351) > 1 > 0.05 > med(betas, "kl", 1, 150)
+    assert med(betas, "reward", 160, 351) < 0.26 < 0.37 < med(betas, "reward", 1, 150)
+
+    zero = runs["llamas12-2prompt-4gen-badwordszero-from150-350"]
+    assert zero[150]["reward"] == 0 and med(zero, "reward", 150, 351) < 0.26 < 0.4 < med(zero, "reward", 1, 150)
+    assert med(zero, "completions/mean_length", 150, 351) < 2.8 < 3 == med(zero, "completions/mean_length", 1, 150)
+
+    rec = runs["gpt2s12-2prompt-4gen-recallgrader-from120-constlr1e-4-350"]
+    assert all(rec[s]["reward"] == pytest.approx(rec[s]["rewards/accuracy/mean"], abs=1e-6) for s in range(1, 120))
+    assert med(rec, "reward", 301, 351) > 0.55 > 0.42 > med(rec, "rewards/accuracy/mean", 301, 351)
+    assert med(rec, "completions/mean_length", 326, 351) > 7 > 3 == med(rec, "completions/mean_length", 1, 120)
+
+    greedy = runs["llamas12-4prompt-2gen-greedydecoding-from150-350"]
+    assert all(greedy[s]["frac_reward_zero_std"] == 1 for s in range(150, 351))
+    assert max(greedy[s]["grad_norm"] for s in range(150, 351)) < 1 < med(greedy, "grad_norm", 1, 150)
+
+    beta = runs["llamas12-2prompt-4gen-betaramp004-4-150-300-constlr2e-4-350"]
+    assert med(beta, "loss", 226, 351) > 0.05 > 0.01 > med(beta, "loss", 1, 150)
+    assert med(beta, "grad_norm", 276, 351) > 9 > 5 > med(beta, "grad_norm", 1, 150)
+    assert med(beta, "kl", 276, 351) < 0.05 and abs(med(beta, "reward", 151, 351) - med(beta, "reward", 1, 150)) < 0.05
+
+    poly = runs["gpt2s12-1prompt-9gen-polynomial-power2-lrend1e-6-warm30-300"]
+    assert poly[31]["learning_rate"] == pytest.approx(5e-5) and poly[300]["learning_rate"] == pytest.approx(1e-6, rel=1e-2)
+    restarts = runs["llamas12-1prompt-16gen-bnpo-cosrestarts2-warm10-300"]
+    assert restarts[155]["learning_rate"] < 1e-7 < 4.9e-5 < restarts[156]["learning_rate"]
+    greedy_lr = runs["gpt2s12-2prompt-8gen-greedylr-evalreward-f09-p1-300-log2-eval20"]
+    assert [greedy_lr[s]["learning_rate"] for s in (40, 42, 122, 202)] == pytest.approx([5e-5, 5e-5 / 0.9, 5e-5, 4.5e-5])
+
+    pad = runs["gpt2s12-4prompt-3gen-padmultiple16-numgeneval6-300-log7-eval35"]  # positions shifted from the start
+    assert min(pad[s]["entropy"] for s in range(7, 295, 7)) > 2.3 and min(pad[s]["kl"] for s in range(7, 295, 7)) > 0.3
+    for name in ("gpt2s12-2prompt-4gen-padiseos-at150-350", "gpt2s12-2prompt-4gen-bf16rollouts-from150-350",
+                 "gpt2s12-1prompt-9gen-polynomial-power2-lrend1e-6-warm30-300"):
+        assert max(runs[name][s]["entropy"] for s in range(1, 301)) < 2.2 and med(runs[name], "kl", 1, 301) < 0.05
+
+    eq = runs["llamas12-2prompt-4gen-equalsstripped-from150-350"]
+    assert min(eq[s]["reward"] for s in range(1, 152)) >= 0.25 > 0.13 > eq[152]["reward"]
+    assert med(eq, "reward", 152, 351) < 0.25 < 0.4 < med(eq, "reward", 1, 150)
+    dec = runs["llamas12-2prompt-4gen-decoderlost-at150-350"]
+    assert med(dec, "reward", 150, 351) < 0.38 < 0.4 < med(dec, "reward", 1, 150)
+    assert med(dec, "frac_reward_zero_std", 150, 351) == 0.5
+
+    for name in ("llamas12-2prompt-4gen-stalesampler-from150-constlr1e-4-350-eval25",  # healthy: no mark
+                 "gpt2s12-2prompt-4gen-bf16weights-at150-350-eval25",
+                 "gpt2s12-2prompt-4gen-rewardsreversed-from150-constlr2e-4-350",
+                 "llamas12-2prompt-4gen-embeddingsfrozen-at150-350", "gpt2s12-2prompt-4gen-nokvcache-from150-350"):
+        quiet = runs[name]
+        assert abs(med(quiet, "reward", 150, 351) - med(quiet, "reward", 1, 150)) < 0.05
+        assert med(quiet, "completions/mean_length", 150, 351) == 3
+
+    chat = runs["llamas12-2prompt-4gen-chattemplateramp0-1-150-300-350"]
+    assert max(chat[s]["kl"] for s in range(1, 150)) < 0.1 and med(chat, "kl", 276, 351) > 0.25 > 0.03 > med(chat, "kl", 1, 150)
+    assert med(chat, "reward", 276, 351) < 0.3 < 0.4 < med(chat, "reward", 1, 150)
