@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.registry import Registry
-from rlcockpit.trainer.reward_score import dapo_score, default_compute_score, gsm8k_score, math_score
+from rlcockpit.trainer.reward.score import dapo_score, default_compute_score, gsm8k_score, math_score
 
 RewardFn = Callable[..., Any]
 REWARDS: Registry[RewardFn] = Registry("reward")
@@ -35,7 +35,7 @@ class RewardFailureError(RuntimeError):
 @REWARDS.register("auto", "default", "default_compute_score")
 def auto_reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None,
                 **kwargs: Any) -> float | dict[str, Any]:
-    """By ``data_source``, as verl's ``default_compute_score`` (see :mod:`rlcockpit.trainer.reward_score`)."""
+    """By ``data_source``, as verl's ``default_compute_score`` (see :mod:`rlcockpit.trainer.reward.score`)."""
     return default_compute_score(data_source, solution_str, ground_truth, extra_info, **kwargs)
 
 

@@ -12,7 +12,7 @@ after ``####``; only the last 300 characters are searched; ``math_dapo`` scores 
 * ``math_dapo``, ``math``, ``math_dapo_reasoning``, ``aime*``: the last ``Answer: ...`` line (Minerva
   normalisation), else the last ``\\boxed{}`` in the final 100 characters: ``{"score": 1.0 | -1.0, "acc",
   "pred"}``;
-* ``hiyouga/geometry3k``: verl's geo3k reward (:mod:`rlcockpit.trainer.reward_geo3k`).
+* ``hiyouga/geometry3k``: verl's geo3k reward (:mod:`rlcockpit.trainer.reward.geo3k`).
 
 The normalisation tables are the published Minerva / lm-evaluation-harness rules, as verl uses them.
 ``tests/trainer/fixtures/verl_reward_cases.json`` holds verl's own results on a few hundred inputs
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rlcockpit.trainer.reward_geo3k import GEO3K_SOURCES, geo3k_score
+from rlcockpit.trainer.reward.geo3k import GEO3K_SOURCES, geo3k_score
 
 CLIP_CHARS = 300
 

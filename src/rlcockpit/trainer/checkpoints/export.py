@@ -17,7 +17,7 @@ from typing import Any
 
 def actor_dir(checkpoint: str | Path) -> Path:
     """The actor folder inside whatever the user pointed at."""
-    from rlcockpit.trainer import checkpoint as ckpt
+    from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 
     p = Path(checkpoint).expanduser()
     if (p / "config.json").is_file() or (p / "adapter_config.json").is_file():
