@@ -1,2 +1,3 @@
-"""Saving and resuming: verl's checkpoint layout (``checkpoint``), checkpoints as tracked artifacts
-(``artifacts``) and the Hugging Face export of a trained actor (``export``)."""
+"""The checkpoint room: saving and resuming in verl's checkpoint layout (``checkpoint``), checkpoints registered
+as versioned artifacts (``artifacts``) and a checkpoint's policy written as a Hugging Face model folder
+(``export``)."""

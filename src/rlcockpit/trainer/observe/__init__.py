@@ -1,3 +1,4 @@
-"""What the trainer measures about itself, under verl's metric keys: per-step metrics (``metrics``), validation
-metrics (``val_metrics``), DAPO's filter metric (``filter_metric``), FLOPs and MFU (``flops``), profiling
-(``profiling``), progress lines (``progress``) and the validation probe set (``probes``)."""
+"""The observe room: what the trainer measures about itself, under verl's metric keys: per-step metrics
+(``metrics``), validation metrics (``val_metrics``), DAPO's filter metric (``filter_metric``), FLOPs and MFU
+(``flops``), the profiler (``profiling``), the progress line (``progress``) and the validation probe set
+(``probes``)."""
