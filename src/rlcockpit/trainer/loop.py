@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from rlcockpit.registry import PROVIDERS
-from rlcockpit.tracking.reinit import OWN_RUN
-from rlcockpit.tracking.sweep_env import trial_run_id
+from rlcockpit.tracking.compat.reinit import OWN_RUN
+from rlcockpit.tracking.compat.sweep_env import trial_run_id
 from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 from rlcockpit.trainer.checkpoints.artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate

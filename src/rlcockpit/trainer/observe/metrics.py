@@ -200,7 +200,7 @@ def sample_rows(exp: Any, k: int) -> list[dict[str, Any]]:
     for i in keep:
         row = exp.rows[i]
         if row.images and id(row) not in images:
-            from rlcockpit.tracking.images import Image
+            from rlcockpit.tracking.media.images import Image
 
             images[id(row)] = [Image(im) for im in row.images]
         out.append({**({"images": images[id(row)]} if row.images else {}),

@@ -226,7 +226,7 @@ def generate(model: Any, tokenizer: Any, text: str, *, n: int, temperature: floa
 def _generate(args: argparse.Namespace) -> int:
     import torch
 
-    from rlcockpit.tracking.api import Api
+    from rlcockpit.tracking.read.api import Api
 
     if args.n < 1:
         raise ValueError("--n must be >= 1")

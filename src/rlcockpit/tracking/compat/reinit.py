@@ -87,6 +87,6 @@ def previous_run(reinit: Any, current: Any, live: list[Any], resume: Any, args: 
 
 
 def _error(message: str) -> Exception:
-    from rlcockpit.tracking.wandb_env import UsageError
+    from rlcockpit.tracking.compat.wandb_env import UsageError
 
     return UsageError(message)

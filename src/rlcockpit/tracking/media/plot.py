@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.tracking.media import Table
+from rlcockpit.tracking.media.rich import Table
 
 __all__ = ["Chart", "bar", "confusion_matrix", "histogram", "line", "line_series", "plot_table", "pr_curve",
            "roc_curve", "scatter"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from rlcockpit.store import open_store
 from rlcockpit.store.base import Store
-from rlcockpit.tracking import api_wandb
+from rlcockpit.tracking.read import api_wandb
 
 
 class RunSummary(dict):
@@ -198,7 +198,7 @@ class Api:
              per_page: int = 50, **_: Any) -> list[StoredRun]:
         """Runs, newest first. ``project`` may be W&B's ``"entity/project"`` path; ``filters`` a W&B
         (MongoDB-style) filter such as ``{"config.lr": 1e-5, "state": "finished"}``; ``order`` e.g.
-        ``"+summary_metrics.loss"`` (see :mod:`rlcockpit.tracking.api_wandb`)."""
+        ``"+summary_metrics.loss"`` (see :mod:`rlcockpit.tracking.read.api_wandb`)."""
         rows = self.store.list_runs(project)
         if not rows and project and "/" in project:
             rows = self.store.list_runs(api_wandb.split_path(project)[1])

@@ -1,9 +1,9 @@
 """The writer thread: everything a run does besides putting entries on its queue.
 
 Every ``poll_s`` (0.2 s) — or at once while entries keep coming — it drains the queue and turns the
-drain into: validated metric rows and per-key columns (:mod:`rlcockpit.tracking.convert`), cleaned
+drain into: validated metric rows and per-key columns (:mod:`rlcockpit.tracking.write.convert`), cleaned
 sample rows, events, findings; then one :class:`~rlcockpit.store.batch.WriteBatch` for the store
-(one transaction, through :class:`~rlcockpit.tracking.storelink.StoreWriter`: retried, never given up),
+(one transaction, through :class:`~rlcockpit.tracking.write.storelink.StoreWriter`: retried, never given up),
 one :class:`~rlcockpit.tracking.sinks.base.SinkBatch` per logger (each on its own thread), and the rows
 and samples for the observer thread. The summary goes out every ``flush_s`` (1 s), the heartbeat every
 ``heartbeat_s`` (5 s). Nothing here can raise into training; a drain that fails inside the writer is
@@ -24,8 +24,12 @@ import numpy as np
 
 from rlcockpit.redact import redact, redact_text
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
-from rlcockpit.tracking.convert import RowCleaner
-from rlcockpit.tracking.entries import (
+from rlcockpit.tracking.compat.wandb_compat import Aggregates, step_sync_points
+from rlcockpit.tracking.media.images import store_row_images
+from rlcockpit.tracking.observers import ObserverThread
+from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
+from rlcockpit.tracking.write.convert import RowCleaner
+from rlcockpit.tracking.write.entries import (
     ENTRY_BYTES,
     KEY_BYTES,
     SUMMARY_REMOVED,
@@ -45,13 +49,9 @@ from rlcockpit.tracking.entries import (
     Stop,
     SummarySet,
 )
-from rlcockpit.tracking.fanout import SinkWorker
-from rlcockpit.tracking.images import store_row_images
-from rlcockpit.tracking.observers import ObserverThread
-from rlcockpit.tracking.sinks.base import EventPart, FindingPart, RowsPart, SamplesPart, SinkBatch
-from rlcockpit.tracking.storelink import StoreWriter, describe_unwritten
-from rlcockpit.tracking.values import clean_sample_row, clean_value, key_problem
-from rlcockpit.tracking.wandb_compat import Aggregates, step_sync_points
+from rlcockpit.tracking.write.fanout import SinkWorker
+from rlcockpit.tracking.write.storelink import StoreWriter, describe_unwritten
+from rlcockpit.tracking.write.values import clean_sample_row, clean_value, key_problem
 
 logger = logging.getLogger("rlcockpit")
 

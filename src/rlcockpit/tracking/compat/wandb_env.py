@@ -1,7 +1,7 @@
 """W&B's module-level objects and environment beyond the run: ``wandb.AlertLevel`` and ``wait_duration`` for
 ``wandb.alert``, ``wandb.Settings``, and the ``WANDB_*`` variables a W&B launch script exports.
 
-Why apart from :mod:`rlcockpit.tracking.wandb_compat` (the run's W&B methods): these are read by ``init`` and
+Why apart from :mod:`rlcockpit.tracking.compat.wandb_compat` (the run's W&B methods): these are read by ``init`` and
 ``alert`` before or beside a run, and keeping them here keeps both modules readable.
 """
 

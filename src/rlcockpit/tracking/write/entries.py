@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from rlcockpit.store.batch import DataLoss
-from rlcockpit.tracking.images import image_bytes
+from rlcockpit.tracking.media.images import image_bytes
 
 ENTRY_BYTES = 240  # the entry tuple, the dict copy's fixed part, the timestamp float
 KEY_BYTES = 56  # per logged key: the dict slot (keys are shared with the caller) and the value object
@@ -102,7 +102,7 @@ class RunFieldsSet(NamedTuple):
 
 
 class DefineMetric(NamedTuple):
-    """``run.define_metric(...)``: a :class:`rlcockpit.tracking.wandb_compat.MetricDef` for the summary."""
+    """``run.define_metric(...)``: a :class:`rlcockpit.tracking.compat.wandb_compat.MetricDef` for the summary."""
 
     metric: Any
 

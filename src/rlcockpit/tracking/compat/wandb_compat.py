@@ -335,7 +335,7 @@ class WandbRunMethods:
         ``summary["val/loss"] == {"min": 0.12}``; ``step_metric`` is recorded in ``meta["metrics"]`` (the
         chart's x axis in W&B) and, unless ``step_sync=False``, its last value is stored at each step where a
         matching key was logged without it (W&B's ``step_sync``). Raises ``ValueError`` for a bad argument, as W&B raises its ``Error``."""
-        from rlcockpit.tracking.entries import DefineMetric
+        from rlcockpit.tracking.write.entries import DefineMetric
 
         d = metric_def(name, step_metric, summary, goal, hidden, step_sync)
         self._put_internal(DefineMetric(d))  # type: ignore[attr-defined]
@@ -346,7 +346,7 @@ class WandbRunMethods:
         return d
 
     def _config_changed(self) -> None:
-        from rlcockpit.tracking.entries import ConfigSet
+        from rlcockpit.tracking.write.entries import ConfigSet
 
         self._put_internal(ConfigSet(dict(self.config)))  # type: ignore[attr-defined]
 
@@ -395,7 +395,7 @@ class WandbRunMethods:
         self._set_fields(group=value)
 
     def _set_fields(self, **fields: Any) -> None:
-        from rlcockpit.tracking.entries import RunFieldsSet
+        from rlcockpit.tracking.write.entries import RunFieldsSet
 
         self._fields.update(fields)  # type: ignore[attr-defined]
         stored = safe_fields(fields)  # surrogates/NULs replaced, secrets masked (as at init)

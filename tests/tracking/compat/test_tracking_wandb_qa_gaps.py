@@ -23,7 +23,7 @@ from tracking_support import finish_current_run
 
 import rlcockpit
 import rlcockpit as wandb
-from rlcockpit.tracking import reinit as reinit_module
+from rlcockpit.tracking.compat import reinit as reinit_module
 
 
 @pytest.fixture(autouse=True)

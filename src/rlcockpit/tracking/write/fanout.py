@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rlcockpit.store.batch import DataLoss, merge_ranges
-from rlcockpit.tracking.entries import human_bytes
 from rlcockpit.tracking.sinks.base import (
     MAX_CONSECUTIVE_FAILURES,
     EventPart,
@@ -29,6 +28,7 @@ from rlcockpit.tracking.sinks.base import (
     Sink,
     SinkBatch,
 )
+from rlcockpit.tracking.write.entries import human_bytes
 
 logger = logging.getLogger("rlcockpit")
 

@@ -4,7 +4,7 @@ Why this shape: a run logs the same keys step after step, so consecutive entries
 tuple form a *block*; a block's keys are checked once per distinct key tuple (cached) and its values are
 converted with one C-level type check and one ``np.array`` call — about 15 ns per point instead of a
 Python loop per value. Anything unusual (a tensor, a nested dict, a string, an out-of-range int, a bad
-key) sends just that block through the careful per-value path in :mod:`rlcockpit.tracking.values`.
+key) sends just that block through the careful per-value path in :mod:`rlcockpit.tracking.write.values`.
 
 A list (``log({"x": [1, 2, 3]})``, or an array of 2..32 values) is no point either: it is collected in
 :attr:`RowCleaner.lists` for the writer to store beside the points, as W&B keeps it in its row, and is the
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from rlcockpit.store.batch import Series
-from rlcockpit.tracking.media import split_media
-from rlcockpit.tracking.values import fast_values, flatten, key_problem
+from rlcockpit.tracking.media.rich import split_media
+from rlcockpit.tracking.write.values import fast_values, flatten, key_problem
 
 logger = logging.getLogger("rlcockpit")
 

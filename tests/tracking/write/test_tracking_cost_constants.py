@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 import rlcockpit.tracking.run as run_module
-from rlcockpit.tracking import entries
+from rlcockpit.tracking.write import entries
 
 
 def test_run_log_charges_with_the_entries_constants() -> None:

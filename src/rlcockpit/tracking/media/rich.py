@@ -8,7 +8,7 @@ on ``AttributeError`` at ``wandb.Table``, and a rejected value would lose the da
   ``step`` / ``idx`` become ``table_step`` / ``table_idx``.
 * ``Histogram`` → four points: ``<key>/mean``, ``<key>/std``, ``<key>/min``, ``<key>/max``.
 * ``Image`` → stored content-addressed beside the store, a sample row per image (see
-  :mod:`rlcockpit.tracking.images`); the other media (``Html``, ``Video``...) → not stored: the key is rejected
+  :mod:`rlcockpit.tracking.media.images`); the other media (``Html``, ``Video``...) → not stored: the key is rejected
   with one warning saying so.
 
 The conversion runs on the writer thread (the training thread only copies the dict, as for any value).
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.tracking.images import Image, ImageList, is_image_list
+from rlcockpit.tracking.media.images import Image, ImageList, is_image_list
 
 __all__ = ["Audio", "Histogram", "Html", "Image", "Molecule", "Object3D", "Table", "Video"]
 

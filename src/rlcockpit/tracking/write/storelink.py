@@ -24,7 +24,7 @@ from typing import Any
 
 from rlcockpit.store.base import Store, StoreUnavailable
 from rlcockpit.store.batch import DataLoss, WriteBatch, merge_ranges
-from rlcockpit.tracking.entries import human_bytes
+from rlcockpit.tracking.write.entries import human_bytes
 
 logger = logging.getLogger("rlcockpit")
 
