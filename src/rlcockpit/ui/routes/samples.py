@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from rlcockpit.ui import analysis, sampleview
 from rlcockpit.ui.params import INT64_MAX, INT64_MIN, JSON, ApiError, Cockpit, OffsetQ, StepQ, cockpit
-from rlcockpit.ui.routes_runs import visible_run
+from rlcockpit.ui.routes.runs import visible_run
 from rlcockpit.ui.runfilter import FilterError
 
 router = APIRouter(prefix="/api", tags=["samples"])

@@ -20,7 +20,7 @@ from starlette.responses import StreamingResponse
 
 from rlcockpit.ui.live import LiveCursor
 from rlcockpit.ui.params import INT64_MAX, Cockpit, LangQ, StepQ, cockpit
-from rlcockpit.ui.routes_runs import visible_projects, visible_run
+from rlcockpit.ui.routes.runs import visible_projects, visible_run
 
 router = APIRouter(prefix="/api", tags=["live"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]

@@ -16,7 +16,7 @@ from rlcockpit.store.sql import open_database
 from rlcockpit.sweeps.data import best_so_far, importance_panel, parallel_coordinates, sweep_summary
 from rlcockpit.sweeps.state import SweepState
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, cockpit
-from rlcockpit.ui.routes_runs import visible_projects
+from rlcockpit.ui.routes.runs import visible_projects
 
 router = APIRouter(prefix="/api", tags=["sweeps"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]

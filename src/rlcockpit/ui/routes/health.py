@@ -19,7 +19,7 @@ from rlcockpit.metrics.guide import guide_as_dict
 from rlcockpit.ui import analysis
 from rlcockpit.ui.i18n import localize_diagnosis
 from rlcockpit.ui.params import JSON, Cockpit, LangQ, cockpit
-from rlcockpit.ui.routes_runs import visible_run
+from rlcockpit.ui.routes.runs import visible_run
 from rlcockpit.ui.security import REPORT_CSP
 
 router = APIRouter(prefix="/api", tags=["health"])

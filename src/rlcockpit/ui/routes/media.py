@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from rlcockpit.store.media import CONTENT_TYPES, MediaError, MediaStore, check_digest
 from rlcockpit.ui.params import ApiError, Cockpit, cockpit
-from rlcockpit.ui.routes_runs import visible_run
+from rlcockpit.ui.routes.runs import visible_run
 
 router = APIRouter(prefix="/api", tags=["media"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]

@@ -21,7 +21,7 @@ from rlcockpit.ui.params import (
     cockpit,
     split_list,
 )
-from rlcockpit.ui.routes_runs import visible_run
+from rlcockpit.ui.routes.runs import visible_run
 
 router = APIRouter(prefix="/api", tags=["series"])
 Ctx = Annotated[Cockpit, Depends(cockpit)]
