@@ -129,7 +129,7 @@ class Run(WandbRunMethods):
             self._parts.link._request = lambda: self._barrier("observers")
         self._parts.start()
         attach_hooks(self, self._parts, options.alerts, config, health=options.health)
-        if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote.py)
+        if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote/client.py)
             self.on_end(lambda *_: self.store.finish_run(self.id))
         hooks.install_exit_hooks(self)
 

@@ -1,7 +1,7 @@
 """The metric chunk table of the PostgreSQL store: writing chunk rows, merging a key's tail, reading a range.
 
 A chunk is up to :data:`CHUNK_POINTS` points of one key as three little-endian arrays (steps int64, values
-float64, timestamps float64), the SQLite store's format. Why apart from :mod:`rlcockpit.store.postgres`: that
+float64, timestamps float64), the SQLite store's format. Why apart from :mod:`rlcockpit.store.postgres.store`: that
 module decides *when* (transactions, key ids, the compaction schedule); this one knows how the points look in
 the table, so the write path and the compaction cut chunks the same way.
 """

@@ -3,7 +3,7 @@
 ``init(server=...)`` or ``RLCOCKPIT_SERVER=https://... RLCOCKPIT_TOKEN=...`` gives a run this store
 instead of the local SQLite one. Nothing else in tracking changes: the writer thread calls
 :meth:`RemoteStore.write_batch` once per drain as usual, which appends the batch to the spool (a local
-SQLite file, see :mod:`rlcockpit.store.spool`) and returns — so ``log()`` costs what it always did and
+SQLite file, see :mod:`rlcockpit.store.remote.spool`) and returns — so ``log()`` costs what it always did and
 the writer never waits on the network. The :class:`Uploader` thread sends spooled ops in order, many
 per request, and deletes them when the server acknowledges them.
 
@@ -42,9 +42,9 @@ from rlcockpit.store.base import Series, Store, StoreError, StoreFull, StoreUnav
 from rlcockpit.store.batch import DataLoss, WriteBatch
 from rlcockpit.store.clean import Refusal, refusal_losses, split_batch, split_run_row
 from rlcockpit.store.ratelimit import RepeatLimiter
+from rlcockpit.store.remote.spool import Spool
+from rlcockpit.store.remote.wire import dumps, encode_batch, op_losses
 from rlcockpit.store.rows import finding_record
-from rlcockpit.store.spool import Spool
-from rlcockpit.store.wire import dumps, encode_batch, op_losses
 
 logger = logging.getLogger("rlcockpit")
 

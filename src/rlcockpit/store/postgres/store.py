@@ -6,7 +6,7 @@ never rewrites a chunk. Each write appends one chunk per key (binary ``COPY``), 
 :data:`COMPACT_AFTER` writes of a key its small tail chunks are merged into full ones in the same
 transaction (the merged rows reuse the ids they replace, and chunk order is id order), so readers see
 few chunks and the table no dead tuples from tail rewrites. How chunks are written, merged and read back:
-:mod:`rlcockpit.store.postgres_chunks`.
+:mod:`rlcockpit.store.postgres.chunks`.
 
 Errors: a server that cannot be reached (refused, restarting, pool exhausted) is
 :class:`StoreUnavailable` (``io``), a lock or statement timeout :class:`StoreLocked`, a full disk
@@ -36,7 +36,7 @@ from rlcockpit.store.base import (
     effective_status,
 )
 from rlcockpit.store.batch import DataLoss, WriteBatch
-from rlcockpit.store.postgres_chunks import (
+from rlcockpit.store.postgres.chunks import (
     chunk_rows,
     insert_chunks,
     rewrite_tail,
@@ -44,8 +44,8 @@ from rlcockpit.store.postgres_chunks import (
     series_query,
     tail_chunks,
 )
-from rlcockpit.store.postgres_errors import probe, redact_url, translate_error
-from rlcockpit.store.postgres_schema import ensure_schema
+from rlcockpit.store.postgres.errors import probe, redact_url, translate_error
+from rlcockpit.store.postgres.schema import ensure_schema
 from rlcockpit.store.rows import escape_like, finding_record, loss_increment, sample_dicts
 from rlcockpit.store.sqlite import dumps
 

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from rlcockpit.store.postgres_errors import redact_url, translate_error
+from rlcockpit.store.postgres.errors import redact_url, translate_error
 from rlcockpit.store.sql import Cursor, Database
 
 _GLOBAL_LOCK = "rlcockpit-sql"
