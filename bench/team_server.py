@@ -42,7 +42,7 @@ from rlcockpit.server import schema as _schema  # noqa: E402,F401 - team tables
 from rlcockpit.server.accounts import Accounts  # noqa: E402
 from rlcockpit.server.pgcluster import PgCluster, free_port  # noqa: E402
 from rlcockpit.store.batch import WriteBatch  # noqa: E402
-from rlcockpit.store.postgres import PostgresStore  # noqa: E402
+from rlcockpit.store.postgres.store import PostgresStore  # noqa: E402
 
 PROJECT = "bench"
 BUDGET_MS = {"runs_list": 200, "run_series": 100}  # the dashboard's budgets (BENCHMARKS.md, dashboard latency)
@@ -51,7 +51,7 @@ BUDGET_MS = {"runs_list": 200, "run_series": 100}  # the dashboard's budgets (BE
 def client_proc(server: str, tokens: list[tuple[str, str]], spool_root: str, metrics: int, rate: float,
                 duration: float, out: mp.Queue) -> None:
     """One process of clients: each (run id, token) gets a RemoteStore and a producer thread."""
-    from rlcockpit.store.remote import RemoteStore
+    from rlcockpit.store.remote.client import RemoteStore
 
     keys = [f"bench/metric_{i:03d}" for i in range(metrics)]
     stores, produced, threads = {}, {}, []

@@ -84,7 +84,7 @@ def evaluate_model(model: Any, tok: Any, args: argparse.Namespace, workdir: str)
     from rlcockpit.trainer.collect import validate
     from rlcockpit.trainer.data import load_datasets
     from rlcockpit.trainer.models import autocast_factory
-    from rlcockpit.trainer.rewards import RewardManager
+    from rlcockpit.trainer.reward.rewards import RewardManager
     from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES
 
     cfg = _cfg(args, workdir)

@@ -18,19 +18,19 @@ from rlcockpit.version import __version__
 # The public API, loaded when first used (PEP 562): ``import rlcockpit.registry`` (the ground floor) or
 # ``rlcockpit.version`` must not pull in tracking and the store. Name -> the module that defines it.
 _PUBLIC: dict[str, str] = {
-    "plot": "rlcockpit.tracking.plot",  # a module: ``wandb.plot.line(...)`` and the other preset charts
-    "Api": "rlcockpit.tracking.api",
+    "plot": "rlcockpit.tracking.media.plot",  # a module: ``wandb.plot.line(...)`` and the other preset charts
+    "Api": "rlcockpit.tracking.read.api",
     "Artifact": "rlcockpit.tracking.artifacts",
     **dict.fromkeys(("Audio", "Histogram", "Html", "Image", "Molecule", "Object3D", "Table", "Video"),
-                    "rlcockpit.tracking.media"),
+                    "rlcockpit.tracking.media.rich"),
     **dict.fromkeys(("alert", "define_metric", "finish", "join", "log", "log_artifact", "log_model", "log_samples",
                      "mark_preempting", "unwatch", "use_artifact", "use_model"), "rlcockpit.tracking.module_api"),
-    "plot_table": "rlcockpit.tracking.plot",
+    "plot_table": "rlcockpit.tracking.media.plot",
     "Run": "rlcockpit.tracking.run",
     "init": "rlcockpit.tracking.run",
-    "Config": "rlcockpit.tracking.wandb_compat",
+    "Config": "rlcockpit.tracking.compat.wandb_compat",
     **dict.fromkeys(("AlertLevel", "CommError", "Error", "Settings", "UsageError", "errors", "require", "restore",
-                     "setup", "teardown", "termerror", "termlog", "termwarn", "util"), "rlcockpit.tracking.wandb_env"),
+                     "setup", "teardown", "termerror", "termlog", "termwarn", "util"), "rlcockpit.tracking.compat.wandb_env"),
 }
 
 

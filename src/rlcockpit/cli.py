@@ -21,7 +21,7 @@ from rlcockpit.preflight import cli as preflight_cli
 from rlcockpit.server import cli as server_cli
 from rlcockpit.store.base import StoreError
 from rlcockpit.sweeps import cli as sweeps_cli
-from rlcockpit.tracking import cli as tracking_cli
+from rlcockpit.tracking.read import cli as tracking_cli
 from rlcockpit.trainer import cli as trainer_cli
 from rlcockpit.trainer.rollout import generate as generate_cli
 from rlcockpit.ui import cli as ui_cli

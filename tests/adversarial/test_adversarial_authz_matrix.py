@@ -31,8 +31,8 @@ from starlette.routing import Mount
 import pg_support
 from rlcockpit.server.app import TeamServer
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
-from rlcockpit.store.wire import encode_batch
+from rlcockpit.store.remote.client import RemoteStore
+from rlcockpit.store.remote.wire import encode_batch
 
 A, B = "proj-alpha", "proj-bravo"
 RUN_A, NAME_A, KEY_A, RUN_B = "alpha-run-1", "alpha-secret-name", "alpha/metric", "bravo-run-1"

@@ -31,8 +31,8 @@ import pg_support
 from rlcockpit.server.app import TeamServer
 from rlcockpit.server.guard import Limits
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
-from rlcockpit.store.wire import encode_batch
+from rlcockpit.store.remote.client import RemoteStore
+from rlcockpit.store.remote.wire import encode_batch
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "qa" / "adversarial-ingest.md"
 COUNTS: Counter[str] = Counter()
@@ -260,7 +260,7 @@ def test_local_log_and_the_server_keep_the_same_keys_and_steps(server, tmp_path_
 def test_encode_is_what_the_server_decodes() -> None:
     """The wire keeps what the client cleaned bit-exact (a sanity check of the suite's oracle)."""
     b = WriteBatch(points={"k": (np.array([0, 2**63 - 1]), np.array([np.nan, -0.0]), np.zeros(2))})
-    from rlcockpit.store.wire import decode_batch
+    from rlcockpit.store.remote.wire import decode_batch
 
     got = decode_batch(json.loads(json.dumps(encode_batch(b))))
     assert got.points["k"][0].tolist() == [0, 2**63 - 1] and _bits(got.points["k"][1]) == _bits([np.nan, -0.0])

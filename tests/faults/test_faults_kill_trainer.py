@@ -20,7 +20,7 @@ from faults_support import child_env
 
 import rlcockpit
 from rlcockpit.cli import main
-from rlcockpit.trainer.checkpoint import list_checkpoints
+from rlcockpit.trainer.checkpoints.checkpoint import list_checkpoints
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]  # ~8 s per trainer process
 

@@ -13,7 +13,7 @@ from faults_support import DatabaseLocker
 import rlcockpit
 from rlcockpit.store import open_store
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.tracking.storelink import StoreWriter
+from rlcockpit.tracking.write.storelink import StoreWriter
 
 pytestmark = pytest.mark.faults
 

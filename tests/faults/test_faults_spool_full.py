@@ -13,8 +13,8 @@ import pytest
 from faults_support import log_then_fill_the_disk
 
 import rlcockpit
-from rlcockpit.store.spool import Spool
-from rlcockpit.store.wire import decode_batch
+from rlcockpit.store.remote.spool import Spool
+from rlcockpit.store.remote.wire import decode_batch
 
 pytestmark = pytest.mark.faults
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
+from rlcockpit.store.remote.client import RemoteStore
 
 KEY = "val/acc"
 

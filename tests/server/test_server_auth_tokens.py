@@ -17,7 +17,7 @@ import pytest
 from server_support import start_team
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
+from rlcockpit.store.remote.client import RemoteStore
 
 
 def _cli(db: str, *args: str) -> subprocess.CompletedProcess:

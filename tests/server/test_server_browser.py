@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
+from rlcockpit.store.remote.client import RemoteStore
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking"]

@@ -12,8 +12,8 @@ import pytest
 
 from rlcockpit.server.sync import spool_files
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
-from rlcockpit.store.wire import dumps, encode_batch
+from rlcockpit.store.remote.client import RemoteStore
+from rlcockpit.store.remote.wire import dumps, encode_batch
 
 
 def _steps(store, run_id, key):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
-from rlcockpit.store.wire import dumps, encode_batch
+from rlcockpit.store.remote.client import RemoteStore
+from rlcockpit.store.remote.wire import dumps, encode_batch
 
 
 def _pts(steps, value=1.0):
@@ -73,7 +73,7 @@ def test_hand_made_ops_with_unstorable_values_get_422_naming_the_field(team) -> 
 
 def test_the_postgres_store_refuses_values_as_value_refused_not_unavailable(pg_url) -> None:
     from rlcockpit.store.base import ValueRefused
-    from rlcockpit.store.postgres import PostgresStore
+    from rlcockpit.store.postgres.store import PostgresStore
 
     store = PostgresStore(pg_url)
     try:

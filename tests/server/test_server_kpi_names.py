@@ -8,7 +8,7 @@ import pytest
 
 from rlcockpit.server.kpi import parse_target
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
+from rlcockpit.store.remote.client import RemoteStore
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking"]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rlcockpit.store.base import StoreUnavailable
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.store import PostgresStore
 
 
 def _free_port() -> int:

@@ -33,7 +33,7 @@ def test_roles_decide_what_each_user_sees_and_may_do(team) -> None:
 
 
 def test_dashboard_lists_only_the_users_projects(team, tmp_path) -> None:
-    from rlcockpit.store.remote import RemoteStore
+    from rlcockpit.store.remote.client import RemoteStore
 
     for user, project in (("alice", "rl"), ("eve", "other")):
         remote = RemoteStore(team.url, team.tokens[user], spool_dir=tmp_path / user, start=False)

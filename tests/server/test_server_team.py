@@ -13,7 +13,7 @@ import pytest
 
 from rlcockpit.server.kpi import parse_target
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
+from rlcockpit.store.remote.client import RemoteStore
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import SERVER_ERROR_TRIES, RemoteStore
+from rlcockpit.store.remote.client import SERVER_ERROR_TRIES, RemoteStore
 
 
 class _Server(ThreadingHTTPServer):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
+from rlcockpit.store.postgres.sql import PostgresDatabase, portable
 from rlcockpit.store.sql import open_database
-from rlcockpit.store.sql_postgres import PostgresDatabase, portable
 from rlcockpit.sweeps.controller import Claim, next_trial
 from rlcockpit.sweeps.state import SweepState
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rlcockpit.store import open_store
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.sql import PostgresDatabase
+from rlcockpit.store.postgres.store import PostgresStore
 from rlcockpit.store.sql import SQLiteDatabase, open_database
-from rlcockpit.store.sql_postgres import PostgresDatabase
 from rlcockpit.store.sqlite import SQLiteStore
 from rlcockpit.store.urls import STORE_SCHEMES, url_kind
 

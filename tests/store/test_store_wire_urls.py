@@ -13,7 +13,7 @@ import pytest
 
 import rlcockpit
 from rlcockpit.store.batch import DataLoss, WriteBatch
-from rlcockpit.store.wire import BadBatch, decode_batch, encode_batch
+from rlcockpit.store.remote.wire import BadBatch, decode_batch, encode_batch
 
 
 def _b64(a, dtype):

@@ -219,6 +219,6 @@ def test_the_rules_catch_a_violation() -> None:
     assert {n for _, n in _violations("rlcockpit.trainer.loop", trainer)} == {"rlcockpit.preflight", "rlcockpit.health"}
     assert _violations("rlcockpit.registry", ast.parse("from rlcockpit.store import open_store\n"))
     text = "from rlcockpit.tracking.run import _current, __version__\nfrom .runinfo import _init_error\n"
-    assert _private_imports("rlcockpit.tracking.api", ast.parse(text)) == [
+    assert _private_imports("rlcockpit.tracking.parts", ast.parse(text)) == [
         (1, "rlcockpit.tracking.run._current"), (2, "rlcockpit.tracking.runinfo._init_error")]
     assert _private_imports("rlcockpit.tracking.run", ast.parse("from rlcockpit.tracking.run import _current\n")) == []

@@ -146,7 +146,7 @@ def test_wandb_gets_images_in_its_sample_table(start, store_dir: Path, monkeypat
 
 
 def test_queued_images_count_against_the_queue_bound() -> None:
-    from rlcockpit.tracking.entries import samples_cost
+    from rlcockpit.tracking.write.entries import samples_cost
 
     big = rlcockpit.Image(np.random.default_rng(0).integers(0, 255, (256, 256, 3), dtype=np.uint8))
     assert len(big.png) > 150_000  # noise does not compress

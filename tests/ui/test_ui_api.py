@@ -14,8 +14,8 @@ from ui_helpers import XSS_RESPONSE, get_json, http, running_server
 
 import rlcockpit
 from rlcockpit.store import open_store
-from rlcockpit.ui import routes_health
 from rlcockpit.ui.app import create_app
+from rlcockpit.ui.routes import health as routes_health
 
 
 def test_runs_list_has_status_metrics_and_findings(server, store_env) -> None:

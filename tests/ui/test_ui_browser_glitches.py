@@ -47,7 +47,7 @@ def _grpo_step_rows(n_prompts: int = 16, n: int = 16) -> list[dict]:
     from rlcockpit.trainer.collect import Experience
     from rlcockpit.trainer.config.schema import TrainerConfig
     from rlcockpit.trainer.data import PromptRow
-    from rlcockpit.trainer.metrics import sample_rows
+    from rlcockpit.trainer.observe.metrics import sample_rows
     from rlcockpit.trainer.rollout.engine import RolloutOutput
 
     bs = n_prompts * n

@@ -69,7 +69,7 @@ def run(name: str, spec: dict[str, Any], out: Path = OUT) -> Path:
     import rlcockpit.trainer.loop as loop
     import rlcockpit.trainer.state as tstate
     from rlcockpit.trainer import load_config
-    from rlcockpit.trainer.rewards import REWARDS
+    from rlcockpit.trainer.reward.rewards import REWARDS
 
     if "corpus_digit_overlap" not in REWARDS:
         REWARDS.register("corpus_digit_overlap")(digit_overlap)

@@ -194,7 +194,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     import rlcockpit.trainer.state as tstate
     from rlcockpit.store import open_store
     from rlcockpit.trainer import load_config
-    from rlcockpit.trainer.rewards import REWARDS
+    from rlcockpit.trainer.reward.rewards import REWARDS
 
     for name, fn in (("corpus_digit_overlap", digit_overlap),):
         if name not in REWARDS:

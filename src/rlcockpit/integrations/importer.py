@@ -32,8 +32,8 @@ from rlcockpit.integrations.readers import (
     merge_config_file,
 )
 from rlcockpit.integrations.verl_files import SourceError
-from rlcockpit.tracking.reinit import OWN_RUN
-from rlcockpit.tracking.values import BadStep, check_step
+from rlcockpit.tracking.compat.reinit import OWN_RUN
+from rlcockpit.tracking.write.values import BadStep, check_step
 
 logger = logging.getLogger("rlcockpit")
 FLUSH_EVERY = 5000  # rows; keeps the run's queue (bounded, drops when full) far from its limit

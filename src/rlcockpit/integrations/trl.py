@@ -23,7 +23,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from rlcockpit.integrations.chat_text import chat_text as _text
-from rlcockpit.tracking.reinit import OWN_RUN
+from rlcockpit.tracking.compat.reinit import OWN_RUN
 
 
 def _find_trainer(callback: TrainerCallback) -> Any:

@@ -62,7 +62,7 @@ class CockpitBackend:
     def __init__(self, project_name: str, experiment_name: str, config: Any = None) -> None:
         import rlcockpit
         from rlcockpit.integrations.verl_files import load_config_file, verl_config
-        from rlcockpit.tracking.reinit import OWN_RUN
+        from rlcockpit.tracking.compat.reinit import OWN_RUN
         from rlcockpit.tracking.runinfo import config_to_dict
 
         cfg = verl_config(config_to_dict(config) if config is not None else None)

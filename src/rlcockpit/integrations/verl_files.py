@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.integrations.verl_turns import turn_fields
-from rlcockpit.tracking.values import BadStep, check_step
+from rlcockpit.tracking.write.values import BadStep, check_step
 
 ROLLOUT_FILE = re.compile(r"^(\d+)\.jsonl$")
 # verl's LocalLogger prints ``step:N - key:value - ...`` as a whole line; what may stand before it is a launcher's

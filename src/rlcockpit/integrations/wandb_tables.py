@@ -18,7 +18,7 @@ Shapes, chosen so an imported run reads like the same run logged live:
 * verl's validation table (``val/generations``: columns ``step, input_1, output_1, score_1, ...``, one row per
   validation step) → one sample per (input, output, score): ``prompt``, ``response``, ``reward``,
   ``split: "val"``.
-* any other table → what ``run.log({"key": Table})`` stores live (:meth:`rlcockpit.tracking.media.Table.sample_rows`):
+* any other table → what ``run.log({"key": Table})`` stores live (:meth:`rlcockpit.tracking.media.rich.Table.sample_rows`):
   one row per table row, columns as they are, ``completion`` also as ``response``, a ``table`` column with
   the logged key.
 
@@ -120,7 +120,7 @@ def table_rows(key: str, columns: list[str], data: list[Any], config: Mapping[st
     width = _verl_width(columns)
     if width:
         return _verl_rows(key, columns, good, width), problems
-    from rlcockpit.tracking.media import Table
+    from rlcockpit.tracking.media.rich import Table
 
     return Table(columns=columns, data=good).sample_rows(key), problems
 

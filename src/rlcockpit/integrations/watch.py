@@ -34,7 +34,7 @@ from rlcockpit.integrations.verl_files import (
     rollout_files,
     verl_config,
 )
-from rlcockpit.tracking.reinit import OWN_RUN
+from rlcockpit.tracking.compat.reinit import OWN_RUN
 
 logger = logging.getLogger("rlcockpit")
 STATE_KEY = "watch"

@@ -115,7 +115,7 @@ def load_tokenizer_for(cfg: Any) -> Any:
 
 
 def _rule_reward(cfg: Any) -> bool:
-    from rlcockpit.trainer.rewards import reward_model_enabled
+    from rlcockpit.trainer.reward.rewards import reward_model_enabled
 
     return not reward_model_enabled(cfg)
 

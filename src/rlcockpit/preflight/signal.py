@@ -23,7 +23,7 @@ ROWS_PER_SOURCE = 4
 
 def answer_forms(data_source: str, answer: str) -> list[str]:
     """How a response states ``answer`` for this data source (several forms when the source is unknown)."""
-    from rlcockpit.trainer.reward_score import DAPO_SOURCES, GSM8K_SOURCES, MATH_SOURCES
+    from rlcockpit.trainer.reward.score import DAPO_SOURCES, GSM8K_SOURCES, MATH_SOURCES
 
     if data_source in GSM8K_SOURCES:
         return [f"The answer is {answer}.\n#### {answer}"]
@@ -58,7 +58,7 @@ def _score(manager: Any, row: Any, response: str) -> float:
 
 def check_reward(cfg: Any, rows: list[Any] | None = None, n_samples: int = ROWS_PER_SOURCE) -> list[CheckResult]:
     """The reward loads, returns finite numbers, and scores the right answer above a wrong one, per data source."""
-    from rlcockpit.trainer.rewards import RewardManager, reward_model_enabled
+    from rlcockpit.trainer.reward.rewards import RewardManager, reward_model_enabled
 
     name = "reward: learning signal"
     if reward_model_enabled(cfg):

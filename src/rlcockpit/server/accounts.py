@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the CLI reads this module's defaults without loading the PostgreSQL driver
-    from rlcockpit.store.postgres import PostgresStore
+    from rlcockpit.store.postgres.store import PostgresStore
 
 ROLES = ("viewer", "member", "admin")
 RANK = {r: i for i, r in enumerate(ROLES)}

@@ -28,7 +28,7 @@ from rlcockpit.server.accounts import Accounts
 from rlcockpit.server.guard import Limits, TeamGuard
 from rlcockpit.server.kpi import TEAM_USER_META, Kpis
 from rlcockpit.server.state import TeamState
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.store import PostgresStore
 from rlcockpit.ui.app import STATIC_DIR, create_app
 from rlcockpit.ui.params import JSON, ApiError
 from rlcockpit.ui.security import Principal, is_loopback

@@ -102,7 +102,7 @@ def _db(args: argparse.Namespace) -> str:
 def _accounts(args: argparse.Namespace):  # noqa: ANN202
     from rlcockpit.server import schema  # noqa: F401 - registers the team tables
     from rlcockpit.server.accounts import Accounts
-    from rlcockpit.store.postgres import PostgresStore
+    from rlcockpit.store.postgres.store import PostgresStore
 
     return Accounts(PostgresStore(_db(args), pool_size=2))
 
@@ -225,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from rlcockpit.server.sync import replay_spool, spool_files, sync_run
     from rlcockpit.store import resolve_dir
-    from rlcockpit.store.spool import Spool
+    from rlcockpit.store.remote.spool import Spool
     from rlcockpit.store.sqlite import SQLiteStore
 
     server = args.server or os.environ.get("RLCOCKPIT_SERVER")

@@ -34,7 +34,7 @@ from starlette.requests import HTTPConnection
 
 from rlcockpit.server.accounts import Accounts, User
 from rlcockpit.store.base import StoreError
-from rlcockpit.store.postgres import RUN_SCOPE
+from rlcockpit.store.postgres.store import RUN_SCOPE
 from rlcockpit.ui.security import CSP, TOKEN_COOKIE, Principal, host_is_loopback
 
 logger = logging.getLogger("rlcockpit.server")

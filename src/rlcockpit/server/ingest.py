@@ -1,6 +1,6 @@
 """Applying a client's ops to the team store: exactly once, in order, all of a request or none of it.
 
-One request carries the ops of one run from one client stream (see :mod:`rlcockpit.store.wire`). In
+One request carries the ops of one run from one client stream (see :mod:`rlcockpit.store.remote.wire`). In
 one transaction: take the run's advisory lock (two requests of the same run never interleave, across
 server processes too), read the stream's cursor, skip the ops at or below it (a retried request),
 check what is left (the caller's role in the run's project, steps never going backwards per key),
@@ -19,9 +19,9 @@ import numpy as np
 
 from rlcockpit.store.batch import WriteBatch
 from rlcockpit.store.clean import split_batch, split_run_row
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.store import PostgresStore
+from rlcockpit.store.remote.wire import BadBatch, decode_batch, decode_create, unpack
 from rlcockpit.store.rules import name_problem
-from rlcockpit.store.wire import BadBatch, decode_batch, decode_create, unpack
 
 MAX_OPS = 10_000
 

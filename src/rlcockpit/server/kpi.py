@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.store import PostgresStore
 
 logger = logging.getLogger("rlcockpit.server")
 OPS = (">=", "<=", ">", "<")

@@ -1,6 +1,6 @@
 """The ingestion API the remote logger speaks (``/api/v1``): write ops, run rows, sync state.
 
-``POST /api/v1/runs/{run}/ingest`` — body ``{"stream", "ops": [...]}`` (see :mod:`rlcockpit.store.wire`);
+``POST /api/v1/runs/{run}/ingest`` — body ``{"stream", "ops": [...]}`` (see :mod:`rlcockpit.store.remote.wire`);
 200 ``{"applied_through", "applied", "duplicates"}``; 400/422 malformed, a step going backwards, or a value
 breaking the store's rules (:mod:`rlcockpit.store.rules`: the message names the op and field),
 403 no ``member`` role in the run's project, 404 data for a run never created, 413 too large,
@@ -20,7 +20,7 @@ from starlette.responses import Response
 from rlcockpit.server.ingest import Refused, UnknownRun, ingest, parse_request
 from rlcockpit.server.state import TeamState, fail, require, team, user_of
 from rlcockpit.store.base import StoreUnavailable, ValueRefused
-from rlcockpit.store.wire import BadBatch
+from rlcockpit.store.remote.wire import BadBatch
 from rlcockpit.ui.params import JSON
 
 router = APIRouter(prefix="/api/v1")

@@ -7,7 +7,7 @@ views) / ratings (people's judgement of samples) / project_alerts (a project's a
 
 from __future__ import annotations
 
-from rlcockpit.store.postgres_schema import register_part
+from rlcockpit.store.postgres.schema import register_part
 
 TEAM_V1 = (
     """CREATE TABLE IF NOT EXISTS users (

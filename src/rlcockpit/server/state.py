@@ -12,7 +12,7 @@ from fastapi import Request
 
 from rlcockpit.server.accounts import Accounts, User
 from rlcockpit.server.guard import Limits
-from rlcockpit.store.postgres import PostgresStore
+from rlcockpit.store.postgres.store import PostgresStore
 from rlcockpit.ui.params import ApiError
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from rlcockpit.store.batch import WriteBatch
-from rlcockpit.store.remote import RemoteStore
-from rlcockpit.store.spool import Spool
+from rlcockpit.store.remote.client import RemoteStore
+from rlcockpit.store.remote.spool import Spool
 
 POINTS_PER_OP = 200_000
 

@@ -1,6 +1,6 @@
 """What a store can hold: the one home for the limits on metric keys, steps, text and run fields.
 
-Why one module: ``log()`` (:mod:`rlcockpit.tracking.values`), the remote client (:mod:`rlcockpit.store.remote`,
+Why one module: ``log()`` (:mod:`rlcockpit.tracking.write.values`), the remote client (:mod:`rlcockpit.store.remote.client`,
 which cleans each batch before it is spooled) and the team server (:mod:`rlcockpit.server.ingest`, which refuses
 an op breaking them with a 422 naming the field) must agree — a key accepted locally but refused by the server
 used to lose every good point sent with it.

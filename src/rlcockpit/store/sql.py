@@ -144,8 +144,8 @@ def open_database(dir: str | os.PathLike[str] | None = None, *, read_only: bool 
     target = os.fspath(dir) if dir is not None else (os.environ.get("RLCOCKPIT_STORE") or None)
     if target is not None and "://" in target:
         scheme, kind = target.split("://", 1)[0].lower(), url_kind(target)  # the schemes' one home: store/urls.py
-        if kind == "postgresql":  # the team server's database (store/sql_postgres.py)
-            from rlcockpit.store.sql_postgres import PostgresDatabase
+        if kind == "postgresql":  # the team server's database (store/postgres/sql.py)
+            from rlcockpit.store.postgres.sql import PostgresDatabase
 
             return PostgresDatabase(postgres_dsn(target), read_only=read_only)
         if kind != "sqlite":

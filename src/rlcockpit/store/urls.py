@@ -67,7 +67,7 @@ def open_url(url: str) -> Store:
 
         return SQLiteStore(sqlite_dir(url))
     if kind == "postgresql":
-        from rlcockpit.store.postgres import PostgresStore
+        from rlcockpit.store.postgres.store import PostgresStore
 
         return PostgresStore(postgres_dsn(url))
     if scheme in ("http", "https"):
@@ -86,7 +86,7 @@ def open_run_store(dir: Path, *, dir_given: bool, store: str | os.PathLike[str] 
 
     server = server or os.environ.get("RLCOCKPIT_SERVER") or None
     if server:
-        from rlcockpit.store.remote import RemoteStore
+        from rlcockpit.store.remote.client import RemoteStore
 
         return RemoteStore(server, token or os.environ.get("RLCOCKPIT_TOKEN") or None, spool_dir=dir / "spool")
     if isinstance(store, Store):

@@ -41,7 +41,7 @@ from rlcockpit.sweeps.controller import Claim, next_trial, summarize
 from rlcockpit.sweeps.metric_key import resolve_key
 from rlcockpit.sweeps.params import flat_params
 from rlcockpit.sweeps.state import SweepState
-from rlcockpit.tracking import sweep_env
+from rlcockpit.tracking.compat import sweep_env
 
 HEARTBEAT_S = 5.0
 KILL_GRACE_S = 30.0

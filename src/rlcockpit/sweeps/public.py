@@ -50,7 +50,7 @@ class PublicSweep:
         ``order`` (W&B's ``"+summary_metrics.loss"`` form) over the runs' summaries; None when no trial has
         a value yet."""
         if order is not None:
-            from rlcockpit.tracking.api_wandb import order_rows
+            from rlcockpit.tracking.read.api_wandb import order_rows
 
             runs = {r.id: r for r in self.runs}
             rows = order_rows([r.to_dict() for r in runs.values()], order)

@@ -65,7 +65,7 @@ class Artifact:
     def add(self, obj: Any, name: str) -> None:
         """As W&B's ``artifact.add(table, "my_table")``: a ``Table`` stored as ``<name>.table.json``
         (W&B's file name and its ``columns`` / ``data`` layout)."""
-        from rlcockpit.tracking.media import Table
+        from rlcockpit.tracking.media.rich import Table
 
         if not isinstance(obj, Table):
             raise TypeError(f"Artifact.add({name!r}): only a Table can be added (got {type(obj).__name__}); "

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Protocol
 
 from rlcockpit.registry import Registry
 from rlcockpit.store.batch import merge_ranges
-from rlcockpit.tracking.entries import Barrier, ConfigChange, Derived, Event, FindingIn, Stop
+from rlcockpit.tracking.write.entries import Barrier, ConfigChange, Derived, Event, FindingIn, Stop
 
 logger = logging.getLogger("rlcockpit")
 

@@ -23,12 +23,12 @@ from typing import Any
 
 from rlcockpit.registry import Registry
 from rlcockpit.store.media import MediaStore
-from rlcockpit.tracking.fanout import SinkWorker
 from rlcockpit.tracking.observers import OBSERVERS, GuardrailLink, ObserverThread
 from rlcockpit.tracking.sinks import SINKS, MissingExtra, RunInfo, Sink, StoreSink
 from rlcockpit.tracking.sinks.base import finding_text
-from rlcockpit.tracking.storelink import StoreWriter
-from rlcockpit.tracking.writer import Writer
+from rlcockpit.tracking.write.fanout import SinkWorker
+from rlcockpit.tracking.write.storelink import StoreWriter
+from rlcockpit.tracking.write.writer import Writer
 
 logger = logging.getLogger("rlcockpit")
 

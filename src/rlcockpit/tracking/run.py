@@ -32,8 +32,28 @@ from rlcockpit.store.batch import DataLoss, merge_ranges
 from rlcockpit.store.ratelimit import RepeatLimiter, kind_of
 from rlcockpit.store.urls import open_run_store
 from rlcockpit.tracking import hooks
-from rlcockpit.tracking import reinit as reinit_module
-from rlcockpit.tracking.entries import (
+from rlcockpit.tracking.compat import reinit as reinit_module
+from rlcockpit.tracking.compat.wandb_compat import (
+    Config,
+    DisabledRun,
+    WandbRunMethods,
+    check_init_args,
+    filter_config,
+    normalize_resume,
+)
+from rlcockpit.tracking.compat.wandb_env import (
+    alert_level,
+    alert_suppressed,
+    config_defaults,
+    wandb_env_default,
+)
+from rlcockpit.tracking.init_args import check_init_fields
+from rlcockpit.tracking.media.rich import Table, snapshot_tables
+from rlcockpit.tracking.observers import GuardrailLink
+from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
+from rlcockpit.tracking.runinfo import Summary, config_to_dict, init_error, open_run_row
+from rlcockpit.tracking.sinks import Sink
+from rlcockpit.tracking.write.entries import (
     ENTRY_BYTES,
     KEY_BYTES,
     Barrier,
@@ -48,22 +68,7 @@ from rlcockpit.tracking.entries import (
     human_bytes,
     samples_cost,
 )
-from rlcockpit.tracking.init_args import check_init_fields
-from rlcockpit.tracking.media import Table, snapshot_tables
-from rlcockpit.tracking.observers import GuardrailLink
-from rlcockpit.tracking.parts import DEFAULT_MAX_QUEUE_BYTES, RunOptions, attach_hooks, build_parts
-from rlcockpit.tracking.runinfo import Summary, config_to_dict, init_error, open_run_row
-from rlcockpit.tracking.sinks import Sink
-from rlcockpit.tracking.values import MAX_STEP, BadStep, check_step
-from rlcockpit.tracking.wandb_compat import (
-    Config,
-    DisabledRun,
-    WandbRunMethods,
-    check_init_args,
-    filter_config,
-    normalize_resume,
-)
-from rlcockpit.tracking.wandb_env import alert_level, alert_suppressed, config_defaults, wandb_env_default
+from rlcockpit.tracking.write.values import MAX_STEP, BadStep, check_step
 
 logger = logging.getLogger("rlcockpit")
 
@@ -124,7 +129,7 @@ class Run(WandbRunMethods):
             self._parts.link._request = lambda: self._barrier("observers")
         self._parts.start()
         attach_hooks(self, self._parts, options.alerts, config, health=options.health)
-        if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote.py)
+        if hasattr(self.store, "finish_run"):  # a team server: finish() waits for the upload (store/remote/client.py)
             self.on_end(lambda *_: self.store.finish_run(self.id))
         hooks.install_exit_hooks(self)
 
@@ -463,11 +468,11 @@ def init(
     W&B's arguments work too (docs/tracking.md#coming-from-wb): ``job_type``/``entity`` (stored in ``meta``),
     ``mode="disabled"`` (a run that stores nothing), ``reinit`` (while a run is active: W&B's default returns
     it in a script and finishes it in a notebook; ``"finish_previous"``/``True``, ``"return_previous"``/``False``,
-    ``"create_new"``: see :mod:`rlcockpit.tracking.reinit`), ``resume=True``/``"allow"``/``"must"``/``"never"``
+    ``"create_new"``: see :mod:`rlcockpit.tracking.compat.reinit`), ``resume=True``/``"allow"``/``"must"``/``"never"``
     with ``id=`` (that run id), ``config_include_keys``/``config_exclude_keys``; cloud-only ones are accepted.
     """
     global _current
-    from rlcockpit.tracking.sweep_env import claim_trial, taken_elsewhere
+    from rlcockpit.tracking.compat.sweep_env import claim_trial, taken_elsewhere
 
     check_init_args(wandb_args)
     if mode not in (None, "online", "offline", "shared", "disabled"):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcockpit.store.base import Store, StoreError, StoreUnavailable, boot_id
-from rlcockpit.tracking.entries import SUMMARY_REMOVED, SummarySet
+from rlcockpit.tracking.write.entries import SUMMARY_REMOVED, SummarySet
 
 
 class Summary(dict):
@@ -74,7 +74,7 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     if config is None:
         return {}
     if isinstance(config, (str, os.PathLike)):  # W&B: a path to a YAML config file
-        from rlcockpit.tracking.wandb_env import wandb_config_file
+        from rlcockpit.tracking.compat.wandb_env import wandb_config_file
 
         return wandb_config_file(config)
     if type(config).__module__.startswith("omegaconf"):

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from rlcockpit.tracking.entries import metrics_cost
+from rlcockpit.tracking.write.entries import metrics_cost
 
 logger = logging.getLogger("rlcockpit")
 GB = 1024**3

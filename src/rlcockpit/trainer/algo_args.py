@@ -22,7 +22,7 @@ from rlcockpit.algos import (
     accepted_params,
 )
 from rlcockpit.algos.rollout_corr import parse_is_threshold, parse_rs_options, parse_rs_thresholds
-from rlcockpit.trainer.filter_metric import validate_filter_metric
+from rlcockpit.trainer.observe.filter_metric import validate_filter_metric
 
 if TYPE_CHECKING:
     from rlcockpit.trainer.config import Config

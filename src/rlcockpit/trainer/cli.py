@@ -138,7 +138,7 @@ def register(subparsers: Any) -> None:
     d.add_argument("overrides", nargs="*", help="extra overrides")
     d.set_defaults(func=_demo)
 
-    from rlcockpit.trainer.export import register as register_export
+    from rlcockpit.trainer.checkpoints.export import register as register_export
 
     register_export(subparsers)
 

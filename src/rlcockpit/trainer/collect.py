@@ -21,11 +21,11 @@ from rlcockpit.algos import dynamic_sampling_mask, overlong_penalty
 from rlcockpit.trainer.algo_args import wants_rollout_log_probs
 from rlcockpit.trainer.config import Config
 from rlcockpit.trainer.data import PromptLoader, PromptRow
-from rlcockpit.trainer.filter_metric import filter_metric_values
-from rlcockpit.trainer.profiling import phase
-from rlcockpit.trainer.rewards import RewardManager, extra_metrics
+from rlcockpit.trainer.observe.filter_metric import filter_metric_values
+from rlcockpit.trainer.observe.profiling import phase
+from rlcockpit.trainer.observe.val_metrics import validation_metrics
+from rlcockpit.trainer.reward.rewards import RewardManager, extra_metrics
 from rlcockpit.trainer.rollout.engine import RolloutEngine, RolloutOutput, SamplingParams
-from rlcockpit.trainer.val_metrics import validation_metrics
 from rlcockpit.trainer.vision.inputs import vl_batch
 
 
@@ -212,7 +212,7 @@ def validate(cfg: Config, engine: RolloutEngine, tokenizer: Any, reward: RewardM
     ``val-aux/<src>/reward/mean@<n>`` (with DAPO's overlong penalty: verl validates with the same reward
     manager), and ``val-aux/<src>/<key>/mean@<n>`` for its other numeric keys (``overlong_reward`` and
     ``overlong`` with ``reward.overlong_buffer.log``); with ``n`` = ``val_kwargs.n`` > 1 also verl's std@n, best@k, worst@k and (with a ``pred``) maj@k estimates
-    (:mod:`rlcockpit.trainer.val_metrics`). Greedy unless ``val_kwargs.do_sample``."""
+    (:mod:`rlcockpit.trainer.observe.val_metrics`). Greedy unless ``val_kwargs.do_sample``."""
     if not rows:
         return {}, []
     params = val_sampling_params(cfg)

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from rlcockpit.registry import PROVIDERS
-from rlcockpit.tracking.reinit import OWN_RUN
-from rlcockpit.tracking.sweep_env import trial_run_id
-from rlcockpit.trainer import checkpoint as ckpt
-from rlcockpit.trainer.checkpoint_artifacts import note_validation, register_checkpoint
+from rlcockpit.tracking.compat.reinit import OWN_RUN
+from rlcockpit.tracking.compat.sweep_env import trial_run_id
+from rlcockpit.trainer.checkpoints import checkpoint as ckpt
+from rlcockpit.trainer.checkpoints.artifacts import note_validation, register_checkpoint
 from rlcockpit.trainer.collect import collect, validate
 from rlcockpit.trainer.config import Config, no_effect_table, to_dict
 from rlcockpit.trainer.distributed.rollout import sharded_policy_passes
@@ -36,13 +36,13 @@ from rlcockpit.trainer.distributed.run import (
     quiet,
     rank_metrics,
 )
-from rlcockpit.trainer.flops import mfu
 from rlcockpit.trainer.guardrails import Guardrails
-from rlcockpit.trainer.metrics import data_metrics, global_seqlen_metrics, perf_metrics, sample_rows
-from rlcockpit.trainer.probes import log_probes
-from rlcockpit.trainer.profiling import StepProfiler, phase
-from rlcockpit.trainer.progress import Progress
-from rlcockpit.trainer.rewards import RewardFailureError
+from rlcockpit.trainer.observe.flops import mfu
+from rlcockpit.trainer.observe.metrics import data_metrics, global_seqlen_metrics, perf_metrics, sample_rows
+from rlcockpit.trainer.observe.probes import log_probes
+from rlcockpit.trainer.observe.profiling import StepProfiler, phase
+from rlcockpit.trainer.observe.progress import Progress
+from rlcockpit.trainer.reward.rewards import RewardFailureError
 from rlcockpit.trainer.rollout.check import rollout_probs_metrics
 from rlcockpit.trainer.state import (  # noqa: F401 - re-exported: the loop's public helpers
     State,
@@ -199,7 +199,7 @@ def save_and_note(st: Any, run: Any, guard: Any) -> Any:
     path = save(st, run.id, guard)
     st.dist.barrier()
     run.log_event("checkpoint", {"path": str(path), "step": st.step}, step=st.step)
-    register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoint_artifacts.py)
+    register_checkpoint(run, st, path)  # policy:vN, policy:best by validation accuracy (trainer/checkpoints/artifacts.py)
     return path
 
 

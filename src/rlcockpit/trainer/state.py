@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from rlcockpit.algos import get_kl_controller
-from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 from rlcockpit.trainer.config import Config, canonical, to_dict
 from rlcockpit.trainer.cpu_threads import auto_threads
 from rlcockpit.trainer.data import PromptLoader, load_datasets
@@ -36,7 +36,7 @@ from rlcockpit.trainer.models import (
     resolve_device,
     tokenizer_path,
 )
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.reward.rewards import RewardManager
 from rlcockpit.trainer.rollout import vllm as rollout_vllm  # noqa: F401 - registers rollout.name=vllm
 from rlcockpit.trainer.rollout.engine import ROLLOUT_ENGINES
 from rlcockpit.trainer.vision.inputs import config_of, load_vl_processor, vl_engine_note

@@ -21,10 +21,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from rlcockpit.store.base import Store
-from rlcockpit.ui import routes_health, routes_live, routes_runs, routes_samples, routes_series, routes_sweeps
 from rlcockpit.ui.params import JSON, ApiError, Cockpit, validation_message
 from rlcockpit.ui.respcache import ResponseCache, if_none_match
-from rlcockpit.ui.routes_media import router as media_router
+from rlcockpit.ui.routes import health as routes_health
+from rlcockpit.ui.routes import live as routes_live
+from rlcockpit.ui.routes import runs as routes_runs
+from rlcockpit.ui.routes import samples as routes_samples
+from rlcockpit.ui.routes import series as routes_series
+from rlcockpit.ui.routes import sweeps as routes_sweeps
+from rlcockpit.ui.routes.media import router as media_router
 from rlcockpit.ui.security import Auth, Guard
 from rlcockpit.version import __version__
 

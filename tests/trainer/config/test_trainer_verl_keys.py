@@ -17,8 +17,8 @@ import torch
 from verl_metric_keys import VERL_PY, verl_step_keys
 
 from rlcockpit.trainer.distributed.group import Dist
-from rlcockpit.trainer.flops import mfu, peak_flops, train_flops
-from rlcockpit.trainer.metrics import global_seqlen_metrics, perf_metrics
+from rlcockpit.trainer.observe.flops import mfu, peak_flops, train_flops
+from rlcockpit.trainer.observe.metrics import global_seqlen_metrics, perf_metrics
 
 # not in verl 0.9.1's step: rlcockpit's own names, and perf/cpu_memory_used_gb (verl's before 0.9, same meaning)
 EXTRAS = {"reward/failures", "reward/failure_rate", "actor/nonfinite_skipped", "perf/cpu_memory_used_gb"}

@@ -37,7 +37,7 @@ def test_dapo_reward_manager_kwargs_are_the_overlong_buffer_not_reward_function_
 
 
 def test_dapo_reward_kwargs_do_not_break_a_gsm8k_reward_call():
-    from rlcockpit.trainer.rewards import RewardManager
+    from rlcockpit.trainer.reward.rewards import RewardManager
 
     cfg = load_config(overrides=[
         "+reward_model.reward_kwargs.overlong_buffer_cfg.enable=True", "+reward_model.reward_kwargs.max_resp_len=16",

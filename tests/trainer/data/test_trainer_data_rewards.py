@@ -7,7 +7,7 @@ import pytest
 
 from rlcockpit.trainer.config import DataConfig, load_config
 from rlcockpit.trainer.data import DataError, PromptLoader, encode_rows, load_rows
-from rlcockpit.trainer.rewards import REWARDS, RewardFailureError, RewardManager, load_custom_fn
+from rlcockpit.trainer.reward.rewards import REWARDS, RewardFailureError, RewardManager, load_custom_fn
 from rlcockpit.trainer.tiny import build_char_tokenizer
 
 

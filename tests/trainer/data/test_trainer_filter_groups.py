@@ -12,7 +12,7 @@ from rlcockpit.algos import dynamic_sampling_mask
 from rlcockpit.trainer.collect import DynamicSamplingExhausted, Experience
 from rlcockpit.trainer.config import ConfigError, load_config, no_effect_table
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.filter_metric import FilterMetricError, filter_metric_values, reward_extra_info
+from rlcockpit.trainer.observe.filter_metric import FilterMetricError, filter_metric_values, reward_extra_info
 
 
 def _cfg(*extra: str):

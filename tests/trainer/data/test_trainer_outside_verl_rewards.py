@@ -23,11 +23,11 @@ from verl_scripts import replace_values, script_overrides
 import rlcockpit
 from rlcockpit.trainer.config import ConfigError, load_config
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.reward.rewards import RewardManager
 
 OUTSIDE = Path(__file__).resolve().parents[1] / "fixtures" / "outside"
 # the ReTool file imports verl.utils.reward_score.math_dapo; here it is rlcockpit's port of that rule
-MATH_DAPO = '''from rlcockpit.trainer.reward_score import dapo_score
+MATH_DAPO = '''from rlcockpit.trainer.reward.score import dapo_score
 
 
 class math_dapo:  # verl.utils.reward_score.math_dapo's entry point

@@ -16,7 +16,7 @@ import torch
 
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.reward.rewards import RewardManager
 
 # rows in full_hh_rlhf.py's generate_rl_dataset shape
 ROWS = [PromptRow(prompt=[{"role": "user", "content": p}], ground_truth=r, data_source="Dahoas/full-hh-rlhf",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from rlcockpit.trainer.config import load_config
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.reward.rewards import RewardManager
 
 ASYNC_FN = '''
 import asyncio

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rlcockpit.trainer.reward_score import NoDefaultReward, default_compute_score
-from rlcockpit.trainer.rewards import REWARDS, RewardManager
+from rlcockpit.trainer.reward.rewards import REWARDS, RewardManager
+from rlcockpit.trainer.reward.score import NoDefaultReward, default_compute_score
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VERL_PY = Path(__file__).resolve().parents[3] / ".venv-verl" / "bin" / "python"
@@ -55,7 +55,7 @@ def test_auto_reward_is_the_default_and_unknown_sources_fail_clearly():
 def test_dict_rewards_keep_extra_keys_for_logging():
     from rlcockpit.trainer.config import load_config
     from rlcockpit.trainer.data import PromptRow
-    from rlcockpit.trainer.rewards import extra_metrics
+    from rlcockpit.trainer.reward.rewards import extra_metrics
 
     mgr = RewardManager.from_config(load_config(log=None))
     row = PromptRow(prompt="q", ground_truth="42", data_source="math_dapo")

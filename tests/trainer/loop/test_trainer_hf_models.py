@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import rlcockpit
-from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.loop import train
 

@@ -7,7 +7,7 @@ import torch
 
 import rlcockpit
 from rlcockpit.health import Action, Finding
-from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 from rlcockpit.trainer.guardrails import Guardrails
 from rlcockpit.trainer.loop import apply_live, build, save, train
 

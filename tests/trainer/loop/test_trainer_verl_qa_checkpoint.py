@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlcockpit.trainer import checkpoint as ckpt
+from rlcockpit.trainer.checkpoints import checkpoint as ckpt
 
 
 def _verl_checkpoint(root, step: int = 20, hf: bool = True):

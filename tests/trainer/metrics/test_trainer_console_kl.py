@@ -9,7 +9,7 @@ import pytest
 import rlcockpit
 from rlcockpit.algos import get_kl_controller
 from rlcockpit.trainer.config import load_config
-from rlcockpit.trainer.progress import Progress
+from rlcockpit.trainer.observe.progress import Progress
 from rlcockpit.trainer.state import clamp_kl
 
 METRICS = {"critic/score/mean": 0.5, "actor/entropy": 1.25, "actor/ppo_kl": 0.001, "response_length/mean": 3.0}

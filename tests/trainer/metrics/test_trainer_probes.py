@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rlcockpit.store import open_store
 from rlcockpit.trainer.loop import train
-from rlcockpit.trainer.probes import PROBE_KIND, probe_rows
+from rlcockpit.trainer.observe.probes import PROBE_KIND, probe_rows
 
 
 def test_probe_rows_mark_and_number_prompts() -> None:

@@ -13,7 +13,7 @@ import torch
 import rlcockpit
 from rlcockpit.store import open_store
 from rlcockpit.trainer.loop import train
-from rlcockpit.trainer.profiling import StepProfiler
+from rlcockpit.trainer.observe.profiling import StepProfiler
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcockpit.trainer.val_metrics import subset_sizes, validation_metrics
+from rlcockpit.trainer.observe.val_metrics import subset_sizes, validation_metrics
 
 REPO = Path(__file__).parents[3]
 VERL_PY = REPO / ".venv-verl" / "bin" / "python"
@@ -93,7 +93,7 @@ def test_aborted_responses_are_counted_as_verl_does():
     qa-verl: the trainer did not log them). A response with no token is aborted."""
     import torch
 
-    from rlcockpit.trainer.metrics import data_metrics
+    from rlcockpit.trainer.observe.metrics import data_metrics
 
     mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0], [1, 0, 0, 0]])
     zeros = torch.zeros(4, 4)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlcockpit.trainer.metrics import data_metrics, timing_per_token, value_metrics
+from rlcockpit.trainer.observe.metrics import data_metrics, timing_per_token, value_metrics
 
 REPO = Path(__file__).parents[3]
 VERL_PY = REPO / ".venv-verl" / "bin" / "python"
@@ -119,7 +119,7 @@ def _variance_batch(seed: int, with_is: bool) -> dict[str, torch.Tensor]:
 def test_variance_proxy_metrics_match_verl(with_is, grad_norm, tmp_path):
     """verl logs variance_proxy/* whenever the batch holds sum_pi_squared (calculate_sum_pi_squared or the
     optimal-token-baseline estimators); rlcockpit did not log them at all before."""
-    from rlcockpit.trainer.metrics import variance_proxy_metrics
+    from rlcockpit.trainer.observe.metrics import variance_proxy_metrics
 
     batch = _variance_batch(3, with_is)
     case = tmp_path / "case.json"

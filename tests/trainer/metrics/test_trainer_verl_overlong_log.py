@@ -21,9 +21,9 @@ from trainer_batches import ByteTokenizer, EchoEngine
 from rlcockpit.trainer.collect import apply_overlong, generate_once, validate
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.filter_metric import reward_extra_info
-from rlcockpit.trainer.metrics import sample_rows
-from rlcockpit.trainer.rewards import RewardManager, load_custom_fn
+from rlcockpit.trainer.observe.filter_metric import reward_extra_info
+from rlcockpit.trainer.observe.metrics import sample_rows
+from rlcockpit.trainer.reward.rewards import RewardManager, load_custom_fn
 
 VERL_PY = Path(__file__).resolve().parents[3] / ".venv-verl" / "bin" / "python"
 RESPONSES = ["7", "xx7", "abcdef", "abc7efg", "abcdefgh", "7bcdefghij"]  # 1..10 tokens; 6 = the ramp's start
@@ -158,7 +158,7 @@ def test_without_log_no_keys_but_the_penalty_still_applies(tmp_path):
 
 def test_filter_metric_can_group_on_overlong(tmp_path):
     """verl's DAPO trainer can filter groups on any reward_extra_info key: ``overlong`` included."""
-    from rlcockpit.trainer.filter_metric import filter_metric_values
+    from rlcockpit.trainer.observe.filter_metric import filter_metric_values
 
     cfg = _cfg(tmp_path, "as_float")
     cfg.rollout.n = 1

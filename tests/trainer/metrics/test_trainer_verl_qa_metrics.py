@@ -11,7 +11,7 @@ from trainer_batches import ByteTokenizer, EchoEngine
 from rlcockpit.trainer.collect import validate
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.reward.rewards import RewardManager
 
 
 def _rows(source: str) -> list[PromptRow]:

@@ -11,8 +11,8 @@ from trainer_batches import ByteTokenizer, EchoEngine
 from rlcockpit.trainer.collect import generate_once
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import PromptRow
-from rlcockpit.trainer.metrics import sample_rows
-from rlcockpit.trainer.rewards import RewardManager
+from rlcockpit.trainer.observe.metrics import sample_rows
+from rlcockpit.trainer.reward.rewards import RewardManager
 from rlcockpit.ui.sampleview import grpo_groups
 
 REWARD = "def score(data_source, solution_str, ground_truth, extra_info=None):\n    return float(ground_truth in solution_str)\n"

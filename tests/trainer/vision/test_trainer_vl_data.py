@@ -14,7 +14,7 @@ from PIL import Image
 
 from rlcockpit.trainer.config import load_config
 from rlcockpit.trainer.data import DataError, load_datasets, load_rows
-from rlcockpit.trainer.reward_score import default_compute_score
+from rlcockpit.trainer.reward.score import default_compute_score
 from rlcockpit.trainer.vision.data import build_messages, max_pixels_of
 
 INSTRUCTION = (r"You FIRST think about the reasoning process as an internal monologue and then provide the final "

@@ -53,7 +53,7 @@ from real_trainer import digit_overlap
 
 from rlcockpit.algos import ADV_ESTIMATORS
 from rlcockpit.algos.advantages import compute_grpo_outcome_advantage
-from rlcockpit.trainer.rewards import REWARDS
+from rlcockpit.trainer.reward.rewards import REWARDS
 
 OUT = Path(__file__).resolve().parents[2] / "real" / "rlcockpit_trainer_cpu14"
 

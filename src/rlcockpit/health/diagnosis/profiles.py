@@ -1,7 +1,7 @@
 """Profiler results in the diagnosis: the top-ops tables of the steps run with ``trainer.profile_steps``.
 
 The trainer stores one ``profile`` event per profiled step (trace path + top ops by self time, see
-``rlcockpit.trainer.profiling``); this module only reads and formats them, so ``diagnose`` shows where
+``rlcockpit.trainer.observe.profiling``); this module only reads and formats them, so ``diagnose`` shows where
 a step's time went next to what went wrong.
 """
 

@@ -2,7 +2,7 @@
 your own).
 
 A sink is opened once per run and then only ever called from its own thread (one
-:class:`~rlcockpit.tracking.fanout.SinkWorker` per sink), in batches, so it may do blocking IO: a sink that
+:class:`~rlcockpit.tracking.write.fanout.SinkWorker` per sink), in batches, so it may do blocking IO: a sink that
 hangs holds up only itself. Each batch it could not take (it raised, or its bounded queue was full while it
 hung) is recorded on the run as a ``data_lost`` event naming the sink; a failing sink is reported once per
 method, and after :data:`MAX_CONSECUTIVE_FAILURES` failures in a row it is disabled (recorded too) — the

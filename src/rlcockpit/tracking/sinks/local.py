@@ -12,8 +12,8 @@ from typing import Any
 from rlcockpit.metrics.headline import HEADLINE_KEYS
 from rlcockpit.redact import redact_text
 from rlcockpit.store.base import Store
-from rlcockpit.tracking.convert import rows_to_columns
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, RunInfo, Sink, finding_text
+from rlcockpit.tracking.write.convert import rows_to_columns
 
 
 @SINKS.register("rlcockpit", "store", "local")
@@ -21,7 +21,7 @@ class StoreSink(Sink):
     """The embedded store (always on unless left out of ``loggers``): what the CLI, dashboard and health read.
 
     A run writes its own store from its writer thread (one transaction per drain, retried while the store
-    cannot be written; see :mod:`rlcockpit.tracking.storelink`); this class is the name ``rlcockpit`` in
+    cannot be written; see :mod:`rlcockpit.tracking.write.storelink`); this class is the name ``rlcockpit`` in
     :data:`SINKS`, and a plain sink for writing a run into *another* store: ``sinks=[StoreSink(store)]``."""
 
     name = "rlcockpit"

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlcockpit.tracking.images import sample_images
+from rlcockpit.tracking.media.images import sample_images
 from rlcockpit.tracking.runinfo import flatten_config
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rlcockpit.tracking.images import sample_images
+from rlcockpit.tracking.media.images import sample_images
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 MAX_TEXT_ROWS = 64  # samples shown per step in the text tab; the store keeps all of them

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlcockpit.redact import redact_argv
-from rlcockpit.tracking.images import sample_images
+from rlcockpit.tracking.media.images import sample_images
 from rlcockpit.tracking.sinks.base import SINKS, MetricRows, MissingExtra, RunInfo, Sink
 
 SAMPLE_COLUMNS = ("step", "prompt", "response", "reward")

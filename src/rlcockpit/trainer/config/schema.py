@@ -311,9 +311,9 @@ class RewardConfig:
     """Rule rewards by name; ``auto`` picks one per ``data_source`` as verl's ``default_compute_score``."""
 
     name: str = opt("auto", "rule reward; auto = by data_source as verl (gsm8k, MATH, math_dapo/AIME, arith)",
-                    registry="rlcockpit.trainer.rewards:REWARDS", only_here=True)
+                    registry="rlcockpit.trainer.reward.rewards:REWARDS", only_here=True)
     val_name: str | None = opt(None, "reward used for validation accuracy; null = the training reward",
-                               registry="rlcockpit.trainer.rewards:REWARDS", only_here=True)
+                               registry="rlcockpit.trainer.reward.rewards:REWARDS", only_here=True)
     kwargs: dict[str, Any] = opt(factory=dict, help="extra keyword arguments for the reward function",
                                  only_here=True)
     max_failure_rate: float = opt(0.2, "stop when this fraction of reward calls has raised", only_here=True)

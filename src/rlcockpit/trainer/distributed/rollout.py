@@ -61,7 +61,7 @@ class ShardedEngine:
 
 
 class ShardedReward:
-    """A :class:`~rlcockpit.trainer.rewards.RewardManager` scoring this rank's rows; every rank gets all
+    """A :class:`~rlcockpit.trainer.reward.rewards.RewardManager` scoring this rank's rows; every rank gets all
     scores and extras, and the same (global) call/failure counts, so ``check()`` agrees on every rank."""
 
     def __init__(self, inner: Any, dist: Dist) -> None:

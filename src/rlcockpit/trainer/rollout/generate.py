@@ -146,7 +146,7 @@ def _read_prompt_file(path: Path) -> list[dict[str, Any]]:
 def _reward_fn(name: str | None, config: dict[str, Any]) -> tuple[Any, str | None]:
     """``(function, label)``: ``--reward NAME``, else the reward the producing run's config selects, as the
     trainer resolves it (a custom function file first, then ``reward.name``); ``(None, None)`` if none."""
-    from rlcockpit.trainer.rewards import REWARDS, load_custom_fn, resolve_reward_fn
+    from rlcockpit.trainer.reward.rewards import REWARDS, load_custom_fn, resolve_reward_fn
 
     if name:
         return REWARDS.get(name), name
@@ -226,7 +226,7 @@ def generate(model: Any, tokenizer: Any, text: str, *, n: int, temperature: floa
 def _generate(args: argparse.Namespace) -> int:
     import torch
 
-    from rlcockpit.tracking.api import Api
+    from rlcockpit.tracking.read.api import Api
 
     if args.n < 1:
         raise ValueError("--n must be >= 1")

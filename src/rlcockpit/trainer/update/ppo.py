@@ -45,9 +45,9 @@ from rlcockpit.algos import (
 from rlcockpit.trainer.algo_args import loss_scale_factor, policy_loss_kwargs, policy_loss_name
 from rlcockpit.trainer.config import Config, micro_batch_size
 from rlcockpit.trainer.distributed.group import SINGLE, Dist
-from rlcockpit.trainer.flops import mfu
-from rlcockpit.trainer.metrics import variance_proxy_metrics, worker_memory_metrics
 from rlcockpit.trainer.models import forward_policy, forward_values, reference_context
+from rlcockpit.trainer.observe.flops import mfu
+from rlcockpit.trainer.observe.metrics import variance_proxy_metrics, worker_memory_metrics
 from rlcockpit.trainer.update.packing import forward_packed
 from rlcockpit.trainer.vision.inputs import vl_scoring_pass
 
