@@ -422,7 +422,8 @@ class KLSpike(StartReferenced):
     steps before, and 4 of the 84 batches before passed 0.53).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
-    the first steps). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
+    the first steps), and so, until the reference window holds ``window`` batches, does each held value of a spike or
+    a jump (a dozen batches have not shown a small batch's KL its bursts). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
     steps (TRL's ``num_iterations=2``: the generating step and the reuse step, see :mod:`rlcockpit.health.repeats`)
     needs ``sustain`` / ``warn_hold`` batches, the reference is taken over the last ``window`` batches, and a
     median's standard error is that of the batches it holds."""
@@ -476,6 +477,16 @@ class KLSpike(StartReferenced):
         se = self._spread * 1.2533 / math.sqrt(max(len(vals) // period, 1))
         return low, math.log(low / self._ref) / se
 
+    def _young_bar(self, period: int) -> float:
+        """The bar each held value must also clear where the candidate's reference window held fewer than ``window``
+        batches (the run just past its warm-up): the warm-up's own, ``early_abs`` and ``early_ratio`` x the first
+        logged KL; -inf once the window is full. A dozen batches have not shown a small batch's KL its bursts yet
+        (0.35, 0.24, 0.25 at steps 11-13 against a median of 0.04 over the ten before, where 0.3-0.5 came back
+        every few steps for the rest of the run): a jump out of so short a window is judged as the warm-up is."""
+        if self._window_n >= self.p["window"] * period:
+            return -math.inf
+        return max(self.p["early_abs"], self.p["early_ratio"] * abs(self._start))
+
     def _beyond_memory(self, track: Track, low: float) -> bool:
         """Whether ``low`` is above the same share of the last ``tail_memory`` logged values before the candidate
         spike as ``tail_allow`` is of ``window`` (5 of 100): a level the run's single batches pass one time in
@@ -528,7 +539,8 @@ class KLSpike(StartReferenced):
         # judged on the lowest of them: each held batch must be beyond what the window's single batches reached
         low = min(track.tail(n))
         if track.n > n and self._streak >= n and low > floor and z > p["z"] and sudden \
-                and held > p["warn_abs"] and low > self._tail and self._beyond_memory(track, low):
+                and held > p["warn_abs"] and low > self._tail and low > self._young_bar(period) \
+                and self._beyond_memory(track, low):
             vals |= {"held": held, "z": z}
             return self.fire(step, "critical", f"KL spiked to {fmt(v)} and held: the median of its last {n} logged "
                              f"values is {fmt(held)}, {held / self._ref:.1f}x "
@@ -538,7 +550,8 @@ class KLSpike(StartReferenced):
         k = int(p["warn_hold"]) * period
         both, z2 = min(track.tail(k)), self._held(track, k, period)[1]
         if self._streak >= k and both > p["warn_abs"] and both > p["warn_ratio"] * self._ref and z2 > p["z_warn"] \
-                and self._before < p["prev_abs"] and both > self._tail and self._beyond_memory(track, both):
+                and self._before < p["prev_abs"] and both > self._tail and both > self._young_bar(period) \
+                and self._beyond_memory(track, both):
             return self.fire(step, "warning", f"KL jumped from {fmt(self._before)} to {fmt(v)} and stayed there "
                              f"for {k} logged steps (at least {both / self._ref:.1f}x "
                              f"{versus(self._ref, self._level, 'median', over)})", values=vals | {"held": both, "z": z2},

@@ -172,7 +172,10 @@ class ThroughputDrop(Detector):
     other job stretches whichever phase runs, so it takes a few steps to see that every phase slowed); without a split, so is a CPU run's slowdown that stays above ``cpu_unexplained_ratio`` of its
     level (a machine shared with one more job halves the speed). On a CPU run, split or not, a low stretch that is
     erratic (its log spread above ``cpu_steady``: the speed jumping about as
-    other jobs come and go, where a slowdown of the run's own making keeps its new pace) is info too. (On a GPU run a uniform slowdown, clocks or a
+    other jobs come and go, where a slowdown of the run's own making keeps its new pace) is info too, and so is one
+    longer than ten speeds whose step-to-step log spread over the whole stretch (up to ``window``) is above it (other
+    jobs leave a long stretch at one pace for ten steps now and then; a ramp of the run's own moves its pace little
+    from one step to the next). (On a GPU run a uniform slowdown, clocks or a
     slower node, stays a warning.) On any run, a low stretch no slower than speeds the run already held at
     ``held_frac`` or more of its earlier logged steps (an even sample of the whole run before the reference window)
     is info: the reference was an unusually fast stretch (on a shared machine, the other jobs gone for a while) and
@@ -282,6 +285,19 @@ class ThroughputDrop(Detector):
         logs = [math.log(max(v, 1e-12)) for v in low]
         mid = median(logs)
         spread = 1.4826 * median([abs(x - mid) for x in logs])
+        return spread if spread > self.p["cpu_steady"] else None
+
+    def _jumpy(self, low: list[float]) -> float | None:
+        """The step-to-step log spread (1.4826 x MAD of the successive differences of the logs, / sqrt(2)) of a CPU
+        run's whole low stretch longer than the ten speeds :meth:`_erratic` reads (up to ``window``), when it is above
+        ``cpu_steady`` (None otherwise). Other jobs that come and go over a long stretch leave it at one pace for ten
+        steps now and then (0.6-1.3 s a step for 20 steps, where it was 0.13: the newest ten at 0.58-0.95 read as
+        steady); a slowdown of the run's own making, a step or a ramp, moves its pace little from one step to the
+        next (differences, not the spread around the median: a ramp's own trend is no jumping about)."""
+        logs = [math.log(max(v, 1e-12)) for v in low]
+        diffs = [b - a for a, b in zip(logs, logs[1:])]
+        mid = median(diffs)
+        spread = 1.4826 * median([abs(x - mid) for x in diffs]) / math.sqrt(2.0)
         return spread if spread > self.p["cpu_steady"] else None
 
     def _shift(self, now: dict[str, float]) -> float | None:
@@ -547,12 +563,15 @@ class ThroughputDrop(Detector):
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, a speed "
                              f"the run already held at {held:.0%} of its earlier logged steps: the level before was "
                              "unusually fast, not this one slow", values=vals_out, step_start=self._onset)
-        erratic = self._erratic(vals[-k:]) if cpu else None
+        erratic, span = self._erratic(vals[-k:]) if cpu else None, k
+        whole = min(self._low_n + k0 - 1, int(p["window"]))
+        if cpu and erratic is None and whole > k:
+            erratic, span = self._jumpy(vals[-whole:]), whole
         if erratic is not None:
             _label, vals_out = self._low_values(s, ratio, step)
             vals_out["low_spread"], vals_out["before_spread"] = erratic, self._noise
             return self.fire(step, "info", f"{what} at {ratio:.0%} of its level before step {self._onset}, erratic "
-                             f"(its log spread {erratic:.2f} over the last {k} logged steps, {self._noise:.2f} before): "
+                             f"(its log spread {erratic:.2f} over the last {span} logged steps, {self._noise:.2f} before): "
                              "other work on the same machine, most likely", values=vals_out, step_start=self._onset)
         if ratio < p["critical_ratio"] and step - self._onset >= p["sustain"] and not cpu:
             # a CPU-only run stays at a warning: on a CPU the likeliest cause is the machine's other work
