@@ -166,7 +166,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "warn), nothing changed but that rule's bar (issue 29, branch h-reward13); then every run's "
                          "grad norm scanned for four steps in a row above the previous 50's 95% quantile "
                          "(grad_spike's new level-shift warning): its iter2-800 healthy run does it at 2.4x their "
-                         "median, under the 4x bar, nothing changed (issue 29, branch h-grad14)",
+                         "median, under the 4x bar, nothing changed (issue 29, branch h-grad14)"
+                          "; then its qwen2 iter2 healthy run's kl (0.3-7 single batches at 100-180, logged twice per batch) "
+                          "was read to size the blow-ups rule's floor; nothing changed for it (issue 29, branch h-trlmiss16)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -287,7 +289,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-reward13); then every run's grad norm scanned for a level shift and the "
                          "vespo-adafactor-600 healthy run's read at 440-520 (ordinary swings of 0.01-66, no four "
                          "steps above the previous 50's largest): grad_spike's new level-shift warning stays off it; "
-                         "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14)",
+                         "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14)"
+                          "; then its slowgenramp run's step_time was read; nothing changed for it (issue 29, branch "
+                          "h-trlmiss16)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -315,7 +319,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " (onset 170), not adopted (issue 29, branch h-cpu11miss); then the paid reward against"
                               " the task score it equalled read on every run where the two part (where reward_cliff's"
                               " new parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29,"
-                              " branch h-reward13)",
+                              " branch h-reward13)"
+                          "; then its stuck-loader run's entropy slow-fall state was read by mistake (a search by run name); "
+                          "nothing changed for it (issue 29, branch h-trlmiss16)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -334,7 +340,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "score up by less than its noise is no gain (issue 29, branch h-entrise); then the paid "
                          "reward against the task score it equalled read on every run where the two part (where "
                          "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
-                         "(issue 29, branch h-reward13)",
+                         "(issue 29, branch h-reward13)"
+                          "; then its gentemp2at200 run's kl, entropy, length and reward around 200 and its stuck-loader run's "
+                          "entropy slow-fall state were read; nothing changed for them (issue 29, branch h-trlmiss16)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -591,7 +599,10 @@ DEVELOPED_ON: dict[str, str] = {
                           " step) (issue 29, branch h-quiet14); then every run's grad norm scanned for four steps in "
                           "a row above the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
                           "numiter3 and sortedbydifficulty healthy runs do it at 2.2-2.7x their median, under the 4x "
-                          "bar, nothing changed (issue 29, branch h-grad14)",
+                          "bar, nothing changed (issue 29, branch h-grad14)"
+                          "; then its syncrefalphaneg05 and sortedbydifficulty runs' kl was read (to keep the blow-ups rule "
+                          "from a KL climbing from 0.0003 and from a healthy bursty KL: the severe_above floor); nothing "
+                          "changed for them (issue 29, branch h-trlmiss16)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
@@ -635,7 +646,9 @@ DEVELOPED_ON: dict[str, str] = {
                           " h-quiet14); then every run's grad norm scanned for four steps in a row above the previous"
                           " 50's 95% quantile (grad_spike's new level-shift warning): its schedsteppedtwice healthy "
                           "run does it at 2.6x their median, under the 4x bar, nothing changed (issue 29, branch "
-                          "h-grad14)",
+                          "h-grad14)"
+                          "; then its one-prompt ramp's entropy slow-fall state (its CUSUM alarmed from 55, the mean 7% under "
+                          "its level at onset) was read; nothing changed for it (issue 29, branch h-trlmiss16)",
     "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score and "
@@ -648,7 +661,12 @@ DEVELOPED_ON: dict[str, str] = {
                           "robust noise ~0.15, steps to 0.84-1.13 at the resume at 150 and holds: a third of its level"
                           ", ~4.5 noise units, under the sudden-fall rule's 8 and no halving; warned only by the drift"
                           " at 167): entropy_collapse's new held-step rule (4 of the last 5 values 4 noise units and "
-                          "30% under the 30-value median) warns at 154, detected (issue 29, branch h-ent15)",
+                          "30% under the 30-value median) warns at 154, detected (issue 29, branch h-ent15)"
+                          "; then its leaked-answer ramp's kl per step (single batches 1.1-20 at 190-205 against a median near "
+                          "0.1), its weight-decay-50 and temperature-anneal runs' entropy slow-fall state and the ropetheta100 "
+                          "healthy run's kl were read: kl_spike's new blow-ups-recurring rule warns the leaked-answer ramp at "
+                          "201, detected; the temperature anneal (a 10% fall of the 12-step mean by onset+15 that healthy runs "
+                          "of every trainer source also show) and weight decay 50 stay missed (issue 29, branch h-trlmiss16)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
