@@ -135,10 +135,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "the lead moved down to (issue 29, branch h-lrramp); then the paid reward against the task "
                          "score it equalled read on every run where the two part (where reward_cliff's new "
                          "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
-                         "h-reward13)"
-                         "; then lr30's kl at 1-300 read: kl_rising's range warning at 94 is a burst (0.1-0.47 at "
-                         "73-112 against a median of 0.036, back by 115), left: no rule found that tells it from the "
-                         "range warnings that detect (issue 29, branch h-early16)",
+                         "h-reward13); then lr30's kl at 1-300 read: kl_rising's range warning at 94 is a burst "
+                         "(0.1-0.47 at 73-112 against a median of 0.036, back by 115), left: no rule found that tells"
+                         " it from the range warnings that detect (issue 29, branch h-early16)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -169,7 +168,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "warn), nothing changed but that rule's bar (issue 29, branch h-reward13); then every run's "
                          "grad norm scanned for four steps in a row above the previous 50's 95% quantile "
                          "(grad_spike's new level-shift warning): its iter2-800 healthy run does it at 2.4x their "
-                         "median, under the 4x bar, nothing changed (issue 29, branch h-grad14)",
+                         "median, under the 4x bar, nothing changed (issue 29, branch h-grad14); then its qwen2 iter2"
+                         " healthy run's kl (0.3-7 single batches at 100-180, logged twice per batch) was read to "
+                         "size the blow-ups rule's floor; nothing changed for it (issue 29, branch h-trlmiss16)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -208,10 +209,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "range rule critical once the KL kept climbing after the warning (issue 29, branch "
                          "h-lrramp); then the paid reward against the task score it equalled read on every run where "
                          "the two part (where reward_cliff's new parted-both-ways rule would warn), nothing changed "
-                         "but that rule's bar (issue 29, branch h-reward13)"
-                         "; then lrramp100's kl and learning_rate at 100-240 read: the range warning at 206 follows "
-                         "the lr ramp from 202 (4.2x at 206), an early sign of the labelled collapse, left (issue 29,"
-                         " branch h-early16)",
+                         "but that rule's bar (issue 29, branch h-reward13); then lrramp100's kl and learning_rate at"
+                         " 100-240 read: the range warning at 206 follows the lr ramp from 202 (4.2x at 206), an "
+                         "early sign of the labelled collapse, left (issue 29, branch h-early16)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -271,10 +271,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "run read (209 kept) (issue 29, branch h-cliff); then the paid reward against the task "
                               "score it equalled read on every run where the two part (where reward_cliff's new "
                               "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
-                              "branch h-reward13)"
-                              "; then refnoise3x200's actor/kl_loss at 100-205 read: kl_rising's range warning at 174"
-                              " is a burst (0.14-0.9 at 162-172 against 0.06, back by 176), left: no rule found that "
-                              "tells it from the range warnings that detect (issue 29, branch h-early16)",
+                              "branch h-reward13); then refnoise3x200's actor/kl_loss at 100-205 read: kl_rising's "
+                              "range warning at 174 is a burst (0.14-0.9 at 162-172 against 0.06, back by 176), left:"
+                              " no rule found that tells it from the range warnings that detect (issue 29, branch "
+                              "h-early16)",
     "trl_cpu_settings7": "scored once held out (at e41fbd3: recall 2/5, 1 critical and 3 warnings on healthy runs); "
                          "then its healthy luspo run's kl was read: kl_spike's critical clears the warning's absolute"
                          " bar; its emptypasses150 run's reward and rewards/accuracy/mean were read: "
@@ -296,16 +296,18 @@ DEVELOPED_ON: dict[str, str] = {
                          "h-reward13); then every run's grad norm scanned for a level shift and the "
                          "vespo-adafactor-600 healthy run's read at 440-520 (ordinary swings of 0.01-66, no four "
                          "steps above the previous 50's largest): grad_spike's new level-shift warning stays off it; "
-                         "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14)",
+                         "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14); "
+                         "then its slowgenramp run's step_time was read; nothing changed for it (issue 29, branch "
+                         "h-trlmiss16)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
                             "their bars (issue 29, branch h-detect14); its two llmjudge runs' findings and labels "
                             "were printed: the alerts at 28, 31 and 34 fall in the onset range the labels call "
-                            "defensible (26-33), left (issue 29, branch h-early)"
-                            "; then Easy-llmjudge's reward/f and reward/g at 0-50 read: g rises 0.14 -> 0.2-0.3 from "
-                            "~26 while f stays ~0: the alerts at 28 and 31 (and Medium-llmjudge's at 34) are early "
-                            "signs of the hacking, left (issue 29, branch h-early16)",
+                            "defensible (26-33), left (issue 29, branch h-early); then Easy-llmjudge's reward/f and "
+                            "reward/g at 0-50 read: g rises 0.14 -> 0.2-0.3 from ~26 while f stays ~0: the alerts at "
+                            "28 and 31 (and Medium-llmjudge's at 34) are early signs of the hacking, left (issue 29, "
+                            "branch h-early16)",
     "trl_state_public3": "scored held out at 30dd218 (recall 1/1, median delay 15); then its run's clipped ratio, "
                          "mean / min length were read: truncation's standing ratio is a change once the share of "
                          "answers that fit the limit halved (issue 29, branch h-detect14)",
@@ -327,10 +329,11 @@ DEVELOPED_ON: dict[str, str] = {
                               " (onset 170), not adopted (issue 29, branch h-cpu11miss); then the paid reward against"
                               " the task score it equalled read on every run where the two part (where reward_cliff's"
                               " new parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29,"
-                              " branch h-reward13)"
-                              "; then refswap-s3at200's actor/kl_loss at 1-130 read: kl_rising's range warning at 74 "
-                              "is a burst (0.07-0.26 at 59-76 against 0.026, back by 77), left (issue 29, branch "
-                              "h-early16)",
+                              " branch h-reward13); then refswap-s3at200's actor/kl_loss at 1-130 read: kl_rising's "
+                              "range warning at 74 is a burst (0.07-0.26 at 59-76 against 0.026, back by 77), left "
+                              "(issue 29, branch h-early16); then its stuck-loader run's entropy slow-fall state was "
+                              "read by mistake (a search by run name); nothing changed for it (issue 29, branch "
+                              "h-trlmiss16)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -349,10 +352,12 @@ DEVELOPED_ON: dict[str, str] = {
                          "score up by less than its noise is no gain (issue 29, branch h-entrise); then the paid "
                          "reward against the task score it equalled read on every run where the two part (where "
                          "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
-                         "(issue 29, branch h-reward13)"
-                         "; then slowrewardramp's step_time at 190-285 read: the warning at 221 is the ramp from 200 "
-                         "(0.056 -> 0.14 s), the failure's own sign before its label (230), left (pinned by a test "
-                         "against the new step-to-step rule) (issue 29, branch h-early16)",
+                         "(issue 29, branch h-reward13); then slowrewardramp's step_time at 190-285 read: the warning"
+                         " at 221 is the ramp from 200 (0.056 -> 0.14 s), the failure's own sign before its label "
+                         "(230), left (pinned by a test against the new step-to-step rule) (issue 29, branch "
+                         "h-early16); then its gentemp2at200 run's kl, entropy, length and reward around 200 and its "
+                         "stuck-loader run's entropy slow-fall state were read; nothing changed for them (issue 29, "
+                         "branch h-trlmiss16)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -474,10 +479,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "limit needs answers cut at it (issue 29, branch h-quiet); then the paid reward against the"
                           " task score it equalled read on every run where the two part (where reward_cliff's new "
                           "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
-                          "h-reward13)"
-                          "; then zerobonusgrows004from150's reward and rewards/accuracy/mean at 140-250 read: the "
-                          "gap grows from 150; reward_divergence's warning at 220 an early sign, left (issue 29, "
-                          "branch h-early16)",
+                          "h-reward13); then zerobonusgrows004from150's reward and rewards/accuracy/mean at 140-250 "
+                          "read: the gap grows from 150; reward_divergence's warning at 220 an early sign, left "
+                          "(issue 29, branch h-early16)",
     "rlcockpit_trainer_cpu11": "scored once held out (recall 7/9, 0 criticals on healthy runs, 1.00 warnings per "
                                "healthy run at 883e521; 5/9 with the detectors of e82ff19); then developed on: its "
                                "misses' series (entcoeframp's grad norm, entropy, actor/loss, pg_loss, entropy_loss, "
@@ -503,9 +507,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
                                "gradertimeout0-70pct collapse run does it at 2.9x their median before its onset, "
                                "under the 4x bar, nothing changed (issue 29, branch h-grad14); then its healthy "
-                               "tirotb run's entropy at 160-215 read (a two-value dip to 1.10 at 202-203, back at 1.86"
-                               " the next step: no held step; entropy_collapse's held-step rule adds nothing there) "
-                               "(issue 29, branch h-ent15)",
+                               "tirotb run's entropy at 160-215 read (a two-value dip to 1.10 at 202-203, back at "
+                               "1.86 the next step: no held step; entropy_collapse's held-step rule adds nothing "
+                               "there) (issue 29, branch h-ent15)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -524,9 +528,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
                           "h-reward13); then the max-new-tokens-ramp run's loss, kl and completion lengths at 48-64 "
                           "read (loss_spike's warning at 60 went: -0.14 on a step whose answers ran 1-8 tokens, the "
-                          "loss 0.04 x kl on the equal-length steps) (issue 29, branch h-quiet14)"
-                          "; then the early reward_divergence warning of weightschedule (179, label 186) read from "
-                          "its title: the weights move from 150, an early sign, left (issue 29, branch h-early16)",
+                          "loss 0.04 x kl on the equal-length steps) (issue 29, branch h-quiet14); then the early "
+                          "reward_divergence warning of weightschedule (179, label 186) read from its title: the "
+                          "weights move from 150, an early sign, left (issue 29, branch h-early16)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -567,10 +571,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
                           "(issue 29, branch h-reward13); then its eval-leak healthy run's kl at 190-240 read again "
                           "(0.5-0.98 at 219-225, 4.2 and 2.5 at 226-227, entropy 0.95: kl_spike's critical at 227 "
-                          "left) (issue 29, branch h-ent14)"
-                          "; then repetitionbonus-from120's reward and rewards/accuracy/mean at 100-240 read: reward "
-                          "leads accuracy from 120 (0.1, 0.2-0.3 by 183); reward_divergence's alerts at 127 and 186 "
-                          "are the failure's own, before its label (227), left (issue 29, branch h-early16)",
+                          "left) (issue 29, branch h-ent14); then repetitionbonus-from120's reward and "
+                          "rewards/accuracy/mean at 100-240 read: reward leads accuracy from 120 (0.1, 0.2-0.3 by "
+                          "183); reward_divergence's alerts at 127 and 186 are the failure's own, before its label "
+                          "(227), left (issue 29, branch h-early16)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -590,10 +594,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "advantages read step by step around their onsets: reward_cliff warns on a reward "
                                "failure count that grows on 2 logged steps within 20, and on a reward that parts from"
                                " the task score it equalled both ways, a fifth of its level apart (recall 7/11 -> "
-                               "9/11; the 30% grader 209 -> 201) (issue 29, branch h-reward13)"
-                               "; then the grad_spike run's actor/grad_norm at 1-60 and 280-300 read: 81.9 at 41 (32x"
-                               " its median 2.5, one step) is a real spike of the labelled kind, unlabelled; left "
-                               "(issue 29, branch h-early16)",
+                               "9/11; the 30% grader 209 -> 201) (issue 29, branch h-reward13); then the grad_spike "
+                               "run's actor/grad_norm at 1-60 and 280-300 read: 81.9 at 41 (32x its median 2.5, one "
+                               "step) is a real spike of the labelled kind, unlabelled; left (issue 29, branch "
+                               "h-early16)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -620,13 +624,16 @@ DEVELOPED_ON: dict[str, str] = {
                           " step) (issue 29, branch h-quiet14); then every run's grad norm scanned for four steps in "
                           "a row above the previous 50's 95% quantile (grad_spike's new level-shift warning): its "
                           "numiter3 and sortedbydifficulty healthy runs do it at 2.2-2.7x their median, under the 4x "
-                          "bar, nothing changed (issue 29, branch h-grad14)"
-                          "; then rewardtimeouts' step_time at 100-215 read (0.58-1.32 s over 139-158 against 0.13, "
-                          "0.10-0.20 again until 200): throughput_drop reads the step-to-step log spread of a CPU "
-                          "run's whole low stretch past ten speeds (0.49 here): the warning at 154 is info (early "
-                          "alerts 2 -> 1, detection unchanged at 206); warmup300of350-peak3e-3's kl at 60-200 read (1"
-                          " -> 2.6 -> 4.6 -> 9.2 at 96-102 with entropy 1.7 -> 2.3 under the lr warm-up): the "
-                          "critical at 102 is an early sign of that collapse, left (issue 29, branch h-early16)",
+                          "bar, nothing changed (issue 29, branch h-grad14); then rewardtimeouts' step_time at "
+                          "100-215 read (0.58-1.32 s over 139-158 against 0.13, 0.10-0.20 again until 200): "
+                          "throughput_drop reads the step-to-step log spread of a CPU run's whole low stretch past "
+                          "ten speeds (0.49 here): the warning at 154 is info (early alerts 2 -> 1, detection "
+                          "unchanged at 206); warmup300of350-peak3e-3's kl at 60-200 read (1 -> 2.6 -> 4.6 -> 9.2 at "
+                          "96-102 with entropy 1.7 -> 2.3 under the lr warm-up): the critical at 102 is an early sign"
+                          " of that collapse, left (issue 29, branch h-early16); then its syncrefalphaneg05 and "
+                          "sortedbydifficulty runs' kl was read (to keep the blow-ups rule from a KL climbing from "
+                          "0.0003 and from a healthy bursty KL: the severe_above floor); nothing changed for them "
+                          "(issue 29, branch h-trlmiss16)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
@@ -670,30 +677,38 @@ DEVELOPED_ON: dict[str, str] = {
                           " h-quiet14); then every run's grad norm scanned for four steps in a row above the previous"
                           " 50's 95% quantile (grad_spike's new level-shift warning): its schedsteppedtwice healthy "
                           "run does it at 2.6x their median, under the 4x bar, nothing changed (issue 29, branch "
-                          "h-grad14)"
-                          "; then the early reward_divergence warning of lenientgrader (149, label 155) read from its"
-                          " title: equal for 117 steps, then led: an early sign, left (issue 29, branch h-early16)",
+                          "h-grad14); then the early reward_divergence warning of lenientgrader (149, label 155) read"
+                          " from its title: equal for 117 steps, then led: an early sign, left (issue 29, branch "
+                          "h-early16); then its one-prompt ramp's entropy slow-fall state (its CUSUM alarmed from 55,"
+                          " the mean 7% under its level at onset) was read; nothing changed for it (issue 29, branch "
+                          "h-trlmiss16)",
     "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
-                               "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score and "
-                               "grad norm over 120-200 were read, and every run's ppo_kl for a stretch of exact zeros: "
-                               "rollout_mismatch's old-log-probs rule (ppo_kl exactly 0 on 30+ logged steps, then past "
-                               "1e-4 on 3 of the next 5) catches it at 152 (issue 29, branch h-mis15)",
+                               "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score "
+                               "and grad norm over 120-200 were read, and every run's ppo_kl for a stretch of exact "
+                               "zeros: rollout_mismatch's old-log-probs rule (ppo_kl exactly 0 on 30+ logged steps, "
+                               "then past 1e-4 on 3 of the next 5) catches it at 152 (issue 29, branch h-mis15)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
-                          "robust noise ~0.15, steps to 0.84-1.13 at the resume at 150 and holds: a third of its level"
-                          ", ~4.5 noise units, under the sudden-fall rule's 8 and no halving; warned only by the drift"
-                          " at 167): entropy_collapse's new held-step rule (4 of the last 5 values 4 noise units and "
-                          "30% under the 30-value median) warns at 154, detected (issue 29, branch h-ent15)"
-                          "; then the early alerts read: terminationpenalty05's kl at 1-40 (0.35, 0.24, 0.25 at 11-13"
-                          " against 0.04 over the ten logged before; 0.3-0.5 every few steps for the rest of the "
-                          "run): kl_spike's held values must also clear the warm-up's bar (1.0) until its window "
+                          "robust noise ~0.15, steps to 0.84-1.13 at the resume at 150 and holds: a third of its "
+                          "level, ~4.5 noise units, under the sudden-fall rule's 8 and no halving; warned only by the"
+                          " drift at 167): entropy_collapse's new held-step rule (4 of the last 5 values 4 noise "
+                          "units and 30% under the 30-value median) warns at 154, detected (issue 29, branch "
+                          "h-ent15); then the early alerts read: terminationpenalty05's kl at 1-40 (0.35, 0.24, 0.25 "
+                          "at 11-13 against 0.04 over the ten logged before; 0.3-0.5 every few steps for the rest of "
+                          "the run): kl_spike's held values must also clear the warm-up's bar (1.0) until its window "
                           "holds 20 batches, the critical at 13 is gone (early alerts 2 -> 1, detection unchanged: "
                           "reward_cliff at 102; the kl_spike warning at 64 of gradckpt-numiter2-log4, 16 logged steps"
                           " in, goes too); reftemperature05's kl at 60-160 (a burst to 0.1-0.42 at 123-133 against "
                           "0.017, back by 134; kl_rising's range warning at 136) left: no rule found that tells it "
-                          "from the range warnings that detect (issue 29, branch h-early16)",
+                          "from the range warnings that detect (issue 29, branch h-early16); then its leaked-answer "
+                          "ramp's kl per step (single batches 1.1-20 at 190-205 against a median near 0.1), its "
+                          "weight-decay-50 and temperature-anneal runs' entropy slow-fall state and the ropetheta100 "
+                          "healthy run's kl were read: kl_spike's new blow-ups-recurring rule warns the leaked-answer"
+                          " ramp at 201, detected; the temperature anneal (a 10% fall of the 12-step mean by onset+15"
+                          " that healthy runs of every trainer source also show) and weight decay 50 stay missed "
+                          "(issue 29, branch h-trlmiss16)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -22,7 +22,11 @@ def alerts(found, detector):
 def test_three_batches_inside_the_runs_longer_tail_are_not_a_spike():
     run = real_run("length_explosion-gpt2s8-4prompt-3gen-prompttruncleft0-4-120-270-350-eval25", "trl_cpu_settings12")
     found = replay(run)
-    assert alerts(found, "kl_spike") == []
+    # the spike rules stay quiet all run long; the blow-ups-recurring rule (branch h-trlmiss16) warns only well
+    # after the onset, where the KL's medians are 0.23-0.67 and its single batches reach 53.9
+    spikes = [f for f in found if f.detector == "kl_spike" and not f.title.startswith("KL blowing up")]
+    assert alerts(spikes, "kl_spike") == []
+    assert [s for s, _sev in alerts(found, "kl_spike") if s < run["onset"] + 15] == []
     assert [f.step for f in found if f.severity == "critical" and f.step < run["onset"] - 5] == []
 
 

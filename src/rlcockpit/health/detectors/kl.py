@@ -138,6 +138,8 @@ class KLRising(Detector):
         self._climb_held = 0  # consecutive checks since, with the KL ``range_ratio`` x above that
         self._out_last = -(10**9)  # the last step the departure held (a gap of a check or two is the same departure)
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
+        self._blowups: deque[int] = deque(maxlen=512)  # the KL's observation count at each blow-up (burst rule)
+        self._blowup_episode = False  # the burst rule fired and the count has not fallen under ``burst_k`` since
         self._log_ratio = math.log(self.p["range_ratio"])
         self._gate = 0.5 * self._log_ratio
         self._ref: tuple[float, float, int, bool] | None = None  # the reference's (median, scale, size, level?)
@@ -426,14 +428,27 @@ class KLSpike(StartReferenced):
     a jump (a dozen batches have not shown a small batch's KL its bursts). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
     steps (TRL's ``num_iterations=2``: the generating step and the reuse step, see :mod:`rlcockpit.health.repeats`)
     needs ``sustain`` / ``warn_hold`` batches, the reference is taken over the last ``window`` batches, and a
-    median's standard error is that of the batches it holds."""
+    median's standard error is that of the batches it holds.
+
+    Blow-ups recurring (warning): ``burst_k`` or more of the last ``burst_n`` batches, the newest among them, each
+    a blow-up (above the guide's KL ``severe_above`` and ``burst_ratio`` x the median of the ``burst_ref`` batches
+    before those ``burst_n``), where the run's blow-ups so far, counted from ``burst_ref`` + 10 batches in up to
+    the ``burst_n`` before, came at a share p (at least ``burst_share``) that makes that many in ``burst_n`` a
+    chance of under ``burst_p`` (binomial tail). A small batch's KL estimate jumps 10-300x for one batch and is back
+    at the next, so one blow-up, or two in a row, is no news, and the rules above wait for a jump that holds; but a
+    run whose batches blow up one in three, where it had done so one in fifty or less, is being trained on samples
+    the policy no longer fits (prompts out of its distribution, a reward that pays the wrong thing): its KL's median
+    may stay at its level for tens of steps while the blow-ups pile up. A run whose KL was as bursty from the start
+    has that share as its own rate. Checked only on a batch above ``severe_above`` (a median of ``burst_ref``
+    values there and then); raised once per episode (until the count falls under ``burst_k`` again)."""
 
     keys = (KL,)
     defaults = {"warn_abs": threshold(KL, "spike_above"), "prev_abs": threshold(KL, "healthy_high"), "warn_ratio": 2.0, "z_warn": 4.0, "critical_ratio": 3.0,
                 "warn_hold": 3, "tail_allow": 1, "tail_memory": 100,
                 "window": 20, "min_abs": KL_FLOOR, "z": 4.0, "log_floor": 0.1, "sustain": 3,
                 "early_abs": threshold(KL, "severe_above"),
-                "early_ratio": 10.0}
+                "early_ratio": 10.0, "burst_abs": threshold(KL, "severe_above"), "burst_ratio": 10.0, "burst_n": 20,
+                "burst_k": 5, "burst_ref": 60, "burst_share": 0.02, "burst_p": 1e-5}
     story = "collapse"
     cause = "policy update too large: the policy drifted far from the reference"
 
@@ -452,6 +467,8 @@ class KLSpike(StartReferenced):
         self._burst_top = -math.inf  # ... and the highest level they held for ``sustain`` - 1 batches in a row
         self._onset_n = self._window_n = 0  # the KL's observation count at the candidate's start, the window's size
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
+        self._blowups: deque[int] = deque(maxlen=512)  # the KL's observation count at each blow-up (burst rule)
+        self._blowup_episode = False  # the burst rule fired and the count has not fallen under ``burst_k`` since
 
     def check_early(self, step: int, track: Track) -> Finding | None:
         p = self.p
@@ -509,10 +526,11 @@ class KLSpike(StartReferenced):
         p = self.p
         track = self.ctx.tracks[KL]
         v, prev = track.last, track.ago(1)
+        burst = self._burst(step, track) if v > p["burst_abs"] else None  # the burst rule's gate: a blow-up's size
         if self._streak == 0:  # freeze the reference at the start of a candidate spike
             gate = v > p["warn_abs"] or v > 0.8 * p["critical_ratio"] * max(prev, p["min_abs"] / p["critical_ratio"])
             if not gate:
-                return None
+                return burst
             window = track.tail(p["window"] * self._repeats.of(track), skip=1)  # the last ``window`` batches
             fit = log_scale(window, p["log_floor"])
             self._level = fit[0] if fit else median(window)  # the run's own level, as the title states it
@@ -558,7 +576,47 @@ class KLSpike(StartReferenced):
                              step_start=self._onset)
         if self._streak >= n + 2 * period or (v <= p["warn_abs"] and v <= 0.8 * p["critical_ratio"] * self._ref):
             self._streak = 0  # back to the usual level, or not a sudden jump: the next one measures afresh
-        return None
+        return burst
+
+    def _burst(self, step: int, track: Track) -> Finding | None:
+        """The blow-ups-recurring rule (class docstring), on a batch above ``burst_abs``: whether it is a blow-up
+        (against the median of the ``burst_ref`` batches before the last ``burst_n``), and if so whether the last
+        ``burst_n`` batches hold more than the run's own share of them explains."""
+        p = self.p
+        period = self._repeats.period
+        n_win, ref_n, now = int(p["burst_n"]) * period, int(p["burst_ref"]) * period, track.n
+        start = ref_n + 10 * period  # blow-ups are counted from here (a reference to measure them against)
+        if now <= start:
+            return None
+        ref = track.tail(ref_n, skip=n_win)
+        if not ref or track.last <= p["burst_ratio"] * max(median(ref), 1e-4):
+            return None
+        blowups = self._blowups
+        blowups.append(now)
+        recent = sum(1 for i in blowups if i > now - n_win) // period
+        if recent < p["burst_k"]:
+            self._blowup_episode = False
+            return None
+        past_n = (now - n_win - start) // period  # the batches the run's own share is taken over
+        if self._blowup_episode or past_n < 30:
+            return None
+        past = sum(1 for i in blowups if i <= now - n_win) // period
+        share = max(p["burst_share"], past / past_n)
+        batches = int(p["burst_n"])
+        chance = sum(math.comb(batches, i) * share ** i * (1 - share) ** (batches - i) for i in range(recent, batches + 1))
+        if chance >= p["burst_p"]:
+            return None
+        self._blowup_episode = True
+        med = median(ref)
+        first = next((s for s, i in zip(track.tail_steps(n_win), range(now - n_win + 1, now + 1)) if i in blowups), step)
+        return self.fire(step, "warning", f"KL blowing up again and again: {recent} of the last {batches} batches "
+                         f"above {fmt(max(p['burst_ratio'] * med, p['burst_abs']))} (at least {fmt(p['burst_ratio'])}x "
+                         f"its median {fmt(med)} before them), where {past} of {past_n} batches were before",
+                         "The policy's KL estimate now jumps by a factor of ten and more on batch after batch: its "
+                         "training samples are ones it no longer fits (prompts out of its distribution, a reward "
+                         "paying the wrong answers, an lr too high); the median KL follows later.",
+                         values={"kl": track.last, "kl_median": med, "blowups": recent, "share_before": past / past_n,
+                                 "chance": chance}, step_start=first)
 
 
 @register_detector("kl_stuck", "kl_zero")
