@@ -547,7 +547,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's bar "
                           "(issue 29, branch h-reward13); then its eval-leak healthy run's kl at 190-240 read again "
                           "(0.5-0.98 at 219-225, 4.2 and 2.5 at 226-227, entropy 0.95: kl_spike's critical at 227 "
-                          "left) (issue 29, branch h-ent14)",
+                          "left) (issue 29, branch h-ent14); then that run's kl, entropy and reward at 150-250 read "
+                          "again (kl 0.1-0.3 with lone spikes to 4.9 at 181, then >= 0.5 on every step 219-231 and "
+                          "entropy 1.55 -> 0.95): a real KL excursion, kl_spike's critical at 227 left (issue 29, "
+                          "branch h-quiet16)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -649,7 +652,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "7, 1, 4 of 12 answers cut at 123-126 under an 8-token limit, 1/12 on most steps of "
                                "98-142, 0 after): truncation's critical needs the ratio not to have come back to the "
                                "warm-up level after a step above the critical bar, its critical at 126 went, the creep "
-                               "warning at 103 stays (issue 29, branch h-quiet16)",
+                               "warning at 103 stays; its gae healthy run's throughput and timing_s at 120-175 read "
+                               "(0.04-0.15 s steps on a shared host; throughput_drop's warning at 147 left) (issue 29, "
+                               "branch h-quiet16)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
