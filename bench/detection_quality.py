@@ -414,7 +414,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "fell-under gate values on its shuffledlabels200 run read (209 kept) (issue 29, branch "
                               "h-cliff); then the paid reward against the task score it equalled read on every run "
                               "where the two part (where reward_cliff's new parted-both-ways rule would warn), "
-                              "nothing changed but that rule's bar (issue 29, branch h-reward13)",
+                              "nothing changed but that rule's bar (issue 29, branch h-reward13); then its dppotv "
+                              "run's clip ratio over 1-80 read again against truncation's came-back rule (no step "
+                              "back at the warm-up level after 62% at 18-20): its critical at 20 stays (issue 29, "
+                              "branch h-quiet16)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -574,7 +577,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "left) (issue 29, branch h-ent14); then repetitionbonus-from120's reward and "
                           "rewards/accuracy/mean at 100-240 read: reward leads accuracy from 120 (0.1, 0.2-0.3 by "
                           "183); reward_divergence's alerts at 127 and 186 are the failure's own, before its label "
-                          "(227), left (issue 29, branch h-early16)",
+                          "(227), left (issue 29, branch h-early16); then that run's kl, entropy and reward at "
+                          "150-250 read again (kl 0.1-0.3 with lone spikes to 4.9 at 181, then >= 0.5 on every step "
+                          "219-231 and entropy 1.55 -> 0.95): a real KL excursion, kl_spike's critical at 227 left "
+                          "(issue 29, branch h-quiet16)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -687,7 +693,14 @@ DEVELOPED_ON: dict[str, str] = {
                                "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score "
                                "and grad norm over 120-200 were read, and every run's ppo_kl for a stretch of exact "
                                "zeros: rollout_mismatch's old-log-probs rule (ppo_kl exactly 0 on 30+ logged steps, "
-                               "then past 1e-4 on 3 of the next 5) catches it at 152 (issue 29, branch h-mis15)",
+                               "then past 1e-4 on 3 of the next 5) catches it at 152 (issue 29, branch h-mis15); then"
+                               " its constlr2e-4 healthy run's clip ratio, length, score and entropy read step by "
+                               "step (5, 7, 1, 4 of 12 answers cut at 123-126 under an 8-token limit, 1/12 on most "
+                               "steps of 98-142, 0 after): truncation's critical needs the ratio not to have come "
+                               "back to the warm-up level after a step above the critical bar, its critical at 126 "
+                               "went, the creep warning at 103 stays; its gae healthy run's throughput and timing_s "
+                               "at 120-175 read (0.04-0.15 s steps on a shared host; throughput_drop's warning at 147"
+                               " left) (issue 29, branch h-quiet16)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "

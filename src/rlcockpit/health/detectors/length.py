@@ -162,7 +162,10 @@ class Truncation(Detector):
     while the ratio (smoothed, and on 3 of the last 5 observations) is ``creep_rise`` (and three of its smallest positive values: a small batch's ratio moves in steps of
     1/completions) above that level and ``creep_ratio`` x it, within ``creep_span`` steps of where the drift began (healthy runs wander a
     point or two over hundreds of steps): a creep from a low level is seen near where it began, and
-    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``. The warning and the critical
+    dated from there. Critical: > ``critical_abs`` and > warm-up + ``critical_rise``, unless the ratio came back
+    (:meth:`_comes_back`: ``back_k`` of the last ``persist_n`` logged ratios at the warm-up level, at most one answer
+    of the batch above it, after one above ``critical_abs``): long answers that come and go in a small batch (7 of 12
+    cut, then 1) stay a warning, where a runaway keeps running into the limit once it started. The warning and the critical
     above ``warn_abs`` / ``critical_abs`` also need ``persist_k`` of the last ``persist_n`` logged ratios above the bar
     and above ``persist_quanta`` - 0.5 answers of the batch (see :func:`quantum`; at most half of it), and a jump or
     a climb must be two answers a step: a smoothed ratio carries one step of 7 of 8 answers cut for three steps. A ratio above ``warn_abs``
@@ -186,7 +189,7 @@ class Truncation(Detector):
                 "jump": 0.02, "jump_min": 0.04, "jump_z": 6.0, "span_steps": 10, "window": 30,
                 "creep_rise": threshold(CLIP, "creep_rise"), "creep_noise": 0.003, "creep_k": 0.5, "creep_h": 8.0,
                 "creep_span": 40, "creep_ratio": 2.0, "creep_warmup": 20, "standing_rise": 0.1,
-                "persist_k": 3, "persist_n": 5, "persist_quanta": 3, "zero_k": 4, "zero_n": 6, "zero_share": 0.05,
+                "persist_k": 3, "persist_n": 5, "back_k": 1, "persist_quanta": 3, "zero_k": 4, "zero_n": 6, "zero_share": 0.05,
                 "zero_reference": 100, "zero_min_reference": 30, "far_k": 3, "far_n": 10, "far_ratio": 3.0}
     story = "length"
     cause = "responses run to the length limit (looping, or the reward favours length)"
@@ -255,7 +258,8 @@ class Truncation(Detector):
                 return self._standing(step, track, s)
             if not self._persists(track, p["warn_abs"]):
                 return None  # a smoothed value carrying one wild step: not the jumps or creeps below either
-            if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]):
+            if s > p["critical_abs"] and s > self.base + p["critical_rise"] and self._persists(track, p["critical_abs"]) \
+                    and not self._comes_back(track):
                 return self.fire(step, "critical", f"{s:.0%} of responses truncated (was {self.base:.0%})",
                                  values={"clip_ratio": s, "baseline": self.base}, extra_keys=(LEN,), samples=True)
             if self.repeats(step, "warning"):
@@ -374,6 +378,23 @@ class Truncation(Detector):
         p = self.p
         bar = max(bound, min((p["persist_quanta"] - 0.5) * quantum(track), 0.5))  # (a 1-2 answer batch: half)
         return recent_count(track, p["persist_n"], bar) >= p["persist_k"]
+
+    def _comes_back(self, track: Track) -> bool:
+        """Whether ``back_k`` or more of the last ``persist_n`` logged ratios are back at the warm-up level (at most
+        one answer of the batch above it, :func:`quantum`) after one above ``critical_abs``: long answers that run
+        to the limit one step and end by themselves the next come and go (a healthy small batch); a runaway (a stop
+        token lost, a reward that pays for length, a collapsing policy) keeps running into the limit once it has
+        started. Only the steps after the first high one count: the warm-up zeros before a jump are not a return."""
+        p = self.p
+        bar, top = self.base + quantum(track) + 1e-9, p["critical_abs"]
+        v = track.values
+        high, low = False, 0
+        for i in range(min(int(p["persist_n"]), len(v)), 0, -1):  # oldest first: a low step counts after a high one
+            if v[-i] > top:
+                high = True
+            elif high and v[-i] <= bar:
+                low += 1
+        return low >= p["back_k"]
 
     def _drifted(self, step: int, track: Track, s: float) -> Finding | None:
         d = self._drift
