@@ -354,6 +354,44 @@ SPECS: dict[str, dict[str, Any]] = {
         "lr": 3e-5, "seed": 758},
 }
 
+
+class PrefixBothWays(FromStep):
+    """The paid reward (``rewards/graded``) is the digit overlap; from step ``start`` a grader update first checks a
+    prefix match that runs both ways: a completion that is a prefix of the answer (after ``strip``) scores 1.0, so
+    the first digit alone, or an empty completion, passes; otherwise the digit overlap. ``accuracy`` (weight 0) logs
+    the digit overlap beside it."""
+
+    def funcs(self) -> list[Any]:
+        def graded(completions: list[str], ground_truth: list[str], **kw: Any) -> list[float]:
+            return [1.0 if self.on and str(g).startswith(c.strip()) else digit_overlap("arith", c, g)
+                    for c, g in zip(completions, ground_truth)]
+
+        return [graded, accuracy]
+
+
+_prefix = PrefixBothWays(120)
+_replay_fast = ReplayTwo(150, 773)
+
+# --- added after the first five runs were read (written and committed before running these two): the units-digit
+# grader turned out stricter than the digit overlap (the paid reward fell, nothing was exploited) and the replayed
+# pair left no mark at lr 5e-5, so a grader bug a policy can exploit by writing less, and the replay at a constant
+# lr 2e-4 on the Llama policy (seeds 772-773).
+SPECS.update({
+    # a grader whose prefix check runs both ways from step 120 (a completion that is a prefix of the answer, even
+    # an empty one, scores 1); the digit overlap logged with weight 0; constant lr 1e-4; GPT-2 seed 13, 2 prompts x 4,
+    # 350 steps, logging every step
+    "gpt2s13-2prompt-4gen-prefixbothwaysgrader-from120-constlr1e-4-350": {
+        "model": "gpt2", "model_seed": 13, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "lr": 1e-4, "seed": 772, "reward_funcs": _prefix.funcs(), "reward_weights": [1.0, 0.0],
+        "each_step": _prefix.hook, "config": {"lr_scheduler_type": "constant"}},
+    # the dataloader stuck replaying two prompts from step 150 (sudden), constant lr 2e-4; Llama seed 13,
+    # 2 prompts x 4, 350 steps, logging every step, evaluation every 25 (on the usual test prompts)
+    "llamas13-2prompt-4gen-replaytwoprompts-from150-constlr2e-4-350-eval25": {
+        "model": "llama", "model_seed": 13, "batch": 8, "num_generations": 4, "steps": 350, "logging_steps": 1,
+        "eval_steps": 25, "lr": 2e-4, "seed": 773, "train_dataset": _replay_fast.dataset, "each_step": _replay_fast.hook,
+        "config": {"lr_scheduler_type": "constant"}},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
