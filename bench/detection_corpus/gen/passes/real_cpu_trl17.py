@@ -1,6 +1,6 @@
-"""Twenty-second pass of real TRL ``GRPOTrainer`` CPU runs (source ``trl_cpu_settings17``): settings and failure mechanisms
-none of the earlier TRL CPU sources (``trl_cpu_settings`` .. ``trl_cpu_settings16``) has, made as a held-out source
-(nothing was tuned on it, no detector ran on it).
+"""Twenty-second pass of real TRL ``GRPOTrainer`` CPU runs (source ``trl_cpu_settings17``): settings and failure
+mechanisms none of the earlier TRL CPU sources (``trl_cpu_settings`` .. ``trl_cpu_settings16``) has, made as a held-out
+source (nothing was tuned on it, no detector ran on it).
 
 Settings: **AdamW with beta2 0.95 and weight decay 0.1** with ``dapo`` and ``scale_rewards="group"`` on 1 prompt x 7
 logging every 4; ``sapo`` on an **inverse_sqrt schedule** after 20 warm-up steps on 1 prompt x 10 logging every 5;
@@ -9,7 +9,7 @@ epsilon 0.1** on a linear schedule with **a warm-up ratio of 0.1** (``warmup_ste
 2; **mask_truncated_completions** with completions capped at 4 tokens and ``bnpo`` on 4 prompts x 4 logging every 6;
 **Adafactor** with **beta 0.1**, 2 prompts x 4; a **700-step** run of 1 prompt x 5 logging every 7 and evaluating every
 100; a **1000-step** run of 3 prompts x 2 at lr 3e-5 logging every step; models built from **model seed 13**; seeds
-751-758 (healthy), 761-771 (planned failures and faults that may leave no mark).
+751-758 (healthy), 761-773 (planned failures and faults that may leave no mark).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): **a
 units-digit-only grader** from a step (the paid reward checks only the answer's last digit; the digit overlap logged
@@ -22,9 +22,10 @@ parser failing more and more often); **the loss's sign flipped on every other st
 stateful wrapper); **the tokenizer splitting digits one a token** (a tokenizer reloaded from another checkpoint). Faults
 that may leave no mark (stored healthy if they leave none): **the loss scaled by 1/8** (a double gradient-accumulation
 normalisation: Adam is scale-invariant), **dropout set to 0 in the policy by a config reload** and **the lr scheduler
-rewound to its warm-up at every resume**. Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is
-stored under ``bench/detection_corpus/real/trl_cpu_settings17/<name>/`` and labelled by reading it (README,
-twenty-second pass).
+rewound to its warm-up at every resume**. Added after the first five runs were read, in a block committed before it ran:
+**a grader whose prefix check runs both ways** and **the two-prompt replay at a constant lr 2e-4 on Llama** (seeds
+772-773). Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
+``bench/detection_corpus/real/trl_cpu_settings17/<name>/`` and labelled by reading it (README, twenty-second pass).
 
     nice python bench/detection_corpus/gen/passes/real_cpu_trl17.py            # every spec not yet stored
     nice python bench/detection_corpus/gen/passes/real_cpu_trl17.py NAME ...   # only these specs
