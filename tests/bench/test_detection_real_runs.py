@@ -1522,3 +1522,98 @@ def test_the_twenty_first_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     chat = runs["llamas12-2prompt-4gen-chattemplateramp0-1-150-300-350"]
     assert max(chat[s]["kl"] for s in range(1, 150)) < 0.1 and med(chat, "kl", 276, 351) > 0.25 > 0.03 > med(chat, "kl", 1, 150)
     assert med(chat, "reward", 276, 351) < 0.3 < 0.4 < med(chat, "reward", 1, 150)
+
+
+def test_the_twenty_second_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-second pass's TRL CPU runs (trl_cpu_settings17: TRL trainer states, model seed 13), each imported
+    whole, and the readings the README's labels rest on are in the numbers (a units-digit grader, a trailing space
+    ramping in, the lr growing x1.03 a step, the head overwritten by the embeddings, a grader falling back to 0.5, the
+    loss's sign flipped every other step, the digits split by the tokenizer, a prefix grader running both ways, two
+    replayed prompts; and the faults stored healthy: the replay at lr 5e-5, warm-up restarts, the loss x 1/8, dropout
+    off)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings17"]
+    assert len(sel) == 21 and Counter(e["class"] for e in sel) == {
+        "healthy": 12, "collapse": 6, "reward_hacking": 2, "entropy_collapse": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"223c0f0", "52e12dc"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["gpt2s13-1prompt-7gen-adamwbeta2095-wd01-dapo-scalegroup-300-log4"]) == list(range(4, 301, 4))
+    assert sorted(runs["llamas13-1prompt-10gen-sapo-inversesqrt-warm20-300-log5"]) == list(range(5, 301, 5))
+    assert sorted(runs["qwen2s13-3prompt-3gen-cispo-temp08-topp09-300-log3-eval50"]) == sorted(
+        set(range(3, 301, 3)) | set(range(50, 301, 50)))
+    assert sorted(runs["llamas13-2prompt-6gen-numiter3-eps01-linear-warmratio01-300-log2"]) == list(range(2, 301, 2))
+    assert sorted(runs["gpt2s13-4prompt-4gen-masktruncated-maxlen4-bnpo-300-log6"]) == list(range(6, 301, 6))
+    assert sorted(runs["gpt2s13-1prompt-5gen-700-log7-eval100"]) == sorted(set(range(7, 701, 7)) | set(range(100, 701, 100)))
+    for name, n in (("llamas13-2prompt-4gen-adafactor-beta01-300", 300), ("llamas13-3prompt-2gen-lr3e-5-1000", 1000),
+                    ("llamas13-2prompt-4gen-digitssplit-at150-350", 350),
+                    ("gpt2s13-2prompt-4gen-prefixbothwaysgrader-from120-constlr1e-4-350", 350)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    def mean(m, key, lo, hi):
+        vals = [m[s][key] for s in range(lo, hi) if key in m.get(s, {})]
+        return sum(vals) / len(vals)
+
+    acc = "rewards/accuracy/mean"
+    units = runs["gpt2s13-2prompt-4gen-unitsdigitgrader-from120-constlr1e-4-350"]
+    assert units[120]["reward"] == 0 and mean(units, "reward", 120, 351) < 0.12 < 0.38 < mean(units, "reward", 1, 120)
+    assert abs(mean(units, acc, 120, 351) - mean(units, acc, 1, 120)) < 0.02
+    assert mean(units, "frac_reward_zero_std", 120, 351) > 0.6 > 0.25 > mean(units, "frac_reward_zero_std", 1, 120)
+
+    space = runs["llamas13-2prompt-4gen-trailingspaceramp0-1-150-300-350"]
+    assert med(space, "completions/mean_length", 176, 351) < 2.7 < 3 == med(space, "completions/mean_length", 1, 150)
+    assert med(space, "reward", 176, 351) < 0.34 < 0.4 < med(space, "reward", 1, 150)
+
+    grow = runs["llamas13-2prompt-4gen-lrgrowth103-from150-350"]
+    assert grow[300]["learning_rate"] == pytest.approx(5e-5 * 1.03 ** 150, rel=1e-3)
+    assert med(grow, "kl", 276, 351) > 3 > 0.05 > med(grow, "kl", 1, 150)
+    assert min(s for s in grow if grow[s]["completions/mean_length"] == 8) == 259
+    assert med(grow, "reward", 326, 351) < 0.15 < 0.4 < med(grow, "reward", 1, 150)
+
+    head = runs["llamas13-2prompt-4gen-headfromembeddings-at150-350"]
+    assert max(head[s]["entropy"] for s in range(1, 150)) < 2 < 4.9 < min(head[s]["entropy"] for s in range(150, 351))
+    assert med(head, "reward", 150, 351) < 0.1 < 0.35 < med(head, "reward", 1, 150)
+
+    fb = runs["llamas13-2prompt-4gen-graderfallback05-ramp0-08-150-300-constlr1e-4-350"]
+    assert all(fb[s]["reward"] == pytest.approx(fb[s][acc], abs=1e-6) for s in range(1, 150))
+    assert mean(fb, "reward", 301, 351) - mean(fb, acc, 301, 351) > 0.03
+    assert mean(fb, "reward", 301, 351) > 0.48 > 0.44 > mean(fb, "reward", 1, 150)
+    assert mean(fb, "reward_std", 301, 351) < 0.1 < 0.18 < mean(fb, "reward_std", 1, 150)
+
+    sign = runs["gpt2s13-2prompt-4gen-losssignalternating-from150-constlr1e-4-350"]
+    assert mean(sign, "completions/mean_length", 300, 351) < 2.7 < 2.95 < mean(sign, "completions/mean_length", 1, 150)
+    assert mean(sign, "kl", 300, 351) > 0.6 > 0.25 > mean(sign, "kl", 1, 150)
+
+    split = runs["llamas13-2prompt-4gen-digitssplit-at150-350"]
+    assert split[150]["completions/mean_length"] < 2.75 <= min(
+        split[s]["completions/mean_length"] for s in range(1, 150))
+    assert mean(split, "reward", 150, 351) < 0.25 < 0.4 < mean(split, "reward", 1, 150)
+
+    prefix = runs["gpt2s13-2prompt-4gen-prefixbothwaysgrader-from120-constlr1e-4-350"]
+    assert all(prefix[s]["reward"] == pytest.approx(prefix[s][acc], abs=1e-6) for s in range(1, 120))
+    assert prefix[158]["reward"] > 0.8 and prefix[158][acc] < 0.2
+    assert med(prefix, "reward", 170, 351) > 0.65 > 0.42 > med(prefix, "reward", 1, 120)
+    assert med(prefix, acc, 170, 351) < 0.25 < 0.37 < med(prefix, acc, 1, 120)
+    assert med(prefix, "completions/mean_length", 170, 351) == 2 < 3 == med(prefix, "completions/mean_length", 1, 120)
+
+    replay = runs["llamas13-2prompt-4gen-replaytwoprompts-from150-constlr2e-4-350-eval25"]
+    assert med(replay, "entropy", 300, 351) < 0.6 < 1.4 < med(replay, "entropy", 1, 150)
+    assert med(replay, "reward", 300, 351) > 0.85 > 0.5 > med(replay, "reward", 1, 150)
+    assert max(replay[s]["eval_reward"] for s in range(175, 351, 25)) < 0.42
+
+    # healthy: the planned faults below left no mark a user needs to act on
+    slow = runs["gpt2s13-2prompt-4gen-replaytwoprompts-from150-350-eval25"]
+    assert abs(mean(slow, "reward", 150, 351) - mean(slow, "reward", 1, 150)) < 0.03
+    assert abs(med(slow, "entropy", 150, 351) - med(slow, "entropy", 1, 150)) < 0.1
+    restarts = runs["gpt2s13-2prompt-4gen-warmuprestarts-150-200-250-300-constwarm30-350"]
+    assert [restarts[s]["learning_rate"] for s in (149, 150, 200, 250, 300, 331)] == pytest.approx(
+        [5e-5, 0, 0, 0, 0, 5e-5])
+    assert abs(mean(restarts, "reward", 150, 351) - mean(restarts, "reward", 1, 150)) < 0.03
+    scaled = runs["llamas13-2prompt-4gen-lossscaled1-8-from150-350"]
+    assert med(scaled, "grad_norm", 150, 351) < 0.7 < 3 < med(scaled, "grad_norm", 1, 150)
+    assert abs(mean(scaled, "reward", 150, 351) - mean(scaled, "reward", 1, 150)) < 0.03
+    drop = runs["gpt2s13-2prompt-4gen-dropoutzero-at150-350"]
+    assert mean(drop, "kl", 150, 351) < 0.05 < 0.1 < mean(drop, "kl", 1, 150)
+    assert med(drop, "completions/mean_length", 150, 351) == 3 and mean(drop, "reward", 150, 351) > 0.38
