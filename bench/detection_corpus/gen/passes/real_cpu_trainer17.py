@@ -6,7 +6,7 @@ Settings: **GPG (advantage and policy loss) with one prompt x 6**; **SAPO on Qwe
 seq-mean-token-sum-norm**; a **550-step REINFORCE++-baseline run**; the **KL loss's full estimator with one prompt x 8**;
 **weight decay 0.1 with a 20-step warm-up and min_lr_ratio 0.1**; **DPPO-TV on Qwen2 with 3 prompts x 4**; a
 constant-lr 1e-4 matched control; validation every **11 / 13 / 16 / 19 / 21 / 22 / 23 / 25**; models built from
-**model seed 13** (another tokenizer sample, init and warm-up than every earlier CPU run); seeds 901-917.
+**model seed 13** (another tokenizer sample, init and warm-up than every earlier CPU run); seeds 901-918.
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): a
 **grader cache keyed by the answer alone** (a reward server caching ``answer -> score``: every later response to a
@@ -16,7 +16,8 @@ prompts every step from a resume); **Adam's beta1 typed 0.999** at a resume; a *
 engine's copy of the last transformer block is no longer updated from a resume; the engine's log-probs reported); the
 **response cap cut 8 -> 2 tokens** at a resume (training and validation); an **lr warm-up typed 50x** (the lr ramps
 1x -> 50x over 120-270, kept); two faults meant to leave no mark: the **RNG streams reseeded at a resume** and
-**Adam's eps typed 1e-6 for 1e-8** at a resume.
+**Adam's eps typed 1e-6 for 1e-8** at a resume; added after the first runs were read (committed before it ran,
+seed 918): a **host-memory leak of 12 MiB a step** from a resume (a debug callback keeping every step's logits).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink), **one spec per process**: the event
 file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu17/<name>/`` and labelled by reading it
 (README, twenty-second pass).
@@ -153,6 +154,18 @@ class LrWarmupTypo:
             g["lr"] = b * f
 
 
+class HostLeak:
+    """From step ``start`` (a debug callback added at a resume that keeps a host copy of every step's full-vocabulary
+    logits) ``mb`` MiB of host memory are allocated, written and kept at every step."""
+
+    def __init__(self, start: int, mb: int) -> None:
+        self.start, self.mb, self.kept = start, mb, []
+
+    def before_step(self, st: Any, step: int) -> None:
+        if step >= self.start:
+            self.kept.append(torch.ones(self.mb * 2**18))  # mb MiB of float32, every page written
+
+
 class Reseed:
     """At step ``start`` (a resumed process that seeds its RNG streams afresh) torch's and Python's RNGs are reseeded
     with ``seed``; nothing else changes."""
@@ -257,6 +270,13 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s13-2prompt-4sample-adameps1e-6-from150-300-val16": {
         "steps": 300, "seed": 917, "model": "qwen2", "model_seed": 13, "overrides": _batch(
             2, 4, "trainer.test_freq=16"), "driver": AdamParamTypo(150, "eps", 1e-6)},
+    # added after the first runs were read (written and committed before it ran), seed 918: the batch had no memory
+    # fault; the host's used memory (perf/cpu_memory_used_gb, the whole machine's) is logged at every step.
+    # host-memory leak from a resume, ramp: from step 150 a debug callback keeps 12 MiB of host memory per step (1.8 GiB
+    # by step 300); Llama seed 13, 4 prompts x 3, 300 steps, validation every 22
+    "llamas13-4prompt-3sample-hostleak12mib-from150-300-val22": {
+        "steps": 300, "seed": 918, "model": "llama", "model_seed": 13, "overrides": _batch(
+            4, 3, "trainer.test_freq=22"), "driver": HostLeak(150, 12)},
 }
 
 
