@@ -77,7 +77,11 @@ class HeldOutDrop(Detector):
         vals = track.tail(hold + int(p["reference"]))
         ref = vals[:-hold]
         if len(ref) < int(p["min_reference"]) or not ref or max(vals[-hold:]) >= min(ref) - (max(ref) - min(ref)):
-            return self._one_with_reward(step, key, track)
+            # the one-evaluation rule's floor is under the two values before the newest, less their gap: a
+            # comparison that leaves most evaluations out before any slice or sort
+            if len(vals) < 3 or vals[-1] >= vals[-2] - abs(vals[-2] - vals[-3]):
+                return None
+            return self._one_with_reward(step, key, track, vals)
         found = held_out_range(track, hold, int(p["reference"]), int(p["min_reference"]))
         if found is None:
             return None
@@ -99,22 +103,23 @@ class HeldOutDrop(Detector):
                          "The policy answers worse on data it is not trained on: a collapse starting, or "
                          "overfitting.", metric=key, values=vals_, step_start=first, extra_keys=(key, REWARD))
 
-    def _one_with_reward(self, step: int, key: str, track: Track) -> Finding | None:
-        """The newest evaluation alone under the range, the training reward fallen with it (class docstring)."""
+    def _one_with_reward(self, step: int, key: str, track: Track, vals: list[float]) -> Finding | None:
+        """The newest evaluation alone under the range, the training reward fallen with it (class docstring);
+        ``vals`` the newest ``hold`` + ``reference`` values, already read."""
         p = self.p
-        vals = track.tail(1 + int(p["reference"]))
+        vals = vals[-1 - int(p["reference"]):]
         ref = vals[:-1]
         if len(ref) < int(p["min_reference"]) or vals[-1] >= min(ref) - (max(ref) - min(ref)):
             return None  # the gate: the newest value under the floor less the width (a comparison or two)
+        fell = self._reward_fell()  # before the noise (a sort or two): the reward has not fallen on most steps
+        if fell is None:
+            return None
         found = held_out_range(track, 1, int(p["reference"]), int(p["min_reference"]))
         if found is None:
             return None
         ref, recent, med, noise = found
         now = recent[0]
         if med - now < p["z"] * noise:
-            return None
-        fell = self._reward_fell()
-        if fell is None:
             return None
         r_now, r_low = fell
         lo, hi = min(ref), max(ref)
@@ -136,10 +141,11 @@ class HeldOutDrop(Detector):
         p = self.p
         w = int(p["reward_span"])
         reward = self.ctx.tracks.get(REWARD)
-        if reward is None or reward.n < w + int(p["reward_min_history"]):
-            return None
+        if reward is None or len(reward.values) < w + int(p["reward_min_history"]) \
+                or reward.mean_last(w) >= sum(reward.tail(w, skip=w)) / w:
+            return None  # not under the stretch just before, so not under the lowest one: no scan
         vals = reward.tail(w + int(p["reward_history"]))
-        if len(vals) < w + int(p["reward_min_history"]) or any(v != v for v in vals):
+        if any(v != v for v in vals):
             return None
         now = sum(vals[-w:]) / w
         before = vals[:-w]
