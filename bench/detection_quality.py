@@ -148,7 +148,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "explained_variance's window median, host_memory's record growth (issue 29, branch "
                               "h-detect7); then its held-out scores' slides under their range (two evaluations under "
                               "the reference's lowest, each lower than the one before) were scanned for how far "
-                              "healthy ones go, nothing changed (issue 29, branch h-lrramp)",
+                              "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its held-out and "
+                              "score series were surveyed with every developed-on source's (held_out_drop's "
+                              "one-evaluation rule with the training reward, issue 29, branch h-slow16: lrramp60 250 "
+                              "-> 240)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were"
                          " read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); then its"
@@ -603,7 +606,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "9/11; the 30% grader 209 -> 201) (issue 29, branch h-reward13); then the grad_spike "
                                "run's actor/grad_norm at 1-60 and 280-300 read: 81.9 at 41 (32x its median 2.5, one "
                                "step) is a real spike of the labelled kind, unlabelled; left (issue 29, branch "
-                               "h-early16)",
+                               "h-early16); then its held-out and score series were surveyed with every developed-on "
+                               "source's (held_out_drop's one-evaluation rule with the training reward, issue 29, "
+                               "branch h-slow16: advsignflip 290 -> 288)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -663,7 +668,10 @@ DEVELOPED_ON: dict[str, str] = {
                                " run of 8 set above the longest run of zeros on any healthy run of every DEVELOPED_ON"
                                " source, 5) finds the greedy run at 177; the ramp stays missed: its score's fall is "
                                "significant from ~216-221 (30/50-step means, 4 sd) and out of range for good at the "
-                               "labelled 261, so a trend rule alerts early (issue 29, branch h-collapse14)",
+                               "labelled 261, so a trend rule alerts early (issue 29, branch h-collapse14); then its "
+                               "held-out and score series were surveyed with every developed-on source's "
+                               "(held_out_drop's one-evaluation rule with the training reward, issue 29, branch "
+                               "h-slow16: regexgrader-spaceddecode-from160 180 -> 168)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
@@ -700,7 +708,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "back to the warm-up level after a step above the critical bar, its critical at 126 "
                                "went, the creep warning at 103 stays; its gae healthy run's throughput and timing_s "
                                "at 120-175 read (0.04-0.15 s steps on a shared host; throughput_drop's warning at 147"
-                               " left) (issue 29, branch h-quiet16)",
+                               " left) (issue 29, branch h-quiet16); then its lastlayerredrawn, trainset24, "
+                               "wrongfieldgrader and adameps1 runs' score, reward_extra acc, validation and entropy "
+                               "around their onsets were read: held_out_drop's one-evaluation rule (the newest "
+                               "evaluation under the range's floor by its width and 4 noise units under the median, "
+                               "the training reward's last 10 steps under every 10-step stretch of the 150 before) "
+                               "warns the redrawn layer at 180, detected (issue 29, branch h-slow16)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "

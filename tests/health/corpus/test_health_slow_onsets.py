@@ -51,12 +51,15 @@ def in_window(trace: dict, hits: list) -> bool:
 def test_the_lr_ramp_collapse_is_seen_on_its_validation_inside_the_window():
     """Validation 0.467-0.517 at steps 0-230, 0.357 at 240 and 0.408 at 250 (600 scores: one evaluation's noise is
     0.02, so 0.408 alone is 3.8 of it under the median 0.486); main asked each of the two to be 4 noise units down
-    and never flagged it."""
+    and never flagged it. Since h-slow16 the evaluation at 240 alone is enough, the training reward having fallen
+    with it (its last 10 steps averaging 0.336, under every 10-step stretch before: lowest 0.356): warned at 240,
+    not 250."""
     trace, found = replay_real("rlcockpit_trainer_cpu4-collapse-gpt2s1-1prompt-12sample-lrramp60-450-val10")
     hits = alerts(found, "held_out_drop")
     assert in_window(trace, hits), hits
     first = next(f for f in found if f.detector == "held_out_drop")
-    assert first.severity == "warning" and "averaged" in first.title and first.step_start == 240
+    assert first.severity == "warning" and first.step_start == 240 and first.step == 240
+    assert "averaged" in first.title or "with the training reward" in first.title
 
 
 def validated(accs: dict[int, float], steps: int = 400, n_questions: int = 600, seed: int = 1) -> list:
