@@ -735,6 +735,10 @@ DEVELOPED_ON: dict[str, str] = {
                           " ramp at 201, detected; the temperature anneal (a 10% fall of the 12-step mean by onset+15"
                           " that healthy runs of every trainer source also show) and weight decay 50 stay missed "
                           "(issue 29, branch h-trlmiss16)",
+    "rlcockpit_trainer_cpu16": "scored once held out at 955bb32 (recall 3/11, 1 critical and 12 warnings on 12 healthy runs, 1 alert before onset-5; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
+    "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
+    "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
+    "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
