@@ -38,6 +38,7 @@ from rlcockpit.health.repeats import RepeatWatch
 from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
+VALUES, RETURNS = "critic/values/mean", "critic/returns/mean"
 SKIPPED = "actor/nonfinite_skipped"
 FRAC_ZERO = "critic/score/frac_zero_std"  # share of prompt groups whose rewards all tie (TRL: frac_reward_zero_std)
 ADV_MAX, ADV_MIN = "critic/advantages/max", "critic/advantages/min"  # both 0: every advantage of the batch is zero
@@ -717,11 +718,20 @@ class ValueDivergence(FrozenBaseline):
     """Critic (PPO) value loss diverging, against the run's own level and spread: the median of the last
     ``recent`` values above ``warn_ratio`` x the median of the ``window`` before them and ``z_log`` spreads of
     that window's logs (a converged critic's loss is small and swings by a factor) on ``sustain`` consecutive
-    observations: warning. Above ``critical_ratio`` x and held twice as long: critical."""
+    observations: warning. Above ``critical_ratio`` x and held twice as long: critical.
+    Also a warning: the critic's mean prediction swinging (a run that logs ``critic/values/mean`` and
+    ``critic/returns/mean``): over the last ``swing_window`` logged steps the spread of the mean prediction is
+    ``swing_ratio`` x the spread of the mean return it fits and ``swing_ratio`` x its own spread over the
+    ``swing_before`` steps before them, on ``swing_sustain`` consecutive checks (one every ``swing_every``
+    observations). A critic that tracks its targets moves its batch mean with theirs; one whose step overshoots
+    (a learning rate typed too large) jumps past the returns one step and back the next, before its loss's median
+    has risen."""
 
-    keys = (VF_LOSS,)
+    keys = (VF_LOSS, VALUES, RETURNS)
+    triggers = (VF_LOSS,)
     defaults = {"warn_ratio": 3.0, "critical_ratio": 10.0, "window": 30, "recent": 5, "z_log": 4.0, "sustain": 3,
-                "every": 5}
+                "every": 5, "swing_ratio": 3.0, "swing_window": 10, "swing_before": 30, "swing_sustain": 2,
+                "swing_every": 2}
     story, role = "divergence", "outcome"
     cause = "the critic's learning rate is too high, or the reward scale changed under it"
 
@@ -740,9 +750,15 @@ class ValueDivergence(FrozenBaseline):
         self._ref: tuple[float, float] | None = None
         self._ref_age = 0
         self._onset: int | None = None
+        self._swing_seen = self._swing_streak = 0
 
     def check(self, step: int) -> Finding | None:
         p = self.p
+        self._swing_seen += 1
+        if self._swing_seen % p["swing_every"] == 0:
+            found = self._swing(step)
+            if found is not None:
+                return found
         track = self.ctx.tracks[VF_LOSS]
         k = int(p["recent"])
         if self._streak == 0:
@@ -767,6 +783,34 @@ class ValueDivergence(FrozenBaseline):
         if ratio > p["critical_ratio"] and self._streak >= 2 * p["sustain"]:
             return self.fire(step, "critical", f"Value loss diverging: {where}", values=vals, step_start=self._onset)
         return self.fire(step, "warning", f"Value loss rising: {where}", values=vals, step_start=self._onset)
+
+    def _swing(self, step: int) -> Finding | None:
+        """The critic's mean prediction swinging past its returns and its own earlier spread (the class
+        docstring)."""
+        tracks, p = self.ctx.tracks, self.p
+        vt, rt = tracks.get(VALUES), tracks.get(RETURNS)
+        w, b = int(p["swing_window"]), int(p["swing_before"])
+        if vt is None or rt is None or vt.last_step != step or rt.last_step != step or vt.n < w + b or rt.n < w:
+            return None
+        sd_v, sd_r, sd_0 = _spread(vt.tail(w)), _spread(rt.tail(w)), _spread(vt.tail(b, skip=w))
+        r = p["swing_ratio"]
+        self._swing_streak = self._swing_streak + 1 if sd_v > r * sd_r and sd_v > r * sd_0 else 0
+        if self._swing_streak < p["swing_sustain"]:
+            return None
+        self._swing_streak = 0
+        vals = {"values_spread": sd_v, "returns_spread": sd_r, "values_spread_before": sd_0, "values_mean": vt.last,
+                "returns_mean": rt.last}
+        return self.fire(step, "warning", f"Critic predictions swinging: {vt.raw} spread {fmt(sd_v)} over the last "
+                         f"{w} logged steps, {sd_v / max(sd_r, 1e-12):.1f}x the spread of {rt.raw} ({fmt(sd_r)}) and "
+                         f"{sd_v / max(sd_0, 1e-12):.1f}x its own over the {b} steps before ({fmt(sd_0)})",
+                         "The critic's updates overshoot its targets: its learning rate is too high.", metric=VALUES,
+                         values=vals, step_start=vt.steps[-w], extra_keys=(RETURNS,))
+
+
+def _spread(values: list[float]) -> float:
+    """Population standard deviation."""
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) * (v - m) for v in values) / len(values))
 
 
 @register_detector("explained_variance", "negative_explained_var")
