@@ -755,7 +755,7 @@ class ValueDivergence(FrozenBaseline):
     def check(self, step: int) -> Finding | None:
         p = self.p
         self._swing_seen += 1
-        if self._swing_seen % p["swing_every"] == 0:
+        if self._swing_seen % p["swing_every"] == 0 and VALUES in self.ctx.tracks:  # only runs that log it
             found = self._swing(step)
             if found is not None:
                 return found
