@@ -151,7 +151,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its held-out and "
                               "score series were surveyed with every developed-on source's (held_out_drop's "
                               "one-evaluation rule with the training reward, issue 29, branch h-slow16: lrramp60 250 "
-                              "-> 240); then its GAE runs' critic/values/mean and returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
+                              "-> 240); then its GAE runs' critic/values/mean and returns/mean 10-step spreads were "
+                              "surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch "
+                              "h-cpu16r)",
     "trl_cpu_settings4": "scored once held out (recall 0/4, 5 criticals on healthy runs, 1.67 warnings per healthy "
                          "run at eabf7b2); then its ramps and its num_iterations=2 run (each value logged twice) were"
                          " read: slow drifts, kl_spike / kl_rising persistence (issue 29, branch h-detect6); then its"
@@ -239,7 +241,11 @@ DEVELOPED_ON: dict[str, str] = {
                               "accuracy, a reward_hacking run: not scored) (issue 29, branch h-cliff); then the paid "
                               "reward against the task score it equalled read on every run where the two part (where "
                               "reward_cliff's new parted-both-ways rule would warn), nothing changed but that rule's "
-                              "bar (issue 29, branch h-reward13); then its GAE runs' critic/values/mean and returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
+                              "bar (issue 29, branch h-reward13); then its GAE runs' critic/values/mean and "
+                              "returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy "
+                              "ratios <= 1.31) (issue 29, branch h-cpu16r); then its oom_creep run's "
+                              "perf/cpu_memory_used_gb and sparse system/proc_rss_gb were read, nothing changed "
+                              "(issue 29, branch h-quiet17)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -336,7 +342,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "range warning at 74 is a burst (0.07-0.26 at 59-76 against 0.026, back by 77), left "
                               "(issue 29, branch h-early16); then its stuck-loader run's entropy slow-fall state was "
                               "read by mistake (a search by run name); nothing changed for it (issue 29, branch "
-                              "h-trlmiss16); then its GAE runs' critic/values/mean and returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
+                              "h-trlmiss16); then its GAE runs' critic/values/mean and returns/mean 10-step spreads "
+                              "were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, "
+                              "branch h-cpu16r); then its oom_creep run's perf/cpu_memory_used_gb and sparse "
+                              "system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -445,7 +454,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "values on its healthy gradetrunc2chars run read (no warning before or after) (issue "
                                "29, branch h-cliff); then the paid reward against the task score it equalled read on "
                                "every run where the two part (where reward_cliff's new parted-both-ways rule would "
-                               "warn), nothing changed but that rule's bar (issue 29, branch h-reward13)",
+                               "warn), nothing changed but that rule's bar (issue 29, branch h-reward13); then its "
+                               "oom_creep run's perf/cpu_memory_used_gb and sparse system/proc_rss_gb were read, "
+                               "nothing changed (issue 29, branch h-quiet17)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -515,7 +526,8 @@ DEVELOPED_ON: dict[str, str] = {
                                "under the 4x bar, nothing changed (issue 29, branch h-grad14); then its healthy "
                                "tirotb run's entropy at 160-215 read (a two-value dip to 1.10 at 202-203, back at "
                                "1.86 the next step: no held step; entropy_collapse's held-step rule adds nothing "
-                               "there) (issue 29, branch h-ent15)",
+                               "there) (issue 29, branch h-ent15); then its oom_creep run's perf/cpu_memory_used_gb "
+                               "and sparse system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -536,7 +548,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "read (loss_spike's warning at 60 went: -0.14 on a step whose answers ran 1-8 tokens, the "
                           "loss 0.04 x kl on the equal-length steps) (issue 29, branch h-quiet14); then the early "
                           "reward_divergence warning of weightschedule (179, label 186) read from its title: the "
-                          "weights move from 150, an early sign, left (issue 29, branch h-early16)",
+                          "weights move from 150, an early sign, left (issue 29, branch h-early16); then the "
+                          "cosinerestarts3 healthy run's and the lrrestartspeakx2 collapse's learning_rate were read:"
+                          " lr_schedule leaves a hard restart from under 1% of the peak back to it (2 healthy "
+                          "warnings fewer), a restart past the peak still warns (issue 29, branch h-quiet17)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -671,7 +686,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "labelled 261, so a trend rule alerts early (issue 29, branch h-collapse14); then its "
                                "held-out and score series were surveyed with every developed-on source's "
                                "(held_out_drop's one-evaluation rule with the training reward, issue 29, branch "
-                               "h-slow16: regexgrader-spaceddecode-from160 180 -> 168); then the bf16-rollout-logits healthy run's probs diff (140-200) was read beside cpu17's partial sync (a step off the bit-exact floor that holds, the reason a jump alone cannot warn) (issue 29, branch h-cpu16r)",
+                               "h-slow16: regexgrader-spaceddecode-from160 180 -> 168); then the bf16-rollout-logits "
+                               "healthy run's probs diff (140-200) was read beside cpu17's partial sync (a step off "
+                               "the bit-exact floor that holds, the reason a jump alone cannot warn) (issue 29, "
+                               "branch h-cpu16r)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
@@ -713,7 +731,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "around their onsets were read: held_out_drop's one-evaluation rule (the newest "
                                "evaluation under the range's floor by its width and 4 noise units under the median, "
                                "the training reward's last 10 steps under every 10-step stretch of the 150 before) "
-                               "warns the redrawn layer at 180, detected (issue 29, branch h-slow16); then its GAE runs' critic/values/mean and returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
+                               "warns the redrawn layer at 180, detected (issue 29, branch h-slow16); then its GAE "
+                               "runs' critic/values/mean and returns/mean 10-step spreads were surveyed "
+                               "(value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -735,10 +755,34 @@ DEVELOPED_ON: dict[str, str] = {
                           " ramp at 201, detected; the temperature anneal (a 10% fall of the 12-step mean by onset+15"
                           " that healthy runs of every trainer source also show) and weight decay 50 stay missed "
                           "(issue 29, branch h-trlmiss16)",
-    "rlcockpit_trainer_cpu16": "scored once held out at 955bb32 (recall 3/11, 1 critical and 12 warnings on 12 healthy runs, 1 alert before onset-5; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36); then the critic-lr-x1000 run's critic/values/mean, returns/mean and vf_loss around 161, the rollout-lag run's probs diff, the two grad-clip runs' validation and every run's validation repeats and critic swing were read: value_divergence warns when the critic's mean prediction swings 3x past its returns' spread and its own earlier spread (criticlr1000x found at 166; nothing else moved) (issue 29, branch h-cpu16r)",
-    "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
-    "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36); then the partial-sync run's probs diff (140-200), the lr-warmup run's validation, score, entropy and lr (100-162) and every run's validation repeats were read; nothing changed here (issue 29, branch h-cpu16r)",
-    "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 14:36)",
+    "rlcockpit_trainer_cpu16": "scored once held out at 955bb32 (recall 3/11, 1 critical and 12 warnings on 12 "
+                               "healthy runs, 1 alert before onset-5; BENCHMARKS \"A fifteenth held-out batch\"); then "
+                               "read run by run (session 2026-12-07 14:36); then the critic-lr-x1000 run's "
+                               "critic/values/mean, returns/mean and vf_loss around 161, the rollout-lag run's probs "
+                               "diff, the two grad-clip runs' validation and every run's validation repeats and "
+                               "critic swing were read: value_divergence warns when the critic's mean prediction "
+                               "swings 3x past its returns' spread and its own earlier spread (criticlr1000x found at"
+                               " 166; nothing else moved) (issue 29, branch h-cpu16r); then its token-sum abs+ "
+                               "KL-loss healthy run's actor/kl_loss and actor/entropy (steps 1-60) and the "
+                               "perf/cpu_memory_used_gb, system/proc_rss_gb and system/memory_used_gb of its four "
+                               "memory_growth runs were read: kl_spike's warm-up critical is not raised where every "
+                               "entropy logged is above ln 262,144 (a token sum), 1 -> 0 healthy criticals; "
+                               "memory_growth left (issue 29, branch h-quiet17)",
+    "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
+                          "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
+                          "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
+                          "rule leaves a restart from a trough under 1% of the peak back to that peak, 6 -> 5 healthy"
+                          " warnings (issue 29, branch h-quiet17)",
+    "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy"
+                               " runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session "
+                               "2026-12-07 14:36); then the partial-sync run's probs diff (140-200), the lr-warmup "
+                               "run's validation, score, entropy and lr (100-162) and every run's validation repeats "
+                               "were read; nothing changed here (issue 29, branch h-cpu16r); then the adameps healthy"
+                               " run's and the hostleak oom_creep's perf/cpu_memory_used_gb were read (memory_growth "
+                               "left: no RSS logged; issue 29, branch h-quiet17)",
+    "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
+                          "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
+                          "14:36)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -11,6 +11,7 @@ from collections import deque
 
 from rlcockpit.health.advice import (
     CLIPFRAC,
+    ENTROPY,
     GRAD,
     KL,
     PPO_KL,
@@ -46,6 +47,10 @@ KL_FLOOR = threshold(KL, "healthy_low")  # the least KL level a ratio is taken a
 KL_COEF = "actor/kl_coef"
 # verl's task score and the reward its advantages are computed from (the score less an in-reward KL penalty)
 REWARD, TRAIN_REWARD = HEADLINE_KEYS["reward"][:2]
+# the most a per-token entropy can be: ln of a 262,144-token vocabulary (the largest in use is ~256k). A logged
+# ``actor/entropy`` that never came under it is no per-token mean but a sum over the batch's tokens (verl's
+# ``token-sum`` loss aggregation logs its per-token series so), and the KL logged beside it is such a sum too
+ENTROPY_SUM_ABOVE = math.log(2.0**18)
 
 
 @register_detector("kl_rising", "kl_drift", "kl_band")
@@ -424,7 +429,11 @@ class KLSpike(StartReferenced):
     steps before, and 4 of the 84 batches before passed 0.53).
     During warm-up the reference is the first logged KL (the policy before any update, ~0): critical when the last ``sustain``
     values all exceed ``early_abs`` and ``early_ratio`` x that start (a policy that left the reference within
-    the first steps), and so, until the reference window holds ``window`` batches, does each held value of a spike or
+    the first steps), unless every entropy the run logged so far is above the most a per-token entropy can be (ln of
+    a 262,144-token vocabulary, 12.5 nats): such a run logs its per-token series as sums over the batch's tokens
+    (verl's token-sum aggregation: an entropy of 54-66 on 36 tokens), its KL a sum too, which ``early_abs``, a per-token
+    level, does not measure (0.45, 1.5, 0.9, 1.8, 1.9, 2.0 in the first steps of a healthy such run from 0: 0.05 a
+    token), and so, until the reference window holds ``window`` batches, does each held value of a spike or
     a jump (a dozen batches have not shown a small batch's KL its bursts). Persistence counts distinct batches: a run that logs each batch's KL on several consecutive
     steps (TRL's ``num_iterations=2``: the generating step and the reuse step, see :mod:`rlcockpit.health.repeats`)
     needs ``sustain`` / ``warn_hold`` batches, the reference is taken over the last ``window`` batches, and a
@@ -476,13 +485,19 @@ class KLSpike(StartReferenced):
         if len(recent) < p["sustain"] or self.seen <= p["sustain"]:
             return None
         bar = max(p["early_abs"], p["early_ratio"] * abs(self._start))
-        if min(recent) <= bar:
+        if min(recent) <= bar or self._summed():
             return None
         v = track.last
         return self.fire(step, "critical", f"KL to reference jumped to {fmt(v)} within {self.seen} steps of the start "
                          f"({fmt(self._start)})", "The first updates moved the policy far from the reference.",
                          values={"kl": v, "kl_before": self._start, "ratio": v / max(abs(self._start), 1e-9)},
                          step_start=step - p["sustain"] + 1, extra_keys=("critic/score/mean",))
+
+    def _summed(self) -> bool:
+        """The run logs its per-token series as sums over the batch's tokens: every entropy it logged so far above
+        the most a per-token entropy can be (:data:`ENTROPY_SUM_ABOVE`). Read only where the warm-up rule would fire."""
+        ent = self.ctx.tracks.get(ENTROPY)
+        return ent is not None and ent.n > 0 and min(ent.values) > ENTROPY_SUM_ABOVE
 
     def _held(self, track: Track, k: int, period: int = 1) -> tuple[float, float]:
         """(lower median of the last ``k`` values, its distance above the reference in standard errors of a median

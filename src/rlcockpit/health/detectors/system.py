@@ -722,7 +722,10 @@ class LRSchedule(Detector):
     linear to zero are all schedules people plan. Flagged: the lr above ``peak_ratio`` x the configured peak for
     ``sustain`` observations (a resumed scheduler, a unit error), an upward jump of more than ``jump_ratio`` x
     between two observations after the lr had reached its peak, to at least ``min_share`` of that peak (a schedule
-    restarted by accident; the lr leaving a cosine's trough near 0 multiplies many times over), the lr risen to
+    restarted by accident; the lr leaving a cosine's trough near 0 multiplies many times over), unless the jump
+    left a trough under ``trough_share`` of that peak for at most ``cycle_ratio`` x the peak the lr first fell from
+    (a cosine with hard restarts ends each cycle near 0 and starts the next at its peak: 5.9e-9 -> 5e-5, the
+    peak, on TRL's two- and three-cycle runs; a restart to twice the peak is still one), the lr risen to
     ``jump_ratio`` x the lowest it had decayed to since its peak, and to ``min_share`` of that peak, for ``sustain``
     observations and past ``cycle_ratio`` x the peak it first fell from (a ramp made of small steps: a schedule that
     climbs again, each step under ``jump_ratio`` x the one before it; a warm-up then a decay, linear or cosine, only
@@ -732,7 +735,7 @@ class LRSchedule(Detector):
 
     keys = (LR,)
     defaults = {"peak_ratio": 1.5, "jump_ratio": 3.0, "sustain": 3, "end_share": 0.1, "min_share": 0.1,
-                "cycle_ratio": 1.05}
+                "cycle_ratio": 1.05, "trough_share": 0.01}
     common = {"enabled": True, "warmup": 0, "cooldown": 100}
     cause = "the scheduler is not the one configured (resumed state, wrong total steps)"
 
@@ -759,7 +762,8 @@ class LRSchedule(Detector):
             problem = f"lr {fmt(lr)} above the configured {fmt(peak)}"
         elif prev == prev and prev > 0 and lr > self.p["jump_ratio"] * prev and self._max > 0 and prev < self._max \
                 and lr > self.p["min_share"] * self._max:  # 1e-9 -> 3e-9 at a cosine's trough is no jump
-            problem, needed = f"lr jumped up {fmt(prev)} -> {fmt(lr)} after it had decayed", 1
+            if prev >= self.p["trough_share"] * self._max or lr > self.p["cycle_ratio"] * self._peak:
+                problem, needed = f"lr jumped up {fmt(prev)} -> {fmt(lr)} after it had decayed", 1
         elif lr > self.p["jump_ratio"] * self._low and lr > self.p["min_share"] * self._max \
                 and lr > self.p["cycle_ratio"] * self._peak:
             climbed = {"lr_low": self._low, "rise": lr / self._low}
