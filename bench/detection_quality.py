@@ -772,7 +772,11 @@ DEVELOPED_ON: dict[str, str] = {
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
                           "rule leaves a restart from a trough under 1% of the peak back to that peak, 6 -> 5 healthy"
-                          " warnings (issue 29, branch h-quiet17)",
+                          " warnings (issue 29, branch h-quiet17); then read: betaramp's loss, kl, grad norm and the "
+                          "loss/KL multiple on equal-length steps 130-185, chattemplateramp's kl/reward/entropy/grad "
+                          "norm 176-228, padmultiple16's first logged kl (beside every developed-on run's), the "
+                          "grad_spike bar at 163-182 of betaramp; loss_spike warns when the loss/KL multiple on "
+                          "equal-length steps grows x4: betaramp found at 157 (issue 29, branch h-trl16r)",
     "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy"
                                " runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session "
                                "2026-12-07 14:36); then the partial-sync run's probs diff (140-200), the lr-warmup "
@@ -782,7 +786,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "left: no RSS logged; issue 29, branch h-quiet17)",
     "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
-                          "14:36)",
+                          "14:36); then read: replaytwoprompts' entropy/reward/kl/grad norm 195-242 and its slow-fall"
+                          " drift state, graderfallback05's reward minus accuracy by 25-step windows; nothing changed"
+                          " for them (issue 29, branch h-trl16r)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

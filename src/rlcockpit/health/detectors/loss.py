@@ -185,12 +185,24 @@ class LossSpike(FrozenBaseline):
     batch carried by the smoothing.
 
     ``sustain`` counts distinct batches: a run that logs each batch's loss on several consecutive steps (TRL's
-    ``num_iterations=2``, :mod:`rlcockpit.health.repeats`) needs that many times more logged steps."""
+    ``num_iterations=2``, :mod:`rlcockpit.health.repeats`) needs that many times more logged steps.
+
+    KL coefficient grown (warning, either mode): read only on steps whose completions all have one length
+    (``completions/min_length`` equal to ``completions/max_length``) and a KL above ``beta_kl_floor``, where an
+    on-policy TRL GRPO loss is exactly beta x KL (the advantages' part is 0, :meth:`_length_weighted`). Once
+    ``beta_exact`` such steps in a row gave one multiple (within ``kl_multiple_tol`` of the first; a
+    policy-gradient part that is not 0 there, off-policy or clipped, breaks the run and arms nothing), the loss's
+    multiple of the KL on ``beta_k`` such steps in a row at ``beta_ratio`` x that multiple or more (x the
+    completions' length over its length then: a loss normalised by a fixed token budget grows with the answers)
+    says the KL coefficient itself grew (an adaptive controller with a far too low target, a resume with another
+    beta): the loss and the gradient grow with it while the KL is pulled to 0. A constant beta, the only one TRL
+    has, keeps that multiple exact on every such step, however the KL moves."""
 
     keys = (LOSS,)
     defaults = {"lag": 10, "rise_ratio": 1.5, "z_warn": 8.0, "z_critical": 12.0, "smooth": 3, "window": 30,
                 "every": 10, "grad_ratio": 5.0, "kl_ratio": 3.0, "kl_floor": 0.01, "sustain": 2,
-                "kl_multiple_tol": 0.1, "adv_bound": 4.0}
+                "kl_multiple_tol": 0.1, "adv_bound": 4.0, "beta_kl_floor": 1e-4, "beta_exact": 15,
+                "beta_ratio": 4.0, "beta_k": 2}
     common = {"enabled": True, "warmup": 20, "cooldown": 30}
     story, role = "divergence", "outcome"
     cause = "an outlier batch or too large a step made the optimiser diverge"
@@ -208,12 +220,57 @@ class LossSpike(FrozenBaseline):
         self._ref_age = 0
         self._onset: int | None = None
         self._repeats = RepeatWatch()  # how many consecutive logged values carry one batch
+        # the KL-coefficient rule (class docstring): the loss/KL multiple on equal-length steps, its length, how many
+        # such steps in a row gave it (armed at ``beta_exact``), and the steps since at ``beta_ratio`` x it or more
+        self._beta = math.nan
+        self._beta_len = math.nan
+        self._beta_n = 0
+        self._beta_out: list[int] = []
+        self._lens: tuple[Track, Track, Track] | None = None
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[LOSS]
         if self.centred is None:
             self.centred = zero_centred(track.tail(self.warmup, skip=1), self.base, self.scale)
+        lens = self._lens
+        if lens is None:
+            tracks = self.ctx.tracks
+            lo, hi, kl = tracks.get(LEN_MIN), tracks.get(LEN_MAX), tracks.get(KL)
+            if lo is not None and hi is not None and kl is not None:
+                lens = self._lens = (lo, hi, kl)
+        if lens is not None and lens[0].last_step == step and lens[0].last == lens[1].last \
+                and lens[2].last_step == step and lens[1].last_step == step and lens[2].last > self.p["beta_kl_floor"]:
+            found = self._beta_grown(step, track.last / lens[2].last, lens[0].last)  # the gate: one length
+            if found is not None:
+                return found
         return self._check_centred(step, track) if self.centred else self._check_positive(step, track)
+
+    def _beta_grown(self, step: int, ratio: float, length: float) -> Finding | None:
+        """The KL-coefficient rule (class docstring), on a step whose completions all have one length: ``ratio`` is
+        its loss over its KL, ``length`` that length."""
+        p, ref = self.p, self._beta
+        if ref == ref and abs(ratio - ref) <= p["kl_multiple_tol"] * abs(ref):
+            self._beta_n += 1
+            self._beta_out = []
+            return None
+        if self._beta_n < p["beta_exact"] or ref <= 0:
+            self._beta, self._beta_len, self._beta_n, self._beta_out = ratio, length, 1, []  # not armed: start over
+            return None
+        grown = ratio / ref / max(1.0, length / self._beta_len)
+        if grown < p["beta_ratio"]:
+            self._beta_out = []
+            return None
+        self._beta_out.append(step)
+        if len(self._beta_out) < p["beta_k"] or self.repeats(step, "warning", self._beta_out[0]):
+            return None
+        return self.fire(step, "warning", f"KL coefficient grown: the loss is {fmt(ratio)} x the KL on the last "
+                         f"{len(self._beta_out)} steps whose completions all have one length, {grown:.0f}x the "
+                         f"{fmt(ref)} x it gave on {self._beta_n} such steps in a row before",
+                         "On those steps the loss is beta x KL exactly: beta itself grew, and the loss and the gradient "
+                         "grow with it while the KL is pulled to 0 (an adaptive KL controller with too low a target, "
+                         "a resume with another beta).",
+                         values={"loss_kl_multiple": ratio, "earlier_multiple": ref, "ratio": grown,
+                                 "exact_steps": self._beta_n}, step_start=self._beta_out[0], extra_keys=(KL, GRAD))
 
     def _check_centred(self, step: int, track: Track) -> Finding | None:
         p = self.p
