@@ -26,6 +26,8 @@ GPU_USED, GPU_BYTES = "system/gpu/memory_used_gb", "system/gpu/memory_allocated_
 GPU_SPREAD = "system/gpu/memory_percent_spread"  # fullest GPU minus the median GPU (the monitor derives it)
 ABSOLUTE = (ALLOC, RESERVED, GPU_USED, GPU_BYTES, RSS, RSS_MB, CPU_USED)
 MACHINE_USED = ("system/memory_used_gb", CPU_USED)  # the machine's used memory in GB, as rlcockpit / verl log it
+# a climb of the machine's memory is the run's own when its RSS grew by at least this share of it meanwhile
+OWN_SHARE = 0.25
 DEVICE_KEYS = (ALLOC, RESERVED, GPU_USED, GPU_BYTES)
 
 
@@ -352,7 +354,7 @@ class HostMemory(_Percent):
     triggers = (HOST_MEM,)
     label = "Host memory"
     # host memory wanders more (page cache, workers); own_share: see _others_climb
-    defaults = {**_Percent.defaults, "creep_points": 3.0, "own_share": 0.25}
+    defaults = {**_Percent.defaults, "creep_points": 3.0, "own_share": OWN_SHARE}
     cause = "host memory leak (growing buffers, dataloader workers, cached samples)"
 
     def __init__(self, params, ctx) -> None:
@@ -452,7 +454,7 @@ class MemoryGrowth(MemoryTrend):
         per_gb = 1024.0 if self._rss_key == RSS_MB else 1.0
         self._rss_pts.append((rss.last_step, rss.last / per_gb, machine.last))
         (_s0, r0, m0), (_s1, r1, m1) = self._rss_pts[0], self._rss_pts[-1]
-        self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= 0.25 * (m1 - m0)
+        self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= OWN_SHARE * (m1 - m0)
         if CPU_USED in self._top:
             self._top[CPU_USED][4] = self.min_growth(self._base[CPU_USED][0], CPU_USED)
 
@@ -504,7 +506,7 @@ class MemoryGrowth(MemoryTrend):
         spanned = m1 - m0
         if spanned < 0.25 * growth_gb:  # the readings do not bracket the climb: they say nothing about it
             return True
-        return r1 - r0 >= 0.25 * spanned
+        return r1 - r0 >= OWN_SHARE * spanned
 
     def _sign_trend(self, step: int, key: str, track: Track) -> Finding | None:
         """The machine's used memory rising at nearly every step of the last ``trend_window`` (see the class
