@@ -55,14 +55,17 @@ def load_cfg(preset: str | None = None, config_file: str | None = None, override
 
 def check_batch(cfg: Any) -> list[CheckResult]:
     """Batch, mini-batch, micro-batch and ``rollout.n`` divide as the update loop needs."""
-    from rlcockpit.trainer.config import ConfigError, finalize
+    from rlcockpit.trainer.config import ConfigError, dynamic_batching, finalize
 
     a, d, n = cfg.actor, cfg.data, cfg.rollout.n
     fails: list[str] = []
     warns: list[str] = []
+    dynamic = dynamic_batching(cfg)
     if n < 1 or d.train_batch_size < 1:
         fails.append(f"rollout.n={n} and data.train_batch_size={d.train_batch_size} must be >= 1")
-    if not 1 <= a.ppo_mini_batch_size <= d.train_batch_size:
+    if dynamic and a.ppo_mini_batch_size > d.train_batch_size >= 1:
+        pass  # verl with use_dynamic_bsz: one mini-batch of the whole step (finalize and the update clamp alike)
+    elif not 1 <= a.ppo_mini_batch_size <= d.train_batch_size:
         fails.append(f"actor.ppo_mini_batch_size={a.ppo_mini_batch_size} must be in [1, data.train_batch_size="
                      f"{d.train_batch_size}]: otherwise a step has zero mini-batches")
     elif d.train_batch_size % a.ppo_mini_batch_size:
@@ -70,7 +73,7 @@ def check_batch(cfg: Any) -> list[CheckResult]:
                      f"{a.ppo_mini_batch_size}: the last mini-batch of each step is smaller (verl refuses this)")
     mini_samples = max(1, a.ppo_mini_batch_size) * max(1, n)
     micro = a.ppo_micro_batch_size
-    if micro is not None:
+    if micro is not None and not dynamic:
         if not 1 <= micro <= mini_samples:
             fails.append(f"actor.ppo_micro_batch_size={micro} must be in [1, ppo_mini_batch_size*rollout.n="
                          f"{mini_samples}]: otherwise there are zero gradient-accumulation steps")
@@ -89,7 +92,7 @@ def check_batch(cfg: Any) -> list[CheckResult]:
             fails.append(str(exc))
     accum = (mini_samples // micro) if micro and 1 <= micro <= mini_samples else 1
     data = {"samples_per_step": d.train_batch_size * n, "mini_batches_per_epoch":
-            (d.train_batch_size // a.ppo_mini_batch_size) if a.ppo_mini_batch_size >= 1 else 0,
+            max(1 if dynamic else 0, d.train_batch_size // a.ppo_mini_batch_size) if a.ppo_mini_batch_size >= 1 else 0,
             "grad_accumulation": accum}
     if fails:
         return [CheckResult("batch: arithmetic", "fail", "; ".join(fails), data)]

@@ -208,13 +208,14 @@ def finalize(cfg: Config) -> Config:
     a, d, n = cfg.actor, cfg.data, cfg.rollout.n
     if n < 1 or d.train_batch_size < 1:
         raise ConfigError("actor_rollout_ref.rollout.n and data.train_batch_size must be >= 1")
-    if a.ppo_mini_batch_size < 1 or a.ppo_mini_batch_size > d.train_batch_size:
+    dynamic = dynamic_batching(cfg)
+    if a.ppo_mini_batch_size < 1 or (a.ppo_mini_batch_size > d.train_batch_size and not dynamic):
         raise ConfigError(
             f"actor_rollout_ref.actor.ppo_mini_batch_size={a.ppo_mini_batch_size} must be in [1, data.train_batch_size="
             f"{d.train_batch_size}]: it would give zero mini-batches per step")
     mini_samples = a.ppo_mini_batch_size * n
     micro = micro_batch_size(cfg)
-    if micro is not None and not (1 <= micro <= mini_samples):
+    if micro is not None and not dynamic and not (1 <= micro <= mini_samples):
         which = "ppo_micro_batch_size_per_gpu" if a.ppo_micro_batch_size_per_gpu is not None else "ppo_micro_batch_size"
         raise ConfigError(
             f"actor_rollout_ref.actor.{which}={micro} must be in [1, ppo_mini_batch_size*rollout.n="
@@ -247,6 +248,14 @@ def finalize(cfg: Config) -> Config:
 
     validate_algorithm(cfg, ConfigError)  # rollout correction settings, dro_beta, gdpo keys
     return cfg
+
+
+def dynamic_batching(cfg: Config) -> bool:
+    """``actor_rollout_ref.actor.use_dynamic_bsz``: verl then packs micro-batches by token count and skips its
+    batch-size checks (``validate_config``, ``ActorConfig.validate``), so a mini-batch larger than the step's batch
+    is one mini-batch of the whole batch, not an error. rlcockpit's update clamps the same way
+    (``update.ppo.mini_batch_size``); the key itself steers only verl's engines and is kept in ``cfg.extras``."""
+    return bool(cfg.extras.get("actor_rollout_ref.actor.use_dynamic_bsz"))
 
 
 def micro_batch_size(cfg: Config) -> int | None:
