@@ -137,7 +137,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
                          "h-reward13); then lr30's kl at 1-300 read: kl_rising's range warning at 94 is a burst "
                          "(0.1-0.47 at 73-112 against a median of 0.036, back by 115), left: no rule found that tells"
-                         " it from the range warnings that detect (issue 29, branch h-early16)",
+                         " it from the range warnings that detect (issue 29, branch h-early16)"
+                         "; then read (issue 29, branch h-quiet18): the noclip-lr30 run's kl 1-110 (the early "
+                         "kl_rising at 94: a 3-4x burst over 73-112, left as h-early16 did)",
     "rlcockpit_trainer_cpu4": "scored once held out (recall 1/3, 5 criticals on healthy runs, 1.75 warnings per "
                               "healthy run at eabf7b2); then its temperature / lr ramps and its long KL-in-reward run"
                               " were read: slow drifts against the early range, kl_rising's critical (issue 29, "
@@ -245,7 +247,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "returns/mean 10-step spreads were surveyed (value_divergence's swing rule: healthy "
                               "ratios <= 1.31) (issue 29, branch h-cpu16r); then its oom_creep run's "
                               "perf/cpu_memory_used_gb and sparse system/proc_rss_gb were read, nothing changed "
-                              "(issue 29, branch h-quiet17)",
+                              "(issue 29, branch h-quiet17)"
+                              "; then read (issue 29, branch h-quiet18): the leak16mb oom_creep run's machine "
+                              "memory and RSS (unchanged)",
     "trl_cpu_settings6": "scored once held out (at bd42ad5: recall 2/6, 2 criticals on healthy runs from the same "
                          "length_collapse rule); then its brevityramp run's reward and accuracy, its judge run's "
                          "evaluations and its healthy GSPO run's reward and accuracy were read: the paired lead "
@@ -307,7 +311,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "steps above the previous 50's largest): grad_spike's new level-shift warning stays off it; "
                          "its minnew10at200 length run gets one at 212, after its onset (issue 29, branch h-grad14); "
                          "then its slowgenramp run's step_time was read; nothing changed for it (issue 29, branch "
-                         "h-trlmiss16)",
+                         "h-trlmiss16)"
+                         "; then read (issue 29, branch h-quiet18): the vespo healthy run's reward 540-600 (one "
+                         "prompt: reward_cliff at 599 left)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -345,7 +351,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "h-trlmiss16); then its GAE runs' critic/values/mean and returns/mean 10-step spreads "
                               "were surveyed (value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, "
                               "branch h-cpu16r); then its oom_creep run's perf/cpu_memory_used_gb and sparse "
-                              "system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)",
+                              "system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)"
+                              "; then read (issue 29, branch h-quiet18): the accelleak oom_creep run's machine "
+                              "memory and RSS, the refswap run's KL 1-110 (unchanged)",
     "trl_cpu_settings8": "scored once held out at 331a9ce (recall 3/7, 0.33 warnings per healthy run); then its "
                          "loss-scale run's grad_norm was read: grad_spike's huge-ratio path (issue 29, branch "
                          "h-detect17); its bnpo run's kl: batches logged in turn count as repeats (issue 29, branch "
@@ -456,7 +464,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "every run where the two part (where reward_cliff's new parted-both-ways rule would "
                                "warn), nothing changed but that rule's bar (issue 29, branch h-reward13); then its "
                                "oom_creep run's perf/cpu_memory_used_gb and sparse system/proc_rss_gb were read, "
-                               "nothing changed (issue 29, branch h-quiet17)",
+                               "nothing changed (issue 29, branch h-quiet17)"
+                               "; then read (issue 29, branch h-quiet18): the valleak oom_creep run's machine "
+                               "memory and RSS (unchanged)",
     "trl_cpu_settings9": "scored once held out (recall 5/7, 0 criticals, 0.2 warnings per healthy run at d482f29); "
                          "then its shuffledlabelsramp150-300 run's reward and kl were read: a slow-fall test against "
                          "the early level dates it at 264, not by 230; left missed (issue 29, branch h-rewardfall); "
@@ -498,7 +508,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, branch "
                           "h-reward13); then zerobonusgrows004from150's reward and rewards/accuracy/mean at 140-250 "
                           "read: the gap grows from 150; reward_divergence's warning at 220 an early sign, left "
-                          "(issue 29, branch h-early16)",
+                          "(issue 29, branch h-early16)"
+                          "; then read (issue 29, branch h-quiet18): the cispo log10 healthy run's entropy (a "
+                          "steady 2.5x climb over 110 steps: left)",
     "rlcockpit_trainer_cpu11": "scored once held out (recall 7/9, 0 criticals on healthy runs, 1.00 warnings per "
                                "healthy run at 883e521; 5/9 with the detectors of e82ff19); then developed on: its "
                                "misses' series (entcoeframp's grad norm, entropy, actor/loss, pg_loss, entropy_loss, "
@@ -527,7 +539,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "tirotb run's entropy at 160-215 read (a two-value dip to 1.10 at 202-203, back at "
                                "1.86 the next step: no held step; entropy_collapse's held-step rule adds nothing "
                                "there) (issue 29, branch h-ent15); then its oom_creep run's perf/cpu_memory_used_gb "
-                               "and sparse system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)",
+                               "and sparse system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)"
+                               "; then read (issue 29, branch h-quiet18): the klcov-tokensum and reinforceloss "
+                               "healthy runs' machine memory and sparse RSS (left: the machine climbs 16-23% "
+                               "before a second RSS reading)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -575,7 +590,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "warning (issue 29, branch h-kl); then the paid reward against the task score it "
                                "equalled read on every run where the two part (where reward_cliff's new "
                                "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
-                               "branch h-reward13)",
+                               "branch h-reward13)"
+                               "; then read (issue 29, branch h-quiet18): the klinreward-h30 healthy run's "
+                               "machine memory and RSS (left)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
@@ -598,7 +615,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "(227), left (issue 29, branch h-early16); then that run's kl, entropy and reward at "
                           "150-250 read again (kl 0.1-0.3 with lone spikes to 4.9 at 181, then >= 0.5 on every step "
                           "219-231 and entropy 1.55 -> 0.95): a real KL excursion, kl_spike's critical at 227 left "
-                          "(issue 29, branch h-quiet16)",
+                          "(issue 29, branch h-quiet16)"
+                          "; then read (issue 29, branch h-quiet18): the vespo healthy run's reward 250-300 (one "
+                          "prompt: reward_cliff at 297 left)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -623,7 +642,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "step) is a real spike of the labelled kind, unlabelled; left (issue 29, branch "
                                "h-early16); then its held-out and score series were surveyed with every developed-on "
                                "source's (held_out_drop's one-evaluation rule with the training reward, issue 29, "
-                               "branch h-slow16: advsignflip 290 -> 288)",
+                               "branch h-slow16: advsignflip 290 -> 288)"
+                               "; then read (issue 29, branch h-quiet18): the dualclip2 healthy run's machine "
+                               "memory and RSS (left)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -733,7 +754,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "the training reward's last 10 steps under every 10-step stretch of the 150 before) "
                                "warns the redrawn layer at 180, detected (issue 29, branch h-slow16); then its GAE "
                                "runs' critic/values/mean and returns/mean 10-step spreads were surveyed "
-                               "(value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)",
+                               "(value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)"
+                               "; then read (issue 29, branch h-quiet18): the klloss-mseplus healthy run's "
+                               "machine memory and RSS (left)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -767,7 +790,13 @@ DEVELOPED_ON: dict[str, str] = {
                                "perf/cpu_memory_used_gb, system/proc_rss_gb and system/memory_used_gb of its four "
                                "memory_growth runs were read: kl_spike's warm-up critical is not raised where every "
                                "entropy logged is above ln 262,144 (a token sum), 1 -> 0 healthy criticals; "
-                               "memory_growth left (issue 29, branch h-quiet17)",
+                               "memory_growth left (issue 29, branch h-quiet17)"
+                               "; then read (issue 29, branch h-quiet18): the lora16 healthy run's "
+                               "perf/cpu_memory_used_gb (4.74 -> 4.02 -> 4.76 GB, 1-350), the 700-step, cispo and"
+                               " opo healthy runs' machine memory with their sparse system/proc_rss_gb, the remax"
+                               " healthy run's actor/entropy: memory_growth's sign rule needs the climb "
+                               "trend_growth_ratio above the warm-up level, 1 -> 0 warnings on the lora run; the "
+                               "others left",
     "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
@@ -776,14 +805,18 @@ DEVELOPED_ON: dict[str, str] = {
                           "loss/KL multiple on equal-length steps 130-185, chattemplateramp's kl/reward/entropy/grad "
                           "norm 176-228, padmultiple16's first logged kl (beside every developed-on run's), the "
                           "grad_spike bar at 163-182 of betaramp; loss_spike warns when the loss/KL multiple on "
-                          "equal-length steps grows x4: betaramp found at 157 (issue 29, branch h-trl16r)",
+                          "equal-length steps grows x4: betaramp found at 157 (issue 29, branch h-trl16r)"
+                          "; then read (issue 29, branch h-quiet18): the rewardsreversed healthy run's kl 1-110 "
+                          "(left)",
     "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy"
                                " runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session "
                                "2026-12-07 14:36); then the partial-sync run's probs diff (140-200), the lr-warmup "
                                "run's validation, score, entropy and lr (100-162) and every run's validation repeats "
                                "were read; nothing changed here (issue 29, branch h-cpu16r); then the adameps healthy"
                                " run's and the hostleak oom_creep's perf/cpu_memory_used_gb were read (memory_growth "
-                               "left: no RSS logged; issue 29, branch h-quiet17)",
+                               "left: no RSS logged; issue 29, branch h-quiet17)"
+                               "; then read (issue 29, branch h-quiet18): the adameps healthy and hostleak "
+                               "oom_creep runs' machine memory (left)",
     "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then read: replaytwoprompts' entropy/reward/kl/grad norm 195-242 and its slow-fall"

@@ -48,3 +48,30 @@ def test_a_warm_up_rise_that_then_holds_stays_quiet(seed):
     mon = HealthMonitor()
     found = [f for s in range(1, 401) for f in mon.observe(s, host(s, rng, warmup_gb=0.2, wander=0.001, swing=0.0))]
     assert memory_warnings(found) == []
+
+
+def given_back_and_taken_again(step: int, top: float) -> dict[str, float]:
+    """The machine's used memory as a shared host moves it (the sixteenth CPU pass's healthy LoRA run, 4.74 GB after
+    warm-up, 4.02 GB at steps 70-125, back to 4.76 GB by 161): flat at 4.74 GB, 0.72 GB given back over steps 60-70,
+    then taken again at every step of 125-165 up to ``top``, then flat."""
+    if step <= 60:
+        used = 4.70 + 0.04 * min(step, 40) / 40
+    elif step <= 125:
+        used = 4.74 - 0.72 * min(step - 60, 10) / 10
+    else:
+        used = 4.02 + (top - 4.02) * min(step - 125, 40) / 40
+    return {"perf/cpu_memory_used_gb": used}
+
+
+def test_memory_given_back_and_taken_again_is_not_a_leak():
+    """Rising at every step of 40 from a dip to 0.4% above the warm-up level: the sign rule's rise is there, a growth
+    is not (the sixteenth CPU pass's healthy LoRA run warned "+1% since warm-up" at 161)."""
+    mon = HealthMonitor()
+    assert memory_warnings([f for s in range(1, 351) for f in mon.observe(s, given_back_and_taken_again(s, 4.76))]) == []
+
+
+def test_memory_taken_again_past_its_level_is_still_a_leak():
+    """The same dip and climb, carried on to 4% above the warm-up level: rising at every step, and grown."""
+    mon = HealthMonitor()
+    hits = memory_warnings([f for s in range(1, 351) for f in mon.observe(s, given_back_and_taken_again(s, 4.93))])
+    assert hits and "rising at" in hits[0][1], hits

@@ -414,7 +414,8 @@ class MemoryGrowth(MemoryTrend):
     the signs of its step-to-step changes: at least ``trend_rises`` of the last ``trend_window`` changes are rises
     (ties count against) while at most ``trend_early_rate`` of all its earlier changes since warm-up were, and it
     rose by ``trend_growth_ratio`` of its level and 10 x its warm-up jitter over that window, to above its warm-up
-    high (a leak adds memory at every step; a healthy host wanders up and down, or sits flat)."""
+    high and ``trend_growth_ratio`` above its warm-up level (a leak adds memory at every step; a healthy host wanders
+    up and down, or sits flat, or gives memory back and takes it again)."""
 
     keys = ABSOLUTE
     triggers = ABSOLUTE  # whichever of them the run logs
@@ -534,7 +535,10 @@ class MemoryGrowth(MemoryTrend):
             return None
         base, jitter, high = self._base[key]
         rise = track.last - track.ago(w)
-        if rise < max(self.p["trend_growth_ratio"] * abs(base), 10 * jitter) or track.last <= high:
+        grow = self.p["trend_growth_ratio"] * abs(base)
+        # the climb must also stand above the warm-up level: a machine that gave memory back and took it again
+        # (a shared host's other jobs ending and starting) rose over the window without growing
+        if rise < max(grow, 10 * jitter) or track.last <= high or track.last - base < grow:
             return None
         if not self._process_grew(track, rise) or self.repeats(step, "warning", step - w):
             return None
