@@ -10,7 +10,7 @@ every 4; **NEFTune** embedding noise (``neftune_noise_alpha=5``) on 2 prompts x 
 ``max_grad_norm=0.1``** at a constant lr 2e-4 on Qwen2, 2 prompts x 4 logging every 5; a **static KV cache in
 generation** (``cache_implementation="static"``) with **AdamW's ``beta1`` 0** on 1 prompt x 10 logging every 6; a
 **500-step** run of 1 prompt x 6 logging every 5 and evaluating every 125; a **500-step** run of 2 prompts x 2 logging
-every 4; models built from **model seed 14**; seeds 1051-1059 (healthy), 1061-1071 (planned failures and faults that
+every 4; models built from **model seed 14**; seeds 1051-1059 (healthy), 1061-1073 (planned failures and faults that
 may leave no mark).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): **a
@@ -26,6 +26,9 @@ backwards** from a step (a little-endian parsing bug: '123' graded as '321'); **
 (a schedule in the wrong unit: 0.005 meant); **the PPO clip epsilon 0 by a config typo** under ``num_iterations=2``.
 Faults that may leave no mark (stored healthy if they leave none): **a reward server answering in percent** from a
 step (scores x100 under group-scaled advantages); **the tokenizer's padding side flipped to the right by a reload**.
+Added after the first fourteen runs were read, in a block committed before it ran: **the reference off-by-one at beta
+0.2 under a constant lr 1e-4** and **the self-certainty bonus at full weight from a step under a constant lr 2e-4**
+(seeds 1072-1073).
 Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings18/<name>/`` and labelled by reading it (README, twenty-third pass).
 
@@ -338,6 +341,27 @@ SPECS: dict[str, dict[str, Any]] = {
         "model": "gpt2", "model_seed": 14, "batch": 4, "num_generations": 2, "steps": 500, "logging_steps": 4,
         "lr": 5e-5, "seed": 1059},
 }
+
+_certain_at = SelfCertainty(99, 100, 1.0)  # weight 0 to step 99, 1 from step 100
+
+# --- added after the first fourteen runs were read (written and committed before running these two): the reference
+# off-by-one moved only the kl at beta 0.04 and lr 5e-5, and the self-certainty ramp lowered the entropy only 12%, so
+# the same two mechanisms harder: the reference off-by-one at beta 0.2 under a constant lr 1e-4 on Llama, and the
+# self-certainty bonus at full weight from step 100 (sudden) under a constant lr 2e-4 on GPT-2 (seeds 1072-1073).
+SPECS.update({
+    # the reference's per-token log-probs shifted one token from step 100 (sudden), beta 0.2, constant lr 1e-4; Llama
+    # seed 14, 2 prompts x 4, 250 steps, logging every step
+    "llamas14-2prompt-4gen-refmisaligned1-from100-beta02-constlr1e-4-250": {
+        "model": "llama", "model_seed": 14, "batch": 8, "num_generations": 4, "steps": 250, "logging_steps": 1,
+        "lr": 1e-4, "seed": 1072, "each_step": ref_misaligned_from(100),
+        "config": {"beta": 0.2, "lr_scheduler_type": "constant"}},
+    # a self-certainty bonus at weight 1 from step 100 (sudden) beside the digit overlap; constant lr 2e-4; GPT-2
+    # seed 14, 2 prompts x 4, 250 steps, logging every step
+    "gpt2s14-2prompt-4gen-selfcertainty1-from100-constlr2e-4-250": {
+        "model": "gpt2", "model_seed": 14, "batch": 8, "num_generations": 4, "steps": 250, "logging_steps": 1,
+        "lr": 2e-4, "seed": 1073, "reward_funcs": _certain_at.funcs(), "reward_weights": [1.0, 0.0],
+        "each_step": _certain_at.hook, "config": {"lr_scheduler_type": "constant"}},
+})
 
 NOT_STORED: tuple[str, ...] = ()
 
