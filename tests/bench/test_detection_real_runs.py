@@ -1680,3 +1680,87 @@ def test_the_twenty_second_pass_cpu_runs_keep_every_step_and_the_readings_their_
         m = runs[name]
         assert abs(med(m, score, 150, 300) - med(m, score, 1, 149)) < 0.05, name
         assert med(m, ln, 150, 300) == med(m, ln, 1, 149) and abs(med(m, ent, 150, 300) - med(m, ent, 1, 149)) < 0.2, name
+
+
+def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-third pass's TRL CPU runs (trl_cpu_settings18: TRL trainer states, model seed 14), each imported
+    whole, and the readings the README's labels rest on are in the numbers (an uncapped per-digit grader, a
+    self-certainty bonus, the reference's log-probs off by one token, the ground truth read backwards; and the faults
+    stored healthy: the multi-answer grader, the length-normalised reward, the entropy coefficient ramp, the repetition
+    penalty ramp, the clip epsilon 0, scores in percent, the padding side flipped)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings18"]
+    assert len(sel) == 22 and Counter(e["class"] for e in sel) == {
+        "healthy": 16, "collapse": 3, "reward_hacking": 2, "entropy_collapse": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"bdbee91", "32a37a3"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["gpt2s14-1prompt-6gen-tokensseen-200-log3"]) == list(range(3, 199, 3))
+    assert sorted(runs["llamas14-2prompt-4gen-evaldelay100-eval20-200-log2"]) == list(range(2, 201, 2))
+    assert sorted(runs["llamas14-1prompt-8gen-cosinequartercycle-200-log4"]) == list(range(4, 201, 4))
+    assert sorted(runs["gpt2s14-1prompt-10gen-staticcache-adambeta1-0-200-log6"]) == list(range(6, 199, 6))
+    for name, n in (("gpt2s14-2prompt-5gen-wsd-1sqrtdecay-warm20-decay100-200", 200),
+                    ("gpt2s14-2prompt-4gen-neftune5-200", 200),
+                    ("llamas14-2prompt-4gen-perdigitcredit-uncapped-from100-maxlen12-constlr1e-4-250", 250),
+                    ("llamas14-2prompt-4gen-numiter2-clipeps0-from100-250", 250)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    def mean(m, key, lo, hi):
+        vals = [m[s][key] for s in range(lo, hi) if key in m.get(s, {})]
+        return sum(vals) / len(vals)
+
+    acc = "rewards/accuracy/mean"
+    seen = runs["gpt2s14-1prompt-6gen-tokensseen-200-log3"]
+    assert [seen[s]["num_input_tokens_seen"] for s in (3, 198)] == [126, 8340]
+    evald = runs["llamas14-2prompt-4gen-evaldelay100-eval20-200-log2"]
+    assert sorted(s for s in evald if "eval_reward" in evald[s]) == list(range(100, 201, 20))
+
+    digits = runs["llamas14-2prompt-4gen-perdigitcredit-uncapped-from100-maxlen12-constlr1e-4-250"]
+    assert all(digits[s]["reward"] == pytest.approx(digits[s][acc], abs=1e-6) for s in range(1, 100))
+    assert med(digits, "reward", 201, 251) > 2.5 > 0.45 > med(digits, acc, 201, 251) > 0.35
+    assert med(digits, "completions/mean_length", 201, 251) == 12 and min(
+        s for s in digits if digits[s]["completions/mean_length"] == 12) == 195
+
+    sure = runs["llamas14-2prompt-4gen-selfcertaintyramp0-1-100-200-constlr1e-4-250"]
+    assert med(sure, "reward", 201, 251) > 0.9 > 0.45 > med(sure, acc, 201, 251)
+    assert med(sure, "rewards/certainty/mean", 201, 251) > 0.53 > 0.45 > med(sure, "rewards/certainty/mean", 1, 100)
+    assert med(sure, "entropy", 201, 251) < 1.45 < 1.6 < med(sure, "entropy", 1, 100)
+
+    ref = runs["gpt2s14-2prompt-4gen-refmisaligned1-from100-250"]
+    assert max(ref[s]["kl"] for s in range(1, 100)) < 20 < ref[101]["kl"] and min(
+        ref[s]["kl"] for s in range(100, 251)) > 2 > 0.06 > med(ref, "kl", 1, 100)
+    assert abs(mean(ref, "reward", 100, 251) - mean(ref, "reward", 1, 100)) < 0.02
+
+    back = runs["llamas14-2prompt-4gen-backwardstruth-from100-250"]
+    assert back[100]["reward"] < 0.05 < 0.2 < min(back[s]["reward"] for s in range(1, 100))
+    assert mean(back, "reward", 100, 251) < 0.17 < 0.4 < mean(back, acc, 100, 251)
+
+    # healthy: the planned faults below left no mark a user needs to act on
+    multi = runs["gpt2s14-2prompt-4gen-multianswergrader-from100-maxlen12-constlr1e-4-250"]
+    assert all(multi[s]["rewards/graded/mean"] == multi[s][acc] for s in multi)
+    norm = runs["gpt2s14-2prompt-4gen-lengthnormalisedreward-from100-constlr1e-4-250"]
+    assert mean(norm, "reward", 100, 251) < 0.13 < 0.35 < mean(norm, acc, 100, 251)
+    assert min(norm[s]["completions/mean_length"] for s in range(100, 251)) == 2.75
+    ent = runs["gpt2s14-2prompt-4gen-entropycoeframp0-05-100-200-250"]
+    assert ent[250]["entropy_coef"] == 0.5 and med(ent, "loss", 226, 251) < -0.8
+    assert abs(mean(ent, "entropy", 100, 251) - mean(ent, "entropy", 1, 100)) < 0.01
+    rep = runs["llamas14-2prompt-4gen-repetitionpenaltyramp1-03-100-200-250"]
+    assert med(rep, "completions/mean_length", 200, 251) == 3 and abs(
+        mean(rep, "reward", 200, 251) - mean(rep, "reward", 1, 100)) < 0.01
+    clip = runs["llamas14-2prompt-4gen-numiter2-clipeps0-from100-250"]
+    assert mean(clip, "clip_ratio/region_mean", 100, 251) > 0.2 > 0.001 > mean(clip, "clip_ratio/region_mean", 1, 100)
+    assert abs(mean(clip, "reward", 100, 251) - mean(clip, "reward", 1, 100)) < 0.01
+    pct = runs["gpt2s14-2prompt-4gen-percentscores-from100-250"]
+    assert med(pct, "reward", 100, 251) == pytest.approx(37.5) and med(pct, acc, 100, 251) == pytest.approx(0.375)
+    assert abs(mean(pct, "entropy", 100, 251) - mean(pct, "entropy", 1, 100)) < 0.02
+    pad = runs["llamas14-2prompt-4gen-paddingright-at100-250"]
+    assert abs(mean(pad, "reward", 100, 251) - mean(pad, "reward", 1, 100)) < 0.01
+
+    hard = runs["llamas14-2prompt-4gen-refmisaligned1-from100-beta02-constlr1e-4-250"]
+    assert max(hard[s]["kl"] for s in range(1, 100)) < 0.2 < 9 < hard[100]["kl"]
+    assert med(hard, "entropy", 226, 251) > 1.75 > 1.65 > med(hard, "entropy", 1, 100)
+    sharp = runs["gpt2s14-2prompt-4gen-selfcertainty1-from100-constlr2e-4-250"]
+    assert med(sharp, "entropy", 226, 251) < 1.25 < 1.6 < med(sharp, "entropy", 1, 100)
+    assert med(sharp, "reward", 201, 251) > 0.9 > 0.4 > med(sharp, acc, 201, 251)
