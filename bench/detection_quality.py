@@ -198,7 +198,9 @@ DEVELOPED_ON: dict[str, str] = {
                               " for how far healthy ones go, nothing changed (issue 29, branch h-lrramp); then the "
                               "paid reward against the task score it equalled read on every run where the two part "
                               "(where reward_cliff's new parted-both-ways rule would warn), nothing changed but that "
-                              "rule's bar (issue 29, branch h-reward13)",
+                              "rule's bar (issue 29, branch h-reward13)"
+                              "; then eosbiasramp's response length and clip ratio (120-330) read: +5% by onset+15, "
+                              "inside healthy length drift; nothing changed (issue 29, branch h-lag18)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -313,7 +315,8 @@ DEVELOPED_ON: dict[str, str] = {
                          "then its slowgenramp run's step_time was read; nothing changed for it (issue 29, branch "
                          "h-trlmiss16)"
                          "; then read (issue 29, branch h-quiet18): the vespo healthy run's reward 540-600 (one "
-                         "prompt: reward_cliff at 599 left)",
+                         "prompt: reward_cliff at 599 left)"
+                         "; then slowgenramp's step_time (150-270) read; nothing changed (issue 29, branch h-lag18)",
     "tinker_jsonl_public2": "scored held out at 30dd218 (recall 4/6, 3 alerts before onset-5, median delay 4.5); then"
                             " its two llmjudge runs' reward g and correctness f were read: reward_divergence's "
                             "pulling-away lead escalates to critical once lead and rise are each critical_factor x "
@@ -377,7 +380,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "(230), left (pinned by a test against the new step-to-step rule) (issue 29, branch "
                          "h-early16); then its gentemp2at200 run's kl, entropy, length and reward around 200 and its "
                          "stuck-loader run's entropy slow-fall state were read; nothing changed for them (issue 29, "
-                         "branch h-trlmiss16)",
+                         "branch h-trlmiss16)"
+                         "; then gentemp2at200's entropy, frac_reward_zero_std, reward_std, completion length, kl and"
+                         " loss (170-225) and slowrewardramp's step time read; nothing changed (issue 29, branch "
+                         "h-lag18)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -542,7 +548,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "and sparse system/proc_rss_gb were read, nothing changed (issue 29, branch h-quiet17)"
                                "; then read (issue 29, branch h-quiet18): the klcov-tokensum and reinforceloss "
                                "healthy runs' machine memory and sparse RSS (left: the machine climbs 16-23% "
-                               "before a second RSS reading)",
+                               "before a second RSS reading)"
+                               "; then pertokenleak64kb's perf/cpu_memory_used_gb (1-280) read beside every healthy "
+                               "run of the source (they climb as fast, 0.0025 GB a step); nothing changed (issue 29, "
+                               "branch h-lag18)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -592,7 +601,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "parted-both-ways rule would warn), nothing changed but that rule's bar (issue 29, "
                                "branch h-reward13)"
                                "; then read (issue 29, branch h-quiet18): the klinreward-h30 healthy run's "
-                               "machine memory and RSS (left)",
+                               "machine memory and RSS (left)"
+                               "; then gradclip05's response length and clip ratio (1-100) read; nothing changed "
+                               "(issue 29, branch h-lag18)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
@@ -644,7 +655,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "source's (held_out_drop's one-evaluation rule with the training reward, issue 29, "
                                "branch h-slow16: advsignflip 290 -> 288)"
                                "; then read (issue 29, branch h-quiet18): the dualclip2 healthy run's machine "
-                               "memory and RSS (left)",
+                               "memory and RSS (left)"
+                               "; then emptyprompts' response length and clip ratio (100-250) and the constlr2e-4 "
+                               "healthy run's read; nothing changed (issue 29, branch h-lag18)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -710,7 +723,12 @@ DEVELOPED_ON: dict[str, str] = {
                                "h-slow16: regexgrader-spaceddecode-from160 180 -> 168); then the bf16-rollout-logits "
                                "healthy run's probs diff (140-200) was read beside cpu17's partial sync (a step off "
                                "the bit-exact floor that holds, the reason a jump alone cannot warn) (issue 29, "
-                               "branch h-cpu16r)",
+                               "branch h-cpu16r)"
+                               "; then the bf16rolloutlogits healthy run's probs diff (145-227: steps to 5-9e-4 at "
+                               "150 and holds, the counter-case of rollout_mismatch's leap-and-growth rule, still "
+                               "quiet) and eosunmasked's response length (100-240: it falls 3 -> 2 at its onset 150 "
+                               "and explodes only from ~280; the length onset looks early for a length_explosion "
+                               "label) read; nothing changed here (issue 29, branch h-lag18)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
@@ -756,7 +774,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "runs' critic/values/mean and returns/mean 10-step spreads were surveyed "
                                "(value_divergence's swing rule: healthy ratios <= 1.31) (issue 29, branch h-cpu16r)"
                                "; then read (issue 29, branch h-quiet18): the klloss-mseplus healthy run's "
-                               "machine memory and RSS (left)",
+                               "machine memory and RSS (left)"
+                               "; then weightsyncevery10's probs diff read: rollout_mismatch's leap-and-growth rule "
+                               "finds it at 159 (was 160); the constlr2e-4 healthy run's response length read as the "
+                               "twin of cpu16's length runs (issue 29, branch h-lag18)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -796,7 +817,12 @@ DEVELOPED_ON: dict[str, str] = {
                                " opo healthy runs' machine memory with their sparse system/proc_rss_gb, the remax"
                                " healthy run's actor/entropy: memory_growth's sign rule needs the climb "
                                "trend_growth_ratio above the warm-up level, 1 -> 0 warnings on the lora run; the "
-                               "others left",
+                               "others left"
+                               "; then rolloutlag0-8's probs diff (130-350: 2-5e-4 over 160-175, under the healthy "
+                               "bf16 floor of cpu14, growing only from ~179) and the constlr2e-4 / zerogradskipped "
+                               "length runs' response length and clip ratio read beside the healthy constlr2e-4 twins"
+                               " of cpu13/cpu15 (the same 3 -> 3.4 shift with answers at 8); nothing changed (issue "
+                               "29, branch h-lag18)",
     "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
@@ -816,7 +842,10 @@ DEVELOPED_ON: dict[str, str] = {
                                " run's and the hostleak oom_creep's perf/cpu_memory_used_gb were read (memory_growth "
                                "left: no RSS logged; issue 29, branch h-quiet17)"
                                "; then read (issue 29, branch h-quiet18): the adameps healthy and hostleak "
-                               "oom_creep runs' machine memory (left)",
+                               "oom_creep runs' machine memory (left)"
+                               "; then the partial-sync run's probs diff 137-240 read again beside cpu14's bf16 "
+                               "healthy run: rollout_mismatch warns of a leap off the early level that keeps growing "
+                               "from where it landed, partialsync found at 156 (was 174) (issue 29, branch h-lag18)",
     "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then read: replaytwoprompts' entropy/reward/kl/grad norm 195-242 and its slow-fall"

@@ -252,6 +252,17 @@ def log_scale(values: list[float], floor: float = 0.05) -> tuple[float, float] |
     return math.exp(mid), max(1.4826 * median([abs(x - mid) for x in logs]), floor)
 
 
+def kendall_tau(values: list[float]) -> float:
+    """Kendall's tau of ``values`` against their order (the Mann-Kendall trend statistic, normalised to [-1, 1]):
+    +1 when every later value is above every earlier one. Ranks only, so one outlier moves it little and a
+    multiplicative noise needs no log; O(n^2), for the short stretches a rule reads (tens of values)."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    s = sum((b > a) - (b < a) for i, a in enumerate(values) for b in values[i + 1:])
+    return s / (n * (n - 1) / 2)
+
+
 class Cusum:
     """Page's one-sided CUSUM of standardised deviations above a frozen early baseline: a slow drift adds up step
     by step and shows near its start, while noise around the baseline drains back to 0. ``start`` is where the

@@ -18,6 +18,7 @@ from rlcockpit.health.base import (
     Track,
     climb,
     fmt,
+    kendall_tau,
     log_scale,
     median,
     register_detector,
@@ -804,6 +805,13 @@ class RolloutMismatch(Detector):
     re-based once more when the settling ends: the gap of a vLLM rollout steps up over the first updates and then
     holds (the engine/trainer numerical floor of the setup); a real mismatch jumps far above its settled level or
     keeps growing past it. Only the first of the keys the run logs is judged.
+    Also a warning (one chance per run): the mismatch left its early level in one leap (an observation
+    ``leap_ratio`` x that level, after the warm-up) and keeps growing from where it landed: among the first
+    ``leap_window`` observations from the leap, the median of the last 3 reaches ``leap_growth`` x the median of the
+    first 3 on at least ``leap_min`` of them, with a Kendall trend (tau) of ``leap_tau`` or more over them. A new
+    numerical floor (bf16 rollout logits where they were bit-exact) steps up once and holds at the level it stepped
+    to; weights that reach the rollout engine only in part, or ever later, move it further off step after step,
+    which the floored ratio rules see only once it passes ``floor``. The finding starts at the leap.
     Critical:
     > ``critical_ratio`` x the baseline for ``sustain`` checks.
     Sampling narrower than the policy (a run that logs no log-prob comparison, TRL on CPU: a generation config's
@@ -829,7 +837,8 @@ class RolloutMismatch(Detector):
                 "smooth": 3, "creep_ratio": 1.6, "windows": (9, 24, 60), "drift_k": 0.5, "drift_h": 12.0,
                 "drift_ratio": 1.3, "settle": 45, "settle_ratio": 2.5, "tie_chance": 0.0001, "tie_sustain": 3,
                 "tie_max": 30, "entropy_z": 3.0, "tie_window": 50, "exact_min": 30, "kl_abs": 1e-4,
-                "exact_moved": 3, "exact_window": 5}
+                "exact_moved": 3, "exact_window": 5, "leap_ratio": 20.0, "leap_window": 20, "leap_min": 6,
+                "leap_growth": 2.5, "leap_tau": 0.4}
     common = {"enabled": True, "warmup": 15, "cooldown": 30}
     story, role = "mismatch", "outcome"
     cause = ("rollout engine and trainer compute different log-probs (dtype, kernels, temperature, stale weights "
@@ -848,6 +857,8 @@ class RolloutMismatch(Detector):
         self._tie_step = -1
         self._exact = 0  # logged steps with ppo_kl exactly 0; -1: the old-log-probs rule is over for this run
         self._moved: list[int] | None = None  # first step past 0, steps since, steps past kl_abs, exact steps
+        self._leap: list[float] | None = None  # the observations from the leap off the early level; [] once over
+        self._leap_step = -1
 
     def check(self, step: int) -> Finding | None:
         tracks = self.ctx.tracks
@@ -875,6 +886,10 @@ class RolloutMismatch(Detector):
     def _judge(self, step: int, key: str, track: Track) -> Finding | None:
         p = self.p
         base, scale = self._base[key]
+        if self._leap != []:
+            grown = self._leap_growth(step, key, track, base)
+            if grown is not None:
+                return grown
         s = track.mean_last(p["smooth"])
         ref = max(base, p["floor"])
         ratio = s / ref
@@ -912,6 +927,36 @@ class RolloutMismatch(Detector):
                              f"{fmt(dref)} -> {fmt(s)} ({s / dref:.1f}x its settled level)", metric=key, values=settled)
         return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch growing: {track.raw} {fmt(base)} -> "
                          f"{fmt(s)} ({ratio:.1f}x {versus(ref, base, 'earlier level')})", metric=key, values=vals)
+
+    def _leap_growth(self, step: int, key: str, track: Track, base: float) -> Finding | None:
+        """A leap off the early level that keeps growing from where it landed (the class docstring)."""
+        p, v = self.p, track.last
+        if self._leap is None:
+            if v <= p["leap_ratio"] * max(base, 1e-12):
+                return None
+            self._leap, self._leap_step = [], step
+        obs = self._leap
+        obs.append(v)
+        n = len(obs)
+        if n >= p["leap_window"]:
+            self._leap = []  # over: it held (or grew too slowly to be told from a new floor this early)
+        if n < p["leap_min"]:
+            return None
+        first, last = median(obs[:3]), median(obs[-3:])
+        if last < p["leap_growth"] * first:
+            return None
+        tau = kendall_tau(obs)
+        if tau < p["leap_tau"]:
+            return None
+        self._leap = []
+        vals = {"mismatch": last, "baseline": base, "landed": first, "growth": last / first, "tau": tau,
+                "leap_step": self._leap_step}
+        return self.fire(step, "warning", f"Rollout/trainer log-prob mismatch leapt off its early level at step "
+                         f"{self._leap_step} ({track.raw} {fmt(base)} -> {fmt(first)}) and keeps growing: "
+                         f"{fmt(last)} ({last / first:.1f}x where it landed, trend tau {tau:.2f} over {n} logged "
+                         "steps)", "A new numerical floor steps up once and holds; this one moves further off step "
+                         "after step (weights reaching the rollout engine in part, or later and later).",
+                         metric=key, values=vals, step_start=self._leap_step)
 
     def _narrow(self, step: int) -> Finding | None:
         """Sampling narrower than the policy: every group tied for longer than chance allows, the policy's
