@@ -1711,3 +1711,31 @@ def test_the_eighteenth_public_search_tinker_runs_import_whole_with_the_readings
     medium = dict(next(t for t in real if t["id"] == sel["Medium"]["id"])["metrics"])
     assert [round(medium[s]["reward/compilable_g"], 4) for s in (6, 14, 15, 44)] == [0.248, 0.2539, 0.291, 0.6387]
     assert medium[44]["policy/entropy"] < 1.25 < 2.98 < medium[0]["policy/entropy"]
+
+
+def test_the_eighteenth_public_search_verl_file_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The eighteenth public search's verl file-logger run (verl_file_public18: terrense's D_drgrpo, Qwen3-8B DrGRPO on
+    DAPO-Math, 20 steps): every step imports with the clean count and the file's own invariants, and the numbers its
+    healthy label rests on are there — a low entropy from step 1 (a setting, not a collapse), validation up a little,
+    a KL loss growing from ~0, and single-step outliers (grad norm at 5, one token's ratio at 20) that nothing follows."""
+    sel = [e for e in entries if e["source"] == "verl_file_public18"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"]) for e in sel] == [
+        ("terrense/qwen3-8b-grpo-dapo-lab", "1bfb09dc", "healthy")]
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(1, 21)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], real_runs.raw_bytes(sel[0])) == 20
+    for s, m in steps.items():
+        assert m["global_seqlen/mean"] == m["perf/total_num_tokens"] / 4, s
+        assert m["perf/throughput"] == pytest.approx(m["perf/total_num_tokens"] / m["timing_s/step"] / 4, abs=1e-6), s
+        assert m["actor/loss"] == pytest.approx(m["actor/pg_loss"] + m["actor/kl_coef"] * m["actor/kl_loss"], abs=2e-9)
+    entropy = [steps[s]["actor/entropy"] for s in range(1, 21)]
+    assert 0.058 < min(entropy) and max(entropy) < 0.122 and entropy[0] < 0.075
+    assert [round(steps[s]["val-core/math_dapo/acc/mean@1"], 3) for s in (10, 20)] == [0.465, 0.477]
+    assert steps[1]["actor/kl_loss"] < 5e-5 and 7.9e-4 < steps[20]["actor/kl_loss"] < 8e-4
+    assert steps[5]["actor/grad_norm"] > 0.12 > 0.065 > max(m["actor/grad_norm"] for s, m in steps.items() if s != 5)
+    assert steps[20]["actor/ratio_max"] > 2.0 > 1.44 > max(m["actor/ratio_max"] for s, m in steps.items() if s != 20)
+    assert [s for s, m in steps.items() if m["response_length/max"] == 8192.0] == [10, 13, 14, 20]
+    assert max(m["response_length/clip_ratio"] for m in steps.values()) == 0.015625
+    memory = [steps[s]["actor/perf/max_memory_allocated_gb"] for s in range(1, 21)]
+    assert memory == sorted(memory) and round(memory[0], 1) == 49.6 and round(memory[-1], 1) == 55.3
