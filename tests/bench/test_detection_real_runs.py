@@ -1739,3 +1739,32 @@ def test_the_eighteenth_public_search_verl_file_run_imports_whole_with_the_readi
     assert max(m["response_length/clip_ratio"] for m in steps.values()) == 0.015625
     memory = [steps[s]["actor/perf/max_memory_allocated_gb"] for s in range(1, 21)]
     assert memory == sorted(memory) and round(memory[0], 1) == 49.6 and round(memory[-1], 1) == 55.3
+
+
+def test_the_eighteenth_public_search_grpo_engine_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The eighteenth public search's hand-written GRPO engine run (grpo_jsonl_public18: eblancocabana's cdia_baseline,
+    1 prompt x 4 completions, 120 steps): every step imports with the clean count and the file's own invariants, and
+    the numbers its healthy label rests on are there — a reward that swings with the prompt without a trend, single
+    all-truncated steps that come back, one OOM back-off, and a 920 s pause seen only in the timestamps."""
+    sel = [e for e in entries if e["source"] == "grpo_jsonl_public18"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"]) for e in sel] == [
+        ("eblancocabana/grpo-training-engine", "029908d1", "healthy")]
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(121)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], real_runs.raw_bytes(sel[0])) == 121
+    assert steps[0]["max_steps"] == 120 and "train/avg_reward" not in steps[0]  # the run_info line, read as step 0
+    assert steps[120]["epoch/steps"] == 120  # the epoch summary merges into the last step
+    train = {s: m for s, m in steps.items() if s > 0}
+    for s, m in train.items():
+        assert m["train/optimizer_step"] == s // 4 and m["train/learning_rate"] == pytest.approx(1e-6 * (s // 4))
+        assert m["train/reward_min"] - 1e-9 <= m["train/avg_reward"] <= m["train/reward_max"] + 1e-9
+    means = [sum(train[s]["train/avg_reward"] for s in range(a, a + 20)) / 20 for a in range(1, 121, 20)]
+    assert [round(x, 2) for x in means] == [0.32, 0.28, 0.53, 0.26, 0.2, 0.42]
+    cut = [s for s, m in train.items() if m["train/truncated_completions_ratio"] == 1.0]
+    assert cut == [10, 38, 64, 77, 89, 95, 114] and all(train[s]["train/loss"] == 0.0 for s in cut)
+    assert all(train[s + 1]["train/truncated_completions_ratio"] < 1.0 for s in cut)
+    assert [s for s, m in train.items() if m["train/oom_backoff_count"] == 0] == list(range(1, 7))
+    assert max(m["train/vram_usage_fraction"] for m in train.values()) == pytest.approx(0.9825, abs=1e-4)
+    gaps = {s: train[s]["timestamp"] - train[s - 1]["timestamp"] - train[s]["perf/step_time_s"] for s in range(2, 121)}
+    assert [s for s, g in gaps.items() if abs(g) > 0.05] == [101] and 900 < gaps[101] < 940
