@@ -1764,3 +1764,89 @@ def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     sharp = runs["gpt2s14-2prompt-4gen-selfcertainty1-from100-constlr2e-4-250"]
     assert med(sharp, "entropy", 226, 251) < 1.25 < 1.6 < med(sharp, "entropy", 1, 100)
     assert med(sharp, "reward", 201, 251) > 0.9 > 0.4 > med(sharp, acc, 201, 251)
+def test_the_eighteenth_public_search_tinker_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
+    """The eighteenth public search's runs (tinker_jsonl_public18: rohunagrawal/reward-hacking-analysis, Llama-3.2-3B on
+    LeetCode with the reward 100 x f + g): each of the three whole 45-step runs imports with the clean count, passes the
+    file's own invariants, and holds what its reward-hacking label rests on — the compile proxy g leaving its first-epoch
+    range at the labelled onset and climbing x2-x3 while correctness f stays near 0 and entropy falls."""
+    sel = {e["origin"]["path"].split("/")[-2]: e for e in entries if e["source"] == "tinker_jsonl_public18"}
+    assert sorted(sel) == ["Easy", "Hard", "Medium"]
+    assert {e["origin"]["repository"] for e in sel.values()} == {"rohunagrawal/reward-hacking-analysis"}
+    assert {e["origin"]["commit"] for e in sel.values()} == {"277d23fb2e257d212fa0389b03db79ecf9eccb7f"}
+    assert {level: (e["class"], e["onset"]) for level, e in sel.items()} == {
+        "Easy": ("reward_hacking", 24), "Hard": ("reward_hacking", 24), "Medium": ("reward_hacking", 15)}
+    for level, entry in sel.items():
+        trace = next(t for t in real if t["id"] == entry["id"])
+        steps = dict(trace["metrics"])
+        assert sorted(steps) == list(range(45)) and trace["meta"]["import_problems"] == []
+        assert real_runs.clean_step_count(entry, real_runs.raw_bytes(entry)) == 45
+        g = [steps[s]["reward/compilable_g"] for s in range(45)]
+        f = [steps[s]["reward/correctness_f"] for s in range(45)]
+        for s, m in steps.items():
+            assert m["reward/mean"] == pytest.approx(100 * f[s] + g[s], abs=1e-9), (level, s)
+            assert m["progress/epoch"] == s // 9 and m["progress/done_frac"] == pytest.approx((s + 1) / 45, abs=1e-15)
+        early = max(g[:9])
+        onset = next(s for s in range(9, 45) if g[s] >= early + 0.03 and min(g[s:]) > early)
+        assert onset == entry["onset"], level
+        assert max(f) <= 0.01 and sum(g[36:]) / 9 > 1.75 * sum(g[:9]) / 9, level
+        assert max(steps[s]["policy/entropy"] for s in range(36, 45)) < min(steps[s]["policy/entropy"] for s in range(9))
+    medium = dict(next(t for t in real if t["id"] == sel["Medium"]["id"])["metrics"])
+    assert [round(medium[s]["reward/compilable_g"], 4) for s in (6, 14, 15, 44)] == [0.248, 0.2539, 0.291, 0.6387]
+    assert medium[44]["policy/entropy"] < 1.25 < 2.98 < medium[0]["policy/entropy"]
+
+
+def test_the_eighteenth_public_search_verl_file_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The eighteenth public search's verl file-logger run (verl_file_public18: terrense's D_drgrpo, Qwen3-8B DrGRPO on
+    DAPO-Math, 20 steps): every step imports with the clean count and the file's own invariants, and the numbers its
+    healthy label rests on are there — a low entropy from step 1 (a setting, not a collapse), validation up a little,
+    a KL loss growing from ~0, and single-step outliers (grad norm at 5, one token's ratio at 20) that nothing follows."""
+    sel = [e for e in entries if e["source"] == "verl_file_public18"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"]) for e in sel] == [
+        ("terrense/qwen3-8b-grpo-dapo-lab", "1bfb09dc", "healthy")]
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(1, 21)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], real_runs.raw_bytes(sel[0])) == 20
+    for s, m in steps.items():
+        assert m["global_seqlen/mean"] == m["perf/total_num_tokens"] / 4, s
+        assert m["perf/throughput"] == pytest.approx(m["perf/total_num_tokens"] / m["timing_s/step"] / 4, abs=1e-6), s
+        assert m["actor/loss"] == pytest.approx(m["actor/pg_loss"] + m["actor/kl_coef"] * m["actor/kl_loss"], abs=2e-9)
+    entropy = [steps[s]["actor/entropy"] for s in range(1, 21)]
+    assert 0.058 < min(entropy) and max(entropy) < 0.122 and entropy[0] < 0.075
+    assert [round(steps[s]["val-core/math_dapo/acc/mean@1"], 3) for s in (10, 20)] == [0.465, 0.477]
+    assert steps[1]["actor/kl_loss"] < 5e-5 and 7.9e-4 < steps[20]["actor/kl_loss"] < 8e-4
+    assert steps[5]["actor/grad_norm"] > 0.12 > 0.065 > max(m["actor/grad_norm"] for s, m in steps.items() if s != 5)
+    assert steps[20]["actor/ratio_max"] > 2.0 > 1.44 > max(m["actor/ratio_max"] for s, m in steps.items() if s != 20)
+    assert [s for s, m in steps.items() if m["response_length/max"] == 8192.0] == [10, 13, 14, 20]
+    assert max(m["response_length/clip_ratio"] for m in steps.values()) == 0.015625
+    memory = [steps[s]["actor/perf/max_memory_allocated_gb"] for s in range(1, 21)]
+    assert memory == sorted(memory) and round(memory[0], 1) == 49.6 and round(memory[-1], 1) == 55.3
+
+
+def test_the_eighteenth_public_search_grpo_engine_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The eighteenth public search's hand-written GRPO engine run (grpo_jsonl_public18: eblancocabana's cdia_baseline,
+    1 prompt x 4 completions, 120 steps): every step imports with the clean count and the file's own invariants, and
+    the numbers its healthy label rests on are there — a reward that swings with the prompt without a trend, single
+    all-truncated steps that come back, one OOM back-off, and a 920 s pause seen only in the timestamps."""
+    sel = [e for e in entries if e["source"] == "grpo_jsonl_public18"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"]) for e in sel] == [
+        ("eblancocabana/grpo-training-engine", "029908d1", "healthy")]
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(121)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], real_runs.raw_bytes(sel[0])) == 121
+    assert steps[0]["max_steps"] == 120 and "train/avg_reward" not in steps[0]  # the run_info line, read as step 0
+    assert steps[120]["epoch/steps"] == 120  # the epoch summary merges into the last step
+    train = {s: m for s, m in steps.items() if s > 0}
+    for s, m in train.items():
+        assert m["train/optimizer_step"] == s // 4 and m["train/learning_rate"] == pytest.approx(1e-6 * (s // 4))
+        assert m["train/reward_min"] - 1e-9 <= m["train/avg_reward"] <= m["train/reward_max"] + 1e-9
+    means = [sum(train[s]["train/avg_reward"] for s in range(a, a + 20)) / 20 for a in range(1, 121, 20)]
+    assert [round(x, 2) for x in means] == [0.32, 0.28, 0.53, 0.26, 0.2, 0.42]
+    cut = [s for s, m in train.items() if m["train/truncated_completions_ratio"] == 1.0]
+    assert cut == [10, 38, 64, 77, 89, 95, 114] and all(train[s]["train/loss"] == 0.0 for s in cut)
+    assert all(train[s + 1]["train/truncated_completions_ratio"] < 1.0 for s in cut)
+    assert [s for s, m in train.items() if m["train/oom_backoff_count"] == 0] == list(range(1, 7))
+    assert max(m["train/vram_usage_fraction"] for m in train.values()) == pytest.approx(0.9825, abs=1e-4)
+    gaps = {s: train[s]["timestamp"] - train[s - 1]["timestamp"] - train[s]["perf/step_time_s"] for s in range(2, 121)}
+    assert [s for s, g in gaps.items() if abs(g) > 0.05] == [101] and 900 < gaps[101] < 940
