@@ -28,6 +28,7 @@ def test_a_corrupted_shard_is_seen_where_answers_and_reward_slide():
     assert trace["onset"] - 5 <= hits[0].step <= trace["onset"] + 15, hits[0].step
     vals = hits[0].evidence["values"]
     assert vals["length"] < vals["length_early"] and vals["reward"] < vals["reward_early"]
+    assert "shorter and less often right" in hits[0].causes[0].title  # not the empty-answer cause of the detector
 
 
 def test_a_chat_template_ramped_in_is_seen_in_the_window():

@@ -31,6 +31,9 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 LEN_MIN = "response_length/min"
+SLIDE_CAUSE = ("the prompts or their template changed under the policy (a corrupted data shard, a chat template or "
+               "tokenizer change), or the updates are wearing the policy down: answers got shorter and less often "
+               "right at once")
 LEN_ENDED = "response_length/terminated_mean"  # the mean of the answers that ended (TRL: mean_terminated_length)
 
 
@@ -489,6 +492,9 @@ class LengthCollapse(Detector):
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = collapse_causes(self, finding)
+        if "reward_early" in finding.evidence["values"]:  # the slide rule: shorter and less often right at once
+            causes.append(Cause(SLIDE_CAUSE, 0.6))
+            return ranked([c for c in causes if c.title != self.cause]), [kl_action(self.ctx.view)]
         r = moved(self.ctx, REWARD, up=1.1)
         if r is not None:
             causes.append(Cause("the reward favours short answers (a length penalty, or a format check an empty "
