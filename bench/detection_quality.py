@@ -177,7 +177,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "(grad_spike's new level-shift warning): its iter2-800 healthy run does it at 2.4x their "
                          "median, under the 4x bar, nothing changed (issue 29, branch h-grad14); then its qwen2 iter2"
                          " healthy run's kl (0.3-7 single batches at 100-180, logged twice per batch) was read to "
-                         "size the blow-ups rule's floor; nothing changed for it (issue 29, branch h-trlmiss16)",
+                         "size the blow-ups rule's floor; nothing changed for it (issue 29, branch h-trlmiss16)"
+                         "; then read by h-miss18: the lrramp60 collapse's reward, entropy, length, lr, kl, grad norm by "
+                         "15-step means (kl x3 by onset+10 inside what kl_rising allows healthy runs); nothing changed (issue "
+                         "29, branch h-miss18)",
     "rlcockpit_trainer_cpu5": "scored once held out (recall 4/6, 0 criticals, 0.25 warnings per healthy run at "
                               "4cc081b); then its stop-token runs' mean / min length, its healthy runs' length dips "
                               "and its eosbias ramp's length and clip ratio were read: length_collapse's own-range "
@@ -200,7 +203,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "(where reward_cliff's new parted-both-ways rule would warn), nothing changed but that "
                               "rule's bar (issue 29, branch h-reward13)"
                               "; then eosbiasramp's response length and clip ratio (120-330) read: +5% by onset+15, "
-                              "inside healthy length drift; nothing changed (issue 29, branch h-lag18)",
+                              "inside healthy length drift; nothing changed (issue 29, branch h-lag18)"
+                              "; then read by h-miss18: the remax lrramp100 collapse's validation, reward, entropy, length and lr "
+                              "(validation slides 0.513 -> 0.453 by 230, inside its range's floor until then); nothing changed "
+                              "(issue 29, branch h-miss18)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -383,7 +389,10 @@ DEVELOPED_ON: dict[str, str] = {
                          "branch h-trlmiss16)"
                          "; then gentemp2at200's entropy, frac_reward_zero_std, reward_std, completion length, kl and"
                          " loss (170-225) and slowrewardramp's step time read; nothing changed (issue 29, branch "
-                         "h-lag18)",
+                         "h-lag18)"
+                         "; then read by h-miss18: the stuckloader entropy collapse's slow-fall drift state 170-230 (its fall "
+                         "passes the drop bar with the training reward climbing and no held-out verdict until 225); nothing "
+                         "changed (issue 29, branch h-miss18)",
     "verl_console_public12": "scored once held out at 331a9ce (0/1); then its entropy was read: entropy_explosion's "
                              "noise level from the first step (issue 29, branch h-detect17)",
     "trl_console_public12": "scored once held out at 331a9ce (2 healthy runs, no alert); its per-run outcome was "
@@ -443,7 +452,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "nothing changed but that rule's bar (issue 29, branch h-reward13); then its dppotv "
                               "run's clip ratio over 1-80 read again against truncation's came-back rule (no step "
                               "back at the warm-up level after 62% at 18-20): its critical at 20 stays (issue 29, "
-                              "branch h-quiet16)",
+                              "branch h-quiet16)"
+                              "; then read by h-miss18: the tempramp collapse's entropy, reward, length and validation (entropy "
+                              "+12% by onset+15, as healthy runs' entropy also rises); nothing changed (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -551,7 +562,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "before a second RSS reading)"
                                "; then pertokenleak64kb's perf/cpu_memory_used_gb (1-280) read beside every healthy "
                                "run of the source (they climb as fast, 0.0025 GB a step); nothing changed (issue 29, "
-                               "branch h-lag18)",
+                               "branch h-lag18)"
+                               "; then read by h-miss18: the entcoeframp collapse's entropy, reward, grad norm and validation "
+                               "(entropy up from 290, before the window); nothing changed (issue 29, branch h-miss18)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -575,7 +588,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "weights move from 150, an early sign, left (issue 29, branch h-early16); then the "
                           "cosinerestarts3 healthy run's and the lrrestartspeakx2 collapse's learning_rate were read:"
                           " lr_schedule leaves a hard restart from under 1% of the peak back to it (2 healthy "
-                          "warnings fewer), a restart past the peak still warns (issue 29, branch h-quiet17)",
+                          "warnings fewer), a restart past the peak still warns (issue 29, branch h-quiet17)"
+                          "; then read by h-miss18: the graderraises, rewardnoise and lrrestarts collapses' reward, reward_std, "
+                          "frac_reward_zero_std, entropy, length, lr and kl; nothing changed (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -603,7 +618,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "; then read (issue 29, branch h-quiet18): the klinreward-h30 healthy run's "
                                "machine memory and RSS (left)"
                                "; then gradclip05's response length and clip ratio (1-100) read; nothing changed "
-                               "(issue 29, branch h-lag18)",
+                               "(issue 29, branch h-lag18)"
+                               "; then read by h-miss18: the sorteddataset collapse's reward, grad norm, entropy and validation; "
+                               "nothing changed (issue 29, branch h-miss18)",
     "trl_cpu_settings12": "scored once held out (recall 3/5, 1 critical on a healthy run, 5 warnings on 5 healthy "
                           "runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 04:51); then "
                           "its rewardclipshrinks run's reward, rewards/accuracy/mean, reward_std, entropy, length and"
@@ -693,7 +710,9 @@ DEVELOPED_ON: dict[str, str] = {
                           " of that collapse, left (issue 29, branch h-early16); then its syncrefalphaneg05 and "
                           "sortedbydifficulty runs' kl was read (to keep the blow-ups rule from a KL climbing from "
                           "0.0003 and from a healthy bursty KL: the severe_above floor); nothing changed for them "
-                          "(issue 29, branch h-trlmiss16)",
+                          "(issue 29, branch h-trlmiss16)"
+                          "; then read by h-miss18: the rewardnone collapse's reward, reward_std, grad norm and "
+                          "frac_reward_zero_std; nothing changed (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
@@ -728,7 +747,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "150 and holds, the counter-case of rollout_mismatch's leap-and-growth rule, still "
                                "quiet) and eosunmasked's response length (100-240: it falls 3 -> 2 at its onset 150 "
                                "and explodes only from ~280; the length onset looks early for a length_explosion "
-                               "label) read; nothing changed here (issue 29, branch h-lag18)",
+                               "label) read; nothing changed here (issue 29, branch h-lag18)"
+                               "; then read by h-miss18: the regexgrader spaced-decode collapse's reward, validation, entropy and "
+                               "length; nothing changed (issue 29, branch h-miss18)",
     "trl_cpu_settings14": "scored once held out (recall 8/9, 0 criticals on healthy runs, 5 warnings on 11 healthy "
                           "runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "the dropout run's kl, entropy, reward, grad norm and loss at 40-160 read (kl 0.55, 0.53, "
@@ -752,7 +773,9 @@ DEVELOPED_ON: dict[str, str] = {
                           " from its title: equal for 117 steps, then led: an early sign, left (issue 29, branch "
                           "h-early16); then its one-prompt ramp's entropy slow-fall state (its CUSUM alarmed from 55,"
                           " the mean 7% under its level at onset) was read; nothing changed for it (issue 29, branch "
-                          "h-trlmiss16)",
+                          "h-trlmiss16)"
+                          "; then read by h-miss18: the onepromptramp entropy collapse's entropy, reward and eval reward; "
+                          "nothing changed (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score "
@@ -777,7 +800,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "machine memory and RSS (left)"
                                "; then weightsyncevery10's probs diff read: rollout_mismatch's leap-and-growth rule "
                                "finds it at 159 (was 160); the constlr2e-4 healthy run's response length read as the "
-                               "twin of cpu16's length runs (issue 29, branch h-lag18)",
+                               "twin of cpu16's length runs (issue 29, branch h-lag18)"
+                               "; then read by h-miss18: the adameps1 and noisyjudge collapses' validation (frozen from 160 in "
+                               "adameps1), reward, entropy and length; nothing changed (validation repeats are common in healthy "
+                               "runs) (issue 29, branch h-miss18)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -798,7 +824,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "healthy run's kl were read: kl_spike's new blow-ups-recurring rule warns the leaked-answer"
                           " ramp at 201, detected; the temperature anneal (a 10% fall of the 12-step mean by onset+15"
                           " that healthy runs of every trainer source also show) and weight decay 50 stay missed "
-                          "(issue 29, branch h-trlmiss16)",
+                          "(issue 29, branch h-trlmiss16)"
+                          "; then read by h-miss18: the weightdecay50 collapse's and the temperatureanneal entropy collapse's "
+                          "entropy, reward and kl; nothing changed (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu16": "scored once held out at 955bb32 (recall 3/11, 1 critical and 12 warnings on 12 "
                                "healthy runs, 1 alert before onset-5; BENCHMARKS \"A fifteenth held-out batch\"); then "
                                "read run by run (session 2026-12-07 14:36); then the critic-lr-x1000 run's "
@@ -822,7 +850,10 @@ DEVELOPED_ON: dict[str, str] = {
                                "bf16 floor of cpu14, growing only from ~179) and the constlr2e-4 / zerogradskipped "
                                "length runs' response length and clip ratio read beside the healthy constlr2e-4 twins"
                                " of cpu13/cpu15 (the same 3 -> 3.4 shift with answers at 8); nothing changed (issue "
-                               "29, branch h-lag18)",
+                               "29, branch h-lag18)"
+                               "; then read by h-miss18: the 3digitshard collapse's reward and length (both sliding from ~185) and "
+                               "the two gradclip1e-4 collapses' validation (frozen, as in healthy runs); length_collapse's slide "
+                               "rule finds 3digitshard at 202 (issue 29, branch h-miss18)",
     "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
@@ -833,7 +864,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "grad_spike bar at 163-182 of betaramp; loss_spike warns when the loss/KL multiple on "
                           "equal-length steps grows x4: betaramp found at 157 (issue 29, branch h-trl16r)"
                           "; then read (issue 29, branch h-quiet18): the rewardsreversed healthy run's kl 1-110 "
-                          "(left)",
+                          "(left)"
+                          "; then read by h-miss18: the chattemplateramp collapse's reward and completions/mean_length (both "
+                          "sliding from ~171) and the decoderlost collapse's reward, reward_std and frac_reward_zero_std; "
+                          "length_collapse's slide rule finds chattemplateramp at 186 (issue 29, branch h-miss18)",
     "rlcockpit_trainer_cpu17": "scored once held out at 955bb32 (recall 5/8, 0 criticals and 4 warnings on 10 healthy"
                                " runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session "
                                "2026-12-07 14:36); then the partial-sync run's probs diff (140-200), the lr-warmup "
@@ -845,12 +879,17 @@ DEVELOPED_ON: dict[str, str] = {
                                "oom_creep runs' machine memory (left)"
                                "; then the partial-sync run's probs diff 137-240 read again beside cpu14's bf16 "
                                "healthy run: rollout_mismatch warns of a leap off the early level that keeps growing "
-                               "from where it landed, partialsync found at 156 (was 174) (issue 29, branch h-lag18)",
+                               "from where it landed, partialsync found at 156 (was 174) (issue 29, branch h-lag18)"
+                               "; then read by h-miss18: the lrwarmup50x collapse's validation (one evaluation 5.6x its noise under "
+                               "the median at 144, a shape a bad draw also takes), reward, entropy, grad norm; nothing changed "
+                               "(issue 29, branch h-miss18)",
     "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then read: replaytwoprompts' entropy/reward/kl/grad norm 195-242 and its slow-fall"
                           " drift state, graderfallback05's reward minus accuracy by 25-step windows; nothing changed"
-                          " for them (issue 29, branch h-trl16r)",
+                          " for them (issue 29, branch h-trl16r)"
+                          "; then read by h-miss18: the losssignalternating collapse's reward, length and kl and "
+                          "replaytwoprompts' entropy slow-fall state; nothing changed (issue 29, branch h-miss18)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

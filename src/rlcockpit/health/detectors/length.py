@@ -31,6 +31,9 @@ from rlcockpit.health.findings import Action, Cause, Finding
 from rlcockpit.metrics.guide import threshold
 
 LEN_MIN = "response_length/min"
+SLIDE_CAUSE = ("the prompts or their template changed under the policy (a corrupted data shard, a chat template or "
+               "tokenizer change), or the updates are wearing the policy down: answers got shorter and less often "
+               "right at once")
 LEN_ENDED = "response_length/terminated_mean"  # the mean of the answers that ended (TRL: mean_terminated_length)
 
 
@@ -464,20 +467,34 @@ class LengthCollapse(Detector):
     becoming empty, which a run learning to be concise never shows (its shortest answer stays long). And the shift
     must hold: ``shrink_hold`` of the last ``shrink_hold_n`` observations below that median (a small batch's mean
     dips when two answers stop early, and is back at the next step). Without a logged minimum this rule stays
-    silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it."""
+    silent. The bar is re-measured every ``shrink_every`` observations while the length is inside it.
+
+    Sliding with the reward (warning, once a run): the mean length and the training reward both drifting down
+    from their early level, each judged in its own noise — a downward :class:`Drift` (CUSUM, allowance
+    ``slide_k``, alarm ``slide_h`` noise units) per series, frozen on the ``slide_ref`` observations after the first
+    ``slide_skip`` (the early range the run leaves), and the mean of the last ``slide_smooth`` values under that
+    level by ``slide_z`` noise units of such a mean and by ``slide_len_drop`` (length) / ``slide_reward_drop``
+    (reward) of the level — on the same logged step. Either alone is a healthy run's doing: answers get concise
+    as a policy learns (its reward rises), and a reward sags when batches get harder (the answers keep their
+    length). Shorter *and* less often right at once is a policy losing what it could do: a corrupted shard or
+    template feeding it broken prompts, answers cut short and wrong."""
 
     keys = (LEN, LEN_MIN)
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "empty_tokens": 2.0, "empty_share": 0.5,
                 "min_reference": 20.0, "sustain": 3,
                 "shrink_drop": threshold(LEN, "shrink_drop"), "shrink_z": threshold(LEN, "shrink_z"),
                 "shrink_window": 60, "shrink_min_window": 50, "shrink_k": 2, "shrink_n": 3, "shrink_every": 10,
-                "shrink_hold": 8, "shrink_hold_n": 9}
+                "shrink_hold": 8, "shrink_hold_n": 9, "slide_skip": 10, "slide_ref": 40, "slide_k": 0.5,
+                "slide_h": 8.0, "slide_smooth": 8, "slide_z": 3.0, "slide_len_drop": 0.05, "slide_reward_drop": 0.1}
     common = {"enabled": True, "warmup": 3, "cooldown": 50}
     story, role = "collapse", "outcome"
     cause = "the policy collapsed to (nearly) empty answers: the stop token became the likeliest first token"
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         causes = collapse_causes(self, finding)
+        if "reward_early" in finding.evidence["values"]:  # the slide rule: shorter and less often right at once
+            causes.append(Cause(SLIDE_CAUSE, 0.6))
+            return ranked([c for c in causes if c.title != self.cause]), [kl_action(self.ctx.view)]
         r = moved(self.ctx, REWARD, up=1.1)
         if r is not None:
             causes.append(Cause("the reward favours short answers (a length penalty, or a format check an empty "
@@ -491,6 +508,9 @@ class LengthCollapse(Detector):
         self._shrink = FallBar(lambda ref: tie_safe(ref, 0.0), window=p["shrink_window"], skip=p["shrink_n"],
                                min_window=p["shrink_min_window"], z=p["shrink_z"], drop=p["shrink_drop"],
                                every=p["shrink_every"])  # the own-range bar of the shrink rule
+        self._n = 0  # length observations seen: the slide rule's reference is frozen at slide_skip + slide_ref
+        self._slides: tuple[Drift, Drift] | None = None  # (length, reward) drifts, negated: a fall is a rise
+        self._slid = False  # the slide rule warns once a run
 
     def adapt_warmup(self) -> None:
         """The reference is the starting model's answers: the first observations, whatever the log cadence."""
@@ -504,7 +524,7 @@ class LengthCollapse(Detector):
         if v > p["warn_ratio"] * self.base and (v > p["empty_tokens"] or v > p["empty_share"] * self.base):
             # the usual step: neither a quarter of the reference nor empty next to it
             self._streak = 0
-            return self._shrinking(step, track)
+            return self._shrinking(step, track) or (None if self._slid else self._sliding(step, track))
         n = int(p["sustain"])
         if not self.sustained(True, n):
             return None
@@ -524,6 +544,48 @@ class LengthCollapse(Detector):
                              step_start=start, extra_keys=(REWARD, CLIP), samples=True)
         return self.fire(step, "warning", f"Responses shrinking: {what}", values=vals, step_start=start,
                          extra_keys=(REWARD, CLIP), samples=True)
+
+    def _sliding(self, step: int, track: Track) -> Finding | None:
+        """The slide rule of the class docstring: two :class:`Drift` updates per logged length, the reward's only on
+        a step it was logged with the length."""
+        p = self.p
+        reward = self.ctx.tracks.get(REWARD)
+        self._n += 1
+        if self._slides is None:
+            ref = int(p["slide_ref"])
+            if self._n != int(p["slide_skip"]) + ref:
+                return None
+            if reward is None or reward.n < ref:
+                self._slid = True  # no reward beside the length from early on: not this rule's run
+                return None
+            self._slides = tuple(Drift([-x for x in t.tail(ref)], p["slide_k"], p["slide_h"], 0.02, 1e-6)
+                                 for t in (track, reward))
+            return None
+        if reward is None or reward.last_step != step:
+            return None
+        d_len, d_rew = self._slides
+        # both updates run on every such step: each CUSUM must see every value, whatever the other says
+        if not (d_len.update(-track.last, step) & d_rew.update(-reward.last, step)):
+            return None
+        n = int(p["slide_smooth"])
+        z = p["slide_z"] / math.sqrt(n)
+        len_now, rew_now = track.mean_last(n), reward.mean_last(n)
+        len_lvl, rew_lvl = -d_len.level, -d_rew.level
+        if len_lvl - len_now < max(p["slide_len_drop"] * abs(len_lvl), z * d_len.noise) \
+                or rew_lvl - rew_now < max(p["slide_reward_drop"] * abs(rew_lvl), z * d_rew.noise):
+            return None
+        self._slid = True
+        start = min(s for s in (d_len.start, d_rew.start, step) if s is not None)
+        vals = {"length": len_now, "length_early": len_lvl, "length_noise": d_len.noise, "reward": rew_now,
+                "reward_early": rew_lvl, "reward_noise": d_rew.noise}
+        return self.fire(step, "warning",
+                         f"Responses and reward sliding down together: {track.raw} {fmt(len_now)} and {reward.raw} "
+                         f"{fmt(rew_now)} over the last {n} logged steps, from early levels {fmt(len_lvl)} and "
+                         f"{fmt(rew_lvl)} ({(len_lvl - len_now) / d_len.noise:.1f} and "
+                         f"{(rew_lvl - rew_now) / d_rew.noise:.1f}x the noise of one step)",
+                         "Answers got shorter and less often right at once: the policy is losing what it could do "
+                         "(broken prompts from a shard or template, answers cut short), not learning to be concise.",
+                         values=vals, step_start=start, extra_keys=(REWARD,), samples=True)
 
     def _shrinking(self, step: int, track: Track) -> Finding | None:
         """The shrink rule of the class docstring; a comparison per step, a sort every ``shrink_every``."""
