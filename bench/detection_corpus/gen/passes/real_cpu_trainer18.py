@@ -34,6 +34,7 @@ file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu18/<name
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,24 @@ class TrainOnValidation:
             ld._order = ld._make_order()
 
 
+class TemplateReapplied:
+    """At every resume from step ``start`` (every ``every`` steps, ``times`` resumes) the prompt template is applied
+    once more to the already-templated training prompts (its trailing '=' appended again: '12+34==' after one resume)
+    and, the engine's context budget (``max_model_len``) being fixed, the response cap shrinks by the token each
+    resume adds (8 -> 8 - ``times``, training and validation; the validation prompts are left as they are)."""
+
+    def __init__(self, start: int, every: int, times: int) -> None:
+        self.start, self.every, self.times = start, every, times
+
+    def before_step(self, st: Any, step: int) -> None:
+        k = (step - self.start) // self.every + 1
+        if step < self.start or (step - self.start) % self.every or k > self.times:
+            return
+        st.loader.rows = [dataclasses.replace(r, text=r.text + "=", input_ids=[*r.input_ids, r.input_ids[-1]])
+                          for r in st.loader.rows]
+        st.cfg.data.max_response_length -= 1
+
+
 _LOGPROBS = "actor_rollout_ref.rollout.calculate_log_probs=true"
 _LR1E4 = ("actor_rollout_ref.actor.optim.lr=1e-4", *_CONST)
 _A = "actor_rollout_ref.actor"
@@ -290,6 +309,13 @@ SPECS: dict[str, dict[str, Any]] = {
     "qwen2s14-2prompt-4sample-cliphigh0-from150-300-val16": {
         "steps": 300, "seed": 1018, "model": "qwen2", "model_seed": 14, "overrides": _batch(
             2, 4, "trainer.test_freq=16"), "driver": CfgTypo(150, "actor_rollout_ref.actor.clip_ratio_high", 0.0)},
+    # added after the first runs were read (written and committed before it ran), seed 1019: the batch had no
+    # truncation fault. the prompt template re-applied at every resume, ramp in steps: from step 130, every 20 steps
+    # (6 resumes, to 230) the training prompts get one more trailing '=' and the response cap shrinks by one token
+    # (8 -> 2: a fixed context budget); Llama seed 14, 4 prompts x 3, 300 steps, validation every 22
+    "llamas14-4prompt-3sample-templatereapplied-130-230-300-val22": {
+        "steps": 300, "seed": 1019, "model": "llama", "model_seed": 14, "overrides": _batch(
+            4, 3, "trainer.test_freq=22"), "driver": TemplateReapplied(130, 20, 6)},
 }
 
 
