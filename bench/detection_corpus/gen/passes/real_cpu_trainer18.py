@@ -316,6 +316,12 @@ SPECS: dict[str, dict[str, Any]] = {
     "llamas14-4prompt-3sample-templatereapplied-130-230-300-val22": {
         "steps": 300, "seed": 1019, "model": "llama", "model_seed": 14, "overrides": _batch(
             4, 3, "trainer.test_freq=22"), "driver": TemplateReapplied(130, 20, 6)},
+    # added after the nineteen runs were read (written and committed before it ran), seed 1020: the entropy-penalty
+    # ramp on the Llama's cosine lr left no mark. the same sign typo at a constant lr 1e-4, ramp: from step 120 the
+    # entropy coefficient 0 (120) -> -0.3 (270), kept; GPT-2 seed 14, 4 prompts x 3, 300 steps, validation every 16
+    "gpt2s14-4prompt-3sample-entcoef0-neg03-120-270-constlr1e-4-300-val16": {
+        "steps": 300, "seed": 1020, "model": "gpt2", "model_seed": 14, "overrides": _batch(
+            4, 3, *_LR1E4, "trainer.test_freq=16"), "driver": EntropyCoefRamp(120, 270, -0.3)},
 }
 
 
