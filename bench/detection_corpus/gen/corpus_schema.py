@@ -50,7 +50,8 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
                 "rlcockpit_trainer_cpu12", "trl_cpu_settings12", "trl_cpu_settings13",
                 "rlcockpit_trainer_cpu13", "rlcockpit_trainer_cpu14", "trl_cpu_settings14",
                 "rlcockpit_trainer_cpu15", "trl_cpu_settings15", "rlcockpit_trainer_cpu16",
-                "trl_cpu_settings16", "trl_cpu_settings17", "rlcockpit_trainer_cpu17")
+                "trl_cpu_settings16", "trl_cpu_settings17", "rlcockpit_trainer_cpu17",
+                "rlcockpit_trainer_cpu18")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"

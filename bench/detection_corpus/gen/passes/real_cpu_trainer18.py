@@ -8,7 +8,8 @@ the **KL penalty in the reward under the abs estimator**; **training rollouts at
 one-prompt run; **GAE with lambda 0.9, gamma 0.99 and two critic epochs**; **optimal token baselines without the zero
 tail**; a **300-prompt training set cycled for three epochs**; a constant-lr 1e-4 matched control; validation every
 **16 / 19 / 22 / 26 / 27 / 29 / 30 / 31 / 33 / 37**; models built from **model seed 14** (another tokenizer sample,
-init and warm-up than every earlier CPU run); seeds 1001-1018.
+init and warm-up than every earlier CPU run); seeds 1001-1020 (1019-1020: specs added after the first runs were read,
+each committed before it ran).
 
 Failure mechanisms (how, from which step, sudden or ramp: written in each spec and committed before the run): **DAPO's
 overlong ``penalty_factor`` typed -1** at a resume (with a 2-token buffer the sign flip punishes every response
@@ -23,6 +24,9 @@ vocabulary resize whose new row is drawn 50x too wide; GPT-2's head is tied to i
 from a resume (the weights reloaded from a stale offload buffer before every step: the policy no longer changes); two
 faults that may leave no mark: the **training files pointing at the validation split** from a resume (train on test)
 and **``clip_ratio_high`` typed 0.0** at a resume under one on-policy epoch (the ratio is 1 where the clip is read).
+Added later (committed before they ran): the **prompt template re-applied at every resume** with the response cap
+shrinking by the token it adds (truncation creeping, seed 1019) and the entropy-penalty ramp again at a constant lr
+1e-4 (0 -> -0.3, seed 1020).
 Each run goes through :func:`real_cpu_trainer.run` (health off, TensorBoard sink), **one spec per process**: the event
 file is stored under ``bench/detection_corpus/real/rlcockpit_trainer_cpu18/<name>/`` and labelled by reading it
 (README, twenty-third pass).
