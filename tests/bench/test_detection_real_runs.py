@@ -1850,3 +1850,69 @@ def test_the_eighteenth_public_search_grpo_engine_run_imports_whole_with_the_rea
     assert max(m["train/vram_usage_fraction"] for m in train.values()) == pytest.approx(0.9825, abs=1e-4)
     gaps = {s: train[s]["timestamp"] - train[s - 1]["timestamp"] - train[s]["perf/step_time_s"] for s in range(2, 121)}
     assert [s for s, g in gaps.items() if abs(g) > 0.05] == [101] and 900 < gaps[101] < 940
+def test_the_twenty_third_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-third pass's CPU runs of our trainer (rlcockpit_trainer_cpu18, TensorBoard event files, model seed
+    14): each imported whole, and the readings the README's labels rest on are in the numbers (the overlong factor
+    typed -1; the reference's embeddings shifted; a bf16 delta sync; a familiarity grader; a new token row drawn wide;
+    the template re-applied with a shrinking cap; an entropy penalty at a constant lr; and the faults stored healthy:
+    the entropy penalty on a decaying lr, the updates lost, training on the validation split, clip_ratio_high 0)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu18"]
+    assert len(sel) == 20
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 2), ("entropy_collapse", 2), ("healthy", 13), ("length_explosion", 1), ("reward_hacking", 1),
+        ("rollout_mismatch", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"f60ef62", "935a8fe", "2beab49"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    for name, m in runs.items():
+        assert sorted(m) == list(range(0, int(name.rsplit("-val", 1)[0].rsplit("-", 1)[1]) + 1)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, ent, acc = "critic/score/mean", "response_length/mean", "actor/entropy", "reward_extra/acc/mean"
+    val, diff, clip, kl = "val-core/arith/acc/mean@1", "training/rollout_probs_diff_mean", "response_length/clip_ratio", \
+        "actor/kl_loss"
+
+    over = runs["gpt2s14-4prompt-3sample-overlongfactor-neg1-from150-constlr1e-4-300-val16"]
+    olr = "reward_extra/overlong_reward/mean"
+    assert sum(over[s][olr] == 0 for s in range(1, 150)) == 144 and max(over[s][olr] for s in range(150, 301)) < -1.3
+    assert over[150][score] < -0.9 < 0.16 < min(over[s][score] for s in range(1, 150))
+    assert abs(med(over, acc, 150, 300) - med(over, acc, 1, 149)) < 0.05 and med(over, ln, 150, 300) == 3
+    ref = runs["llamas14-4prompt-3sample-klloss-refembedshift-from150-300-val22"]
+    assert max(ref[s][kl] for s in range(1, 150)) < 0.35 < 4 < ref[150][kl] and med(ref, kl, 151, 300) > 3.5
+    assert abs(med(ref, score, 150, 300) - med(ref, score, 1, 149)) < 0.06
+    sync = runs["llamas14-4prompt-3sample-bf16deltasync-from150-300-val22"]
+    assert max(sync[s][diff] for s in range(1, 150)) < 2e-7 < 5e-5 < sync[150][diff] and med(sync, diff, 276, 300) > 0.01
+    assert abs(med(sync, score, 150, 300) - med(sync, score, 1, 149)) < 0.06
+    fam = runs["gpt2s14-4prompt-3sample-familiargrader0-80pct-120-270-constlr1e-4-300-val16"]
+    assert max(abs(fam[s][score] - fam[s][acc]) for s in range(1, 121)) < 1e-6
+    assert med(fam, score, 276, 300) > 0.7 > 0.45 > med(fam, score, 1, 150) and med(fam, acc, 276, 300) < 0.4
+    assert max(fam[s][val] for s in (*range(192, 300, 16), 300)) < 0.4 < 0.41 < min(fam[s][val] for s in range(0, 177, 16))
+    assert med(fam, ent, 276, 300) < 1.25 < 1.55 < med(fam, ent, 1, 100)
+    tok = runs["gpt2s14-4prompt-3sample-newtokenrow-std1-from150-constlr1e-4-300-val16"]
+    assert tok[150][ent] < 1.3 < 1.4 < min(tok[s][ent] for s in range(1, 150)) and tok[163][ent] < 0.5
+    assert max(tok[s][clip] for s in range(1, 150)) < 0.09 < 0.6 < max(tok[s][clip] for s in range(151, 176))
+    assert med(tok, ent, 151, 175) < 1.1 and med(tok, ent, 176, 275) > 1.45
+    tpl = runs["llamas14-4prompt-3sample-templatereapplied-130-230-300-val22"]
+    assert tpl[129]["prompt_length/mean"] == 4 and tpl[230]["prompt_length/mean"] == 10
+    assert max(tpl[s][clip] for s in range(1, 153)) == 0 < tpl[153][clip] and med(tpl, clip, 230, 300) == 1
+    assert tpl[131][ln] < 2.8 < 2.83 <= min(tpl[s][ln] for s in range(1, 130)) and tpl[132][ent] < 1.0
+    pen = runs["gpt2s14-4prompt-3sample-entcoef0-neg03-120-270-constlr1e-4-300-val16"]
+    assert med(pen, ent, 276, 300) < 0.4 < 1.5 < med(pen, ent, 1, 119)
+    assert pen[300][val] < 0.36 < 0.40 < min(pen[s][val] for s in range(0, 161, 16))
+
+    # healthy: the planned faults below left no mark a user needs; the k1 KL loss grows while the run learns
+    weak = runs["llamas14-4prompt-3sample-entcoef0-neg01-120-270-300-val22"]
+    assert abs(med(weak, ent, 150, 300) - med(weak, ent, 1, 149)) < 0.1
+    lost = runs["gpt2s14-4prompt-3sample-updateslost-from150-constlr1e-4-300-val16"]
+    assert all(0.419 < lost[s][val] < 0.428 for s in (*range(160, 300, 16), 300))
+    assert abs(med(lost, score, 150, 300) - med(lost, score, 1, 149)) < 0.05
+    leak = runs["gpt2s14-4prompt-3sample-trainonval-from150-constlr1e-4-300-val16"]
+    assert [leak[s]["training/epoch"] for s in (199, 200, 250, 300)] == [0, 1, 2, 3]
+    assert max(leak[s][val] for s in range(160, 301, 16)) < 0.481 and leak[272][val] < 0.445
+    high = runs["qwen2s14-2prompt-4sample-cliphigh0-from150-300-val16"]
+    assert all(high[s]["actor/pg_clipfrac"] == 0 for s in range(1, 301))
+    k1 = runs["qwen2s14-3prompt-4sample-klloss-k1-coef005-300-val31"]
+    assert med(k1, kl, 201, 250) > 1 > 0.05 > med(k1, kl, 1, 50) and k1[300][val] > k1[0][val] + 0.05
+    assert med(runs["gpt2s14-4prompt-3sample-constlr1e-4-300-val16"], ln, 276, 300) == 3

@@ -53,7 +53,8 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
                 "trl_cpu_settings16", "trl_cpu_settings17", "rlcockpit_trainer_cpu17",
                 "trl_cpu_settings18",
                 "tinker_jsonl_public18", "verl_file_public18",
-                "grpo_jsonl_public18")
+                "grpo_jsonl_public18",
+                "rlcockpit_trainer_cpu18")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
