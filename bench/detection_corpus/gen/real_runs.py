@@ -116,34 +116,9 @@ def _tensorboard_steps(data: bytes) -> set[int]:
     return steps
 
 
-def read_metrics_jsonl(data: bytes, name: str) -> tuple[list[tuple[int, dict[str, float]]], list[str]]:
-    """``(metrics by step, problems)`` of a metrics JSONL: one JSON object per line with an integer ``step`` and
-    numeric values, as a hand-written GRPO loop or Tinker's cookbook writes ``metrics.jsonl``. rlcockpit has no
-    importer for it (a user would ``log()`` the same dicts), so the bench reads it here: every numeric value goes
-    in under the key the run logged; a line that is not such an object is a problem naming its line."""
-    by_step: dict[int, dict[str, float]] = {}
-    problems: list[str] = []
-    for no, line in enumerate(data.decode("utf-8").splitlines(), 1):
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name}:{no}: not JSON ({exc.msg})")
-            continue
-        if not isinstance(rec, dict) or isinstance(rec.get("step"), bool) or not isinstance(rec.get("step"), int):
-            problems.append(f"{name}:{no}: no integer 'step'")
-            continue
-        by_step.setdefault(rec["step"], {}).update(
-            {k: float(v) for k, v in rec.items() if k != "step" and isinstance(v, (int, float))
-             and not isinstance(v, bool)})
-    return sorted(by_step.items()), problems
-
-
 def import_entry(entry: dict[str, Any], data: bytes) -> tuple[list[tuple[int, dict[str, float]]], dict[str, Any], list[str]]:
     """``(metrics by step, config, problems)`` as rlcockpit's importer reads the file; rows of one step merge
     (a TRL eval entry shares its step with the train entry), as they do in a stored run."""
-    if entry["kind"] == "jsonl":
-        metrics, problems = read_metrics_jsonl(data, Path(entry["origin"]["path"]).name)
-        return metrics, {}, problems
     from rlcockpit.integrations.readers import IMPORTERS, ImportOptions, RowProblem
     from rlcockpit.integrations.verl_files import SourceError
 

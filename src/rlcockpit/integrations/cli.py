@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after this long without new data (default: follow until Ctrl-C/SIGTERM)")
     p.set_defaults(func=cmd_watch)
 
-    p = sub.add_parser("import", help="create a stored run from verl/TensorBoard/W&B/MLflow/TRL/CSV records",
+    p = sub.add_parser("import", help="create a stored run from verl/TensorBoard/W&B/MLflow/TRL/CSV/JSONL records",
                        description="Import a finished run: a verl file-logger JSONL or console log "
                                    "(+ --rollout-dir), a TensorBoard event dir, a W&B offline run dir, an "
                                    "MLflow run (--run-id + --tracking-uri), a TRL/transformers "
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "--source-run). Detectors run on import.")
     p.add_argument("source", help="file or directory (MLflow: the tracking URI with --run-id, or the run id "
                                   "with --tracking-uri)")
-    p.add_argument("--kind", help="verl | tensorboard | wandb | mlflow | trl | trl-console | csv (default: detect)")
+    p.add_argument("--kind", help="verl | tensorboard | wandb | mlflow | trl | trl-console | csv | jsonl (default: detect)")
     p.add_argument("--project")
     p.add_argument("--name")
     p.add_argument("--dir", help="store directory (default: $RLCOCKPIT_DIR or ./rlcockpit)")

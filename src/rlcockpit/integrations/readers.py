@@ -35,6 +35,7 @@ from rlcockpit.integrations.verl_files import (
     verl_config,
 )
 from rlcockpit.registry import Registry
+from rlcockpit.tracking.write.values import BadStep, check_step
 
 
 class RowProblem(str):
@@ -340,6 +341,98 @@ def read_csv(source: str, opts: ImportOptions) -> Imported:
                     notes=history.notes)
 
 
+# ---- metrics JSONL (one object a line with its step) ---------------------------------------------
+
+def _jsonl_record(text: str) -> dict[str, Any] | None:
+    """The line's JSON object when it holds an integer-like ``step`` and is not verl's file-logger shape (whose
+    values sit under ``data``: the ``verl`` kind reads it); ``None`` otherwise."""
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or "step" not in obj or isinstance(obj.get("data"), dict):
+        return None
+    return obj
+
+
+def _detect_jsonl(source: str) -> bool:
+    p = Path(source)
+    if not p.is_file():
+        return False
+    try:
+        for raw in log_lines(p, limit=1 << 20):
+            text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+            if text.strip():
+                return _jsonl_record(text) is not None
+    except (OSError, SourceError):
+        return False
+    return False
+
+
+def _jsonl_rows(path: Path, dropped: dict[str, int]) -> Rows:
+    """Rows of a metrics JSONL in file order: each line's numbers (``true``/``false`` are not metrics; ``null``
+    is NaN, as in verl's file logger). A line that is not such an object is a problem naming its line and is the
+    only thing lost; a last line cut before its newline stops the import there, since its numbers may be cut."""
+    for line_no, raw in enumerate(log_lines(path), 1):
+        text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+        if not text.strip():
+            continue
+        obj = _jsonl_record(text)
+        if obj is None:
+            if not raw.endswith(b"\n") and text.strip():
+                raise SourceError(path, line_no, "the last line is cut off (no newline, not a whole record): the "
+                                  "job may have been killed mid-write")
+            yield RowProblem(f"{path}:{line_no}: record skipped: not a JSON object with a 'step'")
+            continue
+        try:
+            step = check_step(obj["step"])
+        except BadStep as exc:
+            yield RowProblem(f"{path}:{line_no}: record skipped: {exc}")
+            continue
+        metrics: dict[str, Any] = {}
+        for key, value in obj.items():
+            if key == "step":
+                continue
+            if value is None:
+                metrics[key] = math.nan
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                metrics[key] = value
+            else:
+                dropped[key] = dropped.get(key, 0) + 1
+        if metrics:
+            yield step, metrics
+
+
+@_register("jsonl", _detect_jsonl, "metrics-jsonl", "tinker")
+def read_jsonl(source: str, opts: ImportOptions) -> Imported:
+    """A metrics JSONL: one JSON object a line with an integer ``step`` and its values at the top level, as
+    Tinker's cookbook (``metrics.jsonl``) and hand-written GRPO loops write it. Keys are stored as logged; values
+    that are not numbers (text, lists, nested objects, booleans) are not metrics and are named in a note."""
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"JSONL file {path} does not exist")
+    dropped: dict[str, int] = {}
+    rows: list[Any] = []
+    stop: SourceError | None = None
+    try:  # read whole before the run is made, so the note on dropped values is there when the importer reads notes
+        rows.extend(_jsonl_rows(path, dropped))
+    except SourceError as exc:
+        stop = exc
+    notes = []
+    if dropped:
+        names = ", ".join(f"{k} ({n})" for k, n in sorted(dropped.items())[:10])
+        more = f" and {len(dropped) - 10} more keys" if len(dropped) > 10 else ""
+        notes.append(f"values that are not numbers were not stored as metrics: {names}{more}")
+
+    def replay() -> Rows:
+        yield from rows
+        if stop is not None:
+            raise stop
+
+    return Imported(kind="jsonl", rows=replay(), name=path.parent.name if path.stem == "metrics" else path.stem,
+                    project="jsonl", meta={"format": "metrics-jsonl"}, notes=notes)
+
+
 # ---- TensorBoard ---------------------------------------------------------------------------------
 
 def _detect_tensorboard(source: str) -> bool:
@@ -536,7 +629,7 @@ def read_mlflow(source: str, opts: ImportOptions) -> Imported:
                     meta={"mlflow_run_id": run_id, "tracking_uri": str(uri)})
 
 
-DETECT_ORDER = ("wandb", "tensorboard", "trl", "csv", "verl", "trl-console", "mlflow")
+DETECT_ORDER = ("wandb", "tensorboard", "trl", "csv", "verl", "jsonl", "trl-console", "mlflow")
 
 
 def detect_kind(source: str, opts: ImportOptions | None = None) -> str:
