@@ -130,15 +130,18 @@ def test_a_metrics_jsonl_with_restarted_attempts_keeps_the_last_attempt(real):
     assert len(healthy) == 4 and all([s for s, _m in t["metrics"]] == list(range(1, 21)) for t in healthy)
 
 def test_a_metrics_jsonl_is_read_line_by_line_naming_a_bad_line():
-    """A hand-written loop's metrics.jsonl: numeric values under the run's own keys, rows of one step merged;
-    a broken line is named (file and line) and the others are kept; the clean count finds steps without JSON."""
+    """A hand-written loop's metrics.jsonl, read by ``rlcockpit import``'s jsonl importer: numeric values under the
+    run's own keys, rows of one step merged; a broken line is named (file and line) and the others are kept; the
+    clean count finds steps without JSON."""
     data = (b'{"step": 0, "eval_reward": 0.5}\n{"step": 1, "train_reward": 0.6, "kl": 0.0, "note": "x", "ok": true}\n'
             b'{"step": 1, "eval_reward": 0.7}\n{"step": 2, "kl": 0.1\n["not", "a", "record"]\n{"step": 3, "kl": 0.2}\n')
     entry = {"id": "j", "kind": "jsonl", "origin": {"path": "results/run/metrics.jsonl"}}
     metrics, config, problems = real_runs.import_entry(entry, data)
     assert metrics == [(0, {"eval_reward": 0.5}), (1, {"train_reward": 0.6, "kl": 0.0, "eval_reward": 0.7}),
                        (3, {"kl": 0.2})] and config == {}
-    assert problems == ["metrics.jsonl:4: not JSON (Expecting ',' delimiter)", "metrics.jsonl:5: no integer 'step'"]
+    assert [p.rsplit("/", 1)[-1] for p in problems] == [
+        "metrics.jsonl:4: record skipped: not valid JSON (Expecting ',' delimiter at column 22)",
+        "metrics.jsonl:5: record skipped: not a JSON object with a 'step'"]
     assert real_runs.clean_step_count(entry, data) == 4  # sees the cut line's step: the import check flags it
 
 

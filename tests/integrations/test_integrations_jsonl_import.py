@@ -56,7 +56,7 @@ def test_a_bad_line_loses_only_itself_and_a_cut_last_line_stops_there(tmp_path, 
     source.write_text(text)
     rc, res, err = _import(tmp_path, source, capsys, "--kind", "jsonl")
     assert rc == 1 and res["steps"] == 4 and res["skipped"] == 2
-    assert any(":3: record skipped" in p for p in res["problems"])
+    assert any(":3: record skipped: not valid JSON" in p for p in res["problems"])
     assert any(":4: record skipped" in p and "bool" in p for p in res["problems"])
     assert ":7" in res["error"] and "cut off" in res["error"]
 

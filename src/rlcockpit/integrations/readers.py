@@ -355,6 +355,17 @@ def _jsonl_record(text: str) -> dict[str, Any] | None:
     return obj
 
 
+def _jsonl_why(text: str) -> str:
+    """Why a line is not a metrics record, in words naming the spot."""
+    try:
+        json.loads(text.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return TOO_DEEP
+    return "not a JSON object with a 'step'"
+
+
 def _detect_jsonl(source: str) -> bool:
     p = Path(source)
     if not p.is_file():
@@ -379,10 +390,10 @@ def _jsonl_rows(path: Path, dropped: dict[str, int]) -> Rows:
             continue
         obj = _jsonl_record(text)
         if obj is None:
-            if not raw.endswith(b"\n") and text.strip():
+            if not raw.endswith(b"\n"):
                 raise SourceError(path, line_no, "the last line is cut off (no newline, not a whole record): the "
                                   "job may have been killed mid-write")
-            yield RowProblem(f"{path}:{line_no}: record skipped: not a JSON object with a 'step'")
+            yield RowProblem(f"{path}:{line_no}: record skipped: {_jsonl_why(text)}")
             continue
         try:
             step = check_step(obj["step"])
