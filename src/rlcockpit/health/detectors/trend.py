@@ -28,6 +28,7 @@ from rlcockpit.health.base import (
     fmt,
     median,
     register_detector,
+    smallest_step,
     span,
 )
 from rlcockpit.health.config_view import make_action
@@ -164,12 +165,17 @@ class RewardDivergence(Detector):
       observations or more (the reward *is* that score: TRL's paid reward beside ``rewards/accuracy/mean``, verl's
       score beside ``reward_extra/acc/mean``), which then, over the last ``gap_span`` paired observations, is still
       exactly the score on half of them or more and leads it on ``gap_hold`` of them by the reward's own
-      step-to-step noise or more: on those batches the reward paid in full for answers the task score counts wrong
-      (a verifier that passes an empty answer), again and again. Noise cannot open a gap that was exactly 0 for that
-      long, so this needs neither the reward up nor the score down (the first exploits pay about what the lost right
-      answers cost). A lead on most batches is a second term of the reward (a bonus ramped in, a penalty) and a
-      lead under the reward's noise moves nothing yet: both are left to the graded rules. Not while a format
-      component rose by half the lead (a format being learned).
+      step-to-step noise or more, or, never under it there, leads it on ``open_many`` of them by one scored item of
+      the score or more (its smallest step over the equal stretch: one answer paid that the score counts wrong): on
+      those batches the reward paid in full for answers the task score counts wrong (a verifier that passes an empty
+      answer, a grader that times out on long answers and fails open), again and again. A grader failing open pays
+      one or two answers of a batch at first, under the reward's step-to-step noise, but on batch after batch and
+      never less than the score; a fractional bonus (a length bonus ramping in) leads by less than an item. Noise
+      cannot open a gap that was exactly 0 for that long, so this needs neither the reward up nor the score down
+      (the first exploits pay about what the lost right answers cost). A lead on most batches is a second term of
+      the reward (a bonus ramped in, a penalty) and a lead under the reward's noise on a few batches moves nothing
+      yet: both are left to the graded rules. Not while a format component rose by half the lead (a format being
+      learned).
 
     - *held-out left its range, reward held* (warning): a held-out score whose last ``left_hold`` values each lie under
       the lowest of the ``left_reference`` values before them (at least ``left_min_reference``), their mean
@@ -204,7 +210,7 @@ class RewardDivergence(Detector):
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
                 "gap_span": 10, "gap_ref": 30, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
-                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "under_z": 2.5, "under_rise_z": 3.0}
+                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 4, "under_z": 2.5, "under_rise_z": 3.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -431,7 +437,7 @@ class RewardDivergence(Detector):
     def _lead_opened(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
         """The *lead opened* rule (class docstring), O(1) a step: the count of exact pairs, then the last leads."""
         p = self.p
-        state = self._exact.setdefault(key, [0, False, deque(maxlen=int(p["gap_span"]))])
+        state = self._exact.setdefault(key, [0, False, deque(maxlen=int(p["gap_span"])), 0.0])
         if state[0] < 0:
             return None
         lead = reward.last - track.last
@@ -444,12 +450,16 @@ class RewardDivergence(Detector):
                 state[0] = -1  # the reward was not that score for long, or pays less than it: not this rule's
                 return None
             state[1] = True
+            state[3] = smallest_step(track.tail(min(state[0], 64), skip=1))  # one scored item of the score
         recent = state[2]
         recent.append((step, lead))
         if len(recent) < recent.maxlen or 2 * sum(1 for _s, x in recent if abs(x) <= tol) < len(recent):
             return None  # a lead on most batches is a second term of the reward: the graded rules' business
         opened = [(s, x) for s, x in recent if x >= max(self._reward.noise, tol)]
-        if len(opened) < p["gap_hold"] or self._format_rose(len(recent), sum(x for _s, x in recent) / len(recent)):
+        if len(opened) < p["gap_hold"]:  # or, never under the score, an item's worth or more on ``open_many``
+            items = [(s, x) for s, x in recent if x >= max(state[3], tol)]
+            opened = items if len(items) >= p["open_many"] and min(x for _s, x in recent) >= -tol else []
+        if not opened or self._format_rose(len(recent), sum(x for _s, x in recent) / len(recent)):
             return None
         mean = sum(x for _s, x in opened) / len(opened)
         vals = {"reward": reward.last, "quality": track.last, "exact_steps": state[0], "opened": len(opened),
