@@ -210,7 +210,7 @@ class RewardDivergence(Detector):
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
                 "gap_span": 10, "gap_ref": 30, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
-                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 4, "under_z": 2.5, "under_rise_z": 3.0}
+                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 5, "under_z": 2.5, "under_rise_z": 3.0}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
