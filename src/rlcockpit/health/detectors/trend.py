@@ -190,8 +190,8 @@ class RewardDivergence(Detector):
 
     - *held-out under its range, reward up* (warning): a held-out score's newest evaluation under the lowest of the
       ``left_reference`` before it (at least ``left_min_reference``), ``under_z`` noise units of one evaluation under
-      their median (the noise as above), while the training reward's mean over the steps since the evaluation before
-      it is ``under_rise_z`` standard errors of that difference (the reward's early noise, at least the sampling
+      their median (the noise as above), while the reward is past its alarm (a rise that held, not a bump between
+      two evaluations) and its mean over the steps since the evaluation before it is ``under_rise_z`` standard errors of that difference (the reward's early noise, at least the sampling
       noise of a mean of 0/1 scores) above its mean over the reference's steps: the two move apart at this very
       evaluation, the reward up on the batches it trains on and the task down on data it does not (a loader stuck
       on a few prompts it memorises, a reward term). One evaluation under its range is a dip in a healthy run, and a
@@ -272,7 +272,7 @@ class RewardDivergence(Detector):
                 continue
             found = found or self._held_out_falling(step, key, track, reward, up)
             if found is None and key.startswith(HELD_OUT):
-                found = self._held_out_left(step, key, track, reward) or self._held_out_under_rise(step, track, reward)
+                found = self._held_out_left(step, key, track, reward) or self._held_out_under_rise(step, track, reward, up)
             paired = track.last_step == reward.last_step == step
             if found is None and paired and same_samples(key):
                 found = self._lead_opened(step, key, track, reward)
@@ -641,10 +641,10 @@ class RewardDivergence(Detector):
                          "model drifting from correctness).",
                          metric=REWARD, values=vals_, step_start=steps[-hold], extra_keys=(key,), samples=True)
 
-    def _held_out_under_rise(self, step: int, track: Track, reward: Track) -> Finding | None:
+    def _held_out_under_rise(self, step: int, track: Track, reward: Track, up: bool) -> Finding | None:
         """The *held-out under its range, reward up* rule (class docstring): the newest evaluation only."""
         p = self.p
-        if track.n < 2 or track.last >= track.values[-2]:
+        if not up or track.n < 2 or track.last >= track.values[-2]:
             return None  # the usual evaluation: not under the one before it (the newest of its range)
         found = held_out_range(track, 1, int(p["left_reference"]), int(p["left_min_reference"]))
         if found is None or found[1][0] >= min(found[0]):
