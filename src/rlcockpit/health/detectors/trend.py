@@ -191,8 +191,9 @@ class RewardDivergence(Detector):
     - *held-out under its range, reward up* (warning): a held-out score's newest evaluation under the lowest of the
       ``left_reference`` before it (at least ``left_min_reference``), ``under_z`` noise units of one evaluation under
       their median (the noise as above), while the reward is past its alarm (a rise that held, not a bump between
-      two evaluations) and its mean over the steps since the evaluation before it is ``under_rise_z`` standard errors of that difference (the reward's early noise, at least the sampling
-      noise of a mean of 0/1 scores) above its mean over the reference's steps: the two move apart at this very
+      two evaluations) and its mean over the steps since the evaluation before it is ``under_rise_z`` standard
+      errors of that difference (the reward's early noise, at least the sampling noise of a mean of 0/1 scores)
+      above its mean over the reference's steps: the two move apart at this very
       evaluation, the reward up on the batches it trains on and the task down on data it does not (a loader stuck
       on a few prompts it memorises, a reward term). One evaluation under its range is a dip in a healthy run, and a
       reward climbing is learning; both at once, each past its own noise, is the divergence itself, and waiting for a
