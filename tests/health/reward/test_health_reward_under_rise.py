@@ -53,6 +53,20 @@ def _stuck(seed: int, reward_rises: bool, val_falls: bool, val_rises: bool = Fal
     return out
 
 
+def _smooth_dip(seed: int, steps: int = 200) -> list:
+    """A healthy run learning throughout: the reward climbs 0.4 -> 0.7 and a held-out score evaluated every 4 steps
+    climbs 0.50 -> 0.56 with little noise (a continuous score: its noise is its small step-to-step change), and dips 5%
+    once at step 140: many noise units under its range, but a fall too small to matter."""
+    rng = random.Random(seed)
+    out = []
+    for s in range(steps + 1):
+        m = {"critic/score/mean": 0.4 + 0.3 * s / steps + rng.gauss(0, 0.03), "actor/entropy": 1.5 + rng.gauss(0, 0.05)}
+        if s % 4 == 0:
+            m["val-core/arith/acc/mean@1"] = (0.50 + 0.06 * s / steps + rng.gauss(0, 0.002)) * (0.95 if s == 140 else 1)
+        out.append((s, m))
+    return out
+
+
 def test_a_stuck_loader_is_seen_at_the_first_evaluation_under_its_range_while_the_reward_climbs():
     trace = real_run("gpt2s13-4prompt-3sample-stuckloader-from150-constlr1e-4-300-val16", source="rlcockpit_trainer_cpu17")
     hits = _raised(replay(trace))
@@ -68,6 +82,7 @@ def test_a_dip_without_the_reward_rising_or_a_reward_rising_with_validation_is_n
                            ("healthy-gpt2s9-2prompt-5sample-advpermuted-from150-350-val12", "rlcockpit_trainer_cpu13")):
         assert _raised(replay(real_run(suffix, source=source))) == [], suffix
     for seed in range(6):
+        assert _raised(_run(_smooth_dip(seed))) == [], seed  # a 5% dip of a smooth held-out score while learning
         assert _raised(_run(_stuck(seed, False, True))) == [], seed  # a held-out dip: held_out_drop's
         assert _raised(_run(_stuck(seed, True, False))) == [], seed  # learning on a stuck batch, nothing lost
         assert _raised(_run(_stuck(seed, True, False, val_rises=True))) == [], seed  # learning

@@ -190,10 +190,10 @@ class RewardDivergence(Detector):
 
     - *held-out under its range, reward up* (warning): a held-out score's newest evaluation under the lowest of the
       ``left_reference`` before it (at least ``left_min_reference``), ``under_z`` noise units of one evaluation under
-      their median (the noise as above), while the reward is past its alarm (a rise that held, not a bump between
-      two evaluations) and its mean over the steps since the evaluation before it is ``under_rise_z`` standard
-      errors of that difference (the reward's early noise, at least the sampling noise of a mean of 0/1 scores)
-      above its mean over the reference's steps: the two move apart at this very
+      their median (the noise as above) and ``under_drop`` (relative) under it, while the reward is past its alarm
+      (a rise that held, not a bump between two evaluations) and its mean over the steps since the evaluation before
+      it is ``under_rise_z`` standard errors of that difference (the reward's early noise, at least the sampling
+      noise of a mean of 0/1 scores) above its mean over the reference's steps: the two move apart at this very
       evaluation, the reward up on the batches it trains on and the task down on data it does not (a loader stuck
       on a few prompts it memorises, a reward term). One evaluation under its range is a dip in a healthy run, and a
       reward climbing is learning; both at once, each past its own noise, is the divergence itself, and waiting for a
@@ -211,7 +211,9 @@ class RewardDivergence(Detector):
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
                 "gap_span": 10, "gap_ref": 30, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
-                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 5, "under_z": 2.5, "under_rise_z": 3.0}
+                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 5, "under_z": 2.5, "under_rise_z": 3.0,
+                # one evaluation's fall: twice what the held-out-falling rule asks of a mean of ``points`` values
+                "under_drop": 2.0 * threshold(VAL_GUIDE, "divergence_drop_fraction")}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -652,8 +654,8 @@ class RewardDivergence(Detector):
             return None  # inside the range of the evaluations before it
         ref, _recent, med, noise = found
         z = (med - track.last) / noise
-        if z < p["under_z"]:
-            return None
+        if z < p["under_z"] or med - track.last < p["under_drop"] * abs(med):
+            return None  # within its noise, or a fall too small to matter (a smooth series' noise is tiny)
         steps = track.tail_steps(len(ref) + 1)
         r_now, n_now = _mean_between(reward, steps[-2] + 1, step)
         r_ref, n_ref = _mean_between(reward, steps[0], steps[-2])
