@@ -122,7 +122,10 @@ DEVELOPED_ON: dict[str, str] = {
                               " the reference's lowest, each lower than the one before) were scanned for how far "
                               "healthy ones go, nothing changed (issue 29, branch h-lrramp); then its sevens run's "
                               "score, validation, entropy and length were read (left: "
-                              "reward_divergence/reward_hacking work, not entropy; issue 29, branch h-entrise)",
+                              "reward_divergence/reward_hacking work, not entropy; issue 29, branch h-entrise)"
+                              "; then the sevens run's score and validation read (validation flat while "
+                              "the score triples: no rule added, still missed) (issue 29, branch "
+                              "h-grader18)",
     "trl_cpu_settings3": "scored once held out (recall 6/7, 1 critical on a healthy run, 0.33 warnings per healthy "
                          "run at 2f5980c); then its log-every-7 KL climb, early reward dip and eval speed were read: "
                          "kl_spike's sudden rule, reward_cliff's min_reference, eval speed/spread not scores (issue "
@@ -206,7 +209,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "inside healthy length drift; nothing changed (issue 29, branch h-lag18)"
                               "; then read by h-miss18: the remax lrramp100 collapse's validation, reward, entropy, length and lr "
                               "(validation slides 0.513 -> 0.453 by 230, inside its range's floor until then); nothing changed "
-                              "(issue 29, branch h-miss18)",
+                              "(issue 29, branch h-miss18)"
+                              "; then the lenbonusramp run's score minus acc read (leads under one item: "
+                              "quiet) (issue 29, branch h-grader18)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -226,7 +231,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "the two part (where reward_cliff's new parted-both-ways rule would warn), nothing changed "
                          "but that rule's bar (issue 29, branch h-reward13); then lrramp100's kl and learning_rate at"
                          " 100-240 read: the range warning at 206 follows the lr ramp from 202 (4.2x at 206), an "
-                         "early sign of the labelled collapse, left (issue 29, branch h-early16)",
+                         "early sign of the labelled collapse, left (issue 29, branch h-early16)"
+                         "; then the lenbonusramp run's reward minus accuracy read (leads under one item: "
+                         "quiet) (issue 29, branch h-grader18)",
     "trl_state_public8": "scored once held out (0 alerts at 52156b6; 1 reward_divergence warning on its healthy "
                          "4-function run after h-detect8's paired lead, at e4eca3c); then that run's reward parts "
                          "were read: no paired lead over a part the reward pays in full (issue 29, main)",
@@ -272,7 +279,9 @@ DEVELOPED_ON: dict[str, str] = {
                          "missed: the judge's pay for wrong answers is clear from ~190, the window's end; issue 29, "
                          "branch h-lrramp); then the paid reward against the task score it equalled read on every run"
                          " where the two part (where reward_cliff's new parted-both-ways rule would warn), nothing "
-                         "changed but that rule's bar (issue 29, branch h-reward13)",
+                         "changed but that rule's bar (issue 29, branch h-reward13)"
+                         "; then the judge199ramp run's paid reward minus accuracy and eval accuracy read "
+                         "(eval every 25: first fall at 200, still missed) (issue 29, branch h-grader18)",
     "rlcockpit_trainer_cpu7": "scored once held out (at e41fbd3: recall 3/5, 0 alerts on healthy runs); then its "
                               "emptypasses150 run's critic/score/mean and reward_extra/acc/mean were read: "
                               "reward_divergence's lead opened over a score the reward had equalled (issue 29, branch"
@@ -564,7 +573,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "run of the source (they climb as fast, 0.0025 GB a step); nothing changed (issue 29, "
                                "branch h-lag18)"
                                "; then read by h-miss18: the entcoeframp collapse's entropy, reward, grad norm and validation "
-                               "(entropy up from 290, before the window); nothing changed (issue 29, branch h-miss18)",
+                               "(entropy up from 290, before the window); nothing changed (issue 29, branch h-miss18)"
+                               "; then the lenpenaltysignflip02 run's validation, score and acc read (its "
+                               "dip at 275 kept quiet by the reward's alarm) (issue 29, branch h-grader18)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -590,7 +601,9 @@ DEVELOPED_ON: dict[str, str] = {
                           " lr_schedule leaves a hard restart from under 1% of the peak back to it (2 healthy "
                           "warnings fewer), a restart past the peak still warns (issue 29, branch h-quiet17)"
                           "; then read by h-miss18: the graderraises, rewardnoise and lrrestarts collapses' reward, reward_std, "
-                          "frac_reward_zero_std, entropy, length, lr and kl; nothing changed (issue 29, branch h-miss18)",
+                          "frac_reward_zero_std, entropy, length, lr and kl; nothing changed (issue 29, branch h-miss18)"
+                          "; then the weightschedule run's reward, accuracy and format read (its warning "
+                          "at 179 is 2 steps before onset-5: left) (issue 29, branch h-grader18)",
     "rlcockpit_trainer_cpu12": "scored once held out (recall 3/9, 0 criticals on healthy runs, 1 warning on 11 "
                                "healthy runs at 1c7b36d); then every run's outcome read (show.py, session 2026-12-07 "
                                "04:51); then its GPT-2 and Qwen2 sorted-dataset runs' entropy, score, grad norm, "
@@ -645,7 +658,10 @@ DEVELOPED_ON: dict[str, str] = {
                           "219-231 and entropy 1.55 -> 0.95): a real KL excursion, kl_spike's critical at 227 left "
                           "(issue 29, branch h-quiet16)"
                           "; then read (issue 29, branch h-quiet18): the vespo healthy run's reward 250-300 (one "
-                          "prompt: reward_cliff at 297 left)",
+                          "prompt: reward_cliff at 297 left)"
+                          "; then the repetitionbonus run's reward minus accuracy read (the lead opens at "
+                          "120, warned at 127; labelled 227: left, label doubted) (issue 29, branch "
+                          "h-grader18)",
     "rlcockpit_trainer_cpu13": "scored once held out (recall 7/11, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 "
                                "08:05); then the length, clip ratio, longest answer, entropy and score of its two "
@@ -674,7 +690,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "; then read (issue 29, branch h-quiet18): the dualclip2 healthy run's machine "
                                "memory and RSS (left)"
                                "; then emptyprompts' response length and clip ratio (100-250) and the constlr2e-4 "
-                               "healthy run's read; nothing changed (issue 29, branch h-lag18)",
+                               "healthy run's read; nothing changed (issue 29, branch h-lag18)"
+                               "; then the advpermuted healthy run's validation read (a test keeps it "
+                               "quiet) (issue 29, branch h-grader18)",
     "trl_cpu_settings13": "scored once held out (recall 8/9, 0 criticals on healthy runs, 7 warnings on 6 healthy "
                           "runs at 9bb2bb7); then every run's outcome read (show.py, session 2026-12-07 08:05); then "
                           "its runs' length, clipped ratio and longest answer were scanned with every developed-on "
@@ -775,7 +793,9 @@ DEVELOPED_ON: dict[str, str] = {
                           " the mean 7% under its level at onset) was read; nothing changed for it (issue 29, branch "
                           "h-trlmiss16)"
                           "; then read by h-miss18: the onepromptramp entropy collapse's entropy, reward and eval reward; "
-                          "nothing changed (issue 29, branch h-miss18)",
+                          "nothing changed (issue 29, branch h-miss18)"
+                          "; then the prefixgrader healthy run's and the lenientgrader run's reward minus "
+                          "accuracy read (quiet; lenient 149 -> 148) (issue 29, branch h-grader18)",
     "rlcockpit_trainer_cpu15": "scored once held out (recall 2/8, 1 critical on healthy runs, 5 warnings on 11 "
                                "healthy runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then its oldlogpfromref run's ppo_kl, pg_clipfrac, kl_loss, entropy, score "
@@ -803,7 +823,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "twin of cpu16's length runs (issue 29, branch h-lag18)"
                                "; then read by h-miss18: the adameps1 and noisyjudge collapses' validation (frozen from 160 in "
                                "adameps1), reward, entropy and length; nothing changed (validation repeats are common in healthy "
-                               "runs) (issue 29, branch h-miss18)",
+                               "runs) (issue 29, branch h-miss18)"
+                               "; then the wrongfieldgrader and trainset24 runs' score, acc and "
+                               "validation read (both still missed) (issue 29, branch h-grader18)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -853,7 +875,11 @@ DEVELOPED_ON: dict[str, str] = {
                                "29, branch h-lag18)"
                                "; then read by h-miss18: the 3digitshard collapse's reward and length (both sliding from ~185) and "
                                "the two gradclip1e-4 collapses' validation (frozen, as in healthy runs); length_collapse's slide "
-                               "rule finds 3digitshard at 202 (issue 29, branch h-miss18)",
+                               "rule finds 3digitshard at 202 (issue 29, branch h-miss18)"
+                               "; then the failopengrader run's score minus acc and the substringgrader "
+                               "healthy runs' read: lead opened also counts 5 of 10 batches one scored "
+                               "item up, never under (failopengrader found at 287) (issue 29, branch "
+                               "h-grader18)",
     "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
@@ -882,14 +908,20 @@ DEVELOPED_ON: dict[str, str] = {
                                "from where it landed, partialsync found at 156 (was 174) (issue 29, branch h-lag18)"
                                "; then read by h-miss18: the lrwarmup50x collapse's validation (one evaluation 5.6x its noise under "
                                "the median at 144, a shape a bad draw also takes), reward, entropy, grad norm; nothing changed "
-                               "(issue 29, branch h-miss18)",
+                               "(issue 29, branch h-miss18)"
+                               "; then the stuckloader run's score and validation read: a held-out "
+                               "evaluation under its range while the reward, past its alarm, rose 3 "
+                               "standard errors warns (found at 176) (issue 29, branch h-grader18)",
     "trl_cpu_settings17": "scored once held out at 955bb32 (recall 6/9, 0 criticals and 0 warnings on 12 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then read: replaytwoprompts' entropy/reward/kl/grad norm 195-242 and its slow-fall"
                           " drift state, graderfallback05's reward minus accuracy by 25-step windows; nothing changed"
                           " for them (issue 29, branch h-trl16r)"
                           "; then read by h-miss18: the losssignalternating collapse's reward, length and kl and "
-                          "replaytwoprompts' entropy slow-fall state; nothing changed (issue 29, branch h-miss18)",
+                          "replaytwoprompts' entropy slow-fall state; nothing changed (issue 29, branch h-miss18)"
+                          "; then the graderfallback run's reward minus accuracy read again (a sign test "
+                          "fires 11 steps early or late by window: left, still missed) (issue 29, branch "
+                          "h-grader18)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

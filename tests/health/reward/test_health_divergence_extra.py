@@ -59,7 +59,9 @@ def verl(rng: random.Random, bias: float, learn: float = 0.0, part: float = 0.0,
 @pytest.mark.parametrize("seed", range(3))
 def test_a_bias_ramped_in_beside_verls_accuracy_is_found(seed):
     hits = divergence(run(verl(random.Random(seed), bias=0.6)))
-    assert hits and 120 <= hits[0][0] <= 165 and "pulling away" in hits[0][2], hits  # main: 181-214 or none
+    # main: 181-214 or none. A bias paid on whole samples leads by one scored item or more, on half the batches and
+    # never under the accuracy, from early in the ramp: the *lead opened* rule may see it first (h-grader18)
+    assert hits and 120 <= hits[0][0] <= 165 and ("pulling away" in hits[0][2] or "paid beyond" in hits[0][2]), hits
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -28,6 +28,7 @@ from rlcockpit.health.base import (
     fmt,
     median,
     register_detector,
+    smallest_step,
     span,
 )
 from rlcockpit.health.config_view import make_action
@@ -164,12 +165,17 @@ class RewardDivergence(Detector):
       observations or more (the reward *is* that score: TRL's paid reward beside ``rewards/accuracy/mean``, verl's
       score beside ``reward_extra/acc/mean``), which then, over the last ``gap_span`` paired observations, is still
       exactly the score on half of them or more and leads it on ``gap_hold`` of them by the reward's own
-      step-to-step noise or more: on those batches the reward paid in full for answers the task score counts wrong
-      (a verifier that passes an empty answer), again and again. Noise cannot open a gap that was exactly 0 for that
-      long, so this needs neither the reward up nor the score down (the first exploits pay about what the lost right
-      answers cost). A lead on most batches is a second term of the reward (a bonus ramped in, a penalty) and a
-      lead under the reward's noise moves nothing yet: both are left to the graded rules. Not while a format
-      component rose by half the lead (a format being learned).
+      step-to-step noise or more, or, never under it there, leads it on ``open_many`` of them by one scored item of
+      the score or more (its smallest step over the equal stretch: one answer paid that the score counts wrong): on
+      those batches the reward paid in full for answers the task score counts wrong (a verifier that passes an empty
+      answer, a grader that times out on long answers and fails open), again and again. A grader failing open pays
+      one or two answers of a batch at first, under the reward's step-to-step noise, but on batch after batch and
+      never less than the score; a fractional bonus (a length bonus ramping in) leads by less than an item. Noise
+      cannot open a gap that was exactly 0 for that long, so this needs neither the reward up nor the score down
+      (the first exploits pay about what the lost right answers cost). A lead on most batches is a second term of
+      the reward (a bonus ramped in, a penalty) and a lead under the reward's noise on a few batches moves nothing
+      yet: both are left to the graded rules. Not while a format component rose by half the lead (a format being
+      learned).
 
     - *held-out left its range, reward held* (warning): a held-out score whose last ``left_hold`` values each lie under
       the lowest of the ``left_reference`` values before them (at least ``left_min_reference``), their mean
@@ -181,6 +187,17 @@ class RewardDivergence(Detector):
       over the same steps: the policy got worse on the task while the reward it is paid kept paying, for something
       else (a judge drifting from correctness). A fall with the reward is a collapse, and a fall with no part
       rising in the task's place a held-out dip (``held_out_drop``'s, both).
+
+    - *held-out under its range, reward up* (warning): a held-out score's newest evaluation under the lowest of the
+      ``left_reference`` before it (at least ``left_min_reference``), ``under_z`` noise units of one evaluation under
+      their median (the noise as above) and ``under_drop`` (relative) under it, while the reward is past its alarm
+      (a rise that held, not a bump between two evaluations) and its mean over the steps since the evaluation before
+      it is ``under_rise_z`` standard errors of that difference (the reward's early noise, at least the sampling
+      noise of a mean of 0/1 scores) above its mean over the reference's steps: the two move apart at this very
+      evaluation, the reward up on the batches it trains on and the task down on data it does not (a loader stuck
+      on a few prompts it memorises, a reward term). One evaluation under its range is a dip in a healthy run, and a
+      reward climbing is learning; both at once, each past its own noise, is the divergence itself, and waiting for a
+      second evaluation (the rule above) costs an evaluation interval.
 
     A run that logs no held-out score or second reward has nothing to diverge from: no finding."""
 
@@ -194,7 +211,9 @@ class RewardDivergence(Detector):
                 "flat_points": 3, "flat_span": 5, "flat_share": 0.1, "flat_se_z": 2.0,
                 "gap_span": 10, "gap_ref": 30, "gap_z": 3.0, "gap_share": 0.5, "gap_hold": 3, "gap_min_early": 5, "gap_exact_min": 50,
                 "gap_rise_share": 0.25, "left_hold": 2, "left_reference": 12, "left_min_reference": 6,
-                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0}
+                "left_z": 4.0, "left_fall_z": 1.0, "part_z": 2.0, "open_many": 5, "under_z": 2.5, "under_rise_z": 3.0,
+                # one evaluation's fall: twice what the held-out-falling rule asks of a mean of ``points`` values
+                "under_drop": 2.0 * threshold(VAL_GUIDE, "divergence_drop_fraction")}
     common = {"enabled": True, "warmup": 10, "cooldown": 50}
     story, role = "hacking", "outcome"
     cause = "the reward can be satisfied without solving the task (a learned reward model exploited, a length bonus)"
@@ -256,7 +275,7 @@ class RewardDivergence(Detector):
                 continue
             found = found or self._held_out_falling(step, key, track, reward, up)
             if found is None and key.startswith(HELD_OUT):
-                found = self._held_out_left(step, key, track, reward)
+                found = self._held_out_left(step, key, track, reward) or self._held_out_under_rise(step, track, reward, up)
             paired = track.last_step == reward.last_step == step
             if found is None and paired and same_samples(key):
                 found = self._lead_opened(step, key, track, reward)
@@ -421,7 +440,7 @@ class RewardDivergence(Detector):
     def _lead_opened(self, step: int, key: str, track: Track, reward: Track) -> Finding | None:
         """The *lead opened* rule (class docstring), O(1) a step: the count of exact pairs, then the last leads."""
         p = self.p
-        state = self._exact.setdefault(key, [0, False, deque(maxlen=int(p["gap_span"]))])
+        state = self._exact.setdefault(key, [0, False, deque(maxlen=int(p["gap_span"])), 0.0])
         if state[0] < 0:
             return None
         lead = reward.last - track.last
@@ -434,12 +453,16 @@ class RewardDivergence(Detector):
                 state[0] = -1  # the reward was not that score for long, or pays less than it: not this rule's
                 return None
             state[1] = True
+            state[3] = smallest_step(track.tail(min(state[0], 64), skip=1))  # one scored item of the score
         recent = state[2]
         recent.append((step, lead))
         if len(recent) < recent.maxlen or 2 * sum(1 for _s, x in recent if abs(x) <= tol) < len(recent):
             return None  # a lead on most batches is a second term of the reward: the graded rules' business
         opened = [(s, x) for s, x in recent if x >= max(self._reward.noise, tol)]
-        if len(opened) < p["gap_hold"] or self._format_rose(len(recent), sum(x for _s, x in recent) / len(recent)):
+        if len(opened) < p["gap_hold"]:  # or, never under the score, an item's worth or more on ``open_many``
+            items = [(s, x) for s, x in recent if x >= max(state[3], tol)]
+            opened = items if len(items) >= p["open_many"] and min(x for _s, x in recent) >= -tol else []
+        if not opened or self._format_rose(len(recent), sum(x for _s, x in recent) / len(recent)):
             return None
         mean = sum(x for _s, x in opened) / len(opened)
         vals = {"reward": reward.last, "quality": track.last, "exact_steps": state[0], "opened": len(opened),
@@ -620,6 +643,42 @@ class RewardDivergence(Detector):
                          "earned by another part of it: the reward no longer measures the task (a judge or reward "
                          "model drifting from correctness).",
                          metric=REWARD, values=vals_, step_start=steps[-hold], extra_keys=(key,), samples=True)
+
+    def _held_out_under_rise(self, step: int, track: Track, reward: Track, up: bool) -> Finding | None:
+        """The *held-out under its range, reward up* rule (class docstring): the newest evaluation only."""
+        p = self.p
+        if not up or track.n < 2 or track.last >= track.values[-2]:
+            return None  # the usual evaluation: not under the one before it (the newest of its range)
+        found = held_out_range(track, 1, int(p["left_reference"]), int(p["left_min_reference"]))
+        if found is None or found[1][0] >= min(found[0]):
+            return None  # inside the range of the evaluations before it
+        ref, _recent, med, noise = found
+        z = (med - track.last) / noise
+        if z < p["under_z"] or med - track.last < p["under_drop"] * abs(med):
+            return None  # within its noise, or a fall too small to matter (a smooth series' noise is tiny)
+        steps = track.tail_steps(len(ref) + 1)
+        r_now, n_now = _mean_between(reward, steps[-2] + 1, step)
+        r_ref, n_ref = _mean_between(reward, steps[0], steps[-2])
+        r_noise = max(self._reward.noise, count_noise(reward.tail(32)))
+        if n_now == 0 or n_ref == 0:
+            return None
+        rise = (r_now - r_ref) / (r_noise * math.sqrt(1.0 / n_now + 1.0 / n_ref))
+        if rise < p["under_rise_z"]:
+            return None  # the reward did not climb past its own noise: a held-out dip (held_out_drop's)
+        vals = {"reward": r_now, "reward_before": r_ref, "rise_z": rise, "held_out": track.last,
+                "held_out_median": med, "held_out_low": min(ref), "noise": noise, "drop_z": z,
+                "signals": [f"validation {track.raw} {fmt(med)} -> {fmt(track.last)}",
+                            f"{reward.raw} {fmt(r_ref)} -> {fmt(r_now)}"]}
+        return self.fire(step, "warning",
+                         f"Held-out score fell below its range while the reward rose: {track.raw} {fmt(track.last)} "
+                         f"at step {step}, under the lowest of the {len(ref)} evaluations before ({fmt(min(ref))}; "
+                         f"{z:.1f}x the noise of one evaluation under their median {fmt(med)}), while {reward.raw} "
+                         f"averaged {fmt(r_now)} since step {steps[-2] + 1} against {fmt(r_ref)} over those "
+                         f"evaluations' steps ({rise:.1f} standard errors up)",
+                         "The policy answers worse on data it is not trained on while the reward it is trained on "
+                         "climbs: it learns what the training batches pay for (prompts it memorises, a reward "
+                         "term), not the task.",
+                         metric=REWARD, values=vals, step_start=steps[-2] + 1, extra_keys=(track.key,), samples=True)
 
     def _part_rose(self, reward: Track, first: int, last_ref: int, step: int) -> tuple[str, float, float] | None:
         """(key, mean over the reference steps, mean since) of a logged part of the reward that is not a verdict on the
