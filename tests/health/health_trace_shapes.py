@@ -8,6 +8,7 @@ judge; these are the regression checks the detector author keeps next to the cod
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,12 @@ TRL_KEYS = {"reward": "reward", "reward_std": "reward_std", "kl": "kl", "entropy
             "grad": "grad_norm", "clipfrac": "clip_ratio/region_mean", "len": "completions/mean_length",
             "len_max": "completions/max_length", "clip": "completions/clipped_ratio", "lr": "learning_rate"}
 
+
+
+def binomial_share(rng: random.Random, p: float, n: int) -> float:
+    """The share of ``n`` scored items that pass with chance ``p``: a batch mean of 0/1 scores (a reward or an
+    accuracy over ``n`` digits or answers), noisy as a real batch's."""
+    return sum(rng.random() < p for _ in range(n)) / n
 
 @dataclass
 class Stream:

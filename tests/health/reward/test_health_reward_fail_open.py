@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import random
 
-from health_corpus_runs import real_run, replay
-
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import real_run, replay, replay_stream
 
 PAID = "Reward paid beyond"
 
 
 def _raised(findings) -> list[int]:
     return [f.step for f in findings if f.detector == "reward_divergence" and f.title.startswith(PAID)]
-
-
-def _run(trace) -> list:
-    mon = HealthMonitor(None, None)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
 
 
 def _grader(seed: int, lead: float, share: float, steps: int = 300, onset: int = 200) -> list:
@@ -48,7 +38,7 @@ def test_a_grader_failing_open_on_a_few_answers_a_batch_is_seen_near_its_onset()
     hits = _raised(replay(trace))
     assert hits and 268 <= hits[0] <= 288, hits  # onset 273, window [268, 288]
     for seed in range(4):
-        hits = _raised(_run(_grader(seed, 2 / 36, 0.5)))
+        hits = _raised(replay_stream(_grader(seed, 2 / 36, 0.5)))
         assert hits and 200 <= hits[0] <= 240, (seed, hits)
 
 
@@ -59,5 +49,5 @@ def test_a_lenient_grader_on_a_few_answers_or_a_fractional_bonus_is_not_a_grader
                            ("healthy-gpt2s10-1prompt-8gen-prefixgrader-from150-lr1e-4-350", "trl_cpu_settings14")):
         assert _raised(replay(real_run(suffix, source=source))) == [], suffix
     for seed in range(6):
-        assert _raised(_run(_grader(seed, 0.3 / 36, 0.5))) == [], seed  # a bonus worth a third of an item
-        assert _raised(_run(_grader(seed, 2 / 36, 0.05))) == [], seed  # one batch in 20: a lenient check
+        assert _raised(replay_stream(_grader(seed, 0.3 / 36, 0.5))) == [], seed  # a bonus worth a third of an item
+        assert _raised(replay_stream(_grader(seed, 2 / 36, 0.05))) == [], seed  # one batch in 20: a lenient check

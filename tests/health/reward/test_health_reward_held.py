@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import random
 
-from health_corpus_runs import real_run, replay
-
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import real_run, replay, replay_stream
+from health_trace_shapes import binomial_share
 
 LEFT = "Held-out score fell below its range while the reward held"
 AWAY = "Reward pulling away"
@@ -24,18 +23,6 @@ BONUS = 0.003
 
 def _raised(findings, title: str) -> list[int]:
     return [f.step for f in findings if f.detector == "reward_divergence" and f.title.startswith(title)]
-
-
-def _run(trace) -> list:
-    mon = HealthMonitor(None, None)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
-
-
-def _binomial(rng: random.Random, p: float, n: int) -> float:
-    return sum(rng.random() < p for _ in range(n)) / n
 
 
 def _judge_drift(seed: int, val_falls: bool, part_rises: bool = True, reward_falls: bool = False, steps: int = 400,
@@ -49,12 +36,12 @@ def _judge_drift(seed: int, val_falls: bool, part_rises: bool = True, reward_fal
     out = []
     for s in range(0, steps + 1):
         fixed = 0.2 + (0.3 * min(1.0, max(0.0, (s - onset + 20) / 40)) if part_rises else 0.0)
-        m = {"critic/score/mean": _binomial(rng, 0.2 if reward_falls and s >= onset else 0.4, 24),
-             "reward_extra/acc/mean": _binomial(rng, 0.4, 24), "reward_extra/judge_fixed/mean": _binomial(rng, fixed, 24),
+        m = {"critic/score/mean": binomial_share(rng, 0.2 if reward_falls and s >= onset else 0.4, 24),
+             "reward_extra/acc/mean": binomial_share(rng, 0.4, 24), "reward_extra/judge_fixed/mean": binomial_share(rng, fixed, 24),
              "actor/entropy": 1.5 + rng.gauss(0, 0.05)}
         if s % 10 == 0:
             pv = 0.42 - (min(0.25, 0.05 * ((s - onset) // 10 + 1)) if val_falls and s >= onset else 0.0)
-            m["val-core/arith/acc/mean@1"] = _binomial(rng, pv, 600)
+            m["val-core/arith/acc/mean@1"] = binomial_share(rng, pv, 600)
         out.append((s, m))
     return out
 
@@ -64,7 +51,7 @@ def test_a_judge_drifting_from_correctness_is_seen_when_validation_leaves_its_ra
     hits = _raised(replay(trace), LEFT)
     assert hits and 275 <= hits[0] <= 295, hits  # onset 280: the first validation out of range for good
     for seed in range(4):
-        hits = _raised(_run(_judge_drift(seed, True)), LEFT)
+        hits = _raised(replay_stream(_judge_drift(seed, True)), LEFT)
         assert hits and 280 <= hits[0] <= 310, (seed, hits)
 
 
@@ -73,10 +60,10 @@ def test_validation_inside_its_noise_a_held_out_dip_or_a_collapse_is_not_this_di
     trace = real_run("qwen2-1prompt-600-val7", source="rlcockpit_trainer_cpu3")
     assert _raised(replay(trace), LEFT) == []
     for seed in range(6):
-        assert _raised(_run(_judge_drift(seed, False)), LEFT) == [], seed
-        assert _raised(_run(_judge_drift(seed, True, part_rises=False)), LEFT) == [], seed
+        assert _raised(replay_stream(_judge_drift(seed, False)), LEFT) == [], seed
+        assert _raised(replay_stream(_judge_drift(seed, True, part_rises=False)), LEFT) == [], seed
         # a collapse: the reward falls with the validation (held_out_drop's business, not reward hacking)
-        assert _raised(_run(_judge_drift(seed, True, part_rises=False, reward_falls=True)), LEFT) == [], seed
+        assert _raised(replay_stream(_judge_drift(seed, True, part_rises=False, reward_falls=True)), LEFT) == [], seed
 
 
 def _bonus(seed: int, ramp: bool, steps: int = 400, start: int = 170) -> list:
@@ -86,7 +73,7 @@ def _bonus(seed: int, ramp: bool, steps: int = 400, start: int = 170) -> list:
     rng = random.Random(seed)
     out = []
     for s in range(2, steps + 1, 2):
-        acc = _binomial(rng, 0.35 + 0.1 * min(1.0, max(0, s - start) / 30), 24)
+        acc = binomial_share(rng, 0.35 + 0.1 * min(1.0, max(0, s - start) / 30), 24)
         bonus = min(0.6, BONUS * max(0, s - start)) if ramp else 0.0
         out.append((s, {"reward": acc + bonus, "rewards/accuracy/mean": acc, "entropy": 1.5 + rng.gauss(0, 0.05)}))
     return out
@@ -98,7 +85,7 @@ def test_the_reward_pulling_away_from_its_accuracy_is_judged_on_the_leads_own_no
     assert hits and 193 <= hits[0] <= 213, hits  # onset 198 (logged every 2: 214 is out of the window)
     first = []
     for seed in range(6):
-        hits = _raised(_run(_bonus(seed, True)), AWAY)
+        hits = _raised(replay_stream(_bonus(seed, True)), AWAY)
         assert hits and 170 < hits[0] <= 300, (seed, hits)
         first.append(hits[0])
     assert sorted(first)[2] <= 230, first  # half the runs within 60 steps of the bonus's start (judged on the
@@ -107,7 +94,7 @@ def test_the_reward_pulling_away_from_its_accuracy_is_judged_on_the_leads_own_no
 
 def test_a_reward_that_is_its_accuracy_never_pulls_away_from_it():
     for seed in range(6):
-        found = _run(_bonus(seed, False))
+        found = replay_stream(_bonus(seed, False))
         assert _raised(found, AWAY) == [] and _raised(found, FLAT) == [], seed
 
 
@@ -117,7 +104,7 @@ def _gspo_like(seed: int, steps: int = 400) -> list:
     rng = random.Random(seed)
     out = []
     for s in range(2, steps + 1, 2):
-        acc = rng.choice((6, 6, 7)) / 18 if s <= 20 else _binomial(rng, 0.36, 18)
+        acc = rng.choice((6, 6, 7)) / 18 if s <= 20 else binomial_share(rng, 0.36, 18)
         out.append((s, {"reward": acc, "rewards/accuracy/mean": acc, "entropy": 1.6 + rng.gauss(0, 0.05)}))
     return out
 
@@ -126,4 +113,4 @@ def test_correctness_is_not_flat_against_a_reward_that_is_the_same_series():
     trace = real_run("llamas2-1prompt-6gen-gspo-iter2-delta15-400-log2", source="trl_cpu_settings6")
     assert [f for f in replay(trace) if f.detector == "reward_divergence"] == []
     for seed in range(6):
-        assert _raised(_run(_gspo_like(seed)), FLAT) == [], seed
+        assert _raised(replay_stream(_gspo_like(seed)), FLAT) == [], seed

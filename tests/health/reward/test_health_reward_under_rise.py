@@ -8,27 +8,14 @@ from __future__ import annotations
 
 import random
 
-from health_corpus_runs import real_run, replay
-
-from rlcockpit.health import HealthMonitor
+from health_corpus_runs import real_run, replay, replay_stream
+from health_trace_shapes import binomial_share
 
 UNDER = "Held-out score fell below its range while the reward rose"
 
 
 def _raised(findings) -> list[int]:
     return [f.step for f in findings if f.detector == "reward_divergence" and f.title.startswith(UNDER)]
-
-
-def _run(trace) -> list:
-    mon = HealthMonitor(None, None)
-    found = []
-    for step, metrics in trace:
-        found += mon.observe(step, metrics)
-    return found + mon.close()
-
-
-def _binomial(rng: random.Random, p: float, n: int) -> float:
-    return sum(rng.random() < p for _ in range(n)) / n
 
 
 def _stuck(seed: int, reward_rises: bool, val_falls: bool, val_rises: bool = False, steps: int = 300,
@@ -41,14 +28,14 @@ def _stuck(seed: int, reward_rises: bool, val_falls: bool, val_rises: bool = Fal
     out = []
     for s in range(steps + 1):
         up = min(1.0, max(0.0, (s - onset) / 40)) if reward_rises else 0.0
-        m = {"critic/score/mean": _binomial(rng, 0.4 + 0.2 * up, 36), "actor/entropy": 1.5 + rng.gauss(0, 0.05)}
+        m = {"critic/score/mean": binomial_share(rng, 0.4 + 0.2 * up, 36), "actor/entropy": 1.5 + rng.gauss(0, 0.05)}
         if s % 16 == 0:
             pv = 0.45
             if val_falls and s >= onset + 20:
                 pv = 0.38
             if val_rises and s >= onset + 20:
                 pv = 0.55
-            m["val-core/arith/acc/mean@1"] = _binomial(rng, pv, 600)
+            m["val-core/arith/acc/mean@1"] = binomial_share(rng, pv, 600)
         out.append((s, m))
     return out
 
@@ -72,7 +59,7 @@ def test_a_stuck_loader_is_seen_at_the_first_evaluation_under_its_range_while_th
     hits = _raised(replay(trace))
     assert hits and 158 <= hits[0] <= 178, hits  # onset 163; the evaluation at 176 is the first under its range
     for seed in range(4):
-        hits = _raised(_run(_stuck(seed, True, True)))
+        hits = _raised(replay_stream(_stuck(seed, True, True)))
         assert hits and 170 <= hits[0] <= 208, (seed, hits)  # at one of the first three evaluations under
 
 
@@ -82,7 +69,7 @@ def test_a_dip_without_the_reward_rising_or_a_reward_rising_with_validation_is_n
                            ("healthy-gpt2s9-2prompt-5sample-advpermuted-from150-350-val12", "rlcockpit_trainer_cpu13")):
         assert _raised(replay(real_run(suffix, source=source))) == [], suffix
     for seed in range(6):
-        assert _raised(_run(_smooth_dip(seed))) == [], seed  # a 5% dip of a smooth held-out score while learning
-        assert _raised(_run(_stuck(seed, False, True))) == [], seed  # a held-out dip: held_out_drop's
-        assert _raised(_run(_stuck(seed, True, False))) == [], seed  # learning on a stuck batch, nothing lost
-        assert _raised(_run(_stuck(seed, True, False, val_rises=True))) == [], seed  # learning
+        assert _raised(replay_stream(_smooth_dip(seed))) == [], seed  # a 5% dip of a smooth held-out score while learning
+        assert _raised(replay_stream(_stuck(seed, False, True))) == [], seed  # a held-out dip: held_out_drop's
+        assert _raised(replay_stream(_stuck(seed, True, False))) == [], seed  # learning on a stuck batch, nothing lost
+        assert _raised(replay_stream(_stuck(seed, True, False, val_rises=True))) == [], seed  # learning
