@@ -82,8 +82,14 @@ def test_an_explicit_estimator_or_n_is_kept_with_a_critic():
 
 
 def test_batch_error_names_the_micro_batch_key_the_script_set():
+    """The script balances sequences (``use_dynamic_bsz=True``): verl then packs micro-batches by tokens and never
+    checks ``ppo_micro_batch_size`` (test_trainer_verl_dynamic_bsz.py asks verl itself), so it loads; without
+    dynamic batching the micro-batch of 128 over a mini-batch of 4 prompts is refused, naming the key it set."""
+    small = replace_values(script_overrides("ppo_run_qwen2-7b_seq_balance.sh"), SMALL)
+    assert load_config(overrides=small, log=None).actor.ppo_micro_batch_size == 128
+    static = replace_values(small, {"actor_rollout_ref.actor.use_dynamic_bsz": False})
     with pytest.raises(ConfigError, match=r"actor_rollout_ref\.actor\.ppo_micro_batch_size=128 must be"):
-        load_config(overrides=replace_values(script_overrides("ppo_run_qwen2-7b_seq_balance.sh"), SMALL), log=None)
+        load_config(overrides=static, log=None)
 
 
 def test_total_epochs_without_total_training_steps_trains_epochs_as_verl():
