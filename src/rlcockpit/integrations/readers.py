@@ -343,27 +343,18 @@ def read_csv(source: str, opts: ImportOptions) -> Imported:
 
 # ---- metrics JSONL (one object a line with its step) ---------------------------------------------
 
-def _jsonl_record(text: str) -> dict[str, Any] | None:
-    """The line's JSON object when it holds an integer-like ``step`` and is not verl's file-logger shape (whose
-    values sit under ``data``: the ``verl`` kind reads it); ``None`` otherwise."""
+def _jsonl_record(text: str) -> tuple[dict[str, Any] | None, str]:
+    """``(record, "")`` when the line is a JSON object with a ``step`` and not verl's file-logger shape (whose values
+    sit under ``data``: the ``verl`` kind reads it); else ``(None, why)`` in words naming the spot."""
     try:
-        obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(obj, dict) or "step" not in obj or isinstance(obj.get("data"), dict):
-        return None
-    return obj
-
-
-def _jsonl_why(text: str) -> str:
-    """Why a line is not a metrics record, in words naming the spot."""
-    try:
-        json.loads(text.rstrip("\r\n"))
+        obj = json.loads(text.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:
-        return TOO_DEEP
-    return "not a JSON object with a 'step'"
+        return None, TOO_DEEP
+    if not isinstance(obj, dict) or "step" not in obj or isinstance(obj.get("data"), dict):
+        return None, "not a JSON object with a 'step'"
+    return obj, ""
 
 
 def _detect_jsonl(source: str) -> bool:
@@ -374,7 +365,7 @@ def _detect_jsonl(source: str) -> bool:
         for raw in log_lines(p, limit=1 << 20):
             text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
             if text.strip():
-                return _jsonl_record(text) is not None
+                return _jsonl_record(text)[0] is not None
     except (OSError, SourceError):
         return False
     return False
@@ -388,12 +379,12 @@ def _jsonl_rows(path: Path, dropped: dict[str, int]) -> Rows:
         text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
         if not text.strip():
             continue
-        obj = _jsonl_record(text)
+        obj, why = _jsonl_record(text)
         if obj is None:
             if not raw.endswith(b"\n"):
                 raise SourceError(path, line_no, "the last line is cut off (no newline, not a whole record): the "
                                   "job may have been killed mid-write")
-            yield RowProblem(f"{path}:{line_no}: record skipped: {_jsonl_why(text)}")
+            yield RowProblem(f"{path}:{line_no}: record skipped: {why}")
             continue
         try:
             step = check_step(obj["step"])

@@ -63,12 +63,11 @@ def check_batch(cfg: Any) -> list[CheckResult]:
     dynamic = dynamic_batching(cfg)
     if n < 1 or d.train_batch_size < 1:
         fails.append(f"rollout.n={n} and data.train_batch_size={d.train_batch_size} must be >= 1")
-    if dynamic and a.ppo_mini_batch_size > d.train_batch_size >= 1:
-        pass  # verl with use_dynamic_bsz: one mini-batch of the whole step (finalize and the update clamp alike)
-    elif not 1 <= a.ppo_mini_batch_size <= d.train_batch_size:
+    # verl with use_dynamic_bsz: a mini-batch past the step's batch is one mini-batch of it (finalize, the update)
+    if a.ppo_mini_batch_size < 1 or (a.ppo_mini_batch_size > d.train_batch_size and not dynamic):
         fails.append(f"actor.ppo_mini_batch_size={a.ppo_mini_batch_size} must be in [1, data.train_batch_size="
                      f"{d.train_batch_size}]: otherwise a step has zero mini-batches")
-    elif d.train_batch_size % a.ppo_mini_batch_size:
+    elif not dynamic and d.train_batch_size % a.ppo_mini_batch_size:
         warns.append(f"data.train_batch_size={d.train_batch_size} is not a multiple of actor.ppo_mini_batch_size="
                      f"{a.ppo_mini_batch_size}: the last mini-batch of each step is smaller (verl refuses this)")
     mini_samples = max(1, a.ppo_mini_batch_size) * max(1, n)
