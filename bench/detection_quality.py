@@ -922,6 +922,18 @@ DEVELOPED_ON: dict[str, str] = {
                           "; then the graderfallback run's reward minus accuracy read again (a sign test "
                           "fires 11 steps early or late by window: left, still missed) (issue 29, branch "
                           "h-grader18)",
+    "rlcockpit_trainer_cpu18": "scored once held out at 14e3fda (recall 6/7, 0 criticals and 7 warnings on 13 healthy "
+                               "runs; BENCHMARKS \"A sixteenth held-out batch\"); then opened to be read run by run "
+                               "(session 2026-12-07 21:19)",
+    "trl_cpu_settings18": "scored once held out at 14e3fda (recall 4/6, 3 criticals and 5 warnings on 16 healthy runs, 2 "
+                          "early alerts; BENCHMARKS \"A sixteenth held-out batch\"); then opened to be read run by run "
+                          "(session 2026-12-07 21:19)",
+    "tinker_jsonl_public18": "scored once held out at 14e3fda (3/3 found; BENCHMARKS \"A sixteenth held-out batch\"); "
+                             "then opened to be read run by run (session 2026-12-07 21:19)",
+    "verl_file_public18": "scored once held out at 14e3fda (1 healthy run, quiet; BENCHMARKS \"A sixteenth held-out "
+                          "batch\"); then opened to be read run by run (session 2026-12-07 21:19)",
+    "grpo_jsonl_public18": "scored once held out at 14e3fda (1 healthy run, quiet; BENCHMARKS \"A sixteenth held-out "
+                           "batch\"); then opened to be read run by run (session 2026-12-07 21:19)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}
