@@ -79,7 +79,8 @@ NO_EFFECT: tuple[NoEffect, ...] = (
     NoEffect("derived from data.max_prompt_length / data.max_response_length, which the rollout reads", (
         "actor_rollout_ref.rollout.prompt_length", "actor_rollout_ref.rollout.response_length")),
     NoEffect("the reference policy is a frozen copy of the actor (or the adapter-free LoRA base) on the same "
-             "device", ("actor_rollout_ref.ref.*",)),
+             "device", ("actor_rollout_ref.ref._target_", "actor_rollout_ref.ref.optim.*")),  # verl 0.9.1's other ref keys:
+    # listed by concern (a wildcard here took any key, sync_ref_model included, which verl refuses)
     NoEffect("the critic shares the actor's batch sizes and loads critic.model.path like the actor", (
         "critic.model.*", "critic.enable", "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size",
         "critic.ppo_micro_batch_size_per_gpu", "critic.forward_micro_batch_size", "critic.forward_micro_batch_size_per_gpu",
