@@ -21,6 +21,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from rlcockpit.metrics.keys import KEY_ALIASES, PREFIX_ALIASES
@@ -189,15 +190,25 @@ IGNORED_LEAVES = ("_target_",)
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> list[tuple[re.Pattern[str], str]]:
-    return [(re.compile(fnmatch.translate(p)), entry.why) for entry in NO_EFFECT for p in entry.patterns]
+def _compiled() -> list[tuple[re.Pattern[str], str, bool]]:
+    return [(re.compile(fnmatch.translate(p)), entry.why, "*" in p) for entry in NO_EFFECT for p in entry.patterns]
+
+
+@lru_cache(maxsize=1)
+def verl_keys() -> frozenset[str]:
+    """Every key path of verl 0.9.1's generated trainer configs (``verl_keys.txt``, written by
+    ``scripts/gen_verl_keys.py``): what a wildcard may take without a ``+``, as verl's Hydra compose does."""
+    text = resources.files("rlcockpit.trainer.config").joinpath("verl_keys.txt").read_text()
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 
 @lru_cache(maxsize=4096)
 def no_effect_reason(key: str) -> str | None:
-    """Why ``key`` does nothing here, or None when it is not a known verl engine key."""
-    for pattern, why in _compiled():
-        if pattern.match(key):
+    """Why ``key`` does nothing here, or None when it is not a known verl engine key. A key a wildcard covers
+    must also be one of verl's (a typo under ``fsdp_config.`` is refused, as verl refuses it); the keys written
+    out in full are known by name, older verl's included."""
+    for pattern, why, wild in _compiled():
+        if pattern.match(key) and (not wild or key in verl_keys()):
             return why
     return None
 

@@ -30,6 +30,7 @@ from rlcockpit.trainer.config.keys import (
     canonical_key,
     explicit_no_effect_keys,
     no_effect_reason,
+    verl_keys,
 )
 from rlcockpit.trainer.config.schema import Config, ConfigError, FieldInfo, schema_fields
 from rlcockpit.trainer.config.values import check_choice, coerce, takes_text
@@ -250,7 +251,9 @@ class ConfigLoader:
             return
         typed = self.typed_as.get(key, key)
         shown = f"{typed!r}" + (f" ({key})" if typed != key else "")
-        raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}")
+        verl_too = (f" verl 0.9.1 has no such key either; as in verl, +{typed}=... adds it (stored, no effect)."
+                    if key not in verl_keys() else "")
+        raise ConfigError(f"unknown config key {shown}.{suggest(typed, key)}{verl_too}")
 
 
 def _default(key: str) -> Any:
@@ -311,7 +314,8 @@ def _edit_distance(a: str, b: str) -> int:
 
 @lru_cache(maxsize=1)
 def _candidates() -> tuple[str, ...]:
-    return tuple(dict.fromkeys([*schema_fields(), *explicit_no_effect_keys()]))
+    verl_engine = sorted(k for k in verl_keys() if no_effect_reason(k) is not None)
+    return tuple(dict.fromkeys([*schema_fields(), *explicit_no_effect_keys(), *verl_engine]))
 
 
 def suggest(typed: str, canonical: str) -> str:
