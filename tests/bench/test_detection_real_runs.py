@@ -32,6 +32,23 @@ def real(entries) -> list[dict]:
     return real_runs.load_real(entries)
 
 
+def _rolling(m: dict, key: str, w: int = 10) -> dict[int, float]:
+    """The mean of the last ``w`` logged values of ``key`` at each step from the ``w``-th on: the onset rules of the
+    CPU passes read a ramp or a learned symptom from it."""
+    steps = sorted(s for s in m if key in m[s])
+    return {s: sum(m[x][key] for x in steps[i - w + 1:i + 1]) / w for i, s in enumerate(steps) if i >= w - 1}
+
+
+def _out_for_good(m: dict, key: str, ref: tuple[int, int], w: int = 10) -> int:
+    """The first step from which ``key``'s ``w``-step rolling mean stays outside its range over the steps ``ref``
+    (both ends included) to the end of the run: the onset rule for a ramp or a learned symptom."""
+    roll = _rolling(m, key, w)
+    lo, hi = min(v for s, v in roll.items() if ref[0] <= s <= ref[1]), max(v for s, v in roll.items() if ref[0] <= s <= ref[1])
+    after = [s for s in roll if s > ref[1]]
+    inside = [s for s in after if lo <= roll[s] <= hi]
+    return min(s for s in after if not inside or s > max(inside))
+
+
 def test_every_manifest_file_exists_with_its_sha256_and_origin(entries):
     assert len(entries) >= 6 and len({e["id"] for e in entries}) == len(entries)
     assert {e["source"] for e in entries} <= set(schema.REAL_SOURCES)
@@ -829,6 +846,13 @@ def test_the_seventeenth_pass_trl_cpu_runs_keep_every_step_and_the_readings_thei
     assert sum(rep[s]["reward"] > rep[s]["rewards/accuracy/mean"] + 1e-4 for s in range(120, 351)) > 200
     assert med(rep, "reward", 251, 351) > 0.54 > 0.44 > med(rep, "reward", 1, 120)
     assert abs(med(rep, "rewards/accuracy/mean", 251, 351) - med(rep, "rewards/accuracy/mean", 1, 120)) < 0.05
+    # relabelled 2026-12-07 by a second reading (227 -> 120): the paid reward parts from the accuracy at the switch and
+    # its 20-step mean is out for good from there; the 10-step mean's one dip back into its range at 226 made the 227
+    assert [(e["class"], e["onset"]) for e in sel if "repetitionbonus" in e["id"]] == [("reward_hacking", 120)]
+    assert rep[120]["reward"] - rep[120]["rewards/accuracy/mean"] > 0.09
+    gap = {s: {"gap": rep[s]["reward"] - rep[s]["rewards/accuracy/mean"]} for s in rep}
+    assert min(v for s, v in _rolling(gap, "gap").items() if s >= 129) > 0.05
+    assert _out_for_good(rep, "reward", (20, 119), w=20) == 120 and _out_for_good(rep, "reward", (10, 119)) == 227
 
     for name in ("gpt2s8-4prompt-3gen-refmodelnoise005-at150-300-eval25",
                  "llamas8-4prompt-3gen-resumeoptstatelost-lrx10-at150-constlr-300"):
@@ -1693,7 +1717,7 @@ def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     penalty ramp, the clip epsilon 0, scores in percent, the padding side flipped)."""
     sel = [e for e in entries if e["source"] == "trl_cpu_settings18"]
     assert len(sel) == 22 and Counter(e["class"] for e in sel) == {
-        "healthy": 16, "collapse": 3, "reward_hacking": 2, "entropy_collapse": 1}
+        "healthy": 16, "collapse": 3, "reward_hacking": 3}  # selfcertainty1 relabelled 2026-12-07 (its id unchanged)
     assert {e["origin"]["commit"][:7] for e in sel} == {"bdbee91", "32a37a3"}
     runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
     assert sorted(runs["gpt2s14-1prompt-6gen-tokensseen-200-log3"]) == list(range(3, 199, 3))
@@ -1730,6 +1754,9 @@ def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     assert med(sure, "reward", 201, 251) > 0.9 > 0.45 > med(sure, acc, 201, 251)
     assert med(sure, "rewards/certainty/mean", 201, 251) > 0.53 > 0.45 > med(sure, "rewards/certainty/mean", 1, 100)
     assert med(sure, "entropy", 201, 251) < 1.45 < 1.6 < med(sure, "entropy", 1, 100)
+    # relabelled 2026-12-07 by a second reading (158 -> 112): the paid reward's rolling mean leaves its range before
+    # the learned certainty's does
+    assert _out_for_good(sure, "reward", (10, 99)) == 112 and _out_for_good(sure, "rewards/certainty/mean", (10, 99)) == 158
 
     ref = runs["gpt2s14-2prompt-4gen-refmisaligned1-from100-250"]
     assert max(ref[s]["kl"] for s in range(1, 100)) < 20 < ref[101]["kl"] and min(
@@ -1767,6 +1794,13 @@ def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     sharp = runs["gpt2s14-2prompt-4gen-selfcertainty1-from100-constlr2e-4-250"]
     assert med(sharp, "entropy", 226, 251) < 1.25 < 1.6 < med(sharp, "entropy", 1, 100)
     assert med(sharp, "reward", 201, 251) > 0.9 > 0.4 > med(sharp, acc, 201, 251)
+    # relabelled 2026-12-07 by a second reading (entropy_collapse 114 -> reward_hacking 100): the paid reward leaves
+    # its range at the switch, beside a flat accuracy; the entropy's rolling mean follows at 114
+    labels = {e["id"].split("-", 2)[2]: (e["class"], e["onset"]) for e in sel}
+    assert labels["gpt2s14-2prompt-4gen-selfcertainty1-from100-constlr2e-4-250"] == ("reward_hacking", 100)
+    assert labels["llamas14-2prompt-4gen-selfcertaintyramp0-1-100-200-constlr1e-4-250"] == ("reward_hacking", 112)
+    assert sharp[100]["reward"] > 0.7 > 0.55 > max(sharp[s]["reward"] for s in range(1, 100))
+    assert _out_for_good(sharp, "reward", (10, 99)) == 100 < 114 == _out_for_good(sharp, "entropy", (10, 99))
 def test_the_eighteenth_public_search_tinker_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
     """The eighteenth public search's runs (tinker_jsonl_public18: rohunagrawal/reward-hacking-analysis, Llama-3.2-3B on
     LeetCode with the reward 100 x f + g): each of the three whole 45-step runs imports with the clean count, passes the
@@ -1893,6 +1927,11 @@ def test_the_twenty_third_pass_cpu_runs_keep_every_step_and_the_readings_their_l
     assert med(fam, score, 276, 300) > 0.7 > 0.45 > med(fam, score, 1, 150) and med(fam, acc, 276, 300) < 0.4
     assert max(fam[s][val] for s in (*range(192, 300, 16), 300)) < 0.4 < 0.41 < min(fam[s][val] for s in range(0, 177, 16))
     assert med(fam, ent, 276, 300) < 1.25 < 1.55 < med(fam, ent, 1, 100)
+    # relabelled 2026-12-07 by a second reading (189 -> 123): the entropy leaves its range first, while the matched
+    # control's stays in range until 241; the paid score's rolling mean follows at 189
+    assert [(e["class"], e["onset"]) for e in sel if "familiargrader" in e["id"]] == [("reward_hacking", 123)]
+    assert _out_for_good(fam, ent, (10, 119)) == 123 < 189 == _out_for_good(fam, score, (10, 119))
+    assert _out_for_good(runs["gpt2s14-4prompt-3sample-constlr1e-4-300-val16"], ent, (10, 119)) == 241
     tok = runs["gpt2s14-4prompt-3sample-newtokenrow-std1-from150-constlr1e-4-300-val16"]
     assert tok[150][ent] < 1.3 < 1.4 < min(tok[s][ent] for s in range(1, 150)) and tok[163][ent] < 0.5
     assert max(tok[s][clip] for s in range(1, 150)) < 0.09 < 0.6 < max(tok[s][clip] for s in range(151, 176))
