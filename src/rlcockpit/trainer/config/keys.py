@@ -197,20 +197,26 @@ def _compiled() -> list[tuple[re.Pattern[str], str, bool]]:
 @lru_cache(maxsize=1)
 def verl_keys() -> frozenset[str]:
     """Every key path of verl 0.9.1's generated trainer configs (``verl_keys.txt``, written by
-    ``scripts/gen_verl_keys.py``): what a wildcard may take without a ``+``, as verl's Hydra compose does."""
+    ``scripts/gen_verl_keys.py``): what verl's Hydra compose takes without a ``+``."""
     text = resources.files("rlcockpit.trainer.config").joinpath("verl_keys.txt").read_text()
     return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 
 @lru_cache(maxsize=4096)
 def no_effect_reason(key: str) -> str | None:
-    """Why ``key`` does nothing here, or None when it is not a known verl engine key. A key a wildcard covers
-    must also be one of verl's (a typo under ``fsdp_config.`` is refused, as verl refuses it); the keys written
-    out in full are known by name, older verl's included."""
-    for pattern, why, wild in _compiled():
-        if pattern.match(key) and (not wild or key in verl_keys()):
+    """Why ``key`` does nothing here, or None when it is not a known verl engine key."""
+    for pattern, why, _wild in _compiled():
+        if pattern.match(key):
             return why
     return None
+
+
+def only_a_wildcard_knows(key: str) -> bool:
+    """A no-effect key that verl 0.9.1's config does not have and no entry names in full: an older or newer verl's
+    engine key (``megatron.grad_offload``), which stays accepted, or a typo (``fsdp_config.param_ofload``), which
+    verl would refuse. Either way the user is told."""
+    named = any(not wild and pattern.match(key) for pattern, _why, wild in _compiled())
+    return not named and key not in verl_keys() and no_effect_reason(key) is not None
 
 
 def explicit_no_effect_keys() -> list[str]:

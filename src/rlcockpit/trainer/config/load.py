@@ -30,6 +30,7 @@ from rlcockpit.trainer.config.keys import (
     canonical_key,
     explicit_no_effect_keys,
     no_effect_reason,
+    only_a_wildcard_knows,
     verl_keys,
 )
 from rlcockpit.trainer.config.schema import Config, ConfigError, FieldInfo, schema_fields
@@ -245,6 +246,11 @@ class ConfigLoader:
                 raise ConfigError(f"config key {key!r}={value!r}: {why}")
         if key in UNSUPPORTED or no_effect_reason(key) is not None or key in self.added:
             cfg.extras[key] = value
+            if key not in self.added and only_a_wildcard_knows(key):
+                typed = self.typed_as.get(key, key)
+                self.notes.append(f"{typed} is not in verl 0.9.1's config (another verl version's key, or a typo"
+                                  f"{suggest(typed, key).replace(' Did you mean', ': did you mean').rstrip('?')}?): "
+                                  f"accepted, with no effect here")
             if key in MATH_WARNINGS and value not in MATH_WARNINGS[key][0]:
                 self.notes.append(f"warning: {self.typed_as.get(key, key)}={value!r} is accepted but not "
                                   f"implemented, and in verl it changes the math: {MATH_WARNINGS[key][1]}")
