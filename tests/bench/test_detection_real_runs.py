@@ -1889,14 +1889,26 @@ def test_the_nineteenth_public_search_oom_run_imports_whole_with_the_readings_it
     assert max(steps[s]["timing_s/step"] for s in plain if s <= 36) < 680 < 699 < min(steps[s]["timing_s/step"] for s in (37, 38, 39))
 
 
-def test_the_nineteenth_public_search_alfworld_csv_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
-    """The nineteenth public search's healthy run (verl_csv_public19: boerz-coding's vanilla GRPO run A, Qwen2.5-7B on
-    ALFWorld, a per-step telemetry CSV with CRLF line ends): every step imports with the clean count, and the numbers
-    its healthy label rests on are there — success and held-out success rising to the end while the entropy term,
-    the response length and the KL loss move a lot (what a detector may wrongly flag)."""
+def test_the_nineteenth_public_search_alfworld_csv_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
+    """The nineteenth public search's healthy runs (verl_csv_public19: boerz-coding's vanilla GRPO runs A and C,
+    Qwen2.5-7B on ALFWorld, per-step telemetry CSVs with CRLF line ends): every step imports with the clean count, and
+    the numbers the healthy labels rest on are there — success and held-out success rising to the end while the
+    entropy term (tripling in run C's last steps), the response length and the KL loss move a lot (what a detector may
+    wrongly flag)."""
     sel = [e for e in entries if e["source"] == "verl_csv_public19"]
     assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"], e["kind"]) for e in sel] == [
-        ("boerz-coding/alfworld-vanilla-grpo", "9e7f2a20", "healthy", "csv")]
+        ("boerz-coding/alfworld-vanilla-grpo", "9e7f2a20", "healthy", "csv")] * 2
+    assert [e["origin"]["path"].rsplit("/", 1)[1] for e in sel] == ["run_a_telemetry.csv", "run_c_telemetry.csv"]
+    run_c = dict(next(t for t in real if t["id"] == sel[1]["id"])["metrics"])
+    raw_c = real_runs.raw_bytes(sel[1])
+    assert raw_c.count(b"\r\n") == raw_c.count(b"\n") == 152 and real_runs.clean_step_count(sel[1], raw_c) == 151
+    assert sorted(run_c) == list(range(151))
+    late = [run_c[s]["actor/entropy_loss"] for s in range(141, 151)]
+    early = sum(run_c[s]["actor/entropy_loss"] for s in range(1, 51)) / 50
+    assert early < 0.55 < 1.12 < min(late) and run_c[136]["actor/entropy_loss"] > 1.89  # the late entropy rise
+    assert max(run_c[s]["episode/valid_action_ratio"] for s in range(141, 151)) < 0.997
+    assert [run_c[s]["val/success_rate"] for s in (0, 100, 150)] == [0.1484375, 0.6875, 0.8671875]  # still rising
+    assert sum(run_c[s]["episode/success_rate"] for s in range(126, 151)) / 25 > 0.79
     raw = real_runs.raw_bytes(sel[0])
     assert raw.count(b"\r\n") == raw.count(b"\n") == 152 and raw.endswith(b"\r\n")
     trace = next(t for t in real if t["id"] == sel[0]["id"])
