@@ -1887,6 +1887,84 @@ def test_the_eighteenth_public_search_grpo_engine_run_imports_whole_with_the_rea
     assert max(m["train/vram_usage_fraction"] for m in train.values()) == pytest.approx(0.9825, abs=1e-4)
     gaps = {s: train[s]["timestamp"] - train[s - 1]["timestamp"] - train[s]["perf/step_time_s"] for s in range(2, 121)}
     assert [s for s, g in gaps.items() if abs(g) > 0.05] == [101] and 900 < gaps[101] < 940
+
+
+def test_the_nineteenth_public_search_oom_run_imports_whole_with_the_readings_its_label_rests_on(real, entries):
+    """The nineteenth public search's run (verl_keys_jsonl_public19: tracyhann's G2PO reference on ALFWorld,
+    attempt 1, which died of a CUDA OOM after step 39): every step imports with the clean count and the file's own
+    invariants, and the numbers its oom_creep label rests on are there — the peak-memory readings near the card's
+    limit from the first steps and stepping up, never down, while the policy keeps learning."""
+    sel = [e for e in entries if e["source"] == "verl_keys_jsonl_public19"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"], e["onset"]) for e in sel] == [
+        ("tracyhann/agent-context-grpo", "7b24e5df", "oom_creep", 2)]
+    assert sel[0]["kind"] == "jsonl" and sel[0]["naming"] == "verl" and not sel[0]["tuned_on"]
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(1, 40)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], real_runs.raw_bytes(sel[0])) == 39
+    for s, m in steps.items():
+        assert m["training/global_step"] == s and m["training/epoch"] == s - 1
+        assert m["critic/rewards/mean"] == m["critic/score/mean"] and m["perf/time_per_step"] == m["timing_s/step"]
+        assert m["perf/total_num_tokens"] == pytest.approx(2 * m["global_seqlen/mean"], abs=1.5), s
+        assert m["perf/throughput"] == pytest.approx(m["perf/total_num_tokens"] / m["timing_s/step"] / 2, abs=0.01)
+    allocated = [steps[s]["perf/max_memory_allocated_gb"] for s in range(1, 40)]
+    reserved = [steps[s]["perf/max_memory_reserved_gb"] for s in range(1, 40)]
+    assert allocated == sorted(allocated) and reserved == sorted(reserved)  # high-water marks, never down
+    assert sorted(set(allocated)) == [89.875, 96.632, 98.448, 99.371] and allocated.index(96.632) + 1 == 2
+    assert sum(allocated) / 39 == pytest.approx(98.8, abs=0.05)  # the author's '98.8 GB mean / 99.4 peak'
+    assert [s for s in range(2, 40) if reserved[s - 1] > reserved[s - 2]] == [2, 3, 4, 7, 23, 25, 31]
+    assert reserved[0] == 121.365 and reserved[-1] == 144.439
+    success = [sum(steps[s]["episode/success_rate"] for s in range(a, a + 9)) / 9 for a in (1, 31)]
+    assert success[0] < 0.1 < 0.45 < success[1]  # the policy learns on to the end
+    assert [steps[s]["val/success_rate"] for s in range(5, 40, 5)] == [0.102, 0.211, 0.273, 0.289, 0.422, 0.406, 0.516]
+    assert steps[39]["actor/entropy_loss"] < 0.75 < 1.1 < steps[1]["actor/entropy_loss"]
+    assert max(m["actor/grad_norm"] for m in steps.values()) < 3.3
+    plain = [s for s, m in steps.items() if "timing_s/testing" not in m]
+    assert max(steps[s]["timing_s/step"] for s in plain if s <= 36) < 680 < 699 < min(steps[s]["timing_s/step"] for s in (37, 38, 39))
+
+
+def test_the_nineteenth_public_search_alfworld_csv_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
+    """The nineteenth public search's healthy runs (verl_csv_public19: boerz-coding's vanilla GRPO runs A and C,
+    Qwen2.5-7B on ALFWorld, per-step telemetry CSVs with CRLF line ends): every step imports with the clean count, and
+    the numbers the healthy labels rest on are there — success and held-out success rising to the end while the
+    entropy term (tripling in run C's last steps), the response length and the KL loss move a lot (what a detector may
+    wrongly flag)."""
+    sel = [e for e in entries if e["source"] == "verl_csv_public19"]
+    assert [(e["origin"]["repository"], e["origin"]["commit"][:8], e["class"], e["kind"]) for e in sel] == [
+        ("boerz-coding/alfworld-vanilla-grpo", "9e7f2a20", "healthy", "csv")] * 2
+    assert [e["origin"]["path"].rsplit("/", 1)[1] for e in sel] == ["run_a_telemetry.csv", "run_c_telemetry.csv"]
+    run_c = dict(next(t for t in real if t["id"] == sel[1]["id"])["metrics"])
+    raw_c = real_runs.raw_bytes(sel[1])
+    assert raw_c.count(b"\r\n") == raw_c.count(b"\n") == 152 and real_runs.clean_step_count(sel[1], raw_c) == 151
+    assert sorted(run_c) == list(range(151))
+    late = [run_c[s]["actor/entropy_loss"] for s in range(141, 151)]
+    early = sum(run_c[s]["actor/entropy_loss"] for s in range(1, 51)) / 50
+    assert early < 0.55 < 1.12 < min(late) and run_c[136]["actor/entropy_loss"] > 1.89  # the late entropy rise
+    assert max(run_c[s]["episode/valid_action_ratio"] for s in range(141, 151)) < 0.997
+    assert [run_c[s]["val/success_rate"] for s in (0, 100, 150)] == [0.1484375, 0.6875, 0.8671875]  # still rising
+    assert sum(run_c[s]["episode/success_rate"] for s in range(126, 151)) / 25 > 0.79
+    raw = real_runs.raw_bytes(sel[0])
+    assert raw.count(b"\r\n") == raw.count(b"\n") == 152 and raw.endswith(b"\r\n")
+    trace = next(t for t in real if t["id"] == sel[0]["id"])
+    steps = dict(trace["metrics"])
+    assert sorted(steps) == list(range(151)) and trace["meta"]["import_problems"] == []
+    assert real_runs.clean_step_count(sel[0], raw) == 151 and steps[0] == {"val/success_rate": 0.1640625}
+    for s in range(1, 151):
+        assert (steps[s]["episode/success_rate"] * 128).is_integer() and (steps[s]["episode/length/mean"] * 128).is_integer()
+    assert [s for s, m in steps.items() if "val/success_rate" in m] == list(range(0, 151, 10))
+
+    def mean(key: str, a: int, b: int) -> float:
+        return sum(steps[s][key] for s in range(a, b + 1)) / (b - a + 1)
+
+    success = [round(mean("episode/success_rate", a, a + 24), 2) for a in range(1, 151, 25)]
+    assert success == [0.31, 0.46, 0.58, 0.59, 0.7, 0.73]
+    val = {s: steps[s]["val/success_rate"] for s in (0, 50, 120, 150)}
+    assert val == {0: 0.1640625, 50: 0.6484375, 120: 0.7890625, 150: 0.71875}
+    assert mean("actor/entropy_loss", 1, 100) < 0.6 < 0.74 < mean("actor/entropy_loss", 101, 150)
+    assert max(steps[s]["actor/entropy_loss"] for s in steps if s) == steps[135]["actor/entropy_loss"] > 0.96
+    assert steps[102]["response_length/mean"] < 113 < 180 < steps[136]["response_length/mean"]
+    assert steps[1]["actor/kl_loss"] < 0.005 and 0.27 < mean("actor/kl_loss", 126, 150)
+    assert steps[1]["episode/valid_action_ratio"] < 0.41 and min(steps[s]["episode/valid_action_ratio"] for s in range(4, 151)) > 0.996
 def test_the_twenty_third_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
     """The twenty-third pass's CPU runs of our trainer (rlcockpit_trainer_cpu18, TensorBoard event files, model seed
     14): each imported whole, and the readings the README's labels rest on are in the numbers (the overlong factor
