@@ -135,7 +135,7 @@ class EntropyCollapse(FrozenBaseline):
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "fall_z": 3.0, "fall_now_z": 6.0, "fall_window": 30, "fall_n": 6, "fall_k": 5,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0, "held_out_flat_z": 1.0,
+                "drift_smooth": 12, "drift_still": 0.6, "paid_drop": 0.06, "paid_z": 2.0, "held_out_z": 3.0, "held_out_flat_z": 1.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
                 "shift_n": 3, "shift_every": 5, "held_z": 4.0, "held_k": 4, "held_n": 5}
@@ -212,7 +212,7 @@ class EntropyCollapse(FrozenBaseline):
         if not d.update(-track.last, step):
             return None
         level, now = -d.level, track.mean_last(p["drift_smooth"])
-        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
+        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise) and not self._paid_fall(level, now, d.noise):
             return None
         held = self._held_out_gained(max(self._ref_end, d.start if d.start is not None else step))
         if held or (held is None and self._gained(3 * p["fall_lag"])) or self.repeats(step, "warning", d.start):
@@ -228,6 +228,24 @@ class EntropyCollapse(FrozenBaseline):
                          f"{(level - now) / d.noise:.0f} typical deviations under its early level {fmt(level)}",
                          values={"entropy": now, "early_level": level, "noise": d.noise, "baseline": self.base},
                          step_start=d.start, samples=True)
+
+    def _paid_fall(self, level: float, now: float, noise: float) -> bool:
+        """The smaller fall that counts while only what the reward pays gains (class docstring): the mean of the last
+        ``drift_smooth`` values under the early ``level`` by ``paid_drop`` x it and by ``paid_z`` noise units of such
+        a mean, while the reward's median over the last 3 x ``fall_lag`` observations is up on its reference stretch
+        and no correctness score of the same samples is. A reward that pays the policy for its own certainty, or for
+        agreeing with itself, lowers the entropy on purpose: the fall is what the reward buys, not noise to leave room
+        for."""
+        p = self.p
+        n, window = int(p["drift_smooth"]), 3 * int(p["fall_lag"])
+        if not self._task_ref or now > level - max(p["paid_drop"] * abs(level), p["paid_z"] * noise / math.sqrt(n)):
+            return False
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is None or self._reward_ref is None or len(reward.values) < window:
+            return False
+        tracks = self.ctx.tracks
+        return _gain(reward, self._reward_ref, window) and not any(
+            _gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
     def _gained(self, window: int) -> bool:
         """True when the reward's median over the last ``window`` observations is clearly above its median over the
