@@ -102,7 +102,12 @@ class EntropyCollapse(FrozenBaseline):
     observations earlier): an entropy that leaves its early range for good and keeps going (a sampling temperature
     lowered step by step) is seen near where it left. One that stepped down and settled (a policy that sharpened a
     little, then held) is not warned of: the mean of its last ``2 x drift_smooth`` values becomes the level a
-    further fall is measured from. Not
+    further fall is measured from. Where the run logs a correctness score of the same samples beside the reward and
+    only the reward gains (its median over the last 3 x ``fall_lag`` observations up on the reference stretch, no
+    such score's), a smaller fall counts: that mean ``paid_drop`` x the level and ``paid_z`` noise units of a mean of
+    ``drift_smooth`` under it. A reward that pays the policy for its own certainty or for agreeing with itself lowers
+    the entropy on purpose; the bar that leaves room for a policy sharpening by itself would see that fall 30 steps
+    late. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
     from its first step has no early range to leave). Where the run evaluates on held-out data (``val-core/*``,
     ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
@@ -212,7 +217,8 @@ class EntropyCollapse(FrozenBaseline):
         if not d.update(-track.last, step):
             return None
         level, now = -d.level, track.mean_last(p["drift_smooth"])
-        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise) and not self._paid_fall(level, now, d.noise):
+        usual = now <= level - max(p["drift_drop"] * abs(level), 2 * d.noise)  # the bar for a fall by itself
+        if not usual and not self._paid_fall(level, now, d.noise):
             return None
         held = self._held_out_gained(max(self._ref_end, d.start if d.start is not None else step))
         if held or (held is None and self._gained(3 * p["fall_lag"])) or self.repeats(step, "warning", d.start):
@@ -220,8 +226,10 @@ class EntropyCollapse(FrozenBaseline):
         n = int(p["drift_smooth"])
         if track.n >= 3 * n and sum(track.tail(n, skip=2 * n)) / n - now < p["drift_still"] * d.noise:
             # not falling any more: the entropy stepped down and settled. That plateau is the run's new level (a
-            # policy that sharpened a little, then held); a fall that goes on from it is judged from it
-            d.level, d.cusum.s, d.cusum.start = -track.mean_last(2 * n), 0.0, None
+            # policy that sharpened a little, then held); a fall that goes on from it is judged from it. (Only past
+            # the usual bar: a paid fall that pauses is not yet a settled level to judge a further fall from)
+            if usual:
+                d.level, d.cusum.s, d.cusum.start = -track.mean_last(2 * n), 0.0, None
             return None
         return self.fire(step, "warning",
                          f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "

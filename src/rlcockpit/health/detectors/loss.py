@@ -664,12 +664,14 @@ class GradSpike(FrozenBaseline):
         if not grown and self._warm is not None and ema > self._scaled_at * self._warm:
             scaled = self._scaled_reward()  # the gate: the norm's level doubled, rare and O(1) to test
         shift = None
-        k = self._shift_steps()
-        before = self._emas[-min(k, len(self._emas))]  # the EMA before the first of the last ``k`` observations
-        if v > 2.0 * before and not grown and self._warm is not None:
-            # the gate (O(k), rare): the last k all above that EMA, half of them twice it
-            if recent_count(track, k, before) >= k and 2 * recent_count(track, k, 2.0 * before) >= k \
-                    and not self._tied_now():
+        # the gate (rare): the newest above twice the EMA before the first of the last ``k`` observations (under twice
+        # the least of them, no ``k`` can pass: the repeat period, measured over 96 values, is not looked up)
+        if v > 2.0 * min(self._emas) and not grown and self._warm is not None:
+            k = self._shift_steps()
+            before = self._emas[-min(k, len(self._emas))]
+            # O(k): the last k all above that EMA, half of them twice it
+            if v > 2.0 * before and recent_count(track, k, before) >= k \
+                    and 2 * recent_count(track, k, 2.0 * before) >= k and not self._tied_now():
                 shift = self._shifted(v, k)
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
