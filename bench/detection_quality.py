@@ -927,7 +927,17 @@ DEVELOPED_ON: dict[str, str] = {
                                "(session 2026-12-07 21:19)",
     "trl_cpu_settings18": "scored once held out at 14e3fda (recall 4/6, 3 criticals and 5 warnings on 16 healthy runs, 2 "
                           "early alerts; BENCHMARKS \"A sixteenth held-out batch\"); then opened to be read run by run "
-                          "(session 2026-12-07 21:19)",
+                          "(session 2026-12-07 21:19); read by h-read16t: the self-certainty runs' entropy slow-fall "
+                          "state (selfcertainty1: the CUSUM alarmed by 114, the 12%/2-noise-unit bar crossed at 144), "
+                          "the length-normalised and percent runs' reward against its accuracy (1/3 and 100 of it on "
+                          "every step), the clip-epsilon-0 run's grad norms (each batch logged twice, num_iterations=2) "
+                          "and the max_grad_norm 0.1 run's spike at 50 (11x, one logged step: left); changed: "
+                          "entropy_collapse's smaller fall while only the paid reward gains (selfcertainty1 found at "
+                          "115), reward_cliff's new units (lengthnormalisedreward quiet), grad_spike's level shift "
+                          "counted in batches (clipeps0's warning at 30 gone): 5/6, 3 criticals and 3 warnings; the "
+                          "self-certainty ramp stays missed (reward_divergence at 133, 25 steps before its onset 158: "
+                          "the paid reward parts from the accuracy as the bonus weight ramps from 100, so the label's "
+                          "onset, the certainty's own rise, is questioned, not changed) (issue 29, branch h-read16t)",
     "tinker_jsonl_public18": "scored once held out at 14e3fda (3/3 found; BENCHMARKS \"A sixteenth held-out batch\"); "
                              "then opened to be read run by run (session 2026-12-07 21:19)",
     "verl_file_public18": "scored once held out at 14e3fda (1 healthy run, quiet; BENCHMARKS \"A sixteenth held-out "

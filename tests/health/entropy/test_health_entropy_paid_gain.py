@@ -38,9 +38,11 @@ def entropy_alerts(found: list) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_entropy_falling_while_only_the_paid_reward_climbs_is_found_near_the_fall(seed):
-    """The entropy's 12-step mean is 2 noise units (0.16) and 12% (0.22) under 1.8 about 40 steps into the fall."""
+    """The entropy's 12-step mean is 2 noise units (0.16) and 12% (0.22) under 1.8 about 40 steps into the fall;
+    with only the paid reward gaining, 6% (0.11) and 2 noise units of a 12-step mean count (about 25 steps in,
+    test_health_entropy_paid_fall.py)."""
     hits = entropy_alerts(run(sharpening(random.Random(seed), accuracy_follows=False)))
-    assert hits and FALL_AT + 25 <= hits[0][0] <= FALL_AT + 60, hits
+    assert hits and FALL_AT + 15 <= hits[0][0] <= FALL_AT + 60, hits
 
 
 @pytest.mark.parametrize("seed", range(5))

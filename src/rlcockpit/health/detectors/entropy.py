@@ -102,7 +102,12 @@ class EntropyCollapse(FrozenBaseline):
     observations earlier): an entropy that leaves its early range for good and keeps going (a sampling temperature
     lowered step by step) is seen near where it left. One that stepped down and settled (a policy that sharpened a
     little, then held) is not warned of: the mean of its last ``2 x drift_smooth`` values becomes the level a
-    further fall is measured from. Not
+    further fall is measured from. Where the run logs a correctness score of the same samples beside the reward and
+    only the reward gains (its median over the last 3 x ``fall_lag`` observations up on the reference stretch, no
+    such score's), a smaller fall counts: that mean ``paid_drop`` x the level and ``paid_z`` noise units of a mean of
+    ``drift_smooth`` under it. A reward that pays the policy for its own certainty or for agreeing with itself lowers
+    the entropy on purpose; the bar that leaves room for a policy sharpening by itself would see that fall 30 steps
+    late. Not
     armed when the reference level is already 2 noise units under the warm-up median (a policy sharpening steadily
     from its first step has no early range to leave). Where the run evaluates on held-out data (``val-core/*``,
     ``val/test_score/*``, TRL's ``eval/reward`` and ``eval/rewards/*/mean``), that score is read first: not raised while it is up since the entropy began to fall (the
@@ -135,7 +140,7 @@ class EntropyCollapse(FrozenBaseline):
     defaults = {"warn_ratio": 0.25, "critical_ratio": 0.1, "fall_ratio": 0.5, "fall_lag": 10, "fall_guard": 0.6,
                 "fall_z": 3.0, "fall_now_z": 6.0, "fall_window": 30, "fall_n": 6, "fall_k": 5,
                 "smooth": 3, "sustain": 2, "drift_ref": 40, "drift_k": 0.5, "drift_h": 8.0, "drift_drop": 0.12,
-                "drift_smooth": 12, "drift_still": 0.6, "held_out_z": 3.0, "held_out_flat_z": 1.0,
+                "drift_smooth": 12, "drift_still": 0.6, "paid_drop": 0.06, "paid_z": 2.0, "held_out_z": 3.0, "held_out_flat_z": 1.0,
                 "shift_drop": threshold(ENTROPY, "shift_drop"),
                 "shift_z": threshold(ENTROPY, "shift_z"), "shift_window": 30, "shift_min_window": 15, "shift_k": 2,
                 "shift_n": 3, "shift_every": 5, "held_z": 4.0, "held_k": 4, "held_n": 5}
@@ -212,7 +217,8 @@ class EntropyCollapse(FrozenBaseline):
         if not d.update(-track.last, step):
             return None
         level, now = -d.level, track.mean_last(p["drift_smooth"])
-        if now > level - max(p["drift_drop"] * abs(level), 2 * d.noise):
+        usual = now <= level - max(p["drift_drop"] * abs(level), 2 * d.noise)  # the bar for a fall by itself
+        if not usual and not self._paid_fall(level, now, d.noise):
             return None
         held = self._held_out_gained(max(self._ref_end, d.start if d.start is not None else step))
         if held or (held is None and self._gained(3 * p["fall_lag"])) or self.repeats(step, "warning", d.start):
@@ -220,14 +226,34 @@ class EntropyCollapse(FrozenBaseline):
         n = int(p["drift_smooth"])
         if track.n >= 3 * n and sum(track.tail(n, skip=2 * n)) / n - now < p["drift_still"] * d.noise:
             # not falling any more: the entropy stepped down and settled. That plateau is the run's new level (a
-            # policy that sharpened a little, then held); a fall that goes on from it is judged from it
-            d.level, d.cusum.s, d.cusum.start = -track.mean_last(2 * n), 0.0, None
+            # policy that sharpened a little, then held); a fall that goes on from it is judged from it. (Only past
+            # the usual bar: a paid fall that pauses is not yet a settled level to judge a further fall from)
+            if usual:
+                d.level, d.cusum.s, d.cusum.start = -track.mean_last(2 * n), 0.0, None
             return None
         return self.fire(step, "warning",
                          f"Entropy drifting down: {track.raw} {fmt(now)} over the last {p['drift_smooth']} logged steps, "
                          f"{(level - now) / d.noise:.0f} typical deviations under its early level {fmt(level)}",
                          values={"entropy": now, "early_level": level, "noise": d.noise, "baseline": self.base},
                          step_start=d.start, samples=True)
+
+    def _paid_fall(self, level: float, now: float, noise: float) -> bool:
+        """The smaller fall that counts while only what the reward pays gains (class docstring): the mean of the last
+        ``drift_smooth`` values under the early ``level`` by ``paid_drop`` x it and by ``paid_z`` noise units of such
+        a mean, while the reward's median over the last 3 x ``fall_lag`` observations is up on its reference stretch
+        and no correctness score of the same samples is. A reward that pays the policy for its own certainty, or for
+        agreeing with itself, lowers the entropy on purpose: the fall is what the reward buys, not noise to leave room
+        for."""
+        p = self.p
+        n, window = int(p["drift_smooth"]), 3 * int(p["fall_lag"])
+        if not self._task_ref or now > level - max(p["paid_drop"] * abs(level), p["paid_z"] * noise / math.sqrt(n)):
+            return False
+        reward = self.ctx.tracks.get(REWARD)
+        if reward is None or self._reward_ref is None or len(reward.values) < window:
+            return False
+        tracks = self.ctx.tracks
+        return _gain(reward, self._reward_ref, window) and not any(
+            _gain(tracks[key], ref, window) for key, ref in self._task_ref.items())
 
     def _gained(self, window: int) -> bool:
         """True when the reward's median over the last ``window`` observations is clearly above its median over the

@@ -34,7 +34,7 @@ from rlcockpit.health.base import (
 from rlcockpit.health.config_view import format_value, make_action
 from rlcockpit.health.detectors.reward import LEN, LEN_MAX, REWARD, REWARD_STD, task_scores
 from rlcockpit.health.findings import Action, Cause, Finding
-from rlcockpit.health.repeats import RepeatWatch
+from rlcockpit.health.repeats import MOST, RepeatWatch
 from rlcockpit.metrics.guide import threshold
 
 LOSS, VF_LOSS, EV = "actor/pg_loss", "critic/vf_loss", "critic/vf_explained_var"
@@ -540,7 +540,11 @@ class GradSpike(FrozenBaseline):
     steps just before the run are near it and the median stays within ~2.7x (the healthy runs of every
     developed-on source). Gated: judged only when the newest norm and the ``shift_run`` - 1 before it all exceed
     the norm's EMA before the first of them, half of them and the newest twice it (that median is 4x the earlier
-    one, and an EMA, a mean, is under 2x a median for any spread the corpus shows).
+    one, and an EMA, a mean, is under 2x a median for any spread the corpus shows). ``shift_run`` counts distinct
+    batches: where each generated batch is logged on several consecutive steps (TRL's ``num_iterations=2``: the
+    generating step and its reuse step carry nearly the same norm, :mod:`rlcockpit.health.repeats`, seen on the
+    KL), the run needs that many times more steps. Two high batches logged twice are two events, not four: a small
+    model's norm jumps 4x on one batch in 20 and back.
 
     Growing with the reward's scale (warning): the smoothed norm (its EMA) over ``scaled_ratio`` x its warm-up level
     while the training reward, which exactly equalled a task score logged on its own samples (a correctness the
@@ -579,7 +583,9 @@ class GradSpike(FrozenBaseline):
         self._equal: dict[str, tuple[int, bool]] = {}  # task score -> (reward's count when judged, equalled it)
         self._scaled_at = float(self.p["scaled_ratio"])  # read once: the gate below runs on every step
         self._shift_run = int(self.p["shift_run"])
-        self._emas: deque[float] = deque(maxlen=self._shift_run)  # the EMA before each of the last observations
+        # the EMA before each of the last observations (as many as the longest run the shift rule asks for)
+        self._emas: deque[float] = deque(maxlen=self._shift_run * MOST)
+        self._batches = RepeatWatch()  # how many consecutive logged norms carry one batch (the shift rule's run)
 
     def on_warm(self) -> None:
         self._early = self._reference(self.warmup, True)
@@ -658,12 +664,15 @@ class GradSpike(FrozenBaseline):
         if not grown and self._warm is not None and ema > self._scaled_at * self._warm:
             scaled = self._scaled_reward()  # the gate: the norm's level doubled, rare and O(1) to test
         shift = None
-        before = self._emas[0]  # the EMA before the first of the last ``shift_run`` observations
-        if v > 2.0 * before and not grown and self._warm is not None:
-            k = self._shift_run  # the gate (O(k), rare): the last k all above that EMA, half of them twice it
-            if recent_count(track, k, before) >= k and 2 * recent_count(track, k, 2.0 * before) >= k \
-                    and not self._tied_now():
-                shift = self._shifted(v)
+        # the gate (rare): the newest above twice the EMA before the first of the last ``k`` observations (under twice
+        # the least of them, no ``k`` can pass: the repeat period, measured over 96 values, is not looked up)
+        if v > 2.0 * min(self._emas) and not grown and self._warm is not None:
+            k = self._shift_steps()
+            before = self._emas[-min(k, len(self._emas))]
+            # O(k): the last k all above that EMA, half of them twice it
+            if v > 2.0 * before and recent_count(track, k, before) >= k \
+                    and 2 * recent_count(track, k, 2.0 * before) >= k and not self._tied_now():
+                shift = self._shifted(v, k)
         if v <= 0.8 * p["warn_ratio"] * ema and not grown:
             self._streak = 0
             return None if scaled is None and shift is None else self._quiet(step, scaled, shift)
@@ -691,14 +700,14 @@ class GradSpike(FrozenBaseline):
                          "One spike alone; watch whether it repeats or the loss follows.", values=vals)
 
     def _quiet(self, step: int, scaled: tuple[str, float, float, float] | None,
-               shift: tuple[float, float, float, int] | None) -> Finding | None:
+               shift: tuple[float, float, float, int, int] | None) -> Finding | None:
         """No spike on this step: the reward-scaled warning, else the level-shift warning, else nothing."""
         if scaled is not None:
             return self._fire_scaled(step, scaled)
         if shift is None:
             return None
-        level, ref, top, n_old = shift
-        k, track = self._shift_run, self.ctx.tracks[GRAD]
+        level, ref, top, n_old, k = shift
+        track = self.ctx.tracks[GRAD]
         vals = {"grad_norm": track.last, "shift_median": level, "trailing_median": ref, "previous_high": top,
                 "ratio": level / ref, "shift_run": k, "shift_window": n_old, "shift_quantile": self.p["shift_quantile"]}
         return self.fire(step, "warning",
@@ -709,12 +718,18 @@ class GradSpike(FrozenBaseline):
                          "should be averaged, or a loss or reward multiplied by a constant.",
                          values=vals, step_start=track.steps[-min(k, len(track.steps))], extra_keys=(LOSS,))
 
-    def _shifted(self, v: float) -> tuple[float, float, float, int] | None:
-        """(median of the last ``shift_run`` norms with a learning signal, the ``shift_window`` such norms' median
-        before them, their ``shift_quantile`` quantile, how many) when each of the last ones is above that quantile
+    def _shift_steps(self) -> int:
+        """The logged steps the shift rule's run spans: ``shift_run`` distinct batches, each logged as many times
+        as the KL repeats (class docstring)."""
+        kl = self.ctx.tracks.get(KL)
+        return self._shift_run * (self._batches.of(kl) if kl is not None else 1)
+
+    def _shifted(self, v: float, k: int) -> tuple[float, float, float, int, int] | None:
+        """(median of the last ``k`` norms with a learning signal, the ``shift_window`` such norms' median before
+        them, their ``shift_quantile`` quantile, how many, ``k``: :meth:`_shift_steps`) when each of the last ones is above that quantile
         and their median ``shift_ratio`` x the earlier median (class docstring); None otherwise. ``v``, the newest,
         has a signal."""
-        p, k = self.p, self._shift_run
+        p = self.p
         seq = self._reference(int(p["shift_window"]) + k - 1, True)
         seq.append(v)
         if len(seq) < k + p["shift_min"]:
@@ -726,7 +741,7 @@ class GradSpike(FrozenBaseline):
         level, ref = median(new), median(old)
         if level <= p["shift_ratio"] * ref:
             return None
-        return level, ref, top, len(old)
+        return level, ref, top, len(old), k
 
     def _scaled_reward(self) -> tuple[str, float, float, float] | None:
         """(task score, reward's mean, score's mean, their ratio) over the last ``scaled_span`` paired steps, where

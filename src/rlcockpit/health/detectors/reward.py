@@ -86,6 +86,54 @@ def task_scores(ctx) -> list[str]:
     return [k for k in ctx.tracks if k != REWARD and same_samples(k) and quality_direction(k) > 0]
 
 
+def new_units(reward: Track, score: Track, since: int, pairs: int, tol: float) -> bool | None:
+    """Whether the reward is a task score of the same samples in new units from step ``since`` on: ``c`` x that
+    score on each paired logged step since the change (the paired steps from ``since`` on, less the first ones whose
+    ratio is still the one before; each ratio within a factor ``tol`` of their median ``c``, the reward 0 where the
+    score is 0, the last ``pairs`` judged once there are that many), where on the paired steps before ``since``
+    (``4 x pairs`` at most, ``pairs`` at least) the ratio was not ``c`` (outside that factor of it), and the score
+    held: its mean since the change is under its mean before by at most ``1 - 1/tol`` of it or 3 noise units of the
+    difference (a mean of a few 0/1 scores swings that much by chance). A reward divided by the response length of
+    answers all about as long, or a server answering in percent, is the same score in other units: under
+    group-scaled advantages the policy gets the same updates, and the level it moved to is no fall and no rise of
+    what the policy does. False when it is not: a reward that scores something else on the same samples (labels read
+    backwards, shuffled) is no steady multiple of it, and a policy that got worse moves the score with the reward (the
+    ratio stays, or the score fell). None while fewer than ``pairs`` paired steps since the change all fit one
+    multiple: too early to tell."""
+    got = dict(zip(reversed(score.steps), reversed(score.values)))
+    now: list[tuple[float, float]] = []
+    was: list[tuple[float, float]] = []
+    for st, r in zip(reversed(reward.steps), reversed(reward.values)):  # newest first, back to 4 x pairs before since
+        v = got.get(st)
+        if v is None:
+            continue
+        if st >= since:
+            now.append((r, v))
+        elif len(was) < 4 * pairs:
+            was.append((r, v))
+        else:
+            break
+    before = sorted(r / v for r, v in was if v != 0.0)
+    if len(was) < pairs or not before:
+        return False
+    c0 = before[len(before) // 2]
+    while now and now[-1][1] != 0.0 and c0 / tol < now[-1][0] / now[-1][1] < c0 * tol:
+        now.pop()  # the oldest since ``since`` still at the old ratio: the change had not come yet
+    last = now[:pairs]
+    ratios = sorted(r / v for r, v in last if v != 0.0)
+    if not ratios or ratios[0] <= 0.0 or any(v == 0.0 and abs(r) > 1e-9 for r, v in last):
+        return False
+    c = ratios[len(ratios) // 2]
+    if ratios[-1] > tol * c or ratios[0] < c / tol or c / tol < c0 < tol * c:
+        return False
+    was_scores = [v for _r, v in was]
+    level = sum(was_scores) / len(was)
+    noise = max(diff_noise(was_scores), count_noise(was_scores)) * math.sqrt(1.0 / len(now) + 1.0 / len(was))
+    if level - sum(v for _r, v in now) / len(now) > max(3.0 * noise, (1.0 - 1.0 / tol) * abs(level)):
+        return False
+    return True if len(last) >= pairs else None
+
+
 @dataclass
 class _Pairing:
     """The reward against one task score scored on the same samples (:class:`RewardCliff`'s fell-under and parted
@@ -97,6 +145,7 @@ class _Pairing:
     noise: float = math.nan  # and its noise
     fired: bool = False
     since_parted: int = 0  # paired observations since the two parted, counted up to ``window``
+    parted_at: int = -1  # the step they parted at
 
 
 @register_detector("reward_cliff", "reward_drop")
@@ -153,6 +202,13 @@ class RewardCliff(StartReferenced):
     ways but by little at first: the gap bar keeps it out, and a reward that slides off later is the fell-under
     rule's.)
 
+    New units (no finding): neither the drop nor the fell-under rule fires while the reward is a steady multiple of
+    a task score of the same samples, other than before, with the score held (:func:`new_units`: ``unit_pairs``
+    paired steps or more, each ratio within a factor ``unit_tol`` of their median). A reward divided by the response
+    length of answers all about as long (a normalisation meant for log-probs) or a reward server answering in a
+    hundredth of its units is the same score in other units: under group-scaled advantages the policy is trained
+    exactly as before, and the level the reward moved to says nothing about the policy.
+
     Reward calls failing (warning): the trainer's count of reward calls that raised (``reward/failures``: each such
     sample scored 0, a time-out, a crash on a malformed answer) grew on ``failure_steps`` logged steps within
     ``failure_window`` logged steps. The guide's healthy value is 0 and its alarm a growing count; a single failed
@@ -163,7 +219,8 @@ class RewardCliff(StartReferenced):
     defaults = {"window": 20, "gap": 3, "smooth": 3, "z_warn": 5.0, "z_critical": 8.0, "drop_warn": 0.2,
                 "drop_critical": threshold(REWARD, "cliff_drop_fraction"), "ema": 0.1, "early_drop": 0.25,
                 "hold_steps": 4, "min_reference": 10, "under_exact_min": 50, "under_span": 10, "z_under": 3.0,
-                "under_share": 0.75, "under_min": 0.1, "part_each": 3, "failure_steps": 2, "failure_window": 20}
+                "under_share": 0.75, "under_min": 0.1, "part_each": 3, "failure_steps": 2, "failure_window": 20,
+                "unit_pairs": 5, "unit_tol": 1.3}
     story, role = "collapse", "outcome"
     cause = "policy update too large: the policy drifted far from the reference and collapsed"
 
@@ -331,6 +388,7 @@ class RewardCliff(StartReferenced):
             equal = reward.tail(min(pair.exact, 200), skip=1)
             pair.level = sum(equal) / len(equal)
             pair.noise = max(diff_noise(equal), count_noise(equal), 1e-9)
+            pair.parted_at = step
         recent = pair.recent
         recent.append((step, v - r, r))
         if pair.since_parted < p["window"]:  # the parted rule: within ``window`` paired observations of the parting
@@ -349,8 +407,10 @@ class RewardCliff(StartReferenced):
         if (under < p["drop_warn"] * abs(level) or under < p["z_under"] * noise) \
                 and (under < p["under_share"] * fall or under < p["under_min"] * abs(level)):
             return None  # a small gap, and the score fell with the reward (the policy, not the reward, moved)
-        pair.fired = True
         start = next(s for s, d, _r in recent if d > 0.0)
+        if new_units(reward, score, pair.parted_at, int(p["unit_pairs"]), p["unit_tol"]) is not False:
+            return None  # the score in other units (class docstring): no fall of what the policy does
+        pair.fired = True
         vals = {"reward": level - fall, "reward_before": level, "quality": v, "under": under, "drop": fall,
                 "exact_steps": pair.exact, "window": w,
                 "signals": [f"{score.raw} - {reward.raw} 0 -> {fmt(under)} over {w} steps"]}
@@ -362,6 +422,13 @@ class RewardCliff(StartReferenced):
                          "(shuffled or wrong labels, a reward function or server that scores something else), and "
                          "the policy is being trained on it.", metric=REWARD, values=vals, step_start=start,
                          extra_keys=(key,))
+
+    def _new_units(self, reward: Track, since: int) -> bool:
+        """Whether the reward is, or may be, a task score of its own samples in new units from ``since`` on
+        (:func:`new_units`: true, or too early to tell; class docstring). Asked only on a held drop."""
+        tracks, p = self.ctx.tracks, self.p
+        return any(new_units(reward, tracks[key], since, int(p["unit_pairs"]), p["unit_tol"]) is not False
+                   for key in self._scores)
 
     def _cliff(self, step: int) -> Finding | None:
         p = self.p
@@ -400,7 +467,7 @@ class RewardCliff(StartReferenced):
         vals = {"reward": s, "reward_before": ref, "drop": drop, "z": z, "relative_drop": rel}
         onset = self._low_since - (p["smooth"] - 1) * max(1, track.last_step - track.tail_steps(2)[0])
         held = step - self._low_since >= p["hold_steps"] or self._low_n >= 3  # a dip that recovers is noise
-        if not held:
+        if not held or self._new_units(track, onset):
             return None
         if z > p["z_critical"] and rel > p["drop_critical"]:
             return self.fire(step, "critical", f"Reward fell off a cliff: {fmt(ref)} -> {fmt(s)} ({rel:.0%} drop)",
