@@ -924,7 +924,19 @@ DEVELOPED_ON: dict[str, str] = {
                           "h-grader18)",
     "rlcockpit_trainer_cpu18": "scored once held out at 14e3fda (recall 6/7, 0 criticals and 7 warnings on 13 healthy "
                                "runs; BENCHMARKS \"A sixteenth held-out batch\"); then opened to be read run by run "
-                               "(session 2026-12-07 21:19)",
+                               "(session 2026-12-07 21:19); then read by h-read16c: every run's machine memory "
+                               "(perf/cpu_memory_used_gb) beside its RSS (system/proc_rss_gb, 2-12 readings a run, "
+                               "flat at 0.45-0.51 GB on every healthy run while the machine moved by up to 7 GB): "
+                               "memory_growth now needs the machine's climb past the swing other processes showed "
+                               "between two RSS readings (constlr1e-4 healthy quiet, was warned at 209; "
+                               "bf16deltasync's early memory alert at 133 gone), and the trainer logs its RSS every "
+                               "step; the other 4 healthy memory warnings left (they come between RSS readings that "
+                               "cannot speak to them); klloss-k1's grad spike at 40 (25x its median, one step) and "
+                               "constlr1e-4's entropy drift at 293 left; templatereapplied read: its clip ratio is 0 "
+                               "at every step to 152 and the responses shrink first (2.2-2.8 vs 3.0 tokens, 131-152), "
+                               "so no truncation or length_explosion rule can fire in [126, 146]; its onset (131) is "
+                               "that of the shrinking, not of a growth (label left to the relabel helper) (issue 29, "
+                               "branch h-read16c)",
     "trl_cpu_settings18": "scored once held out at 14e3fda (recall 4/6, 3 criticals and 5 warnings on 16 healthy runs, 2 "
                           "early alerts; BENCHMARKS \"A sixteenth held-out batch\"); then opened to be read run by run "
                           "(session 2026-12-07 21:19); read by h-read16t: the self-certainty runs' entropy slow-fall "
@@ -939,11 +951,17 @@ DEVELOPED_ON: dict[str, str] = {
                           "the paid reward parts from the accuracy as the bonus weight ramps from 100, so the label's "
                           "onset, the certainty's own rise, is questioned, not changed) (issue 29, branch h-read16t)",
     "tinker_jsonl_public18": "scored once held out at 14e3fda (3/3 found; BENCHMARKS \"A sixteenth held-out batch\"); "
-                             "then opened to be read run by run (session 2026-12-07 21:19)",
+                             "then opened to be read run by run (session 2026-12-07 21:19); then read by h-read16c: "
+                             "3/3 found by reward_divergence at delays 9, 1, 1; nothing changed (issue 29, branch "
+                             "h-read16c)",
     "verl_file_public18": "scored once held out at 14e3fda (1 healthy run, quiet; BENCHMARKS \"A sixteenth held-out "
-                          "batch\"); then opened to be read run by run (session 2026-12-07 21:19)",
+                          "batch\"); then opened to be read run by run (session 2026-12-07 21:19); then read by "
+                          "h-read16c: 20 steps, its actor/perf/cpu_memory_used_gb too short to warm up; quiet, "
+                          "nothing changed (issue 29, branch h-read16c)",
     "grpo_jsonl_public18": "scored once held out at 14e3fda (1 healthy run, quiet; BENCHMARKS \"A sixteenth held-out "
-                           "batch\"); then opened to be read run by run (session 2026-12-07 21:19)",
+                           "batch\"); then opened to be read run by run (session 2026-12-07 21:19); then read by "
+                           "h-read16c: no memory keys but epoch/vram_*; quiet, nothing changed (issue 29, branch "
+                           "h-read16c)",
 }
 TARGETS = {"recall_min_per_class": 0.95, "healthy_criticals": 0, "healthy_warnings_per_trace_max": 1.0,
            "early_alerts_max": 10, "median_delay_max": 10}

@@ -405,7 +405,9 @@ class MemoryGrowth(MemoryTrend):
     climb before the first RSS reading, which those readings cannot speak to, raises its bar rather than counting
     towards it; once the RSS readings themselves grew by more than ``host_growth_ratio`` of the first one and a
     quarter of the machine's growth meanwhile, the machine's used memory stands in for the process's and is judged by
-    ``growth_ratio``): a
+    ``growth_ratio``; until then the machine's climb must also exceed the largest move other processes made between
+    two RSS readings, the machine's change less the RSS's, beyond 3 x its warm-up jitter: a swing the host's other
+    tenants have shown): a
     creep of more than ``growth_ratio`` x the run's own level after warm-up
     (``host_growth_ratio`` for the machine's used memory, which other processes move too), and
     ``z_warn`` noise scales (warning; see the shared rule above). With ``device_memory_gb`` set, device memory
@@ -414,7 +416,7 @@ class MemoryGrowth(MemoryTrend):
     the signs of its step-to-step changes: at least ``trend_rises`` of the last ``trend_window`` changes are rises
     (ties count against) while at most ``trend_early_rate`` of all its earlier changes since warm-up were, and it
     rose by ``trend_growth_ratio`` of its level and 10 x its warm-up jitter over that window, to above its warm-up
-    high and ``trend_growth_ratio`` above its warm-up level (a leak adds memory at every step; a healthy host wanders
+    high and ``trend_growth_ratio`` (plus that swing) above its warm-up level (a leak adds memory at every step; a healthy host wanders
     up and down, or sits flat, or gives memory back and takes it again)."""
 
     keys = ABSOLUTE
@@ -433,6 +435,7 @@ class MemoryGrowth(MemoryTrend):
         self._rss_n = 0
         self._rss_key = ""  # the process's RSS series the run logs (none: "")
         self._confirmed = False  # the process's own RSS grew by more than host_growth_ratio of its first reading
+        self._others = 0.0  # the largest move of the machine's used memory, between two RSS readings, not the run's
 
     def min_growth(self, base: float, key: str = "") -> float:
         # the machine's used memory (every process on it, page cache): +3% of a 450 GB host is another user's job
@@ -442,7 +445,7 @@ class MemoryGrowth(MemoryTrend):
             return self.p["growth_ratio"] * abs(base)
         # the machine's climb before the process's first RSS reading is not one its readings can confirm or refute
         before = self._rss_pts[0][2] - base if self._rss_pts else 0.0
-        return self.p["host_growth_ratio"] * abs(base) + max(before, 0.0)
+        return self.p["host_growth_ratio"] * abs(base) + max(before, 0.0) + self._others
 
     def _note_rss(self, machine: Track) -> None:
         """Keep each new reading of the process's RSS with the machine's used memory at that moment (the machine's
@@ -456,6 +459,10 @@ class MemoryGrowth(MemoryTrend):
         self._rss_pts.append((rss.last_step, rss.last / per_gb, machine.last))
         (_s0, r0, m0), (_s1, r1, m1) = self._rss_pts[0], self._rss_pts[-1]
         self._confirmed = r1 - r0 > self.p["host_growth_ratio"] * abs(r0) and r1 - r0 >= OWN_SHARE * (m1 - m0)
+        if len(self._rss_pts) > 1:  # what the machine's used memory moved between the last two readings, less the run's,
+            (_sp, rp, mp) = self._rss_pts[-2]  # beyond what the machine's step-to-step jitter makes of two readings
+            noise = self._base[CPU_USED][1] if CPU_USED in self._base else 0.0
+            self._others = max(self._others, abs((m1 - mp) - (r1 - rp)) - 3 * noise)
         if CPU_USED in self._top:
             self._top[CPU_USED][4] = self.min_growth(self._base[CPU_USED][0], CPU_USED)
 
@@ -538,7 +545,8 @@ class MemoryGrowth(MemoryTrend):
         grow = self.p["trend_growth_ratio"] * abs(base)
         # the climb must also stand above the warm-up level: a machine that gave memory back and took it again
         # (a shared host's other jobs ending and starting) rose over the window without growing
-        if rise < max(grow, 10 * jitter) or track.last <= high or track.last - base < grow:
+        others = 0.0 if self._confirmed else self._others
+        if rise < max(grow, 10 * jitter) or track.last <= high or track.last - base < grow + others:
             return None
         if not self._process_grew(track, rise) or self.repeats(step, "warning", step - w):
             return None
