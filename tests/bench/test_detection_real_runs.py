@@ -2036,3 +2036,78 @@ def test_the_twenty_third_pass_cpu_runs_keep_every_step_and_the_readings_their_l
     k1 = runs["qwen2s14-3prompt-4sample-klloss-k1-coef005-300-val31"]
     assert med(k1, kl, 201, 250) > 1 > 0.05 > med(k1, kl, 1, 50) and k1[300][val] > k1[0][val] + 0.05
     assert med(runs["gpt2s14-4prompt-3sample-constlr1e-4-300-val16"], ln, 276, 300) == 3
+
+
+def test_the_twenty_fourth_pass_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-fourth pass's CPU runs of our trainer (rlcockpit_trainer_cpu19, TensorBoard event files, model seed
+    15): each imported whole, and the readings the README's labels rest on are in the numbers (the EOS id changed;
+    ppo_epochs typed 8; the response mask shifted; attention dropout left on; a reversed grader; gradient noise; reward
+    time-outs growing with length; and the faults stored healthy: the reference swapped for the policy, rollout.n typed
+    1, a length-scaled reward, the KL coefficient x100, the head untied)."""
+    sel = [e for e in entries if e["source"] == "rlcockpit_trainer_cpu19"]
+    assert len(sel) == 20
+    assert sorted(Counter(e["class"] for e in sel).items()) == [
+        ("collapse", 4), ("grad_spike", 1), ("healthy", 13), ("length_explosion", 1), ("rollout_mismatch", 1)]
+    assert {e["origin"]["commit"][:7] for e in sel} == {"29a3fd8"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    for name, m in runs.items():
+        assert sorted(m) == list(range(0, int(name.rsplit("-val", 1)[0].rsplit("-", 1)[1]) + 1)), name
+
+    def med(m: dict, key: str, lo: int, hi: int) -> float:
+        vals = sorted(m[s][key] for s in range(lo, hi + 1) if key in m[s])
+        return vals[len(vals) // 2]
+
+    score, ln, ent, acc = "critic/score/mean", "response_length/mean", "actor/entropy", "reward_extra/acc/mean"
+    val, clip, kl = "val-core/arith/acc/mean@1", "response_length/clip_ratio", "actor/kl_loss"
+
+    eos = runs["llamas15-4prompt-3sample-eosid-to0-from125-250-val20"]
+    assert max(eos[s][ln] for s in range(1, 125)) < 3.5 < 5 < eos[125][ln] and med(eos, ln, 126, 250) > 4.5
+    assert max(eos[s][clip] for s in range(1, 125)) < 0.09 < 0.5 <= med(eos, clip, 126, 250)
+    assert med(eos, ent, 126, 250) < 0.8 < 1.4 < med(eos, ent, 1, 124) and eos[140][val] < 0.46 < 0.51 < eos[120][val]
+    epo = runs["gpt2s15-4prompt-3sample-ppoepochs8-from125-constlr1e-4-250-val18"]
+    assert all(epo[s]["actor/ppo_kl"] == 0 == epo[s]["actor/pg_clipfrac"] for s in range(1, 125))
+    assert epo[125]["actor/ppo_kl"] > 0.05 and epo[125]["actor/pg_clipfrac"] > 0.05
+    assert max(epo[s][val] for s in range(144, 251, 18)) < 0.44 < min(epo[s][val] for s in range(0, 127, 18))
+    assert epo[250][val] < 0.39 and med(epo, ent, 226, 250) < 1.3 < 1.5 < med(epo, ent, 1, 124)
+
+    # healthy: planned faults whose marks are the cause's, not a failure; the controls
+    ref = runs["llamas15-4prompt-3sample-klloss005-refispolicy-from125-250-val20"]
+    assert max(ref[s][kl] for s in range(1, 125)) > 0.1 and all(ref[s][kl] == 0 for s in range(125, 251))
+    assert all(0.54 <= ref[s][val] <= 0.55 for s in range(140, 251, 20))
+    one = runs["gpt2s15-4prompt-3sample-rolloutn1-from125-constlr1e-4-250-val18"]
+    assert all(one[s]["critic/advantages/min"] >= 0 for s in range(125, 251)) and med(one, "actor/pg_loss", 125, 250) < -0.3
+    assert abs(med(one, score, 125, 250) - med(one, score, 1, 124)) < 0.05 and med(one, ent, 125, 250) > 1.45
+    msk = runs["llamas15-4prompt-3sample-respmaskshift-from125-250-val20"]
+    assert msk[125][score] == 0 < 0.19 < min(msk[s][score] for s in range(1, 125)) and med(msk, score, 126, 250) < 0.1
+    assert med(msk, ln, 126, 250) == 2 and msk[120][val] > 0.55 and max(msk[s][val] for s in range(140, 251, 20)) < 0.08
+    sc = runs["gpt2s15-4prompt-3sample-lengthscaledreward-from125-constlr1e-4-250-val18"]
+    assert max(abs(sc[s][score] - sc[s][acc]) for s in range(1, 125)) < 1e-6
+    assert max(sc[s]["critic/score/max"] for s in range(1, 125)) == 1 < 2.4 < max(sc[s]["critic/score/max"] for s in range(125, 251))
+    assert med(sc, ln, 125, 250) == 3 and max(sc[s][clip] for s in range(1, 251)) < 0.09
+    drop = runs["llamas15-4prompt-3sample-attndropout01-from125-250-val20"]
+    assert all(drop[s]["actor/ppo_kl"] == 0 for s in range(1, 125)) and all(drop[s]["actor/ppo_kl"] > 0.01 for s in range(125, 251))
+    assert med(drop, "actor/ppo_kl", 125, 250) > 0.2 and max(drop[s]["training/rollout_probs_diff_mean"] for s in range(1, 251)) < 2e-7
+    assert abs(med(drop, score, 125, 250) - med(drop, score, 1, 124)) < 0.06 and drop[250][val] > 0.52
+    rev = runs["gpt2s15-4prompt-3sample-reversedgrader-from125-constlr1e-4-250-val18"]
+    assert max(abs(rev[s][score] - rev[s][acc]) for s in range(1, 125)) < 1e-6 and rev[125][score] < 0.1 < 0.2 < min(rev[s][score] for s in range(1, 125))
+    assert med(rev, score, 126, 250) < 0.25 < 0.38 < med(rev, acc, 126, 250) and med(rev, ent, 226, 250) < 1.3
+    assert max(rev[s][val] for s in range(216, 251, 18)) < 0.42 < 0.47 < min(rev[s][val] for s in range(0, 199, 18))
+    noise = runs["llamas15-4prompt-3sample-allreducenoise0-8x-100-220-250-val20"]
+    gn = "actor/grad_norm"
+    assert max(noise[s][gn] for s in range(1, 100)) < 12 and med(noise, gn, 226, 250) > 25 > 5 > med(noise, gn, 1, 99)
+    assert abs(med(noise, score, 126, 250) - med(noise, score, 1, 99)) < 0.06 and noise[250][val] > 0.55
+    tmo = runs["gpt2s15-4prompt-3sample-lengthtimeouts0-80pct-100-220-constlr1e-4-250-val18"]
+    assert max(abs(tmo[s][score] - tmo[s][acc]) for s in range(1, 100)) < 1e-6 and med(tmo, score, 226, 250) < 0.2 < 0.38 < med(tmo, score, 1, 99)
+    assert med(tmo, ln, 226, 250) < 2.7 and med(tmo, ent, 226, 250) < 1.2 < 1.5 < med(tmo, ent, 1, 99)
+    assert tmo[250][val] < 0.37 < 0.48 < min(tmo[s][val] for s in range(0, 127, 18))
+    x100 = runs["gpt2s15-4prompt-3sample-klloss001-coefx100-from125-constlr1e-4-250-val18"]
+    assert all(x100[s]["actor/kl_coef"] == pytest.approx(0.01) for s in range(1, 125))
+    assert all(x100[s]["actor/kl_coef"] == 1 for s in range(125, 251))
+    assert med(x100, kl, 126, 250) < med(x100, kl, 1, 124) and abs(med(x100, score, 125, 250) - med(x100, score, 1, 124)) < 0.05
+    head = runs["gpt2s15-4prompt-3sample-headuntied-from125-constlr1e-4-250-val18"]
+    assert abs(med(head, score, 125, 250) - med(head, score, 1, 124)) < 0.05 and min(head[s][val] for s in range(126, 251, 18)) > 0.45
+    two = runs["gpt2s15-2prompt-4sample-clip028-2minibatch-250-val21"]
+    assert sum(two[s]["actor/pg_clipfrac"] > 0 for s in range(1, 251)) == 166 and med(two, ln, 1, 250) == 3
+    assert runs["qwen2s15-2prompt-5sample-resp12-250-val23"][0][val] < 0.04
+    qw = runs["qwen2s15-3prompt-4sample-gradclip03-warmup30-250-val13"]
+    assert qw[0][val] < 0.04 < 0.3 < qw[250][val] and med(qw, ent, 226, 250) < 1.3 < 1.8 < med(qw, ent, 1, 25)
