@@ -337,6 +337,57 @@ SPECS: dict[str, dict[str, Any]] = {
         "eval_steps": 100, "lr": 5e-5, "seed": 1108},
 }
 
+def grad_accumulation_at(at: int, steps: int) -> Any:
+    """From step ``at`` the optimizer step accumulates ``steps`` micro-batches (a resume's config with
+    ``gradient_accumulation_steps`` 4 where the run had 1): the Trainer reads it per update, so each logged step then
+    holds four generations' rollouts. The micro-batches of an update are fetched before ``on_step_begin``, so the
+    change shows from step ``at + 1``."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        if step == at:
+            args.gradient_accumulation_steps = steps
+
+    return each_step
+
+
+def beta_ramp(start: int, end: int, lo: float, hi: float) -> Any:
+    """The KL coefficient ramps linearly ``lo`` (step ``start``) -> ``hi`` (step ``end``), then kept (a schedule's
+    end written with the wrong sign: 0.04 -> -0.04; the coefficient crosses 0 half-way)."""
+
+    def each_step(trainer: Any, args: Any, step: int, kw: Any) -> None:
+        b = ramp(step, start, end, lo, hi)
+        trainer.beta = b if b != 0.0 else 1e-9  # TRL skips the reference at beta 0 exactly; keep it computed
+
+    return each_step
+
+
+_padkept = WeightTypo(100, [1.0, 0.1], [1.0, 0.1])  # the control: the format check at its intended weight throughout
+
+# --- added after the first four runs were read (written and committed before running these three): the format
+# check at weight 10 was learned (the zero-padded share 0.5 -> 1.0, the accuracy 0.40 -> 0.29) and the KL sign flip
+# to -0.2 collapsed the entropy 1.57 -> 0.65, so the matched control of the first (the format check at its intended
+# weight 0.1 throughout), the sign flip as a slow ramp of a small coefficient (0.04 -> -0.04 over 100-200), and the
+# gradient accumulation changed by a resume (1 -> 4 from step 100) (seeds 1121-1123).
+SPECS.update({
+    # the format check paying a zero-padded answer at its intended weight 0.1 throughout (the control of the weight
+    # typo); constant lr 1e-4; GPT-2 seed 15, 2 prompts x 4, 250 steps, logging every step
+    "gpt2s15-2prompt-4gen-zeropadtag-weight01-constlr1e-4-250": {
+        "model": "gpt2", "model_seed": 15, "batch": 8, "num_generations": 4, "steps": 250, "logging_steps": 1,
+        "lr": 1e-4, "seed": 1121, "reward_funcs": [accuracy, zero_padded], "reward_weights": [1.0, 0.1],
+        "each_step": _padkept.hook, "config": {"lr_scheduler_type": "constant"}},
+    # the KL coefficient ramping 0.04 (step 100) -> -0.04 (step 200), kept; constant lr 1e-4; Llama seed 15,
+    # 2 prompts x 4, 250 steps, logging every step
+    "llamas15-2prompt-4gen-betaramp004-neg004-100-200-constlr1e-4-250": {
+        "model": "llama", "model_seed": 15, "batch": 8, "num_generations": 4, "steps": 250, "logging_steps": 1,
+        "lr": 1e-4, "seed": 1122, "each_step": beta_ramp(100, 200, 0.04, -0.04),
+        "config": {"lr_scheduler_type": "constant"}},
+    # gradient accumulation 1 -> 4 at a resume at step 100 (each optimizer step then four micro-batches); GPT-2 seed
+    # 15, 2 prompts x 4, 250 steps, lr 5e-5, logging every step
+    "gpt2s15-2prompt-4gen-gradaccum1to4-at100-250": {
+        "model": "gpt2", "model_seed": 15, "batch": 8, "num_generations": 4, "steps": 250, "logging_steps": 1,
+        "lr": 5e-5, "seed": 1123, "each_step": grad_accumulation_at(100, 4)},
+})
+
 NOT_STORED: tuple[str, ...] = ()
 
 
