@@ -54,7 +54,8 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
                 "trl_cpu_settings18",
                 "tinker_jsonl_public18", "verl_file_public18",
                 "grpo_jsonl_public18",
-                "rlcockpit_trainer_cpu18")
+                "rlcockpit_trainer_cpu18",
+                "trl_cpu_settings19")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"

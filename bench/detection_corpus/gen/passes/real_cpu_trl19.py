@@ -23,6 +23,9 @@ percent); **a reward server answering in percent at a resume that also dropped r
 ``scale_rewards`` "none"). Faults that may leave no mark (stored healthy if they leave none): **a reward weight typed
 0.01 for 1 at a resume under ``scale_rewards="none"``**; **the importance-sampling level switched to sequence by a
 resume** under ``num_iterations=2``.
+Added after the first four runs were read, in a block committed before it ran: **the format check's control at its
+intended weight 0.1 throughout**, **the KL coefficient ramping 0.04 -> -0.04** and **gradient accumulation 1 -> 4 at a
+resume** (seeds 1121-1123).
 Each run goes through :func:`real_cpu_trl.run`; its ``trainer_state.json`` is stored under
 ``bench/detection_corpus/real/trl_cpu_settings19/<name>/`` and labelled by reading it (README, twenty-fourth pass).
 
