@@ -1801,6 +1801,84 @@ def test_the_twenty_third_pass_trl_cpu_runs_keep_every_step_and_the_readings_the
     assert labels["llamas14-2prompt-4gen-selfcertaintyramp0-1-100-200-constlr1e-4-250"] == ("reward_hacking", 112)
     assert sharp[100]["reward"] > 0.7 > 0.55 > max(sharp[s]["reward"] for s in range(1, 100))
     assert _out_for_good(sharp, "reward", (10, 99)) == 100 < 114 == _out_for_good(sharp, "entropy", (10, 99))
+
+
+def test_the_twenty_fourth_pass_trl_cpu_runs_keep_every_step_and_the_readings_their_labels_rest_on(entries):
+    """The twenty-fourth pass's TRL CPU runs (trl_cpu_settings19: TRL trainer states, model seed 15), each imported
+    whole, and the readings the README's labels rest on are in the numbers (a format check's weight typed 10, a
+    reward client catching failed calls as zeros, the KL sign flipped, generation sampled hotter than the loss, a
+    drifting label join, a reward clamp ramping down, scores in percent without reward scaling; and the faults stored
+    healthy: a stuck data shard, a reward weight typed 0.01, the importance-sampling level switched)."""
+    sel = [e for e in entries if e["source"] == "trl_cpu_settings19"]
+    assert len(sel) == 21 and Counter(e["class"] for e in sel) == {
+        "healthy": 14, "collapse": 3, "reward_hacking": 1, "entropy_collapse": 1, "rollout_mismatch": 1, "grad_spike": 1}
+    assert {e["origin"]["commit"][:7] for e in sel} == {"f4ff1db", "cd823cb"}
+    runs = {t["id"].split("-", 2)[2]: dict(t["metrics"]) for t in real_runs.load_real(sel, clean_counts=False)}
+    assert sorted(runs["gpt2s15-1prompt-5gen-vespo-scalebatch-200-log7"]) == list(range(7, 197, 7))
+    assert sorted(runs["llamas15-2prompt-3gen-gspo-drgrpo-numiter2-200-log3-eval30"]) == list(range(3, 199, 3)) + [200]
+    for name, n in (("gpt2s15-2prompt-4gen-zeropadtag-weight01to10-at100-constlr1e-4-250", 250),
+                    ("llamas15-2prompt-4gen-failingcallsramp0-08-100-200-250", 250),
+                    ("llamas15-2prompt-4gen-numiter2-islevelsequence-at100-250", 250)):
+        assert sorted(runs[name]) == list(range(1, n + 1))
+
+    def med(m, key, lo, hi):
+        vals = sorted(m[s][key] for s in range(lo, hi) if key in m.get(s, {}))
+        return vals[len(vals) // 2]
+
+    def mean(m, key, lo, hi):
+        vals = [m[s][key] for s in range(lo, hi) if key in m.get(s, {})]
+        return sum(vals) / len(vals)
+
+    acc = "rewards/accuracy/mean"
+    pad = runs["gpt2s15-2prompt-4gen-zeropadtag-weight01to10-at100-constlr1e-4-250"]
+    assert pad[100]["reward"] > 10 > 1 > max(pad[s]["reward"] for s in range(1, 100))
+    assert mean(pad, "rewards/zero_padded/mean", 201, 251) > 0.85 > 0.6 > mean(pad, "rewards/zero_padded/mean", 1, 100)
+    assert mean(pad, acc, 201, 251) < 0.3 < 0.4 < mean(pad, acc, 1, 100)
+
+    fail = runs["llamas15-2prompt-4gen-failingcallsramp0-08-100-200-250"]
+    zero = [s for s in fail if fail[s]["reward"] == 0]
+    assert min(zero) == 117 and len(zero) == 77 and max(fail[s]["grad_norm"] for s in zero) < 1
+    assert abs(mean(fail, acc, 100, 251) - mean(fail, acc, 1, 100)) < 0.01 and med(fail, "reward", 151, 251) == 0
+
+    neg = runs["gpt2s15-2prompt-4gen-beta02-negated-at100-constlr1e-4-250"]
+    assert med(neg, "entropy", 201, 251) < 0.7 < 1.5 < med(neg, "entropy", 1, 100)
+    assert med(neg, "kl", 201, 251) > 3 > 0.2 > med(neg, "kl", 1, 100) and med(neg, "loss", 201, 251) < -0.5
+
+    hot = runs["llamas15-2prompt-4gen-gentemperatureramp1-2-100-200-250"]
+    assert med(hot, "entropy", 201, 251) < 1.2 < 1.5 < med(hot, "entropy", 1, 100)
+    assert med(hot, "completions/mean_length", 226, 251) == 4 and med(hot, "kl", 201, 251) > 0.07 > 0.01 > med(
+        hot, "kl", 1, 100)
+
+    clamp = runs["gpt2s15-2prompt-4gen-clampceilingramp1-001-100-200-250"]
+    assert max(clamp[s]["reward"] for s in range(200, 251)) <= 0.01 + 1e-6 and med(clamp, acc, 200, 251) > 0.35
+    join = runs["llamas15-2prompt-4gen-driftingjoinramp0-1-100-200-250"]
+    assert all(join[s]["rewards/graded/mean"] == join[s][acc] for s in range(1, 109))
+    assert mean(join, "reward", 200, 251) < 0.3 < 0.4 < mean(join, acc, 200, 251)
+    pct = runs["llamas15-2prompt-4gen-percentscores-scalenone-from100-250"]
+    assert pct[100]["grad_norm"] > 150 > 20 > max(pct[s]["grad_norm"] for s in range(1, 100))
+    assert med(pct, "grad_norm", 100, 251) > 50 and abs(mean(pct, acc, 100, 251) - mean(pct, acc, 1, 100)) < 0.01
+
+    # healthy: the planned faults below left no mark a user needs to act on
+    stuck = runs["gpt2s15-2prompt-4gen-stuckshard8-from100-constlr1e-4-250"]
+    assert abs(mean(stuck, "reward", 100, 251) - mean(stuck, "reward", 1, 100)) < 0.05
+    assert abs(mean(stuck, "entropy", 100, 251) - mean(stuck, "entropy", 1, 100)) < 0.15
+    small = runs["gpt2s15-2prompt-4gen-scalenone-weight1to001-at100-250"]
+    assert med(small, "reward", 100, 251) < 0.006 and abs(mean(small, acc, 100, 251) - mean(small, acc, 1, 100)) < 0.01
+    assert abs(mean(small, "entropy", 100, 251) - mean(small, "entropy", 1, 100)) < 0.05
+    isl = runs["llamas15-2prompt-4gen-numiter2-islevelsequence-at100-250"]
+    assert abs(mean(isl, "reward", 100, 251) - mean(isl, "reward", 1, 100)) < 0.05
+    vespo = runs["gpt2s15-1prompt-5gen-vespo-scalebatch-200-log7"]
+    assert all(vespo[s]["vespo/phi_seq_mean"] == 1.0 for s in vespo)
+    control = runs["gpt2s15-2prompt-4gen-zeropadtag-weight01-constlr1e-4-250"]
+    assert mean(control, "rewards/zero_padded/mean", 201, 251) < 0.6 and abs(
+        mean(control, acc, 100, 251) - mean(control, acc, 1, 100)) < 0.01
+    ramp = runs["llamas15-2prompt-4gen-betaramp004-neg004-100-200-constlr1e-4-250"]
+    assert abs(mean(ramp, "reward", 100, 251) - mean(ramp, "reward", 1, 100)) < 0.02
+    assert 1.4 < med(ramp, "entropy", 201, 251) < 1.5 < med(ramp, "entropy", 1, 100)
+    assert sorted(runs["gpt2s15-1prompt-4gen-600-log10"]) == list(range(10, 601, 10))
+    long = runs["llamas15-1prompt-3gen-500-log5-eval100"]
+    assert sorted(long) == list(range(5, 501, 5)) and sorted(s for s in long if "eval_reward" in long[s]) == list(
+        range(100, 501, 100))
 def test_the_eighteenth_public_search_tinker_runs_import_whole_with_the_readings_their_labels_rest_on(real, entries):
     """The eighteenth public search's runs (tinker_jsonl_public18: rohunagrawal/reward-hacking-analysis, Llama-3.2-3B on
     LeetCode with the reward 100 x f + g): each of the three whole 45-step runs imports with the clean count, passes the

@@ -56,7 +56,7 @@ REAL_SOURCES = ("verl_console_public", "trl_state_public", "trl_cpu_settings",
                 "grpo_jsonl_public18",
                 "rlcockpit_trainer_cpu18", "verl_keys_jsonl_public19",
                 "verl_csv_public19",
-                "rlcockpit_trainer_cpu19")
+                "rlcockpit_trainer_cpu19", "trl_cpu_settings19")
 SPLITS = ("tuning", "heldout")
 NAMINGS = ("verl", "trl", "wandb", "seed", "custom")  # custom: a hand-written loop's own key names
 SPLIT_SEED = "rlcockpit-detection-corpus-v1"
