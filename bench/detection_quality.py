@@ -211,7 +211,9 @@ DEVELOPED_ON: dict[str, str] = {
                               "(validation slides 0.513 -> 0.453 by 230, inside its range's floor until then); nothing changed "
                               "(issue 29, branch h-miss18)"
                               "; then the lenbonusramp run's score minus acc read (leads under one item: "
-                              "quiet) (issue 29, branch h-grader18)",
+                              "quiet) (issue 29, branch h-grader18)"
+                              "; h-crit per-run diff: the eosbiasramp length_explosion run's truncation critical 304 -> 326 (clip "
+                              "ratio kept the level it jumped to; still a miss either way) (issue 29, branch h-crit)",
     "trl_cpu_settings5": "scored once held out (recall 2/5, 1 critical, 1.25 warnings per healthy run at 4cc081b); "
                          "then its eosboost ramp's mean / min length, its gradient-accumulation run's loss and KL and"
                          " its temperature-cut run's entropy were read: length_collapse's shrink rule, loss_spike's "
@@ -463,7 +465,10 @@ DEVELOPED_ON: dict[str, str] = {
                               "back at the warm-up level after 62% at 18-20): its critical at 20 stays (issue 29, "
                               "branch h-quiet16)"
                               "; then read by h-miss18: the tempramp collapse's entropy, reward, length and validation (entropy "
-                              "+12% by onset+15, as healthy runs' entropy also rises); nothing changed (issue 29, branch h-miss18)",
+                              "+12% by onset+15, as healthy runs' entropy also rises); nothing changed (issue 29, branch h-miss18)"
+                              "; h-crit per-run diff: the lr10x-at200 collapse's kl_rising critical at 222 held as a warning "
+                              "(truncation critical at 222 unchanged); the dppotv healthy truncation critical at 20 stays (no lr "
+                              "warm-up, no level change) (issue 29, branch h-crit)",
     "rlcockpit_trainer_cpu10": "scored once held out (recall 4/6, 2 criticals on healthy runs, 0.89 warnings per "
                                "healthy run at 884cba3); then its valleak16mb run's and two qwen2s6 healthy runs' "
                                "(ent0005-resp24, constlr5e-5-1000) perf/cpu_memory_used_gb and system/proc_rss_gb "
@@ -575,7 +580,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "; then read by h-miss18: the entcoeframp collapse's entropy, reward, grad norm and validation "
                                "(entropy up from 290, before the window); nothing changed (issue 29, branch h-miss18)"
                                "; then the lenpenaltysignflip02 run's validation, score and acc read (its "
-                               "dip at 275 kept quiet by the reward's alarm) (issue 29, branch h-grader18)",
+                               "dip at 275 kept quiet by the reward's alarm) (issue 29, branch h-grader18)"
+                               "; h-crit per-run diff: the warmup25 length_explosion run's truncation critical 36 -> 50 (the lr "
+                               "warm-up's settling; found at the same step) (issue 29, branch h-crit)",
     "trl_cpu_settings11": "scored once held out (recall 2/7, 1 critical on a healthy run, 0.50 warnings per healthy "
                           "run at 883e521; the same with the detectors of e82ff19); then all its runs' outcomes and "
                           "its seven failures' labels were read, and its top_k-ramp run's frac_reward_zero_std, "
@@ -730,7 +737,9 @@ DEVELOPED_ON: dict[str, str] = {
                           "0.0003 and from a healthy bursty KL: the severe_above floor); nothing changed for them "
                           "(issue 29, branch h-trlmiss16)"
                           "; then read by h-miss18: the rewardnone collapse's reward, reward_std, grad norm and "
-                          "frac_reward_zero_std; nothing changed (issue 29, branch h-miss18)",
+                          "frac_reward_zero_std; nothing changed (issue 29, branch h-miss18)"
+                          "; h-crit per-run diff: the warmup300of350 collapse's criticals in its 300-step warm-up (102-200) "
+                          "held as warnings, first critical 260 (found at the same step) (issue 29, branch h-crit)",
     "rlcockpit_trainer_cpu14": "scored once held out (recall 6/10, 0 criticals on healthy runs, 3 warnings on 9 "
                                "healthy runs at ed0004a); then every run's outcome read (show.py, session 2026-12-07 "
                                "11:14); then the rollout-IS run's actor/ppo_kl, pg_clipfrac, grad norm and "
@@ -825,7 +834,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "adameps1), reward, entropy and length; nothing changed (validation repeats are common in healthy "
                                "runs) (issue 29, branch h-miss18)"
                                "; then the wrongfieldgrader and trainset24 runs' score, acc and "
-                               "validation read (both still missed) (issue 29, branch h-grader18)",
+                               "validation read (both still missed) (issue 29, branch h-grader18)"
+                               "; h-crit per-run diff: the oldlogpfromref rollout_mismatch run's update_size critical at 276 held as "
+                               "a warning (found at 152 unchanged) (issue 29, branch h-crit)",
     "trl_cpu_settings15": "scored once held out (recall 5/9, 0 criticals on healthy runs, 6 warnings on 20 healthy "
                           "runs at 39e3e17); then every run's outcome read (show.py, session 2026-12-07 11:14); then "
                           "rmsnormplus1's entropy, kl, reward and completion length at 100-200 read (entropy ~1.65, "
@@ -879,7 +890,9 @@ DEVELOPED_ON: dict[str, str] = {
                                "; then the failopengrader run's score minus acc and the substringgrader "
                                "healthy runs' read: lead opened also counts 5 of 10 batches one scored "
                                "item up, never under (failopengrader found at 287) (issue 29, branch "
-                               "h-grader18)",
+                               "h-grader18)"
+                               "; h-crit per-run diff: the zerogradskipped length_explosion run's truncation critical 325 -> 334 "
+                               "(found at 245 unchanged) (issue 29, branch h-crit)",
     "trl_cpu_settings16": "scored once held out at 955bb32 (recall 5/9, 0 criticals and 6 warnings on 16 healthy "
                           "runs; BENCHMARKS \"A fifteenth held-out batch\"); then read run by run (session 2026-12-07 "
                           "14:36); then the cosrestarts2 healthy run's learning_rate was read: lr_schedule's jump "
@@ -949,7 +962,11 @@ DEVELOPED_ON: dict[str, str] = {
                           "counted in batches (clipeps0's warning at 30 gone): 5/6, 3 criticals and 3 warnings; the "
                           "self-certainty ramp stays missed (reward_divergence at 133, 25 steps before its onset 158: "
                           "the paid reward parts from the accuracy as the bonus weight ramps from 100, so the label's "
-                          "onset, the certainty's own rise, is questioned, not changed) (issue 29, branch h-read16t)",
+                          "onset, the certainty's own rise, is questioned, not changed; the relabel helper, reading blind, moved it to 112) (issue 29, branch h-read16t)"
+                          "; then read by h-crit: the three healthy criticals' series (clip ratio of the clipeps0 run, reward "
+                          "and accuracy of the percent run, kl and lr of the wsd run); all three now warnings through "
+                          "Detector.critical_doubt (a level kept since a one-time change, a grid 100x coarser, the lr warm-up's "
+                          "settling) (issue 29, branch h-crit)",
     "tinker_jsonl_public18": "scored once held out at 14e3fda (3/3 found; BENCHMARKS \"A sixteenth held-out batch\"); "
                              "then opened to be read run by run (session 2026-12-07 21:19); then read by h-read16c: "
                              "3/3 found by reward_divergence at delays 9, 1, 1; nothing changed (issue 29, branch "

@@ -464,6 +464,81 @@ def median_diff_noise(parts: tuple[list[float], ...], medians: tuple[float, ...]
     return 1.4826 * median(resid) * 1.2533 * math.sqrt(2.0 / max(w, 1))
 
 
+LR_KEY = "actor/lr"  # the learning rate's canonical key (TRL's ``learning_rate``): the critical gate reads its warm-up
+LEVEL_JUMP = 30.0  # a one-time change of a series' level by this factor or more: a new unit or a new setting
+SETTLE_STEPS = 50  # the most steps after the lr warm-up's peak that still count as its settling (:func:`lr_unsettled`)
+REGIME_VALUES = 20  # values a series must have kept its new level for, after such a change, to have settled there
+
+
+def lr_unsettled(lr: Track | None, step: int) -> str | None:
+    """Why ``step`` is still in the run's lr warm-up or its settling (None if it is not): the lr started under half its
+    peak and reached that peak less than one warm-up's length before ``step``. KL and update sizes move most while
+    the lr climbs and in the first steps at its peak; a run's level there is no failure yet (a warning may say so)."""
+    if lr is None or lr.n < 3 or lr.n > len(lr.values):  # no lr, or its first values are no longer kept
+        return None
+    v = lr.values
+    peak = max(v)
+    if not peak > 0.0 or not v[0] < 0.5 * peak:
+        return None
+    top = next(i for i, x in enumerate(v) if x >= 0.99 * peak)
+    ramp = [b - a for a, b in zip(list(v)[:top], list(v)[1:top + 1])]
+    # a warm-up climbs from the first step in small steps; an lr that jumps, or sat flat and then rose, is no warm-up
+    if not ramp or max(ramp) > 0.25 * peak or sum(d > 0.0 for d in ramp) < 0.8 * len(ramp):
+        return None
+    reached = lr.steps[top]
+    if step > reached + min(max(reached - lr.steps[0], 1), SETTLE_STEPS):
+        return None
+    return f"the lr warm-up (the lr reached its peak at step {reached}) is not settled yet"
+
+
+def unit_factor(before: list[float], after: list[float], ratio: float) -> bool:
+    """Whether ``after`` is ``before`` in other units: both means of counts on a grid (:func:`smallest_step`, the
+    values whole multiples of it), the grid's step grown by a power of ten (or 1024) to within 2 %, and the level by
+    about as much (``ratio``, within 1.5x). A score logged in percent from some step on; a KL or a gradient norm that
+    jumps 100x has no grid and stays a failure."""
+    qb, qa = smallest_step(before), smallest_step(after)
+    if qb <= 0.0 or qa <= 0.0 or any(abs(x / qb - round(x / qb)) > 0.02 for x in before) \
+            or any(abs(x / qa - round(x / qa)) > 0.02 for x in after):
+        return False
+    grid = max(qa / qb, qb / qa)
+    decades = math.log10(grid)
+    return (abs(decades - round(decades)) <= 0.01 or abs(grid / 1024 - 1) <= 0.02) and grid > 1.5 \
+        and grid / 1.5 <= ratio <= grid * 1.5
+
+
+def level_jump(track: Track) -> str | None:
+    """Why ``track``'s departure looks like a change of units or settings rather than a failure (None if it does not):
+    its values changed level once, at once (the first values after the change already at the new level), by
+    ``LEVEL_JUMP`` x or more, and then behaved: either the same counts in other units (:func:`unit_factor`: a score
+    logged in percent from some step on), or a level kept for ``REGIME_VALUES`` values or more without
+    rising further (a setting switched mid-run: clipping switched off). A failure keeps moving; a new unit does not.
+    O(n) in the kept values: called only when a detector asks for a critical."""
+    v = list(track.values)
+    n = len(v)
+    if n < 8:
+        return None
+    acc = [0.0]
+    for x in v:
+        acc.append(acc[-1] + x)
+    j = max(range(5, n - 2), key=lambda i: abs((acc[n] - acc[i]) / (n - i) - acc[i] / i) * math.sqrt(i * (n - i)))
+    before, after = v[max(0, j - 30):j], v[j:]
+    mb, ma = sum(before) / len(before), sum(after) / len(after)
+    lo, hi = sorted((abs(mb), abs(ma)))
+    mid = 0.5 * (mb + ma)
+    side = 1.0 if ma > mb else -1.0
+    if not hi >= LEVEL_JUMP * lo or side * (sum(after[:3]) / len(after[:3]) - mid) <= 0 \
+            or side * (sum(before[-3:]) / len(before[-3:]) - mid) >= 0:
+        return None
+    where = f"{track.raw} changed level at once at step {track.steps[j]}, {fmt(mb)} -> {fmt(ma)}"
+    third = max(len(after) // 3, 1)
+    first, last = sum(after[:third]) / third, sum(after[-third:]) / third
+    if len(after) >= REGIME_VALUES and 0.5 * abs(first) <= abs(last) <= 2.0 * abs(first):
+        return f"{where}, and has kept that level since (a setting or unit changed, not a failure building up)"
+    if lo > 0.0 and len(after) >= 3 and unit_factor(before, after, hi / lo):
+        return f"{where} ({fmt(hi / lo)}x, its values on a grid as many times coarser): a change of units, not a failure"
+    return None
+
+
 class DetectorContext:
     """What every detector of one monitor shares: tracks, the run config and recent sample excerpts."""
 
@@ -560,6 +635,7 @@ class Detector:
         self._event_peak = -math.inf  # the trigger metric's highest value at a step the current event held
         self._past_peak: float | None = None  # ... and over the events before it (``recurrence_gate``)
         self._streak = 0
+        self._doubts: dict[str, tuple[int, str | None]] = {}  # :meth:`critical_doubt`'s verdict per series and length
         # detectors that do their expensive work every N steps are staggered by a fixed per-name phase, so
         # they do not all sort their windows on the same step (that made every 5th/10th step the slow one)
         self._phase = zlib.crc32(self.name.encode()) & 0xFFFF
@@ -710,6 +786,27 @@ class Detector:
         # the same event, reported again after a pause
         return rank <= self._last_rank and step_start is not None and step_start == self._last_start
 
+    def critical_doubt(self, step: int, metric: str | None = None) -> str | None:
+        """Why a critical this detector asks for at ``step`` is not yet one (None: it is). The one gate every
+        detector's critical passes (issue 29: a critical needs magnitude plus persistence, or an unambiguous event;
+        each detector's own rule holds the magnitude and persistence against the run's noise): not during the lr
+        warm-up or its settling (:func:`lr_unsettled`), nor on a series of this detector that changed level once and
+        then behaved (:func:`level_jump`: a new unit or setting). Judged once per new value of a series."""
+        tracks = self.ctx.tracks
+        why = lr_unsettled(tracks.get(LR_KEY), step)
+        if why is not None:
+            return why
+        for key in dict.fromkeys((metric, *self.keys)):
+            track = tracks.get(key) if key else None
+            if track is None or track.n < 8:
+                continue
+            memo = self._doubts.get(key)
+            if memo is None or memo[0] != track.n:
+                memo = self._doubts[key] = (track.n, level_jump(track))
+            if memo[1] is not None:
+                return memo[1]
+        return None
+
     def fire(
         self,
         step: int,
@@ -722,8 +819,18 @@ class Detector:
         step_start: int | None = None,
         extra_keys: tuple[str, ...] = (),
         samples: bool = False,
+        event: bool = False,
     ) -> Finding | None:
-        """Build a finding unless the cooldown suppresses it (cheap when suppressed)."""
+        """Build a finding unless the cooldown suppresses it (cheap when suppressed). A critical goes through
+        :meth:`critical_doubt` unless ``event`` says it is an unambiguous event (a non-finite value, output or
+        entropy collapsed to near nothing): one in doubt is raised as a warning saying why."""
+        doubt = None
+        if severity == "critical" and not event:
+            doubt = self.critical_doubt(step, metric)
+            if doubt is not None:
+                severity = "warning"
+                summary = f"{summary} Held at a warning: {doubt}.".strip()
+                values = {**(values or {}), "critical_withheld": doubt}
         rank = severity_rank(severity)
         if self._repeat(step, rank, step_start):
             self._last_fire_step = step

@@ -71,10 +71,8 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # the twenty-third pass (BENCHMARKS "A sixteenth held-out batch"), scored once held out at 14e3fda and not read run
     # by run: three criticals on trl_cpu_settings18's healthy runs (planned faults the data helper read as leaving no
     # mark a user must act on: clip epsilon 0 with two iterations, scores logged in percent; and a warm-up-stable-decay
-    # run's KL at step 23)
-    "trl_cpu_settings18-healthy-llamas14-2prompt-4gen-numiter2-clipeps0-from100-250": 1,
-    "trl_cpu_settings18-healthy-gpt2s14-2prompt-4gen-percentscores-from100-250": 1,
-    "trl_cpu_settings18-healthy-gpt2s14-2prompt-5gen-wsd-1sqrtdecay-warm20-decay100-200": 1,
+    # run's KL at step 23): went with h-crit, every critical passes Detector.critical_doubt (a series that changed level
+    # once and then kept it, counts on a grid 100x coarser, the lr warm-up's settling: a warning that says why)
 }
 # the eighteenth pass's TRL source (trl_cpu_settings13: 7 warnings on its 6 healthy runs held out) went with h-quiet13:
 # reward_divergence's two "pulling away" warnings on its bnpo run (a reward paid as 0.8 x accuracy + 0.2 x a width

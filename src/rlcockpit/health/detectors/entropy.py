@@ -389,7 +389,7 @@ class EntropyCollapse(FrozenBaseline):
             if self.repeats(step, "critical"):
                 return None
             return self.fire(step, "critical", f"Entropy collapsed to {fmt(s)} ({ratio:.0%} of its warm-up level {fmt(self.base)})",
-                             "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True)
+                             "The policy became nearly deterministic: exploration is gone.", values=vals, samples=True, event=True)
         fast = before == before and s < p["fall_ratio"] * before and self._out_of_noise(before - s, track)
         # a low level is what a ``drift_smooth`` mean says: a 3-step mean of a noisy low entropy dips under the bar
         low = ratio < p["warn_ratio"] and track.mean_last(p["drift_smooth"]) < p["warn_ratio"] * self.base

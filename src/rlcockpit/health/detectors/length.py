@@ -541,7 +541,7 @@ class LengthCollapse(Detector):
         if empty or (ratio < p["critical_ratio"] and self.base >= p["min_reference"]):
             return self.fire(step, "critical", f"Responses collapsed{' to (nearly) empty' if empty else ''}: {what}",
                              "An answer of a token or none earns nothing and teaches nothing.", values=vals,
-                             step_start=start, extra_keys=(REWARD, CLIP), samples=True)
+                             step_start=start, extra_keys=(REWARD, CLIP), samples=True, event=True)
         return self.fire(step, "warning", f"Responses shrinking: {what}", values=vals, step_start=start,
                          extra_keys=(REWARD, CLIP), samples=True)
 

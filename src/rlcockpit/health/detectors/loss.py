@@ -86,7 +86,7 @@ class NonFinite(Detector):
         first = next(iter(watched))
         return self.fire(step, "critical", f"Non-finite value: {names}",
                          "The optimiser has blown up; any further update corrupts the policy.",
-                         metric=first, values={raw: str(v) for raw, v in watched.values()}, extra_keys=(GRAD, LOSS))
+                         metric=first, values={raw: str(v) for raw, v in watched.values()}, extra_keys=(GRAD, LOSS), event=True)
 
     def check(self, step: int) -> Finding | None:
         track = self.ctx.tracks[SKIPPED]
@@ -94,7 +94,7 @@ class NonFinite(Detector):
             return None
         return self.fire(step, "critical", f"Update skipped: non-finite loss or gradients ({track.raw}="
                          f"{fmt(track.last)})", "The optimiser has blown up; the trainer is skipping updates.",
-                         metric=SKIPPED, values={track.raw: track.last}, extra_keys=(GRAD, LOSS))
+                         metric=SKIPPED, values={track.raw: track.last}, extra_keys=(GRAD, LOSS), event=True)
 
     def advise(self, finding: Finding) -> tuple[list[Cause], list[Action]]:
         bad = set(finding.evidence.get("values", {})) - {SKIPPED}

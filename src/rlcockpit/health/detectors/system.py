@@ -12,6 +12,7 @@ from bisect import bisect_left, bisect_right, insort
 from rlcockpit.health.advice import CLIPFRAC, PPO_KL, moved, ranked
 from rlcockpit.health.base import (
     ADAPT_AT,
+    LR_KEY,
     Cusum,
     Detector,
     DetectorContext,
@@ -34,7 +35,7 @@ GPU_UTIL, GPU_MEM = "system/gpu/utilization", "system/gpu/memory_percent"
 GPU_UTIL_GUIDE = "system/gpu/0/utilization"  # the guide's entry for one device (the detector reads their mean)
 THROUGHPUT, STEP_TIME, TIME_PER_STEP = "perf/throughput", "timing_s/step", "perf/time_per_step"
 SAMPLES_PER_S = "perf/samples_per_second"
-LR, MISMATCH = "actor/lr", "training/rollout_probs_diff_mean"
+LR, MISMATCH = LR_KEY, "training/rollout_probs_diff_mean"
 
 
 def speed_advice(det: Detector, finding: Finding) -> tuple[list[Cause], list[Action]]:
