@@ -73,6 +73,9 @@ BELOW_BAR_CRITICALS: dict[str, int] = {
     # mark a user must act on: clip epsilon 0 with two iterations, scores logged in percent; and a warm-up-stable-decay
     # run's KL at step 23): went with h-crit, every critical passes Detector.critical_doubt (a series that changed level
     # once and then kept it, counts on a grid 100x coarser, the lr warm-up's settling: a warning that says why)
+    # the twenty-fourth pass (trl_cpu_settings19, held out, scored once at the end of the session of 2026-12-07 21:19
+    # and not read run by run): kl_rising's critical at 178 on the sapo run without reward scaling (Qwen2, a weak model)
+    "trl_cpu_settings19-healthy-qwen2s15-2prompt-4gen-sapo-scalenone-200-log2": 1,
 }
 # the eighteenth pass's TRL source (trl_cpu_settings13: 7 warnings on its 6 healthy runs held out) went with h-quiet13:
 # reward_divergence's two "pulling away" warnings on its bnpo run (a reward paid as 0.8 x accuracy + 0.2 x a width
