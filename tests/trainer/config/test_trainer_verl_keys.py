@@ -23,7 +23,7 @@ from rlcockpit.trainer.observe.metrics import global_seqlen_metrics, perf_metric
 # not in verl 0.9.1's step: rlcockpit's own names, perf/cpu_memory_used_gb (verl's before 0.9, same meaning) and
 # the process's own resident memory (memory_growth judges it, not the shared machine's)
 EXTRAS = {"reward/failures", "reward/failure_rate", "actor/nonfinite_skipped", "perf/cpu_memory_used_gb",
-          "system/proc_rss_gb"}
+          "perf/proc_rss_gb"}
 REF_EXTRAS = {"actor/ref_kl"}  # mean old - reference log-prob: with a reference model and an old-log-prob pass
 # verl's, left out by design: the old-log-prob pass when the update's first pass scores the old policy
 # (one epoch, one mini-batch, no KL in the reward: no extra pass; actor/entropy still comes from it)

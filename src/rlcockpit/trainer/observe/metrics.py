@@ -126,7 +126,7 @@ def variance_proxy_metrics(batch: dict[str, torch.Tensor], gradient_norm: float 
 def perf_metrics(num_tokens: int, step_time: float, device: torch.device, n_gpus: int = 1) -> dict[str, float]:
     """verl's ``compute_throughout_metrics``: the step's prompt + response tokens, its time and the tokens per
     second *per rank* (``n_gpus``: the data-parallel world size); then the memory keys of verl's workers, and this
-    process's resident memory (``system/proc_rss_gb``), which verl does not log."""
+    process's resident memory (``perf/proc_rss_gb``), which verl does not log."""
     m = {"perf/total_num_tokens": float(num_tokens), "perf/time_per_step": step_time,
          "perf/throughput": num_tokens / (max(step_time, 1e-9) * max(n_gpus, 1))}
     if device.type == "cuda":
@@ -136,8 +136,10 @@ def perf_metrics(num_tokens: int, step_time: float, device: torch.device, n_gpus
     m["perf/cpu_memory_used_gb"] = _host_used_gb()
     # this process's own: every step, beside the machine's. On a shared host other jobs move the machine's used
     # memory by gigabytes (a neighbour's leak looks like ours); the system sampler's reading every 10 s is too
-    # sparse for memory_growth to judge the process by, so it judged the machine and blamed the run
-    m["system/proc_rss_gb"] = _proc_rss_gb()
+    # sparse for memory_growth to judge the process by, so it judged the machine and blamed the run. Its own key
+    # (the metric guide makes it an alias of the sampler's system/proc_rss_gb, so detectors read both as one): the
+    # sampler runs in this process too, and one key would hold two values at a step
+    m["perf/proc_rss_gb"] = _proc_rss_gb()
     return m
 
 
