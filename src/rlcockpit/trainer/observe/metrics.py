@@ -150,7 +150,7 @@ def _host_used_gb() -> float:
 
 
 def _proc_rss_gb() -> float:
-    """The resident memory of this (the trainer's) process, in GB: the key and unit the system sampler uses."""
+    """The resident memory of this (the trainer's) process, in GB, as the system sampler measures it."""
     import psutil
 
     return psutil.Process().memory_info().rss / 2**30
