@@ -8,6 +8,8 @@ and the value function's explained variance is over all valid tokens (unbiased v
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -149,11 +151,17 @@ def _host_used_gb() -> float:
     return psutil.virtual_memory().used / 2**30
 
 
-def _proc_rss_gb() -> float:
-    """The resident memory of this (the trainer's) process, in GB, as the system sampler measures it."""
+@lru_cache(maxsize=1)
+def _process(pid: int) -> Any:
+    """psutil's handle of process ``pid``, made once (making one reads /proc: about half the per-step cost)."""
     import psutil
 
-    return psutil.Process().memory_info().rss / 2**30
+    return psutil.Process(pid)
+
+
+def _proc_rss_gb() -> float:
+    """The resident memory of this (the trainer's) process, in GB, as the system sampler measures it."""
+    return _process(os.getpid()).memory_info().rss / 2**30
 
 
 def worker_memory_metrics(role: str, device: torch.device) -> dict[str, float]:
